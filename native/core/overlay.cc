@@ -1,0 +1,1016 @@
+// Overlay semantics: path resolution through the layer tree, copy-up, whiteouts, merged
+// directories and rename. See overlay.h for the model.
+#include "overlay.h"
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <mutex>
+#include <set>
+
+#include "path.h"
+
+namespace shadowfs {
+
+struct Inode {
+  uint64_t ino = 0;
+  FileType type = FileType::Regular;
+  // When false, attributes mirror A live (files: `lowerPath`; directories: their merge source)
+  // and `snap` is only a fallback for when A's object has gone.
+  bool ownMeta = false;
+  // Regular files whose content still lives in A.
+  std::optional<std::string> lowerPath;
+  Attr snap;
+  std::string data;  // file content once copied up, or the symlink target
+  bool ownXattrs = false;
+  std::map<std::string, std::string> xattrs;
+  uint32_t links = 0;  // layer Nodes that point here (hard links)
+};
+
+struct Node {
+  std::shared_ptr<Inode> inode;  // null: whiteout
+  bool opaque = false;           // directories: hide A's directory at this place
+  std::optional<std::string> redirect;  // directories: merge with this A directory instead
+  std::map<std::string, std::unique_ptr<Node>, std::less<>> children;
+
+  bool whiteout() const { return !inode; }
+  bool dir() const { return inode && inode->type == FileType::Directory; }
+};
+
+// Result of resolving a path.
+struct Overlay::Res {
+  Node* node = nullptr;  // the layer node at the path (never a whiteout), or null
+  bool lv = false;       // `low` names A's object merged at this position
+  std::string low;
+  Attr lowerAttr;        // when node is null: A's object
+  bool parentResolved = false;  // the parent is a directory (for create after ENOENT)
+};
+
+namespace {
+
+Timespec now() {
+  auto t = std::chrono::system_clock::now().time_since_epoch();
+  auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(t).count();
+  return Timespec{ns / 1000000000, ns % 1000000000};
+}
+
+std::unique_ptr<Node> makeWhiteout() { return std::make_unique<Node>(); }
+
+void unlinkSubtree(Node* n) {
+  if (!n || n->whiteout()) return;
+  if (n->inode->links > 0) n->inode->links--;
+  for (auto& [name, c] : n->children) unlinkSubtree(c.get());
+}
+
+}  // namespace
+
+Overlay::Overlay(std::unique_ptr<LowerFs> lower) : lower_(std::move(lower)) {
+  root_ = std::make_unique<Node>();
+  auto in = std::make_shared<Inode>();
+  in->type = FileType::Directory;
+  Attr a;
+  if (lower_->stat("", &a) == 0) in->snap = a;
+  in->ino = in->snap.ino;
+  in->links = 1;
+  root_->inode = in;
+}
+
+Overlay::~Overlay() = default;
+
+std::shared_ptr<Inode> Overlay::newInode(FileType type, uint32_t perm, const Caller& who) {
+  auto in = std::make_shared<Inode>();
+  in->ino = nextIno_.fetch_add(1);
+  in->type = type;
+  in->ownMeta = true;
+  in->ownXattrs = true;
+  Attr& s = in->snap;
+  s.ino = in->ino;
+  s.type = type;
+  s.perm = perm & 07777;
+  s.uid = who.uid;
+  s.gid = who.gid;
+  s.atime = s.mtime = s.ctime = now();
+  return in;
+}
+
+bool Overlay::lowerPresent(bool lv, const std::string& low, const std::string& name, Attr* a) {
+  if (!lv) return false;
+  Attr tmp;
+  return lower_->stat(joinPath(low, name), a ? a : &tmp) == 0;
+}
+
+// Walks the layer tree along `path`; below the last layer node the path is A's alone.
+int Overlay::resolve(const std::string& path, Res* r) const {
+  Node* cur = root_.get();
+  bool lv = true;
+  std::string low;
+  auto comps = components(path);
+  for (size_t i = 0; i < comps.size(); ++i) {
+    const bool last = i + 1 == comps.size();
+    auto c = comps[i];
+    if (cur) {
+      if (!cur->dir()) return ENOTDIR;
+      auto it = cur->children.find(c);
+      if (it != cur->children.end()) {
+        Node* child = it->second.get();
+        if (child->whiteout()) {
+          r->parentResolved = last;
+          return ENOENT;
+        }
+        if (child->dir()) {
+          if (child->opaque) {
+            lv = false;
+            low.clear();
+          } else if (child->redirect) {
+            lv = true;
+            low = *child->redirect;
+          } else if (lv) {
+            low = joinPath(low, c);
+          }
+        } else {
+          lv = false;
+          low.clear();
+        }
+        cur = child;
+        continue;
+      }
+      cur = nullptr;
+    }
+    if (!lv) {
+      r->parentResolved = last;
+      return ENOENT;
+    }
+    low = joinPath(low, c);
+  }
+  r->node = cur;
+  r->lv = lv;
+  r->low = low;
+  if (!cur) {
+    int e = lower_->stat(low, &r->lowerAttr);
+    if (e == ENOENT) r->parentResolved = true;  // caller re-checks the parent when creating
+    return e;
+  }
+  return 0;
+}
+
+// Makes sure every directory along `path` has a layer node (copying up directories of A as
+// mirrors) and returns the last one with its merge source.
+int Overlay::materializeDir(const std::string& path, Node** out, bool* lvOut, std::string* lowOut) {
+  Node* cur = root_.get();
+  bool lv = true;
+  std::string low;
+  for (auto c : components(path)) {
+    auto it = cur->children.find(c);
+    if (it != cur->children.end()) {
+      Node* child = it->second.get();
+      if (child->whiteout()) return ENOENT;
+      if (child->inode->type == FileType::Symlink) return ELOOP;
+      if (!child->dir()) return ENOTDIR;
+      if (child->opaque) {
+        lv = false;
+        low.clear();
+      } else if (child->redirect) {
+        lv = true;
+        low = *child->redirect;
+      } else if (lv) {
+        low = joinPath(low, c);
+      }
+      cur = child;
+      continue;
+    }
+    if (!lv) return ENOENT;
+    std::string next = joinPath(low, c);
+    Attr a;
+    int e = lower_->stat(next, &a);
+    if (e) return e;
+    if (a.type == FileType::Symlink) return ELOOP;
+    if (a.type != FileType::Directory) return ENOTDIR;
+    auto node = std::make_unique<Node>();
+    node->inode = std::make_shared<Inode>();
+    node->inode->ino = a.ino;
+    node->inode->type = FileType::Directory;
+    node->inode->snap = a;
+    node->inode->links = 1;
+    Node* raw = node.get();
+    cur->children.emplace(std::string(c), std::move(node));
+    cur = raw;
+    low = std::move(next);
+  }
+  *out = cur;
+  if (lvOut) *lvOut = lv;
+  if (lowOut) *lowOut = low;
+  return 0;
+}
+
+// Gives the object at `path` a layer node without copying content: a directory becomes a
+// mirror, a regular file an inode whose content stays in A, a symlink a copy of its target.
+int Overlay::materializeNode(const std::string& path, Node** out, Res* r) {
+  int e = resolve(path, r);
+  if (e) return e;
+  if (r->node) {
+    *out = r->node;
+    return 0;
+  }
+  std::string parent, name;
+  splitLast(path, &parent, &name);
+  Node* p;
+  bool plv;
+  std::string plow;
+  e = materializeDir(parent, &p, &plv, &plow);
+  if (e) return e;
+  const Attr& a = r->lowerAttr;
+  auto in = std::make_shared<Inode>();
+  in->ino = a.ino;
+  in->type = a.type;
+  in->snap = a;
+  in->links = 1;
+  if (a.type == FileType::Symlink) {
+    e = lower_->readlink(r->low, &in->data);
+    if (e) return e;
+    in->ownMeta = true;
+    in->ownXattrs = true;
+  } else if (a.type == FileType::Regular) {
+    in->lowerPath = r->low;
+  } else if (a.type != FileType::Directory) {
+    in->ownMeta = true;  // fifos, sockets, devices: nothing to read from A
+    in->ownXattrs = true;
+  }
+  auto node = std::make_unique<Node>();
+  node->inode = std::move(in);
+  Node* raw = node.get();
+  p->children[name] = std::move(node);
+  r->node = raw;
+  // A materialised directory keeps merging with the same A directory; r->lv/low stay valid.
+  if (a.type != FileType::Directory) {
+    r->lv = false;
+    r->low.clear();
+  }
+  *out = raw;
+  return 0;
+}
+
+void Overlay::nodeAttr(const Node* n, bool lv, const std::string& low, Attr* out) {
+  const Inode* in = n->inode.get();
+  Attr a;
+  if (in->type == FileType::Directory) {
+    if (!in->ownMeta && lv && lower_->stat(low, &a) == 0 && a.type == FileType::Directory) {
+      *out = a;
+    } else {
+      *out = in->snap;
+      out->nlink = 2;
+    }
+    out->ino = in->ino;
+    out->type = FileType::Directory;
+    return;
+  }
+  if (in->lowerPath) {
+    bool ok = lower_->stat(*in->lowerPath, &a) == 0;
+    if (!in->ownMeta && ok) {
+      *out = a;
+    } else {
+      *out = in->snap;
+      if (ok) {
+        out->size = a.size;
+        out->blocks = a.blocks;
+      }
+    }
+  } else {
+    *out = in->snap;
+    if (in->type == FileType::Regular || in->type == FileType::Symlink) {
+      out->size = in->data.size();
+      out->blocks = (out->size + 511) / 512;
+    }
+  }
+  out->ino = in->ino;
+  out->type = in->type;
+  out->nlink = in->links ? in->links : 1;
+}
+
+void Overlay::ensureOwnMeta(Inode* in, bool lv, const std::string& low) {
+  if (in->ownMeta) return;
+  Attr a;
+  const std::string* src = in->lowerPath ? &*in->lowerPath : (lv ? &low : nullptr);
+  if (src && lower_->stat(*src, &a) == 0) {
+    uint64_t ino = in->ino;
+    in->snap = a;
+    in->snap.ino = ino;
+  }
+  in->ownMeta = true;
+}
+
+int Overlay::copyUpContent(Inode* in, bool keepContent) {
+  if (!in->lowerPath) return 0;
+  ensureOwnMeta(in, false, std::string());
+  std::string data;
+  if (keepContent) {
+    int e = lower_->readAll(*in->lowerPath, &data);
+    if (e) return e == ENOENT ? EIO : e;
+  }
+  in->data = std::move(data);
+  in->lowerPath.reset();
+  in->snap.size = in->data.size();
+  return 0;
+}
+
+int Overlay::placeNew(const std::string& path, std::shared_ptr<Inode> inode, Node** out) {
+  std::string parent, name;
+  splitLast(path, &parent, &name);
+  if (name.empty()) return EEXIST;
+  if (name.size() > kNameMax) return ENAMETOOLONG;
+  Node* p;
+  bool plv;
+  std::string plow;
+  int e = materializeDir(parent, &p, &plv, &plow);
+  if (e) return e == ELOOP ? ENOTDIR : e;
+  auto it = p->children.find(name);
+  const bool present = lowerPresent(plv, plow, name);
+  if (it != p->children.end() ? !it->second->whiteout() : present) return EEXIST;
+  auto node = std::make_unique<Node>();
+  // A directory created where A has something (hidden by a whiteout) must not show A's
+  // children.
+  node->opaque = inode->type == FileType::Directory && present;
+  inode->links++;
+  node->inode = std::move(inode);
+  Node* raw = node.get();
+  p->children[name] = std::move(node);
+  p->inode->snap.mtime = p->inode->snap.ctime = now();
+  if (out) *out = raw;
+  return 0;
+}
+
+// Removes whatever is at `path` (already known to exist): a whiteout where A has something.
+int Overlay::removeAt(const std::string& path) {
+  std::string parent, name;
+  splitLast(path, &parent, &name);
+  Node* p;
+  bool plv;
+  std::string plow;
+  int e = materializeDir(parent, &p, &plv, &plow);
+  if (e) return e;
+  auto it = p->children.find(name);
+  if (it != p->children.end()) {
+    unlinkSubtree(it->second.get());
+    if (it->second->inode) it->second->inode->snap.ctime = now();
+  }
+  if (lowerPresent(plv, plow, name)) {
+    p->children[name] = makeWhiteout();
+  } else if (it != p->children.end()) {
+    p->children.erase(it);
+  }
+  if (p->inode->ownMeta) p->inode->snap.mtime = p->inode->snap.ctime = now();
+  return 0;
+}
+
+int Overlay::mergedList(const Res& r, std::vector<DirEntry>* out) {
+  out->clear();
+  if (!r.node) {
+    if (r.lowerAttr.type != FileType::Directory) return ENOTDIR;
+    return lower_->readdir(r.low, out);
+  }
+  if (!r.node->dir()) return ENOTDIR;
+  const auto& kids = r.node->children;
+  if (r.lv) {
+    std::vector<DirEntry> ls;
+    if (lower_->readdir(r.low, &ls) == 0) {
+      out->reserve(ls.size() + kids.size());
+      for (auto& d : ls) {
+        if (kids.find(d.name) == kids.end()) out->push_back(std::move(d));
+      }
+    }
+  }
+  for (auto& [name, c] : kids) {
+    if (c->whiteout()) continue;
+    out->push_back(DirEntry{name, c->inode->ino, c->inode->type});
+  }
+  return 0;
+}
+
+// ---------------------------------------------------------------------------------------------
+// File-system operations
+
+int Overlay::getattr(const std::string& path, Attr* out) {
+  std::shared_lock lock(mu_);
+  Res r;
+  int e = resolve(path, &r);
+  if (e) return e;
+  if (r.node) {
+    nodeAttr(r.node, r.lv, r.low, out);
+  } else {
+    *out = r.lowerAttr;
+  }
+  return 0;
+}
+
+int Overlay::readdir(const std::string& path, std::vector<DirEntry>* out) {
+  std::shared_lock lock(mu_);
+  Res r;
+  int e = resolve(path, &r);
+  if (e) return e;
+  return mergedList(r, out);
+}
+
+int Overlay::readlink(const std::string& path, std::string* out) {
+  std::shared_lock lock(mu_);
+  Res r;
+  int e = resolve(path, &r);
+  if (e) return e;
+  if (r.node) {
+    if (r.node->inode->type != FileType::Symlink) return EINVAL;
+    *out = r.node->inode->data;
+    return 0;
+  }
+  if (r.lowerAttr.type != FileType::Symlink) return EINVAL;
+  return lower_->readlink(r.low, out);
+}
+
+int Overlay::mknod(const std::string& path, FileType type, uint32_t perm, uint64_t rdev,
+                   const Caller& who, Attr* out) {
+  std::unique_lock lock(mu_);
+  auto in = newInode(type, perm, who);
+  in->snap.rdev = rdev;
+  Node* n;
+  int e = placeNew(path, in, &n);
+  if (e) return e;
+  nodeAttr(n, false, std::string(), out);
+  return 0;
+}
+
+int Overlay::mkdir(const std::string& path, uint32_t perm, const Caller& who, Attr* out) {
+  std::unique_lock lock(mu_);
+  Node* n;
+  int e = placeNew(path, newInode(FileType::Directory, perm, who), &n);
+  if (e) return e;
+  nodeAttr(n, false, std::string(), out);
+  return 0;
+}
+
+int Overlay::symlink(const std::string& target, const std::string& path, const Caller& who,
+                     Attr* out) {
+  std::unique_lock lock(mu_);
+  auto in = newInode(FileType::Symlink, 0777, who);
+  in->data = target;
+  Node* n;
+  int e = placeNew(path, in, &n);
+  if (e) return e;
+  nodeAttr(n, false, std::string(), out);
+  return 0;
+}
+
+int Overlay::link(const std::string& from, const std::string& to, Attr* out) {
+  std::unique_lock lock(mu_);
+  Res r;
+  Node* src;
+  int e = materializeNode(from, &src, &r);
+  if (e) return e;
+  if (src->dir()) return EPERM;
+  std::shared_ptr<Inode> in = src->inode;
+  Node* n;
+  e = placeNew(to, in, &n);
+  if (e) return e;
+  ensureOwnMeta(in.get(), false, std::string());
+  in->snap.ctime = now();
+  nodeAttr(n, false, std::string(), out);
+  return 0;
+}
+
+int Overlay::unlink(const std::string& path) {
+  std::unique_lock lock(mu_);
+  Res r;
+  int e = resolve(path, &r);
+  if (e) return e;
+  FileType t = r.node ? r.node->inode->type : r.lowerAttr.type;
+  if (t == FileType::Directory) return EISDIR;
+  return removeAt(path);
+}
+
+int Overlay::rmdir(const std::string& path) {
+  std::unique_lock lock(mu_);
+  if (path.empty()) return EBUSY;
+  Res r;
+  int e = resolve(path, &r);
+  if (e) return e;
+  std::vector<DirEntry> ls;
+  e = mergedList(r, &ls);
+  if (e) return e;
+  if (!ls.empty()) return ENOTEMPTY;
+  return removeAt(path);
+}
+
+// Takes the object at `path` out of the tree (leaving a whiteout where A has something) and
+// returns it as a free-standing node. A directory that merged with A keeps doing so through
+// an explicit redirect; one that has nothing in A becomes opaque.
+std::unique_ptr<Node> Overlay::detach(const std::string& path, Res& r) {
+  Node* n;
+  if (materializeNode(path, &n, &r)) return nullptr;
+  if (n->dir() && !n->opaque && !n->redirect) {
+    Attr a;
+    if (r.lv && lower_->stat(r.low, &a) == 0 && a.type == FileType::Directory) {
+      n->redirect = r.low;
+      if (!n->inode->ownMeta) ensureOwnMeta(n->inode.get(), true, r.low);
+    } else {
+      n->opaque = true;
+    }
+  }
+  std::string parent, name;
+  splitLast(path, &parent, &name);
+  Node* p;
+  bool plv;
+  std::string plow;
+  if (materializeDir(parent, &p, &plv, &plow)) return nullptr;
+  auto it = p->children.find(name);
+  std::unique_ptr<Node> out = std::move(it->second);
+  if (lowerPresent(plv, plow, name)) {
+    it->second = makeWhiteout();
+  } else {
+    p->children.erase(it);
+  }
+  Timespec t = now();
+  p->inode->snap.mtime = p->inode->snap.ctime = t;
+  out->inode->snap.ctime = t;
+  return out;
+}
+
+int Overlay::attach(const std::string& path, std::unique_ptr<Node> n) {
+  std::string parent, name;
+  splitLast(path, &parent, &name);
+  Node* p;
+  bool plv;
+  std::string plow;
+  int e = materializeDir(parent, &p, &plv, &plow);
+  if (e) return e;
+  auto it = p->children.find(name);
+  if (it != p->children.end()) unlinkSubtree(it->second.get());
+  if (n->dir() && !n->redirect && lowerPresent(plv, plow, name)) n->opaque = true;
+  p->children[name] = std::move(n);
+  p->inode->snap.mtime = p->inode->snap.ctime = now();
+  return 0;
+}
+
+int Overlay::rename(const std::string& from, const std::string& to, uint32_t flags) {
+  std::unique_lock lock(mu_);
+  if ((flags & kRenameNoReplace) && (flags & kRenameExchange)) return EINVAL;
+  if (from.empty() || to.empty()) return EBUSY;
+  Res rf;
+  int e = resolve(from, &rf);
+  if (e) return e;
+  if (isInside(to, from)) return EINVAL;
+  std::string tparent, tname;
+  splitLast(to, &tparent, &tname);
+  if (tname.size() > kNameMax) return ENAMETOOLONG;
+  Res rt;
+  int et = resolve(to, &rt);
+  if (et && et != ENOENT) return et;
+  if (et == ENOENT) {
+    Res rp;
+    int ep = resolve(tparent, &rp);
+    if (ep) return ep;
+    FileType pt = rp.node ? rp.node->inode->type : rp.lowerAttr.type;
+    if (pt != FileType::Directory) return ENOTDIR;
+  }
+  const bool toExists = et == 0;
+  if (from == to) return 0;
+  const FileType ft = rf.node ? rf.node->inode->type : rf.lowerAttr.type;
+  if ((flags & kRenameNoReplace) && toExists) return EEXIST;
+  if (flags & kRenameExchange) {
+    if (!toExists) return ENOENT;
+    if (isInside(from, to)) return EINVAL;
+    Res a, b;
+    auto na = detach(from, a);
+    if (!na) return EIO;
+    auto nb = detach(to, b);
+    if (!nb) return EIO;
+    e = attach(to, std::move(na));
+    if (e) return e;
+    return attach(from, std::move(nb));
+  }
+  if (toExists) {
+    const FileType tt = rt.node ? rt.node->inode->type : rt.lowerAttr.type;
+    const bool fromDir = ft == FileType::Directory, toDir = tt == FileType::Directory;
+    if (fromDir && !toDir) return ENOTDIR;
+    if (!fromDir && toDir) return EISDIR;
+    if (toDir) {
+      if (isInside(from, to)) return ENOTEMPTY;
+      std::vector<DirEntry> ls;
+      e = mergedList(rt, &ls);
+      if (e) return e;
+      if (!ls.empty()) return ENOTEMPTY;
+    }
+    // Two names of one inode: rename(2) does nothing.
+    if (rf.node && rt.node && rf.node->inode == rt.node->inode) return 0;
+  }
+  Res a;
+  auto na = detach(from, a);
+  if (!na) return EIO;
+  return attach(to, std::move(na));
+}
+
+int Overlay::setattr(const std::string& path, Handle* h, uint32_t mask, const Attr& v, Attr* out) {
+  std::unique_lock lock(mu_);
+  Inode* in = nullptr;
+  Node* n = nullptr;
+  Res r;
+  if (h && h->inode) {
+    in = h->inode.get();
+  } else {
+    int e = materializeNode(path, &n, &r);
+    if (e) return e;
+    in = n->inode.get();
+  }
+  ensureOwnMeta(in, r.lv, r.low);
+  Timespec t = now();
+  if (mask & kSetSize) {
+    if (in->type == FileType::Directory) return EISDIR;
+    if (in->type != FileType::Regular) return EINVAL;
+    int e = copyUpContent(in, v.size != 0);
+    if (e) return e;
+    in->data.resize(v.size);
+    in->snap.mtime = t;
+  }
+  if (mask & kSetMode) in->snap.perm = v.perm & 07777;
+  if (mask & kSetUid) in->snap.uid = v.uid;
+  if (mask & kSetGid) in->snap.gid = v.gid;
+  if (mask & kSetAtimeNow) in->snap.atime = t;
+  else if (mask & kSetAtime) in->snap.atime = v.atime;
+  if (mask & kSetMtimeNow) in->snap.mtime = t;
+  else if (mask & kSetMtime) in->snap.mtime = v.mtime;
+  in->snap.ctime = (mask & kSetCtime) ? v.ctime : t;
+  if (n) {
+    nodeAttr(n, r.lv, r.low, out);
+  } else {
+    Node tmp;
+    tmp.inode = h->inode;
+    nodeAttr(&tmp, false, std::string(), out);
+  }
+  return 0;
+}
+
+int Overlay::openLocked(Node* n, const OpenIntent& intent, Handle** out, Attr* attr) {
+  Inode* in = n->inode.get();
+  if (in->type == FileType::Directory) return EISDIR;
+  auto h = std::make_unique<Handle>();
+  h->inode = n->inode;
+  h->writable = intent.write;
+  if (intent.write || intent.truncate) {
+    int e = copyUpContent(in, !intent.truncate);
+    if (e) return e;
+    if (intent.truncate && !in->data.empty()) {
+      in->data.clear();
+      in->snap.mtime = in->snap.ctime = now();
+    }
+    if (in->ino < kFirstLayerIno) copied_[in->ino] = n->inode;
+  } else if (in->lowerPath) {
+    int e = lower_->open(*in->lowerPath, &h->lower);
+    if (e) return e;
+  }
+  nodeAttr(n, false, std::string(), attr);
+  *out = h.release();
+  return 0;
+}
+
+int Overlay::open(const std::string& path, const OpenIntent& intent, Handle** out, Attr* attr) {
+  if (!intent.write && !intent.truncate) {
+    std::shared_lock lock(mu_);
+    Res r;
+    int e = resolve(path, &r);
+    if (e) return e;
+    if (r.node) {
+      if (r.node->dir()) return EISDIR;
+      return openLocked(r.node, intent, out, attr);
+    }
+    if (r.lowerAttr.type == FileType::Directory) return EISDIR;
+    auto h = std::make_unique<Handle>();
+    e = lower_->open(r.low, &h->lower);
+    if (e) return e;
+    h->lowerIno = r.lowerAttr.ino;
+    *attr = r.lowerAttr;
+    *out = h.release();
+    return 0;
+  }
+  std::unique_lock lock(mu_);
+  Res r;
+  Node* n;
+  int e = materializeNode(path, &n, &r);
+  if (e) return e;
+  return openLocked(n, intent, out, attr);
+}
+
+int Overlay::create(const std::string& path, uint32_t perm, const OpenIntent& intent,
+                    const Caller& who, Handle** out, Attr* attr) {
+  std::unique_lock lock(mu_);
+  Res r;
+  int e = resolve(path, &r);
+  if (e == 0) {
+    if (intent.exclusive) return EEXIST;
+    Node* n;
+    e = materializeNode(path, &n, &r);
+    if (e) return e;
+    return openLocked(n, intent, out, attr);
+  }
+  if (e != ENOENT) return e;
+  Node* n;
+  e = placeNew(path, newInode(FileType::Regular, perm, who), &n);
+  if (e) return e;
+  return openLocked(n, intent, out, attr);
+}
+
+int Overlay::read(Handle* h, char* buf, size_t size, uint64_t off, size_t* got) {
+  *got = 0;
+  std::shared_ptr<Inode> in = h->inode;
+  std::shared_lock lock(mu_);
+  if (!in && !copied_.empty()) {
+    auto it = copied_.find(h->lowerIno);
+    if (it != copied_.end()) in = it->second.lock();
+  }
+  if (in && !in->lowerPath) {
+    if (in->type != FileType::Regular) return EINVAL;
+    if (off < in->data.size()) {
+      size_t n = std::min<uint64_t>(size, in->data.size() - off);
+      std::memcpy(buf, in->data.data() + off, n);
+      *got = n;
+    }
+    return 0;
+  }
+  lock.unlock();
+  if (h->lower < 0) return EIO;
+  return lower_->pread(h->lower, buf, size, off, got);
+}
+
+int Overlay::write(Handle* h, const char* buf, size_t size, uint64_t off) {
+  std::unique_lock lock(mu_);
+  Inode* in = h->inode.get();
+  if (!in || !h->writable) return EBADF;
+  if (in->lowerPath) {
+    int e = copyUpContent(in, true);
+    if (e) return e;
+  }
+  if (off + size > in->data.size()) in->data.resize(off + size);
+  std::memcpy(&in->data[off], buf, size);
+  in->snap.mtime = in->snap.ctime = now();
+  return 0;
+}
+
+int Overlay::fgetattr(Handle* h, Attr* out) {
+  std::shared_lock lock(mu_);
+  if (!h->inode) return ENOENT;
+  Node tmp;
+  tmp.inode = h->inode;
+  nodeAttr(&tmp, false, std::string(), out);
+  return 0;
+}
+
+void Overlay::release(Handle* h) {
+  if (h->lower >= 0) lower_->close(h->lower);
+  delete h;
+}
+
+int Overlay::xattrSource(const Res& r, std::string* src) const {
+  if (!r.node) {
+    *src = r.low;
+    return 0;
+  }
+  const Inode* in = r.node->inode.get();
+  if (in->lowerPath) {
+    *src = *in->lowerPath;
+    return 0;
+  }
+  if (in->type == FileType::Directory && r.lv) {
+    *src = r.low;
+    return 0;
+  }
+  return ENODATA;
+}
+
+int Overlay::getxattr(const std::string& path, const std::string& name, std::string* value) {
+  std::shared_lock lock(mu_);
+  Res r;
+  int e = resolve(path, &r);
+  if (e) return e;
+  if (r.node && r.node->inode->ownXattrs) {
+    auto& m = r.node->inode->xattrs;
+    auto it = m.find(name);
+    if (it == m.end()) return ENODATA;
+    *value = it->second;
+    return 0;
+  }
+  std::string src;
+  if (xattrSource(r, &src)) return ENODATA;
+  return lower_->getxattr(src, name, value);
+}
+
+int Overlay::listxattr(const std::string& path, std::vector<std::string>* names) {
+  std::shared_lock lock(mu_);
+  Res r;
+  int e = resolve(path, &r);
+  if (e) return e;
+  names->clear();
+  if (r.node && r.node->inode->ownXattrs) {
+    for (auto& [k, v] : r.node->inode->xattrs) names->push_back(k);
+    return 0;
+  }
+  std::string src;
+  if (xattrSource(r, &src)) return 0;
+  return lower_->listxattr(src, names);
+}
+
+int Overlay::setxattr(const std::string& path, const std::string& name, const std::string& value,
+                      int flags) {
+  std::unique_lock lock(mu_);
+  Res r;
+  Node* n;
+  int e = materializeNode(path, &n, &r);
+  if (e) return e;
+  Inode* in = n->inode.get();
+  if (!in->ownXattrs) {
+    std::string src;
+    if (xattrSource(r, &src) == 0) {
+      std::vector<std::string> names;
+      lower_->listxattr(src, &names);
+      for (auto& k : names) {
+        std::string v;
+        if (lower_->getxattr(src, k, &v) == 0) in->xattrs[k] = v;
+      }
+    }
+    in->ownXattrs = true;
+  }
+  bool exists = in->xattrs.count(name) != 0;
+  if ((flags & 1) && exists) return EEXIST;
+  if ((flags & 2) && !exists) return ENODATA;
+  in->xattrs[name] = value;
+  ensureOwnMeta(in, r.lv, r.low);
+  in->snap.ctime = now();
+  return 0;
+}
+
+int Overlay::removexattr(const std::string& path, const std::string& name) {
+  std::string v;
+  int e = getxattr(path, name, &v);
+  if (e) return e;
+  e = setxattr(path, name, v, 0);  // materialise and take ownership of the list
+  if (e) return e;
+  std::unique_lock lock(mu_);
+  Res r;
+  e = resolve(path, &r);
+  if (e) return e;
+  if (!r.node) return ENODATA;
+  r.node->inode->xattrs.erase(name);
+  return 0;
+}
+
+int Overlay::statfs(FsStats* out) { return lower_->statfs(out); }
+
+// ---------------------------------------------------------------------------------------------
+// Control operations
+
+int Overlay::putFile(const std::string& path, const std::string& data, uint32_t perm,
+                     const Caller& who) {
+  if (path.empty()) return EISDIR;
+  std::unique_lock lock(mu_);
+  std::string parent, name;
+  splitLast(path, &parent, &name);
+  Node* p;
+  int e = materializeDir(parent, &p, nullptr, nullptr);
+  if (e) return e;
+  Res r;
+  e = resolve(path, &r);
+  if (e == ENOENT) {
+    auto in = newInode(FileType::Regular, perm, who);
+    in->data = data;
+    return placeNew(path, in, nullptr);
+  }
+  if (e) return e;
+  FileType t = r.node ? r.node->inode->type : r.lowerAttr.type;
+  if (t == FileType::Directory) return EISDIR;
+  if (t == FileType::Symlink) return ELOOP;
+  if (t != FileType::Regular) return EINVAL;
+  Node* n;
+  e = materializeNode(path, &n, &r);
+  if (e) return e;
+  Inode* in = n->inode.get();
+  e = copyUpContent(in, false);
+  if (e) return e;
+  in->data = data;
+  in->snap.mtime = in->snap.ctime = now();
+  if (in->ino < kFirstLayerIno) copied_[in->ino] = n->inode;
+  return 0;
+}
+
+int Overlay::remove(const std::string& path) {
+  if (path.empty()) return EBUSY;
+  std::unique_lock lock(mu_);
+  std::string parent, name;
+  splitLast(path, &parent, &name);
+  Node* p;
+  int e = materializeDir(parent, &p, nullptr, nullptr);
+  if (e) return e;
+  Res r;
+  e = resolve(path, &r);
+  if (e) return e;
+  return removeAt(path);
+}
+
+std::vector<std::string> Overlay::reset() {
+  std::unique_lock lock(mu_);
+  std::vector<std::string> paths;
+  struct Walk {
+    static void run(const Node* n, const std::string& base, std::vector<std::string>* out) {
+      for (auto& [name, c] : n->children) {
+        std::string p = joinPath(base, name);
+        out->push_back(p);
+        run(c.get(), p, out);
+      }
+    }
+  };
+  Walk::run(root_.get(), std::string(), &paths);
+  auto fresh = std::make_unique<Node>();
+  auto in = std::make_shared<Inode>();
+  in->type = FileType::Directory;
+  in->ino = root_->inode->ino;
+  in->snap = root_->inode->snap;
+  in->links = 1;
+  fresh->inode = in;
+  root_ = std::move(fresh);
+  copied_.clear();
+  return paths;
+}
+
+std::vector<Change> Overlay::changes() {
+  std::shared_lock lock(mu_);
+  std::vector<Change> out;
+  struct Walk {
+    Overlay* self;
+    std::vector<Change>* out;
+    void run(const Node* n, const std::string& base, bool lv, const std::string& low) {
+      for (auto& [name, c] : n->children) {
+        std::string path = joinPath(base, name);
+        std::string natural = lv ? joinPath(low, name) : std::string();
+        Attr la;
+        const bool present = lv && self->lower_->stat(natural, &la) == 0;
+        if (c->whiteout()) {
+          if (present) out->push_back({path, Change::Kind::Deleted, la.type});
+          continue;
+        }
+        const Inode* in = c->inode.get();
+        if (in->type == FileType::Directory) {
+          bool clv = false;
+          std::string clow;
+          if (c->redirect) {
+            clv = true;
+            clow = *c->redirect;
+          } else if (!c->opaque && lv) {
+            clv = true;
+            clow = natural;
+          }
+          if (!present) {
+            out->push_back({path, Change::Kind::Added, in->type});
+          } else if (la.type != FileType::Directory || c->opaque || c->redirect) {
+            out->push_back({path, Change::Kind::Modified, in->type});
+          } else if (in->ownMeta) {
+            out->push_back({path, Change::Kind::Metadata, in->type});
+          }
+          run(c.get(), path, clv, clow);
+          continue;
+        }
+        Change::Kind k;
+        if (!present) {
+          k = Change::Kind::Added;
+        } else if (la.type != in->type) {
+          k = Change::Kind::Modified;
+        } else if (in->lowerPath && *in->lowerPath == natural) {
+          k = Change::Kind::Metadata;
+        } else if (in->type == FileType::Symlink) {
+          std::string t;
+          self->lower_->readlink(natural, &t);
+          k = t == in->data && in->ino == la.ino ? Change::Kind::Metadata
+                                                 : Change::Kind::Modified;
+        } else {
+          k = Change::Kind::Modified;
+        }
+        out->push_back({path, k, in->type});
+      }
+    }
+  };
+  Walk w{this, &out};
+  w.run(root_.get(), std::string(), true, std::string());
+  return out;
+}
+
+size_t Overlay::layerBytes() {
+  std::shared_lock lock(mu_);
+  std::set<const Inode*> seen;
+  size_t total = 0;
+  struct Walk {
+    static void run(const Node* n, std::set<const Inode*>* seen, size_t* total) {
+      for (auto& [name, c] : n->children) {
+        *total += name.size() + sizeof(Node);
+        if (c->inode && seen->insert(c->inode.get()).second) {
+          *total += sizeof(Inode) + c->inode->data.size();
+        }
+        run(c.get(), seen, total);
+      }
+    }
+  };
+  Walk::run(root_.get(), &seen, &total);
+  return total;
+}
+
+}  // namespace shadowfs

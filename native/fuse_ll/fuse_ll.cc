@@ -1,0 +1,873 @@
+// Linux backend on the libfuse3 low-level API.
+//
+// The kernel names objects by node id. This file keeps the node table (id -> parent id + name)
+// that turns ids into overlay paths, answers each FUSE request with one function that calls
+// the overlay and replies with its errno, and pushes cache invalidations to the kernel when
+// the layer changes behind its back.
+//
+// Threads: every fuse_* callback runs on a libfuse loop thread (several at once). The public
+// MountBackend methods run on the JS thread. Lock order: table mutex (tmu) is never held while
+// calling into the overlay or into the kernel (notify calls), so neither can wait on the other.
+#define FUSE_USE_VERSION 312
+#include "fuse_ll.h"
+
+#include <fcntl.h>
+#include <fuse_lowlevel.h>
+#include <spawn.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+
+#include "../core/path.h"
+#include "../platform/posix_lower.h"
+
+extern char** environ;
+
+namespace shadowfs {
+namespace {
+
+mode_t modeOf(FileType t) {
+  switch (t) {
+    case FileType::Directory: return S_IFDIR;
+    case FileType::Symlink: return S_IFLNK;
+    case FileType::Fifo: return S_IFIFO;
+    case FileType::Socket: return S_IFSOCK;
+    case FileType::CharDevice: return S_IFCHR;
+    case FileType::BlockDevice: return S_IFBLK;
+    default: return S_IFREG;
+  }
+}
+
+FileType typeOf(mode_t m) {
+  switch (m & S_IFMT) {
+    case S_IFDIR: return FileType::Directory;
+    case S_IFLNK: return FileType::Symlink;
+    case S_IFIFO: return FileType::Fifo;
+    case S_IFSOCK: return FileType::Socket;
+    case S_IFCHR: return FileType::CharDevice;
+    case S_IFBLK: return FileType::BlockDevice;
+    default: return FileType::Regular;
+  }
+}
+
+void toStat(const Attr& a, struct stat* st) {
+  std::memset(st, 0, sizeof *st);
+  st->st_ino = a.ino;
+  st->st_mode = modeOf(a.type) | a.perm;
+  st->st_nlink = a.nlink;
+  st->st_uid = a.uid;
+  st->st_gid = a.gid;
+  st->st_rdev = a.rdev;
+  st->st_size = static_cast<off_t>(a.size);
+  st->st_blocks = static_cast<blkcnt_t>(a.blocks);
+  st->st_blksize = a.blksize;
+  st->st_atim = {a.atime.sec, a.atime.nsec};
+  st->st_mtim = {a.mtime.sec, a.mtime.nsec};
+  st->st_ctim = {a.ctime.sec, a.ctime.nsec};
+}
+
+// One object the kernel holds a reference to.
+struct FNode {
+  uint64_t parent = 0;
+  std::string name;
+  uint64_t nlookup = 0;
+  bool linked = true;  // false once unlinked or replaced: no path any more
+  FileType type = FileType::Regular;
+  bool opened = false;  // content seen by an earlier open (for keep_cache)
+  Timespec mtime;
+  uint64_t size = 0;
+};
+
+struct DirHandle {
+  std::vector<DirEntry> entries;
+};
+
+class LLMount final : public MountBackend {
+ public:
+  LLMount(std::unique_ptr<LowerFs> lower, std::string lowerPath, std::string mountPoint,
+          MountOptions opts)
+      : ov_(std::move(lower)),
+        lowerPath_(std::move(lowerPath)),
+        mountPoint_(std::move(mountPoint)),
+        opts_(opts) {
+    auto root = std::make_unique<FNode>();
+    root->type = FileType::Directory;
+    root->nlookup = 1;
+    nodes_.emplace(FUSE_ROOT_ID, std::move(root));
+  }
+  ~LLMount() override {
+    if (loop_.joinable()) loop_.join();
+    if (se_) {
+      fuse_session_unmount(se_);
+      fuse_session_destroy(se_);
+    }
+  }
+  LLMount(const LLMount&) = delete;
+  LLMount& operator=(const LLMount&) = delete;
+
+  int start(int* err, std::string* message);
+
+  Overlay& overlay() override { return ov_; }
+  bool mounted() const override { return mounted_.load(); }
+  void invalidatePaths(const std::vector<std::string>& paths) override;
+  void invalidateAll() override;
+  int unmount(bool lazy) override;
+  void dispose() override;
+
+  // --- request handlers (loop threads) ---
+  static LLMount* self(fuse_req_t req) { return static_cast<LLMount*>(fuse_req_userdata(req)); }
+  static void opInit(void* userdata, struct fuse_conn_info* conn);
+  static void opLookup(fuse_req_t req, fuse_ino_t parent, const char* name);
+  static void opForget(fuse_req_t req, fuse_ino_t ino, uint64_t n);
+  static void opForgetMulti(fuse_req_t req, size_t count, struct fuse_forget_data* forgets);
+  static void opGetattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info* fi);
+  static void opSetattr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int toSet,
+                        struct fuse_file_info* fi);
+  static void opReadlink(fuse_req_t req, fuse_ino_t ino);
+  static void opMknod(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode,
+                      dev_t rdev);
+  static void opMkdir(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode);
+  static void opUnlink(fuse_req_t req, fuse_ino_t parent, const char* name);
+  static void opRmdir(fuse_req_t req, fuse_ino_t parent, const char* name);
+  static void opSymlink(fuse_req_t req, const char* target, fuse_ino_t parent, const char* name);
+  static void opRename(fuse_req_t req, fuse_ino_t parent, const char* name, fuse_ino_t newparent,
+                       const char* newname, unsigned int flags);
+  static void opLink(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char* newname);
+  static void opOpen(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info* fi);
+  static void opRead(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+                     struct fuse_file_info* fi);
+  static void opWrite(fuse_req_t req, fuse_ino_t ino, const char* buf, size_t size, off_t off,
+                      struct fuse_file_info* fi);
+  static void opFlush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info* fi);
+  static void opRelease(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info* fi);
+  static void opFsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info* fi);
+  static void opOpendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info* fi);
+  static void opReaddir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+                        struct fuse_file_info* fi);
+  static void opReleasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info* fi);
+  static void opStatfs(fuse_req_t req, fuse_ino_t ino);
+  static void opSetxattr(fuse_req_t req, fuse_ino_t ino, const char* name, const char* value,
+                         size_t size, int flags);
+  static void opGetxattr(fuse_req_t req, fuse_ino_t ino, const char* name, size_t size);
+  static void opListxattr(fuse_req_t req, fuse_ino_t ino, size_t size);
+  static void opRemovexattr(fuse_req_t req, fuse_ino_t ino, const char* name);
+  static void opCreate(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode,
+                       struct fuse_file_info* fi);
+
+ private:
+  static std::string key(uint64_t parent, const std::string& name) {
+    std::string k(reinterpret_cast<const char*>(&parent), sizeof parent);
+    k += name;
+    return k;
+  }
+  bool pathOf(uint64_t id, std::string* out);
+  bool childPath(uint64_t parent, const char* name, std::string* out);
+  uint64_t remember(uint64_t parent, const std::string& name, FileType type);
+  void forget(uint64_t id, uint64_t n);
+  void unlinkName(uint64_t parent, const std::string& name);
+  void moveName(uint64_t parent, const std::string& name, uint64_t newparent,
+                const std::string& newname, bool exchange);
+  void replyEntry(fuse_req_t req, uint64_t parent, const std::string& name, const Attr& a);
+  void fillEntry(struct fuse_entry_param* e, uint64_t id, const Attr& a);
+
+  Overlay ov_;
+  std::string lowerPath_;
+  std::string mountPoint_;
+  MountOptions opts_;
+  struct fuse_session* se_ = nullptr;
+  std::thread loop_;
+  std::atomic<bool> mounted_{false};
+  // A lazily unmounted file system is served until its last user closes it. dispose() then
+  // hands the object to the loop thread, which deletes it when the loop ends.
+  std::mutex loopMu_;
+  bool loopDone_ = false;   // guarded by loopMu_
+  bool orphaned_ = false;   // guarded by loopMu_
+
+  std::mutex tmu_;  // guards nodes_, byName_, nextId_. Never held across overlay or notify calls.
+  std::unordered_map<uint64_t, std::unique_ptr<FNode>> nodes_;
+  std::unordered_map<std::string, uint64_t> byName_;
+  uint64_t nextId_ = FUSE_ROOT_ID + 1;  // never reused, so generation can stay 0
+};
+
+bool LLMount::pathOf(uint64_t id, std::string* out) {
+  std::lock_guard lock(tmu_);
+  const std::string* parts[4096];
+  size_t n = 0;
+  while (id != FUSE_ROOT_ID) {
+    auto it = nodes_.find(id);
+    if (it == nodes_.end() || !it->second->linked || n == 4096) return false;
+    parts[n++] = &it->second->name;
+    id = it->second->parent;
+  }
+  out->clear();
+  while (n > 0) {
+    if (!out->empty()) out->push_back('/');
+    out->append(*parts[--n]);
+  }
+  return true;
+}
+
+bool LLMount::childPath(uint64_t parent, const char* name, std::string* out) {
+  std::string dir;
+  if (!pathOf(parent, &dir)) return false;
+  *out = joinPath(dir, name);
+  return true;
+}
+
+uint64_t LLMount::remember(uint64_t parent, const std::string& name, FileType type) {
+  std::lock_guard lock(tmu_);
+  std::string k = key(parent, name);
+  auto it = byName_.find(k);
+  if (it != byName_.end()) {
+    FNode* n = nodes_[it->second].get();
+    if (n->type == type) {
+      n->nlookup++;
+      return it->second;
+    }
+    // The name now stands for another kind of object: give it a new id so the kernel does
+    // not mix the two.
+    n->linked = false;
+    byName_.erase(it);
+  }
+  uint64_t id = nextId_++;
+  auto n = std::make_unique<FNode>();
+  n->parent = parent;
+  n->name = name;
+  n->nlookup = 1;
+  n->type = type;
+  nodes_.emplace(id, std::move(n));
+  byName_.emplace(std::move(k), id);
+  return id;
+}
+
+void LLMount::forget(uint64_t id, uint64_t count) {
+  std::lock_guard lock(tmu_);
+  auto it = nodes_.find(id);
+  if (it == nodes_.end() || id == FUSE_ROOT_ID) return;
+  FNode* n = it->second.get();
+  n->nlookup = count >= n->nlookup ? 0 : n->nlookup - count;
+  if (n->nlookup) return;
+  if (n->linked) {
+    auto b = byName_.find(key(n->parent, n->name));
+    if (b != byName_.end() && b->second == id) byName_.erase(b);
+  }
+  nodes_.erase(it);
+}
+
+void LLMount::unlinkName(uint64_t parent, const std::string& name) {
+  std::lock_guard lock(tmu_);
+  auto it = byName_.find(key(parent, name));
+  if (it == byName_.end()) return;
+  nodes_[it->second]->linked = false;
+  byName_.erase(it);
+}
+
+void LLMount::moveName(uint64_t parent, const std::string& name, uint64_t newparent,
+                       const std::string& newname, bool exchange) {
+  std::lock_guard lock(tmu_);
+  std::string from = key(parent, name), to = key(newparent, newname);
+  auto a = byName_.find(from);
+  auto b = byName_.find(to);
+  uint64_t ida = a != byName_.end() ? a->second : 0;
+  uint64_t idb = b != byName_.end() ? b->second : 0;
+  if (a != byName_.end()) byName_.erase(a);
+  b = byName_.find(to);
+  if (b != byName_.end()) byName_.erase(b);
+  if (ida) {
+    FNode* n = nodes_[ida].get();
+    n->parent = newparent;
+    n->name = newname;
+    byName_[to] = ida;
+  }
+  if (idb) {
+    FNode* n = nodes_[idb].get();
+    if (exchange) {
+      n->parent = parent;
+      n->name = name;
+      byName_[from] = idb;
+    } else {
+      n->linked = false;
+    }
+  }
+}
+
+void LLMount::fillEntry(struct fuse_entry_param* e, uint64_t id, const Attr& a) {
+  std::memset(e, 0, sizeof *e);
+  e->ino = id;
+  e->generation = 0;
+  toStat(a, &e->attr);
+  e->attr_timeout = opts_.attrTimeout;
+  e->entry_timeout = opts_.entryTimeout;
+}
+
+void LLMount::replyEntry(fuse_req_t req, uint64_t parent, const std::string& name, const Attr& a) {
+  struct fuse_entry_param e;
+  fillEntry(&e, remember(parent, name, a.type), a);
+  if (fuse_reply_entry(req, &e) == -ENOENT) {
+    // The request was interrupted: the kernel did not take the reference.
+    forget(e.ino, 1);
+  }
+}
+
+// ------------------------------------------------------------------------------------------
+// Request handlers. Each one: ids -> path, one overlay call, one reply.
+
+void LLMount::opInit(void* userdata, struct fuse_conn_info* conn) {
+  (void)userdata;
+  // O_TRUNC arrives with open(), so truncation needs no separate setattr round trip.
+  if (conn->capable & FUSE_CAP_ATOMIC_O_TRUNC) conn->want |= FUSE_CAP_ATOMIC_O_TRUNC;
+  // The kernel drops cached pages when it sees a file's mtime or size change (edits in A).
+  if (conn->capable & FUSE_CAP_AUTO_INVAL_DATA) conn->want |= FUSE_CAP_AUTO_INVAL_DATA;
+  // Locks stay in the kernel (local to this machine), as DESIGN.md asks.
+  conn->want &= ~(FUSE_CAP_POSIX_LOCKS | FUSE_CAP_FLOCK_LOCKS);
+  // Writeback caching would let the kernel hold writes we must see at once for API reads.
+  conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
+}
+
+void LLMount::opLookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
+  LLMount* m = self(req);
+  if (std::strlen(name) > kNameMax) return (void)fuse_reply_err(req, ENAMETOOLONG);
+  std::string path;
+  if (!m->childPath(parent, name, &path)) return (void)fuse_reply_err(req, ENOENT);
+  Attr a;
+  int e = m->ov_.getattr(path, &a);
+  if (e == ENOENT && m->opts_.negativeTimeout > 0) {
+    struct fuse_entry_param ep;
+    std::memset(&ep, 0, sizeof ep);
+    ep.entry_timeout = m->opts_.negativeTimeout;
+    return (void)fuse_reply_entry(req, &ep);
+  }
+  if (e) return (void)fuse_reply_err(req, e);
+  m->replyEntry(req, parent, name, a);
+}
+
+void LLMount::opForget(fuse_req_t req, fuse_ino_t ino, uint64_t n) {
+  self(req)->forget(ino, n);
+  fuse_reply_none(req);
+}
+
+void LLMount::opForgetMulti(fuse_req_t req, size_t count, struct fuse_forget_data* forgets) {
+  LLMount* m = self(req);
+  for (size_t i = 0; i < count; ++i) m->forget(forgets[i].ino, forgets[i].nlookup);
+  fuse_reply_none(req);
+}
+
+void LLMount::opGetattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info* fi) {
+  LLMount* m = self(req);
+  Attr a;
+  int e = ENOENT;
+  if (fi && fi->fh) e = m->ov_.fgetattr(reinterpret_cast<Handle*>(fi->fh), &a);
+  if (e) {
+    std::string path;
+    if (!m->pathOf(ino, &path)) return (void)fuse_reply_err(req, ENOENT);
+    e = m->ov_.getattr(path, &a);
+    if (e) return (void)fuse_reply_err(req, e);
+  }
+  struct stat st;
+  toStat(a, &st);
+  fuse_reply_attr(req, &st, m->opts_.attrTimeout);
+}
+
+void LLMount::opSetattr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int toSet,
+                        struct fuse_file_info* fi) {
+  LLMount* m = self(req);
+  Handle* h = fi && fi->fh ? reinterpret_cast<Handle*>(fi->fh) : nullptr;
+  std::string path;
+  if (!m->pathOf(ino, &path) && !(h && h->inode)) return (void)fuse_reply_err(req, ENOENT);
+  uint32_t mask = 0;
+  Attr v;
+  if (toSet & FUSE_SET_ATTR_MODE) mask |= kSetMode, v.perm = attr->st_mode & 07777;
+  if (toSet & FUSE_SET_ATTR_UID) mask |= kSetUid, v.uid = attr->st_uid;
+  if (toSet & FUSE_SET_ATTR_GID) mask |= kSetGid, v.gid = attr->st_gid;
+  if (toSet & FUSE_SET_ATTR_SIZE) mask |= kSetSize, v.size = static_cast<uint64_t>(attr->st_size);
+  if (toSet & FUSE_SET_ATTR_ATIME_NOW) mask |= kSetAtimeNow;
+  else if (toSet & FUSE_SET_ATTR_ATIME)
+    mask |= kSetAtime, v.atime = {attr->st_atim.tv_sec, attr->st_atim.tv_nsec};
+  if (toSet & FUSE_SET_ATTR_MTIME_NOW) mask |= kSetMtimeNow;
+  else if (toSet & FUSE_SET_ATTR_MTIME)
+    mask |= kSetMtime, v.mtime = {attr->st_mtim.tv_sec, attr->st_mtim.tv_nsec};
+  if (toSet & FUSE_SET_ATTR_CTIME) mask |= kSetCtime, v.ctime = {attr->st_ctim.tv_sec, attr->st_ctim.tv_nsec};
+  Attr out;
+  int e = m->ov_.setattr(path, h, mask, v, &out);
+  if (e) return (void)fuse_reply_err(req, e);
+  struct stat st;
+  toStat(out, &st);
+  fuse_reply_attr(req, &st, m->opts_.attrTimeout);
+}
+
+void LLMount::opReadlink(fuse_req_t req, fuse_ino_t ino) {
+  LLMount* m = self(req);
+  std::string path, target;
+  if (!m->pathOf(ino, &path)) return (void)fuse_reply_err(req, ENOENT);
+  int e = m->ov_.readlink(path, &target);
+  if (e) return (void)fuse_reply_err(req, e);
+  fuse_reply_readlink(req, target.c_str());
+}
+
+void LLMount::opMknod(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode,
+                      dev_t rdev) {
+  LLMount* m = self(req);
+  std::string path;
+  if (!m->childPath(parent, name, &path)) return (void)fuse_reply_err(req, ENOENT);
+  const struct fuse_ctx* ctx = fuse_req_ctx(req);
+  Attr a;
+  int e = m->ov_.mknod(path, typeOf(mode), mode & 07777, rdev, Caller{ctx->uid, ctx->gid}, &a);
+  if (e) return (void)fuse_reply_err(req, e);
+  m->replyEntry(req, parent, name, a);
+}
+
+void LLMount::opMkdir(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode) {
+  LLMount* m = self(req);
+  std::string path;
+  if (!m->childPath(parent, name, &path)) return (void)fuse_reply_err(req, ENOENT);
+  const struct fuse_ctx* ctx = fuse_req_ctx(req);
+  Attr a;
+  int e = m->ov_.mkdir(path, mode & 07777, Caller{ctx->uid, ctx->gid}, &a);
+  if (e) return (void)fuse_reply_err(req, e);
+  m->replyEntry(req, parent, name, a);
+}
+
+void LLMount::opUnlink(fuse_req_t req, fuse_ino_t parent, const char* name) {
+  LLMount* m = self(req);
+  std::string path;
+  if (!m->childPath(parent, name, &path)) return (void)fuse_reply_err(req, ENOENT);
+  int e = m->ov_.unlink(path);
+  if (!e) m->unlinkName(parent, name);
+  fuse_reply_err(req, e);
+}
+
+void LLMount::opRmdir(fuse_req_t req, fuse_ino_t parent, const char* name) {
+  LLMount* m = self(req);
+  std::string path;
+  if (!m->childPath(parent, name, &path)) return (void)fuse_reply_err(req, ENOENT);
+  int e = m->ov_.rmdir(path);
+  if (!e) m->unlinkName(parent, name);
+  fuse_reply_err(req, e);
+}
+
+void LLMount::opSymlink(fuse_req_t req, const char* target, fuse_ino_t parent, const char* name) {
+  LLMount* m = self(req);
+  std::string path;
+  if (!m->childPath(parent, name, &path)) return (void)fuse_reply_err(req, ENOENT);
+  const struct fuse_ctx* ctx = fuse_req_ctx(req);
+  Attr a;
+  int e = m->ov_.symlink(target, path, Caller{ctx->uid, ctx->gid}, &a);
+  if (e) return (void)fuse_reply_err(req, e);
+  m->replyEntry(req, parent, name, a);
+}
+
+void LLMount::opRename(fuse_req_t req, fuse_ino_t parent, const char* name, fuse_ino_t newparent,
+                       const char* newname, unsigned int flags) {
+  LLMount* m = self(req);
+  std::string from, to;
+  if (!m->childPath(parent, name, &from) || !m->childPath(newparent, newname, &to))
+    return (void)fuse_reply_err(req, ENOENT);
+  uint32_t f = 0;
+  if (flags & RENAME_NOREPLACE) f |= kRenameNoReplace;
+  if (flags & RENAME_EXCHANGE) f |= kRenameExchange;
+  if (flags & ~(RENAME_NOREPLACE | RENAME_EXCHANGE)) return (void)fuse_reply_err(req, EINVAL);
+  int e = m->ov_.rename(from, to, f);
+  if (!e && from != to) m->moveName(parent, name, newparent, newname, f & kRenameExchange);
+  fuse_reply_err(req, e);
+}
+
+void LLMount::opLink(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char* newname) {
+  LLMount* m = self(req);
+  std::string from, to;
+  if (!m->pathOf(ino, &from) || !m->childPath(newparent, newname, &to))
+    return (void)fuse_reply_err(req, ENOENT);
+  Attr a;
+  int e = m->ov_.link(from, to, &a);
+  if (e) return (void)fuse_reply_err(req, e);
+  m->replyEntry(req, newparent, newname, a);
+}
+
+void LLMount::opOpen(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info* fi) {
+  LLMount* m = self(req);
+  std::string path;
+  if (!m->pathOf(ino, &path)) return (void)fuse_reply_err(req, ENOENT);
+  OpenIntent intent;
+  intent.write = (fi->flags & O_ACCMODE) != O_RDONLY;
+  intent.truncate = (fi->flags & O_TRUNC) != 0;
+  intent.append = (fi->flags & O_APPEND) != 0;
+  Handle* h = nullptr;
+  Attr a;
+  int e = m->ov_.open(path, intent, &h, &a);
+  if (e) return (void)fuse_reply_err(req, e);
+  fi->fh = reinterpret_cast<uint64_t>(h);
+  {
+    // Keep the kernel's cached pages only when the content is what the last open saw.
+    std::lock_guard lock(m->tmu_);
+    auto it = m->nodes_.find(ino);
+    if (it != m->nodes_.end()) {
+      FNode* n = it->second.get();
+      fi->keep_cache = n->opened && n->mtime == a.mtime && n->size == a.size;
+      n->opened = true;
+      n->mtime = a.mtime;
+      n->size = a.size;
+    }
+  }
+  if (fuse_reply_open(req, fi) == -ENOENT) m->ov_.release(h);
+}
+
+void LLMount::opRead(fuse_req_t req, fuse_ino_t, size_t size, off_t off,
+                     struct fuse_file_info* fi) {
+  thread_local std::vector<char> buf;
+  if (buf.size() < size) buf.resize(size);
+  size_t got = 0;
+  int e = self(req)->ov_.read(reinterpret_cast<Handle*>(fi->fh), buf.data(), size,
+                              static_cast<uint64_t>(off), &got);
+  if (e) return (void)fuse_reply_err(req, e);
+  fuse_reply_buf(req, buf.data(), got);
+}
+
+void LLMount::opWrite(fuse_req_t req, fuse_ino_t ino, const char* buf, size_t size, off_t off,
+                      struct fuse_file_info* fi) {
+  LLMount* m = self(req);
+  int e = m->ov_.write(reinterpret_cast<Handle*>(fi->fh), buf, size, static_cast<uint64_t>(off));
+  if (e) return (void)fuse_reply_err(req, e);
+  {
+    // Our own write changed mtime; the next open must not take that for a change in A, but
+    // we do not know the new mtime here, so the next open simply re-reads.
+    std::lock_guard lock(m->tmu_);
+    auto it = m->nodes_.find(ino);
+    if (it != m->nodes_.end()) it->second->opened = false;
+  }
+  fuse_reply_write(req, size);
+}
+
+void LLMount::opFlush(fuse_req_t req, fuse_ino_t, struct fuse_file_info*) {
+  fuse_reply_err(req, 0);
+}
+
+void LLMount::opRelease(fuse_req_t req, fuse_ino_t, struct fuse_file_info* fi) {
+  self(req)->ov_.release(reinterpret_cast<Handle*>(fi->fh));
+  fuse_reply_err(req, 0);
+}
+
+void LLMount::opFsync(fuse_req_t req, fuse_ino_t, int, struct fuse_file_info*) {
+  // The layer lives in memory: there is nothing slower to flush to.
+  fuse_reply_err(req, 0);
+}
+
+void LLMount::opOpendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info* fi) {
+  LLMount* m = self(req);
+  std::string path;
+  if (!m->pathOf(ino, &path)) return (void)fuse_reply_err(req, ENOENT);
+  auto d = std::make_unique<DirHandle>();
+  int e = m->ov_.readdir(path, &d->entries);
+  if (e) return (void)fuse_reply_err(req, e);
+  fi->fh = reinterpret_cast<uint64_t>(d.get());
+  if (fuse_reply_open(req, fi) == 0) d.release();
+}
+
+void LLMount::opReaddir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+                        struct fuse_file_info* fi) {
+  auto* d = reinterpret_cast<DirHandle*>(fi->fh);
+  std::vector<char> buf(size);
+  size_t pos = 0;
+  // Offsets: 0 ".", 1 "..", then entries[i] at i + 2. An entry's offset names the next one.
+  for (size_t i = static_cast<size_t>(off); i < d->entries.size() + 2; ++i) {
+    struct stat st;
+    std::memset(&st, 0, sizeof st);
+    const char* name;
+    if (i < 2) {
+      name = i == 0 ? "." : "..";
+      st.st_ino = ino;
+      st.st_mode = S_IFDIR;
+    } else {
+      const DirEntry& de = d->entries[i - 2];
+      name = de.name.c_str();
+      st.st_ino = de.ino;
+      st.st_mode = modeOf(de.type);
+    }
+    size_t len = fuse_add_direntry(req, buf.data() + pos, size - pos, name, &st,
+                                   static_cast<off_t>(i + 1));
+    if (len > size - pos) break;
+    pos += len;
+  }
+  fuse_reply_buf(req, buf.data(), pos);
+}
+
+void LLMount::opReleasedir(fuse_req_t req, fuse_ino_t, struct fuse_file_info* fi) {
+  delete reinterpret_cast<DirHandle*>(fi->fh);
+  fuse_reply_err(req, 0);
+}
+
+void LLMount::opStatfs(fuse_req_t req, fuse_ino_t) {
+  FsStats s;
+  int e = self(req)->ov_.statfs(&s);
+  if (e) return (void)fuse_reply_err(req, e);
+  struct statvfs v;
+  std::memset(&v, 0, sizeof v);
+  v.f_bsize = s.bsize;
+  v.f_frsize = s.frsize;
+  v.f_blocks = s.blocks;
+  v.f_bfree = s.bfree;
+  v.f_bavail = s.bavail;
+  v.f_files = s.files;
+  v.f_ffree = s.ffree;
+  v.f_namemax = s.namemax;
+  fuse_reply_statfs(req, &v);
+}
+
+void LLMount::opSetxattr(fuse_req_t req, fuse_ino_t ino, const char* name, const char* value,
+                         size_t size, int flags) {
+  LLMount* m = self(req);
+  std::string path;
+  if (!m->pathOf(ino, &path)) return (void)fuse_reply_err(req, ENOENT);
+  fuse_reply_err(req, m->ov_.setxattr(path, name, std::string(value, size), flags));
+}
+
+void LLMount::opGetxattr(fuse_req_t req, fuse_ino_t ino, const char* name, size_t size) {
+  LLMount* m = self(req);
+  std::string path, value;
+  if (!m->pathOf(ino, &path)) return (void)fuse_reply_err(req, ENOENT);
+  int e = m->ov_.getxattr(path, name, &value);
+  if (e) return (void)fuse_reply_err(req, e);
+  if (size == 0) return (void)fuse_reply_xattr(req, value.size());
+  if (value.size() > size) return (void)fuse_reply_err(req, ERANGE);
+  fuse_reply_buf(req, value.data(), value.size());
+}
+
+void LLMount::opListxattr(fuse_req_t req, fuse_ino_t ino, size_t size) {
+  LLMount* m = self(req);
+  std::string path;
+  if (!m->pathOf(ino, &path)) return (void)fuse_reply_err(req, ENOENT);
+  std::vector<std::string> names;
+  int e = m->ov_.listxattr(path, &names);
+  if (e) return (void)fuse_reply_err(req, e);
+  std::string all;
+  for (auto& n : names) all.append(n).push_back('\0');
+  if (size == 0) return (void)fuse_reply_xattr(req, all.size());
+  if (all.size() > size) return (void)fuse_reply_err(req, ERANGE);
+  fuse_reply_buf(req, all.data(), all.size());
+}
+
+void LLMount::opRemovexattr(fuse_req_t req, fuse_ino_t ino, const char* name) {
+  LLMount* m = self(req);
+  std::string path;
+  if (!m->pathOf(ino, &path)) return (void)fuse_reply_err(req, ENOENT);
+  fuse_reply_err(req, m->ov_.removexattr(path, name));
+}
+
+void LLMount::opCreate(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode,
+                       struct fuse_file_info* fi) {
+  LLMount* m = self(req);
+  std::string path;
+  if (!m->childPath(parent, name, &path)) return (void)fuse_reply_err(req, ENOENT);
+  const struct fuse_ctx* ctx = fuse_req_ctx(req);
+  OpenIntent intent;
+  intent.write = (fi->flags & O_ACCMODE) != O_RDONLY;
+  intent.truncate = (fi->flags & O_TRUNC) != 0;
+  intent.exclusive = (fi->flags & O_EXCL) != 0;
+  Handle* h = nullptr;
+  Attr a;
+  int e = m->ov_.create(path, mode & 07777, intent, Caller{ctx->uid, ctx->gid}, &h, &a);
+  if (e) return (void)fuse_reply_err(req, e);
+  fi->fh = reinterpret_cast<uint64_t>(h);
+  struct fuse_entry_param ep;
+  m->fillEntry(&ep, m->remember(parent, name, a.type), a);
+  if (fuse_reply_create(req, &ep, fi) == -ENOENT) {
+    m->forget(ep.ino, 1);
+    m->ov_.release(h);
+  }
+}
+
+const struct fuse_lowlevel_ops kOps = [] {
+  struct fuse_lowlevel_ops o;
+  std::memset(&o, 0, sizeof o);
+  o.init = LLMount::opInit;
+  o.lookup = LLMount::opLookup;
+  o.forget = LLMount::opForget;
+  o.forget_multi = LLMount::opForgetMulti;
+  o.getattr = LLMount::opGetattr;
+  o.setattr = LLMount::opSetattr;
+  o.readlink = LLMount::opReadlink;
+  o.mknod = LLMount::opMknod;
+  o.mkdir = LLMount::opMkdir;
+  o.unlink = LLMount::opUnlink;
+  o.rmdir = LLMount::opRmdir;
+  o.symlink = LLMount::opSymlink;
+  o.rename = LLMount::opRename;
+  o.link = LLMount::opLink;
+  o.open = LLMount::opOpen;
+  o.read = LLMount::opRead;
+  o.write = LLMount::opWrite;
+  o.flush = LLMount::opFlush;
+  o.release = LLMount::opRelease;
+  o.fsync = LLMount::opFsync;
+  o.opendir = LLMount::opOpendir;
+  o.readdir = LLMount::opReaddir;
+  o.releasedir = LLMount::opReleasedir;
+  o.statfs = LLMount::opStatfs;
+  o.setxattr = LLMount::opSetxattr;
+  o.getxattr = LLMount::opGetxattr;
+  o.listxattr = LLMount::opListxattr;
+  o.removexattr = LLMount::opRemovexattr;
+  o.create = LLMount::opCreate;
+  // Not set on purpose: getlk/setlk/flock (the kernel keeps locks locally), access (the kernel
+  // checks permissions from our attributes: default_permissions), bmap/ioctl/poll.
+  return o;
+}();
+
+// Mount options are comma-separated: escape commas and backslashes in the folder's path.
+std::string escapeOpt(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == ',' || c == '\\') out.push_back('\\');
+    out.push_back(c);
+  }
+  return out;
+}
+
+int runFusermount(const std::string& mountPoint, bool lazy) {
+  std::vector<std::string> args = {"fusermount3", lazy ? "-uz" : "-u", "--", mountPoint};
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid;
+  if (posix_spawnp(&pid, "fusermount3", nullptr, nullptr, argv.data(), environ) != 0) return ENOENT;
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : EBUSY;
+}
+
+}  // namespace
+
+int LLMount::start(int* err, std::string* message) {
+  std::string opts = "default_permissions,fsname=shadowfs:" + escapeOpt(lowerPath_) +
+                     ",subtype=shadowfs";
+  const char* argv0 = "shadowfs";
+  struct fuse_args args = FUSE_ARGS_INIT(0, nullptr);
+  fuse_opt_add_arg(&args, argv0);
+  fuse_opt_add_arg(&args, "-o");
+  fuse_opt_add_arg(&args, opts.c_str());
+  if (opts_.debug) fuse_opt_add_arg(&args, "-d");
+  se_ = fuse_session_new(&args, &kOps, sizeof kOps, this);
+  fuse_opt_free_args(&args);
+  if (!se_) {
+    *err = EINVAL;
+    *message = "libfuse refused the session options";
+    return -1;
+  }
+  if (fuse_session_mount(se_, mountPoint_.c_str()) != 0) {
+    *err = EIO;
+    *message = "the kernel refused the FUSE mount at " + mountPoint_ +
+               " (is /dev/fuse usable and the mount point an empty directory?)";
+    fuse_session_destroy(se_);
+    se_ = nullptr;
+    return -1;
+  }
+  mounted_ = true;
+  loop_ = std::thread([this] {
+    struct fuse_loop_config* cfg = fuse_loop_cfg_create();
+    fuse_loop_cfg_set_clone_fd(cfg, 0);
+    fuse_loop_cfg_set_idle_threads(cfg, 4);
+    fuse_loop_cfg_set_max_threads(cfg, 16);
+    fuse_session_loop_mt(se_, cfg);
+    fuse_loop_cfg_destroy(cfg);
+    std::unique_lock lock(loopMu_);
+    loopDone_ = true;
+    if (orphaned_) {
+      lock.unlock();
+      loop_.detach();
+      delete this;
+    }
+  });
+  return 0;
+}
+
+int LLMount::unmount(bool lazy) {
+  if (!mounted_.load()) return 0;
+  int e = 0;
+  if (geteuid() == 0) {
+    if (::umount2(mountPoint_.c_str(), lazy ? MNT_DETACH : 0) != 0) e = errno;
+    if (e == EINVAL) e = 0;  // already gone (someone unmounted it by hand)
+  } else {
+    e = runFusermount(mountPoint_, lazy);
+  }
+  if (e) return e;
+  mounted_ = false;
+  // After a plain unmount the loop's next read fails with ENODEV and it ends. After a lazy one
+  // it ends when the last program using the detached mount lets go (see dispose()).
+  if (!lazy && loop_.joinable()) loop_.join();
+  return 0;
+}
+
+void LLMount::dispose() {
+  std::unique_lock lock(loopMu_);
+  if (loopDone_ || !loop_.joinable()) {
+    lock.unlock();
+    delete this;
+    return;
+  }
+  orphaned_ = true;
+}
+
+void LLMount::invalidatePaths(const std::vector<std::string>& paths) {
+  if (!mounted_.load() || !se_) return;
+  std::vector<std::pair<uint64_t, std::string>> entries;
+  std::vector<uint64_t> inodes;
+  {
+    std::lock_guard lock(tmu_);
+    for (const std::string& p : paths) {
+      uint64_t id = FUSE_ROOT_ID;
+      auto comps = components(p);
+      for (size_t i = 0; i < comps.size(); ++i) {
+        std::string name(comps[i]);
+        if (i + 1 == comps.size()) {
+          entries.emplace_back(id, name);
+          inodes.push_back(id);  // the parent's listing and mtime changed too
+        }
+        auto it = byName_.find(key(id, name));
+        if (it == byName_.end()) break;
+        id = it->second;
+        if (i + 1 == comps.size()) inodes.push_back(id);
+      }
+    }
+  }
+  for (auto& [parent, name] : entries)
+    fuse_lowlevel_notify_inval_entry(se_, parent, name.c_str(), name.size());
+  for (uint64_t id : inodes) fuse_lowlevel_notify_inval_inode(se_, id, 0, 0);
+}
+
+void LLMount::invalidateAll() {
+  if (!mounted_.load() || !se_) return;
+  std::vector<std::pair<uint64_t, std::string>> entries;
+  std::vector<uint64_t> inodes;
+  {
+    std::lock_guard lock(tmu_);
+    for (auto& [id, n] : nodes_) {
+      inodes.push_back(id);
+      if (id != FUSE_ROOT_ID && n->linked) entries.emplace_back(n->parent, n->name);
+    }
+  }
+  for (auto& [parent, name] : entries)
+    fuse_lowlevel_notify_inval_entry(se_, parent, name.c_str(), name.size());
+  for (uint64_t id : inodes) fuse_lowlevel_notify_inval_inode(se_, id, 0, 0);
+}
+
+std::unique_ptr<MountBackend> mountFuseLL(const std::string& lower, const std::string& mountPoint,
+                                          const MountOptions& opts, int* err,
+                                          std::string* message) {
+  auto lowerFs = openPosixLower(lower, err);
+  if (!lowerFs) {
+    *message = "cannot open the folder " + lower + ": " + std::strerror(*err);
+    return nullptr;
+  }
+  auto m = std::make_unique<LLMount>(std::move(lowerFs), lower, mountPoint, opts);
+  if (m->start(err, message) != 0) return nullptr;
+  return m;
+}
+
+}  // namespace shadowfs

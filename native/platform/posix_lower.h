@@ -1,0 +1,15 @@
+// LowerFs for POSIX systems: reads the user's folder through a directory fd opened once,
+// with *at() calls relative to it. Never opens anything for writing.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "../core/lower.h"
+
+namespace shadowfs {
+
+// Opens `root` (must be a directory). Returns null and sets *err on failure.
+std::unique_ptr<LowerFs> openPosixLower(const std::string& root, int* err);
+
+}  // namespace shadowfs

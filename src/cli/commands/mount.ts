@@ -1,0 +1,53 @@
+// `shadowfs mount <folder> [--at DIR] --foreground [--json]`: mount in this process until
+// SIGINT/SIGTERM, then unmount cleanly.
+import type { Argv, CommandModule } from 'yargs';
+import { ShadowError } from '../../errors';
+import { createLogger } from '../../log';
+import { mount } from '../../shadow';
+import { emit, reportError } from '../output';
+
+interface Args {
+  folder: string;
+  at?: string;
+  foreground: boolean;
+  json: boolean;
+  'cache-timeout': number;
+}
+
+export const mountCommand: CommandModule<object, Args> = {
+  command: 'mount <folder>',
+  describe: 'Mount a shadow of <folder>: reads pass through live, writes stay in memory',
+  builder: (y: Argv) =>
+    y
+      .positional('folder', { type: 'string', demandOption: true, describe: 'the folder to shadow (never written)' })
+      .option('at', { type: 'string', describe: 'mount point (created if missing, must be empty); default: a new directory under the runtime directory' })
+      .option('foreground', { type: 'boolean', default: false, describe: 'stay in this process until Ctrl-C / SIGTERM' })
+      .option('cache-timeout', { type: 'number', default: 1, describe: 'seconds the kernel may cache names and attributes' })
+      .option('json', { type: 'boolean', default: false, describe: 'print one JSON object per event' }) as Argv<Args>,
+  handler: async (args) => {
+    const log = createLogger();
+    try {
+      if (!args.foreground) {
+        throw new ShadowError('NOT_SUPPORTED', 'background mounts need the shadowfs daemon, which this version does not have yet; run with --foreground');
+      }
+      const shadow = await mount(args.folder, { mountPoint: args.at, cacheTimeout: args['cache-timeout'] });
+      const keepAlive = setInterval(() => undefined, 1 << 30);
+      emit(args, { event: 'mounted', mountPoint: shadow.mountPoint, lower: shadow.lower }, `Mounted a shadow of ${shadow.lower} at ${shadow.mountPoint}. Press Ctrl-C to unmount.`);
+      const signal = await new Promise<NodeJS.Signals>((resolve) => {
+        process.once('SIGINT', () => resolve('SIGINT'));
+        process.once('SIGTERM', () => resolve('SIGTERM'));
+      });
+      clearInterval(keepAlive);
+      try {
+        await shadow.unmount();
+      } catch (err) {
+        if (!(err instanceof ShadowError) || err.code !== 'MOUNT_BUSY') throw err;
+        log.warn(`${err.message}; detaching it lazily because this process is exiting`);
+        await shadow.unmount({ lazy: true });
+      }
+      emit(args, { event: 'unmounted', mountPoint: shadow.mountPoint, signal }, `Unmounted ${shadow.mountPoint}.`);
+    } catch (err) {
+      reportError(args, err);
+    }
+  },
+};

@@ -1,0 +1,23 @@
+// How CLI commands report results and errors: human lines, or one JSON object per line with
+// --json. Exit codes: 0 success, 1 failure (the message carries an error code), 2 bad usage.
+import { ShadowError } from '../errors';
+
+export const ExitCode = { OK: 0, FAILURE: 1, USAGE: 2 } as const;
+
+export interface OutputOptions {
+  json?: boolean;
+}
+
+export function emit(opts: OutputOptions, event: Record<string, unknown>, human: string): void {
+  process.stdout.write(opts.json ? `${JSON.stringify(event)}\n` : `${human}\n`);
+}
+
+export function reportError(opts: OutputOptions, err: unknown): void {
+  const e = err instanceof ShadowError ? err : new ShadowError('INTERNAL', (err as Error)?.message ?? String(err), { cause: err });
+  if (opts.json) {
+    process.stdout.write(`${JSON.stringify({ error: e.toJSON() })}\n`);
+  } else {
+    process.stderr.write(`shadowfs: error ${e.code}: ${e.message}\n`);
+  }
+  process.exitCode = ExitCode.FAILURE;
+}

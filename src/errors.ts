@@ -1,0 +1,68 @@
+// Errors that reach users: every one carries a machine-readable `code` and a sentence that
+// says what to do. The list of codes is part of the public API (README "Error codes").
+
+export const ErrorCodes = {
+  INVALID_PATH: 'The path is absolute, contains "..", a NUL byte, or an over-long name.',
+  PATH_THROUGH_SYMLINK: 'The path goes through (or ends at) a symbolic link; use the real path.',
+  NOT_FOUND: 'Nothing exists at that path in the shadow.',
+  IS_DIRECTORY: 'The path is a directory where a file was expected.',
+  NOT_A_DIRECTORY: 'A component of the path is not a directory.',
+  LOWER_NOT_FOUND: 'The folder to shadow does not exist.',
+  LOWER_NOT_DIRECTORY: 'The folder to shadow is not a directory.',
+  MOUNTPOINT_NOT_DIRECTORY: 'The mount point exists and is not a directory.',
+  MOUNTPOINT_NOT_EMPTY: 'The mount point is not an empty directory.',
+  MOUNTPOINT_IN_USE: 'Something is already mounted at the mount point.',
+  MOUNTPOINT_INSIDE_LOWER: 'The mount point lies inside the folder to shadow.',
+  LOWER_INSIDE_MOUNTPOINT: 'The folder to shadow lies inside (or is) the mount point.',
+  FUSE_UNAVAILABLE: 'The FUSE device /dev/fuse cannot be opened.',
+  MOUNT_FAILED: 'The kernel refused the mount.',
+  MOUNT_BUSY: 'Programs still use the shadow, so it cannot be unmounted.',
+  NOT_MOUNTED: 'The shadow is no longer mounted.',
+  NOT_SUPPORTED: 'This operation is not available in this version or on this platform.',
+  NATIVE_MODULE_MISSING: 'The native module is not built.',
+  INTERNAL: 'An unexpected internal error.',
+} as const;
+
+export type ErrorCode = keyof typeof ErrorCodes;
+
+export class ShadowError extends Error {
+  readonly code: ErrorCode;
+  /** The OS errno behind the error, when there is one. */
+  readonly errno?: number;
+
+  constructor(code: ErrorCode, message: string, options?: { errno?: number; cause?: unknown }) {
+    super(message, options?.cause === undefined ? undefined : { cause: options.cause });
+    this.name = 'ShadowError';
+    this.code = code;
+    if (options?.errno !== undefined) this.errno = options.errno;
+  }
+
+  toJSON(): { code: ErrorCode; message: string; errno?: number } {
+    return { code: this.code, message: this.message, ...(this.errno === undefined ? {} : { errno: this.errno }) };
+  }
+}
+
+/** Maps an errno-style error from the native module to a ShadowError about `path`. */
+export function fromNative(err: unknown, what: string): ShadowError {
+  const e = err as { code?: string; errno?: number; message?: string };
+  const errno = typeof e.errno === 'number' ? e.errno : undefined;
+  const opts = { errno, cause: err };
+  switch (e.code) {
+    case 'ENOENT':
+      return new ShadowError('NOT_FOUND', `${what}: no such file or directory in the shadow`, opts);
+    case 'EISDIR':
+      return new ShadowError('IS_DIRECTORY', `${what}: is a directory`, opts);
+    case 'ENOTDIR':
+      return new ShadowError('NOT_A_DIRECTORY', `${what}: a component of the path is not a directory`, opts);
+    case 'ELOOP':
+      return new ShadowError('PATH_THROUGH_SYMLINK', `${what}: the path goes through a symbolic link; name the real path instead`, opts);
+    case 'EINVAL':
+      return new ShadowError('INVALID_PATH', `${what}: invalid path`, opts);
+    case 'ENOTCONN':
+      return new ShadowError('NOT_MOUNTED', `${what}: the shadow is not mounted any more`, opts);
+    case 'EBUSY':
+      return new ShadowError('MOUNT_BUSY', `${what}: busy`, opts);
+    default:
+      return new ShadowError('INTERNAL', `${what}: ${e.message ?? String(err)}`, opts);
+  }
+}

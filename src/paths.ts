@@ -1,0 +1,24 @@
+// Validation of paths given to the API: relative to the shadow root, never escaping it.
+import { ShadowError } from './errors';
+
+/**
+ * Returns `p` normalised ("a/./b//c" -> "a/b/c"). Refuses absolute paths, "..", NUL bytes,
+ * backslashes used as separators on POSIX-looking paths are kept as characters.
+ */
+export function normalizeRelPath(p: unknown, { allowRoot = false } = {}): string {
+  if (typeof p !== 'string') throw new ShadowError('INVALID_PATH', `path must be a string, got ${typeof p}`);
+  if (p.includes('\0')) throw new ShadowError('INVALID_PATH', `path contains a NUL byte: ${JSON.stringify(p)}`);
+  if (p.startsWith('/') || p.startsWith('\\') || /^[A-Za-z]:/.test(p)) {
+    throw new ShadowError('INVALID_PATH', `path must be relative to the shadow root, got the absolute path ${JSON.stringify(p)}`);
+  }
+  const parts: string[] = [];
+  for (const c of p.split('/')) {
+    if (c === '' || c === '.') continue;
+    if (c === '..') throw new ShadowError('INVALID_PATH', `path must not contain "..": ${JSON.stringify(p)}`);
+    if (Buffer.byteLength(c) > 255) throw new ShadowError('INVALID_PATH', `a name in the path is longer than 255 bytes: ${JSON.stringify(p)}`);
+    parts.push(c);
+  }
+  const out = parts.join('/');
+  if (out === '' && !allowRoot) throw new ShadowError('INVALID_PATH', 'path names the shadow root itself; name a file or directory inside it');
+  return out;
+}

@@ -1,0 +1,50 @@
+// The one place that knows per-OS conventions: runtime directory, mount table, FUSE device.
+import * as fs from 'fs';
+import * as os from 'os';
+import * as path from 'path';
+import { ShadowError } from './errors';
+
+/** A private per-user directory (mode 0700) for mount points and, later, the daemon socket. */
+export function runtimeDir(): string {
+  const base = process.env.XDG_RUNTIME_DIR && fs.existsSync(process.env.XDG_RUNTIME_DIR)
+    ? path.join(process.env.XDG_RUNTIME_DIR, 'shadowfs')
+    : path.join(os.tmpdir(), `shadowfs-${process.getuid?.() ?? 'user'}`);
+  fs.mkdirSync(base, { recursive: true, mode: 0o700 });
+  const st = fs.lstatSync(base);
+  if (!st.isDirectory() || (process.getuid && st.uid !== process.getuid())) {
+    throw new ShadowError('INTERNAL', `the runtime directory ${base} is not a directory owned by you; remove it and retry`);
+  }
+  fs.chmodSync(base, 0o700);
+  return base;
+}
+
+/** Mount points currently in the kernel's mount table (Linux). */
+export function mountedPaths(): Set<string> {
+  const out = new Set<string>();
+  let text = '';
+  try {
+    text = fs.readFileSync('/proc/self/mounts', 'utf8');
+  } catch {
+    return out;
+  }
+  for (const line of text.split('\n')) {
+    const f = line.split(' ');
+    if (f.length > 2) out.add(f[1].replace(/\\([0-7]{3})/g, (_m, o: string) => String.fromCharCode(parseInt(o, 8))));
+  }
+  return out;
+}
+
+export function checkFuseDevice(): void {
+  if (process.platform !== 'linux') {
+    throw new ShadowError('NOT_SUPPORTED', `shadowfs mounts only on Linux in this version (this is ${process.platform})`);
+  }
+  try {
+    fs.accessSync('/dev/fuse', fs.constants.R_OK | fs.constants.W_OK);
+  } catch (err) {
+    throw new ShadowError(
+      'FUSE_UNAVAILABLE',
+      'cannot open /dev/fuse: load the module (modprobe fuse), install fuse3, or run the container with --device /dev/fuse --cap-add SYS_ADMIN',
+      { errno: (err as NodeJS.ErrnoException).errno, cause: err },
+    );
+  }
+}
