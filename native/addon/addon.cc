@@ -165,6 +165,9 @@ class Mount : public Napi::ObjectWrap<Mount> {
     Napi::Env env = info.Env();
     if (!live(env)) return env.Undefined();
     auto paths = backend_->overlay().reset();
+    // Names first (this also drops negative entries for what the layer had deleted), then
+    // the attributes and pages of everything the kernel still holds.
+    backend_->invalidatePaths(paths);
     backend_->invalidateAll();
     return Napi::Number::New(env, static_cast<double>(paths.size()));
   }

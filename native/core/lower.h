@@ -26,6 +26,7 @@ class LowerFs {
   virtual int readlink(const std::string& rel, std::string* out) = 0;
   // Opens a regular file for reading only.
   virtual int open(const std::string& rel, LowerHandle* out) = 0;
+  virtual int fstat(LowerHandle h, Attr* out) = 0;
   virtual int pread(LowerHandle h, char* buf, size_t size, uint64_t off, size_t* got) = 0;
   virtual void close(LowerHandle h) = 0;
   virtual int readAll(const std::string& rel, std::string* out) = 0;

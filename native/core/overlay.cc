@@ -751,7 +751,7 @@ int Overlay::write(Handle* h, const char* buf, size_t size, uint64_t off) {
 
 int Overlay::fgetattr(Handle* h, Attr* out) {
   std::shared_lock lock(mu_);
-  if (!h->inode) return ENOENT;
+  if (!h->inode) return h->lower >= 0 ? lower_->fstat(h->lower, out) : ENOENT;
   Node tmp;
   tmp.inode = h->inode;
   nodeAttr(&tmp, false, std::string(), out);
@@ -867,6 +867,23 @@ int Overlay::putFile(const std::string& path, const std::string& data, uint32_t 
   std::unique_lock lock(mu_);
   std::string parent, name;
   splitLast(path, &parent, &name);
+  // Create missing parent directories, refusing to go through symlinks or files.
+  auto comps = components(parent);
+  std::string prefix;
+  for (auto c : comps) {
+    prefix = joinPath(prefix, c);
+    Res pr;
+    int pe = resolve(prefix, &pr);
+    if (pe == ENOENT) {
+      pe = placeNew(prefix, newInode(FileType::Directory, 0755, who), nullptr);
+      if (pe) return pe;
+      continue;
+    }
+    if (pe) return pe;
+    FileType t = pr.node ? pr.node->inode->type : pr.lowerAttr.type;
+    if (t == FileType::Symlink) return ELOOP;
+    if (t != FileType::Directory) return ENOTDIR;
+  }
   Node* p;
   int e = materializeDir(parent, &p, nullptr, nullptr);
   if (e) return e;

@@ -74,16 +74,22 @@ void toStat(const Attr& a, struct stat* st) {
   st->st_ctim = {a.ctime.sec, a.ctime.nsec};
 }
 
-// One object the kernel holds a reference to.
-struct FNode {
-  uint64_t parent = 0;
+// One object the kernel holds a reference to. A file with several hard links has several
+// names but one node, so the kernel keeps one inode (and one page cache) for it.
+struct FName {
+  uint64_t parent;
   std::string name;
+};
+
+struct FNode {
+  std::vector<FName> names;  // empty once every name was unlinked or replaced
   uint64_t nlookup = 0;
-  bool linked = true;  // false once unlinked or replaced: no path any more
   FileType type = FileType::Regular;
+  uint64_t ino = 0;     // the overlay's inode number
   bool opened = false;  // content seen by an earlier open (for keep_cache)
   Timespec mtime;
   uint64_t size = 0;
+  std::vector<Handle*> handles;  // open files, for fstat after the last name is gone
 };
 
 struct DirHandle {
@@ -170,7 +176,9 @@ class LLMount final : public MountBackend {
   }
   bool pathOf(uint64_t id, std::string* out);
   bool childPath(uint64_t parent, const char* name, std::string* out);
-  uint64_t remember(uint64_t parent, const std::string& name, FileType type);
+  uint64_t remember(uint64_t parent, const std::string& name, FileType type, uint64_t ino);
+  void dropNameLocked(uint64_t id, uint64_t parent, const std::string& name);
+  void trackHandle(uint64_t id, Handle* h, bool add);
   void forget(uint64_t id, uint64_t n);
   void unlinkName(uint64_t parent, const std::string& name);
   void moveName(uint64_t parent, const std::string& name, uint64_t newparent,
@@ -193,7 +201,8 @@ class LLMount final : public MountBackend {
 
   std::mutex tmu_;  // guards nodes_, byName_, nextId_. Never held across overlay or notify calls.
   std::unordered_map<uint64_t, std::unique_ptr<FNode>> nodes_;
-  std::unordered_map<std::string, uint64_t> byName_;
+  std::unordered_map<std::string, uint64_t> byName_;  // (parent id, name) -> node id
+  std::unordered_map<uint64_t, uint64_t> byIno_;       // overlay inode number -> node id
   uint64_t nextId_ = FUSE_ROOT_ID + 1;  // never reused, so generation can stay 0
 };
 
@@ -203,9 +212,9 @@ bool LLMount::pathOf(uint64_t id, std::string* out) {
   size_t n = 0;
   while (id != FUSE_ROOT_ID) {
     auto it = nodes_.find(id);
-    if (it == nodes_.end() || !it->second->linked || n == 4096) return false;
-    parts[n++] = &it->second->name;
-    id = it->second->parent;
+    if (it == nodes_.end() || it->second->names.empty() || n == 4096) return false;
+    parts[n++] = &it->second->names.front().name;
+    id = it->second->names.front().parent;
   }
   out->clear();
   while (n > 0) {
@@ -222,30 +231,57 @@ bool LLMount::childPath(uint64_t parent, const char* name, std::string* out) {
   return true;
 }
 
-uint64_t LLMount::remember(uint64_t parent, const std::string& name, FileType type) {
+uint64_t LLMount::remember(uint64_t parent, const std::string& name, FileType type,
+                           uint64_t ino) {
   std::lock_guard lock(tmu_);
   std::string k = key(parent, name);
   auto it = byName_.find(k);
   if (it != byName_.end()) {
     FNode* n = nodes_[it->second].get();
-    if (n->type == type) {
+    if (n->type == type && n->ino == ino) {
       n->nlookup++;
       return it->second;
     }
-    // The name now stands for another kind of object: give it a new id so the kernel does
-    // not mix the two.
-    n->linked = false;
-    byName_.erase(it);
+    // The name now stands for another object: detach it from the old node so the kernel
+    // does not mix the two.
+    dropNameLocked(it->second, parent, name);
+  }
+  // Another name of an object the kernel already knows (a hard link): same node.
+  if (type != FileType::Directory) {
+    auto bi = byIno_.find(ino);
+    if (bi != byIno_.end()) {
+      FNode* n = nodes_[bi->second].get();
+      if (n->type == type && !n->names.empty()) {
+        n->names.push_back(FName{parent, name});
+        n->nlookup++;
+        byName_.emplace(std::move(k), bi->second);
+        return bi->second;
+      }
+    }
   }
   uint64_t id = nextId_++;
   auto n = std::make_unique<FNode>();
-  n->parent = parent;
-  n->name = name;
+  n->names.push_back(FName{parent, name});
   n->nlookup = 1;
   n->type = type;
+  n->ino = ino;
   nodes_.emplace(id, std::move(n));
   byName_.emplace(std::move(k), id);
+  if (type != FileType::Directory) byIno_[ino] = id;
   return id;
+}
+
+void LLMount::dropNameLocked(uint64_t id, uint64_t parent, const std::string& name) {
+  byName_.erase(key(parent, name));
+  auto it = nodes_.find(id);
+  if (it == nodes_.end()) return;
+  auto& names = it->second->names;
+  for (auto n = names.begin(); n != names.end(); ++n) {
+    if (n->parent == parent && n->name == name) {
+      names.erase(n);
+      break;
+    }
+  }
 }
 
 void LLMount::forget(uint64_t id, uint64_t count) {
@@ -255,10 +291,12 @@ void LLMount::forget(uint64_t id, uint64_t count) {
   FNode* n = it->second.get();
   n->nlookup = count >= n->nlookup ? 0 : n->nlookup - count;
   if (n->nlookup) return;
-  if (n->linked) {
-    auto b = byName_.find(key(n->parent, n->name));
+  for (auto& nm : n->names) {
+    auto b = byName_.find(key(nm.parent, nm.name));
     if (b != byName_.end() && b->second == id) byName_.erase(b);
   }
+  auto bi = byIno_.find(n->ino);
+  if (bi != byIno_.end() && bi->second == id) byIno_.erase(bi);
   nodes_.erase(it);
 }
 
@@ -266,8 +304,7 @@ void LLMount::unlinkName(uint64_t parent, const std::string& name) {
   std::lock_guard lock(tmu_);
   auto it = byName_.find(key(parent, name));
   if (it == byName_.end()) return;
-  nodes_[it->second]->linked = false;
-  byName_.erase(it);
+  dropNameLocked(it->second, parent, name);
 }
 
 void LLMount::moveName(uint64_t parent, const std::string& name, uint64_t newparent,
@@ -278,23 +315,31 @@ void LLMount::moveName(uint64_t parent, const std::string& name, uint64_t newpar
   auto b = byName_.find(to);
   uint64_t ida = a != byName_.end() ? a->second : 0;
   uint64_t idb = b != byName_.end() ? b->second : 0;
-  if (a != byName_.end()) byName_.erase(a);
-  b = byName_.find(to);
-  if (b != byName_.end()) byName_.erase(b);
+  if (ida) dropNameLocked(ida, parent, name);
+  if (idb) dropNameLocked(idb, newparent, newname);
   if (ida) {
-    FNode* n = nodes_[ida].get();
-    n->parent = newparent;
-    n->name = newname;
+    nodes_[ida]->names.push_back(FName{newparent, newname});
     byName_[to] = ida;
   }
-  if (idb) {
-    FNode* n = nodes_[idb].get();
-    if (exchange) {
-      n->parent = parent;
-      n->name = name;
-      byName_[from] = idb;
-    } else {
-      n->linked = false;
+  if (idb && exchange) {
+    nodes_[idb]->names.push_back(FName{parent, name});
+    byName_[from] = idb;
+  }
+}
+
+void LLMount::trackHandle(uint64_t id, Handle* h, bool add) {
+  std::lock_guard lock(tmu_);
+  auto it = nodes_.find(id);
+  if (it == nodes_.end()) return;
+  auto& hs = it->second->handles;
+  if (add) {
+    hs.push_back(h);
+  } else {
+    for (auto i = hs.begin(); i != hs.end(); ++i) {
+      if (*i == h) {
+        hs.erase(i);
+        break;
+      }
     }
   }
 }
@@ -310,7 +355,7 @@ void LLMount::fillEntry(struct fuse_entry_param* e, uint64_t id, const Attr& a) 
 
 void LLMount::replyEntry(fuse_req_t req, uint64_t parent, const std::string& name, const Attr& a) {
   struct fuse_entry_param e;
-  fillEntry(&e, remember(parent, name, a.type), a);
+  fillEntry(&e, remember(parent, name, a.type, a.ino), a);
   if (fuse_reply_entry(req, &e) == -ENOENT) {
     // The request was interrupted: the kernel did not take the reference.
     forget(e.ino, 1);
@@ -364,12 +409,22 @@ void LLMount::opGetattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info* f
   LLMount* m = self(req);
   Attr a;
   int e = ENOENT;
-  if (fi && fi->fh) e = m->ov_.fgetattr(reinterpret_cast<Handle*>(fi->fh), &a);
-  if (e) {
-    std::string path;
-    if (!m->pathOf(ino, &path)) return (void)fuse_reply_err(req, ENOENT);
+  Handle* h = fi && fi->fh ? reinterpret_cast<Handle*>(fi->fh) : nullptr;
+  std::string path;
+  if (!h && !m->pathOf(ino, &path)) {
+    // Unlinked but still open (fstat on the fd): answer from one of its open handles.
+    std::lock_guard lock(m->tmu_);
+    auto it = m->nodes_.find(ino);
+    if (it != m->nodes_.end() && !it->second->handles.empty()) h = it->second->handles.front();
+  } else if (!h) {
     e = m->ov_.getattr(path, &a);
     if (e) return (void)fuse_reply_err(req, e);
+  }
+  if (h) {
+    e = m->ov_.fgetattr(h, &a);
+    if (e) return (void)fuse_reply_err(req, e);
+  } else if (path.empty() && ino != FUSE_ROOT_ID) {
+    return (void)fuse_reply_err(req, ENOENT);
   }
   struct stat st;
   toStat(a, &st);
@@ -503,6 +558,9 @@ void LLMount::opOpen(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info* fi) 
   int e = m->ov_.open(path, intent, &h, &a);
   if (e) return (void)fuse_reply_err(req, e);
   fi->fh = reinterpret_cast<uint64_t>(h);
+  // flush does nothing here, and a close() that waits for a FLUSH answer deadlocks a process
+  // that exits while holding files open on its own mount: tell the kernel not to send it.
+  fi->noflush = 1;
   {
     // Keep the kernel's cached pages only when the content is what the last open saw.
     std::lock_guard lock(m->tmu_);
@@ -513,9 +571,13 @@ void LLMount::opOpen(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info* fi) 
       n->opened = true;
       n->mtime = a.mtime;
       n->size = a.size;
+      n->handles.push_back(h);
     }
   }
-  if (fuse_reply_open(req, fi) == -ENOENT) m->ov_.release(h);
+  if (fuse_reply_open(req, fi) == -ENOENT) {
+    m->trackHandle(ino, h, false);
+    m->ov_.release(h);
+  }
 }
 
 void LLMount::opRead(fuse_req_t req, fuse_ino_t, size_t size, off_t off,
@@ -548,8 +610,11 @@ void LLMount::opFlush(fuse_req_t req, fuse_ino_t, struct fuse_file_info*) {
   fuse_reply_err(req, 0);
 }
 
-void LLMount::opRelease(fuse_req_t req, fuse_ino_t, struct fuse_file_info* fi) {
-  self(req)->ov_.release(reinterpret_cast<Handle*>(fi->fh));
+void LLMount::opRelease(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info* fi) {
+  LLMount* m = self(req);
+  Handle* h = reinterpret_cast<Handle*>(fi->fh);
+  m->trackHandle(ino, h, false);
+  m->ov_.release(h);
   fuse_reply_err(req, 0);
 }
 
@@ -674,9 +739,12 @@ void LLMount::opCreate(fuse_req_t req, fuse_ino_t parent, const char* name, mode
   int e = m->ov_.create(path, mode & 07777, intent, Caller{ctx->uid, ctx->gid}, &h, &a);
   if (e) return (void)fuse_reply_err(req, e);
   fi->fh = reinterpret_cast<uint64_t>(h);
+  fi->noflush = 1;
   struct fuse_entry_param ep;
-  m->fillEntry(&ep, m->remember(parent, name, a.type), a);
+  m->fillEntry(&ep, m->remember(parent, name, a.type, a.ino), a);
+  m->trackHandle(ep.ino, h, true);
   if (fuse_reply_create(req, &ep, fi) == -ENOENT) {
+    m->trackHandle(ep.ino, h, false);
     m->forget(ep.ino, 1);
     m->ov_.release(h);
   }
@@ -849,7 +917,7 @@ void LLMount::invalidateAll() {
     std::lock_guard lock(tmu_);
     for (auto& [id, n] : nodes_) {
       inodes.push_back(id);
-      if (id != FUSE_ROOT_ID && n->linked) entries.emplace_back(n->parent, n->name);
+      for (auto& nm : n->names) entries.emplace_back(nm.parent, nm.name);
     }
   }
   for (auto& [parent, name] : entries)

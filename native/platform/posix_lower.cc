@@ -50,6 +50,18 @@ class PosixLower final : public LowerFs {
   int stat(const std::string& rel, Attr* out) override {
     struct stat st;
     if (::fstatat(rootFd_, p(rel), &st, AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH) != 0) return errno;
+    fill(st, out);
+    return 0;
+  }
+
+  int fstat(LowerHandle h, Attr* out) override {
+    struct stat st;
+    if (::fstat(static_cast<int>(h), &st) != 0) return errno;
+    fill(st, out);
+    return 0;
+  }
+
+  static void fill(const struct stat& st, Attr* out) {
     out->ino = st.st_ino;
     out->type = typeFromMode(st.st_mode);
     out->perm = st.st_mode & 07777;
@@ -63,7 +75,6 @@ class PosixLower final : public LowerFs {
     out->atime = {st.st_atim.tv_sec, st.st_atim.tv_nsec};
     out->mtime = {st.st_mtim.tv_sec, st.st_mtim.tv_nsec};
     out->ctime = {st.st_ctim.tv_sec, st.st_ctim.tv_nsec};
-    return 0;
   }
 
   int readdir(const std::string& rel, std::vector<DirEntry>* out) override {

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Makes this checkout ready to run: installs missing system packages (Debian/Ubuntu, through
+# apt-get), the npm dependencies, and builds the native module and the TypeScript.
+# Idempotent and quiet when everything is already there. Used by scripts/demo.sh and
+# scripts/test.sh; safe to run by hand.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+say() { printf 'bootstrap: %s\n' "$*" >&2; }
+
+need=()
+command -v cmake >/dev/null 2>&1 || need+=(cmake)
+command -v g++ >/dev/null 2>&1 || need+=(g++)
+command -v make >/dev/null 2>&1 || need+=(make)
+command -v pkg-config >/dev/null 2>&1 || need+=(pkg-config)
+pkg-config --exists fuse3 2>/dev/null || need+=(libfuse3-dev)
+command -v fusermount3 >/dev/null 2>&1 || need+=(fuse3)
+command -v git >/dev/null 2>&1 || need+=(git)
+command -v tar >/dev/null 2>&1 || need+=(tar)
+if ((${#need[@]})); then
+  if ! command -v apt-get >/dev/null 2>&1; then
+    say "missing system packages: ${need[*]}; install them with your package manager (this script knows apt-get only)"
+    exit 1
+  fi
+  sudo=()
+  if [ "$(id -u)" -ne 0 ]; then
+    command -v sudo >/dev/null 2>&1 || { say "missing system packages: ${need[*]}; run as root or install them"; exit 1; }
+    sudo=(sudo)
+  fi
+  say "installing ${need[*]} with apt-get"
+  export DEBIAN_FRONTEND=noninteractive
+  "${sudo[@]}" apt-get update -qq
+  "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi
+
+if ! command -v node >/dev/null 2>&1; then
+  say "Node.js is not installed; shadowfs needs Node.js 20.19 or newer (https://nodejs.org or your distribution's nodejs package)"
+  exit 1
+fi
+if ! node -e 'const [a,b]=process.versions.node.split(".").map(Number); process.exit(a>20||(a===20&&b>=19)?0:1)'; then
+  say "Node.js $(node -v) is too old; shadowfs needs 20.19 or newer"
+  exit 1
+fi
+
+# A missing /dev/fuse is reported by the commands themselves (error FUSE_UNAVAILABLE); try
+# loading the module once, quietly, where that is allowed.
+[ -e /dev/fuse ] || { command -v modprobe >/dev/null 2>&1 && modprobe fuse 2>/dev/null || true; }
+
+if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+  say "installing npm dependencies"
+  npm ci --no-audit --no-fund --loglevel=error >&2
+fi
+
+newest_native=$(find native CMakeLists.txt -type f -newer build/Release/shadowfs.node 2>/dev/null | head -1 || true)
+if [ ! -f build/Release/shadowfs.node ] || [ -n "$newest_native" ]; then
+  say "building the native module"
+  npx --no-install cmake-js compile --log-level warn >&2
+fi
+say "compiling TypeScript"
+npx --no-install tsc -p tsconfig.json >&2

@@ -1,0 +1,106 @@
+// Shared test fixtures: private temp folders, the guard that proves the user's folder is never
+// written (fingerprint before/after + inotify watch during), and withShadow(), which always
+// unmounts what it mounted.
+import * as assert from 'assert';
+import * as fs from 'fs';
+import * as os from 'os';
+import * as path from 'path';
+import { mount, MountOptions, Shadow } from '../../src';
+import { mountedPaths } from '../../src/platform';
+import { fingerprintTree } from '../../src/tree';
+
+export const repoRoot = path.join(__dirname, '..', '..', '..');
+export const exampleProject = path.join(repoRoot, 'examples', 'demo-project');
+export const testRootPrefix = path.join(os.tmpdir(), 'shadowfs-test-');
+
+export function tempDir(label = 'tmp'): string {
+  return fs.mkdtempSync(`${testRootPrefix}${label}-`);
+}
+
+export function leakedTestMounts(): string[] {
+  return [...mountedPaths()].filter((p) => p.startsWith(testRootPrefix));
+}
+
+/** A copy of the example project plus a few extra shapes (nested dirs, symlink, empty dir). */
+export function makeProject(label = 'lower'): string {
+  const dir = tempDir(label);
+  fs.cpSync(exampleProject, dir, { recursive: true });
+  fs.mkdirSync(path.join(dir, 'deep/a/b/c'), { recursive: true });
+  fs.writeFileSync(path.join(dir, 'deep/a/b/c/leaf.txt'), 'leaf\n');
+  fs.writeFileSync(path.join(dir, 'deep/a/top.txt'), 'top\n');
+  fs.mkdirSync(path.join(dir, 'empty'));
+  fs.symlinkSync('src/math.js', path.join(dir, 'link-to-math'));
+  fs.writeFileSync(path.join(dir, 'script.sh'), '#!/bin/sh\necho hi\n', { mode: 0o755 });
+  return dir;
+}
+
+/**
+ * Watches `dir` (every directory in it, via inotify) and fingerprints it. check() fails if
+ * anything was created, modified, deleted or renamed, or if the fingerprint differs.
+ */
+export class FolderGuard {
+  private readonly before: string;
+  private readonly events: string[] = [];
+  private readonly watchers: fs.FSWatcher[] = [];
+
+  constructor(private readonly dir: string) {
+    this.before = fingerprintTree(dir).digest;
+    const watch = (d: string): void => {
+      this.watchers.push(fs.watch(d, (ev, name) => this.events.push(`${ev} ${path.join(d, String(name))}`)));
+      for (const e of fs.readdirSync(d, { withFileTypes: true })) if (e.isDirectory()) watch(path.join(d, e.name));
+    };
+    watch(dir);
+  }
+
+  async check(): Promise<void> {
+    // inotify events arrive asynchronously: give them a moment to be delivered.
+    await new Promise((r) => setTimeout(r, 50));
+    for (const w of this.watchers) w.close();
+    assert.deepStrictEqual(this.events, [], `the user's folder ${this.dir} was written to`);
+    assert.strictEqual(fingerprintTree(this.dir).digest, this.before, `the user's folder ${this.dir} changed`);
+  }
+
+  stop(): void {
+    for (const w of this.watchers) w.close();
+  }
+}
+
+/** Mounts a shadow of `lower`, runs `fn`, and always unmounts; checks the folder guard too. */
+export async function withShadow<T>(
+  lower: string,
+  fn: (shadow: Shadow, mp: string) => Promise<T> | T,
+  options: MountOptions & { guard?: boolean } = {},
+): Promise<T> {
+  const guard = options.guard === false ? undefined : new FolderGuard(lower);
+  const mp = options.mountPoint ?? path.join(tempDir('mnt'), 'm');
+  let shadow: Shadow | undefined;
+  try {
+    shadow = await mount(lower, { ...options, mountPoint: mp });
+    const out = await fn(shadow, shadow.mountPoint);
+    await shadow.unmount();
+    if (guard) await guard.check();
+    return out;
+  } finally {
+    guard?.stop();
+    if (shadow?.mounted) await shadow.unmount({ lazy: true });
+  }
+}
+
+/** Polls `probe` until it returns true or `ms` pass; returns the time it took. */
+export async function eventually(probe: () => boolean, ms: number, what: string): Promise<number> {
+  const start = Date.now();
+  for (;;) {
+    if (probe()) return Date.now() - start;
+    if (Date.now() - start > ms) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+export function errCode(fn: () => unknown): string {
+  try {
+    fn();
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code ?? 'unknown';
+  }
+  return 'OK';
+}
