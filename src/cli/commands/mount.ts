@@ -26,18 +26,20 @@ export const mountCommand: CommandModule<object, Args> = {
       .option('json', { type: 'boolean', default: false, describe: 'print one JSON object per event' }) as Argv<Args>,
   handler: async (args) => {
     const log = createLogger();
+    let keepAlive: NodeJS.Timeout | undefined;
     try {
       if (!args.foreground) {
         throw new ShadowError('NOT_SUPPORTED', 'background mounts need the shadowfs daemon, which this version does not have yet; run with --foreground');
       }
-      const shadow = await mount(args.folder, { mountPoint: args.at, cacheTimeout: args['cache-timeout'] });
-      const keepAlive = setInterval(() => undefined, 1 << 30);
-      emit(args, { event: 'mounted', mountPoint: shadow.mountPoint, lower: shadow.lower }, `Mounted a shadow of ${shadow.lower} at ${shadow.mountPoint}. Press Ctrl-C to unmount.`);
-      const signal = await new Promise<NodeJS.Signals>((resolve) => {
+      // Listen before anything is printed: a caller may signal as soon as it reads "mounted".
+      const signalled = new Promise<NodeJS.Signals>((resolve) => {
         process.once('SIGINT', () => resolve('SIGINT'));
         process.once('SIGTERM', () => resolve('SIGTERM'));
       });
-      clearInterval(keepAlive);
+      keepAlive = setInterval(() => undefined, 1 << 30);
+      const shadow = await mount(args.folder, { mountPoint: args.at, cacheTimeout: args['cache-timeout'] });
+      emit(args, { event: 'mounted', mountPoint: shadow.mountPoint, lower: shadow.lower }, `Mounted a shadow of ${shadow.lower} at ${shadow.mountPoint}. Press Ctrl-C to unmount.`);
+      const signal = await signalled;
       try {
         await shadow.unmount();
       } catch (err) {
@@ -48,6 +50,8 @@ export const mountCommand: CommandModule<object, Args> = {
       emit(args, { event: 'unmounted', mountPoint: shadow.mountPoint, signal }, `Unmounted ${shadow.mountPoint}.`);
     } catch (err) {
       reportError(args, err);
+    } finally {
+      clearInterval(keepAlive);
     }
   },
 };

@@ -1,0 +1,80 @@
+// Bad input gets a documented error code and loses nothing.
+import * as assert from 'assert';
+import { spawn, spawnSync } from 'child_process';
+import * as fs from 'fs';
+import * as path from 'path';
+import { mount, ShadowError } from '../src';
+import { mountedPaths } from '../src/platform';
+import { FolderGuard, makeProject, repoRoot, tempDir, withShadow } from './helpers/fixtures';
+
+async function code(p: Promise<unknown>): Promise<string> {
+  try {
+    const s = await p;
+    // Should not have mounted: clean up before failing.
+    if (s && typeof (s as { unmount?: unknown }).unmount === 'function') await (s as { unmount: (o: object) => Promise<void> }).unmount({ lazy: true });
+    return 'OK';
+  } catch (err) {
+    assert.ok(err instanceof ShadowError, `not a ShadowError: ${String(err)}`);
+    assert.ok(err.message.length > 20, 'the message should say what to do');
+    return err.code;
+  }
+}
+
+describe('bad input gets a clear error with a code', function () {
+  let lower: string;
+  let guard: FolderGuard;
+  beforeEach(() => {
+    lower = makeProject();
+    guard = new FolderGuard(lower);
+  });
+  afterEach(async () => {
+    await guard.check();
+  });
+
+  it('the folder: missing, or not a directory', async () => {
+    assert.strictEqual(await code(mount(path.join(lower, 'missing'))), 'LOWER_NOT_FOUND');
+    assert.strictEqual(await code(mount(path.join(lower, 'README.md'))), 'LOWER_NOT_DIRECTORY');
+  });
+
+  it('the mount point: not empty, not a directory, inside the folder, containing the folder, already mounted', async () => {
+    const full = tempDir('full');
+    fs.writeFileSync(path.join(full, 'x'), 'x');
+    assert.strictEqual(await code(mount(lower, { mountPoint: full })), 'MOUNTPOINT_NOT_EMPTY');
+    assert.strictEqual(await code(mount(lower, { mountPoint: path.join(full, 'x') })), 'MOUNTPOINT_NOT_DIRECTORY');
+    assert.strictEqual(await code(mount(lower, { mountPoint: path.join(lower, 'empty') })), 'MOUNTPOINT_INSIDE_LOWER');
+    assert.strictEqual(await code(mount(lower, { mountPoint: path.join(lower, 'not-yet-there') })), 'MOUNTPOINT_INSIDE_LOWER');
+    assert.ok(!fs.existsSync(path.join(lower, 'not-yet-there')), 'a refused mount must not create its mount point');
+    assert.strictEqual(await code(mount(lower, { mountPoint: path.dirname(lower) })), 'LOWER_INSIDE_MOUNTPOINT');
+    const outer = tempDir('outer');
+    const nested = path.join(outer, 'project');
+    fs.cpSync(lower, nested, { recursive: true, verbatimSymlinks: true });
+    assert.strictEqual(await code(mount(nested, { mountPoint: outer })), 'LOWER_INSIDE_MOUNTPOINT');
+    await withShadow(lower, async (_s, mp) => {
+      assert.strictEqual(await code(mount(lower, { mountPoint: mp })), 'MOUNTPOINT_IN_USE');
+    });
+  });
+
+  it('no usable /dev/fuse gives FUSE_UNAVAILABLE', async () => {
+    const script = `require(${JSON.stringify(path.join(repoRoot, 'dist/src'))}).mount(${JSON.stringify(lower)}).then(()=>console.log('MOUNTED'),e=>console.log(e.code))`;
+    // A private mount namespace in which /dev/fuse is /dev/null's node, unreadable for FUSE.
+    const r = spawnSync('unshare', ['-m', 'sh', '-c', `mount --bind /dev/null /dev/fuse && chmod 000 /dev/fuse && exec su nobody -s /bin/sh -c '${process.execPath} -e "${script.replace(/"/g, '\\"')}"'`], { encoding: 'utf8' });
+    assert.strictEqual(r.stdout.trim(), 'FUSE_UNAVAILABLE', r.stderr);
+  });
+
+  it('unmount of a busy shadow reports MOUNT_BUSY and keeps serving; lazy unmount detaches it', async () => {
+    const mp = path.join(tempDir('busy'), 'm');
+    const shadow = await mount(lower, { mountPoint: mp });
+    const holder = spawn('sleep', ['60'], { cwd: mp, stdio: 'ignore' });
+    try {
+      await new Promise((r) => setTimeout(r, 100));
+      await assert.rejects(shadow.unmount(), (e: ShadowError) => e.code === 'MOUNT_BUSY' && /lazy/.test(e.message));
+      assert.ok(shadow.mounted);
+      assert.ok(fs.readFileSync(path.join(mp, 'README.md'), 'utf8').length > 0, 'still serves after a refused unmount');
+      await shadow.unmount({ lazy: true });
+      assert.ok(!mountedPaths().has(mp), 'a lazy unmount removes the mount point from the mount table at once');
+    } finally {
+      holder.kill('SIGKILL');
+      if (shadow.mounted) await shadow.unmount({ lazy: true });
+    }
+  });
+});

@@ -1,0 +1,45 @@
+// The shadow reads the folder live: edits the developer makes in A show up in A' (for paths
+// the layer has not changed) within a bounded delay: the kernel cache timeout (1 s by default).
+import * as assert from 'assert';
+import * as fs from 'fs';
+import * as path from 'path';
+import { errCode, eventually, FolderGuard, makeProject, withShadow } from './helpers/fixtures';
+
+describe('live view of the folder', function () {
+  it('edits, creates, deletes and renames in the folder appear in the shadow; the layer wins where it changed the path', async () => {
+    const lower = makeProject();
+    const bound = 5000; // cache timeout (1 s) plus generous slack for a loaded machine
+    let guard: FolderGuard | undefined;
+    await withShadow(
+      lower,
+      async (shadow, mp) => {
+        const inA = (r: string): string => path.join(lower, r);
+        const inS = (r: string): string => path.join(mp, r);
+        // Warm the kernel caches for everything we are about to change in A.
+        fs.readFileSync(inS('README.md'));
+        fs.readdirSync(inS('src'));
+        assert.strictEqual(errCode(() => fs.statSync(inS('src/added.js'))), 'ENOENT');
+        fs.readFileSync(inS('deep/a/top.txt'));
+        await shadow.write('package.json', '{"name":"from-the-layer"}\n');
+
+        fs.writeFileSync(inA('README.md'), 'edited by the developer, and longer than before\n');
+        fs.writeFileSync(inA('src/added.js'), 'added\n');
+        fs.unlinkSync(inA('deep/a/top.txt'));
+        fs.renameSync(inA('notes'), inA('notes-renamed'));
+        fs.writeFileSync(inA('package.json'), '{"name":"developer"}\n');
+        guard = new FolderGuard(lower);
+
+        const delays = [
+          await eventually(() => fs.readFileSync(inS('README.md'), 'utf8') === 'edited by the developer, and longer than before\n', bound, 'the edit'),
+          await eventually(() => fs.existsSync(inS('src/added.js')), bound, 'the new file'),
+          await eventually(() => !fs.existsSync(inS('deep/a/top.txt')), bound, 'the deletion'),
+          await eventually(() => fs.existsSync(inS('notes-renamed/todo.txt')) && !fs.existsSync(inS('notes')), bound, 'the rename'),
+        ];
+        assert.strictEqual(fs.readFileSync(inS('package.json'), 'utf8'), '{"name":"from-the-layer"}\n');
+        process.stdout.write(`      (changes in the folder became visible after ${delays.join(', ')} ms)\n`);
+      },
+      { guard: false },
+    );
+    await guard?.check();
+  });
+});
