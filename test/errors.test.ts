@@ -56,9 +56,12 @@ describe('bad input gets a clear error with a code', function () {
 
   it('no usable /dev/fuse gives FUSE_UNAVAILABLE', async () => {
     const script = `require(${JSON.stringify(path.join(repoRoot, 'dist/src'))}).mount(${JSON.stringify(lower)}).then(()=>console.log('MOUNTED'),e=>console.log(e.code))`;
-    // A private mount namespace in which /dev/fuse is /dev/null's node, unreadable for FUSE.
-    const r = spawnSync('unshare', ['-m', 'sh', '-c', `mount --bind /dev/null /dev/fuse && chmod 000 /dev/fuse && exec su nobody -s /bin/sh -c '${process.execPath} -e "${script.replace(/"/g, '\\"')}"'`], { encoding: 'utf8' });
+    // A private mount namespace whose /dev is a fresh tmpfs without a fuse node. (Nothing is
+    // changed on the host: chmod on a bind mount would change the host's device node.)
+    const inner = `mount -t tmpfs none /dev && mknod -m 666 /dev/null c 1 3 && exec ${process.execPath} -e '${script.replace(/'/g, "'\\''")}'`;
+    const r = spawnSync('unshare', ['-m', '--propagation', 'private', 'sh', '-c', inner], { encoding: 'utf8' });
     assert.strictEqual(r.stdout.trim(), 'FUSE_UNAVAILABLE', r.stderr);
+    fs.accessSync('/dev/fuse', fs.constants.R_OK | fs.constants.W_OK); // the host's device is untouched
   });
 
   it('unmount of a busy shadow reports MOUNT_BUSY and keeps serving; lazy unmount detaches it', async () => {

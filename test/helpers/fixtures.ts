@@ -13,8 +13,21 @@ export const repoRoot = path.join(__dirname, '..', '..', '..');
 export const exampleProject = path.join(repoRoot, 'examples', 'demo-project');
 export const testRootPrefix = path.join(os.tmpdir(), 'shadowfs-test-');
 
+const created: string[] = [];
+
 export function tempDir(label = 'tmp'): string {
-  return fs.mkdtempSync(`${testRootPrefix}${label}-`);
+  const dir = fs.mkdtempSync(`${testRootPrefix}${label}-`);
+  created.push(dir);
+  return dir;
+}
+
+/** Removes the temporary folders this run made (never one that is still a mount point). */
+export function removeTempDirs(): void {
+  const mounted = mountedPaths();
+  for (const dir of created.splice(0)) {
+    if ([...mounted].some((m) => m === dir || m.startsWith(`${dir}/`))) continue;
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
 }
 
 export function leakedTestMounts(): string[] {

@@ -2,7 +2,7 @@
 // skip); mounts leaked by an earlier, killed run are removed first so they cannot break this one.
 import * as fs from 'fs';
 import { execFileSync } from 'child_process';
-import { leakedTestMounts, testRootPrefix } from './fixtures';
+import { leakedTestMounts, removeTempDirs } from './fixtures';
 
 export const mochaHooks = {
   beforeAll(): void {
@@ -21,10 +21,10 @@ export const mochaHooks = {
         execFileSync('fusermount3', ['-uz', mp], { stdio: 'ignore' });
       }
     }
-    void testRootPrefix;
   },
   afterAll(): void {
     const leaked = leakedTestMounts();
+    removeTempDirs();
     if (leaked.length > 0) throw new Error(`tests leaked mounts: ${leaked.join(', ')}`);
   },
 };
