@@ -87,7 +87,9 @@ export async function runDemo(folder: string | undefined, say: (line: string) =>
     const after = fingerprintTree(lower);
     const folderUnchanged = after.digest === before.digest;
     say('');
-    say(`Unmounted. Your folder's fingerprint is ${after.digest.slice(0, 12)}: ${folderUnchanged ? 'unchanged, not a byte written.' : 'CHANGED - this is a bug, please report it.'}`);
+    say(
+      `Unmounted. Your folder's fingerprint is ${after.digest.slice(0, 12)}: ${folderUnchanged ? 'unchanged, not a byte written.' : 'CHANGED - this is a bug, please report it.'}`,
+    );
     return { lower, mountPoint: shadow.mountPoint, edited: edit, deleted: del, changes, tests, folderUnchanged };
   } finally {
     if (shadow.mounted) await shadow.unmount({ lazy: true });

@@ -39,7 +39,11 @@ export function addon(): Addon {
     // eslint-disable-next-line @typescript-eslint/no-require-imports
     cached = require(file) as Addon;
   } catch (err) {
-    throw new ShadowError('NATIVE_MODULE_MISSING', `cannot load the native module ${file}; build it with "npm run build" (${(err as Error).message})`, { cause: err });
+    throw new ShadowError(
+      'NATIVE_MODULE_MISSING',
+      `cannot load the native module ${file}; build it with "npm run build" (${(err as Error).message})`,
+      { cause: err },
+    );
   }
   return cached;
 }

@@ -15,10 +15,12 @@ export function normalizeRelPath(p: unknown, { allowRoot = false } = {}): string
   for (const c of p.split('/')) {
     if (c === '' || c === '.') continue;
     if (c === '..') throw new ShadowError('INVALID_PATH', `path must not contain "..": ${JSON.stringify(p)}`);
-    if (Buffer.byteLength(c) > 255) throw new ShadowError('INVALID_PATH', `a name in the path is longer than 255 bytes: ${JSON.stringify(p)}`);
+    if (Buffer.byteLength(c) > 255)
+      throw new ShadowError('INVALID_PATH', `a name in the path is longer than 255 bytes: ${JSON.stringify(p)}`);
     parts.push(c);
   }
   const out = parts.join('/');
-  if (out === '' && !allowRoot) throw new ShadowError('INVALID_PATH', 'path names the shadow root itself; name a file or directory inside it');
+  if (out === '' && !allowRoot)
+    throw new ShadowError('INVALID_PATH', 'path names the shadow root itself; name a file or directory inside it');
   return out;
 }

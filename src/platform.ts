@@ -6,9 +6,10 @@ import { ShadowError } from './errors';
 
 /** A private per-user directory (mode 0700) for mount points and, later, the daemon socket. */
 export function runtimeDir(): string {
-  const base = process.env.XDG_RUNTIME_DIR && fs.existsSync(process.env.XDG_RUNTIME_DIR)
-    ? path.join(process.env.XDG_RUNTIME_DIR, 'shadowfs')
-    : path.join(os.tmpdir(), `shadowfs-${process.getuid?.() ?? 'user'}`);
+  const base =
+    process.env.XDG_RUNTIME_DIR && fs.existsSync(process.env.XDG_RUNTIME_DIR)
+      ? path.join(process.env.XDG_RUNTIME_DIR, 'shadowfs')
+      : path.join(os.tmpdir(), `shadowfs-${process.getuid?.() ?? 'user'}`);
   fs.mkdirSync(base, { recursive: true, mode: 0o700 });
   const st = fs.lstatSync(base);
   if (!st.isDirectory() || (process.getuid && st.uid !== process.getuid())) {

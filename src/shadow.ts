@@ -30,7 +30,10 @@ function checkLower(lowerDir: string): string {
   try {
     real = fs.realpathSync(lowerDir);
   } catch (err) {
-    throw new ShadowError('LOWER_NOT_FOUND', `the folder ${lowerDir} does not exist`, { errno: (err as NodeJS.ErrnoException).errno, cause: err });
+    throw new ShadowError('LOWER_NOT_FOUND', `the folder ${lowerDir} does not exist`, {
+      errno: (err as NodeJS.ErrnoException).errno,
+      cause: err,
+    });
   }
   if (!fs.statSync(real).isDirectory()) throw new ShadowError('LOWER_NOT_DIRECTORY', `${lowerDir} is not a directory; shadow a folder`);
   return real;
@@ -48,7 +51,11 @@ function prepareMountPoint(requested: string | undefined, lower: string): { moun
     mp = path.resolve(requested);
   }
   const abs = path.resolve(mp);
-  if (mountedPaths().has(abs)) throw new ShadowError('MOUNTPOINT_IN_USE', `something is already mounted at ${abs}; unmount it first (fusermount3 -u ${abs}) or pick another --at`);
+  if (mountedPaths().has(abs))
+    throw new ShadowError(
+      'MOUNTPOINT_IN_USE',
+      `something is already mounted at ${abs}; unmount it first (fusermount3 -u ${abs}) or pick another --at`,
+    );
   let st: fs.Stats | undefined;
   try {
     st = fs.lstatSync(abs);
@@ -57,11 +64,17 @@ function prepareMountPoint(requested: string | undefined, lower: string): { moun
   }
   // Decide about nesting before creating anything, so a refused mount leaves no directory behind.
   const probe = st ? fs.realpathSync(abs) : path.join(fs.realpathSync(nearestExisting(abs)), path.relative(nearestExisting(abs), abs));
-  if (isInside(lower, probe)) throw new ShadowError('LOWER_INSIDE_MOUNTPOINT', `the folder ${lower} is inside the mount point ${abs}; mount somewhere outside it`);
-  if (isInside(probe, lower)) throw new ShadowError('MOUNTPOINT_INSIDE_LOWER', `the mount point ${abs} is inside the folder it would shadow (${lower}); mount somewhere outside it`);
+  if (isInside(lower, probe))
+    throw new ShadowError('LOWER_INSIDE_MOUNTPOINT', `the folder ${lower} is inside the mount point ${abs}; mount somewhere outside it`);
+  if (isInside(probe, lower))
+    throw new ShadowError(
+      'MOUNTPOINT_INSIDE_LOWER',
+      `the mount point ${abs} is inside the folder it would shadow (${lower}); mount somewhere outside it`,
+    );
   if (st) {
     if (!st.isDirectory()) throw new ShadowError('MOUNTPOINT_NOT_DIRECTORY', `the mount point ${abs} exists and is not a directory`);
-    if (fs.readdirSync(abs).length > 0) throw new ShadowError('MOUNTPOINT_NOT_EMPTY', `the mount point ${abs} is not empty; use an empty or new directory`);
+    if (fs.readdirSync(abs).length > 0)
+      throw new ShadowError('MOUNTPOINT_NOT_EMPTY', `the mount point ${abs} is not empty; use an empty or new directory`);
   } else {
     fs.mkdirSync(abs, { recursive: true, mode: 0o755 });
     created = true;
@@ -100,7 +113,8 @@ export class Shadow {
   }
 
   private live(): NativeMount {
-    if (!this.native || !this.native.mounted) throw new ShadowError('NOT_MOUNTED', `the shadow at ${this.mountPoint} is not mounted any more`);
+    if (!this.native || !this.native.mounted)
+      throw new ShadowError('NOT_MOUNTED', `the shadow at ${this.mountPoint} is not mounted any more`);
     return this.native;
   }
 
@@ -108,9 +122,11 @@ export class Shadow {
   async write(relPath: string, data: string | Uint8Array, options: { mode?: number } = {}): Promise<void> {
     const p = normalizeRelPath(relPath);
     const buf = typeof data === 'string' ? Buffer.from(data) : Buffer.from(data.buffer, data.byteOffset, data.byteLength);
-    if (typeof data !== 'string' && !(data instanceof Uint8Array)) throw new ShadowError('INVALID_PATH', 'data must be a string or a Uint8Array');
+    if (typeof data !== 'string' && !(data instanceof Uint8Array))
+      throw new ShadowError('INVALID_PATH', 'data must be a string or a Uint8Array');
     const mode = options.mode ?? 0o644;
-    if (!Number.isInteger(mode) || mode < 0 || mode > 0o7777) throw new ShadowError('INVALID_PATH', `mode must be an integer permission mask, got ${mode}`);
+    if (!Number.isInteger(mode) || mode < 0 || mode > 0o7777)
+      throw new ShadowError('INVALID_PATH', `mode must be an integer permission mask, got ${mode}`);
     const native = this.live();
     try {
       native.write(p, buf, mode, process.getuid?.() ?? 0, process.getgid?.() ?? 0);
@@ -157,7 +173,11 @@ export class Shadow {
     } catch (err) {
       const e = err as { code?: string };
       if (e.code === 'EBUSY') {
-        throw new ShadowError('MOUNT_BUSY', `the shadow at ${this.mountPoint} is in use (a shell or program has it open; see "fuser -vm ${this.mountPoint}"); close them, or unmount lazily with { lazy: true } / --lazy`, { cause: err });
+        throw new ShadowError(
+          'MOUNT_BUSY',
+          `the shadow at ${this.mountPoint} is in use (a shell or program has it open; see "fuser -vm ${this.mountPoint}"); close them, or unmount lazily with { lazy: true } / --lazy`,
+          { cause: err },
+        );
       }
       throw fromNative(err, `unmount ${this.mountPoint}`);
     }
@@ -177,7 +197,8 @@ export async function mount(lowerDir: string, options: MountOptions = {}): Promi
   const lower = checkLower(lowerDir);
   checkFuseDevice();
   const timeout = options.cacheTimeout ?? 1;
-  if (typeof timeout !== 'number' || !(timeout >= 0)) throw new ShadowError('INVALID_PATH', `cacheTimeout must be a number of seconds >= 0, got ${timeout}`);
+  if (typeof timeout !== 'number' || !(timeout >= 0))
+    throw new ShadowError('INVALID_PATH', `cacheTimeout must be a number of seconds >= 0, got ${timeout}`);
   const lib = addon();
   const { mountPoint, created } = prepareMountPoint(options.mountPoint, lower);
   let native: NativeMount;
@@ -196,7 +217,10 @@ export async function mount(lowerDir: string, options: MountOptions = {}): Promi
       }
     }
     const e = err as { errno?: number; message?: string };
-    throw new ShadowError('MOUNT_FAILED', `cannot mount a shadow of ${lower} at ${mountPoint}: ${e.message ?? String(err)}`, { errno: e.errno, cause: err });
+    throw new ShadowError('MOUNT_FAILED', `cannot mount a shadow of ${lower} at ${mountPoint}: ${e.message ?? String(err)}`, {
+      errno: e.errno,
+      cause: err,
+    });
   }
   return new Shadow(native, lower, mountPoint, created);
 }

@@ -38,7 +38,10 @@ describe('shadowfs CLI', function () {
         assert.strictEqual(mounted.lower, fs.realpathSync(lower));
         if (at) assert.strictEqual(mounted.mountPoint, fs.realpathSync(at));
         assert.ok(mountedPaths().has(mounted.mountPoint));
-        assert.strictEqual(fs.readFileSync(path.join(mounted.mountPoint, 'README.md'), 'utf8'), fs.readFileSync(path.join(lower, 'README.md'), 'utf8'));
+        assert.strictEqual(
+          fs.readFileSync(path.join(mounted.mountPoint, 'README.md'), 'utf8'),
+          fs.readFileSync(path.join(lower, 'README.md'), 'utf8'),
+        );
         fs.writeFileSync(path.join(mounted.mountPoint, 'README.md'), 'shadow only');
         child.kill(signal);
         assert.strictEqual(await exited, 0);
@@ -70,10 +73,17 @@ describe('shadowfs CLI', function () {
   it('demo on the bundled example: tests pass in the folder, fail in the shadow, folder unchanged', () => {
     const r = run('demo', '--json');
     assert.strictEqual(r.status, 0, r.stderr);
-    const s = JSON.parse(r.stdout) as { folderUnchanged: boolean; tests: { inFolder: number; inShadow: number }; changes: Array<{ path: string; kind: string }> };
+    const s = JSON.parse(r.stdout) as {
+      folderUnchanged: boolean;
+      tests: { inFolder: number; inShadow: number };
+      changes: Array<{ path: string; kind: string }>;
+    };
     assert.strictEqual(s.folderUnchanged, true);
     assert.deepStrictEqual(s.tests, { inFolder: 0, inShadow: 1 });
-    assert.deepStrictEqual(s.changes.map((c) => `${c.kind} ${c.path}`), ['deleted notes/todo.txt', 'modified src/math.js']);
+    assert.deepStrictEqual(
+      s.changes.map((c) => `${c.kind} ${c.path}`),
+      ['deleted notes/todo.txt', 'modified src/math.js'],
+    );
   });
 
   it('demo on a folder of yours edits and deletes only inside the shadow', async () => {

@@ -11,7 +11,8 @@ async function code(p: Promise<unknown>): Promise<string> {
   try {
     const s = await p;
     // Should not have mounted: clean up before failing.
-    if (s && typeof (s as { unmount?: unknown }).unmount === 'function') await (s as { unmount: (o: object) => Promise<void> }).unmount({ lazy: true });
+    if (s && typeof (s as { unmount?: unknown }).unmount === 'function')
+      await (s as { unmount: (o: object) => Promise<void> }).unmount({ lazy: true });
     return 'OK';
   } catch (err) {
     assert.ok(err instanceof ShadowError, `not a ShadowError: ${String(err)}`);

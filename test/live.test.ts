@@ -18,7 +18,10 @@ describe('live view of the folder', function () {
         // Warm the kernel caches for everything we are about to change in A.
         fs.readFileSync(inS('README.md'));
         fs.readdirSync(inS('src'));
-        assert.strictEqual(errCode(() => fs.statSync(inS('src/added.js'))), 'ENOENT');
+        assert.strictEqual(
+          errCode(() => fs.statSync(inS('src/added.js'))),
+          'ENOENT',
+        );
         fs.readFileSync(inS('deep/a/top.txt'));
         await shadow.write('package.json', '{"name":"from-the-layer"}\n');
 
@@ -30,7 +33,11 @@ describe('live view of the folder', function () {
         guard = new FolderGuard(lower);
 
         const delays = [
-          await eventually(() => fs.readFileSync(inS('README.md'), 'utf8') === 'edited by the developer, and longer than before\n', bound, 'the edit'),
+          await eventually(
+            () => fs.readFileSync(inS('README.md'), 'utf8') === 'edited by the developer, and longer than before\n',
+            bound,
+            'the edit',
+          ),
           await eventually(() => fs.existsSync(inS('src/added.js')), bound, 'the new file'),
           await eventually(() => !fs.existsSync(inS('deep/a/top.txt')), bound, 'the deletion'),
           await eventually(() => fs.existsSync(inS('notes-renamed/todo.txt')) && !fs.existsSync(inS('notes')), bound, 'the rename'),

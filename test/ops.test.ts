@@ -2,9 +2,10 @@
 // of a real folder. Each test checks the shadow's answer and (via withShadow's guard) that the
 // folder itself was not written.
 import * as assert from 'assert';
+import { spawnSync } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
-import { errCode, makeProject, withShadow } from './helpers/fixtures';
+import { errCode, makeProject, tempDir, withShadow } from './helpers/fixtures';
 import { probe } from './helpers/probe';
 
 describe('file-system operations through a shadow', function () {
@@ -63,12 +64,21 @@ describe('file-system operations through a shadow', function () {
   it('unlink hides a file of the folder; readdir after deletes shows the rest', async () => {
     await withShadow(lower, (_s, mp) => {
       fs.unlinkSync(path.join(mp, 'src/math.js'));
-      assert.strictEqual(errCode(() => fs.statSync(path.join(mp, 'src/math.js'))), 'ENOENT');
+      assert.strictEqual(
+        errCode(() => fs.statSync(path.join(mp, 'src/math.js'))),
+        'ENOENT',
+      );
       assert.deepStrictEqual(fs.readdirSync(path.join(mp, 'src')), []);
       fs.unlinkSync(path.join(mp, 'link-to-math'));
       assert.ok(!fs.readdirSync(mp).includes('link-to-math'));
-      assert.strictEqual(errCode(() => fs.unlinkSync(path.join(mp, 'src'))), 'EISDIR');
-      assert.strictEqual(errCode(() => fs.unlinkSync(path.join(mp, 'nope'))), 'ENOENT');
+      assert.strictEqual(
+        errCode(() => fs.unlinkSync(path.join(mp, 'src'))),
+        'EISDIR',
+      );
+      assert.strictEqual(
+        errCode(() => fs.unlinkSync(path.join(mp, 'nope'))),
+        'ENOENT',
+      );
       // Recreating a deleted name gives a new, empty file.
       fs.writeFileSync(path.join(mp, 'src/math.js'), '');
       assert.strictEqual(fs.readFileSync(path.join(mp, 'src/math.js'), 'utf8'), '');
@@ -78,20 +88,35 @@ describe('file-system operations through a shadow', function () {
   it('rmdir of a directory whose children exist only in the folder: ENOTEMPTY, then works once they are gone', async () => {
     await withShadow(lower, (_s, mp) => {
       const d = path.join(mp, 'deep/a/b/c');
-      assert.strictEqual(errCode(() => fs.rmdirSync(d)), 'ENOTEMPTY');
+      assert.strictEqual(
+        errCode(() => fs.rmdirSync(d)),
+        'ENOTEMPTY',
+      );
       fs.unlinkSync(path.join(d, 'leaf.txt'));
       fs.rmdirSync(d);
-      assert.strictEqual(errCode(() => fs.statSync(d)), 'ENOENT');
+      assert.strictEqual(
+        errCode(() => fs.statSync(d)),
+        'ENOENT',
+      );
       assert.deepStrictEqual(fs.readdirSync(path.join(mp, 'deep/a/b')), []);
-      assert.strictEqual(errCode(() => fs.rmdirSync(path.join(mp, 'README.md'))), 'ENOTDIR');
+      assert.strictEqual(
+        errCode(() => fs.rmdirSync(path.join(mp, 'README.md'))),
+        'ENOTDIR',
+      );
       fs.rmSync(path.join(mp, 'deep'), { recursive: true });
       assert.ok(!fs.readdirSync(mp).includes('deep'));
       // mkdir where a folder directory was deleted: new and empty (no child of the old one shows).
       fs.mkdirSync(path.join(mp, 'deep'));
       assert.deepStrictEqual(fs.readdirSync(path.join(mp, 'deep')), []);
-      assert.strictEqual(errCode(() => fs.mkdirSync(path.join(mp, 'src'))), 'EEXIST');
+      assert.strictEqual(
+        errCode(() => fs.mkdirSync(path.join(mp, 'src'))),
+        'EEXIST',
+      );
       fs.rmdirSync(path.join(mp, 'empty'));
-      assert.strictEqual(errCode(() => fs.rmdirSync(path.join(mp, 'empty'))), 'ENOENT');
+      assert.strictEqual(
+        errCode(() => fs.rmdirSync(path.join(mp, 'empty'))),
+        'ENOENT',
+      );
     });
   });
 
@@ -101,7 +126,10 @@ describe('file-system operations through a shadow', function () {
       const mathIno = fs.statSync(p('src/math.js')).ino;
       fs.renameSync(p('src/math.js'), p('src/calc.js'));
       assert.strictEqual(fs.statSync(p('src/calc.js')).ino, mathIno);
-      assert.strictEqual(errCode(() => fs.statSync(p('src/math.js'))), 'ENOENT');
+      assert.strictEqual(
+        errCode(() => fs.statSync(p('src/math.js'))),
+        'ENOENT',
+      );
       assert.ok(fs.readFileSync(p('src/calc.js'), 'utf8').includes('function add'));
       // over an existing file
       fs.renameSync(p('src/calc.js'), p('README.md'));
@@ -110,7 +138,10 @@ describe('file-system operations through a shadow', function () {
       // a directory tree that exists only in the folder
       fs.renameSync(p('deep'), p('moved'));
       assert.strictEqual(fs.readFileSync(p('moved/a/b/c/leaf.txt'), 'utf8'), 'leaf\n');
-      assert.strictEqual(errCode(() => fs.statSync(p('deep'))), 'ENOENT');
+      assert.strictEqual(
+        errCode(() => fs.statSync(p('deep'))),
+        'ENOENT',
+      );
       fs.writeFileSync(p('moved/a/b/c/leaf.txt'), 'changed leaf\n');
       fs.mkdirSync(p('moved/a/new'));
       fs.renameSync(p('moved/a'), p('src/a'));
@@ -123,11 +154,26 @@ describe('file-system operations through a shadow', function () {
       // directory over an empty directory; over a non-empty one fails
       fs.mkdirSync(p('target'));
       fs.renameSync(p('empty'), p('target'));
-      assert.strictEqual(errCode(() => fs.renameSync(p('target'), p('deep'))), 'ENOTEMPTY');
-      assert.strictEqual(errCode(() => fs.renameSync(p('target'), p('package.json'))), 'ENOTDIR');
-      assert.strictEqual(errCode(() => fs.renameSync(p('package.json'), p('deep'))), 'EISDIR');
-      assert.strictEqual(errCode(() => fs.renameSync(p('deep'), p('deep/a/inside'))), 'EINVAL');
-      assert.strictEqual(errCode(() => fs.renameSync(p('missing'), p('x'))), 'ENOENT');
+      assert.strictEqual(
+        errCode(() => fs.renameSync(p('target'), p('deep'))),
+        'ENOTEMPTY',
+      );
+      assert.strictEqual(
+        errCode(() => fs.renameSync(p('target'), p('package.json'))),
+        'ENOTDIR',
+      );
+      assert.strictEqual(
+        errCode(() => fs.renameSync(p('package.json'), p('deep'))),
+        'EISDIR',
+      );
+      assert.strictEqual(
+        errCode(() => fs.renameSync(p('deep'), p('deep/a/inside'))),
+        'EINVAL',
+      );
+      assert.strictEqual(
+        errCode(() => fs.renameSync(p('missing'), p('x'))),
+        'ENOENT',
+      );
     });
   });
 
@@ -155,7 +201,10 @@ describe('file-system operations through a shadow', function () {
       assert.strictEqual(fs.readlinkSync(p('src/readme-link')), '../README.md');
       assert.ok(fs.lstatSync(p('src/readme-link')).isSymbolicLink());
       assert.strictEqual(fs.readFileSync(p('src/readme-link'), 'utf8'), fs.readFileSync(p('README.md'), 'utf8'));
-      assert.strictEqual(errCode(() => fs.symlinkSync('x', p('README.md'))), 'EEXIST');
+      assert.strictEqual(
+        errCode(() => fs.symlinkSync('x', p('README.md'))),
+        'EEXIST',
+      );
       fs.linkSync(p('src/math.js'), p('math-hardlink.js'));
       const a = fs.statSync(p('src/math.js'));
       const b = fs.statSync(p('math-hardlink.js'));
@@ -165,7 +214,10 @@ describe('file-system operations through a shadow', function () {
       assert.ok(fs.readFileSync(p('src/math.js'), 'utf8').endsWith('// via the second name\n'));
       fs.unlinkSync(p('src/math.js'));
       assert.strictEqual(fs.statSync(p('math-hardlink.js')).nlink, 1);
-      assert.strictEqual(errCode(() => fs.linkSync(p('src'), p('srclink'))), 'EPERM');
+      assert.strictEqual(
+        errCode(() => fs.linkSync(p('src'), p('srclink'))),
+        'EPERM',
+      );
     });
   });
 
@@ -209,14 +261,35 @@ describe('file-system operations through a shadow', function () {
   it('errors match a real file system: ENAMETOOLONG, EEXIST, ENOENT, ENOTDIR', async () => {
     await withShadow(lower, (_s, mp) => {
       const long = 'n'.repeat(256);
-      assert.strictEqual(errCode(() => fs.writeFileSync(path.join(mp, long), '')), 'ENAMETOOLONG');
-      assert.strictEqual(errCode(() => fs.mkdirSync(path.join(mp, long))), 'ENAMETOOLONG');
-      assert.strictEqual(errCode(() => fs.statSync(path.join(mp, long))), 'ENAMETOOLONG');
+      assert.strictEqual(
+        errCode(() => fs.writeFileSync(path.join(mp, long), '')),
+        'ENAMETOOLONG',
+      );
+      assert.strictEqual(
+        errCode(() => fs.mkdirSync(path.join(mp, long))),
+        'ENAMETOOLONG',
+      );
+      assert.strictEqual(
+        errCode(() => fs.statSync(path.join(mp, long))),
+        'ENAMETOOLONG',
+      );
       fs.writeFileSync(path.join(mp, 'n'.repeat(255)), 'max');
-      assert.strictEqual(errCode(() => fs.writeFileSync(path.join(mp, 'README.md'), '', { flag: 'wx' })), 'EEXIST');
-      assert.strictEqual(errCode(() => fs.readFileSync(path.join(mp, 'nope'))), 'ENOENT');
-      assert.strictEqual(errCode(() => fs.readFileSync(path.join(mp, 'README.md/x'))), 'ENOTDIR');
-      assert.strictEqual(errCode(() => fs.mkdirSync(path.join(mp, 'no/such/parent'))), 'ENOENT');
+      assert.strictEqual(
+        errCode(() => fs.writeFileSync(path.join(mp, 'README.md'), '', { flag: 'wx' })),
+        'EEXIST',
+      );
+      assert.strictEqual(
+        errCode(() => fs.readFileSync(path.join(mp, 'nope'))),
+        'ENOENT',
+      );
+      assert.strictEqual(
+        errCode(() => fs.readFileSync(path.join(mp, 'README.md/x'))),
+        'ENOTDIR',
+      );
+      assert.strictEqual(
+        errCode(() => fs.mkdirSync(path.join(mp, 'no/such/parent'))),
+        'ENOENT',
+      );
     });
   });
 
@@ -233,7 +306,30 @@ describe('file-system operations through a shadow', function () {
       fs.ftruncateSync(fd, 5);
       assert.strictEqual(fs.fstatSync(fd).size, 5);
       fs.closeSync(fd);
-      assert.strictEqual(errCode(() => fs.statSync(f)), 'ENOENT');
+      assert.strictEqual(
+        errCode(() => fs.statSync(f)),
+        'ENOENT',
+      );
+    });
+  });
+});
+
+describe('a big folder', function () {
+  it('is served without holding a file descriptor per file (25,000 files, fd limit 20,000 here)', async () => {
+    const lower = tempDir('big');
+    for (let d = 0; d < 50; d++) {
+      const dir = path.join(lower, `pkg${d}`, 'lib');
+      fs.mkdirSync(dir, { recursive: true });
+      for (let f = 0; f < 500; f++) fs.writeFileSync(path.join(dir, `m${f}.js`), `// ${d}/${f}\n`);
+    }
+    const fdsBefore = fs.readdirSync('/proc/self/fd').length;
+    await withShadow(lower, (_s, mp) => {
+      const r = spawnSync('sh', ['-c', 'find . -type f | wc -l && cat pkg49/lib/m499.js && find . -type f -exec cat {} + | wc -l'], {
+        cwd: mp,
+        encoding: 'utf8',
+      });
+      assert.strictEqual(r.stdout, '25000\n// 49/499\n25000\n', r.stderr);
+      assert.ok(fs.readdirSync('/proc/self/fd').length < fdsBefore + 50, 'file descriptors grew with the number of files');
     });
   });
 });
@@ -250,7 +346,10 @@ describe('the TypeScript API on a mounted shadow', function () {
       async (shadow, mp) => {
         const f = path.join(mp, 'src/math.js');
         const original = fs.readFileSync(f, 'utf8'); // now cached by the kernel for 60 s
-        assert.strictEqual(errCode(() => fs.statSync(path.join(mp, 'src/new.js'))), 'ENOENT'); // negative entry cached
+        assert.strictEqual(
+          errCode(() => fs.statSync(path.join(mp, 'src/new.js'))),
+          'ENOENT',
+        ); // negative entry cached
         await shadow.write('src/math.js', 'module.exports = {};\n');
         await shadow.write('src/new.js', 'new\n');
         await shadow.write('fresh/dir/file.txt', 'nested\n');
@@ -259,25 +358,37 @@ describe('the TypeScript API on a mounted shadow', function () {
         assert.strictEqual(fs.readFileSync(path.join(mp, 'fresh/dir/file.txt'), 'utf8'), 'nested\n');
         await shadow.remove('README.md');
         await shadow.remove('deep');
-        assert.strictEqual(errCode(() => fs.statSync(path.join(mp, 'README.md'))), 'ENOENT');
-        assert.strictEqual(errCode(() => fs.statSync(path.join(mp, 'deep/a/top.txt'))), 'ENOENT');
+        assert.strictEqual(
+          errCode(() => fs.statSync(path.join(mp, 'README.md'))),
+          'ENOENT',
+        );
+        assert.strictEqual(
+          errCode(() => fs.statSync(path.join(mp, 'deep/a/top.txt'))),
+          'ENOENT',
+        );
         fs.chmodSync(path.join(mp, 'script.sh'), 0o700);
         const changes = await shadow.changes();
-        assert.deepStrictEqual(changes.map((c) => `${c.kind} ${c.path}`), [
-          'deleted README.md',
-          'deleted deep',
-          'added fresh',
-          'added fresh/dir',
-          'added fresh/dir/file.txt',
-          'metadata script.sh',
-          'modified src/math.js',
-          'added src/new.js',
-        ]);
+        assert.deepStrictEqual(
+          changes.map((c) => `${c.kind} ${c.path}`),
+          [
+            'deleted README.md',
+            'deleted deep',
+            'added fresh',
+            'added fresh/dir',
+            'added fresh/dir/file.txt',
+            'metadata script.sh',
+            'modified src/math.js',
+            'added src/new.js',
+          ],
+        );
         assert.ok(shadow.stats().layerBytes > 0);
         await shadow.reset();
         assert.deepStrictEqual(await shadow.changes(), []);
         assert.strictEqual(fs.readFileSync(f, 'utf8'), original);
-        assert.strictEqual(errCode(() => fs.statSync(path.join(mp, 'src/new.js'))), 'ENOENT');
+        assert.strictEqual(
+          errCode(() => fs.statSync(path.join(mp, 'src/new.js'))),
+          'ENOENT',
+        );
         assert.strictEqual(fs.readFileSync(path.join(mp, 'deep/a/top.txt'), 'utf8'), 'top\n');
         assert.strictEqual(fs.statSync(path.join(mp, 'script.sh')).mode & 0o777, 0o755);
       },

@@ -14,7 +14,10 @@ describe('real tools inside a shadow', function () {
   it('git status and git diff match the folder; an edit in the shadow shows only there', async () => {
     const lower = makeProject();
     const git = (...args: string[]): string =>
-      execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@example.com', '-c', 'init.defaultBranch=main', ...args], { cwd: lower, encoding: 'utf8' });
+      execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@example.com', '-c', 'init.defaultBranch=main', ...args], {
+        cwd: lower,
+        encoding: 'utf8',
+      });
     git('init', '-q');
     git('add', '.');
     git('commit', '-qm', 'initial');

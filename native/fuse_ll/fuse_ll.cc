@@ -176,7 +176,8 @@ class LLMount final : public MountBackend {
   }
   bool pathOf(uint64_t id, std::string* out);
   bool childPath(uint64_t parent, const char* name, std::string* out);
-  uint64_t remember(uint64_t parent, const std::string& name, FileType type, uint64_t ino);
+  uint64_t remember(uint64_t parent, const std::string& name, FileType type, uint64_t ino,
+                    uint32_t nlink);
   void dropNameLocked(uint64_t id, uint64_t parent, const std::string& name);
   void trackHandle(uint64_t id, Handle* h, bool add);
   void forget(uint64_t id, uint64_t n);
@@ -232,7 +233,7 @@ bool LLMount::childPath(uint64_t parent, const char* name, std::string* out) {
 }
 
 uint64_t LLMount::remember(uint64_t parent, const std::string& name, FileType type,
-                           uint64_t ino) {
+                           uint64_t ino, uint32_t nlink) {
   std::lock_guard lock(tmu_);
   std::string k = key(parent, name);
   auto it = byName_.find(k);
@@ -246,8 +247,10 @@ uint64_t LLMount::remember(uint64_t parent, const std::string& name, FileType ty
     // does not mix the two.
     dropNameLocked(it->second, parent, name);
   }
-  // Another name of an object the kernel already knows (a hard link): same node.
-  if (type != FileType::Directory) {
+  // Another name of an object the kernel already knows (a hard link): same node. Only for
+  // objects that do have several links, so two files of A that merely share an inode number
+  // (A spanning two file systems) are never merged.
+  if (type != FileType::Directory && nlink > 1) {
     auto bi = byIno_.find(ino);
     if (bi != byIno_.end()) {
       FNode* n = nodes_[bi->second].get();
@@ -355,7 +358,7 @@ void LLMount::fillEntry(struct fuse_entry_param* e, uint64_t id, const Attr& a) 
 
 void LLMount::replyEntry(fuse_req_t req, uint64_t parent, const std::string& name, const Attr& a) {
   struct fuse_entry_param e;
-  fillEntry(&e, remember(parent, name, a.type, a.ino), a);
+  fillEntry(&e, remember(parent, name, a.type, a.ino, a.nlink), a);
   if (fuse_reply_entry(req, &e) == -ENOENT) {
     // The request was interrupted: the kernel did not take the reference.
     forget(e.ino, 1);
@@ -741,7 +744,7 @@ void LLMount::opCreate(fuse_req_t req, fuse_ino_t parent, const char* name, mode
   fi->fh = reinterpret_cast<uint64_t>(h);
   fi->noflush = 1;
   struct fuse_entry_param ep;
-  m->fillEntry(&ep, m->remember(parent, name, a.type, a.ino), a);
+  m->fillEntry(&ep, m->remember(parent, name, a.type, a.ino, a.nlink), a);
   m->trackHandle(ep.ino, h, true);
   if (fuse_reply_create(req, &ep, fi) == -ENOENT) {
     m->trackHandle(ep.ino, h, false);

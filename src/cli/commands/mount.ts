@@ -20,7 +20,10 @@ export const mountCommand: CommandModule<object, Args> = {
   builder: (y: Argv) =>
     y
       .positional('folder', { type: 'string', demandOption: true, describe: 'the folder to shadow (never written)' })
-      .option('at', { type: 'string', describe: 'mount point (created if missing, must be empty); default: a new directory under the runtime directory' })
+      .option('at', {
+        type: 'string',
+        describe: 'mount point (created if missing, must be empty); default: a new directory under the runtime directory',
+      })
       .option('foreground', { type: 'boolean', default: false, describe: 'stay in this process until Ctrl-C / SIGTERM' })
       .option('cache-timeout', { type: 'number', default: 1, describe: 'seconds the kernel may cache names and attributes' })
       .option('json', { type: 'boolean', default: false, describe: 'print one JSON object per event' }) as Argv<Args>,
@@ -29,7 +32,10 @@ export const mountCommand: CommandModule<object, Args> = {
     let keepAlive: NodeJS.Timeout | undefined;
     try {
       if (!args.foreground) {
-        throw new ShadowError('NOT_SUPPORTED', 'background mounts need the shadowfs daemon, which this version does not have yet; run with --foreground');
+        throw new ShadowError(
+          'NOT_SUPPORTED',
+          'background mounts need the shadowfs daemon, which this version does not have yet; run with --foreground',
+        );
       }
       // Listen before anything is printed: a caller may signal as soon as it reads "mounted".
       const signalled = new Promise<NodeJS.Signals>((resolve) => {
@@ -38,7 +44,11 @@ export const mountCommand: CommandModule<object, Args> = {
       });
       keepAlive = setInterval(() => undefined, 1 << 30);
       const shadow = await mount(args.folder, { mountPoint: args.at, cacheTimeout: args['cache-timeout'] });
-      emit(args, { event: 'mounted', mountPoint: shadow.mountPoint, lower: shadow.lower }, `Mounted a shadow of ${shadow.lower} at ${shadow.mountPoint}. Press Ctrl-C to unmount.`);
+      emit(
+        args,
+        { event: 'mounted', mountPoint: shadow.mountPoint, lower: shadow.lower },
+        `Mounted a shadow of ${shadow.lower} at ${shadow.mountPoint}. Press Ctrl-C to unmount.`,
+      );
       const signal = await signalled;
       try {
         await shadow.unmount();
