@@ -108,45 +108,42 @@ int Overlay::resolve(const std::string& path, Res* r) const {
   for (size_t i = 0; i < comps.size(); ++i) {
     const bool last = i + 1 == comps.size();
     auto c = comps[i];
-    if (cur) {
-      if (!cur->dir()) return ENOTDIR;
-      auto it = cur->children.find(c);
-      if (it != cur->children.end()) {
-        Node* child = it->second.get();
-        if (child->whiteout()) {
-          r->parentResolved = last;
-          return ENOENT;
-        }
-        if (child->dir()) {
-          if (child->opaque) {
-            lv = false;
-            low.clear();
-          } else if (child->redirect) {
-            lv = true;
-            low = *child->redirect;
-          } else if (lv) {
-            low = joinPath(low, c);
-          }
-        } else {
-          lv = false;
-          low.clear();
-        }
-        cur = child;
-        continue;
-      }
+    if (!cur->dir()) return ENOTDIR;
+    auto it = cur->children.find(c);
+    if (it == cur->children.end()) {
       cur = nullptr;
+      if (!lv) {
+        r->parentResolved = last;
+        return ENOENT;
+      }
+      // Below the last layer node the rest of the path is A's alone: append it in one go.
+      low = joinPath(low, std::string_view(path).substr(static_cast<size_t>(c.data() - path.data())));
+      break;
     }
-    if (!lv) {
+    Node* child = it->second.get();
+    if (child->whiteout()) {
       r->parentResolved = last;
       return ENOENT;
     }
-    low = joinPath(low, c);
+    if (!child->dir()) {
+      lv = false;
+      low.clear();
+    } else if (child->opaque) {
+      lv = false;
+      low.clear();
+    } else if (child->redirect) {
+      lv = true;
+      low = *child->redirect;
+    } else if (lv) {
+      low = joinPath(low, c);
+    }
+    cur = child;
   }
   r->node = cur;
   r->lv = lv;
-  r->low = low;
+  r->low = std::move(low);
   if (!cur) {
-    int e = lower_->stat(low, &r->lowerAttr);
+    int e = lower_->stat(r->low, &r->lowerAttr);
     if (e == ENOENT) r->parentResolved = true;  // caller re-checks the parent when creating
     return e;
   }
