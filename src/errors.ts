@@ -18,6 +18,12 @@ export const ErrorCodes = {
   MOUNT_FAILED: 'The kernel refused the mount.',
   MOUNT_BUSY: 'Programs still use the shadow, so it cannot be unmounted.',
   NOT_MOUNTED: 'The shadow is no longer mounted.',
+  UNKNOWN_AGENT: 'No layer exists for that agent id.',
+  INVALID_AGENT: 'The agent id is empty, too long, or contains a "/" or a NUL byte.',
+  NO_ACTIVE_LAYER: 'No layer is active on the shadow, so it shows the folder read-only.',
+  LAYER_BUSY: 'The layer is active or has a view open, so it cannot be dropped.',
+  TIMEOUT: 'The job did not finish in the time it was given.',
+  ABORTED: 'The job was cancelled.',
   NOT_SUPPORTED: 'This operation is not available in this version or on this platform.',
   NATIVE_MODULE_MISSING: 'The native module is not built.',
   INTERNAL: 'An unexpected internal error.',
@@ -62,6 +68,10 @@ export function fromNative(err: unknown, what: string): ShadowError {
       return new ShadowError('NOT_MOUNTED', `${what}: the shadow is not mounted any more`, opts);
     case 'EBUSY':
       return new ShadowError('MOUNT_BUSY', `${what}: busy`, opts);
+    case 'ENXIO':
+      return new ShadowError('UNKNOWN_AGENT', `${what}: no layer exists for that agent; create it with shadow.layer(agentId)`, opts);
+    case 'EROFS':
+      return new ShadowError('NO_ACTIVE_LAYER', `${what}: no layer is active, the shadow shows the folder read-only`, opts);
     default:
       return new ShadowError('INTERNAL', `${what}: ${e.message ?? String(err)}`, opts);
   }

@@ -1,5 +1,6 @@
 // Public API of the shadowfs package.
-export { mount, Shadow } from './shadow';
+export { mount, Shadow, Layer, View } from './shadow';
+export type { JobOptions, SchedulerStats, AgentQueueStats } from './scheduler';
 export type { MountOptions, Change } from './shadow';
 export { ShadowError, ErrorCodes } from './errors';
 export type { ErrorCode } from './errors';

@@ -6,6 +6,8 @@ export interface NativeMountOptions {
   entryTimeout?: number;
   attrTimeout?: number;
   negativeTimeout?: number;
+  /** Use the kernel's epoch notification on layer switches when it takes it (default true). */
+  useEpoch?: boolean;
   debug?: boolean;
 }
 
@@ -15,18 +17,27 @@ export interface NativeChange {
   type: 'file' | 'directory' | 'symlink' | 'special';
 }
 
-export interface NativeMount {
+/** The raw addon object (native/addon/addon.cc). Layer names are checked in TypeScript first. */
+export interface NativeShadow {
   readonly mounted: boolean;
-  write(path: string, data: Buffer, mode: number, uid: number, gid: number): void;
-  remove(path: string): void;
-  reset(): number;
-  changes(): NativeChange[];
-  stats(): { layerBytes: number };
+  readonly active: string | null;
+  createLayer(name: string): void;
+  dropLayer(name: string): void;
+  layers(): string[];
+  activate(name: string | null): { paths: number; epoch: boolean };
+  write(layer: string, path: string, data: Buffer, mode: number, uid: number, gid: number): void;
+  remove(layer: string, path: string): void;
+  readFile(layer: string, path: string): Buffer;
+  reset(layer: string): number;
+  changes(layer: string): NativeChange[];
+  stats(layer: string): { memoryBytes: number; paths: number };
+  openView(layer: string, mountPoint: string): number;
+  closeView(id: number, lazy: boolean): void;
   unmount(lazy: boolean): void;
 }
 
 interface Addon {
-  Mount: new (backend: string, lower: string, mountPoint: string, options: NativeMountOptions) => NativeMount;
+  Shadow: new (backend: string, lower: string, mountPoint: string, options: NativeMountOptions) => NativeShadow;
   backends: string[];
 }
 

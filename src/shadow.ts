@@ -4,9 +4,10 @@ import * as crypto from 'crypto';
 import * as fs from 'fs';
 import * as path from 'path';
 import { fromNative, ShadowError } from './errors';
-import { addon, NativeChange, NativeMount } from './native';
+import { addon, NativeChange, NativeShadow } from './native';
 import { normalizeRelPath } from './paths';
 import { checkFuseDevice, mountedPaths, runtimeDir } from './platform';
+import { JobOptions, LayerScheduler, SchedulerStats } from './scheduler';
 
 export interface MountOptions {
   /** Where to mount. Created when missing; must be empty. Default: a fresh directory under the per-user runtime directory. */
@@ -15,6 +16,10 @@ export interface MountOptions {
   cacheTimeout?: number;
   /** Backend name; "default" picks the best one built. */
   backend?: string;
+  /** Agent layer that is created and active from the start (default "default"); null for none. */
+  layer?: string | null;
+  /** Invalidate the kernel's names with one epoch notification on a switch when the kernel supports it (default true). */
+  useEpoch?: boolean;
 }
 
 export type Change = NativeChange;
@@ -40,13 +45,13 @@ function checkLower(lowerDir: string): string {
 }
 
 /** Returns the real mount point path and whether we created it (then we remove it on unmount). */
-function prepareMountPoint(requested: string | undefined, lower: string): { mountPoint: string; created: boolean } {
+function prepareMountPoint(requested: string | undefined, lower: string, name?: string): { mountPoint: string; created: boolean } {
   let mp: string;
   let created = false;
   if (requested === undefined) {
     const dir = path.join(runtimeDir(), 'mounts');
     fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
-    mp = path.join(dir, `${path.basename(lower) || 'root'}-${crypto.randomBytes(4).toString('hex')}`);
+    mp = path.join(dir, `${name ?? (path.basename(lower) || 'root')}-${crypto.randomBytes(4).toString('hex')}`);
   } else {
     mp = path.resolve(requested);
   }
@@ -92,16 +97,115 @@ function nearestExisting(p: string): string {
   return cur;
 }
 
+const AGENT_MAX = 128;
+
+function checkAgent(agentId: unknown): string {
+  if (typeof agentId !== 'string' || agentId === '' || Buffer.byteLength(agentId) > AGENT_MAX || /[/\0]/.test(agentId)) {
+    throw new ShadowError('INVALID_AGENT', `agent id must be a non-empty string of at most ${AGENT_MAX} bytes without "/" or NUL, got ${JSON.stringify(agentId)}`);
+  }
+  return agentId;
+}
+
+function toBuffer(data: string | Uint8Array): Buffer {
+  if (typeof data === 'string') return Buffer.from(data);
+  if (data instanceof Uint8Array) return Buffer.from(data.buffer, data.byteOffset, data.byteLength);
+  throw new ShadowError('INVALID_PATH', 'data must be a string or a Uint8Array');
+}
+
+function checkMode(mode: number): number {
+  if (!Number.isInteger(mode) || mode < 0 || mode > 0o7777) throw new ShadowError('INVALID_PATH', `mode must be an integer permission mask, got ${mode}`);
+  return mode;
+}
+
+/** One agent's layer of changes on a shadow. Works whether or not the layer is active. */
+export class Layer {
+  /** @internal use shadow.layer() */
+  constructor(
+    private readonly shadow: Shadow,
+    readonly agentId: string,
+  ) {}
+
+  /** Writes a whole file into this layer (parents are created as needed). */
+  async write(relPath: string, data: string | Uint8Array, options: { mode?: number } = {}): Promise<void> {
+    const p = normalizeRelPath(relPath);
+    const buf = toBuffer(data);
+    const mode = checkMode(options.mode ?? 0o644);
+    this.shadow.call(`write ${p}`, (n) => n.write(this.agentId, p, buf, mode, process.getuid?.() ?? 0, process.getgid?.() ?? 0));
+  }
+
+  /** Removes a file or a whole directory from what this layer shows (the folder is untouched). */
+  async remove(relPath: string): Promise<void> {
+    const p = normalizeRelPath(relPath);
+    this.shadow.call(`remove ${p}`, (n) => n.remove(this.agentId, p));
+  }
+
+  /** Reads a whole file as this layer shows it, active or not. */
+  async readFile(relPath: string): Promise<Buffer> {
+    const p = normalizeRelPath(relPath);
+    return this.shadow.call(`read ${p}`, (n) => n.readFile(this.agentId, p));
+  }
+
+  /** Drops every change of this layer. */
+  async reset(): Promise<void> {
+    this.shadow.call(`reset ${this.agentId}`, (n) => n.reset(this.agentId));
+  }
+
+  /** What this layer changed, relative to the folder, in path order. */
+  async changes(): Promise<Change[]> {
+    return this.shadow.call(`changes of ${this.agentId}`, (n) => n.changes(this.agentId));
+  }
+
+  stats(): { memoryBytes: number; paths: number } {
+    return this.shadow.call(`stats of ${this.agentId}`, (n) => n.stats(this.agentId));
+  }
+}
+
+/** A mount point on which one agent's layer is always active. */
+export class View {
+  /** @internal use shadow.openView() */
+  constructor(
+    private readonly shadow: Shadow,
+    private readonly id: number,
+    readonly agentId: string,
+    readonly mountPoint: string,
+    private readonly createdMountPoint: boolean,
+  ) {}
+
+  private closed = false;
+
+  get open(): boolean {
+    return !this.closed && this.shadow.mounted;
+  }
+
+  async close(options: { lazy?: boolean } = {}): Promise<void> {
+    if (this.closed) return;
+    this.shadow.call(`close the view at ${this.mountPoint}`, (n) => n.closeView(this.id, options.lazy === true), this.mountPoint);
+    this.closed = true;
+    if (this.createdMountPoint) {
+      try {
+        fs.rmdirSync(this.mountPoint);
+      } catch {
+        // still in use after a lazy unmount: leave it
+      }
+    }
+  }
+}
+
 export class Shadow {
-  /** Where the shadow is mounted. */
+  /** Where the shared, time-sliced mount is. */
   readonly mountPoint: string;
   /** The real path of the folder it shadows. */
   readonly lower: string;
-  private native: NativeMount | undefined;
+  private native: NativeShadow | undefined;
   private readonly createdMountPoint: boolean;
+  private readonly layers = new Map<string, Layer>();
+  private readonly views = new Set<View>();
+  private readonly scheduler = new LayerScheduler(async (agent) => {
+    if (this.active !== agent) await this.activate(agent);
+  });
 
   /** @internal use mount() */
-  constructor(native: NativeMount, lower: string, mountPoint: string, createdMountPoint: boolean) {
+  constructor(native: NativeShadow, lower: string, mountPoint: string, createdMountPoint: boolean) {
     this.native = native;
     this.lower = lower;
     this.mountPoint = mountPoint;
@@ -112,76 +216,155 @@ export class Shadow {
     return this.native?.mounted ?? false;
   }
 
-  private live(): NativeMount {
-    if (!this.native || !this.native.mounted)
-      throw new ShadowError('NOT_MOUNTED', `the shadow at ${this.mountPoint} is not mounted any more`);
-    return this.native;
+  /** The agent whose layer the shared mount shows, or null (the folder exactly, read-only). */
+  get active(): string | null {
+    return this.native?.active ?? null;
   }
 
-  /** Writes a whole file into the layer (parents are created as needed). */
-  async write(relPath: string, data: string | Uint8Array, options: { mode?: number } = {}): Promise<void> {
-    const p = normalizeRelPath(relPath);
-    const buf = typeof data === 'string' ? Buffer.from(data) : Buffer.from(data.buffer, data.byteOffset, data.byteLength);
-    if (typeof data !== 'string' && !(data instanceof Uint8Array))
-      throw new ShadowError('INVALID_PATH', 'data must be a string or a Uint8Array');
-    const mode = options.mode ?? 0o644;
-    if (!Number.isInteger(mode) || mode < 0 || mode > 0o7777)
-      throw new ShadowError('INVALID_PATH', `mode must be an integer permission mask, got ${mode}`);
-    const native = this.live();
+  /** @internal runs a native call, mapping its errors to ShadowErrors. */
+  call<T>(what: string, fn: (n: NativeShadow) => T, mountPoint = this.mountPoint): T {
+    if (!this.native || !this.native.mounted) throw new ShadowError('NOT_MOUNTED', `the shadow at ${this.mountPoint} is not mounted any more`);
     try {
-      native.write(p, buf, mode, process.getuid?.() ?? 0, process.getgid?.() ?? 0);
+      return fn(this.native);
     } catch (err) {
-      throw fromNative(err, `write ${p}`);
+      if ((err as { code?: string }).code === 'EBUSY') {
+        throw new ShadowError('MOUNT_BUSY', `${mountPoint} is in use (a shell or program has it open; see "fuser -vm ${mountPoint}"); close them, or unmount lazily with { lazy: true } / --lazy`, { cause: err });
+      }
+      throw fromNative(err, what);
     }
   }
 
-  /** Removes a file or a whole directory from the shadow (the folder itself is untouched). */
-  async remove(relPath: string): Promise<void> {
-    const p = normalizeRelPath(relPath);
-    const native = this.live();
-    try {
-      native.remove(p);
-    } catch (err) {
-      throw fromNative(err, `remove ${p}`);
+  /** The layer of `agentId`, created (empty) if it does not exist yet. */
+  layer(agentId: string): Layer {
+    const id = checkAgent(agentId);
+    let l = this.layers.get(id);
+    if (!l) {
+      this.call(`create layer ${id}`, (n) => n.createLayer(id));
+      l = new Layer(this, id);
+      this.layers.set(id, l);
     }
+    return l;
   }
 
-  /** Drops every change: the shadow shows the folder exactly again. */
-  async reset(): Promise<void> {
-    this.live().reset();
+  /** Agent ids that have a layer. */
+  agents(): string[] {
+    return this.call('list layers', (n) => n.layers());
   }
 
-  /** What the layer changed, relative to the folder, sorted by path. */
-  async changes(): Promise<Change[]> {
-    return this.live().changes();
-  }
-
-  /** Memory the layer uses. */
-  stats(): { layerBytes: number } {
-    return this.live().stats();
+  /** Drops an agent's layer and all its changes. Refused (LAYER_BUSY) while it is active or has a view. */
+  async dropLayer(agentId: string): Promise<void> {
+    const id = checkAgent(agentId);
+    try {
+      this.call(`drop layer ${id}`, (n) => n.dropLayer(id));
+    } catch (err) {
+      if (err instanceof ShadowError && err.code === 'MOUNT_BUSY') {
+        throw new ShadowError('LAYER_BUSY', `the layer of ${id} is active or has a view open; activate another layer or close its view first`, { cause: err });
+      }
+      throw err;
+    }
+    this.layers.delete(id);
   }
 
   /**
-   * Unmounts. Fails with MOUNT_BUSY while programs use the shadow unless `lazy` is set, which
-   * detaches it at once and ends it when the last program lets go.
+   * Makes `agentId`'s layer the one the shared mount shows (null: the folder exactly). Waits for
+   * file-system calls in flight; when it returns, no program sees the previous layer any more.
+   */
+  async activate(agentId: string | null): Promise<{ paths: number; epoch: boolean; ms: number }> {
+    const id = agentId === null ? null : checkAgent(agentId);
+    const t0 = process.hrtime.bigint();
+    const r = this.call(`activate ${id ?? 'no layer'}`, (n) => n.activate(id));
+    return { ...r, ms: Number(process.hrtime.bigint() - t0) / 1e6 };
+  }
+
+  private activeLayer(): Layer {
+    const a = this.call('find the active layer', (n) => n.active);
+    if (a === null) throw new ShadowError('NO_ACTIVE_LAYER', 'no layer is active on this shadow; activate one with shadow.activate(agentId)');
+    return this.layers.get(a) ?? new Layer(this, a);
+  }
+
+  /** Writes a whole file into the active layer (parents are created as needed). */
+  async write(relPath: string, data: string | Uint8Array, options: { mode?: number } = {}): Promise<void> {
+    return this.activeLayer().write(relPath, data, options);
+  }
+
+  /** Removes a file or a whole directory from the active layer's view (the folder itself is untouched). */
+  async remove(relPath: string): Promise<void> {
+    return this.activeLayer().remove(relPath);
+  }
+
+  /** Drops every change of the active layer. */
+  async reset(): Promise<void> {
+    return this.activeLayer().reset();
+  }
+
+  /** What the active layer changed, relative to the folder, in path order. */
+  async changes(): Promise<Change[]> {
+    return this.activeLayer().changes();
+  }
+
+  /** Memory per layer, and the time-slicing queue. */
+  stats(): { layers: Record<string, { memoryBytes: number; paths: number }>; scheduler: SchedulerStats } {
+    const layers: Record<string, { memoryBytes: number; paths: number }> = {};
+    for (const a of this.agents()) layers[a] = this.call(`stats of ${a}`, (n) => n.stats(a));
+    return { layers, scheduler: this.scheduler.snapshot() };
+  }
+
+  /**
+   * Runs `job` while `agentId`'s layer is active on the shared mount. Jobs of different agents
+   * never overlap; agents are served round robin. `job` gets the mount point and an AbortSignal
+   * that fires on timeout or cancellation (the shadow is released at once either way).
+   */
+  withLayer<T>(agentId: string, job: (dir: string, signal: AbortSignal) => Promise<T>, options: JobOptions = {}): Promise<T> {
+    let id: string;
+    try {
+      id = checkAgent(agentId);
+      this.layer(id);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    return this.scheduler.run(id, (signal) => job(this.mountPoint, signal), options);
+  }
+
+  /** Mounts a second mount point that always shows `agentId`'s layer, for agents that must run at the same time as others. */
+  async openView(agentId: string, options: { mountPoint?: string } = {}): Promise<View> {
+    const id = checkAgent(agentId);
+    this.layer(id);
+    const { mountPoint, created } = prepareMountPoint(options.mountPoint, this.lower, `${path.basename(this.lower) || 'root'}-${id}`);
+    let viewId: number;
+    try {
+      viewId = this.call(`open a view of ${id}`, (n) => n.openView(id, mountPoint));
+    } catch (err) {
+      if (created) {
+        try {
+          fs.rmdirSync(mountPoint);
+        } catch {
+          // leave it
+        }
+      }
+      throw err;
+    }
+    const v = new View(this, viewId, id, mountPoint, created);
+    this.views.add(v);
+    return v;
+  }
+
+  /**
+   * Unmounts the views and the shared mount. Fails with MOUNT_BUSY while programs use them
+   * unless `lazy` is set, which detaches them at once and ends them when the last program lets go.
    */
   async unmount(options: { lazy?: boolean } = {}): Promise<void> {
+    if (!this.native) return;
     const native = this.native;
-    if (!native) return;
     try {
       native.unmount(options.lazy === true);
     } catch (err) {
-      const e = err as { code?: string };
-      if (e.code === 'EBUSY') {
-        throw new ShadowError(
-          'MOUNT_BUSY',
-          `the shadow at ${this.mountPoint} is in use (a shell or program has it open; see "fuser -vm ${this.mountPoint}"); close them, or unmount lazily with { lazy: true } / --lazy`,
-          { cause: err },
-        );
+      if ((err as { code?: string }).code === 'EBUSY') {
+        throw new ShadowError('MOUNT_BUSY', `the shadow at ${this.mountPoint} (or one of its views) is in use (a shell or program has it open; see "fuser -vm ${this.mountPoint}"); close them, or unmount lazily with { lazy: true } / --lazy`, { cause: err });
       }
       throw fromNative(err, `unmount ${this.mountPoint}`);
     }
     this.native = undefined;
+    for (const v of this.views) await v.close().catch(() => undefined);
     if (this.createdMountPoint) {
       try {
         fs.rmdirSync(this.mountPoint);
@@ -199,14 +382,16 @@ export async function mount(lowerDir: string, options: MountOptions = {}): Promi
   const timeout = options.cacheTimeout ?? 1;
   if (typeof timeout !== 'number' || !(timeout >= 0))
     throw new ShadowError('INVALID_PATH', `cacheTimeout must be a number of seconds >= 0, got ${timeout}`);
+  const layer = options.layer === undefined ? 'default' : options.layer === null ? null : checkAgent(options.layer);
   const lib = addon();
   const { mountPoint, created } = prepareMountPoint(options.mountPoint, lower);
-  let native: NativeMount;
+  let native: NativeShadow;
   try {
-    native = new lib.Mount(options.backend ?? 'default', lower, mountPoint, {
+    native = new lib.Shadow(options.backend ?? 'default', lower, mountPoint, {
       entryTimeout: timeout,
       attrTimeout: timeout,
       negativeTimeout: timeout,
+      useEpoch: options.useEpoch ?? true,
     });
   } catch (err) {
     if (created) {
@@ -217,10 +402,12 @@ export async function mount(lowerDir: string, options: MountOptions = {}): Promi
       }
     }
     const e = err as { errno?: number; message?: string };
-    throw new ShadowError('MOUNT_FAILED', `cannot mount a shadow of ${lower} at ${mountPoint}: ${e.message ?? String(err)}`, {
-      errno: e.errno,
-      cause: err,
-    });
+    throw new ShadowError('MOUNT_FAILED', `cannot mount a shadow of ${lower} at ${mountPoint}: ${e.message ?? String(err)}`, { errno: e.errno, cause: err });
   }
-  return new Shadow(native, lower, mountPoint, created);
+  const shadow = new Shadow(native, lower, mountPoint, created);
+  if (layer !== null) {
+    shadow.layer(layer);
+    await shadow.activate(layer);
+  }
+  return shadow;
 }

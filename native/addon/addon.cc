@@ -1,11 +1,15 @@
-// node-addon-api binding: exposes `Mount` objects to TypeScript (src/native.ts types them).
-// Every method here runs on the JS thread. The file-system loop runs on the backend's own
-// native threads and never calls back into JS; methods here change the overlay directly and
-// then ask the backend to invalidate the kernel's caches.
+// node-addon-api binding: exposes `Shadow` objects to TypeScript (src/native.ts types them).
+// A Shadow owns one overlay (the folder plus named layers), the shared mount that shows the
+// active layer, and any views that pin one layer each.
+//
+// Every method here runs on the JS thread. The file-system loops run on the backends' own
+// native threads and never call back into JS; methods here change the overlay directly and then
+// ask the backends that show the changed layer to invalidate the kernel's caches.
 #include <napi.h>
 
 #include <cerrno>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <string>
 
@@ -32,6 +36,9 @@ const char* errnoName(int e) {
     case EPERM: return "EPERM";
     case ENODEV: return "ENODEV";
     case ENOTCONN: return "ENOTCONN";
+    case ENXIO: return "ENXIO";  // unknown layer
+    case EROFS: return "EROFS";
+    case ENOSYS: return "ENOSYS";
     default: return "EUNKNOWN";
   }
 }
@@ -61,43 +68,59 @@ const char* kindName(Change::Kind k) {
   }
 }
 
-class Mount : public Napi::ObjectWrap<Mount> {
+class Shadow : public Napi::ObjectWrap<Shadow> {
  public:
   static Napi::Function Init(Napi::Env env) {
-    return DefineClass(env, "Mount",
-                       {InstanceMethod("write", &Mount::Write),
-                        InstanceMethod("remove", &Mount::Remove),
-                        InstanceMethod("reset", &Mount::Reset),
-                        InstanceMethod("changes", &Mount::Changes),
-                        InstanceMethod("stats", &Mount::Stats),
-                        InstanceMethod("unmount", &Mount::Unmount),
-                        InstanceAccessor("mounted", &Mount::Mounted, nullptr)});
+    return DefineClass(env, "Shadow",
+                       {InstanceMethod("createLayer", &Shadow::CreateLayer),
+                        InstanceMethod("dropLayer", &Shadow::DropLayer),
+                        InstanceMethod("layers", &Shadow::Layers),
+                        InstanceMethod("activate", &Shadow::Activate),
+                        InstanceMethod("write", &Shadow::Write),
+                        InstanceMethod("remove", &Shadow::Remove),
+                        InstanceMethod("readFile", &Shadow::ReadFile),
+                        InstanceMethod("reset", &Shadow::Reset),
+                        InstanceMethod("changes", &Shadow::Changes),
+                        InstanceMethod("stats", &Shadow::Stats),
+                        InstanceMethod("openView", &Shadow::OpenView),
+                        InstanceMethod("closeView", &Shadow::CloseView),
+                        InstanceMethod("unmount", &Shadow::Unmount),
+                        InstanceAccessor("active", &Shadow::Active, nullptr),
+                        InstanceAccessor("mounted", &Shadow::Mounted, nullptr)});
   }
 
-  // new Mount(backend, lower, mountPoint, { entryTimeout, attrTimeout, negativeTimeout, debug })
-  explicit Mount(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Mount>(info) {
+  // new Shadow(backend, lower, mountPoint, { entryTimeout, attrTimeout, negativeTimeout,
+  //                                          useEpoch, debug })
+  explicit Shadow(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Shadow>(info) {
     Napi::Env env = info.Env();
     if (info.Length() < 4 || !info[0].IsString() || !info[1].IsString() || !info[2].IsString() ||
         !info[3].IsObject()) {
-      Napi::TypeError::New(env, "Mount(backend, lower, mountPoint, options)").ThrowAsJavaScriptException();
+      Napi::TypeError::New(env, "Shadow(backend, lower, mountPoint, options)")
+          .ThrowAsJavaScriptException();
       return;
     }
-    MountOptions opts;
     Napi::Object o = info[3].As<Napi::Object>();
     auto num = [&](const char* k, double* out) {
       Napi::Value v = o.Get(k);
       if (v.IsNumber()) *out = v.As<Napi::Number>().DoubleValue();
     };
-    num("entryTimeout", &opts.entryTimeout);
-    num("attrTimeout", &opts.attrTimeout);
-    num("negativeTimeout", &opts.negativeTimeout);
-    Napi::Value dbg = o.Get("debug");
-    opts.debug = dbg.IsBoolean() && dbg.As<Napi::Boolean>().Value();
+    auto flag = [&](const char* k, bool* out) {
+      Napi::Value v = o.Get(k);
+      if (v.IsBoolean()) *out = v.As<Napi::Boolean>().Value();
+    };
+    num("entryTimeout", &opts_.entryTimeout);
+    num("attrTimeout", &opts_.attrTimeout);
+    num("negativeTimeout", &opts_.negativeTimeout);
+    flag("useEpoch", &opts_.useEpoch);
+    flag("debug", &opts_.debug);
+    backendName_ = info[0].As<Napi::String>();
+    lower_ = info[1].As<Napi::String>();
     int err = 0;
     std::string message;
-    backend_ = createBackend(info[0].As<Napi::String>(), info[1].As<Napi::String>(),
-                             info[2].As<Napi::String>(), opts, &err, &message);
-    if (!backend_) {
+    ov_ = createOverlay(lower_, &err, &message);
+    if (ov_) main_ = createBackend(backendName_, ov_, nullptr, lower_, info[2].As<Napi::String>(),
+                                   opts_, &err, &message);
+    if (!main_) {
       Napi::Error e = Napi::Error::New(env, message);
       e.Set("code", Napi::String::New(env, errnoName(err)));
       e.Set("errno", Napi::Number::New(env, err));
@@ -105,17 +128,36 @@ class Mount : public Napi::ObjectWrap<Mount> {
     }
   }
 
-  ~Mount() override {
-    if (!backend_) return;
-    if (backend_->mounted()) backend_->unmount(true);
-    backend_.release()->dispose();
+  ~Shadow() override {
+    for (auto& [id, v] : views_) dispose(std::move(v.backend));
+    if (main_) dispose(std::move(main_));
   }
 
  private:
+  struct View {
+    std::unique_ptr<MountBackend> backend;
+    std::string layer;
+  };
+
+  static void dispose(std::unique_ptr<MountBackend> b) {
+    if (!b) return;
+    if (b->mounted()) b->unmount(true);
+    b.release()->dispose();
+  }
+
   bool live(Napi::Env env) {
-    if (backend_ && backend_->mounted()) return true;
+    if (main_ && main_->mounted()) return true;
     errnoError(env, ENOTCONN, "the shadow is not mounted").ThrowAsJavaScriptException();
     return false;
+  }
+
+  bool stringArg(const Napi::CallbackInfo& info, size_t i, std::string* out) {
+    if (info.Length() <= i || !info[i].IsString()) {
+      errnoError(info.Env(), EINVAL, "expected a string argument").ThrowAsJavaScriptException();
+      return false;
+    }
+    *out = info[i].As<Napi::String>();
+    return true;
   }
 
   bool pathArg(const Napi::CallbackInfo& info, size_t i, std::string* out) {
@@ -127,55 +169,126 @@ class Mount : public Napi::ObjectWrap<Mount> {
     return true;
   }
 
-  // write(path, data: Buffer, mode, uid, gid)
+  bool check(Napi::Env env, int e, const std::string& what) {
+    if (!e) return true;
+    errnoError(env, e, what).ThrowAsJavaScriptException();
+    return false;
+  }
+
+  // The layer changed behind the kernel's back: invalidate in every mount that shows it.
+  void layerChanged(const std::string& layer, const std::vector<std::string>& paths, bool all) {
+    auto apply = [&](MountBackend* b) {
+      b->invalidatePaths(paths);
+      if (all) b->invalidateAll();
+    };
+    if (main_ && ov_->activeLayer() == layer) apply(main_.get());
+    for (auto& [id, v] : views_)
+      if (v.layer == layer) apply(v.backend.get());
+  }
+
+  Napi::Value CreateLayer(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    std::string name;
+    if (!live(env) || !stringArg(info, 0, &name)) return env.Undefined();
+    check(env, ov_->createLayer(name), "cannot create layer " + name);
+    return env.Undefined();
+  }
+
+  Napi::Value DropLayer(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    std::string name;
+    if (!live(env) || !stringArg(info, 0, &name)) return env.Undefined();
+    check(env, ov_->dropLayer(name), "cannot drop layer " + name);
+    return env.Undefined();
+  }
+
+  Napi::Value Layers(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    if (!live(env)) return env.Undefined();
+    auto names = ov_->layerNames();
+    Napi::Array out = Napi::Array::New(env, names.size());
+    for (size_t i = 0; i < names.size(); ++i) out.Set(static_cast<uint32_t>(i), names[i]);
+    return out;
+  }
+
+  // activate(name | null) -> { paths, epoch }
+  Napi::Value Activate(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    std::string name;
+    if (!live(env)) return env.Undefined();
+    if (info.Length() > 0 && !info[0].IsNull() && !stringArg(info, 0, &name)) return env.Undefined();
+    std::vector<std::string> changed;
+    if (!check(env, ov_->activate(name, &changed), "cannot activate layer " + name))
+      return env.Undefined();
+    main_->invalidateForSwitch(changed);
+    Napi::Object o = Napi::Object::New(env);
+    o.Set("paths", static_cast<double>(changed.size()));
+    o.Set("epoch", main_->usesEpoch());
+    return o;
+  }
+
+  // write(layer, path, data: Buffer, mode, uid, gid)
   Napi::Value Write(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
-    std::string path;
-    if (!live(env) || !pathArg(info, 0, &path)) return env.Undefined();
-    if (info.Length() < 5 || !info[1].IsBuffer()) {
-      Napi::TypeError::New(env, "write(path, buffer, mode, uid, gid)").ThrowAsJavaScriptException();
+    std::string layer, path;
+    if (!live(env) || !stringArg(info, 0, &layer) || !pathArg(info, 1, &path))
+      return env.Undefined();
+    if (info.Length() < 6 || !info[2].IsBuffer() || !info[3].IsNumber() || !info[4].IsNumber() ||
+        !info[5].IsNumber()) {
+      Napi::TypeError::New(env, "write(layer, path, buffer, mode, uid, gid)")
+          .ThrowAsJavaScriptException();
       return env.Undefined();
     }
-    auto buf = info[1].As<Napi::Buffer<char>>();
-    Caller who{info[3].As<Napi::Number>().Uint32Value(), info[4].As<Napi::Number>().Uint32Value()};
-    int e = backend_->overlay().putFile(path, std::string(buf.Data(), buf.Length()),
-                                        info[2].As<Napi::Number>().Uint32Value(), who);
-    if (e) {
-      errnoError(env, e, "cannot write " + path).ThrowAsJavaScriptException();
-      return env.Undefined();
-    }
-    backend_->invalidatePaths({path});
+    auto buf = info[2].As<Napi::Buffer<char>>();
+    Caller who{info[4].As<Napi::Number>().Uint32Value(), info[5].As<Napi::Number>().Uint32Value()};
+    if (check(env,
+              ov_->putFile(layer, path, std::string(buf.Data(), buf.Length()),
+                           info[3].As<Napi::Number>().Uint32Value(), who),
+              "cannot write " + path))
+      layerChanged(layer, {path}, false);
     return env.Undefined();
   }
 
   Napi::Value Remove(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
-    std::string path;
-    if (!live(env) || !pathArg(info, 0, &path)) return env.Undefined();
-    int e = backend_->overlay().remove(path);
-    if (e) {
-      errnoError(env, e, "cannot remove " + path).ThrowAsJavaScriptException();
+    std::string layer, path;
+    if (!live(env) || !stringArg(info, 0, &layer) || !pathArg(info, 1, &path))
       return env.Undefined();
-    }
-    backend_->invalidatePaths({path});
+    if (check(env, ov_->remove(layer, path), "cannot remove " + path))
+      layerChanged(layer, {path}, false);
     return env.Undefined();
+  }
+
+  Napi::Value ReadFile(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    std::string layer, path, data;
+    if (!live(env) || !stringArg(info, 0, &layer) || !pathArg(info, 1, &path))
+      return env.Undefined();
+    if (!check(env, ov_->readFile(layer, path, &data), "cannot read " + path))
+      return env.Undefined();
+    return Napi::Buffer<char>::Copy(env, data.data(), data.size());
   }
 
   Napi::Value Reset(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
-    if (!live(env)) return env.Undefined();
-    auto paths = backend_->overlay().reset();
-    // Names first (this also drops negative entries for what the layer had deleted), then
-    // the attributes and pages of everything the kernel still holds.
-    backend_->invalidatePaths(paths);
-    backend_->invalidateAll();
+    std::string layer;
+    if (!live(env) || !stringArg(info, 0, &layer)) return env.Undefined();
+    std::vector<std::string> paths;
+    if (!check(env, ov_->reset(layer, &paths), "cannot reset layer " + layer))
+      return env.Undefined();
+    // Names first (this also drops negative entries for what the layer had deleted), then the
+    // attributes and pages of everything the kernel still holds.
+    layerChanged(layer, paths, true);
     return Napi::Number::New(env, static_cast<double>(paths.size()));
   }
 
   Napi::Value Changes(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
-    if (!live(env)) return env.Undefined();
-    auto list = backend_->overlay().changes();
+    std::string layer;
+    if (!live(env) || !stringArg(info, 0, &layer)) return env.Undefined();
+    std::vector<Change> list;
+    if (!check(env, ov_->changes(layer, &list), "cannot list changes of " + layer))
+      return env.Undefined();
     Napi::Array out = Napi::Array::New(env, list.size());
     for (size_t i = 0; i < list.size(); ++i) {
       Napi::Object c = Napi::Object::New(env);
@@ -189,37 +302,98 @@ class Mount : public Napi::ObjectWrap<Mount> {
 
   Napi::Value Stats(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
-    if (!live(env)) return env.Undefined();
+    std::string layer;
+    if (!live(env) || !stringArg(info, 0, &layer)) return env.Undefined();
+    LayerStats st;
+    if (!check(env, ov_->stats(layer, &st), "cannot read stats of " + layer))
+      return env.Undefined();
     Napi::Object o = Napi::Object::New(env);
-    o.Set("layerBytes", static_cast<double>(backend_->overlay().layerBytes()));
+    o.Set("memoryBytes", static_cast<double>(st.memoryBytes));
+    o.Set("paths", static_cast<double>(st.paths));
     return o;
   }
 
-  // unmount(lazy: boolean)
-  Napi::Value Unmount(const Napi::CallbackInfo& info) {
+  // openView(layer, mountPoint) -> id
+  Napi::Value OpenView(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
-    if (!backend_) return env.Undefined();
-    bool lazy = info.Length() > 0 && info[0].ToBoolean().Value();
-    int e = backend_->unmount(lazy);
-    if (e) {
-      errnoError(env, e, "cannot unmount").ThrowAsJavaScriptException();
+    std::string layer, mp;
+    if (!live(env) || !stringArg(info, 0, &layer) || !stringArg(info, 1, &mp))
+      return env.Undefined();
+    Layer* pinned = ov_->pin(layer);
+    if (!pinned) {
+      errnoError(env, ENXIO, "no layer " + layer).ThrowAsJavaScriptException();
       return env.Undefined();
     }
-    backend_.release()->dispose();
+    int err = 0;
+    std::string message;
+    auto b = createBackend(backendName_, ov_, pinned, lower_, mp, opts_, &err, &message);
+    if (!b) {
+      ov_->unpin(pinned);
+      Napi::Error e = Napi::Error::New(env, message);
+      e.Set("code", Napi::String::New(env, errnoName(err)));
+      e.Set("errno", Napi::Number::New(env, err));
+      e.ThrowAsJavaScriptException();
+      return env.Undefined();
+    }
+    uint32_t id = nextView_++;
+    views_[id] = View{std::move(b), layer};
+    return Napi::Number::New(env, id);
+  }
+
+  // closeView(id, lazy)
+  Napi::Value CloseView(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    if (info.Length() < 1 || !info[0].IsNumber()) return env.Undefined();
+    auto it = views_.find(info[0].As<Napi::Number>().Uint32Value());
+    if (it == views_.end()) return env.Undefined();
+    bool lazy = info.Length() > 1 && info[1].ToBoolean().Value();
+    if (!check(env, it->second.backend->unmount(lazy), "cannot unmount the view"))
+      return env.Undefined();
+    dispose(std::move(it->second.backend));
+    views_.erase(it);
     return env.Undefined();
   }
 
-  Napi::Value Mounted(const Napi::CallbackInfo& info) {
-    return Napi::Boolean::New(info.Env(), backend_ && backend_->mounted());
+  // unmount(lazy): the views first, then the shared mount.
+  Napi::Value Unmount(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    if (!main_) return env.Undefined();
+    bool lazy = info.Length() > 0 && info[0].ToBoolean().Value();
+    for (auto it = views_.begin(); it != views_.end();) {
+      if (!check(env, it->second.backend->unmount(lazy), "cannot unmount a view"))
+        return env.Undefined();
+      dispose(std::move(it->second.backend));
+      it = views_.erase(it);
+    }
+    if (!check(env, main_->unmount(lazy), "cannot unmount")) return env.Undefined();
+    dispose(std::move(main_));
+    return env.Undefined();
   }
 
-  std::unique_ptr<MountBackend> backend_;
+  Napi::Value Active(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    if (!ov_) return env.Null();
+    std::string a = ov_->activeLayer();
+    return a.empty() ? env.Null() : Napi::String::New(env, a);
+  }
+
+  Napi::Value Mounted(const Napi::CallbackInfo& info) {
+    return Napi::Boolean::New(info.Env(), main_ && main_->mounted());
+  }
+
+  std::shared_ptr<Overlay> ov_;
+  std::unique_ptr<MountBackend> main_;
+  std::map<uint32_t, View> views_;
+  uint32_t nextView_ = 1;
+  std::string backendName_;
+  std::string lower_;
+  MountOptions opts_;
 };
 
 }  // namespace
 
 Napi::Object InitAll(Napi::Env env, Napi::Object exports) {
-  exports.Set("Mount", Mount::Init(env));
+  exports.Set("Shadow", Shadow::Init(env));
   Napi::Array names = Napi::Array::New(env);
   uint32_t i = 0;
   for (const char* n : backendNames()) names.Set(i++, n);

@@ -1,10 +1,12 @@
-// The one place that knows which backends a build contains.
+// The one place that knows which backends and which LowerFs a build contains.
 #include "backends.h"
 
 #include <cerrno>
+#include <cstring>
 
 #if defined(SHADOWFS_HAVE_FUSE_LL)
 #include "../fuse_ll/fuse_ll.h"
+#include "../platform/posix_lower.h"
 #endif
 
 namespace shadowfs {
@@ -17,12 +19,29 @@ std::vector<const char*> backendNames() {
   return names;
 }
 
-std::unique_ptr<MountBackend> createBackend(const std::string& name, const std::string& lower,
+std::shared_ptr<Overlay> createOverlay(const std::string& lower, int* err, std::string* message) {
+#if defined(SHADOWFS_HAVE_FUSE_LL)
+  auto fs = openPosixLower(lower, err);
+  if (!fs) {
+    *message = "cannot open the folder " + lower + ": " + std::strerror(*err);
+    return nullptr;
+  }
+  return std::make_shared<Overlay>(std::move(fs));
+#else
+  *err = ENOSYS;
+  *message = "this build cannot read folders on this platform";
+  return nullptr;
+#endif
+}
+
+std::unique_ptr<MountBackend> createBackend(const std::string& name, std::shared_ptr<Overlay> ov,
+                                            Layer* view, const std::string& lower,
                                             const std::string& mountPoint,
                                             const MountOptions& opts, int* err,
                                             std::string* message) {
 #if defined(SHADOWFS_HAVE_FUSE_LL)
-  if (name == "default" || name == "fuse_ll") return mountFuseLL(lower, mountPoint, opts, err, message);
+  if (name == "default" || name == "fuse_ll")
+    return mountFuseLL(std::move(ov), view, lower, mountPoint, opts, err, message);
 #endif
   *err = ENOSYS;
   *message = "backend '" + name + "' is not part of this build";

@@ -1,4 +1,5 @@
-// Picks a mount backend by name ("default" = the best one this build has).
+// Picks a mount backend by name ("default" = the best one this build has), and opens the
+// user's folder with this platform's LowerFs.
 #pragma once
 
 #include <memory>
@@ -10,7 +11,9 @@
 namespace shadowfs {
 
 std::vector<const char*> backendNames();
-std::unique_ptr<MountBackend> createBackend(const std::string& name, const std::string& lower,
+std::shared_ptr<Overlay> createOverlay(const std::string& lower, int* err, std::string* message);
+std::unique_ptr<MountBackend> createBackend(const std::string& name, std::shared_ptr<Overlay> ov,
+                                            Layer* view, const std::string& lower,
                                             const std::string& mountPoint,
                                             const MountOptions& opts, int* err,
                                             std::string* message);

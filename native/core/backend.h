@@ -16,18 +16,24 @@ struct MountOptions {
   double attrTimeout = 1.0;      // seconds the kernel may cache attributes
   double negativeTimeout = 1.0;  // seconds the kernel may cache "no such name"
   bool debug = false;
+  // Invalidate names with one FUSE_NOTIFY_INC_EPOCH on a layer switch when the kernel takes
+  // it; false forces per-entry invalidation (the path older kernels get).
+  bool useEpoch = true;
 };
 
 class MountBackend {
  public:
   virtual ~MountBackend() = default;
-  virtual Overlay& overlay() = 0;
   // Tells the kernel to forget what it cached about these paths (and their parents' listings)
   // after the layer changed behind its back (API writes). Called on the JS thread, never under
   // the overlay lock.
   virtual void invalidatePaths(const std::vector<std::string>& paths) = 0;
-  // Same for everything the kernel knows about (reset).
+  // Same for everything the kernel knows about.
   virtual void invalidateAll() = 0;
+  // After the active layer changed: `paths` are all paths either layer holds.
+  virtual void invalidateForSwitch(const std::vector<std::string>& paths) = 0;
+  // Whether the last switch could use the kernel's epoch notification.
+  virtual bool usesEpoch() const = 0;
   // 0, EBUSY when programs still use the mount and `lazy` is false, or another errno.
   virtual int unmount(bool lazy) = 0;
   virtual bool mounted() const = 0;

@@ -37,6 +37,16 @@ struct Node {
   bool dir() const { return inode && inode->type == FileType::Directory; }
 };
 
+struct Layer : std::enable_shared_from_this<Layer> {
+  std::string name;
+  bool writable = true;
+  std::unique_ptr<Node> root;
+  // Inodes copied up from A, by A's inode number: a read-only handle opened on the pure-lower
+  // file before the copy-up must see the new content.
+  std::unordered_map<uint64_t, std::weak_ptr<Inode>> copied;
+  int pins = 0;  // views showing this layer
+};
+
 // Result of resolving a path.
 struct Overlay::Res {
   Node* node = nullptr;  // the layer node at the path (never a whiteout), or null
@@ -65,14 +75,33 @@ void unlinkSubtree(Node* n) {
 }  // namespace
 
 Overlay::Overlay(std::unique_ptr<LowerFs> lower) : lower_(std::move(lower)) {
-  root_ = std::make_unique<Node>();
+  rootAttr_.type = FileType::Directory;
+  rootAttr_.perm = 0755;
+  lower_->stat("", &rootAttr_);
+  none_ = std::make_shared<Layer>();
+  none_->writable = false;
+  none_->root = freshRoot();
+}
+
+std::unique_ptr<Node> Overlay::freshRoot() const {
+  auto root = std::make_unique<Node>();
   auto in = std::make_shared<Inode>();
   in->type = FileType::Directory;
-  Attr a;
-  if (lower_->stat("", &a) == 0) in->snap = a;
-  in->ino = in->snap.ino;
+  in->snap = rootAttr_;
+  in->ino = rootAttr_.ino;
   in->links = 1;
-  root_->inode = in;
+  root->inode = in;
+  return root;
+}
+
+Layer* Overlay::pick(Layer* view) {
+  if (view) return view;
+  return active_ ? active_.get() : none_.get();
+}
+
+Layer* Overlay::byName(const std::string& name) {
+  auto it = layers_.find(name);
+  return it == layers_.end() ? nullptr : it->second.get();
 }
 
 Overlay::~Overlay() = default;
@@ -100,8 +129,8 @@ bool Overlay::lowerPresent(bool lv, const std::string& low, const std::string& n
 }
 
 // Walks the layer tree along `path`; below the last layer node the path is A's alone.
-int Overlay::resolve(const std::string& path, Res* r) const {
-  Node* cur = root_.get();
+int Overlay::resolve(Layer& L, const std::string& path, Res* r) const {
+  Node* cur = L.root.get();
   bool lv = true;
   std::string low;
   auto comps = components(path);
@@ -152,8 +181,9 @@ int Overlay::resolve(const std::string& path, Res* r) const {
 
 // Makes sure every directory along `path` has a layer node (copying up directories of A as
 // mirrors) and returns the last one with its merge source.
-int Overlay::materializeDir(const std::string& path, Node** out, bool* lvOut, std::string* lowOut) {
-  Node* cur = root_.get();
+int Overlay::materializeDir(Layer& L, const std::string& path, Node** out, bool* lvOut,
+                            std::string* lowOut) {
+  Node* cur = L.root.get();
   bool lv = true;
   std::string low;
   for (auto c : components(path)) {
@@ -201,8 +231,8 @@ int Overlay::materializeDir(const std::string& path, Node** out, bool* lvOut, st
 
 // Gives the object at `path` a layer node without copying content: a directory becomes a
 // mirror, a regular file an inode whose content stays in A, a symlink a copy of its target.
-int Overlay::materializeNode(const std::string& path, Node** out, Res* r) {
-  int e = resolve(path, r);
+int Overlay::materializeNode(Layer& L, const std::string& path, Node** out, Res* r) {
+  int e = resolve(L, path, r);
   if (e) return e;
   if (r->node) {
     *out = r->node;
@@ -213,7 +243,7 @@ int Overlay::materializeNode(const std::string& path, Node** out, Res* r) {
   Node* p;
   bool plv;
   std::string plow;
-  e = materializeDir(parent, &p, &plv, &plow);
+  e = materializeDir(L, parent, &p, &plv, &plow);
   if (e) return e;
   const Attr& a = r->lowerAttr;
   auto in = std::make_shared<Inode>();
@@ -309,7 +339,7 @@ int Overlay::copyUpContent(Inode* in, bool keepContent) {
   return 0;
 }
 
-int Overlay::placeNew(const std::string& path, std::shared_ptr<Inode> inode, Node** out) {
+int Overlay::placeNew(Layer& L, const std::string& path, std::shared_ptr<Inode> inode, Node** out) {
   std::string parent, name;
   splitLast(path, &parent, &name);
   if (name.empty()) return EEXIST;
@@ -317,7 +347,7 @@ int Overlay::placeNew(const std::string& path, std::shared_ptr<Inode> inode, Nod
   Node* p;
   bool plv;
   std::string plow;
-  int e = materializeDir(parent, &p, &plv, &plow);
+  int e = materializeDir(L, parent, &p, &plv, &plow);
   if (e) return e == ELOOP ? ENOTDIR : e;
   auto it = p->children.find(name);
   const bool present = lowerPresent(plv, plow, name);
@@ -336,13 +366,13 @@ int Overlay::placeNew(const std::string& path, std::shared_ptr<Inode> inode, Nod
 }
 
 // Removes whatever is at `path` (already known to exist): a whiteout where A has something.
-int Overlay::removeAt(const std::string& path) {
+int Overlay::removeAt(Layer& L, const std::string& path) {
   std::string parent, name;
   splitLast(path, &parent, &name);
   Node* p;
   bool plv;
   std::string plow;
-  int e = materializeDir(parent, &p, &plv, &plow);
+  int e = materializeDir(L, parent, &p, &plv, &plow);
   if (e) return e;
   auto it = p->children.find(name);
   if (it != p->children.end()) {
@@ -385,10 +415,11 @@ int Overlay::mergedList(const Res& r, std::vector<DirEntry>* out) {
 // ---------------------------------------------------------------------------------------------
 // File-system operations
 
-int Overlay::getattr(const std::string& path, Attr* out) {
+int Overlay::getattr(Layer* view, const std::string& path, Attr* out) {
   std::shared_lock lock(mu_);
+  Layer& L = *pick(view);
   Res r;
-  int e = resolve(path, &r);
+  int e = resolve(L, path, &r);
   if (e) return e;
   if (r.node) {
     nodeAttr(r.node, r.lv, r.low, out);
@@ -398,18 +429,20 @@ int Overlay::getattr(const std::string& path, Attr* out) {
   return 0;
 }
 
-int Overlay::readdir(const std::string& path, std::vector<DirEntry>* out) {
+int Overlay::readdir(Layer* view, const std::string& path, std::vector<DirEntry>* out) {
   std::shared_lock lock(mu_);
+  Layer& L = *pick(view);
   Res r;
-  int e = resolve(path, &r);
+  int e = resolve(L, path, &r);
   if (e) return e;
   return mergedList(r, out);
 }
 
-int Overlay::readlink(const std::string& path, std::string* out) {
+int Overlay::readlink(Layer* view, const std::string& path, std::string* out) {
   std::shared_lock lock(mu_);
+  Layer& L = *pick(view);
   Res r;
-  int e = resolve(path, &r);
+  int e = resolve(L, path, &r);
   if (e) return e;
   if (r.node) {
     if (r.node->inode->type != FileType::Symlink) return EINVAL;
@@ -420,49 +453,57 @@ int Overlay::readlink(const std::string& path, std::string* out) {
   return lower_->readlink(r.low, out);
 }
 
-int Overlay::mknod(const std::string& path, FileType type, uint32_t perm, uint64_t rdev,
+int Overlay::mknod(Layer* view, const std::string& path, FileType type, uint32_t perm, uint64_t rdev,
                    const Caller& who, Attr* out) {
   std::unique_lock lock(mu_);
+  Layer& L = *pick(view);
+  if (!L.writable) return EROFS;
   auto in = newInode(type, perm, who);
   in->snap.rdev = rdev;
   Node* n;
-  int e = placeNew(path, in, &n);
+  int e = placeNew(L, path, in, &n);
   if (e) return e;
   nodeAttr(n, false, std::string(), out);
   return 0;
 }
 
-int Overlay::mkdir(const std::string& path, uint32_t perm, const Caller& who, Attr* out) {
+int Overlay::mkdir(Layer* view, const std::string& path, uint32_t perm, const Caller& who, Attr* out) {
   std::unique_lock lock(mu_);
+  Layer& L = *pick(view);
+  if (!L.writable) return EROFS;
   Node* n;
-  int e = placeNew(path, newInode(FileType::Directory, perm, who), &n);
+  int e = placeNew(L, path, newInode(FileType::Directory, perm, who), &n);
   if (e) return e;
   nodeAttr(n, false, std::string(), out);
   return 0;
 }
 
-int Overlay::symlink(const std::string& target, const std::string& path, const Caller& who,
+int Overlay::symlink(Layer* view, const std::string& target, const std::string& path, const Caller& who,
                      Attr* out) {
   std::unique_lock lock(mu_);
+  Layer& L = *pick(view);
+  if (!L.writable) return EROFS;
   auto in = newInode(FileType::Symlink, 0777, who);
   in->data = target;
   Node* n;
-  int e = placeNew(path, in, &n);
+  int e = placeNew(L, path, in, &n);
   if (e) return e;
   nodeAttr(n, false, std::string(), out);
   return 0;
 }
 
-int Overlay::link(const std::string& from, const std::string& to, Attr* out) {
+int Overlay::link(Layer* view, const std::string& from, const std::string& to, Attr* out) {
   std::unique_lock lock(mu_);
+  Layer& L = *pick(view);
+  if (!L.writable) return EROFS;
   Res r;
   Node* src;
-  int e = materializeNode(from, &src, &r);
+  int e = materializeNode(L, from, &src, &r);
   if (e) return e;
   if (src->dir()) return EPERM;
   std::shared_ptr<Inode> in = src->inode;
   Node* n;
-  e = placeNew(to, in, &n);
+  e = placeNew(L, to, in, &n);
   if (e) return e;
   ensureOwnMeta(in.get(), false, std::string());
   in->snap.ctime = now();
@@ -470,35 +511,39 @@ int Overlay::link(const std::string& from, const std::string& to, Attr* out) {
   return 0;
 }
 
-int Overlay::unlink(const std::string& path) {
+int Overlay::unlink(Layer* view, const std::string& path) {
   std::unique_lock lock(mu_);
+  Layer& L = *pick(view);
+  if (!L.writable) return EROFS;
   Res r;
-  int e = resolve(path, &r);
+  int e = resolve(L, path, &r);
   if (e) return e;
   FileType t = r.node ? r.node->inode->type : r.lowerAttr.type;
   if (t == FileType::Directory) return EISDIR;
-  return removeAt(path);
+  return removeAt(L, path);
 }
 
-int Overlay::rmdir(const std::string& path) {
+int Overlay::rmdir(Layer* view, const std::string& path) {
   std::unique_lock lock(mu_);
+  Layer& L = *pick(view);
+  if (!L.writable) return EROFS;
   if (path.empty()) return EBUSY;
   Res r;
-  int e = resolve(path, &r);
+  int e = resolve(L, path, &r);
   if (e) return e;
   std::vector<DirEntry> ls;
   e = mergedList(r, &ls);
   if (e) return e;
   if (!ls.empty()) return ENOTEMPTY;
-  return removeAt(path);
+  return removeAt(L, path);
 }
 
 // Takes the object at `path` out of the tree (leaving a whiteout where A has something) and
 // returns it as a free-standing node. A directory that merged with A keeps doing so through
 // an explicit redirect; one that has nothing in A becomes opaque.
-std::unique_ptr<Node> Overlay::detach(const std::string& path, Res& r) {
+std::unique_ptr<Node> Overlay::detach(Layer& L, const std::string& path, Res& r) {
   Node* n;
-  if (materializeNode(path, &n, &r)) return nullptr;
+  if (materializeNode(L, path, &n, &r)) return nullptr;
   if (n->dir() && !n->opaque && !n->redirect) {
     Attr a;
     if (r.lv && lower_->stat(r.low, &a) == 0 && a.type == FileType::Directory) {
@@ -513,7 +558,7 @@ std::unique_ptr<Node> Overlay::detach(const std::string& path, Res& r) {
   Node* p;
   bool plv;
   std::string plow;
-  if (materializeDir(parent, &p, &plv, &plow)) return nullptr;
+  if (materializeDir(L, parent, &p, &plv, &plow)) return nullptr;
   auto it = p->children.find(name);
   std::unique_ptr<Node> out = std::move(it->second);
   if (lowerPresent(plv, plow, name)) {
@@ -527,13 +572,13 @@ std::unique_ptr<Node> Overlay::detach(const std::string& path, Res& r) {
   return out;
 }
 
-int Overlay::attach(const std::string& path, std::unique_ptr<Node> n) {
+int Overlay::attach(Layer& L, const std::string& path, std::unique_ptr<Node> n) {
   std::string parent, name;
   splitLast(path, &parent, &name);
   Node* p;
   bool plv;
   std::string plow;
-  int e = materializeDir(parent, &p, &plv, &plow);
+  int e = materializeDir(L, parent, &p, &plv, &plow);
   if (e) return e;
   auto it = p->children.find(name);
   if (it != p->children.end()) unlinkSubtree(it->second.get());
@@ -543,23 +588,25 @@ int Overlay::attach(const std::string& path, std::unique_ptr<Node> n) {
   return 0;
 }
 
-int Overlay::rename(const std::string& from, const std::string& to, uint32_t flags) {
+int Overlay::rename(Layer* view, const std::string& from, const std::string& to, uint32_t flags) {
   std::unique_lock lock(mu_);
+  Layer& L = *pick(view);
+  if (!L.writable) return EROFS;
   if ((flags & kRenameNoReplace) && (flags & kRenameExchange)) return EINVAL;
   if (from.empty() || to.empty()) return EBUSY;
   Res rf;
-  int e = resolve(from, &rf);
+  int e = resolve(L, from, &rf);
   if (e) return e;
   if (isInside(to, from)) return EINVAL;
   std::string tparent, tname;
   splitLast(to, &tparent, &tname);
   if (tname.size() > kNameMax) return ENAMETOOLONG;
   Res rt;
-  int et = resolve(to, &rt);
+  int et = resolve(L, to, &rt);
   if (et && et != ENOENT) return et;
   if (et == ENOENT) {
     Res rp;
-    int ep = resolve(tparent, &rp);
+    int ep = resolve(L, tparent, &rp);
     if (ep) return ep;
     FileType pt = rp.node ? rp.node->inode->type : rp.lowerAttr.type;
     if (pt != FileType::Directory) return ENOTDIR;
@@ -572,13 +619,13 @@ int Overlay::rename(const std::string& from, const std::string& to, uint32_t fla
     if (!toExists) return ENOENT;
     if (isInside(from, to)) return EINVAL;
     Res a, b;
-    auto na = detach(from, a);
+    auto na = detach(L, from, a);
     if (!na) return EIO;
-    auto nb = detach(to, b);
+    auto nb = detach(L, to, b);
     if (!nb) return EIO;
-    e = attach(to, std::move(na));
+    e = attach(L, to, std::move(na));
     if (e) return e;
-    return attach(from, std::move(nb));
+    return attach(L, from, std::move(nb));
   }
   if (toExists) {
     const FileType tt = rt.node ? rt.node->inode->type : rt.lowerAttr.type;
@@ -596,20 +643,22 @@ int Overlay::rename(const std::string& from, const std::string& to, uint32_t fla
     if (rf.node && rt.node && rf.node->inode == rt.node->inode) return 0;
   }
   Res a;
-  auto na = detach(from, a);
+  auto na = detach(L, from, a);
   if (!na) return EIO;
-  return attach(to, std::move(na));
+  return attach(L, to, std::move(na));
 }
 
-int Overlay::setattr(const std::string& path, Handle* h, uint32_t mask, const Attr& v, Attr* out) {
+int Overlay::setattr(Layer* view, const std::string& path, Handle* h, uint32_t mask, const Attr& v, Attr* out) {
   std::unique_lock lock(mu_);
+  Layer& L = *pick(view);
+  if (!L.writable) return EROFS;
   Inode* in = nullptr;
   Node* n = nullptr;
   Res r;
   if (h && h->inode) {
     in = h->inode.get();
   } else {
-    int e = materializeNode(path, &n, &r);
+    int e = materializeNode(L, path, &n, &r);
     if (e) return e;
     in = n->inode.get();
   }
@@ -641,11 +690,12 @@ int Overlay::setattr(const std::string& path, Handle* h, uint32_t mask, const At
   return 0;
 }
 
-int Overlay::openLocked(Node* n, const OpenIntent& intent, Handle** out, Attr* attr) {
+int Overlay::openLocked(Layer& L, Node* n, const OpenIntent& intent, Handle** out, Attr* attr) {
   Inode* in = n->inode.get();
   if (in->type == FileType::Directory) return EISDIR;
   auto h = std::make_unique<Handle>();
   h->inode = n->inode;
+  h->layer = L.weak_from_this();
   h->writable = intent.write;
   if (intent.write || intent.truncate) {
     int e = copyUpContent(in, !intent.truncate);
@@ -654,7 +704,7 @@ int Overlay::openLocked(Node* n, const OpenIntent& intent, Handle** out, Attr* a
       in->data.clear();
       in->snap.mtime = in->snap.ctime = now();
     }
-    if (in->ino < kFirstLayerIno) copied_[in->ino] = n->inode;
+    if (in->ino < kFirstLayerIno) L.copied[in->ino] = n->inode;
   } else if (in->lowerPath) {
     int e = lower_->open(*in->lowerPath, &h->lower);
     if (e) return e;
@@ -664,59 +714,67 @@ int Overlay::openLocked(Node* n, const OpenIntent& intent, Handle** out, Attr* a
   return 0;
 }
 
-int Overlay::open(const std::string& path, const OpenIntent& intent, Handle** out, Attr* attr) {
+int Overlay::open(Layer* view, const std::string& path, const OpenIntent& intent, Handle** out, Attr* attr) {
   if (!intent.write && !intent.truncate) {
     std::shared_lock lock(mu_);
+    Layer& L = *pick(view);
     Res r;
-    int e = resolve(path, &r);
+    int e = resolve(L, path, &r);
     if (e) return e;
     if (r.node) {
       if (r.node->dir()) return EISDIR;
-      return openLocked(r.node, intent, out, attr);
+      return openLocked(L, r.node, intent, out, attr);
     }
     if (r.lowerAttr.type == FileType::Directory) return EISDIR;
     auto h = std::make_unique<Handle>();
     e = lower_->open(r.low, &h->lower);
     if (e) return e;
     h->lowerIno = r.lowerAttr.ino;
+    h->layer = L.weak_from_this();
     *attr = r.lowerAttr;
     *out = h.release();
     return 0;
   }
   std::unique_lock lock(mu_);
+  Layer& L = *pick(view);
+  if (!L.writable) return EROFS;
   Res r;
   Node* n;
-  int e = materializeNode(path, &n, &r);
+  int e = materializeNode(L, path, &n, &r);
   if (e) return e;
-  return openLocked(n, intent, out, attr);
+  return openLocked(L, n, intent, out, attr);
 }
 
-int Overlay::create(const std::string& path, uint32_t perm, const OpenIntent& intent,
+int Overlay::create(Layer* view, const std::string& path, uint32_t perm, const OpenIntent& intent,
                     const Caller& who, Handle** out, Attr* attr) {
   std::unique_lock lock(mu_);
+  Layer& L = *pick(view);
+  if (!L.writable) return EROFS;
   Res r;
-  int e = resolve(path, &r);
+  int e = resolve(L, path, &r);
   if (e == 0) {
     if (intent.exclusive) return EEXIST;
     Node* n;
-    e = materializeNode(path, &n, &r);
+    e = materializeNode(L, path, &n, &r);
     if (e) return e;
-    return openLocked(n, intent, out, attr);
+    return openLocked(L, n, intent, out, attr);
   }
   if (e != ENOENT) return e;
   Node* n;
-  e = placeNew(path, newInode(FileType::Regular, perm, who), &n);
+  e = placeNew(L, path, newInode(FileType::Regular, perm, who), &n);
   if (e) return e;
-  return openLocked(n, intent, out, attr);
+  return openLocked(L, n, intent, out, attr);
 }
 
 int Overlay::read(Handle* h, char* buf, size_t size, uint64_t off, size_t* got) {
   *got = 0;
   std::shared_ptr<Inode> in = h->inode;
   std::shared_lock lock(mu_);
-  if (!in && !copied_.empty()) {
-    auto it = copied_.find(h->lowerIno);
-    if (it != copied_.end()) in = it->second.lock();
+  if (!in) {
+    if (auto layer = h->layer.lock(); layer && !layer->copied.empty()) {
+      auto it = layer->copied.find(h->lowerIno);
+      if (it != layer->copied.end()) in = it->second.lock();
+    }
   }
   if (in && !in->lowerPath) {
     if (in->type != FileType::Regular) return EINVAL;
@@ -777,10 +835,11 @@ int Overlay::xattrSource(const Res& r, std::string* src) const {
   return ENODATA;
 }
 
-int Overlay::getxattr(const std::string& path, const std::string& name, std::string* value) {
+int Overlay::getxattr(Layer* view, const std::string& path, const std::string& name, std::string* value) {
   std::shared_lock lock(mu_);
+  Layer& L = *pick(view);
   Res r;
-  int e = resolve(path, &r);
+  int e = resolve(L, path, &r);
   if (e) return e;
   if (r.node && r.node->inode->ownXattrs) {
     auto& m = r.node->inode->xattrs;
@@ -794,10 +853,11 @@ int Overlay::getxattr(const std::string& path, const std::string& name, std::str
   return lower_->getxattr(src, name, value);
 }
 
-int Overlay::listxattr(const std::string& path, std::vector<std::string>* names) {
+int Overlay::listxattr(Layer* view, const std::string& path, std::vector<std::string>* names) {
   std::shared_lock lock(mu_);
+  Layer& L = *pick(view);
   Res r;
-  int e = resolve(path, &r);
+  int e = resolve(L, path, &r);
   if (e) return e;
   names->clear();
   if (r.node && r.node->inode->ownXattrs) {
@@ -809,12 +869,14 @@ int Overlay::listxattr(const std::string& path, std::vector<std::string>* names)
   return lower_->listxattr(src, names);
 }
 
-int Overlay::setxattr(const std::string& path, const std::string& name, const std::string& value,
+int Overlay::setxattr(Layer* view, const std::string& path, const std::string& name, const std::string& value,
                       int flags) {
   std::unique_lock lock(mu_);
+  Layer& L = *pick(view);
+  if (!L.writable) return EROFS;
   Res r;
   Node* n;
-  int e = materializeNode(path, &n, &r);
+  int e = materializeNode(L, path, &n, &r);
   if (e) return e;
   Inode* in = n->inode.get();
   if (!in->ownXattrs) {
@@ -838,15 +900,16 @@ int Overlay::setxattr(const std::string& path, const std::string& name, const st
   return 0;
 }
 
-int Overlay::removexattr(const std::string& path, const std::string& name) {
+int Overlay::removexattr(Layer* view, const std::string& path, const std::string& name) {
   std::string v;
-  int e = getxattr(path, name, &v);
+  int e = getxattr(view, path, name, &v);
   if (e) return e;
-  e = setxattr(path, name, v, 0);  // materialise and take ownership of the list
+  e = setxattr(view, path, name, v, 0);  // materialise and take ownership of the list
   if (e) return e;
   std::unique_lock lock(mu_);
+  Layer& L = *pick(view);
   Res r;
-  e = resolve(path, &r);
+  e = resolve(L, path, &r);
   if (e) return e;
   if (!r.node) return ENODATA;
   r.node->inode->xattrs.erase(name);
@@ -858,73 +921,39 @@ int Overlay::statfs(FsStats* out) { return lower_->statfs(out); }
 // ---------------------------------------------------------------------------------------------
 // Control operations
 
-int Overlay::putFile(const std::string& path, const std::string& data, uint32_t perm,
-                     const Caller& who) {
-  if (path.empty()) return EISDIR;
+int Overlay::createLayer(const std::string& name) {
+  if (name.empty()) return EINVAL;
   std::unique_lock lock(mu_);
-  std::string parent, name;
-  splitLast(path, &parent, &name);
-  // Create missing parent directories, refusing to go through symlinks or files.
-  auto comps = components(parent);
-  std::string prefix;
-  for (auto c : comps) {
-    prefix = joinPath(prefix, c);
-    Res pr;
-    int pe = resolve(prefix, &pr);
-    if (pe == ENOENT) {
-      pe = placeNew(prefix, newInode(FileType::Directory, 0755, who), nullptr);
-      if (pe) return pe;
-      continue;
-    }
-    if (pe) return pe;
-    FileType t = pr.node ? pr.node->inode->type : pr.lowerAttr.type;
-    if (t == FileType::Symlink) return ELOOP;
-    if (t != FileType::Directory) return ENOTDIR;
-  }
-  Node* p;
-  int e = materializeDir(parent, &p, nullptr, nullptr);
-  if (e) return e;
-  Res r;
-  e = resolve(path, &r);
-  if (e == ENOENT) {
-    auto in = newInode(FileType::Regular, perm, who);
-    in->data = data;
-    return placeNew(path, in, nullptr);
-  }
-  if (e) return e;
-  FileType t = r.node ? r.node->inode->type : r.lowerAttr.type;
-  if (t == FileType::Directory) return EISDIR;
-  if (t == FileType::Symlink) return ELOOP;
-  if (t != FileType::Regular) return EINVAL;
-  Node* n;
-  e = materializeNode(path, &n, &r);
-  if (e) return e;
-  Inode* in = n->inode.get();
-  e = copyUpContent(in, false);
-  if (e) return e;
-  in->data = data;
-  in->snap.mtime = in->snap.ctime = now();
-  if (in->ino < kFirstLayerIno) copied_[in->ino] = n->inode;
+  if (layers_.count(name)) return 0;
+  auto L = std::make_shared<Layer>();
+  L->name = name;
+  L->root = freshRoot();
+  layers_.emplace(name, std::move(L));
   return 0;
 }
 
-int Overlay::remove(const std::string& path) {
-  if (path.empty()) return EBUSY;
+int Overlay::dropLayer(const std::string& name) {
   std::unique_lock lock(mu_);
-  std::string parent, name;
-  splitLast(path, &parent, &name);
-  Node* p;
-  int e = materializeDir(parent, &p, nullptr, nullptr);
-  if (e) return e;
-  Res r;
-  e = resolve(path, &r);
-  if (e) return e;
-  return removeAt(path);
+  auto it = layers_.find(name);
+  if (it == layers_.end()) return ENOENT;
+  if (it->second == active_ || it->second->pins > 0) return EBUSY;
+  layers_.erase(it);
+  return 0;
 }
 
-std::vector<std::string> Overlay::reset() {
-  std::unique_lock lock(mu_);
-  std::vector<std::string> paths;
+bool Overlay::hasLayer(const std::string& name) {
+  std::shared_lock lock(mu_);
+  return layers_.count(name) != 0;
+}
+
+std::vector<std::string> Overlay::layerNames() {
+  std::shared_lock lock(mu_);
+  std::vector<std::string> out;
+  for (auto& [name, l] : layers_) out.push_back(name);
+  return out;
+}
+
+void Overlay::layerPaths(const Layer& L, std::vector<std::string>* out) {
   struct Walk {
     static void run(const Node* n, const std::string& base, std::vector<std::string>* out) {
       for (auto& [name, c] : n->children) {
@@ -934,22 +963,161 @@ std::vector<std::string> Overlay::reset() {
       }
     }
   };
-  Walk::run(root_.get(), std::string(), &paths);
-  auto fresh = std::make_unique<Node>();
-  auto in = std::make_shared<Inode>();
-  in->type = FileType::Directory;
-  in->ino = root_->inode->ino;
-  in->snap = root_->inode->snap;
-  in->links = 1;
-  fresh->inode = in;
-  root_ = std::move(fresh);
-  copied_.clear();
-  return paths;
+  Walk::run(L.root.get(), std::string(), out);
 }
 
-std::vector<Change> Overlay::changes() {
+int Overlay::activate(const std::string& name, std::vector<std::string>* changed) {
+  // Exclusive: every file-system call that holds the lock finishes before the switch.
+  std::unique_lock lock(mu_);
+  std::shared_ptr<Layer> next;
+  if (!name.empty()) {
+    auto it = layers_.find(name);
+    if (it == layers_.end()) return ENOENT;
+    next = it->second;
+  }
+  if (next == active_) return 0;
+  if (active_) layerPaths(*active_, changed);
+  if (next) layerPaths(*next, changed);
+  active_ = std::move(next);
+  return 0;
+}
+
+std::string Overlay::activeLayer() {
   std::shared_lock lock(mu_);
-  std::vector<Change> out;
+  return active_ ? active_->name : std::string();
+}
+
+Layer* Overlay::pin(const std::string& name) {
+  std::unique_lock lock(mu_);
+  Layer* L = byName(name);
+  if (L) L->pins++;
+  return L;
+}
+
+void Overlay::unpin(Layer* layer) {
+  std::unique_lock lock(mu_);
+  if (layer && layer->pins > 0) layer->pins--;
+}
+
+int Overlay::putFile(const std::string& layer, const std::string& path, const std::string& data,
+                     uint32_t perm, const Caller& who) {
+  if (path.empty()) return EISDIR;
+  std::unique_lock lock(mu_);
+  Layer* lp = byName(layer);
+  if (!lp) return ENXIO;
+  Layer& L = *lp;
+  std::string parent, name;
+  splitLast(path, &parent, &name);
+  // Create missing parent directories, refusing to go through symlinks or files.
+  std::string prefix;
+  for (auto c : components(parent)) {
+    prefix = joinPath(prefix, c);
+    Res pr;
+    int pe = resolve(L, prefix, &pr);
+    if (pe == ENOENT) {
+      pe = placeNew(L, prefix, newInode(FileType::Directory, 0755, who), nullptr);
+      if (pe) return pe;
+      continue;
+    }
+    if (pe) return pe;
+    FileType t = pr.node ? pr.node->inode->type : pr.lowerAttr.type;
+    if (t == FileType::Symlink) return ELOOP;
+    if (t != FileType::Directory) return ENOTDIR;
+  }
+  Node* p;
+  int e = materializeDir(L, parent, &p, nullptr, nullptr);
+  if (e) return e;
+  Res r;
+  e = resolve(L, path, &r);
+  if (e == ENOENT) {
+    auto in = newInode(FileType::Regular, perm, who);
+    in->data = data;
+    return placeNew(L, path, in, nullptr);
+  }
+  if (e) return e;
+  FileType t = r.node ? r.node->inode->type : r.lowerAttr.type;
+  if (t == FileType::Directory) return EISDIR;
+  if (t == FileType::Symlink) return ELOOP;
+  if (t != FileType::Regular) return EINVAL;
+  Node* n;
+  e = materializeNode(L, path, &n, &r);
+  if (e) return e;
+  Inode* in = n->inode.get();
+  e = copyUpContent(in, false);
+  if (e) return e;
+  in->data = data;
+  in->snap.mtime = in->snap.ctime = now();
+  if (in->ino < kFirstLayerIno) L.copied[in->ino] = n->inode;
+  return 0;
+}
+
+int Overlay::remove(const std::string& layer, const std::string& path) {
+  if (path.empty()) return EBUSY;
+  std::unique_lock lock(mu_);
+  Layer* lp = byName(layer);
+  if (!lp) return ENXIO;
+  Layer& L = *lp;
+  std::string parent, name;
+  splitLast(path, &parent, &name);
+  Node* p;
+  int e = materializeDir(L, parent, &p, nullptr, nullptr);
+  if (e) return e;
+  Res r;
+  e = resolve(L, path, &r);
+  if (e) return e;
+  return removeAt(L, path);
+}
+
+int Overlay::readFile(const std::string& layer, const std::string& path, std::string* out) {
+  std::string lowerPath;
+  {
+    std::shared_lock lock(mu_);
+    Layer* lp = byName(layer);
+    if (!lp) return ENXIO;
+    Layer& L = *lp;
+    // Same checks as writes: no path through a symlink.
+    std::string parent, name;
+    splitLast(path, &parent, &name);
+    std::string prefix;
+    for (auto c : components(parent)) {
+      prefix = joinPath(prefix, c);
+      Res pr;
+      int pe = resolve(L, prefix, &pr);
+      if (pe) return pe;
+      FileType t = pr.node ? pr.node->inode->type : pr.lowerAttr.type;
+      if (t == FileType::Symlink) return ELOOP;
+      if (t != FileType::Directory) return ENOTDIR;
+    }
+    Res r;
+    int e = resolve(L, path, &r);
+    if (e) return e;
+    FileType t = r.node ? r.node->inode->type : r.lowerAttr.type;
+    if (t == FileType::Directory) return EISDIR;
+    if (t == FileType::Symlink) return ELOOP;
+    if (t != FileType::Regular) return EINVAL;
+    if (r.node && !r.node->inode->lowerPath) {
+      *out = r.node->inode->data;
+      return 0;
+    }
+    lowerPath = r.node ? *r.node->inode->lowerPath : r.low;
+  }
+  return lower_->readAll(lowerPath, out);
+}
+
+int Overlay::reset(const std::string& layer, std::vector<std::string>* paths) {
+  std::unique_lock lock(mu_);
+  Layer* lp = byName(layer);
+  if (!lp) return ENXIO;
+  layerPaths(*lp, paths);
+  lp->root = freshRoot();
+  lp->copied.clear();
+  return 0;
+}
+
+int Overlay::changes(const std::string& layer, std::vector<Change>* out) {
+  std::shared_lock lock(mu_);
+  Layer* lp = byName(layer);
+  if (!lp) return ENXIO;
   struct Walk {
     Overlay* self;
     std::vector<Change>* out;
@@ -1003,28 +1171,31 @@ std::vector<Change> Overlay::changes() {
       }
     }
   };
-  Walk w{this, &out};
-  w.run(root_.get(), std::string(), true, std::string());
-  return out;
+  Walk w{this, out};
+  w.run(lp->root.get(), std::string(), true, std::string());
+  return 0;
 }
 
-size_t Overlay::layerBytes() {
+int Overlay::stats(const std::string& layer, LayerStats* out) {
   std::shared_lock lock(mu_);
+  Layer* lp = byName(layer);
+  if (!lp) return ENXIO;
   std::set<const Inode*> seen;
-  size_t total = 0;
   struct Walk {
-    static void run(const Node* n, std::set<const Inode*>* seen, size_t* total) {
+    static void run(const Node* n, std::set<const Inode*>* seen, LayerStats* st) {
       for (auto& [name, c] : n->children) {
-        *total += name.size() + sizeof(Node);
+        st->paths++;
+        st->memoryBytes += name.size() + sizeof(Node);
         if (c->inode && seen->insert(c->inode.get()).second) {
-          *total += sizeof(Inode) + c->inode->data.size();
+          st->memoryBytes += sizeof(Inode) + c->inode->data.size();
         }
-        run(c.get(), seen, total);
+        run(c.get(), seen, st);
       }
     }
   };
-  Walk::run(root_.get(), &seen, &total);
-  return total;
+  *out = LayerStats{};
+  Walk::run(lp->root.get(), &seen, out);
+  return 0;
 }
 
 }  // namespace shadowfs

@@ -29,19 +29,38 @@ namespace shadowfs {
 
 struct Inode;
 struct Node;
+struct Layer;
 
 // An open file. Owned by the backend between open/create and release.
 struct Handle {
   std::shared_ptr<Inode> inode;  // set when the file has (or gets) a layer inode
   LowerHandle lower = -1;        // open file in A, for content still in A
   uint64_t lowerIno = 0;         // A's inode number of a pure-lower file, to see a later copy-up
+  std::weak_ptr<Layer> layer;    // the layer the file was opened in
   bool writable = false;
 };
 
-// Inode numbers of objects created in the layer start here, far above what A's file system
+// Inode numbers of objects created in a layer start here, far above what A's file system
 // hands out, so they never collide with A's numbers (which copied-up objects keep).
 constexpr uint64_t kFirstLayerIno = (1ull << 60) + 1;
 
+struct LayerStats {
+  uint64_t memoryBytes = 0;  // contents held in memory plus per-path bookkeeping
+  uint64_t paths = 0;        // layer nodes (entries, whiteouts, directories)
+};
+
+// Layers and what a file-system call sees:
+// - Any number of named layers, all on top of the live folder A.
+// - At most one is *active*: the shared mount shows it. With none active the mount shows A
+//   exactly and refuses writes (EROFS).
+// - A view (a second mount) pins one layer and always shows it, active or not.
+// File-system calls take a `view` argument: null means "whatever layer is active now", a Layer
+// pointer (from pin()) means that layer.
+//
+// What an open file sees after a switch: the object it opened, as on a real file system after
+// a rename over its path. A file opened in layer X keeps reading and writing X's copy; a file
+// of A opened for reading keeps reading A (or X's copy, once X copies it up). New opens see
+// the layer that is active when they happen.
 class Overlay {
  public:
   explicit Overlay(std::unique_ptr<LowerFs> lower);
@@ -50,50 +69,75 @@ class Overlay {
   Overlay& operator=(const Overlay&) = delete;
 
   // --- File-system operations (backend threads). Paths are normalised, "" is the root. ---
-  int getattr(const std::string& path, Attr* out);
-  int readdir(const std::string& path, std::vector<DirEntry>* out);
-  int readlink(const std::string& path, std::string* out);
-  int mknod(const std::string& path, FileType type, uint32_t perm, uint64_t rdev,
+  int getattr(Layer* view, const std::string& path, Attr* out);
+  int readdir(Layer* view, const std::string& path, std::vector<DirEntry>* out);
+  int readlink(Layer* view, const std::string& path, std::string* out);
+  int mknod(Layer* view, const std::string& path, FileType type, uint32_t perm, uint64_t rdev,
             const Caller& who, Attr* out);
-  int mkdir(const std::string& path, uint32_t perm, const Caller& who, Attr* out);
-  int symlink(const std::string& target, const std::string& path, const Caller& who, Attr* out);
-  int link(const std::string& from, const std::string& to, Attr* out);
-  int unlink(const std::string& path);
-  int rmdir(const std::string& path);
-  int rename(const std::string& from, const std::string& to, uint32_t flags);
+  int mkdir(Layer* view, const std::string& path, uint32_t perm, const Caller& who, Attr* out);
+  int symlink(Layer* view, const std::string& target, const std::string& path, const Caller& who,
+              Attr* out);
+  int link(Layer* view, const std::string& from, const std::string& to, Attr* out);
+  int unlink(Layer* view, const std::string& path);
+  int rmdir(Layer* view, const std::string& path);
+  int rename(Layer* view, const std::string& from, const std::string& to, uint32_t flags);
   // `h` may be null; when set (ftruncate, fchmod on an unlinked file) it wins over `path`.
-  int setattr(const std::string& path, Handle* h, uint32_t mask, const Attr& values, Attr* out);
-  int open(const std::string& path, const OpenIntent& intent, Handle** out, Attr* attr);
-  int create(const std::string& path, uint32_t perm, const OpenIntent& intent, const Caller& who,
-             Handle** out, Attr* attr);
+  int setattr(Layer* view, const std::string& path, Handle* h, uint32_t mask, const Attr& values,
+              Attr* out);
+  int open(Layer* view, const std::string& path, const OpenIntent& intent, Handle** out,
+           Attr* attr);
+  int create(Layer* view, const std::string& path, uint32_t perm, const OpenIntent& intent,
+             const Caller& who, Handle** out, Attr* attr);
   int read(Handle* h, char* buf, size_t size, uint64_t off, size_t* got);
   int write(Handle* h, const char* buf, size_t size, uint64_t off);
   int fgetattr(Handle* h, Attr* out);  // ENOENT when the handle has no layer inode
   void release(Handle* h);
-  int getxattr(const std::string& path, const std::string& name, std::string* value);
-  int listxattr(const std::string& path, std::vector<std::string>* names);
-  int setxattr(const std::string& path, const std::string& name, const std::string& value,
-               int flags);  // flags: 1 = create only, 2 = replace only
-  int removexattr(const std::string& path, const std::string& name);
+  int getxattr(Layer* view, const std::string& path, const std::string& name, std::string* value);
+  int listxattr(Layer* view, const std::string& path, std::vector<std::string>* names);
+  int setxattr(Layer* view, const std::string& path, const std::string& name,
+               const std::string& value, int flags);  // flags: 1 = create only, 2 = replace only
+  int removexattr(Layer* view, const std::string& path, const std::string& name);
   int statfs(FsStats* out);
 
-  // --- Control operations (the API). Intermediate symlinks are refused with ELOOP. ---
-  // Writes a whole regular file into the layer, creating missing parent directories.
-  int putFile(const std::string& path, const std::string& data, uint32_t perm, const Caller& who);
-  // Removes a file or a whole directory tree from the shadow.
-  int remove(const std::string& path);
-  // Drops every change. Returns the paths the layer held, for cache invalidation.
-  std::vector<std::string> reset();
-  std::vector<Change> changes();
-  size_t layerBytes();
+  // --- Layers (the API). ---
+  // Creates the layer if it does not exist. EINVAL for an empty name.
+  int createLayer(const std::string& name);
+  // ENOENT if unknown, EBUSY while it is active or pinned by a view.
+  int dropLayer(const std::string& name);
+  bool hasLayer(const std::string& name);
+  std::vector<std::string> layerNames();
+  // Makes `name` the active layer ("" = none). Waits for file-system calls in flight. Fills
+  // `changed` with every path that may look different now (both layers' paths), for cache
+  // invalidation. ENOENT if unknown.
+  int activate(const std::string& name, std::vector<std::string>* changed);
+  std::string activeLayer();
+  // A view's hold on a layer; the pointer stays valid until unpin(). Null if unknown.
+  Layer* pin(const std::string& name);
+  void unpin(Layer* layer);
+
+  // --- Changes to one layer (the API). Intermediate symlinks are refused with ELOOP. ---
+  // Writes a whole regular file, creating missing parent directories.
+  int putFile(const std::string& layer, const std::string& path, const std::string& data,
+              uint32_t perm, const Caller& who);
+  // Removes a file or a whole directory tree from what the layer shows.
+  int remove(const std::string& layer, const std::string& path);
+  // Reads a whole regular file as the layer shows it (active or not).
+  int readFile(const std::string& layer, const std::string& path, std::string* out);
+  // Drops every change of the layer; `paths` gets what it held, for cache invalidation.
+  int reset(const std::string& layer, std::vector<std::string>* paths);
+  int changes(const std::string& layer, std::vector<Change>* out);
+  int stats(const std::string& layer, LayerStats* out);
 
  private:
   struct Res;
-  int resolve(const std::string& path, Res* r) const;
-  int materializeDir(const std::string& path, Node** out, bool* lv, std::string* low);
-  int materializeNode(const std::string& path, Node** out, Res* r);
-  int placeNew(const std::string& path, std::shared_ptr<Inode> inode, Node** out);
-  int removeAt(const std::string& path);
+  Layer* pick(Layer* view);
+  Layer* byName(const std::string& name);
+  std::unique_ptr<Node> freshRoot() const;
+  int resolve(Layer& L, const std::string& path, Res* r) const;
+  int materializeDir(Layer& L, const std::string& path, Node** out, bool* lv, std::string* low);
+  int materializeNode(Layer& L, const std::string& path, Node** out, Res* r);
+  int placeNew(Layer& L, const std::string& path, std::shared_ptr<Inode> inode, Node** out);
+  int removeAt(Layer& L, const std::string& path);
   bool lowerPresent(bool lv, const std::string& low, const std::string& name, Attr* a = nullptr);
   int mergedList(const Res& r, std::vector<DirEntry>* out);
   void nodeAttr(const Node* n, bool lv, const std::string& low, Attr* out);
@@ -101,16 +145,19 @@ class Overlay {
   int copyUpContent(Inode* in, bool keepContent);
   int xattrSource(const Res& r, std::string* src) const;
   std::shared_ptr<Inode> newInode(FileType type, uint32_t perm, const Caller& who);
-  int openLocked(Node* n, const OpenIntent& intent, Handle** out, Attr* attr);
-  std::unique_ptr<Node> detach(const std::string& path, Res& r);
-  int attach(const std::string& path, std::unique_ptr<Node> n);
+  int openLocked(Layer& L, Node* n, const OpenIntent& intent, Handle** out, Attr* attr);
+  std::unique_ptr<Node> detach(Layer& L, const std::string& path, Res& r);
+  int attach(Layer& L, const std::string& path, std::unique_ptr<Node> n);
+  static void layerPaths(const Layer& L, std::vector<std::string>* out);
 
   std::unique_ptr<LowerFs> lower_;
-  mutable std::shared_mutex mu_;  // guards root_, every Node and Inode, copied_
-  std::unique_ptr<Node> root_;
-  // Inodes copied up from A, by A's inode number: a read-only handle opened on the pure-lower
-  // file before the copy-up must see the new content.
-  std::unordered_map<uint64_t, std::weak_ptr<Inode>> copied_;
+  Attr rootAttr_;  // A's root at mount time, for layer roots when A's root cannot be read
+  // Guards layers_, active_, none_ and every Node and Inode. File-system calls hold it shared
+  // (mutations exclusively) for their whole overlay work, so activate() waits for them.
+  mutable std::shared_mutex mu_;
+  std::map<std::string, std::shared_ptr<Layer>> layers_;
+  std::shared_ptr<Layer> active_;  // null: no layer, A exactly
+  std::shared_ptr<Layer> none_;    // the empty, read-only layer shown when none is active
   std::atomic<uint64_t> nextIno_{kFirstLayerIno};
 };
 

@@ -19,6 +19,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
@@ -27,7 +28,6 @@
 #include <unordered_map>
 
 #include "../core/path.h"
-#include "../platform/posix_lower.h"
 
 extern char** environ;
 
@@ -98,9 +98,10 @@ struct DirHandle {
 
 class LLMount final : public MountBackend {
  public:
-  LLMount(std::unique_ptr<LowerFs> lower, std::string lowerPath, std::string mountPoint,
+  LLMount(std::shared_ptr<Overlay> ov, Layer* view, std::string lowerPath, std::string mountPoint,
           MountOptions opts)
-      : ov_(std::move(lower)),
+      : ov_(std::move(ov)),
+        view_(view),
         lowerPath_(std::move(lowerPath)),
         mountPoint_(std::move(mountPoint)),
         opts_(opts) {
@@ -115,13 +116,15 @@ class LLMount final : public MountBackend {
       fuse_session_unmount(se_);
       fuse_session_destroy(se_);
     }
+    if (view_) ov_->unpin(view_);
   }
   LLMount(const LLMount&) = delete;
   LLMount& operator=(const LLMount&) = delete;
 
   int start(int* err, std::string* message);
 
-  Overlay& overlay() override { return ov_; }
+  void invalidateForSwitch(const std::vector<std::string>& paths) override;
+  bool usesEpoch() const override { return epochWorks_.load(); }
   bool mounted() const override { return mounted_.load(); }
   void invalidatePaths(const std::vector<std::string>& paths) override;
   void invalidateAll() override;
@@ -187,13 +190,15 @@ class LLMount final : public MountBackend {
   void replyEntry(fuse_req_t req, uint64_t parent, const std::string& name, const Attr& a);
   void fillEntry(struct fuse_entry_param* e, uint64_t id, const Attr& a);
 
-  Overlay ov_;
+  std::shared_ptr<Overlay> ov_;
+  Layer* view_;  // pinned layer of a view, or null: the active layer
   std::string lowerPath_;
   std::string mountPoint_;
   MountOptions opts_;
   struct fuse_session* se_ = nullptr;
   std::thread loop_;
   std::atomic<bool> mounted_{false};
+  std::atomic<bool> epochWorks_{false};  // the kernel took FUSE_NOTIFY_INC_EPOCH (7.44+)
   // A lazily unmounted file system is served until its last user closes it. dispose() then
   // hands the object to the loop thread, which deletes it when the loop ends.
   std::mutex loopMu_;
@@ -386,7 +391,7 @@ void LLMount::opLookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
   std::string path;
   if (!m->childPath(parent, name, &path)) return (void)fuse_reply_err(req, ENOENT);
   Attr a;
-  int e = m->ov_.getattr(path, &a);
+  int e = m->ov_->getattr(m->view_, path, &a);
   if (e == ENOENT && m->opts_.negativeTimeout > 0) {
     struct fuse_entry_param ep;
     std::memset(&ep, 0, sizeof ep);
@@ -420,11 +425,11 @@ void LLMount::opGetattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info* f
     auto it = m->nodes_.find(ino);
     if (it != m->nodes_.end() && !it->second->handles.empty()) h = it->second->handles.front();
   } else if (!h) {
-    e = m->ov_.getattr(path, &a);
+    e = m->ov_->getattr(m->view_, path, &a);
     if (e) return (void)fuse_reply_err(req, e);
   }
   if (h) {
-    e = m->ov_.fgetattr(h, &a);
+    e = m->ov_->fgetattr(h, &a);
     if (e) return (void)fuse_reply_err(req, e);
   } else if (path.empty() && ino != FUSE_ROOT_ID) {
     return (void)fuse_reply_err(req, ENOENT);
@@ -454,7 +459,7 @@ void LLMount::opSetattr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int t
     mask |= kSetMtime, v.mtime = {attr->st_mtim.tv_sec, attr->st_mtim.tv_nsec};
   if (toSet & FUSE_SET_ATTR_CTIME) mask |= kSetCtime, v.ctime = {attr->st_ctim.tv_sec, attr->st_ctim.tv_nsec};
   Attr out;
-  int e = m->ov_.setattr(path, h, mask, v, &out);
+  int e = m->ov_->setattr(m->view_, path, h, mask, v, &out);
   if (e) return (void)fuse_reply_err(req, e);
   struct stat st;
   toStat(out, &st);
@@ -465,7 +470,7 @@ void LLMount::opReadlink(fuse_req_t req, fuse_ino_t ino) {
   LLMount* m = self(req);
   std::string path, target;
   if (!m->pathOf(ino, &path)) return (void)fuse_reply_err(req, ENOENT);
-  int e = m->ov_.readlink(path, &target);
+  int e = m->ov_->readlink(m->view_, path, &target);
   if (e) return (void)fuse_reply_err(req, e);
   fuse_reply_readlink(req, target.c_str());
 }
@@ -477,7 +482,7 @@ void LLMount::opMknod(fuse_req_t req, fuse_ino_t parent, const char* name, mode_
   if (!m->childPath(parent, name, &path)) return (void)fuse_reply_err(req, ENOENT);
   const struct fuse_ctx* ctx = fuse_req_ctx(req);
   Attr a;
-  int e = m->ov_.mknod(path, typeOf(mode), mode & 07777, rdev, Caller{ctx->uid, ctx->gid}, &a);
+  int e = m->ov_->mknod(m->view_, path, typeOf(mode), mode & 07777, rdev, Caller{ctx->uid, ctx->gid}, &a);
   if (e) return (void)fuse_reply_err(req, e);
   m->replyEntry(req, parent, name, a);
 }
@@ -488,7 +493,7 @@ void LLMount::opMkdir(fuse_req_t req, fuse_ino_t parent, const char* name, mode_
   if (!m->childPath(parent, name, &path)) return (void)fuse_reply_err(req, ENOENT);
   const struct fuse_ctx* ctx = fuse_req_ctx(req);
   Attr a;
-  int e = m->ov_.mkdir(path, mode & 07777, Caller{ctx->uid, ctx->gid}, &a);
+  int e = m->ov_->mkdir(m->view_, path, mode & 07777, Caller{ctx->uid, ctx->gid}, &a);
   if (e) return (void)fuse_reply_err(req, e);
   m->replyEntry(req, parent, name, a);
 }
@@ -497,7 +502,7 @@ void LLMount::opUnlink(fuse_req_t req, fuse_ino_t parent, const char* name) {
   LLMount* m = self(req);
   std::string path;
   if (!m->childPath(parent, name, &path)) return (void)fuse_reply_err(req, ENOENT);
-  int e = m->ov_.unlink(path);
+  int e = m->ov_->unlink(m->view_, path);
   if (!e) m->unlinkName(parent, name);
   fuse_reply_err(req, e);
 }
@@ -506,7 +511,7 @@ void LLMount::opRmdir(fuse_req_t req, fuse_ino_t parent, const char* name) {
   LLMount* m = self(req);
   std::string path;
   if (!m->childPath(parent, name, &path)) return (void)fuse_reply_err(req, ENOENT);
-  int e = m->ov_.rmdir(path);
+  int e = m->ov_->rmdir(m->view_, path);
   if (!e) m->unlinkName(parent, name);
   fuse_reply_err(req, e);
 }
@@ -517,7 +522,7 @@ void LLMount::opSymlink(fuse_req_t req, const char* target, fuse_ino_t parent, c
   if (!m->childPath(parent, name, &path)) return (void)fuse_reply_err(req, ENOENT);
   const struct fuse_ctx* ctx = fuse_req_ctx(req);
   Attr a;
-  int e = m->ov_.symlink(target, path, Caller{ctx->uid, ctx->gid}, &a);
+  int e = m->ov_->symlink(m->view_, target, path, Caller{ctx->uid, ctx->gid}, &a);
   if (e) return (void)fuse_reply_err(req, e);
   m->replyEntry(req, parent, name, a);
 }
@@ -532,7 +537,7 @@ void LLMount::opRename(fuse_req_t req, fuse_ino_t parent, const char* name, fuse
   if (flags & RENAME_NOREPLACE) f |= kRenameNoReplace;
   if (flags & RENAME_EXCHANGE) f |= kRenameExchange;
   if (flags & ~(RENAME_NOREPLACE | RENAME_EXCHANGE)) return (void)fuse_reply_err(req, EINVAL);
-  int e = m->ov_.rename(from, to, f);
+  int e = m->ov_->rename(m->view_, from, to, f);
   if (!e && from != to) m->moveName(parent, name, newparent, newname, f & kRenameExchange);
   fuse_reply_err(req, e);
 }
@@ -543,7 +548,7 @@ void LLMount::opLink(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const
   if (!m->pathOf(ino, &from) || !m->childPath(newparent, newname, &to))
     return (void)fuse_reply_err(req, ENOENT);
   Attr a;
-  int e = m->ov_.link(from, to, &a);
+  int e = m->ov_->link(m->view_, from, to, &a);
   if (e) return (void)fuse_reply_err(req, e);
   m->replyEntry(req, newparent, newname, a);
 }
@@ -558,7 +563,7 @@ void LLMount::opOpen(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info* fi) 
   intent.append = (fi->flags & O_APPEND) != 0;
   Handle* h = nullptr;
   Attr a;
-  int e = m->ov_.open(path, intent, &h, &a);
+  int e = m->ov_->open(m->view_, path, intent, &h, &a);
   if (e) return (void)fuse_reply_err(req, e);
   fi->fh = reinterpret_cast<uint64_t>(h);
   // flush does nothing here, and a close() that waits for a FLUSH answer deadlocks a process
@@ -579,7 +584,7 @@ void LLMount::opOpen(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info* fi) 
   }
   if (fuse_reply_open(req, fi) == -ENOENT) {
     m->trackHandle(ino, h, false);
-    m->ov_.release(h);
+    m->ov_->release(h);
   }
 }
 
@@ -588,7 +593,7 @@ void LLMount::opRead(fuse_req_t req, fuse_ino_t, size_t size, off_t off,
   thread_local std::vector<char> buf;
   if (buf.size() < size) buf.resize(size);
   size_t got = 0;
-  int e = self(req)->ov_.read(reinterpret_cast<Handle*>(fi->fh), buf.data(), size,
+  int e = self(req)->ov_->read(reinterpret_cast<Handle*>(fi->fh), buf.data(), size,
                               static_cast<uint64_t>(off), &got);
   if (e) return (void)fuse_reply_err(req, e);
   fuse_reply_buf(req, buf.data(), got);
@@ -597,7 +602,7 @@ void LLMount::opRead(fuse_req_t req, fuse_ino_t, size_t size, off_t off,
 void LLMount::opWrite(fuse_req_t req, fuse_ino_t ino, const char* buf, size_t size, off_t off,
                       struct fuse_file_info* fi) {
   LLMount* m = self(req);
-  int e = m->ov_.write(reinterpret_cast<Handle*>(fi->fh), buf, size, static_cast<uint64_t>(off));
+  int e = m->ov_->write(reinterpret_cast<Handle*>(fi->fh), buf, size, static_cast<uint64_t>(off));
   if (e) return (void)fuse_reply_err(req, e);
   {
     // Our own write changed mtime; the next open must not take that for a change in A, but
@@ -617,7 +622,7 @@ void LLMount::opRelease(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info* f
   LLMount* m = self(req);
   Handle* h = reinterpret_cast<Handle*>(fi->fh);
   m->trackHandle(ino, h, false);
-  m->ov_.release(h);
+  m->ov_->release(h);
   fuse_reply_err(req, 0);
 }
 
@@ -631,7 +636,7 @@ void LLMount::opOpendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info* f
   std::string path;
   if (!m->pathOf(ino, &path)) return (void)fuse_reply_err(req, ENOENT);
   auto d = std::make_unique<DirHandle>();
-  int e = m->ov_.readdir(path, &d->entries);
+  int e = m->ov_->readdir(m->view_, path, &d->entries);
   if (e) return (void)fuse_reply_err(req, e);
   fi->fh = reinterpret_cast<uint64_t>(d.get());
   if (fuse_reply_open(req, fi) == 0) d.release();
@@ -672,7 +677,7 @@ void LLMount::opReleasedir(fuse_req_t req, fuse_ino_t, struct fuse_file_info* fi
 
 void LLMount::opStatfs(fuse_req_t req, fuse_ino_t) {
   FsStats s;
-  int e = self(req)->ov_.statfs(&s);
+  int e = self(req)->ov_->statfs(&s);
   if (e) return (void)fuse_reply_err(req, e);
   struct statvfs v;
   std::memset(&v, 0, sizeof v);
@@ -692,14 +697,14 @@ void LLMount::opSetxattr(fuse_req_t req, fuse_ino_t ino, const char* name, const
   LLMount* m = self(req);
   std::string path;
   if (!m->pathOf(ino, &path)) return (void)fuse_reply_err(req, ENOENT);
-  fuse_reply_err(req, m->ov_.setxattr(path, name, std::string(value, size), flags));
+  fuse_reply_err(req, m->ov_->setxattr(m->view_, path, name, std::string(value, size), flags));
 }
 
 void LLMount::opGetxattr(fuse_req_t req, fuse_ino_t ino, const char* name, size_t size) {
   LLMount* m = self(req);
   std::string path, value;
   if (!m->pathOf(ino, &path)) return (void)fuse_reply_err(req, ENOENT);
-  int e = m->ov_.getxattr(path, name, &value);
+  int e = m->ov_->getxattr(m->view_, path, name, &value);
   if (e) return (void)fuse_reply_err(req, e);
   if (size == 0) return (void)fuse_reply_xattr(req, value.size());
   if (value.size() > size) return (void)fuse_reply_err(req, ERANGE);
@@ -711,7 +716,7 @@ void LLMount::opListxattr(fuse_req_t req, fuse_ino_t ino, size_t size) {
   std::string path;
   if (!m->pathOf(ino, &path)) return (void)fuse_reply_err(req, ENOENT);
   std::vector<std::string> names;
-  int e = m->ov_.listxattr(path, &names);
+  int e = m->ov_->listxattr(m->view_, path, &names);
   if (e) return (void)fuse_reply_err(req, e);
   std::string all;
   for (auto& n : names) all.append(n).push_back('\0');
@@ -724,7 +729,7 @@ void LLMount::opRemovexattr(fuse_req_t req, fuse_ino_t ino, const char* name) {
   LLMount* m = self(req);
   std::string path;
   if (!m->pathOf(ino, &path)) return (void)fuse_reply_err(req, ENOENT);
-  fuse_reply_err(req, m->ov_.removexattr(path, name));
+  fuse_reply_err(req, m->ov_->removexattr(m->view_, path, name));
 }
 
 void LLMount::opCreate(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode,
@@ -739,7 +744,7 @@ void LLMount::opCreate(fuse_req_t req, fuse_ino_t parent, const char* name, mode
   intent.exclusive = (fi->flags & O_EXCL) != 0;
   Handle* h = nullptr;
   Attr a;
-  int e = m->ov_.create(path, mode & 07777, intent, Caller{ctx->uid, ctx->gid}, &h, &a);
+  int e = m->ov_->create(m->view_, path, mode & 07777, intent, Caller{ctx->uid, ctx->gid}, &h, &a);
   if (e) return (void)fuse_reply_err(req, e);
   fi->fh = reinterpret_cast<uint64_t>(h);
   fi->noflush = 1;
@@ -749,7 +754,7 @@ void LLMount::opCreate(fuse_req_t req, fuse_ino_t parent, const char* name, mode
   if (fuse_reply_create(req, &ep, fi) == -ENOENT) {
     m->trackHandle(ep.ino, h, false);
     m->forget(ep.ino, 1);
-    m->ov_.release(h);
+    m->ov_->release(h);
   }
 }
 
@@ -912,6 +917,54 @@ void LLMount::invalidatePaths(const std::vector<std::string>& paths) {
   for (uint64_t id : inodes) fuse_lowlevel_notify_inval_inode(se_, id, 0, 0);
 }
 
+namespace {
+// FUSE_NOTIFY_INC_EPOCH (kernel protocol 7.44): one message that makes every name the kernel
+// has cached, including negative entries, invalid at its next use. libfuse 3.14 has no call for
+// it, so it is written to /dev/fuse by hand: a bare fuse_out_header with unique 0 and the
+// notification code in `error`.
+constexpr int32_t kNotifyIncEpoch = 8;
+struct NotifyHeader {
+  uint32_t len;
+  int32_t error;
+  uint64_t unique;
+};
+}  // namespace
+
+void LLMount::invalidateForSwitch(const std::vector<std::string>& paths) {
+  if (!mounted_.load() || !se_) return;
+  if (opts_.useEpoch) {
+    NotifyHeader h{sizeof(NotifyHeader), kNotifyIncEpoch, 0};
+    ssize_t n = ::write(fuse_session_fd(se_), &h, sizeof h);
+    epochWorks_ = n == static_cast<ssize_t>(sizeof h);
+  }
+  if (!epochWorks_.load()) {
+    invalidatePaths(paths);
+    return;
+  }
+  // Names are handled by the epoch; attributes and cached pages of the objects the kernel
+  // holds at the paths that differ still have to go.
+  std::vector<uint64_t> inodes;
+  {
+    std::lock_guard lock(tmu_);
+    for (const std::string& p : paths) {
+      uint64_t id = FUSE_ROOT_ID;
+      for (auto c : components(p)) {
+        inodes.push_back(id);
+        auto it = byName_.find(key(id, std::string(c)));
+        if (it == byName_.end()) {
+          id = 0;
+          break;
+        }
+        id = it->second;
+      }
+      if (id) inodes.push_back(id);
+    }
+  }
+  std::sort(inodes.begin(), inodes.end());
+  inodes.erase(std::unique(inodes.begin(), inodes.end()), inodes.end());
+  for (uint64_t id : inodes) fuse_lowlevel_notify_inval_inode(se_, id, 0, 0);
+}
+
 void LLMount::invalidateAll() {
   if (!mounted_.load() || !se_) return;
   std::vector<std::pair<uint64_t, std::string>> entries;
@@ -928,15 +981,11 @@ void LLMount::invalidateAll() {
   for (uint64_t id : inodes) fuse_lowlevel_notify_inval_inode(se_, id, 0, 0);
 }
 
-std::unique_ptr<MountBackend> mountFuseLL(const std::string& lower, const std::string& mountPoint,
+std::unique_ptr<MountBackend> mountFuseLL(std::shared_ptr<Overlay> overlay, Layer* view,
+                                          const std::string& lower, const std::string& mountPoint,
                                           const MountOptions& opts, int* err,
                                           std::string* message) {
-  auto lowerFs = openPosixLower(lower, err);
-  if (!lowerFs) {
-    *message = "cannot open the folder " + lower + ": " + std::strerror(*err);
-    return nullptr;
-  }
-  auto m = std::make_unique<LLMount>(std::move(lowerFs), lower, mountPoint, opts);
+  auto m = std::make_unique<LLMount>(std::move(overlay), view, lower, mountPoint, opts);
   if (m->start(err, message) != 0) return nullptr;
   return m;
 }

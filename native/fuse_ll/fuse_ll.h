@@ -9,9 +9,11 @@
 
 namespace shadowfs {
 
-// Mounts `lower` at `mountPoint`. On failure returns null with an errno in *err and a sentence
-// in *message.
-std::unique_ptr<MountBackend> mountFuseLL(const std::string& lower, const std::string& mountPoint,
+// Mounts `overlay` at `mountPoint`, showing `view` (a pinned layer, released when the mount
+// ends) or, when null, whatever layer is active. `lower` names the folder in the mount table.
+// On failure returns null with an errno in *err and a sentence in *message.
+std::unique_ptr<MountBackend> mountFuseLL(std::shared_ptr<Overlay> overlay, Layer* view,
+                                          const std::string& lower, const std::string& mountPoint,
                                           const MountOptions& opts, int* err,
                                           std::string* message);
 

@@ -1,0 +1,171 @@
+// Time-slicing: runs jobs of different agents one at a time on one shared mount, switching the
+// active layer before each job. Agents are served round robin, so an agent that floods the
+// queue cannot starve another; a job that times out or is aborted releases the shadow at once
+// (its AbortSignal tells it to stop touching the files).
+import { ShadowError } from './errors';
+
+export interface JobOptions {
+  /** Milliseconds the job may run once it has the shadow (default: no limit). */
+  timeout?: number;
+  /** Cancels the job, whether it is still queued or already running. */
+  signal?: AbortSignal;
+}
+
+export interface AgentQueueStats {
+  queued: number;
+  runs: number;
+  timeouts: number;
+  aborts: number;
+  totalWaitMs: number;
+  totalRunMs: number;
+  lastWaitMs?: number;
+  lastRunMs?: number;
+}
+
+export interface SchedulerStats {
+  running: string | null;
+  queued: number;
+  agents: Record<string, AgentQueueStats>;
+}
+
+interface Pending {
+  agent: string;
+  start: (signal: AbortSignal) => Promise<void>;
+  reject: (err: unknown) => void;
+  enqueuedAt: number;
+  timeout?: number;
+  signal?: AbortSignal;
+  onAbort?: () => void;
+}
+
+export class LayerScheduler {
+  private readonly queues = new Map<string, Pending[]>();
+  /** Agents with queued jobs, in service order; the head is served next. */
+  private readonly ring: string[] = [];
+  private running: string | null = null;
+  private readonly stats = new Map<string, AgentQueueStats>();
+
+  constructor(private readonly activate: (agent: string) => Promise<void>) {}
+
+  run<T>(agent: string, job: (signal: AbortSignal) => Promise<T>, options: JobOptions = {}): Promise<T> {
+    const { timeout, signal } = options;
+    if (timeout !== undefined && !(typeof timeout === 'number' && timeout > 0)) {
+      return Promise.reject(new ShadowError('INVALID_PATH', `timeout must be a positive number of milliseconds, got ${String(timeout)}`));
+    }
+    if (signal?.aborted) return Promise.reject(new ShadowError('ABORTED', `the job of agent ${agent} was cancelled before it started`));
+    return new Promise<T>((resolve, reject) => {
+      const st = this.agentStats(agent);
+      const pending: Pending = {
+        agent,
+        reject,
+        enqueuedAt: Date.now(),
+        timeout,
+        signal,
+        start: async (jobSignal) => {
+          resolve(await job(jobSignal));
+        },
+      };
+      if (signal) {
+        pending.onAbort = () => {
+          if (this.dequeue(pending)) {
+            st.aborts++;
+            reject(new ShadowError('ABORTED', `the job of agent ${agent} was cancelled while it waited for the shadow`));
+          }
+        };
+        signal.addEventListener('abort', pending.onAbort, { once: true });
+      }
+      const q = this.queues.get(agent) ?? [];
+      q.push(pending);
+      this.queues.set(agent, q);
+      st.queued++;
+      if (q.length === 1) this.ring.push(agent);
+      void this.pump();
+    });
+  }
+
+  snapshot(): SchedulerStats {
+    const agents: Record<string, AgentQueueStats> = {};
+    let queued = 0;
+    for (const [a, s] of this.stats) {
+      agents[a] = { ...s };
+      queued += s.queued;
+    }
+    return { running: this.running, queued, agents };
+  }
+
+  private agentStats(agent: string): AgentQueueStats {
+    let s = this.stats.get(agent);
+    if (!s) {
+      s = { queued: 0, runs: 0, timeouts: 0, aborts: 0, totalWaitMs: 0, totalRunMs: 0 };
+      this.stats.set(agent, s);
+    }
+    return s;
+  }
+
+  private dequeue(p: Pending): boolean {
+    const q = this.queues.get(p.agent);
+    const i = q ? q.indexOf(p) : -1;
+    if (!q || i < 0) return false;
+    q.splice(i, 1);
+    this.agentStats(p.agent).queued--;
+    if (q.length === 0) {
+      this.queues.delete(p.agent);
+      const r = this.ring.indexOf(p.agent);
+      if (r >= 0) this.ring.splice(r, 1);
+    }
+    return true;
+  }
+
+  private async pump(): Promise<void> {
+    if (this.running !== null || this.ring.length === 0) return;
+    // Round robin: take the head agent's oldest job, then move the agent to the back.
+    const agent = this.ring[0];
+    const p = this.queues.get(agent)![0];
+    this.dequeue(p);
+    if (this.queues.has(agent)) this.ring.push(this.ring.splice(this.ring.indexOf(agent), 1)[0]);
+    if (p.onAbort) p.signal?.removeEventListener('abort', p.onAbort);
+    this.running = agent;
+    const st = this.agentStats(agent);
+    const wait = Date.now() - p.enqueuedAt;
+    st.lastWaitMs = wait;
+    st.totalWaitMs += wait;
+    const started = Date.now();
+    const controller = new AbortController();
+    let timer: NodeJS.Timeout | undefined;
+    let onRunAbort: (() => void) | undefined;
+    const stop = new Promise<never>((_, reject) => {
+      const limit = p.timeout;
+      if (limit !== undefined) {
+        timer = setTimeout(() => {
+          st.timeouts++;
+          controller.abort(new ShadowError('TIMEOUT', `the job of agent ${agent} ran longer than ${limit} ms`));
+          reject(new ShadowError('TIMEOUT', `the job of agent ${agent} ran longer than ${limit} ms; the shadow was released`));
+        }, limit);
+      }
+      if (p.signal) {
+        onRunAbort = (): void => {
+          st.aborts++;
+          controller.abort(p.signal?.reason);
+          reject(new ShadowError('ABORTED', `the job of agent ${agent} was cancelled; the shadow was released`));
+        };
+        if (p.signal.aborted) onRunAbort();
+        else p.signal.addEventListener('abort', onRunAbort, { once: true });
+      }
+    });
+    stop.catch(() => undefined);
+    try {
+      await Promise.race([this.activate(agent).then(() => p.start(controller.signal)), stop]);
+    } catch (err) {
+      p.reject(err);
+    } finally {
+      clearTimeout(timer);
+      if (onRunAbort) p.signal?.removeEventListener('abort', onRunAbort);
+      const ran = Date.now() - started;
+      st.runs++;
+      st.lastRunMs = ran;
+      st.totalRunMs += ran;
+      this.running = null;
+      void this.pump();
+    }
+  }
+}
