@@ -30,7 +30,8 @@ export interface SchedulerStats {
 
 interface Pending {
   agent: string;
-  start: (signal: AbortSignal) => Promise<void>;
+  job: (signal: AbortSignal) => Promise<unknown>;
+  resolve: (value: unknown) => void;
   reject: (err: unknown) => void;
   enqueuedAt: number;
   timeout?: number;
@@ -57,13 +58,12 @@ export class LayerScheduler {
       const st = this.agentStats(agent);
       const pending: Pending = {
         agent,
+        job,
+        resolve: resolve as (value: unknown) => void,
         reject,
         enqueuedAt: Date.now(),
         timeout,
         signal,
-        start: async (jobSignal) => {
-          resolve(await job(jobSignal));
-        },
       };
       if (signal) {
         pending.onAbort = () => {
@@ -138,34 +138,38 @@ export class LayerScheduler {
       if (limit !== undefined) {
         timer = setTimeout(() => {
           st.timeouts++;
-          controller.abort(new ShadowError('TIMEOUT', `the job of agent ${agent} ran longer than ${limit} ms`));
+          // Settle first: the job may resolve as soon as it hears the abort.
           reject(new ShadowError('TIMEOUT', `the job of agent ${agent} ran longer than ${limit} ms; the shadow was released`));
+          controller.abort(new ShadowError('TIMEOUT', `the job of agent ${agent} ran longer than ${limit} ms`));
         }, limit);
       }
       if (p.signal) {
         onRunAbort = (): void => {
           st.aborts++;
-          controller.abort(p.signal?.reason);
           reject(new ShadowError('ABORTED', `the job of agent ${agent} was cancelled; the shadow was released`));
+          controller.abort(p.signal?.reason);
         };
         if (p.signal.aborted) onRunAbort();
         else p.signal.addEventListener('abort', onRunAbort, { once: true });
       }
     });
     stop.catch(() => undefined);
+    let outcome: { ok: true; value: unknown } | { ok: false; error: unknown };
     try {
-      await Promise.race([this.activate(agent).then(() => p.start(controller.signal)), stop]);
-    } catch (err) {
-      p.reject(err);
-    } finally {
-      clearTimeout(timer);
-      if (onRunAbort) p.signal?.removeEventListener('abort', onRunAbort);
-      const ran = Date.now() - started;
-      st.runs++;
-      st.lastRunMs = ran;
-      st.totalRunMs += ran;
-      this.running = null;
-      void this.pump();
+      outcome = { ok: true, value: await Promise.race([this.activate(agent).then(() => p.job(controller.signal)), stop]) };
+    } catch (error) {
+      outcome = { ok: false, error };
     }
+    clearTimeout(timer);
+    if (onRunAbort) p.signal?.removeEventListener('abort', onRunAbort);
+    const ran = Date.now() - started;
+    st.runs++;
+    st.lastRunMs = ran;
+    st.totalRunMs += ran;
+    this.running = null;
+    // Bookkeeping is done before the caller hears back, so stats read then are complete.
+    if (outcome.ok) p.resolve(outcome.value);
+    else p.reject(outcome.error);
+    void this.pump();
   }
 }

@@ -101,7 +101,10 @@ const AGENT_MAX = 128;
 
 function checkAgent(agentId: unknown): string {
   if (typeof agentId !== 'string' || agentId === '' || Buffer.byteLength(agentId) > AGENT_MAX || /[/\0]/.test(agentId)) {
-    throw new ShadowError('INVALID_AGENT', `agent id must be a non-empty string of at most ${AGENT_MAX} bytes without "/" or NUL, got ${JSON.stringify(agentId)}`);
+    throw new ShadowError(
+      'INVALID_AGENT',
+      `agent id must be a non-empty string of at most ${AGENT_MAX} bytes without "/" or NUL, got ${JSON.stringify(agentId)}`,
+    );
   }
   return agentId;
 }
@@ -113,7 +116,8 @@ function toBuffer(data: string | Uint8Array): Buffer {
 }
 
 function checkMode(mode: number): number {
-  if (!Number.isInteger(mode) || mode < 0 || mode > 0o7777) throw new ShadowError('INVALID_PATH', `mode must be an integer permission mask, got ${mode}`);
+  if (!Number.isInteger(mode) || mode < 0 || mode > 0o7777)
+    throw new ShadowError('INVALID_PATH', `mode must be an integer permission mask, got ${mode}`);
   return mode;
 }
 
@@ -223,12 +227,17 @@ export class Shadow {
 
   /** @internal runs a native call, mapping its errors to ShadowErrors. */
   call<T>(what: string, fn: (n: NativeShadow) => T, mountPoint = this.mountPoint): T {
-    if (!this.native || !this.native.mounted) throw new ShadowError('NOT_MOUNTED', `the shadow at ${this.mountPoint} is not mounted any more`);
+    if (!this.native || !this.native.mounted)
+      throw new ShadowError('NOT_MOUNTED', `the shadow at ${this.mountPoint} is not mounted any more`);
     try {
       return fn(this.native);
     } catch (err) {
       if ((err as { code?: string }).code === 'EBUSY') {
-        throw new ShadowError('MOUNT_BUSY', `${mountPoint} is in use (a shell or program has it open; see "fuser -vm ${mountPoint}"); close them, or unmount lazily with { lazy: true } / --lazy`, { cause: err });
+        throw new ShadowError(
+          'MOUNT_BUSY',
+          `${mountPoint} is in use (a shell or program has it open; see "fuser -vm ${mountPoint}"); close them, or unmount lazily with { lazy: true } / --lazy`,
+          { cause: err },
+        );
       }
       throw fromNative(err, what);
     }
@@ -258,7 +267,11 @@ export class Shadow {
       this.call(`drop layer ${id}`, (n) => n.dropLayer(id));
     } catch (err) {
       if (err instanceof ShadowError && err.code === 'MOUNT_BUSY') {
-        throw new ShadowError('LAYER_BUSY', `the layer of ${id} is active or has a view open; activate another layer or close its view first`, { cause: err });
+        throw new ShadowError(
+          'LAYER_BUSY',
+          `the layer of ${id} is active or has a view open; activate another layer or close its view first`,
+          { cause: err },
+        );
       }
       throw err;
     }
@@ -278,7 +291,8 @@ export class Shadow {
 
   private activeLayer(): Layer {
     const a = this.call('find the active layer', (n) => n.active);
-    if (a === null) throw new ShadowError('NO_ACTIVE_LAYER', 'no layer is active on this shadow; activate one with shadow.activate(agentId)');
+    if (a === null)
+      throw new ShadowError('NO_ACTIVE_LAYER', 'no layer is active on this shadow; activate one with shadow.activate(agentId)');
     return this.layers.get(a) ?? new Layer(this, a);
   }
 
@@ -359,7 +373,11 @@ export class Shadow {
       native.unmount(options.lazy === true);
     } catch (err) {
       if ((err as { code?: string }).code === 'EBUSY') {
-        throw new ShadowError('MOUNT_BUSY', `the shadow at ${this.mountPoint} (or one of its views) is in use (a shell or program has it open; see "fuser -vm ${this.mountPoint}"); close them, or unmount lazily with { lazy: true } / --lazy`, { cause: err });
+        throw new ShadowError(
+          'MOUNT_BUSY',
+          `the shadow at ${this.mountPoint} (or one of its views) is in use (a shell or program has it open; see "fuser -vm ${this.mountPoint}"); close them, or unmount lazily with { lazy: true } / --lazy`,
+          { cause: err },
+        );
       }
       throw fromNative(err, `unmount ${this.mountPoint}`);
     }
@@ -402,7 +420,10 @@ export async function mount(lowerDir: string, options: MountOptions = {}): Promi
       }
     }
     const e = err as { errno?: number; message?: string };
-    throw new ShadowError('MOUNT_FAILED', `cannot mount a shadow of ${lower} at ${mountPoint}: ${e.message ?? String(err)}`, { errno: e.errno, cause: err });
+    throw new ShadowError('MOUNT_FAILED', `cannot mount a shadow of ${lower} at ${mountPoint}: ${e.message ?? String(err)}`, {
+      errno: e.errno,
+      cause: err,
+    });
   }
   const shadow = new Shadow(native, lower, mountPoint, created);
   if (layer !== null) {

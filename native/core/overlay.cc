@@ -415,9 +415,11 @@ int Overlay::mergedList(const Res& r, std::vector<DirEntry>* out) {
 // ---------------------------------------------------------------------------------------------
 // File-system operations
 
-int Overlay::getattr(Layer* view, const std::string& path, Attr* out) {
+int Overlay::getattr(Layer* view, const std::string& path, Attr* out,
+                     std::shared_ptr<Layer>* used) {
   std::shared_lock lock(mu_);
   Layer& L = *pick(view);
+  if (used) *used = L.shared_from_this();
   Res r;
   int e = resolve(L, path, &r);
   if (e) return e;
@@ -806,9 +808,17 @@ int Overlay::write(Handle* h, const char* buf, size_t size, uint64_t off) {
 
 int Overlay::fgetattr(Handle* h, Attr* out) {
   std::shared_lock lock(mu_);
-  if (!h->inode) return h->lower >= 0 ? lower_->fstat(h->lower, out) : ENOENT;
+  std::shared_ptr<Inode> in = h->inode;
+  if (!in) {
+    // A file of A opened for reading: once its layer copied it up, the copy is what it shows.
+    if (auto layer = h->layer.lock(); layer && !layer->copied.empty()) {
+      auto it = layer->copied.find(h->lowerIno);
+      if (it != layer->copied.end()) in = it->second.lock();
+    }
+  }
+  if (!in) return h->lower >= 0 ? lower_->fstat(h->lower, out) : ENOENT;
   Node tmp;
-  tmp.inode = h->inode;
+  tmp.inode = in;
   nodeAttr(&tmp, false, std::string(), out);
   return 0;
 }
@@ -972,7 +982,7 @@ int Overlay::activate(const std::string& name, std::vector<std::string>* changed
   std::shared_ptr<Layer> next;
   if (!name.empty()) {
     auto it = layers_.find(name);
-    if (it == layers_.end()) return ENOENT;
+    if (it == layers_.end()) return ENXIO;
     next = it->second;
   }
   if (next == active_) return 0;
@@ -980,6 +990,11 @@ int Overlay::activate(const std::string& name, std::vector<std::string>* changed
   if (next) layerPaths(*next, changed);
   active_ = std::move(next);
   return 0;
+}
+
+std::shared_ptr<Layer> Overlay::current(Layer* view) {
+  std::shared_lock lock(mu_);
+  return pick(view)->shared_from_this();
 }
 
 std::string Overlay::activeLayer() {

@@ -69,7 +69,10 @@ class Overlay {
   Overlay& operator=(const Overlay&) = delete;
 
   // --- File-system operations (backend threads). Paths are normalised, "" is the root. ---
-  int getattr(Layer* view, const std::string& path, Attr* out);
+  // `used`, when given, receives the layer the answer came from (for views of the active layer
+  // the backend remembers it, see fuse_ll's node table).
+  int getattr(Layer* view, const std::string& path, Attr* out,
+              std::shared_ptr<Layer>* used = nullptr);
   int readdir(Layer* view, const std::string& path, std::vector<DirEntry>* out);
   int readlink(Layer* view, const std::string& path, std::string* out);
   int mknod(Layer* view, const std::string& path, FileType type, uint32_t perm, uint64_t rdev,
@@ -111,6 +114,8 @@ class Overlay {
   // invalidation. ENOENT if unknown.
   int activate(const std::string& name, std::vector<std::string>* changed);
   std::string activeLayer();
+  // The layer a call with `view` would see now (null: none active).
+  std::shared_ptr<Layer> current(Layer* view);
   // A view's hold on a layer; the pointer stays valid until unpin(). Null if unknown.
   Layer* pin(const std::string& name);
   void unpin(Layer* layer);

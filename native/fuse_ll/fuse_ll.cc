@@ -82,7 +82,11 @@ struct FName {
 };
 
 struct FNode {
-  std::vector<FName> names;  // empty once every name was unlinked or replaced
+  // Empty once every name was unlinked. A node whose name now stands for another object (after
+  // a layer switch or an edit in A) keeps its names, so requests still on their way for it can
+  // find it, but byName no longer leads to it.
+  std::vector<FName> names;
+  std::weak_ptr<Layer> seenIn;  // the layer it was last looked up in (shared mount only)
   uint64_t nlookup = 0;
   FileType type = FileType::Regular;
   uint64_t ino = 0;     // the overlay's inode number
@@ -177,17 +181,26 @@ class LLMount final : public MountBackend {
     k += name;
     return k;
   }
-  bool pathOf(uint64_t id, std::string* out);
-  bool childPath(uint64_t parent, const char* name, std::string* out);
+  int pathOf(uint64_t id, std::string* out);
+  int childPath(uint64_t parent, const char* name, std::string* out);
   uint64_t remember(uint64_t parent, const std::string& name, FileType type, uint64_t ino,
-                    uint32_t nlink);
+                    uint32_t nlink, const std::shared_ptr<Layer>& seenIn);
+  uint64_t rememberLocked(uint64_t parent, const std::string& name, FileType type, uint64_t ino,
+                          uint32_t nlink);
+  // The layer to serve node `id` from: the active one while it still holds the object the kernel
+  // knows (inode `ino`), else the layer the node was looked up in, if that one still holds it.
+  // Requests that looked a node up before a switch and reach us after it are served from the
+  // object they saw, never from a mix. Null if neither holds it (the caller answers ESTALE).
+  std::shared_ptr<Layer> layerFor(uint64_t id, const std::string& path);
   void dropNameLocked(uint64_t id, uint64_t parent, const std::string& name);
   void trackHandle(uint64_t id, Handle* h, bool add);
+  Handle* anyHandle(uint64_t id);
   void forget(uint64_t id, uint64_t n);
   void unlinkName(uint64_t parent, const std::string& name);
   void moveName(uint64_t parent, const std::string& name, uint64_t newparent,
                 const std::string& newname, bool exchange);
-  void replyEntry(fuse_req_t req, uint64_t parent, const std::string& name, const Attr& a);
+  void replyEntry(fuse_req_t req, uint64_t parent, const std::string& name, const Attr& a,
+                  const std::shared_ptr<Layer>& seenIn);
   void fillEntry(struct fuse_entry_param* e, uint64_t id, const Attr& a);
 
   std::shared_ptr<Overlay> ov_;
@@ -212,13 +225,16 @@ class LLMount final : public MountBackend {
   uint64_t nextId_ = FUSE_ROOT_ID + 1;  // never reused, so generation can stay 0
 };
 
-bool LLMount::pathOf(uint64_t id, std::string* out) {
+// 0, ENOENT (the object was removed), or ESTALE (its name now belongs to another object: the
+// kernel then looks the path up again).
+int LLMount::pathOf(uint64_t id, std::string* out) {
   std::lock_guard lock(tmu_);
   const std::string* parts[4096];
   size_t n = 0;
   while (id != FUSE_ROOT_ID) {
     auto it = nodes_.find(id);
-    if (it == nodes_.end() || it->second->names.empty() || n == 4096) return false;
+    if (it == nodes_.end() || n == 4096) return ENOENT;
+    if (it->second->names.empty()) return ENOENT;
     parts[n++] = &it->second->names.front().name;
     id = it->second->names.front().parent;
   }
@@ -227,19 +243,26 @@ bool LLMount::pathOf(uint64_t id, std::string* out) {
     if (!out->empty()) out->push_back('/');
     out->append(*parts[--n]);
   }
-  return true;
+  return 0;
 }
 
-bool LLMount::childPath(uint64_t parent, const char* name, std::string* out) {
+int LLMount::childPath(uint64_t parent, const char* name, std::string* out) {
   std::string dir;
-  if (!pathOf(parent, &dir)) return false;
+  if (int e = pathOf(parent, &dir)) return e;
   *out = joinPath(dir, name);
-  return true;
+  return 0;
 }
 
 uint64_t LLMount::remember(uint64_t parent, const std::string& name, FileType type,
-                           uint64_t ino, uint32_t nlink) {
+                           uint64_t ino, uint32_t nlink, const std::shared_ptr<Layer>& seenIn) {
   std::lock_guard lock(tmu_);
+  uint64_t id = rememberLocked(parent, name, type, ino, nlink);
+  if (!view_) nodes_[id]->seenIn = seenIn;
+  return id;
+}
+
+uint64_t LLMount::rememberLocked(uint64_t parent, const std::string& name, FileType type,
+                                 uint64_t ino, uint32_t nlink) {
   std::string k = key(parent, name);
   auto it = byName_.find(k);
   if (it != byName_.end()) {
@@ -248,9 +271,9 @@ uint64_t LLMount::remember(uint64_t parent, const std::string& name, FileType ty
       n->nlookup++;
       return it->second;
     }
-    // The name now stands for another object: detach it from the old node so the kernel
-    // does not mix the two.
-    dropNameLocked(it->second, parent, name);
+    // The name now stands for another object: new lookups get a new node so the kernel does
+    // not mix the two; the old node keeps its names for requests already on their way.
+    byName_.erase(it);
   }
   // Another name of an object the kernel already knows (a hard link): same node. Only for
   // objects that do have several links, so two files of A that merely share an inode number
@@ -335,6 +358,34 @@ void LLMount::moveName(uint64_t parent, const std::string& name, uint64_t newpar
   }
 }
 
+std::shared_ptr<Layer> LLMount::layerFor(uint64_t id, const std::string& path) {
+  std::shared_ptr<Layer> active = ov_->current(view_);
+  if (id == FUSE_ROOT_ID || view_) return active;
+  uint64_t ino;
+  std::shared_ptr<Layer> seen;
+  {
+    std::lock_guard lock(tmu_);
+    auto it = nodes_.find(id);
+    if (it == nodes_.end()) return active;
+    ino = it->second->ino;
+    seen = it->second->seenIn.lock();
+  }
+  // Looked up in the layer that is still active: the usual case, no extra work.
+  if (seen == active) return active;
+  Attr a;
+  if (ov_->getattr(active.get(), path, &a) == 0 && a.ino == ino) return active;
+  if (seen && seen != active && ov_->getattr(seen.get(), path, &a) == 0 && a.ino == ino)
+    return seen;
+  return nullptr;
+}
+
+Handle* LLMount::anyHandle(uint64_t id) {
+  std::lock_guard lock(tmu_);
+  auto it = nodes_.find(id);
+  if (it == nodes_.end() || it->second->handles.empty()) return nullptr;
+  return it->second->handles.front();
+}
+
 void LLMount::trackHandle(uint64_t id, Handle* h, bool add) {
   std::lock_guard lock(tmu_);
   auto it = nodes_.find(id);
@@ -361,9 +412,10 @@ void LLMount::fillEntry(struct fuse_entry_param* e, uint64_t id, const Attr& a) 
   e->entry_timeout = opts_.entryTimeout;
 }
 
-void LLMount::replyEntry(fuse_req_t req, uint64_t parent, const std::string& name, const Attr& a) {
+void LLMount::replyEntry(fuse_req_t req, uint64_t parent, const std::string& name, const Attr& a,
+                         const std::shared_ptr<Layer>& seenIn) {
   struct fuse_entry_param e;
-  fillEntry(&e, remember(parent, name, a.type, a.ino, a.nlink), a);
+  fillEntry(&e, remember(parent, name, a.type, a.ino, a.nlink, seenIn), a);
   if (fuse_reply_entry(req, &e) == -ENOENT) {
     // The request was interrupted: the kernel did not take the reference.
     forget(e.ino, 1);
@@ -389,9 +441,10 @@ void LLMount::opLookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
   LLMount* m = self(req);
   if (std::strlen(name) > kNameMax) return (void)fuse_reply_err(req, ENAMETOOLONG);
   std::string path;
-  if (!m->childPath(parent, name, &path)) return (void)fuse_reply_err(req, ENOENT);
+  if (int pe = m->childPath(parent, name, &path)) return (void)fuse_reply_err(req, pe);
   Attr a;
-  int e = m->ov_->getattr(m->view_, path, &a);
+  std::shared_ptr<Layer> used;
+  int e = m->ov_->getattr(m->view_, path, &a, &used);
   if (e == ENOENT && m->opts_.negativeTimeout > 0) {
     struct fuse_entry_param ep;
     std::memset(&ep, 0, sizeof ep);
@@ -399,7 +452,7 @@ void LLMount::opLookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
     return (void)fuse_reply_entry(req, &ep);
   }
   if (e) return (void)fuse_reply_err(req, e);
-  m->replyEntry(req, parent, name, a);
+  m->replyEntry(req, parent, name, a, used);
 }
 
 void LLMount::opForget(fuse_req_t req, fuse_ino_t ino, uint64_t n) {
@@ -416,23 +469,23 @@ void LLMount::opForgetMulti(fuse_req_t req, size_t count, struct fuse_forget_dat
 void LLMount::opGetattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info* fi) {
   LLMount* m = self(req);
   Attr a;
-  int e = ENOENT;
   Handle* h = fi && fi->fh ? reinterpret_cast<Handle*>(fi->fh) : nullptr;
-  std::string path;
-  if (!h && !m->pathOf(ino, &path)) {
-    // Unlinked but still open (fstat on the fd): answer from one of its open handles.
-    std::lock_guard lock(m->tmu_);
-    auto it = m->nodes_.find(ino);
-    if (it != m->nodes_.end() && !it->second->handles.empty()) h = it->second->handles.front();
-  } else if (!h) {
-    e = m->ov_->getattr(m->view_, path, &a);
-    if (e) return (void)fuse_reply_err(req, e);
+  if (h && m->ov_->fgetattr(h, &a) == 0) {
+    struct stat st;
+    toStat(a, &st);
+    return (void)fuse_reply_attr(req, &st, m->opts_.attrTimeout);
   }
-  if (h) {
-    e = m->ov_->fgetattr(h, &a);
-    if (e) return (void)fuse_reply_err(req, e);
-  } else if (path.empty() && ino != FUSE_ROOT_ID) {
-    return (void)fuse_reply_err(req, ENOENT);
+  std::string path;
+  int e = m->pathOf(ino, &path);
+  std::shared_ptr<Layer> layer;
+  if (!e) {
+    layer = m->layerFor(ino, path);
+    e = layer ? m->ov_->getattr(layer.get(), path, &a) : ESTALE;
+  }
+  if (e) {
+    // Unlinked but still open (fstat on the fd): answer from one of its open handles.
+    h = m->anyHandle(ino);
+    if (!h || m->ov_->fgetattr(h, &a) != 0) return (void)fuse_reply_err(req, e);
   }
   struct stat st;
   toStat(a, &st);
@@ -444,7 +497,13 @@ void LLMount::opSetattr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int t
   LLMount* m = self(req);
   Handle* h = fi && fi->fh ? reinterpret_cast<Handle*>(fi->fh) : nullptr;
   std::string path;
-  if (!m->pathOf(ino, &path) && !(h && h->inode)) return (void)fuse_reply_err(req, ENOENT);
+  int pe = m->pathOf(ino, &path);
+  if (pe && !(h && h->inode)) return (void)fuse_reply_err(req, pe);
+  std::shared_ptr<Layer> layer;
+  if (!pe && !(h && h->inode)) {
+    layer = m->layerFor(ino, path);
+    if (!layer) return (void)fuse_reply_err(req, ESTALE);
+  }
   uint32_t mask = 0;
   Attr v;
   if (toSet & FUSE_SET_ATTR_MODE) mask |= kSetMode, v.perm = attr->st_mode & 07777;
@@ -459,7 +518,7 @@ void LLMount::opSetattr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int t
     mask |= kSetMtime, v.mtime = {attr->st_mtim.tv_sec, attr->st_mtim.tv_nsec};
   if (toSet & FUSE_SET_ATTR_CTIME) mask |= kSetCtime, v.ctime = {attr->st_ctim.tv_sec, attr->st_ctim.tv_nsec};
   Attr out;
-  int e = m->ov_->setattr(m->view_, path, h, mask, v, &out);
+  int e = m->ov_->setattr(layer ? layer.get() : m->view_, path, h, mask, v, &out);
   if (e) return (void)fuse_reply_err(req, e);
   struct stat st;
   toStat(out, &st);
@@ -469,7 +528,7 @@ void LLMount::opSetattr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int t
 void LLMount::opReadlink(fuse_req_t req, fuse_ino_t ino) {
   LLMount* m = self(req);
   std::string path, target;
-  if (!m->pathOf(ino, &path)) return (void)fuse_reply_err(req, ENOENT);
+  if (int pe = m->pathOf(ino, &path)) return (void)fuse_reply_err(req, pe);
   int e = m->ov_->readlink(m->view_, path, &target);
   if (e) return (void)fuse_reply_err(req, e);
   fuse_reply_readlink(req, target.c_str());
@@ -479,29 +538,29 @@ void LLMount::opMknod(fuse_req_t req, fuse_ino_t parent, const char* name, mode_
                       dev_t rdev) {
   LLMount* m = self(req);
   std::string path;
-  if (!m->childPath(parent, name, &path)) return (void)fuse_reply_err(req, ENOENT);
+  if (int pe = m->childPath(parent, name, &path)) return (void)fuse_reply_err(req, pe);
   const struct fuse_ctx* ctx = fuse_req_ctx(req);
   Attr a;
   int e = m->ov_->mknod(m->view_, path, typeOf(mode), mode & 07777, rdev, Caller{ctx->uid, ctx->gid}, &a);
   if (e) return (void)fuse_reply_err(req, e);
-  m->replyEntry(req, parent, name, a);
+  m->replyEntry(req, parent, name, a, m->ov_->current(m->view_));
 }
 
 void LLMount::opMkdir(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode) {
   LLMount* m = self(req);
   std::string path;
-  if (!m->childPath(parent, name, &path)) return (void)fuse_reply_err(req, ENOENT);
+  if (int pe = m->childPath(parent, name, &path)) return (void)fuse_reply_err(req, pe);
   const struct fuse_ctx* ctx = fuse_req_ctx(req);
   Attr a;
   int e = m->ov_->mkdir(m->view_, path, mode & 07777, Caller{ctx->uid, ctx->gid}, &a);
   if (e) return (void)fuse_reply_err(req, e);
-  m->replyEntry(req, parent, name, a);
+  m->replyEntry(req, parent, name, a, m->ov_->current(m->view_));
 }
 
 void LLMount::opUnlink(fuse_req_t req, fuse_ino_t parent, const char* name) {
   LLMount* m = self(req);
   std::string path;
-  if (!m->childPath(parent, name, &path)) return (void)fuse_reply_err(req, ENOENT);
+  if (int pe = m->childPath(parent, name, &path)) return (void)fuse_reply_err(req, pe);
   int e = m->ov_->unlink(m->view_, path);
   if (!e) m->unlinkName(parent, name);
   fuse_reply_err(req, e);
@@ -510,7 +569,7 @@ void LLMount::opUnlink(fuse_req_t req, fuse_ino_t parent, const char* name) {
 void LLMount::opRmdir(fuse_req_t req, fuse_ino_t parent, const char* name) {
   LLMount* m = self(req);
   std::string path;
-  if (!m->childPath(parent, name, &path)) return (void)fuse_reply_err(req, ENOENT);
+  if (int pe = m->childPath(parent, name, &path)) return (void)fuse_reply_err(req, pe);
   int e = m->ov_->rmdir(m->view_, path);
   if (!e) m->unlinkName(parent, name);
   fuse_reply_err(req, e);
@@ -519,20 +578,20 @@ void LLMount::opRmdir(fuse_req_t req, fuse_ino_t parent, const char* name) {
 void LLMount::opSymlink(fuse_req_t req, const char* target, fuse_ino_t parent, const char* name) {
   LLMount* m = self(req);
   std::string path;
-  if (!m->childPath(parent, name, &path)) return (void)fuse_reply_err(req, ENOENT);
+  if (int pe = m->childPath(parent, name, &path)) return (void)fuse_reply_err(req, pe);
   const struct fuse_ctx* ctx = fuse_req_ctx(req);
   Attr a;
   int e = m->ov_->symlink(m->view_, target, path, Caller{ctx->uid, ctx->gid}, &a);
   if (e) return (void)fuse_reply_err(req, e);
-  m->replyEntry(req, parent, name, a);
+  m->replyEntry(req, parent, name, a, m->ov_->current(m->view_));
 }
 
 void LLMount::opRename(fuse_req_t req, fuse_ino_t parent, const char* name, fuse_ino_t newparent,
                        const char* newname, unsigned int flags) {
   LLMount* m = self(req);
   std::string from, to;
-  if (!m->childPath(parent, name, &from) || !m->childPath(newparent, newname, &to))
-    return (void)fuse_reply_err(req, ENOENT);
+  if (int pe = m->childPath(parent, name, &from)) return (void)fuse_reply_err(req, pe);
+  if (int pe = m->childPath(newparent, newname, &to)) return (void)fuse_reply_err(req, pe);
   uint32_t f = 0;
   if (flags & RENAME_NOREPLACE) f |= kRenameNoReplace;
   if (flags & RENAME_EXCHANGE) f |= kRenameExchange;
@@ -545,25 +604,27 @@ void LLMount::opRename(fuse_req_t req, fuse_ino_t parent, const char* name, fuse
 void LLMount::opLink(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char* newname) {
   LLMount* m = self(req);
   std::string from, to;
-  if (!m->pathOf(ino, &from) || !m->childPath(newparent, newname, &to))
-    return (void)fuse_reply_err(req, ENOENT);
+  if (int pe = m->pathOf(ino, &from)) return (void)fuse_reply_err(req, pe);
+  if (int pe = m->childPath(newparent, newname, &to)) return (void)fuse_reply_err(req, pe);
   Attr a;
   int e = m->ov_->link(m->view_, from, to, &a);
   if (e) return (void)fuse_reply_err(req, e);
-  m->replyEntry(req, newparent, newname, a);
+  m->replyEntry(req, newparent, newname, a, m->ov_->current(m->view_));
 }
 
 void LLMount::opOpen(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info* fi) {
   LLMount* m = self(req);
   std::string path;
-  if (!m->pathOf(ino, &path)) return (void)fuse_reply_err(req, ENOENT);
+  if (int pe = m->pathOf(ino, &path)) return (void)fuse_reply_err(req, pe);
   OpenIntent intent;
   intent.write = (fi->flags & O_ACCMODE) != O_RDONLY;
   intent.truncate = (fi->flags & O_TRUNC) != 0;
   intent.append = (fi->flags & O_APPEND) != 0;
   Handle* h = nullptr;
   Attr a;
-  int e = m->ov_->open(m->view_, path, intent, &h, &a);
+  std::shared_ptr<Layer> layer = m->layerFor(ino, path);
+  if (!layer) return (void)fuse_reply_err(req, ESTALE);
+  int e = m->ov_->open(layer.get(), path, intent, &h, &a);
   if (e) return (void)fuse_reply_err(req, e);
   fi->fh = reinterpret_cast<uint64_t>(h);
   // flush does nothing here, and a close() that waits for a FLUSH answer deadlocks a process
@@ -634,7 +695,7 @@ void LLMount::opFsync(fuse_req_t req, fuse_ino_t, int, struct fuse_file_info*) {
 void LLMount::opOpendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info* fi) {
   LLMount* m = self(req);
   std::string path;
-  if (!m->pathOf(ino, &path)) return (void)fuse_reply_err(req, ENOENT);
+  if (int pe = m->pathOf(ino, &path)) return (void)fuse_reply_err(req, pe);
   auto d = std::make_unique<DirHandle>();
   int e = m->ov_->readdir(m->view_, path, &d->entries);
   if (e) return (void)fuse_reply_err(req, e);
@@ -696,14 +757,14 @@ void LLMount::opSetxattr(fuse_req_t req, fuse_ino_t ino, const char* name, const
                          size_t size, int flags) {
   LLMount* m = self(req);
   std::string path;
-  if (!m->pathOf(ino, &path)) return (void)fuse_reply_err(req, ENOENT);
+  if (int pe = m->pathOf(ino, &path)) return (void)fuse_reply_err(req, pe);
   fuse_reply_err(req, m->ov_->setxattr(m->view_, path, name, std::string(value, size), flags));
 }
 
 void LLMount::opGetxattr(fuse_req_t req, fuse_ino_t ino, const char* name, size_t size) {
   LLMount* m = self(req);
   std::string path, value;
-  if (!m->pathOf(ino, &path)) return (void)fuse_reply_err(req, ENOENT);
+  if (int pe = m->pathOf(ino, &path)) return (void)fuse_reply_err(req, pe);
   int e = m->ov_->getxattr(m->view_, path, name, &value);
   if (e) return (void)fuse_reply_err(req, e);
   if (size == 0) return (void)fuse_reply_xattr(req, value.size());
@@ -714,7 +775,7 @@ void LLMount::opGetxattr(fuse_req_t req, fuse_ino_t ino, const char* name, size_
 void LLMount::opListxattr(fuse_req_t req, fuse_ino_t ino, size_t size) {
   LLMount* m = self(req);
   std::string path;
-  if (!m->pathOf(ino, &path)) return (void)fuse_reply_err(req, ENOENT);
+  if (int pe = m->pathOf(ino, &path)) return (void)fuse_reply_err(req, pe);
   std::vector<std::string> names;
   int e = m->ov_->listxattr(m->view_, path, &names);
   if (e) return (void)fuse_reply_err(req, e);
@@ -728,7 +789,7 @@ void LLMount::opListxattr(fuse_req_t req, fuse_ino_t ino, size_t size) {
 void LLMount::opRemovexattr(fuse_req_t req, fuse_ino_t ino, const char* name) {
   LLMount* m = self(req);
   std::string path;
-  if (!m->pathOf(ino, &path)) return (void)fuse_reply_err(req, ENOENT);
+  if (int pe = m->pathOf(ino, &path)) return (void)fuse_reply_err(req, pe);
   fuse_reply_err(req, m->ov_->removexattr(m->view_, path, name));
 }
 
@@ -736,7 +797,7 @@ void LLMount::opCreate(fuse_req_t req, fuse_ino_t parent, const char* name, mode
                        struct fuse_file_info* fi) {
   LLMount* m = self(req);
   std::string path;
-  if (!m->childPath(parent, name, &path)) return (void)fuse_reply_err(req, ENOENT);
+  if (int pe = m->childPath(parent, name, &path)) return (void)fuse_reply_err(req, pe);
   const struct fuse_ctx* ctx = fuse_req_ctx(req);
   OpenIntent intent;
   intent.write = (fi->flags & O_ACCMODE) != O_RDONLY;
@@ -749,7 +810,7 @@ void LLMount::opCreate(fuse_req_t req, fuse_ino_t parent, const char* name, mode
   fi->fh = reinterpret_cast<uint64_t>(h);
   fi->noflush = 1;
   struct fuse_entry_param ep;
-  m->fillEntry(&ep, m->remember(parent, name, a.type, a.ino, a.nlink), a);
+  m->fillEntry(&ep, m->remember(parent, name, a.type, a.ino, a.nlink, m->ov_->current(m->view_)), a);
   m->trackHandle(ep.ino, h, true);
   if (fuse_reply_create(req, &ep, fi) == -ENOENT) {
     m->trackHandle(ep.ino, h, false);
