@@ -14,6 +14,8 @@
 #include <fcntl.h>
 #include <fuse_lowlevel.h>
 #include <spawn.h>
+#include <poll.h>
+#include <sys/inotify.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -87,6 +89,7 @@ struct FNode {
   // find it, but byName no longer leads to it.
   std::vector<FName> names;
   std::weak_ptr<Layer> seenIn;  // the layer it was last looked up in (shared mount only)
+  int wd = -1;                  // inotify watch on A's directory at this path, if any
   uint64_t nlookup = 0;
   FileType type = FileType::Regular;
   uint64_t ino = 0;     // the overlay's inode number
@@ -115,6 +118,7 @@ class LLMount final : public MountBackend {
     nodes_.emplace(FUSE_ROOT_ID, std::move(root));
   }
   ~LLMount() override {
+    stopWatcher();
     if (loop_.joinable()) loop_.join();
     if (se_) {
       fuse_session_unmount(se_);
@@ -218,7 +222,21 @@ class LLMount final : public MountBackend {
   bool loopDone_ = false;   // guarded by loopMu_
   bool orphaned_ = false;   // guarded by loopMu_
 
-  std::mutex tmu_;  // guards nodes_, byName_, nextId_. Never held across overlay or notify calls.
+  // Live view of A: an inotify watch on A's directory behind every directory node the kernel
+  // holds. An event invalidates what the kernel cached for that name, so an edit in A shows in
+  // the shadow within milliseconds instead of after the cache timeout.
+  void watchDirLocked(FNode* n, const std::string& path);
+  void unwatchLocked(FNode* n);
+  void startWatcher();
+  void stopWatcher();
+  void watcherLoop();
+  int inotifyFd_ = -1;
+  int wakeFd_[2] = {-1, -1};
+  std::thread watcher_;
+  std::unordered_map<int, std::pair<std::string, int>> watches_;  // wd -> (A path, nodes using it)
+
+  std::mutex tmu_;  // guards nodes_, byName_, nextId_, watches_. Never held across overlay or
+                    // notify calls.
   std::unordered_map<uint64_t, std::unique_ptr<FNode>> nodes_;
   std::unordered_map<std::string, uint64_t> byName_;  // (parent id, name) -> node id
   std::unordered_map<uint64_t, uint64_t> byIno_;       // overlay inode number -> node id
@@ -257,7 +275,19 @@ uint64_t LLMount::remember(uint64_t parent, const std::string& name, FileType ty
                            uint64_t ino, uint32_t nlink, const std::shared_ptr<Layer>& seenIn) {
   std::lock_guard lock(tmu_);
   uint64_t id = rememberLocked(parent, name, type, ino, nlink);
-  if (!view_) nodes_[id]->seenIn = seenIn;
+  FNode* n = nodes_[id].get();
+  if (!view_) n->seenIn = seenIn;
+  if (type == FileType::Directory && n->wd < 0 && inotifyFd_ >= 0) {
+    // Build the path from the parent's names (we hold tmu_, so pathOf cannot be used).
+    std::string path = name;
+    for (uint64_t p = parent; p != FUSE_ROOT_ID;) {
+      auto it = nodes_.find(p);
+      if (it == nodes_.end() || it->second->names.empty()) return id;
+      path = it->second->names.front().name + "/" + path;
+      p = it->second->names.front().parent;
+    }
+    watchDirLocked(n, path);
+  }
   return id;
 }
 
@@ -328,6 +358,7 @@ void LLMount::forget(uint64_t id, uint64_t count) {
   }
   auto bi = byIno_.find(n->ino);
   if (bi != byIno_.end() && bi->second == id) byIno_.erase(bi);
+  unwatchLocked(n);
   nodes_.erase(it);
 }
 
@@ -881,6 +912,91 @@ int runFusermount(const std::string& mountPoint, bool lazy) {
 
 }  // namespace
 
+void LLMount::watchDirLocked(FNode* n, const std::string& path) {
+  std::string abs = path.empty() ? lowerPath_ : lowerPath_ + "/" + path;
+  int wd = inotify_add_watch(inotifyFd_, abs.c_str(),
+                             IN_CREATE | IN_DELETE | IN_MODIFY | IN_ATTRIB | IN_MOVED_FROM |
+                                 IN_MOVED_TO | IN_CLOSE_WRITE | IN_ONLYDIR | IN_DONT_FOLLOW |
+                                 IN_EXCL_UNLINK);
+  // ENOENT: a directory that exists only in a layer. ENOSPC: out of watches; that directory
+  // then falls back to the cache timeout.
+  if (wd < 0) return;
+  auto& w = watches_[wd];
+  w.first = path;
+  w.second++;
+  n->wd = wd;
+}
+
+void LLMount::unwatchLocked(FNode* n) {
+  if (n->wd < 0) return;
+  auto it = watches_.find(n->wd);
+  if (it != watches_.end() && --it->second.second == 0) {
+    inotify_rm_watch(inotifyFd_, n->wd);
+    watches_.erase(it);
+  }
+  n->wd = -1;
+}
+
+void LLMount::startWatcher() {
+  inotifyFd_ = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+  if (inotifyFd_ < 0) return;
+  if (pipe2(wakeFd_, O_CLOEXEC) != 0) {
+    ::close(inotifyFd_);
+    inotifyFd_ = -1;
+    return;
+  }
+  {
+    std::lock_guard lock(tmu_);
+    watchDirLocked(nodes_[FUSE_ROOT_ID].get(), std::string());
+  }
+  watcher_ = std::thread([this] { watcherLoop(); });
+}
+
+void LLMount::stopWatcher() {
+  if (watcher_.joinable()) {
+    char c = 0;
+    (void)!::write(wakeFd_[1], &c, 1);
+    watcher_.join();
+  }
+  for (int& fd : {std::ref(inotifyFd_), std::ref(wakeFd_[0]), std::ref(wakeFd_[1])}) {
+    if (fd >= 0) ::close(fd);
+    fd = -1;
+  }
+}
+
+void LLMount::watcherLoop() {
+  alignas(struct inotify_event) char buf[64 * 1024];
+  for (;;) {
+    struct pollfd pf[2] = {{inotifyFd_, POLLIN, 0}, {wakeFd_[0], POLLIN, 0}};
+    if (::poll(pf, 2, -1) < 0) {
+      if (errno == EINTR) continue;
+      return;
+    }
+    if (pf[1].revents) return;
+    ssize_t len = ::read(inotifyFd_, buf, sizeof buf);
+    if (len <= 0) continue;
+    std::vector<std::string> paths;
+    bool overflow = false;
+    {
+      std::lock_guard lock(tmu_);
+      for (char* p = buf; p < buf + len;) {
+        auto* ev = reinterpret_cast<struct inotify_event*>(p);
+        p += sizeof(struct inotify_event) + ev->len;
+        if (ev->mask & IN_Q_OVERFLOW) overflow = true;
+        auto it = watches_.find(ev->wd);
+        if (it == watches_.end()) continue;
+        if (ev->mask & IN_IGNORED) {
+          watches_.erase(it);
+          continue;
+        }
+        paths.push_back(ev->len ? joinPath(it->second.first, ev->name) : it->second.first);
+      }
+    }
+    if (overflow) invalidateAll();
+    if (!paths.empty()) invalidatePaths(paths);
+  }
+}
+
 int LLMount::start(int* err, std::string* message) {
   std::string opts = "default_permissions,fsname=shadowfs:" + escapeOpt(lowerPath_) +
                      ",subtype=shadowfs";
@@ -906,6 +1022,7 @@ int LLMount::start(int* err, std::string* message) {
     return -1;
   }
   mounted_ = true;
+  startWatcher();
   loop_ = std::thread([this] {
     struct fuse_loop_config* cfg = fuse_loop_cfg_create();
     fuse_loop_cfg_set_clone_fd(cfg, 0);
@@ -938,6 +1055,7 @@ int LLMount::unmount(bool lazy) {
   // After a plain unmount the loop's next read fails with ENODEV and it ends. After a lazy one
   // it ends when the last program using the detached mount lets go (see dispose()).
   if (!lazy && loop_.joinable()) loop_.join();
+  if (!lazy) stopWatcher();
   return 0;
 }
 
