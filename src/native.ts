@@ -8,6 +8,10 @@ export interface NativeMountOptions {
   negativeTimeout?: number;
   /** Use the kernel's epoch notification on layer switches when it takes it (default true). */
   useEpoch?: boolean;
+  /** Directory for spill files (unlinked temporary files); empty keeps everything in memory. */
+  spillDir?: string;
+  /** Files larger than this many bytes move to a spill file. */
+  spillThreshold?: number;
   debug?: boolean;
 }
 
@@ -15,6 +19,15 @@ export interface NativeChange {
   path: string;
   kind: 'added' | 'modified' | 'deleted' | 'metadata';
   type: 'file' | 'directory' | 'symlink' | 'special';
+}
+
+export interface LayerStats {
+  /** Bytes the layer holds in memory (contents plus bookkeeping). */
+  memoryBytes: number;
+  /** Paths the layer holds (files, directories, deletions). */
+  paths: number;
+  /** Bytes of contents moved to spill files on disk. */
+  spilledBytes: number;
 }
 
 /** The raw addon object (native/addon/addon.cc). Layer names are checked in TypeScript first. */
@@ -30,7 +43,7 @@ export interface NativeShadow {
   readFile(layer: string, path: string): Buffer;
   reset(layer: string): number;
   changes(layer: string): NativeChange[];
-  stats(layer: string): { memoryBytes: number; paths: number };
+  stats(layer: string): LayerStats;
   openView(layer: string, mountPoint: string): number;
   closeView(id: number, lazy: boolean): void;
   unmount(lazy: boolean): void;

@@ -4,7 +4,8 @@ import * as crypto from 'crypto';
 import * as fs from 'fs';
 import * as path from 'path';
 import { fromNative, ShadowError } from './errors';
-import { addon, NativeChange, NativeShadow } from './native';
+import { addon, LayerStats, NativeChange, NativeShadow } from './native';
+import * as os from 'os';
 import { normalizeRelPath } from './paths';
 import { checkFuseDevice, mountedPaths, runtimeDir } from './platform';
 import { JobOptions, LayerScheduler, SchedulerStats } from './scheduler';
@@ -20,7 +21,13 @@ export interface MountOptions {
   layer?: string | null;
   /** Invalidate the kernel's names with one epoch notification on a switch when the kernel supports it (default true). */
   useEpoch?: boolean;
+  /** Files larger than this many bytes are kept in unlinked temporary files instead of memory (default 64 MiB). */
+  spillThreshold?: number;
+  /** Where those temporary files go (default: the OS temporary directory). */
+  spillDir?: string;
 }
+
+export type { LayerStats };
 
 export type Change = NativeChange;
 
@@ -159,7 +166,7 @@ export class Layer {
     return this.shadow.call(`changes of ${this.agentId}`, (n) => n.changes(this.agentId));
   }
 
-  stats(): { memoryBytes: number; paths: number } {
+  stats(): LayerStats {
     return this.shadow.call(`stats of ${this.agentId}`, (n) => n.stats(this.agentId));
   }
 }
@@ -317,8 +324,8 @@ export class Shadow {
   }
 
   /** Memory per layer, and the time-slicing queue. */
-  stats(): { layers: Record<string, { memoryBytes: number; paths: number }>; scheduler: SchedulerStats } {
-    const layers: Record<string, { memoryBytes: number; paths: number }> = {};
+  stats(): { layers: Record<string, LayerStats>; scheduler: SchedulerStats } {
+    const layers: Record<string, LayerStats> = {};
     for (const a of this.agents()) layers[a] = this.call(`stats of ${a}`, (n) => n.stats(a));
     return { layers, scheduler: this.scheduler.snapshot() };
   }
@@ -401,6 +408,17 @@ export async function mount(lowerDir: string, options: MountOptions = {}): Promi
   if (typeof timeout !== 'number' || !(timeout >= 0))
     throw new ShadowError('INVALID_PATH', `cacheTimeout must be a number of seconds >= 0, got ${timeout}`);
   const layer = options.layer === undefined ? 'default' : options.layer === null ? null : checkAgent(options.layer);
+  const spillThreshold = options.spillThreshold ?? 64 * 1024 * 1024;
+  if (!Number.isSafeInteger(spillThreshold) || spillThreshold < 0) {
+    throw new ShadowError('INVALID_PATH', `spillThreshold must be a whole number of bytes >= 0, got ${spillThreshold}`);
+  }
+  const spillDir = path.resolve(options.spillDir ?? os.tmpdir());
+  if (isInside(spillDir, lower)) {
+    throw new ShadowError(
+      'INVALID_PATH',
+      `the spill directory ${spillDir} is inside the folder being shadowed; the folder is never written, pick another`,
+    );
+  }
   const lib = addon();
   const { mountPoint, created } = prepareMountPoint(options.mountPoint, lower);
   let native: NativeShadow;
@@ -410,6 +428,8 @@ export async function mount(lowerDir: string, options: MountOptions = {}): Promi
       attrTimeout: timeout,
       negativeTimeout: timeout,
       useEpoch: options.useEpoch ?? true,
+      spillThreshold,
+      spillDir,
     });
   } catch (err) {
     if (created) {

@@ -295,3 +295,52 @@ describe('agent layers', function () {
     });
   });
 });
+
+describe('spilling big files out of memory', function () {
+  it('files past the threshold move to unlinked temporary files and keep working', async () => {
+    const lower = makeProject();
+    const big = Buffer.alloc(3 * 1024 * 1024, 'A');
+    fs.writeFileSync(path.join(lower, 'big-in-folder.bin'), big);
+    const spillDir = tempDir('spill');
+    await withShadow(
+      lower,
+      async (shadow, mp) => {
+        const p = (r: string): string => path.join(mp, r);
+        const layer = shadow.layer('default');
+        assert.strictEqual(layer.stats().spilledBytes, 0);
+        // Written through the mount, chunk by chunk, past the threshold.
+        const fd = fs.openSync(p('out.bin'), 'w');
+        const chunk = Buffer.alloc(256 * 1024);
+        for (let i = 0; i < 20; i++) fs.writeSync(fd, chunk.fill(i), 0, chunk.length, i * chunk.length);
+        fs.closeSync(fd);
+        const written = fs.readFileSync(p('out.bin'));
+        assert.strictEqual(written.length, 20 * chunk.length);
+        for (let i = 0; i < 20; i++) assert.strictEqual(written[i * chunk.length + 7], i);
+        // A big file of the folder, copied up by an append.
+        fs.appendFileSync(p('big-in-folder.bin'), 'tail');
+        const grown = fs.readFileSync(p('big-in-folder.bin'));
+        assert.strictEqual(grown.length, big.length + 4);
+        assert.ok(grown.subarray(0, big.length).equals(big));
+        assert.strictEqual(probe('mmap-read', p('big-in-folder.bin')).slice(-4), 'tail');
+        // Through the API, and read back through the API.
+        await layer.write('api.bin', Buffer.alloc(2 * 1024 * 1024, 'z'));
+        assert.strictEqual((await layer.readFile('api.bin')).length, 2 * 1024 * 1024);
+        fs.truncateSync(p('out.bin'), 100);
+        assert.strictEqual(fs.statSync(p('out.bin')).size, 100);
+        const st = layer.stats();
+        assert.ok(st.spilledBytes >= big.length + 2 * 1024 * 1024, `spilled ${st.spilledBytes}`);
+        assert.ok(st.memoryBytes < 1024 * 1024, `memory ${st.memoryBytes}`);
+        assert.deepStrictEqual(fs.readdirSync(spillDir), [], 'spill files have no names');
+      },
+      { spillThreshold: 1024 * 1024, spillDir },
+    );
+  });
+
+  it('refuses a spill directory inside the folder', async () => {
+    const lower = makeProject();
+    await assert.rejects(
+      withShadow(lower, () => undefined, { spillDir: path.join(lower, 'src') }),
+      (e: unknown) => e instanceof ShadowError && e.code === 'INVALID_PATH',
+    );
+  });
+});

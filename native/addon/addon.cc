@@ -113,11 +113,17 @@ class Shadow : public Napi::ObjectWrap<Shadow> {
     num("negativeTimeout", &opts_.negativeTimeout);
     flag("useEpoch", &opts_.useEpoch);
     flag("debug", &opts_.debug);
+    double threshold = -1;
+    num("spillThreshold", &threshold);
+    std::string spillDir;
+    if (o.Get("spillDir").IsString()) spillDir = o.Get("spillDir").As<Napi::String>();
     backendName_ = info[0].As<Napi::String>();
     lower_ = info[1].As<Napi::String>();
     int err = 0;
     std::string message;
-    ov_ = createOverlay(lower_, &err, &message);
+    ov_ = createOverlay(lower_, spillDir,
+                        threshold >= 0 ? static_cast<uint64_t>(threshold) : UINT64_MAX, &err,
+                        &message);
     if (ov_) main_ = createBackend(backendName_, ov_, nullptr, lower_, info[2].As<Napi::String>(),
                                    opts_, &err, &message);
     if (!main_) {
@@ -310,6 +316,7 @@ class Shadow : public Napi::ObjectWrap<Shadow> {
     Napi::Object o = Napi::Object::New(env);
     o.Set("memoryBytes", static_cast<double>(st.memoryBytes));
     o.Set("paths", static_cast<double>(st.paths));
+    o.Set("spilledBytes", static_cast<double>(st.spilledBytes));
     return o;
   }
 

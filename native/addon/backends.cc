@@ -19,14 +19,24 @@ std::vector<const char*> backendNames() {
   return names;
 }
 
-std::shared_ptr<Overlay> createOverlay(const std::string& lower, int* err, std::string* message) {
+std::shared_ptr<Overlay> createOverlay(const std::string& lower, const std::string& spillDir,
+                                       uint64_t spillThreshold, int* err, std::string* message) {
 #if defined(SHADOWFS_HAVE_FUSE_LL)
   auto fs = openPosixLower(lower, err);
   if (!fs) {
     *message = "cannot open the folder " + lower + ": " + std::strerror(*err);
     return nullptr;
   }
-  return std::make_shared<Overlay>(std::move(fs));
+  std::unique_ptr<SpillStore> spill;
+  if (!spillDir.empty()) {
+    spill = openPosixSpill(spillDir, err);
+    if (!spill) {
+      *message = "cannot create temporary files in the spill directory " + spillDir + ": " +
+                 std::strerror(*err);
+      return nullptr;
+    }
+  }
+  return std::make_shared<Overlay>(std::move(fs), std::move(spill), spillThreshold);
 #else
   *err = ENOSYS;
   *message = "this build cannot read folders on this platform";

@@ -11,7 +11,9 @@
 namespace shadowfs {
 
 std::vector<const char*> backendNames();
-std::shared_ptr<Overlay> createOverlay(const std::string& lower, int* err, std::string* message);
+// `spillDir` empty: keep every file in memory.
+std::shared_ptr<Overlay> createOverlay(const std::string& lower, const std::string& spillDir,
+                                       uint64_t spillThreshold, int* err, std::string* message);
 std::unique_ptr<MountBackend> createBackend(const std::string& name, std::shared_ptr<Overlay> ov,
                                             Layer* view, const std::string& lower,
                                             const std::string& mountPoint,

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "path.h"
+#include "spill.h"
 
 namespace shadowfs {
 
@@ -21,7 +22,9 @@ struct Inode {
   // Regular files whose content still lives in A.
   std::optional<std::string> lowerPath;
   Attr snap;
-  std::string data;  // file content once copied up, or the symlink target
+  std::string data;  // file content once copied up (unless spilled), or the symlink target
+  std::unique_ptr<SpillFile> spill;  // content of a file that outgrew the spill threshold
+  uint64_t spillSize = 0;
   bool ownXattrs = false;
   std::map<std::string, std::string> xattrs;
   uint32_t links = 0;  // layer Nodes that point here (hard links)
@@ -66,6 +69,8 @@ Timespec now() {
 
 std::unique_ptr<Node> makeWhiteout() { return std::make_unique<Node>(); }
 
+uint64_t contentSize(const Inode* in) { return in->spill ? in->spillSize : in->data.size(); }
+
 void unlinkSubtree(Node* n) {
   if (!n || n->whiteout()) return;
   if (n->inode->links > 0) n->inode->links--;
@@ -74,7 +79,9 @@ void unlinkSubtree(Node* n) {
 
 }  // namespace
 
-Overlay::Overlay(std::unique_ptr<LowerFs> lower) : lower_(std::move(lower)) {
+Overlay::Overlay(std::unique_ptr<LowerFs> lower, std::unique_ptr<SpillStore> spill,
+                 uint64_t spillThreshold)
+    : lower_(std::move(lower)), spill_(std::move(spill)), spillThreshold_(spillThreshold) {
   rootAttr_.type = FileType::Directory;
   rootAttr_.perm = 0755;
   lower_->stat("", &rootAttr_);
@@ -304,7 +311,7 @@ void Overlay::nodeAttr(const Node* n, bool lv, const std::string& low, Attr* out
   } else {
     *out = in->snap;
     if (in->type == FileType::Regular || in->type == FileType::Symlink) {
-      out->size = in->data.size();
+      out->size = contentSize(in);
       out->blocks = (out->size + 511) / 512;
     }
   }
@@ -328,14 +335,103 @@ void Overlay::ensureOwnMeta(Inode* in, bool lv, const std::string& low) {
 int Overlay::copyUpContent(Inode* in, bool keepContent) {
   if (!in->lowerPath) return 0;
   ensureOwnMeta(in, false, std::string());
-  std::string data;
-  if (keepContent) {
-    int e = lower_->readAll(*in->lowerPath, &data);
-    if (e) return e == ENOENT ? EIO : e;
-  }
-  in->data = std::move(data);
+  const std::string src = *in->lowerPath;
   in->lowerPath.reset();
-  in->snap.size = in->data.size();
+  in->data.clear();
+  in->spill.reset();
+  in->spillSize = 0;
+  if (keepContent) {
+    Attr a;
+    int e = lower_->stat(src, &a);
+    if (e == 0 && spill_ && a.size > spillThreshold_) {
+      // Too big for memory: copy A's file straight into a spill file, a chunk at a time.
+      LowerHandle h = -1;
+      e = lower_->open(src, &h);
+      std::vector<char> buf(1 << 20);
+      for (uint64_t off = 0; e == 0;) {
+        size_t got = 0;
+        e = lower_->pread(h, buf.data(), buf.size(), off, &got);
+        if (e || got == 0) break;
+        e = contentWrite(in, buf.data(), got, off);
+        off += got;
+      }
+      if (h >= 0) lower_->close(h);
+    } else if (e == 0) {
+      e = lower_->readAll(src, &in->data);
+    }
+    if (e) {
+      in->lowerPath = src;  // keep serving A's file rather than an empty one
+      return e == ENOENT ? EIO : e;
+    }
+  }
+  in->snap.size = contentSize(in);
+  return 0;
+}
+
+int Overlay::spillOut(Inode* in) {
+  if (in->spill || !spill_) return 0;
+  std::unique_ptr<SpillFile> f;
+  int e = spill_->create(&f);
+  if (e) return e;
+  if (!in->data.empty()) {
+    e = f->pwrite(in->data.data(), in->data.size(), 0);
+    if (e) return e;
+  }
+  in->spillSize = in->data.size();
+  in->spill = std::move(f);
+  std::string().swap(in->data);
+  return 0;
+}
+
+int Overlay::contentWrite(Inode* in, const char* buf, size_t size, uint64_t off) {
+  const uint64_t end = off + size;
+  if (!in->spill && end > spillThreshold_) {
+    int e = spillOut(in);
+    if (e) return e;
+  }
+  if (in->spill) {
+    int e = in->spill->pwrite(buf, size, off);
+    if (e) return e;
+    in->spillSize = std::max(in->spillSize, end);
+    return 0;
+  }
+  if (end > in->data.size()) in->data.resize(end);
+  if (size) std::memcpy(&in->data[off], buf, size);
+  return 0;
+}
+
+int Overlay::contentTruncate(Inode* in, uint64_t size) {
+  if (!in->spill && size > spillThreshold_) {
+    int e = spillOut(in);
+    if (e) return e;
+  }
+  if (in->spill) {
+    int e = in->spill->truncate(size);
+    if (e) return e;
+    in->spillSize = size;
+    return 0;
+  }
+  in->data.resize(size);
+  return 0;
+}
+
+int Overlay::contentRead(const Inode* in, char* buf, size_t size, uint64_t off, size_t* got) {
+  *got = 0;
+  const uint64_t total = contentSize(in);
+  if (off >= total) return 0;
+  size = static_cast<size_t>(std::min<uint64_t>(size, total - off));
+  if (in->spill) return in->spill->pread(buf, size, off, got);
+  std::memcpy(buf, in->data.data() + off, size);
+  *got = size;
+  return 0;
+}
+
+int Overlay::contentAssign(Inode* in, const std::string& data) {
+  in->spill.reset();
+  in->spillSize = 0;
+  in->data.clear();
+  if (data.size() > spillThreshold_ && spill_) return contentWrite(in, data.data(), data.size(), 0);
+  in->data = data;
   return 0;
 }
 
@@ -671,7 +767,8 @@ int Overlay::setattr(Layer* view, const std::string& path, Handle* h, uint32_t m
     if (in->type != FileType::Regular) return EINVAL;
     int e = copyUpContent(in, v.size != 0);
     if (e) return e;
-    in->data.resize(v.size);
+    e = contentTruncate(in, v.size);
+    if (e) return e;
     in->snap.mtime = t;
   }
   if (mask & kSetMode) in->snap.perm = v.perm & 07777;
@@ -702,8 +799,9 @@ int Overlay::openLocked(Layer& L, Node* n, const OpenIntent& intent, Handle** ou
   if (intent.write || intent.truncate) {
     int e = copyUpContent(in, !intent.truncate);
     if (e) return e;
-    if (intent.truncate && !in->data.empty()) {
-      in->data.clear();
+    if (intent.truncate && contentSize(in) != 0) {
+      e = contentTruncate(in, 0);
+      if (e) return e;
       in->snap.mtime = in->snap.ctime = now();
     }
     if (in->ino < kFirstLayerIno) L.copied[in->ino] = n->inode;
@@ -780,12 +878,7 @@ int Overlay::read(Handle* h, char* buf, size_t size, uint64_t off, size_t* got) 
   }
   if (in && !in->lowerPath) {
     if (in->type != FileType::Regular) return EINVAL;
-    if (off < in->data.size()) {
-      size_t n = std::min<uint64_t>(size, in->data.size() - off);
-      std::memcpy(buf, in->data.data() + off, n);
-      *got = n;
-    }
-    return 0;
+    return contentRead(in.get(), buf, size, off, got);
   }
   lock.unlock();
   if (h->lower < 0) return EIO;
@@ -800,8 +893,8 @@ int Overlay::write(Handle* h, const char* buf, size_t size, uint64_t off) {
     int e = copyUpContent(in, true);
     if (e) return e;
   }
-  if (off + size > in->data.size()) in->data.resize(off + size);
-  std::memcpy(&in->data[off], buf, size);
+  int e = contentWrite(in, buf, size, off);
+  if (e) return e;
   in->snap.mtime = in->snap.ctime = now();
   return 0;
 }
@@ -1046,7 +1139,8 @@ int Overlay::putFile(const std::string& layer, const std::string& path, const st
   e = resolve(L, path, &r);
   if (e == ENOENT) {
     auto in = newInode(FileType::Regular, perm, who);
-    in->data = data;
+    e = contentAssign(in.get(), data);
+    if (e) return e;
     return placeNew(L, path, in, nullptr);
   }
   if (e) return e;
@@ -1060,7 +1154,8 @@ int Overlay::putFile(const std::string& layer, const std::string& path, const st
   Inode* in = n->inode.get();
   e = copyUpContent(in, false);
   if (e) return e;
-  in->data = data;
+  e = contentAssign(in, data);
+  if (e) return e;
   in->snap.mtime = in->snap.ctime = now();
   if (in->ino < kFirstLayerIno) L.copied[in->ino] = n->inode;
   return 0;
@@ -1111,8 +1206,12 @@ int Overlay::readFile(const std::string& layer, const std::string& path, std::st
     if (t == FileType::Symlink) return ELOOP;
     if (t != FileType::Regular) return EINVAL;
     if (r.node && !r.node->inode->lowerPath) {
-      *out = r.node->inode->data;
-      return 0;
+      const Inode* in = r.node->inode.get();
+      out->resize(contentSize(in));
+      size_t got = 0;
+      int ce = contentRead(in, out->data(), out->size(), 0, &got);
+      out->resize(got);
+      return ce;
     }
     lowerPath = r.node ? *r.node->inode->lowerPath : r.low;
   }
@@ -1203,6 +1302,7 @@ int Overlay::stats(const std::string& layer, LayerStats* out) {
         st->memoryBytes += name.size() + sizeof(Node);
         if (c->inode && seen->insert(c->inode.get()).second) {
           st->memoryBytes += sizeof(Inode) + c->inode->data.size();
+          st->spilledBytes += c->inode->spillSize;
         }
         run(c.get(), seen, st);
       }

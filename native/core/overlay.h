@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "lower.h"
+#include "spill.h"
 #include "types.h"
 
 namespace shadowfs {
@@ -47,6 +48,7 @@ constexpr uint64_t kFirstLayerIno = (1ull << 60) + 1;
 struct LayerStats {
   uint64_t memoryBytes = 0;  // contents held in memory plus per-path bookkeeping
   uint64_t paths = 0;        // layer nodes (entries, whiteouts, directories)
+  uint64_t spilledBytes = 0; // contents moved to spill files
 };
 
 // Layers and what a file-system call sees:
@@ -63,7 +65,9 @@ struct LayerStats {
 // the layer that is active when they happen.
 class Overlay {
  public:
-  explicit Overlay(std::unique_ptr<LowerFs> lower);
+  // Files whose content grows past `spillThreshold` bytes move to `spill` (if given).
+  explicit Overlay(std::unique_ptr<LowerFs> lower, std::unique_ptr<SpillStore> spill = nullptr,
+                   uint64_t spillThreshold = UINT64_MAX);
   ~Overlay();
   Overlay(const Overlay&) = delete;
   Overlay& operator=(const Overlay&) = delete;
@@ -148,6 +152,11 @@ class Overlay {
   void nodeAttr(const Node* n, bool lv, const std::string& low, Attr* out);
   void ensureOwnMeta(Inode* in, bool lv, const std::string& low);
   int copyUpContent(Inode* in, bool keepContent);
+  int spillOut(Inode* in);
+  int contentWrite(Inode* in, const char* buf, size_t size, uint64_t off);
+  int contentTruncate(Inode* in, uint64_t size);
+  int contentRead(const Inode* in, char* buf, size_t size, uint64_t off, size_t* got);
+  int contentAssign(Inode* in, const std::string& data);
   int xattrSource(const Res& r, std::string* src) const;
   std::shared_ptr<Inode> newInode(FileType type, uint32_t perm, const Caller& who);
   int openLocked(Layer& L, Node* n, const OpenIntent& intent, Handle** out, Attr* attr);
@@ -156,6 +165,8 @@ class Overlay {
   static void layerPaths(const Layer& L, std::vector<std::string>* out);
 
   std::unique_ptr<LowerFs> lower_;
+  std::unique_ptr<SpillStore> spill_;
+  uint64_t spillThreshold_;
   Attr rootAttr_;  // A's root at mount time, for layer roots when A's root cannot be read
   // Guards layers_, active_, none_ and every Node and Inode. File-system calls hold it shared
   // (mutations exclusively) for their whole overlay work, so activate() waits for them.

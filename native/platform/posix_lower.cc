@@ -204,7 +204,75 @@ class PosixLower final : public LowerFs {
   std::string root_;
 };
 
+class PosixSpillFile final : public SpillFile {
+ public:
+  explicit PosixSpillFile(int fd) : fd_(fd) {}
+  ~PosixSpillFile() override { ::close(fd_); }
+  PosixSpillFile(const PosixSpillFile&) = delete;
+  PosixSpillFile& operator=(const PosixSpillFile&) = delete;
+
+  int pread(char* buf, size_t size, uint64_t off, size_t* got) override {
+    size_t done = 0;
+    while (done < size) {
+      ssize_t n = ::pread(fd_, buf + done, size - done, static_cast<off_t>(off + done));
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        return errno;
+      }
+      if (n == 0) break;
+      done += static_cast<size_t>(n);
+    }
+    *got = done;
+    return 0;
+  }
+
+  int pwrite(const char* buf, size_t size, uint64_t off) override {
+    size_t done = 0;
+    while (done < size) {
+      ssize_t n = ::pwrite(fd_, buf + done, size - done, static_cast<off_t>(off + done));
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        return errno;
+      }
+      done += static_cast<size_t>(n);
+    }
+    return 0;
+  }
+
+  int truncate(uint64_t size) override {
+    return ::ftruncate(fd_, static_cast<off_t>(size)) == 0 ? 0 : errno;
+  }
+
+ private:
+  int fd_;
+};
+
+class PosixSpill final : public SpillStore {
+ public:
+  explicit PosixSpill(std::string dir) : dir_(std::move(dir)) {}
+  int create(std::unique_ptr<SpillFile>* out) override {
+    int fd = ::open(dir_.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+    if (fd < 0) return errno;
+    *out = std::make_unique<PosixSpillFile>(fd);
+    return 0;
+  }
+
+ private:
+  std::string dir_;
+};
+
 }  // namespace
+
+std::unique_ptr<SpillStore> openPosixSpill(const std::string& dir, int* err) {
+  // Probe once so a bad directory is reported at mount time, not at the first big write.
+  int fd = ::open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    *err = errno;
+    return nullptr;
+  }
+  ::close(fd);
+  return std::make_unique<PosixSpill>(dir);
+}
 
 std::unique_ptr<LowerFs> openPosixLower(const std::string& root, int* err) {
   int fd = ::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);

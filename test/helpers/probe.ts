@@ -18,7 +18,7 @@ export function probeBinary(): string {
 
 /** Runs fsprobe; returns its trimmed stdout (e.g. "ok", "errno EEXIST", file content). */
 export function probe(...args: string[]): string {
-  const r = spawnSync(probeBinary(), args, { encoding: 'utf8' });
+  const r = spawnSync(probeBinary(), args, { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
   if (r.status === 2 || r.error) throw new Error(`fsprobe ${args.join(' ')} failed: ${r.stderr}${r.error ?? ''}`);
   return r.stdout.trim();
 }

@@ -1,0 +1,26 @@
+// Where file contents too large to keep in memory go: unlinked temporary files, so a build that
+// writes gigabytes inside a shadow does not exhaust memory. The core only sees this interface;
+// native/platform implements it per OS. Methods return 0 or a positive errno.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+namespace shadowfs {
+
+class SpillFile {
+ public:
+  virtual ~SpillFile() = default;
+  virtual int pread(char* buf, size_t size, uint64_t off, size_t* got) = 0;
+  virtual int pwrite(const char* buf, size_t size, uint64_t off) = 0;
+  virtual int truncate(uint64_t size) = 0;
+};
+
+class SpillStore {
+ public:
+  virtual ~SpillStore() = default;
+  virtual int create(std::unique_ptr<SpillFile>* out) = 0;
+};
+
+}  // namespace shadowfs
