@@ -1,25 +1,33 @@
-// The demo behind `shadowfs demo`: mounts a shadow, lets an "agent" edit one file and delete
-// another inside it, runs the project's tests in both places when it is the bundled example,
-// and proves the real folder did not change.
+// The demo behind `shadowfs demo`: mounts one shadow, lets two "agents" change the project in
+// layers of their own (one breaks a test), runs the same check for each agent in turn on the
+// one shared mount, and proves the real folder did not change.
 import { spawnSync } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
-import { Change, mount } from './shadow';
+import { Change, mount, Shadow } from './shadow';
 import { fingerprintTree } from './tree';
 
 export const bundledExample = path.join(__dirname, '..', '..', 'examples', 'demo-project');
 
+export interface AgentSummary {
+  edited: string[];
+  deleted: string[];
+  changes: Change[];
+  /** Exit status of the project's tests run inside the shadow with this agent's layer (bundled example only). */
+  tests?: number | null;
+}
+
 export interface DemoSummary {
   lower: string;
   mountPoint: string;
-  edited: string;
-  deleted: string;
-  changes: Change[];
-  tests?: { inFolder: number | null; inShadow: number | null };
+  agents: Record<string, AgentSummary>;
+  /** Exit status of the project's tests in the folder itself (bundled example only). */
+  testsInFolder?: number | null;
+  switchMs: number[];
   folderUnchanged: boolean;
 }
 
-/** Picks a small text file to edit and another file to delete, in a stable order. */
+/** Picks two small files, in a stable order: one to edit, one to delete. */
 function pickFiles(root: string): { edit: string; del: string } {
   const found: string[] = [];
   const walk = (rel: string): void => {
@@ -38,8 +46,12 @@ function pickFiles(root: string): { edit: string; del: string } {
 }
 
 function runTests(cwd: string): number | null {
-  const r = spawnSync(process.execPath, ['--test'], { cwd, encoding: 'utf8', timeout: 120_000 });
-  return r.status;
+  return spawnSync(process.execPath, ['--test'], { cwd, encoding: 'utf8', timeout: 120_000 }).status;
+}
+
+/** Each agent works through the mount with ordinary file calls, as any tool would. */
+async function agentWork(shadow: Shadow, agent: string, work: (dir: string) => { edited: string[]; deleted: string[] }) {
+  return shadow.withLayer(agent, async (dir) => work(dir));
 }
 
 export async function runDemo(folder: string | undefined, say: (line: string) => void): Promise<DemoSummary> {
@@ -47,51 +59,85 @@ export async function runDemo(folder: string | undefined, say: (line: string) =>
   const lower = fs.realpathSync(folder ?? bundledExample);
   const before = fingerprintTree(lower);
   say(`Folder: ${lower} (${before.files} entries, fingerprint ${before.digest.slice(0, 12)})`);
-  const shadow = await mount(lower);
+  const shadow = await mount(lower, { layer: null });
   try {
     say(`Shadow mounted at ${shadow.mountPoint}: same tree, nothing copied.`);
+    const agents: Record<string, AgentSummary> = {};
     const { edit, del } = bundled ? { edit: 'src/math.js', del: 'notes/todo.txt' } : pickFiles(lower);
-    const inShadow = (rel: string): string => path.join(shadow.mountPoint, rel);
 
-    // The "agent" works through the mount with ordinary file calls, as any tool would.
-    const original = fs.readFileSync(inShadow(edit), 'utf8');
-    const edited = bundled
-      ? original.replace('return a + b;', 'return a - b; // an agent broke this, in the shadow only')
-      : `${original}${original.endsWith('\n') || original === '' ? '' : '\n'}shadowfs demo: this line exists only in the shadow\n`;
-    fs.writeFileSync(inShadow(edit), edited);
-    fs.unlinkSync(inShadow(del));
-    say('');
-    say(`Inside the shadow, an agent edited ${edit} and deleted ${del}.`);
-    const origLines = original.split('\n');
-    edited.split('\n').forEach((line, i) => {
-      if (line !== origLines[i]) say(`  ${edit}:${i + 1} in the shadow: ${line}`);
+    // Agent "alice" deletes a file (and, in the example, adds a passing test).
+    const alice = await agentWork(shadow, 'alice', (dir) => {
+      fs.unlinkSync(path.join(dir, del));
+      if (bundled) {
+        fs.writeFileSync(
+          path.join(dir, 'test/mean-more.test.js'),
+          "const test = require('node:test');\nconst assert = require('node:assert');\nconst { mean } = require('../src/math.js');\n\ntest('mean of one value', () => assert.strictEqual(mean([4]), 4));\n",
+        );
+        return { edited: ['test/mean-more.test.js'], deleted: [del] };
+      }
+      return { edited: [], deleted: [del] };
     });
-    say(`  ${del} in the shadow: ${fs.existsSync(inShadow(del)) ? 'still there (unexpected!)' : 'gone'}`);
-    say(`  ${del} in your folder: ${fs.existsSync(path.join(lower, del)) ? 'still there' : 'missing (unexpected!)'}`);
-
-    let tests: DemoSummary['tests'];
-    if (bundled) {
+    // Agent "bob" edits a file (in the example, in a way that breaks a test).
+    const bob = await agentWork(shadow, 'bob', (dir) => {
+      const f = path.join(dir, edit);
+      const original = fs.readFileSync(f, 'utf8');
+      const edited = bundled
+        ? original.replace('return a + b;', 'return a - b; // bob broke this, in his layer only')
+        : `${original}${original.endsWith('\n') || original === '' ? '' : '\n'}shadowfs demo: this line exists only in bob's layer\n`;
+      fs.writeFileSync(f, edited);
+      return { edited: [edit], deleted: [] };
+    });
+    for (const [name, work] of [
+      ['alice', alice],
+      ['bob', bob],
+    ] as const) {
+      agents[name] = { ...work, changes: await shadow.layer(name).changes() };
       say('');
-      say('Running the project tests (node --test) in both places:');
-      tests = { inFolder: runTests(lower), inShadow: runTests(shadow.mountPoint) };
-      say(`  in your folder: ${tests.inFolder === 0 ? 'pass' : `fail (exit ${tests.inFolder})`}`);
-      say(`  in the shadow:  ${tests.inShadow === 0 ? 'pass' : `fail (exit ${tests.inShadow}), because of the agent's edit`}`);
+      say(`Agent ${name} changed, in a layer of its own (in memory):`);
+      for (const c of agents[name].changes) say(`  ${c.kind.padEnd(8)} ${c.path}`);
     }
 
-    const changes = await shadow.changes();
+    const switchMs: number[] = [];
     say('');
-    say('Changes held in the shadow layer (in memory):');
-    for (const c of changes) say(`  ${c.kind.padEnd(8)} ${c.path}`);
-
-    await shadow.unmount();
-    const after = fingerprintTree(lower);
-    const folderUnchanged = after.digest === before.digest;
-    say('');
-    say(
-      `Unmounted. Your folder's fingerprint is ${after.digest.slice(0, 12)}: ${folderUnchanged ? 'unchanged, not a byte written.' : 'CHANGED - this is a bug, please report it.'}`,
-    );
-    return { lower, mountPoint: shadow.mountPoint, edited: edit, deleted: del, changes, tests, folderUnchanged };
+    say(`One shared mount, agents taking turns (${bundled ? 'node --test' : `looking at ${edit} and ${del}`}):`);
+    if (bundled) {
+      const inFolder = runTests(lower);
+      say(`  your folder: tests ${inFolder === 0 ? 'pass' : `fail (exit ${inFolder})`}`);
+      for (const name of ['alice', 'bob']) {
+        const t0 = Date.now();
+        agents[name].tests = await shadow.withLayer(name, async (dir) => {
+          switchMs.push(Date.now() - t0);
+          return runTests(dir);
+        });
+        const st = agents[name].tests;
+        say(`  agent ${name.padEnd(5)}: tests ${st === 0 ? 'pass' : `fail (exit ${st}) - its own edit broke them`}`);
+      }
+      const summary = await finish(shadow, lower, before.digest, say);
+      return { lower, mountPoint: shadow.mountPoint, agents, testsInFolder: inFolder, switchMs, folderUnchanged: summary };
+    }
+    for (const name of ['alice', 'bob']) {
+      await shadow.withLayer(name, async (dir) => {
+        const e = path.join(dir, edit);
+        const lastLine = fs.readFileSync(e, 'utf8').trimEnd().split('\n').pop();
+        say(
+          `  agent ${name.padEnd(5)}: ${del} ${fs.existsSync(path.join(dir, del)) ? 'present' : 'deleted'}; last line of ${edit}: ${lastLine}`,
+        );
+      });
+    }
+    const unchanged = await finish(shadow, lower, before.digest, say);
+    return { lower, mountPoint: shadow.mountPoint, agents, switchMs, folderUnchanged: unchanged };
   } finally {
     if (shadow.mounted) await shadow.unmount({ lazy: true });
   }
+}
+
+async function finish(shadow: Shadow, lower: string, before: string, say: (line: string) => void): Promise<boolean> {
+  await shadow.unmount();
+  const after = fingerprintTree(lower).digest;
+  const unchanged = after === before;
+  say('');
+  say(
+    `Unmounted. Your folder's fingerprint is ${after.slice(0, 12)}: ${unchanged ? 'unchanged, not a byte written.' : 'CHANGED - this is a bug, please report it.'}`,
+  );
+  return unchanged;
 }

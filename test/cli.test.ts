@@ -70,19 +70,25 @@ describe('shadowfs CLI', function () {
     assert.strictEqual(run('no-such-command').status, 2);
   });
 
-  it('demo on the bundled example: tests pass in the folder, fail in the shadow, folder unchanged', () => {
+  it('demo on the bundled example: two agents take turns on one shadow, one breaks the tests, folder unchanged', () => {
     const r = run('demo', '--json');
     assert.strictEqual(r.status, 0, r.stderr);
     const s = JSON.parse(r.stdout) as {
       folderUnchanged: boolean;
-      tests: { inFolder: number; inShadow: number };
-      changes: Array<{ path: string; kind: string }>;
+      testsInFolder: number;
+      agents: Record<string, { tests: number; changes: Array<{ path: string; kind: string }> }>;
     };
     assert.strictEqual(s.folderUnchanged, true);
-    assert.deepStrictEqual(s.tests, { inFolder: 0, inShadow: 1 });
+    assert.strictEqual(s.testsInFolder, 0);
+    assert.strictEqual(s.agents.alice.tests, 0);
+    assert.strictEqual(s.agents.bob.tests, 1);
     assert.deepStrictEqual(
-      s.changes.map((c) => `${c.kind} ${c.path}`),
-      ['deleted notes/todo.txt', 'modified src/math.js'],
+      s.agents.alice.changes.map((c) => `${c.kind} ${c.path}`),
+      ['deleted notes/todo.txt', 'added test/mean-more.test.js'],
+    );
+    assert.deepStrictEqual(
+      s.agents.bob.changes.map((c) => `${c.kind} ${c.path}`),
+      ['modified src/math.js'],
     );
   });
 
