@@ -105,6 +105,7 @@ describe('agent layers', function () {
           const mp = ${JSON.stringify(mp)}; const files = ${JSON.stringify(files)};
           let reads = 0; const deadline = Date.now() + 60000;
           while (!fs.existsSync(path.join(mp, 'hot/stop')) && Date.now() < deadline) {
+            if (reads === files.length) console.log('READY');
             for (let i = 0; i < files.length; i++) {
               const s = fs.readFileSync(path.join(mp, files[i]), 'utf8');
               const c = s[0];
@@ -118,14 +119,22 @@ describe('agent layers', function () {
           }
           console.log('OK ' + reads);`;
         const readers = Array.from({ length: 3 }, () => spawn(process.execPath, ['-e', reader], { stdio: ['ignore', 'pipe', 'inherit'] }));
+        let ready = 0;
+        let signalReady: () => void = () => undefined;
+        const allReady = new Promise<void>((resolve) => (signalReady = resolve));
         const outputs = readers.map(
           (r) =>
             new Promise<string>((resolve) => {
               let out = '';
-              r.stdout.on('data', (d: Buffer) => (out += d.toString()));
-              r.on('exit', () => resolve(out.trim()));
+              r.stdout.on('data', (d: Buffer) => {
+                out += d.toString();
+                if (d.toString().includes('READY') && ++ready === readers.length) signalReady();
+              });
+              r.on('exit', () => resolve(out.replace('READY\n', '').trim()));
             }),
         );
+        // Switch only once every reader is reading, so each one races the switches.
+        await Promise.race([allReady, Promise.all(outputs)]);
         const times: number[] = [];
         try {
           for (let n = 0; n < 2000; n++) {
