@@ -1107,6 +1107,27 @@ void Overlay::unpin(Layer* layer) {
   if (layer && layer->pins > 0) layer->pins--;
 }
 
+// Every directory along `dir` must be a directory, not a symlink (ELOOP) or a file (ENOTDIR).
+// With `create`, missing ones are created in the layer, owned by `create`.
+int Overlay::checkParents(Layer& L, const std::string& dir, const Caller* create) {
+  std::string prefix;
+  for (auto c : components(dir)) {
+    prefix = joinPath(prefix, c);
+    Res pr;
+    int e = resolve(L, prefix, &pr);
+    if (e == ENOENT && create) {
+      e = placeNew(L, prefix, newInode(FileType::Directory, 0755, *create), nullptr);
+      if (e) return e;
+      continue;
+    }
+    if (e) return e;
+    FileType t = pr.node ? pr.node->inode->type : pr.lowerAttr.type;
+    if (t == FileType::Symlink) return ELOOP;
+    if (t != FileType::Directory) return ENOTDIR;
+  }
+  return 0;
+}
+
 int Overlay::putFile(const std::string& layer, const std::string& path, const std::string& data,
                      uint32_t perm, const Caller& who) {
   if (path.empty()) return EISDIR;
@@ -1116,24 +1137,10 @@ int Overlay::putFile(const std::string& layer, const std::string& path, const st
   Layer& L = *lp;
   std::string parent, name;
   splitLast(path, &parent, &name);
-  // Create missing parent directories, refusing to go through symlinks or files.
-  std::string prefix;
-  for (auto c : components(parent)) {
-    prefix = joinPath(prefix, c);
-    Res pr;
-    int pe = resolve(L, prefix, &pr);
-    if (pe == ENOENT) {
-      pe = placeNew(L, prefix, newInode(FileType::Directory, 0755, who), nullptr);
-      if (pe) return pe;
-      continue;
-    }
-    if (pe) return pe;
-    FileType t = pr.node ? pr.node->inode->type : pr.lowerAttr.type;
-    if (t == FileType::Symlink) return ELOOP;
-    if (t != FileType::Directory) return ENOTDIR;
-  }
+  int e = checkParents(L, parent, &who);
+  if (e) return e;
   Node* p;
-  int e = materializeDir(L, parent, &p, nullptr, nullptr);
+  e = materializeDir(L, parent, &p, nullptr, nullptr);
   if (e) return e;
   Res r;
   e = resolve(L, path, &r);
@@ -1188,18 +1195,10 @@ int Overlay::readFile(const std::string& layer, const std::string& path, std::st
     // Same checks as writes: no path through a symlink.
     std::string parent, name;
     splitLast(path, &parent, &name);
-    std::string prefix;
-    for (auto c : components(parent)) {
-      prefix = joinPath(prefix, c);
-      Res pr;
-      int pe = resolve(L, prefix, &pr);
-      if (pe) return pe;
-      FileType t = pr.node ? pr.node->inode->type : pr.lowerAttr.type;
-      if (t == FileType::Symlink) return ELOOP;
-      if (t != FileType::Directory) return ENOTDIR;
-    }
+    int e = checkParents(L, parent, nullptr);
+    if (e) return e;
     Res r;
-    int e = resolve(L, path, &r);
+    e = resolve(L, path, &r);
     if (e) return e;
     FileType t = r.node ? r.node->inode->type : r.lowerAttr.type;
     if (t == FileType::Directory) return EISDIR;

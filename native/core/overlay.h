@@ -147,6 +147,7 @@ class Overlay {
   int materializeNode(Layer& L, const std::string& path, Node** out, Res* r);
   int placeNew(Layer& L, const std::string& path, std::shared_ptr<Inode> inode, Node** out);
   int removeAt(Layer& L, const std::string& path);
+  int checkParents(Layer& L, const std::string& dir, const Caller* create);
   bool lowerPresent(bool lv, const std::string& low, const std::string& name, Attr* a = nullptr);
   int mergedList(const Res& r, std::vector<DirEntry>* out);
   void nodeAttr(const Node* n, bool lv, const std::string& low, Attr* out);

@@ -40,6 +40,22 @@ FileType typeFromDirent(unsigned char t) {
   }
 }
 
+// pread until `size` bytes or end of file, retrying interrupted calls.
+int preadFull(int fd, char* buf, size_t size, uint64_t off, size_t* got) {
+  size_t done = 0;
+  while (done < size) {
+    ssize_t n = ::pread(fd, buf + done, size - done, static_cast<off_t>(off + done));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return errno;
+    }
+    if (n == 0) break;
+    done += static_cast<size_t>(n);
+  }
+  *got = done;
+  return 0;
+}
+
 class PosixLower final : public LowerFs {
  public:
   PosixLower(int rootFd, std::string root) : rootFd_(rootFd), root_(std::move(root)) {}
@@ -117,19 +133,7 @@ class PosixLower final : public LowerFs {
   }
 
   int pread(LowerHandle h, char* buf, size_t size, uint64_t off, size_t* got) override {
-    size_t done = 0;
-    while (done < size) {
-      ssize_t n = ::pread(static_cast<int>(h), buf + done, size - done,
-                          static_cast<off_t>(off + done));
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        return errno;
-      }
-      if (n == 0) break;
-      done += static_cast<size_t>(n);
-    }
-    *got = done;
-    return 0;
+    return preadFull(static_cast<int>(h), buf, size, off, got);
   }
 
   void close(LowerHandle h) override { ::close(static_cast<int>(h)); }
@@ -212,18 +216,7 @@ class PosixSpillFile final : public SpillFile {
   PosixSpillFile& operator=(const PosixSpillFile&) = delete;
 
   int pread(char* buf, size_t size, uint64_t off, size_t* got) override {
-    size_t done = 0;
-    while (done < size) {
-      ssize_t n = ::pread(fd_, buf + done, size - done, static_cast<off_t>(off + done));
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        return errno;
-      }
-      if (n == 0) break;
-      done += static_cast<size_t>(n);
-    }
-    *got = done;
-    return 0;
+    return preadFull(fd_, buf, size, off, got);
   }
 
   int pwrite(const char* buf, size_t size, uint64_t off) override {
