@@ -47,6 +47,10 @@ export interface NativeShadow {
   openView(layer: string, mountPoint: string): number;
   closeView(id: number, lazy: boolean): void;
   unmount(lazy: boolean): void;
+  /** Mounts the same overlay again (layers intact) after unmount(). */
+  remount(mountPoint: string): void;
+  /** File-system requests served so far, for idle detection. */
+  activity(): number;
 }
 
 interface Addon {

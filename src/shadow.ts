@@ -188,10 +188,18 @@ export class View {
     return !this.closed && this.shadow.mounted;
   }
 
+  /** @internal */
+  get viewId(): number {
+    return this.id;
+  }
+
   async close(options: { lazy?: boolean } = {}): Promise<void> {
     if (this.closed) return;
-    this.shadow.call(`close the view at ${this.mountPoint}`, (n) => n.closeView(this.id, options.lazy === true), this.mountPoint);
+    if (this.shadow.mounted) {
+      this.shadow.call(`close the view at ${this.mountPoint}`, (n) => n.closeView(this.id, options.lazy === true), this.mountPoint);
+    }
     this.closed = true;
+    this.shadow.views.delete(this);
     if (this.createdMountPoint) {
       try {
         fs.rmdirSync(this.mountPoint);
@@ -210,7 +218,8 @@ export class Shadow {
   private native: NativeShadow | undefined;
   private readonly createdMountPoint: boolean;
   private readonly layers = new Map<string, Layer>();
-  private readonly views = new Set<View>();
+  /** @internal */
+  readonly views = new Set<View>();
   private readonly scheduler = new LayerScheduler(async (agent) => {
     if (this.active !== agent) await this.activate(agent);
   });
@@ -367,6 +376,51 @@ export class Shadow {
     const v = new View(this, viewId, id, mountPoint, created);
     this.views.add(v);
     return v;
+  }
+
+  /** File-system requests served so far (all mounts of this shadow), for idle detection. */
+  activity(): number {
+    return this.native?.activity() ?? 0;
+  }
+
+  /** True while unmounted by suspend(): the layers are kept and resume() mounts again. */
+  get suspended(): boolean {
+    return this.native !== undefined && !this.native.mounted;
+  }
+
+  /**
+   * Unmounts the shared mount (and closes the views) but keeps every layer in memory, for a
+   * shadow nobody uses; resume() mounts it again at the same place.
+   */
+  async suspend(options: { lazy?: boolean } = {}): Promise<void> {
+    const native = this.native;
+    if (!native || !native.mounted) return;
+    try {
+      native.unmount(options.lazy === true);
+    } catch (err) {
+      if ((err as { code?: string }).code === 'EBUSY') {
+        throw new ShadowError('MOUNT_BUSY', `the shadow at ${this.mountPoint} is in use; it stays mounted`, { cause: err });
+      }
+      throw fromNative(err, `suspend ${this.mountPoint}`);
+    }
+    for (const v of this.views) await v.close().catch(() => undefined);
+    this.views.clear();
+  }
+
+  async resume(): Promise<void> {
+    const native = this.native;
+    if (!native) throw new ShadowError('NOT_MOUNTED', `the shadow at ${this.mountPoint} was unmounted for good`);
+    if (native.mounted) return;
+    if (!fs.existsSync(this.mountPoint)) fs.mkdirSync(this.mountPoint, { recursive: true, mode: 0o755 });
+    try {
+      native.remount(this.mountPoint);
+    } catch (err) {
+      const e = err as { errno?: number; message?: string };
+      throw new ShadowError('MOUNT_FAILED', `cannot mount the shadow at ${this.mountPoint} again: ${e.message ?? String(err)}`, {
+        errno: e.errno,
+        cause: err,
+      });
+    }
   }
 
   /**

@@ -64,8 +64,6 @@ describe('shadowfs CLI', function () {
     const human = run('mount', '/nonexistent/folder', '--foreground');
     assert.strictEqual(human.status, 1);
     assert.match(human.stderr, /error LOWER_NOT_FOUND: the folder \/nonexistent\/folder does not exist/);
-    const bg = run('mount', repoRoot, '--json');
-    assert.strictEqual((JSON.parse(bg.stdout) as { error: { code: string } }).error.code, 'NOT_SUPPORTED');
     assert.strictEqual(run().status, 2);
     assert.strictEqual(run('no-such-command').status, 2);
   });

@@ -85,6 +85,8 @@ class Shadow : public Napi::ObjectWrap<Shadow> {
                         InstanceMethod("openView", &Shadow::OpenView),
                         InstanceMethod("closeView", &Shadow::CloseView),
                         InstanceMethod("unmount", &Shadow::Unmount),
+                        InstanceMethod("remount", &Shadow::Remount),
+                        InstanceMethod("activity", &Shadow::Activity),
                         InstanceAccessor("active", &Shadow::Active, nullptr),
                         InstanceAccessor("mounted", &Shadow::Mounted, nullptr)});
   }
@@ -373,8 +375,34 @@ class Shadow : public Napi::ObjectWrap<Shadow> {
       it = views_.erase(it);
     }
     if (!check(env, main_->unmount(lazy), "cannot unmount")) return env.Undefined();
+    retiredRequests_ += main_->requests();
     dispose(std::move(main_));
     return env.Undefined();
+  }
+
+  // remount(mountPoint): mounts the same overlay (layers intact) again after unmount().
+  Napi::Value Remount(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    std::string mp;
+    if (!stringArg(info, 0, &mp)) return env.Undefined();
+    if (main_ && main_->mounted()) return env.Undefined();
+    int err = 0;
+    std::string message;
+    main_ = createBackend(backendName_, ov_, nullptr, lower_, mp, opts_, &err, &message);
+    if (!main_) {
+      Napi::Error e = Napi::Error::New(env, message);
+      e.Set("code", Napi::String::New(env, errnoName(err)));
+      e.Set("errno", Napi::Number::New(env, err));
+      e.ThrowAsJavaScriptException();
+    }
+    return env.Undefined();
+  }
+
+  // activity(): file-system requests served by the shared mount and the views, ever.
+  Napi::Value Activity(const Napi::CallbackInfo& info) {
+    uint64_t n = main_ ? main_->requests() : 0;
+    for (auto& [id, v] : views_) n += v.backend->requests();
+    return Napi::Number::New(info.Env(), static_cast<double>(n + retiredRequests_));
   }
 
   Napi::Value Active(const Napi::CallbackInfo& info) {
@@ -392,6 +420,7 @@ class Shadow : public Napi::ObjectWrap<Shadow> {
   std::unique_ptr<MountBackend> main_;
   std::map<uint32_t, View> views_;
   uint32_t nextView_ = 1;
+  uint64_t retiredRequests_ = 0;  // served by mounts since unmounted
   std::string backendName_;
   std::string lower_;
   MountOptions opts_;

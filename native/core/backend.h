@@ -37,6 +37,8 @@ class MountBackend {
   // 0, EBUSY when programs still use the mount and `lazy` is false, or another errno.
   virtual int unmount(bool lazy) = 0;
   virtual bool mounted() const = 0;
+  // File-system requests served so far (for idle detection).
+  virtual uint64_t requests() const = 0;
   // Ends the object's life: deletes it now, or, after a lazy unmount whose mount is still in
   // use, lets its loop delete it once the last user has gone. Use instead of delete.
   virtual void dispose() = 0;

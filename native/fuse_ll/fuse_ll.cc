@@ -140,7 +140,12 @@ class LLMount final : public MountBackend {
   void dispose() override;
 
   // --- request handlers (loop threads) ---
-  static LLMount* self(fuse_req_t req) { return static_cast<LLMount*>(fuse_req_userdata(req)); }
+  static LLMount* self(fuse_req_t req) {
+    auto* m = static_cast<LLMount*>(fuse_req_userdata(req));
+    m->requests_.fetch_add(1, std::memory_order_relaxed);
+    return m;
+  }
+  uint64_t requests() const override { return requests_.load(std::memory_order_relaxed); }
   static void opInit(void* userdata, struct fuse_conn_info* conn);
   static void opLookup(fuse_req_t req, fuse_ino_t parent, const char* name);
   static void opForget(fuse_req_t req, fuse_ino_t ino, uint64_t n);
@@ -216,6 +221,7 @@ class LLMount final : public MountBackend {
   std::thread loop_;
   std::atomic<bool> mounted_{false};
   std::atomic<bool> epochWorks_{false};  // the kernel took FUSE_NOTIFY_INC_EPOCH (7.44+)
+  std::atomic<uint64_t> requests_{0};
   // A lazily unmounted file system is served until its last user closes it. dispose() then
   // hands the object to the loop thread, which deletes it when the loop ends.
   std::mutex loopMu_;

@@ -1,13 +1,29 @@
 // The shadowfs command line: one yargs command module per command (src/cli/commands).
 import yargs from 'yargs';
+import { activateCommand } from './commands/activate';
 import { demoCommand } from './commands/demo';
+import { doctorCommand } from './commands/doctor';
+import { layerCommand } from './commands/layer';
+import { listCommand } from './commands/list';
 import { mountCommand } from './commands/mount';
+import { serveCommand } from './commands/serve';
+import { statusCommand } from './commands/status';
+import { unmountCommand } from './commands/unmount';
+import { viewCommand } from './commands/view';
 import { ExitCode } from './output';
 
 export function main(argv: string[]): void {
   void yargs(argv)
     .scriptName('shadowfs')
     .command(mountCommand)
+    .command(unmountCommand)
+    .command(listCommand)
+    .command(layerCommand)
+    .command(activateCommand)
+    .command(viewCommand)
+    .command(statusCommand)
+    .command(serveCommand)
+    .command(doctorCommand)
     .command(demoCommand)
     .demandCommand(1, 'name a command (see --help)')
     .strict()

@@ -1,8 +1,9 @@
 // How CLI commands report results and errors: human lines, or one JSON object per line with
-// --json. Exit codes: 0 success, 1 failure (the message carries an error code), 2 bad usage.
+// --json. Exit codes: 0 success, 1 failure (the message carries an error code), 2 bad usage,
+// 3 the daemon is not running (status only).
 import { ShadowError } from '../errors';
 
-export const ExitCode = { OK: 0, FAILURE: 1, USAGE: 2 } as const;
+export const ExitCode = { OK: 0, FAILURE: 1, USAGE: 2, NOT_RUNNING: 3 } as const;
 
 export interface OutputOptions {
   json?: boolean;

@@ -31,6 +31,7 @@ export function removeTempDirs(): void {
 }
 
 export function leakedTestMounts(): string[] {
+  // The test run's runtime directory (daemon mounts) shares the prefix; the daemon is stopped first.
   return [...mountedPaths()].filter((p) => p.startsWith(testRootPrefix));
 }
 

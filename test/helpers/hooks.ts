@@ -1,8 +1,50 @@
 // Root hooks: the integration tests need a usable /dev/fuse and fail loudly without it (never
 // skip); mounts leaked by an earlier, killed run are removed first so they cannot break this one.
 import * as fs from 'fs';
+import * as os from 'os';
+import * as path from 'path';
 import { execFileSync } from 'child_process';
 import { leakedTestMounts, removeTempDirs } from './fixtures';
+
+// A private runtime directory for this run: daemons, sockets and default mount points of the
+// tests never meet the user's own (and are all removed afterwards).
+const runtime = fs.mkdtempSync(path.join(os.tmpdir(), 'shadowfs-test-rt-'));
+fs.chmodSync(runtime, 0o700);
+process.env.XDG_RUNTIME_DIR = runtime;
+
+/** Stops a daemon the tests started (CLI commands start one on demand). */
+export function stopTestDaemon(): void {
+  const pidFile = path.join(runtime, 'shadowfs', 'daemon.pid');
+  let pid = 0;
+  try {
+    pid = Number(fs.readFileSync(pidFile, 'utf8'));
+  } catch {
+    return;
+  }
+  try {
+    process.kill(pid, 'SIGTERM');
+  } catch {
+    return;
+  }
+  const deadline = Date.now() + 10_000;
+  while (Date.now() < deadline) {
+    try {
+      process.kill(pid, 0);
+    } catch {
+      return;
+    }
+    execFileSync('sleep', ['0.05']);
+  }
+  process.kill(pid, 'SIGKILL');
+}
+
+function runtimeMounts(): string[] {
+  return fs
+    .readFileSync('/proc/self/mounts', 'utf8')
+    .split('\n')
+    .map((l) => l.split(' ')[1] ?? '')
+    .filter((m) => m.startsWith(runtime));
+}
 
 export const mochaHooks = {
   beforeAll(): void {
@@ -23,8 +65,11 @@ export const mochaHooks = {
     }
   },
   afterAll(): void {
+    stopTestDaemon();
+    for (const m of runtimeMounts()) execFileSync('umount', ['-l', m], { stdio: 'ignore' });
     const leaked = leakedTestMounts();
     removeTempDirs();
+    fs.rmSync(runtime, { recursive: true, force: true });
     if (leaked.length > 0) throw new Error(`tests leaked mounts: ${leaked.join(', ')}`);
   },
 };

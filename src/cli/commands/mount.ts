@@ -1,7 +1,9 @@
 // `shadowfs mount <folder> [--at DIR] --foreground [--json]`: mount in this process until
 // SIGINT/SIGTERM, then unmount cleanly.
 import type { Argv, CommandModule } from 'yargs';
+import * as path from 'path';
 import { ShadowError } from '../../errors';
+import { withClient } from '../daemon-call';
 import { createLogger } from '../../log';
 import { mount } from '../../shadow';
 import { emit, reportError } from '../output';
@@ -9,6 +11,7 @@ import { emit, reportError } from '../output';
 interface Args {
   folder: string;
   at?: string;
+  name?: string;
   foreground: boolean;
   json: boolean;
   'cache-timeout': number;
@@ -24,10 +27,25 @@ export const mountCommand: CommandModule<object, Args> = {
         type: 'string',
         describe: 'mount point (created if missing, must be empty); default: a new directory under the runtime directory',
       })
-      .option('foreground', { type: 'boolean', default: false, describe: 'stay in this process until Ctrl-C / SIGTERM' })
+      .option('name', { type: 'string', describe: 'name of the shadow in the daemon (default: the folder name)' })
+      .option('foreground', { type: 'boolean', default: false, describe: 'mount in this process (no daemon) until Ctrl-C / SIGTERM' })
       .option('cache-timeout', { type: 'number', default: 1, describe: 'seconds the kernel may cache names and attributes' })
       .option('json', { type: 'boolean', default: false, describe: 'print one JSON object per event' }) as Argv<Args>,
   handler: async (args) => {
+    if (!args.foreground) {
+      // The daemon's working directory is not ours: send absolute paths.
+      return withClient(
+        args,
+        (c) =>
+          c.request('mount', {
+            folder: path.resolve(args.folder),
+            ...(args.at ? { mountPoint: path.resolve(args.at) } : {}),
+            ...(args.name ? { name: args.name } : {}),
+            cacheTimeout: args['cache-timeout'],
+          }),
+        (r) => `${r.name}\t${r.mountPoint}`,
+      );
+    }
     const log = createLogger();
     let keepAlive: NodeJS.Timeout | undefined;
     try {

@@ -1,0 +1,58 @@
+// `shadowfs doctor`: checks what shadowfs needs on this machine and says what to do about it.
+import { execFileSync } from 'child_process';
+import type { Argv, CommandModule } from 'yargs';
+import { ShadowClient } from '../../client';
+import { addon } from '../../native';
+import { probeFuseDevice, probeInotify, probeKernel, ProbeResult } from '../../probe';
+import { emit, ExitCode } from '../output';
+
+interface Args {
+  json: boolean;
+}
+
+interface Check extends ProbeResult {
+  name: string;
+  required: boolean;
+}
+
+export const doctorCommand: CommandModule<object, Args> = {
+  command: 'doctor',
+  describe: 'Check the FUSE device, fusermount3, the kernel, the native module and the daemon',
+  builder: (y: Argv) => y.option('json', { type: 'boolean', default: false }) as Argv<Args>,
+  handler: async (args) => {
+    const checks: Check[] = [];
+    const add = (name: string, required: boolean, r: ProbeResult): void => void checks.push({ name, required, ...r });
+    add('fuse-device', true, probeFuseDevice());
+    try {
+      const v = execFileSync('fusermount3', ['--version'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }).trim();
+      add('fusermount3', process.getuid?.() !== 0, { ok: true, detail: v });
+    } catch {
+      add('fusermount3', process.getuid?.() !== 0, {
+        ok: false,
+        detail: 'fusermount3 not found: install the fuse3 package (needed when not running as root)',
+      });
+    }
+    add('kernel', false, probeKernel());
+    add('inotify', false, probeInotify());
+    try {
+      add('native-module', true, { ok: true, detail: `backends: ${addon().backends.join(', ')}` });
+    } catch (err) {
+      add('native-module', true, { ok: false, detail: (err as Error).message });
+    }
+    try {
+      const c = await ShadowClient.connect({ autostart: false });
+      const st = await c.request('status');
+      c.close();
+      add('daemon', false, { ok: true, detail: `running (pid ${st.pid}) at ${st.socket}` });
+    } catch {
+      add('daemon', false, { ok: true, detail: 'not running (any command starts it)' });
+    }
+    const healthy = checks.every((c) => c.ok || !c.required);
+    emit(
+      args,
+      { healthy, checks },
+      checks.map((c) => `${c.ok ? 'ok  ' : c.required ? 'FAIL' : 'warn'} ${c.name.padEnd(14)} ${c.detail}`).join('\n'),
+    );
+    if (!healthy) process.exitCode = ExitCode.FAILURE;
+  },
+};

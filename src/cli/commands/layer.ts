@@ -1,0 +1,128 @@
+// `shadowfs layer <write|rm|reset|changes|cat|drop> <shadow> <agent> ...`: one agent's layer.
+import * as fs from 'fs';
+import type { Argv, CommandModule } from 'yargs';
+import { withClient } from '../daemon-call';
+import { emit, reportError } from '../output';
+import { ShadowClient } from '../../client';
+
+interface Base {
+  shadow: string;
+  agent: string;
+  json: boolean;
+}
+
+const base = (y: Argv) =>
+  y
+    .positional('shadow', { type: 'string', demandOption: true, describe: 'name or mount point' })
+    .positional('agent', { type: 'string', demandOption: true, describe: 'agent id' })
+    .option('json', { type: 'boolean', default: false });
+
+const write: CommandModule<object, Base & { path: string; file?: string; mode?: string }> = {
+  command: 'write <shadow> <agent> <path>',
+  describe: "Write a file into an agent's layer (content from --file, or standard input)",
+  builder: (y: Argv) =>
+    base(y)
+      .positional('path', { type: 'string', demandOption: true })
+      .option('file', { type: 'string', describe: 'read the content from this file' })
+      .option('mode', { type: 'string', describe: 'permission bits in octal, e.g. 755' }) as Argv<
+      Base & { path: string; file?: string; mode?: string }
+    >,
+  handler: (a) =>
+    withClient(
+      a,
+      (c) => {
+        const data = fs.readFileSync(a.file ?? 0);
+        const mode = a.mode === undefined ? undefined : parseInt(a.mode, 8);
+        return c.request('layer.write', {
+          shadow: a.shadow,
+          agent: a.agent,
+          path: a.path,
+          data: data.toString('base64'),
+          ...(mode === undefined ? {} : { mode }),
+        });
+      },
+      (r) => `Wrote ${r.bytes} bytes to ${r.path}.`,
+    ),
+};
+
+const rm: CommandModule<object, Base & { path: string }> = {
+  command: 'rm <shadow> <agent> <path>',
+  describe: "Remove a file or directory from what an agent's layer shows",
+  builder: (y: Argv) => base(y).positional('path', { type: 'string', demandOption: true }) as Argv<Base & { path: string }>,
+  handler: (a) =>
+    withClient(
+      a,
+      (c) => c.request('layer.remove', { shadow: a.shadow, agent: a.agent, path: a.path }),
+      (r) => `Removed ${r.path}.`,
+    ),
+};
+
+const reset: CommandModule<object, Base> = {
+  command: 'reset <shadow> <agent>',
+  describe: "Drop every change of an agent's layer",
+  builder: (y: Argv) => base(y) as Argv<Base>,
+  handler: (a) =>
+    withClient(
+      a,
+      (c) => c.request('layer.reset', { shadow: a.shadow, agent: a.agent }),
+      (r) => `Reset the layer of ${r.agent}.`,
+    ),
+};
+
+const drop: CommandModule<object, Base> = {
+  command: 'drop <shadow> <agent>',
+  describe: "Drop an agent's layer entirely",
+  builder: (y: Argv) => base(y) as Argv<Base>,
+  handler: (a) =>
+    withClient(
+      a,
+      (c) => c.request('layer.drop', { shadow: a.shadow, agent: a.agent }),
+      (r) => `Dropped the layer of ${r.agent}.`,
+    ),
+};
+
+const changes: CommandModule<object, Base> = {
+  command: 'changes <shadow> <agent>',
+  describe: "List what an agent's layer changed",
+  builder: (y: Argv) => base(y) as Argv<Base>,
+  handler: (a) =>
+    withClient(
+      a,
+      (c) => c.request('layer.changes', { shadow: a.shadow, agent: a.agent }),
+      (r) => (r.changes.length ? r.changes.map((x) => `${x.kind.padEnd(8)} ${x.path}`).join('\n') : 'No changes.'),
+    ),
+};
+
+const cat: CommandModule<object, Base & { path: string }> = {
+  command: 'cat <shadow> <agent> <path>',
+  describe: "Print a file as an agent's layer shows it (active or not)",
+  builder: (y: Argv) => base(y).positional('path', { type: 'string', demandOption: true }) as Argv<Base & { path: string }>,
+  handler: async (a) => {
+    let client: ShadowClient | undefined;
+    try {
+      client = await ShadowClient.connect();
+      const r = await client.request('layer.read', { shadow: a.shadow, agent: a.agent, path: a.path });
+      if (a.json) emit(a, r, '');
+      else process.stdout.write(Buffer.from(r.data, 'base64'));
+    } catch (err) {
+      reportError(a, err);
+    } finally {
+      client?.close();
+    }
+  },
+};
+
+export const layerCommand: CommandModule = {
+  command: 'layer <command>',
+  describe: "Work on an agent's layer: write, rm, reset, changes, cat, drop",
+  builder: (y: Argv) =>
+    y
+      .command(write as unknown as CommandModule)
+      .command(rm as unknown as CommandModule)
+      .command(reset as unknown as CommandModule)
+      .command(changes as unknown as CommandModule)
+      .command(cat as unknown as CommandModule)
+      .command(drop as unknown as CommandModule)
+      .demandCommand(1),
+  handler: () => undefined,
+};

@@ -1,0 +1,68 @@
+// `shadowfs serve [--foreground]`: the per-user daemon. Without --foreground it starts one in
+// the background and returns once it answers.
+import type { Argv, CommandModule } from 'yargs';
+import { ShadowClient } from '../../client';
+import { Daemon } from '../../daemon/server';
+import { createDaemonLogger } from '../../daemon/log';
+import { daemonPaths } from '../../daemon/paths';
+import type { LogLevel } from '../../log';
+import { emit, reportError } from '../output';
+
+interface Args {
+  foreground: boolean;
+  'idle-timeout': number;
+  'exit-after': number;
+  'log-level': LogLevel;
+  json: boolean;
+}
+
+const envSeconds = (name: string, dflt: number): number => {
+  const v = Number(process.env[name]);
+  return Number.isFinite(v) && v > 0 ? v : dflt;
+};
+
+export const serveCommand: CommandModule<object, Args> = {
+  command: 'serve',
+  describe: 'Run the shadowfs daemon for this user (started automatically by the other commands)',
+  builder: (y: Argv) =>
+    y
+      .option('foreground', { type: 'boolean', default: false, describe: 'run in this process, logging to the console too' })
+      .option('idle-timeout', {
+        type: 'number',
+        default: envSeconds('SHADOWFS_IDLE_TIMEOUT', 900),
+        describe: 'seconds after which an unused shadow is unmounted (layers kept) [env SHADOWFS_IDLE_TIMEOUT]',
+      })
+      .option('exit-after', {
+        type: 'number',
+        default: envSeconds('SHADOWFS_EXIT_AFTER', 60),
+        describe: 'seconds with no shadow and no client after which the daemon exits [env SHADOWFS_EXIT_AFTER]',
+      })
+      .option('log-level', { choices: ['error', 'warn', 'info', 'debug'] as const, default: 'info' as LogLevel })
+      .option('json', { type: 'boolean', default: false, describe: 'print one JSON object per event' }) as Argv<Args>,
+  handler: async (args) => {
+    try {
+      if (!args.foreground) {
+        const client = await ShadowClient.connect();
+        const st = await client.request('status');
+        client.close();
+        emit(
+          args,
+          { event: 'running', pid: st.pid, socket: st.socket, logFile: st.logFile },
+          `shadowfs daemon running (pid ${st.pid}) at ${st.socket}; log: ${st.logFile}`,
+        );
+        return;
+      }
+      const paths = daemonPaths();
+      const log = createDaemonLogger(paths.log, { level: args['log-level'], console: true });
+      const daemon = new Daemon({ paths, log, idleMs: args['idle-timeout'] * 1000, exitAfterMs: args['exit-after'] * 1000 });
+      await daemon.start();
+      const stop = (): void => void daemon.stop();
+      process.once('SIGINT', stop);
+      process.once('SIGTERM', stop);
+      await daemon.done;
+      await new Promise<void>((r) => log.on('finish', () => r()).end());
+    } catch (err) {
+      reportError(args, err);
+    }
+  },
+};

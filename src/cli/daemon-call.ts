@@ -1,0 +1,34 @@
+// Shared plumbing of the CLI commands that talk to the daemon: connect (starting it if needed),
+// run, print a result or a coded error, set the exit status.
+import { ShadowClient } from '../client';
+import { emit, reportError } from './output';
+
+export interface JsonFlag {
+  json: boolean;
+}
+
+export async function withClient<T>(
+  args: JsonFlag,
+  fn: (client: ShadowClient) => Promise<T>,
+  human: (result: T) => string,
+  options: { autostart?: boolean } = {},
+): Promise<void> {
+  let client: ShadowClient | undefined;
+  try {
+    client = await ShadowClient.connect({ autostart: options.autostart });
+    if (client.startedDaemon) {
+      // A daemon that starts cleans what a crashed one left: say so once.
+      const st = await client.request('status');
+      if (st.recovered.length)
+        process.stderr.write(
+          `shadowfs: started the daemon; it cleaned stale mounts left by a crashed daemon: ${st.recovered.join(', ')}\n`,
+        );
+    }
+    const result = await fn(client);
+    emit(args, result as Record<string, unknown>, human(result));
+  } catch (err) {
+    reportError(args, err);
+  } finally {
+    client?.close();
+  }
+}

@@ -1,0 +1,324 @@
+// The daemon end to end: every CLI command against a real daemon and real mounts, protocol
+// robustness on a raw socket, other users, crash recovery and idle unmount. The daemon runs in
+// this test run's private runtime directory (see helpers/hooks.ts).
+import * as assert from 'assert';
+import { spawn, spawnSync } from 'child_process';
+import * as fs from 'fs';
+import * as net from 'net';
+import * as path from 'path';
+import { ShadowClient } from '../src/client';
+import { daemonPaths } from '../src/daemon/paths';
+import { mountedPaths } from '../src/platform';
+import { encodeMessage, MessageDecoder } from '../src/protocol/framing';
+import { RpcErrorCodes } from '../src/protocol/messages';
+import { eventually, FolderGuard, makeProject, repoRoot, tempDir } from './helpers/fixtures';
+import { stopTestDaemon } from './helpers/hooks';
+
+const cliPath = path.join(repoRoot, 'bin', 'shadowfs.js');
+
+function cli(args: string[], input?: string, env: NodeJS.ProcessEnv = {}): { status: number | null; stdout: string; stderr: string } {
+  const r = spawnSync(process.execPath, [cliPath, ...args], { encoding: 'utf8', input, timeout: 60_000, env: { ...process.env, ...env } });
+  return { status: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+function json<T>(args: string[], input?: string): T {
+  const r = cli([...args, '--json'], input);
+  assert.strictEqual(r.status, 0, `shadowfs ${args.join(' ')} failed: ${r.stdout}${r.stderr}`);
+  return JSON.parse(r.stdout) as T;
+}
+
+/** A raw connection for sending arbitrary bytes and reading framed replies. */
+class Raw {
+  readonly socket: net.Socket;
+  private readonly decoder = new MessageDecoder();
+  private readonly queue: unknown[] = [];
+  private waiting: ((v: unknown) => void) | undefined;
+  closed = false;
+
+  constructor(socketPath: string) {
+    this.socket = net.connect(socketPath);
+    this.socket.on('data', (d: Buffer) => {
+      for (const m of this.decoder.push(d)) {
+        if (m.kind !== 'message') continue;
+        const value = m.value as { method?: string };
+        if (value.method) continue; // notifications
+        if (this.waiting) {
+          const w = this.waiting;
+          this.waiting = undefined;
+          w(m.value);
+        } else this.queue.push(m.value);
+      }
+    });
+    this.socket.on('close', () => {
+      this.closed = true;
+      this.waiting?.(undefined);
+    });
+    this.socket.on('error', () => undefined);
+  }
+
+  ready(): Promise<void> {
+    return new Promise((r) => this.socket.once('connect', () => r()));
+  }
+
+  next(): Promise<{ id: unknown; result?: unknown; error?: { code: number; message: string; data?: { code: string } } } | undefined> {
+    if (this.queue.length) return Promise.resolve(this.queue.shift() as never);
+    return new Promise((r) => (this.waiting = r as (v: unknown) => void));
+  }
+
+  request(id: number, method: string, params?: unknown): void {
+    this.socket.write(encodeMessage({ jsonrpc: '2.0', id, method, ...(params === undefined ? {} : { params }) }));
+  }
+}
+
+describe('the shadowfs daemon', function () {
+  afterEach(async () => {
+    // Whatever a failed test left mounted goes, through the daemon if it still runs.
+    try {
+      const c = await ShadowClient.connect({ autostart: false });
+      for (const s of (await c.request('list')).shadows) await c.request('unmount', { shadow: s.name, lazy: true });
+      c.close();
+    } catch {
+      // no daemon
+    }
+    for (const m of mountedPaths()) if (m.startsWith(daemonPaths().dir) || m.includes('shadowfs-test-dmnt')) spawnSync('umount', ['-l', m]);
+  });
+  after(() => stopTestDaemon());
+
+  it('every CLI command works end to end against a real daemon and real mounts', async () => {
+    const lower = makeProject();
+    const guard = new FolderGuard(lower);
+    const at = path.join(tempDir('dmnt'), 'm');
+    const mounted = json<{ name: string; mountPoint: string; active: string }>(['mount', lower, '--at', at, '--name', 'proj']);
+    assert.strictEqual(mounted.name, 'proj');
+    assert.strictEqual(mounted.mountPoint, at);
+    assert.ok(mountedPaths().has(at));
+    assert.strictEqual(cli(['mount', lower, '--name', 'proj']).status, 1, 'a second shadow with the same name is refused');
+
+    assert.deepStrictEqual(
+      json<{ shadows: Array<{ name: string }> }>(['list']).shadows.map((s) => s.name),
+      ['proj'],
+    );
+    assert.strictEqual(json<{ bytes: number }>(['layer', 'write', 'proj', 'alice', 'src/new.js'], 'module.exports = 42;\n').bytes, 21);
+    const file = path.join(tempDir('src'), 'content.txt');
+    fs.writeFileSync(file, 'from a file\n');
+    json(['layer', 'write', 'proj', 'alice', 'notes/from-file.txt', '--file', file]);
+    json(['layer', 'rm', 'proj', 'alice', 'README.md']);
+    assert.strictEqual(cli(['layer', 'cat', 'proj', 'alice', 'src/new.js']).stdout, 'module.exports = 42;\n');
+    assert.deepStrictEqual(
+      json<{ changes: Array<{ kind: string; path: string }> }>(['layer', 'changes', 'proj', 'alice']).changes.map(
+        (c) => `${c.kind} ${c.path}`,
+      ),
+      ['deleted README.md', 'added notes/from-file.txt', 'added src/new.js'],
+    );
+    const act = json<{ active: string; epoch: boolean }>(['activate', 'proj', 'alice']);
+    assert.strictEqual(act.active, 'alice');
+    assert.strictEqual(fs.readFileSync(path.join(at, 'src/new.js'), 'utf8'), 'module.exports = 42;\n');
+    assert.ok(!fs.existsSync(path.join(at, 'README.md')));
+    const view = json<{ view: number; mountPoint: string }>(['view', 'open', 'proj', 'bob']);
+    assert.ok(fs.existsSync(path.join(view.mountPoint, 'README.md')), "bob's view shows the folder");
+    assert.strictEqual(json<{ shadows: Array<{ views: unknown[] }> }>(['list']).shadows[0].views.length, 1);
+    json(['view', 'close', 'proj', String(view.view)]);
+    assert.ok(!mountedPaths().has(view.mountPoint));
+    json(['activate', 'proj', '--none']);
+    assert.ok(fs.existsSync(path.join(at, 'README.md')));
+    json(['layer', 'reset', 'proj', 'alice']);
+    assert.deepStrictEqual(json<{ changes: unknown[] }>(['layer', 'changes', 'proj', 'alice']).changes, []);
+    json(['layer', 'drop', 'proj', 'alice']);
+    const st = json<{ running: boolean; pid: number; shadows: unknown[] }>(['status']);
+    assert.strictEqual(st.running, true);
+    assert.strictEqual(st.shadows.length, 1);
+    const doctor = json<{ healthy: boolean; checks: Array<{ name: string; ok: boolean }> }>(['doctor']);
+    assert.strictEqual(doctor.healthy, true);
+    assert.ok(doctor.checks.find((c) => c.name === 'fuse-device')?.ok);
+    const second = cli(['serve', '--foreground']);
+    assert.strictEqual(second.status, 1);
+    assert.match(second.stderr, /DAEMON_RUNNING/);
+    assert.match(json<{ event: string }>(['serve']).event, /running/);
+    // Errors carry codes.
+    const unknown = cli(['layer', 'changes', 'nope', 'alice', '--json']);
+    assert.strictEqual(unknown.status, 1);
+    assert.strictEqual((JSON.parse(unknown.stdout) as { error: { code: string } }).error.code, 'UNKNOWN_SHADOW');
+    const bad = JSON.parse(cli(['layer', 'write', 'proj', 'alice', '../escape', '--json'], 'x').stdout) as { error: { code: string } };
+    assert.strictEqual(bad.error.code, 'INVALID_PATH');
+    json(['unmount', 'proj']);
+    assert.ok(!mountedPaths().has(at));
+    await guard.check();
+  });
+
+  it('survives malformed messages, bad framing, oversized messages, unknown methods and invalid params', async () => {
+    const lower = makeProject();
+    const guard = new FolderGuard(lower);
+    json(['mount', lower, '--name', 'robust']);
+    const sock = daemonPaths().socket;
+    const raw = new Raw(sock);
+    await raw.ready();
+    raw.socket.write(Buffer.from('Content-Length: 9\r\n\r\n{not json'));
+    assert.strictEqual((await raw.next())?.error?.code, RpcErrorCodes.ParseError);
+    raw.socket.write(encodeMessage([1, 2, 3]));
+    assert.strictEqual((await raw.next())?.error?.code, RpcErrorCodes.InvalidRequest);
+    raw.request(1, 'no.such.method');
+    const nf = await raw.next();
+    assert.strictEqual(nf?.error?.code, RpcErrorCodes.MethodNotFound);
+    assert.match(nf?.error?.message ?? '', /no\.such\.method/);
+    const invalid: Array<[unknown, number, string?]> = [
+      [{ shadow: 1, agent: 'a', path: 'x', data: '' }, RpcErrorCodes.InvalidParams],
+      [{ shadow: 'robust', agent: 'a', path: 'x' }, RpcErrorCodes.InvalidParams],
+      [{ shadow: 'robust', agent: 'a', path: 'x', data: '', extra: true }, RpcErrorCodes.InvalidParams],
+      [{ shadow: 'robust', agent: 'a', path: '../x', data: '' }, RpcErrorCodes.InvalidPath, 'INVALID_PATH'],
+      [{ shadow: 'robust', agent: 'a', path: '/etc/passwd', data: '' }, RpcErrorCodes.InvalidPath, 'INVALID_PATH'],
+      [{ shadow: 'robust', agent: 'a', path: 'a\0b', data: '' }, RpcErrorCodes.InvalidParams],
+      [{ shadow: 'robust', agent: 'a/b', path: 'x', data: '' }, RpcErrorCodes.InvalidPath, 'INVALID_AGENT'],
+      [{ shadow: 'missing', agent: 'a', path: 'x', data: '' }, RpcErrorCodes.UnknownShadow, 'UNKNOWN_SHADOW'],
+      ['not an object', RpcErrorCodes.InvalidParams],
+    ];
+    let id = 10;
+    for (const [params, code, dataCode] of invalid) {
+      raw.request(++id, 'layer.write', params);
+      const r = await raw.next();
+      assert.strictEqual(r?.error?.code, code, `layer.write ${JSON.stringify(params)} -> ${JSON.stringify(r)}`);
+      if (dataCode) assert.strictEqual(r?.error?.data?.code, dataCode);
+      assert.strictEqual(r?.id, id);
+    }
+    // The connection still works after all that.
+    raw.request(99, 'health');
+    assert.strictEqual((await raw.next())?.id, 99);
+    // An oversized message ends only its own connection.
+    const big = new Raw(sock);
+    await big.ready();
+    big.socket.write(Buffer.from(`Content-Length: ${64 * 1024 * 1024}\r\n\r\n`));
+    assert.match((await big.next())?.error?.message ?? '', /too large/);
+    await eventually(() => big.closed, 5000, 'the oversized connection to close');
+    const garbage = new Raw(sock);
+    await garbage.ready();
+    garbage.socket.write(Buffer.from('GET / HTTP/1.1\r\nHost: x\r\n\r\n'));
+    assert.match((await garbage.next())?.error?.message ?? '', /framing/);
+    // A client that disconnects in the middle of a request (and of a message).
+    const rude = new Raw(sock);
+    await rude.ready();
+    rude.request(1, 'layer.changes', { shadow: 'robust', agent: 'default' });
+    rude.socket.write(Buffer.from('Content-Length: 100\r\n\r\n{"jsonrpc"'));
+    rude.socket.destroy();
+    raw.request(100, 'list');
+    assert.strictEqual(((await raw.next())?.result as { shadows: unknown[] }).shadows.length, 1);
+    raw.socket.destroy();
+    json(['unmount', 'robust']);
+    await guard.check();
+  });
+
+  it('serves 50 concurrent clients while layers switch, and the folder stays untouched', async () => {
+    const lower = makeProject();
+    const guard = new FolderGuard(lower);
+    const info = json<{ mountPoint: string }>(['mount', lower, '--name', 'busy']);
+    const clients = await Promise.all(Array.from({ length: 50 }, () => ShadowClient.connect({ autostart: false })));
+    try {
+      await Promise.all(
+        clients.map(async (c, i) => {
+          const agent = `agent${i % 5}`;
+          for (let n = 0; n < 10; n++) {
+            await c.request('layer.write', {
+              shadow: 'busy',
+              agent,
+              path: `out/${i}-${n}.txt`,
+              data: Buffer.from(`${i}:${n}`).toString('base64'),
+            });
+            if (n % 3 === 0) await c.request('activate', { shadow: 'busy', agent });
+            const r = await c.request('layer.read', { shadow: 'busy', agent, path: `out/${i}-${n}.txt` });
+            assert.strictEqual(Buffer.from(r.data, 'base64').toString(), `${i}:${n}`);
+          }
+        }),
+      );
+      const changes = await clients[0].request('layer.changes', { shadow: 'busy', agent: 'agent0' });
+      assert.strictEqual(changes.changes.filter((c) => c.type === 'file').length, 100);
+      assert.ok(fs.existsSync(info.mountPoint));
+    } finally {
+      for (const c of clients) c.close();
+    }
+    json(['unmount', 'busy']);
+    await guard.check();
+  });
+
+  it('refuses another user: the socket and its directory let only the owner in', async () => {
+    const st = fs.statSync(daemonPaths().dir);
+    assert.strictEqual(st.mode & 0o777, 0o700);
+    json(['list']); // the daemon is up
+    assert.strictEqual(fs.statSync(daemonPaths().socket).mode & 0o777, 0o600);
+    const script = `require('net').connect(${JSON.stringify(daemonPaths().socket)}).on('connect',()=>{console.log('CONNECTED');process.exit(0)}).on('error',e=>{console.log(e.code);process.exit(0)})`;
+    const r = spawnSync('setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', process.execPath, '-e', script], {
+      encoding: 'utf8',
+    });
+    assert.strictEqual(r.stdout.trim(), 'EACCES', r.stderr);
+  });
+
+  it('after kill -9 of the daemon, the next command starts a new one that cleans the stale mounts and reports them', async () => {
+    const lower = makeProject();
+    const guard = new FolderGuard(lower);
+    const info = json<{ mountPoint: string }>(['mount', lower, '--name', 'crashy']);
+    const pid = json<{ pid: number }>(['status']).pid;
+    process.kill(pid, 'SIGKILL');
+    await eventually(
+      () => {
+        try {
+          process.kill(pid, 0);
+          return false;
+        } catch {
+          return true;
+        }
+      },
+      5000,
+      'the daemon to die',
+    );
+    assert.ok(mountedPaths().has(info.mountPoint), 'the crashed daemon left its mount behind');
+    const next = cli(['list']);
+    assert.strictEqual(next.status, 0, next.stderr);
+    assert.match(next.stderr, new RegExp(`cleaned stale mounts left by a crashed daemon: ${info.mountPoint}`));
+    const st = json<{ pid: number; recovered: string[]; shadows: unknown[] }>(['status']);
+    assert.notStrictEqual(st.pid, pid);
+    assert.deepStrictEqual(st.recovered, [info.mountPoint]);
+    assert.deepStrictEqual(st.shadows, []);
+    assert.ok(!mountedPaths().has(info.mountPoint));
+    assert.match(cli(['status']).stdout, /cleaned stale mounts left by a crashed daemon/);
+    await guard.check();
+  });
+
+  it('unmounts a shadow nobody uses after the idle time, keeps its layers, and mounts it again on the next request', async () => {
+    stopTestDaemon();
+    const daemon = spawn(process.execPath, [cliPath, 'serve', '--foreground', '--idle-timeout', '1', '--exit-after', '600'], {
+      stdio: 'ignore',
+    });
+    try {
+      const client = await (async () => {
+        for (let i = 0; i < 200; i++) {
+          try {
+            return await ShadowClient.connect({ autostart: false });
+          } catch {
+            await new Promise((r) => setTimeout(r, 50));
+          }
+        }
+        throw new Error('the daemon did not start');
+      })();
+      const lower = makeProject();
+      const events: string[] = [];
+      client.onNotification((method, params) => events.push(`${method} ${(params as { event: string }).event}`));
+      const info = await client.request('mount', { folder: lower, name: 'sleepy' });
+      await client.request('layer.write', {
+        shadow: 'sleepy',
+        agent: 'default',
+        path: 'kept.txt',
+        data: Buffer.from('kept').toString('base64'),
+      });
+      await eventually(() => !mountedPaths().has(info.mountPoint), 10_000, 'the idle unmount');
+      const listed = (await client.request('list')).shadows[0];
+      assert.strictEqual(listed.mounted, false);
+      assert.ok(events.includes('shadow/changed idle-unmounted'), events.join(', '));
+      const r = await client.request('layer.read', { shadow: 'sleepy', agent: 'default', path: 'kept.txt' });
+      assert.strictEqual(Buffer.from(r.data, 'base64').toString(), 'kept');
+      assert.ok(mountedPaths().has(info.mountPoint), 'the request mounted it again');
+      assert.strictEqual(fs.readFileSync(path.join(info.mountPoint, 'kept.txt'), 'utf8'), 'kept');
+      await client.request('unmount', { shadow: 'sleepy' });
+      client.close();
+    } finally {
+      daemon.kill('SIGTERM');
+      await new Promise((r) => daemon.once('exit', r));
+    }
+  });
+});
