@@ -149,7 +149,8 @@ function startDaemon(): void {
   const bin = path.join(__dirname, '..', '..', 'bin', 'shadowfs.js');
   const log = daemonPaths().log;
   const out = fs.openSync(`${log}.start`, 'a', 0o600);
-  const child = spawn(process.execPath, [bin, 'serve', '--foreground'], { detached: true, stdio: ['ignore', out, out], env: process.env });
+  // Its log goes to the log file; this file only catches what happens before logging starts.
+  const child = spawn(process.execPath, [bin, 'serve', '--foreground', '--no-console'], { detached: true, stdio: ['ignore', out, out], env: process.env });
   child.unref();
   fs.closeSync(out);
 }

@@ -5,3 +5,6 @@ export type { MountOptions, Change } from './shadow';
 export { ShadowError, ErrorCodes } from './errors';
 export type { ErrorCode } from './errors';
 export { normalizeRelPath } from './paths';
+export { ShadowClient } from './client';
+export type { ClientOptions } from './client';
+export * as protocol from './protocol/messages';

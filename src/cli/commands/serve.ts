@@ -13,6 +13,7 @@ interface Args {
   'idle-timeout': number;
   'exit-after': number;
   'log-level': LogLevel;
+  console: boolean;
   json: boolean;
 }
 
@@ -38,6 +39,7 @@ export const serveCommand: CommandModule<object, Args> = {
         describe: 'seconds with no shadow and no client after which the daemon exits [env SHADOWFS_EXIT_AFTER]',
       })
       .option('log-level', { choices: ['error', 'warn', 'info', 'debug'] as const, default: 'info' as LogLevel })
+      .option('console', { type: 'boolean', default: true, describe: 'also log to the console (the automatic start turns this off)' })
       .option('json', { type: 'boolean', default: false, describe: 'print one JSON object per event' }) as Argv<Args>,
   handler: async (args) => {
     try {
@@ -53,7 +55,7 @@ export const serveCommand: CommandModule<object, Args> = {
         return;
       }
       const paths = daemonPaths();
-      const log = createDaemonLogger(paths.log, { level: args['log-level'], console: true });
+      const log = createDaemonLogger(paths.log, { level: args['log-level'], console: args.console });
       const daemon = new Daemon({ paths, log, idleMs: args['idle-timeout'] * 1000, exitAfterMs: args['exit-after'] * 1000 });
       await daemon.start();
       const stop = (): void => void daemon.stop();
