@@ -150,7 +150,11 @@ function startDaemon(): void {
   const log = daemonPaths().log;
   const out = fs.openSync(`${log}.start`, 'a', 0o600);
   // Its log goes to the log file; this file only catches what happens before logging starts.
-  const child = spawn(process.execPath, [bin, 'serve', '--foreground', '--no-console'], { detached: true, stdio: ['ignore', out, out], env: process.env });
+  const child = spawn(process.execPath, [bin, 'serve', '--foreground', '--no-console'], {
+    detached: true,
+    stdio: ['ignore', out, out],
+    env: process.env,
+  });
   child.unref();
   fs.closeSync(out);
 }

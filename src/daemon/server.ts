@@ -22,7 +22,8 @@ import {
 import { DaemonPaths } from './paths';
 import { ShadowManager } from './manager';
 
-const VERSION = (JSON.parse(fs.readFileSync(path.join(__dirname, '..', '..', '..', 'package.json'), 'utf8')) as { version: string }).version;
+const VERSION = (JSON.parse(fs.readFileSync(path.join(__dirname, '..', '..', '..', 'package.json'), 'utf8')) as { version: string })
+  .version;
 
 export interface DaemonOptions {
   paths: DaemonPaths;
