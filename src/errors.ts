@@ -27,6 +27,8 @@ export const ErrorCodes = {
   NO_ACTIVE_LAYER: 'No layer is active on the shadow, so it shows the folder read-only.',
   LAYER_BUSY: 'The layer is active or has a view open, so it cannot be dropped.',
   TIMEOUT: 'The job did not finish in the time it was given.',
+  POLICY_DENIED: 'The run policy does not allow this command.',
+  NAMESPACE_UNAVAILABLE: 'This system cannot create the mount or network namespace the run asked for.',
   ABORTED: 'The job was cancelled.',
   NOT_SUPPORTED: 'This operation is not available in this version or on this platform.',
   NATIVE_MODULE_MISSING: 'The native module is not built.',

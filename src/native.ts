@@ -35,6 +35,7 @@ export interface NativeShadow {
   readonly mounted: boolean;
   readonly active: string | null;
   createLayer(name: string): void;
+  cloneLayer(from: string, to: string): void;
   dropLayer(name: string): void;
   layers(): string[];
   activate(name: string | null): { paths: number; epoch: boolean };

@@ -220,9 +220,8 @@ export class Shadow {
   private readonly layers = new Map<string, Layer>();
   /** @internal */
   readonly views = new Set<View>();
-  private readonly scheduler = new LayerScheduler(async (agent) => {
-    if (this.active !== agent) await this.activate(agent);
-  });
+  // Jobs activate their layer themselves (see withLayer), so a scratch layer can stand in.
+  private readonly scheduler = new LayerScheduler(async () => undefined);
 
   /** @internal use mount() */
   constructor(native: NativeShadow, lower: string, mountPoint: string, createdMountPoint: boolean) {
@@ -268,6 +267,16 @@ export class Shadow {
       l = new Layer(this, id);
       this.layers.set(id, l);
     }
+    return l;
+  }
+
+  /** Makes `to` a copy of `from`'s layer (later changes to either stay apart). */
+  cloneLayer(from: string, to: string): Layer {
+    const a = checkAgent(from);
+    const b = checkAgent(to);
+    this.call(`copy layer ${a} to ${b}`, (n) => n.cloneLayer(a, b));
+    const l = new Layer(this, b);
+    this.layers.set(b, l);
     return l;
   }
 
@@ -344,15 +353,30 @@ export class Shadow {
    * never overlap; agents are served round robin. `job` gets the mount point and an AbortSignal
    * that fires on timeout or cancellation (the shadow is released at once either way).
    */
-  withLayer<T>(agentId: string, job: (dir: string, signal: AbortSignal) => Promise<T>, options: JobOptions = {}): Promise<T> {
+  withLayer<T>(
+    agentId: string,
+    job: (dir: string, signal: AbortSignal) => Promise<T>,
+    options: JobOptions & {
+      /** Activate this layer instead of the agent's own (a scratch copy), still queued as the agent. */ layer?: string;
+    } = {},
+  ): Promise<T> {
     let id: string;
+    let target: string;
     try {
       id = checkAgent(agentId);
-      this.layer(id);
+      target = options.layer === undefined ? id : checkAgent(options.layer);
+      this.layer(target);
     } catch (err) {
       return Promise.reject(err);
     }
-    return this.scheduler.run(id, (signal) => job(this.mountPoint, signal), options);
+    return this.scheduler.run(
+      id,
+      async (signal) => {
+        if (this.active !== target) await this.activate(target);
+        return job(this.mountPoint, signal);
+      },
+      options,
+    );
   }
 
   /** Mounts a second mount point that always shows `agentId`'s layer, for agents that must run at the same time as others. */

@@ -73,6 +73,7 @@ class Shadow : public Napi::ObjectWrap<Shadow> {
   static Napi::Function Init(Napi::Env env) {
     return DefineClass(env, "Shadow",
                        {InstanceMethod("createLayer", &Shadow::CreateLayer),
+                        InstanceMethod("cloneLayer", &Shadow::CloneLayer),
                         InstanceMethod("dropLayer", &Shadow::DropLayer),
                         InstanceMethod("layers", &Shadow::Layers),
                         InstanceMethod("activate", &Shadow::Activate),
@@ -199,6 +200,14 @@ class Shadow : public Napi::ObjectWrap<Shadow> {
     std::string name;
     if (!live(env) || !stringArg(info, 0, &name)) return env.Undefined();
     check(env, ov_->createLayer(name), "cannot create layer " + name);
+    return env.Undefined();
+  }
+
+  Napi::Value CloneLayer(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    std::string from, to;
+    if (!live(env) || !stringArg(info, 0, &from) || !stringArg(info, 1, &to)) return env.Undefined();
+    check(env, ov_->cloneLayer(from, to), "cannot copy layer " + from + " to " + to);
     return env.Undefined();
   }
 

@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <functional>
 #include <mutex>
 #include <set>
 
@@ -1041,6 +1042,77 @@ int Overlay::dropLayer(const std::string& name) {
   if (it == layers_.end()) return ENOENT;
   if (it->second == active_ || it->second->pins > 0) return EBUSY;
   layers_.erase(it);
+  return 0;
+}
+
+int Overlay::cloneInode(const Inode& in, std::shared_ptr<Inode>* out) {
+  auto c = std::make_shared<Inode>();
+  c->ino = in.ino;
+  c->type = in.type;
+  c->ownMeta = in.ownMeta;
+  c->lowerPath = in.lowerPath;
+  c->snap = in.snap;
+  c->data = in.data;
+  c->ownXattrs = in.ownXattrs;
+  c->xattrs = in.xattrs;
+  if (in.spill) {
+    std::vector<char> buf(1 << 20);
+    for (uint64_t off = 0; off < in.spillSize;) {
+      size_t got = 0;
+      int e = in.spill->pread(buf.data(), buf.size(), off, &got);
+      if (e) return e;
+      if (got == 0) break;
+      e = contentWrite(c.get(), buf.data(), got, off);
+      if (e) return e;
+      off += got;
+    }
+  }
+  *out = std::move(c);
+  return 0;
+}
+
+int Overlay::cloneLayer(const std::string& from, const std::string& to) {
+  if (to.empty()) return EINVAL;
+  std::unique_lock lock(mu_);
+  Layer* src = byName(from);
+  if (!src) return ENXIO;
+  if (layers_.count(to)) return EEXIST;
+  // Hard links stay hard links: one copy per inode, shared by the cloned nodes.
+  std::map<const Inode*, std::shared_ptr<Inode>> copies;
+  std::function<int(const Node&, Node*)> copy = [&](const Node& n, Node* out) -> int {
+    out->opaque = n.opaque;
+    out->redirect = n.redirect;
+    if (n.inode) {
+      auto it = copies.find(n.inode.get());
+      if (it == copies.end()) {
+        std::shared_ptr<Inode> c;
+        int e = cloneInode(*n.inode, &c);
+        if (e) return e;
+        it = copies.emplace(n.inode.get(), std::move(c)).first;
+      }
+      out->inode = it->second;
+      out->inode->links++;
+    }
+    for (auto& [name, child] : n.children) {
+      auto c = std::make_unique<Node>();
+      int e = copy(*child, c.get());
+      if (e) return e;
+      out->children.emplace(name, std::move(c));
+    }
+    return 0;
+  };
+  auto L = std::make_shared<Layer>();
+  L->name = to;
+  L->root = std::make_unique<Node>();
+  int e = copy(*src->root, L->root.get());
+  if (e) return e;
+  for (auto& [ino, weak] : src->copied) {
+    auto in = weak.lock();
+    if (!in) continue;
+    auto it = copies.find(in.get());
+    if (it != copies.end()) L->copied[ino] = it->second;
+  }
+  layers_.emplace(to, std::move(L));
   return 0;
 }
 

@@ -111,6 +111,9 @@ class Overlay {
   int createLayer(const std::string& name);
   // ENOENT if unknown, EBUSY while it is active or pinned by a view.
   int dropLayer(const std::string& name);
+  // Creates layer `to` as a copy of layer `from` (contents copied, including spilled files);
+  // later changes to either do not show in the other. EEXIST if `to` exists.
+  int cloneLayer(const std::string& from, const std::string& to);
   bool hasLayer(const std::string& name);
   std::vector<std::string> layerNames();
   // Makes `name` the active layer ("" = none). Waits for file-system calls in flight. Fills
@@ -164,6 +167,7 @@ class Overlay {
   std::unique_ptr<Node> detach(Layer& L, const std::string& path, Res& r);
   int attach(Layer& L, const std::string& path, std::unique_ptr<Node> n);
   static void layerPaths(const Layer& L, std::vector<std::string>* out);
+  int cloneInode(const Inode& in, std::shared_ptr<Inode>* out);
 
   std::unique_ptr<LowerFs> lower_;
   std::unique_ptr<SpillStore> spill_;

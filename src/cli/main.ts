@@ -6,6 +6,7 @@ import { doctorCommand } from './commands/doctor';
 import { layerCommand } from './commands/layer';
 import { listCommand } from './commands/list';
 import { mountCommand } from './commands/mount';
+import { runCommand } from './commands/run';
 import { serveCommand } from './commands/serve';
 import { statusCommand } from './commands/status';
 import { unmountCommand } from './commands/unmount';
@@ -21,11 +22,13 @@ export function main(argv: string[]): void {
     .command(layerCommand)
     .command(activateCommand)
     .command(viewCommand)
+    .command(runCommand)
     .command(statusCommand)
     .command(serveCommand)
     .command(doctorCommand)
     .command(demoCommand)
     .demandCommand(1, 'name a command (see --help)')
+    .parserConfiguration({ 'populate--': true })
     .strict()
     .fail((msg, err, y) => {
       if (err) throw err;

@@ -21,6 +21,8 @@ import {
 } from '../protocol/messages';
 import { DaemonPaths } from './paths';
 import { ShadowManager } from './manager';
+import { RunPolicy } from '../run/policy';
+import { runInShadow } from '../run/runner';
 
 const VERSION = (JSON.parse(fs.readFileSync(path.join(__dirname, '..', '..', '..', 'package.json'), 'utf8')) as { version: string })
   .version;
@@ -33,9 +35,18 @@ export interface DaemonOptions {
   /** Exit when there has been no shadow and no client for this long. */
   exitAfterMs: number;
   maxMessageBytes?: number;
+  /** Which commands `run` may start. */
+  policy?: RunPolicy;
 }
 
-type Handler = (params: Record<string, unknown>) => Promise<unknown>;
+/** What a handler knows about the connection that asked. */
+interface CallContext {
+  notify(method: string, params: object): void;
+  /** Aborted when the connection closes before the request is answered. */
+  signal: AbortSignal;
+}
+
+type Handler = (params: Record<string, unknown>, ctx: CallContext) => Promise<unknown>;
 
 export class Daemon {
   private server: net.Server | undefined;
@@ -46,6 +57,7 @@ export class Daemon {
   private exitTimer: NodeJS.Timeout | undefined;
   private stopping = false;
   private readonly handlers: { [M in MethodName]: Handler };
+  private readonly runs = new Map<string, AbortController>();
   /** Resolves when the daemon has stopped. */
   readonly done: Promise<void>;
   private resolveDone: () => void = () => undefined;
@@ -137,6 +149,44 @@ export class Daemon {
         return { view: p.view };
       },
       stats: async (p) => (await shadowOf(p)).stats(),
+      run: async (p, ctx) => {
+        const s = await shadowOf(p);
+        const env: Record<string, string> = {};
+        for (const kv of (p.env as string[] | undefined) ?? []) {
+          const i = kv.indexOf('=');
+          if (i <= 0) throw new ShadowError('INVALID_PATH', `environment entries look like NAME=value, got ${JSON.stringify(kv)}`);
+          env[kv.slice(0, i)] = kv.slice(i + 1);
+        }
+        const runId = (p.runId as string | undefined) ?? Math.random().toString(16).slice(2, 14);
+        if (this.runs.has(runId)) throw new ShadowError('INVALID_PATH', `a run with id ${runId} is in progress`);
+        const controller = new AbortController();
+        ctx.signal.addEventListener('abort', () => controller.abort(), { once: true });
+        this.runs.set(runId, controller);
+        try {
+          return await runInShadow(s, {
+            agent: p.agent as string,
+            argv: p.argv as string[],
+            runId,
+            cwd: p.cwd as string | undefined,
+            env,
+            timeoutMs: p.timeout === undefined ? undefined : (p.timeout as number) * 1000,
+            discardWrites: p.discardWrites === true,
+            shell: p.shell === true,
+            atOriginalPath: p.atOriginalPath === true,
+            noNetwork: p.noNetwork === true,
+            policy: this.opts.policy,
+            signal: controller.signal,
+            onOutput: (stream, chunk) => ctx.notify(Notifications.runOutput, { runId, stream, data: chunk.toString('base64') }),
+          });
+        } finally {
+          this.runs.delete(runId);
+        }
+      },
+      'run.cancel': async (p) => {
+        const c = this.runs.get(p.runId as string);
+        c?.abort();
+        return { runId: p.runId, cancelled: c !== undefined };
+      },
     };
   }
 
@@ -202,6 +252,7 @@ export class Daemon {
 
   private accept(socket: net.Socket): void {
     this.clients.add(socket);
+    socket.setMaxListeners(0); // one 'close' listener per request in flight
     clearTimeout(this.exitTimer);
     const decoder = new MessageDecoder(this.opts.maxMessageBytes ?? MAX_MESSAGE_BYTES);
     socket.on('data', (chunk: Buffer) => {
@@ -255,8 +306,12 @@ export class Daemon {
     const problem = checkParams(m.method, m.params);
     if (problem) return reply({ error: { code: RpcErrorCodes.InvalidParams, message: `${m.method}: ${problem}` } });
     const method = m.method;
+    const closed = new AbortController();
+    const onClose = (): void => closed.abort();
+    socket.once('close', onClose);
+    const ctx: CallContext = { notify: (nm, params) => this.send(socket, { jsonrpc: '2.0', method: nm, params }), signal: closed.signal };
     try {
-      const result = await this.handlers[method]((m.params ?? {}) as Record<string, unknown>);
+      const result = await this.handlers[method]((m.params ?? {}) as Record<string, unknown>, ctx);
       reply({ result });
     } catch (err) {
       if (err instanceof ShadowError) {

@@ -44,6 +44,7 @@ export function rpcCodeFor(code: string): number {
     case 'TIMEOUT':
       return RpcErrorCodes.Timeout;
     case 'NOT_SUPPORTED':
+    case 'NAMESPACE_UNAVAILABLE':
       return RpcErrorCodes.NotSupported;
     case 'INTERNAL':
       return RpcErrorCodes.InternalError;
@@ -53,7 +54,7 @@ export function rpcCodeFor(code: string): number {
 }
 
 /** Field kinds a parameter object may have; a trailing "?" makes it optional. */
-type FieldKind = 'string' | 'number' | 'boolean' | 'string|null' | 'string?' | 'number?' | 'boolean?';
+type FieldKind = 'string' | 'number' | 'boolean' | 'string|null' | 'string[]' | 'string?' | 'number?' | 'boolean?' | 'string[]?';
 export type ParamSpec = Record<string, FieldKind>;
 
 export interface ShadowInfo {
@@ -94,6 +95,23 @@ export const Methods = {
   'view.open': { params: { shadow: 'string', agent: 'string', mountPoint: 'string?' } as ParamSpec },
   'view.close': { params: { shadow: 'string', view: 'number', lazy: 'boolean?' } as ParamSpec },
   stats: { params: { shadow: 'string' } as ParamSpec },
+  /** Runs a command in the shadow as an agent; output arrives as run/output notifications on this connection. */
+  run: {
+    params: {
+      shadow: 'string',
+      agent: 'string',
+      argv: 'string[]',
+      runId: 'string?',
+      cwd: 'string?',
+      env: 'string[]?',
+      timeout: 'number?',
+      discardWrites: 'boolean?',
+      shell: 'boolean?',
+      atOriginalPath: 'boolean?',
+      noNetwork: 'boolean?',
+    } as ParamSpec,
+  },
+  'run.cancel': { params: { runId: 'string' } as ParamSpec },
 } as const;
 
 export type MethodName = keyof typeof Methods;
@@ -121,6 +139,20 @@ export interface Results {
     layers: Record<string, { memoryBytes: number; paths: number; spilledBytes: number }>;
     scheduler: unknown;
   };
+  run: {
+    runId: string;
+    exitCode: number | null;
+    signal: string | null;
+    stdout: string;
+    stderr: string;
+    durationMs: number;
+    queuedMs: number;
+    timedOut: boolean;
+    cancelled: boolean;
+    leftoverProcesses: number;
+    outputTruncated: boolean;
+  };
+  'run.cancel': { runId: string; cancelled: boolean };
 }
 
 /** Notifications the daemon sends to every client. */
@@ -129,6 +161,8 @@ export const Notifications = {
   shadowChanged: 'shadow/changed',
   /** params: { shadow, agent, event: 'written' | 'removed' | 'reset' | 'dropped' | 'activated' } */
   layerChanged: 'layer/changed',
+  /** To the connection that asked for the run only. params: { runId, stream: 'stdout' | 'stderr', data (base64) } */
+  runOutput: 'run/output',
 } as const;
 
 /** Checks `params` against a method's spec; returns a sentence about the first problem, or null. */
@@ -146,6 +180,11 @@ export function checkParams(method: MethodName, params: unknown): string | null 
       return `missing parameter "${key}"`;
     }
     const base = kind.replace('?', '');
+    if (base === 'string[]') {
+      if (!Array.isArray(v) || !v.every((x) => typeof x === 'string')) return `parameter "${key}" must be a list of strings`;
+      if (v.some((x: string) => x.includes('\0'))) return `parameter "${key}" contains a NUL byte`;
+      continue;
+    }
     if (base === 'string|null') {
       if (v !== null && typeof v !== 'string') return `parameter "${key}" must be a string or null`;
     } else if (typeof v !== base || (base === 'number' && !Number.isFinite(v))) {

@@ -6,6 +6,8 @@ import { Daemon } from '../../daemon/server';
 import { createDaemonLogger } from '../../daemon/log';
 import { daemonPaths } from '../../daemon/paths';
 import type { LogLevel } from '../../log';
+import * as fs from 'fs';
+import { parsePolicy } from '../../run/policy';
 import { emit, reportError } from '../output';
 
 interface Args {
@@ -14,6 +16,7 @@ interface Args {
   'exit-after': number;
   'log-level': LogLevel;
   console: boolean;
+  policy?: string;
   json: boolean;
 }
 
@@ -40,6 +43,11 @@ export const serveCommand: CommandModule<object, Args> = {
       })
       .option('log-level', { choices: ['error', 'warn', 'info', 'debug'] as const, default: 'info' as LogLevel })
       .option('console', { type: 'boolean', default: true, describe: 'also log to the console (the automatic start turns this off)' })
+      .option('policy', {
+        type: 'string',
+        default: process.env.SHADOWFS_RUN_POLICY,
+        describe: 'JSON file {"allow": [programs], "deny": [[argv prefix], ...]} for "run" [env SHADOWFS_RUN_POLICY]',
+      })
       .option('json', { type: 'boolean', default: false, describe: 'print one JSON object per event' }) as Argv<Args>,
   handler: async (args) => {
     try {
@@ -56,7 +64,8 @@ export const serveCommand: CommandModule<object, Args> = {
       }
       const paths = daemonPaths();
       const log = createDaemonLogger(paths.log, { level: args['log-level'], console: args.console });
-      const daemon = new Daemon({ paths, log, idleMs: args['idle-timeout'] * 1000, exitAfterMs: args['exit-after'] * 1000 });
+      const policy = args.policy ? parsePolicy(fs.readFileSync(args.policy, 'utf8'), args.policy) : undefined;
+      const daemon = new Daemon({ paths, log, idleMs: args['idle-timeout'] * 1000, exitAfterMs: args['exit-after'] * 1000, policy });
       await daemon.start();
       const stop = (): void => void daemon.stop();
       process.once('SIGINT', stop);

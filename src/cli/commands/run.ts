@@ -1,0 +1,93 @@
+// `shadowfs run <shadow> --agent A [options] -- <cmd> [args...]`: runs a command inside the
+// shadow with the agent's layer, streaming its output; exits with the command's exit status
+// (124 on timeout, 128+N when killed by signal N).
+import * as crypto from 'crypto';
+import * as os from 'os';
+import type { Argv, CommandModule } from 'yargs';
+import { ShadowClient } from '../../client';
+import { ShadowError } from '../../errors';
+import { emit, reportError } from '../output';
+
+interface Args {
+  shadow: string;
+  agent: string;
+  cwd?: string;
+  env: string[];
+  timeout?: number;
+  'discard-writes': boolean;
+  shell: boolean;
+  'at-original-path': boolean;
+  'no-network': boolean;
+  json: boolean;
+  '--'?: string[];
+  command?: string[];
+}
+
+export const runCommand: CommandModule<object, Args> = {
+  command: 'run <shadow> [command..]',
+  describe: "Run a command inside a shadow with an agent's layer (put the command after --)",
+  builder: (y: Argv) =>
+    y
+      .positional('shadow', { type: 'string', demandOption: true, describe: 'name or mount point' })
+      .option('agent', { type: 'string', demandOption: true, describe: 'whose layer the command sees and writes' })
+      .option('cwd', { type: 'string', describe: 'working directory relative to the shadow root' })
+      .option('env', { type: 'string', array: true, default: [], describe: 'NAME=value, repeatable' })
+      .option('timeout', { type: 'number', describe: 'seconds before the whole process tree is killed' })
+      .option('discard-writes', { type: 'boolean', default: false, describe: 'run on a scratch copy of the layer, dropped afterwards' })
+      .option('shell', { type: 'boolean', default: false, describe: 'run the words with sh -c' })
+      .option('at-original-path', {
+        type: 'boolean',
+        default: false,
+        describe: "Linux: show the shadow at the folder's own path (mount namespace)",
+      })
+      .option('no-network', { type: 'boolean', default: false, describe: 'Linux: only loopback (network namespace)' })
+      .option('json', {
+        type: 'boolean',
+        default: false,
+        describe: 'print {exitCode, signal, stdout, stderr, durationMs, queuedMs} at the end instead of streaming',
+      }) as Argv<Args>,
+  handler: async (args) => {
+    let client: ShadowClient | undefined;
+    try {
+      const argv = [...(args.command ?? []), ...(args['--'] ?? [])].map(String);
+      if (argv.length === 0)
+        throw new ShadowError('INVALID_PATH', 'name the command to run after --, e.g. shadowfs run proj --agent a -- npm test');
+      client = await ShadowClient.connect();
+      const runId = crypto.randomBytes(6).toString('hex');
+      if (!args.json) {
+        client.onNotification((method, params) => {
+          const p = params as { runId: string; stream: 'stdout' | 'stderr'; data: string };
+          if (method !== 'run/output' || p.runId !== runId) return;
+          (p.stream === 'stdout' ? process.stdout : process.stderr).write(Buffer.from(p.data, 'base64'));
+        });
+      }
+      const c = client;
+      const cancel = (): void => void c.request('run.cancel', { runId }).catch(() => undefined);
+      process.once('SIGINT', cancel);
+      process.once('SIGTERM', cancel);
+      const r = await client.request('run', {
+        shadow: args.shadow,
+        agent: args.agent,
+        argv,
+        runId,
+        env: args.env,
+        ...(args.cwd !== undefined ? { cwd: args.cwd } : {}),
+        ...(args.timeout !== undefined ? { timeout: args.timeout } : {}),
+        discardWrites: args['discard-writes'],
+        shell: args.shell,
+        atOriginalPath: args['at-original-path'],
+        noNetwork: args['no-network'],
+      });
+      process.off('SIGINT', cancel);
+      process.off('SIGTERM', cancel);
+      if (args.json) emit(args, r, '');
+      else if (r.timedOut) process.stderr.write(`shadowfs: the command ran longer than ${args.timeout} s; its processes were killed\n`);
+      const sigNum = r.signal ? ((os.constants.signals as Record<string, number>)[r.signal] ?? 9) : 0;
+      process.exitCode = r.timedOut ? 124 : (r.exitCode ?? 128 + sigNum);
+    } catch (err) {
+      reportError(args, err);
+    } finally {
+      client?.close();
+    }
+  },
+};

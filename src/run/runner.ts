@@ -1,0 +1,209 @@
+// The run service: runs a command inside a shadow as an agent. The command gets the agent's
+// layer (through the scheduler on the shared mount, or the agent's own view when it has one),
+// what it writes stays in that layer (or in a scratch copy that is dropped), its output is
+// streamed, and on exit, timeout or cancel every process it started is killed.
+import { spawn, spawnSync } from 'child_process';
+import * as crypto from 'crypto';
+import * as path from 'path';
+import { ShadowError } from '../errors';
+import { normalizeRelPath } from '../paths';
+import type { Shadow } from '../shadow';
+import { checkPolicy, RunPolicy } from './policy';
+import { ProcessTracker, RUN_MARKER } from './tracker';
+
+export interface RunOptions {
+  agent: string;
+  /** The command and its arguments; run without a shell unless `shell` is set. */
+  argv: string[];
+  /** Working directory relative to the shadow root (default: the root). */
+  cwd?: string;
+  env?: Record<string, string>;
+  /** Milliseconds before the whole process tree is killed. */
+  timeoutMs?: number;
+  /** Run on a scratch copy of the agent's layer that is dropped afterwards. */
+  discardWrites?: boolean;
+  /** Run argv joined by spaces with `sh -c`. */
+  shell?: boolean;
+  /** Linux: bind the shadow over the folder's own path in a private mount namespace. */
+  atOriginalPath?: boolean;
+  /** Linux: run in a network namespace of its own with only loopback. */
+  noNetwork?: boolean;
+  signal?: AbortSignal;
+  policy?: RunPolicy;
+  onOutput?: (stream: 'stdout' | 'stderr', chunk: Buffer) => void;
+  /** How much of each stream the result keeps (default 8 MiB; the stream itself is not cut). */
+  maxOutputBytes?: number;
+  runId?: string;
+}
+
+export interface RunResult {
+  runId: string;
+  exitCode: number | null;
+  signal: string | null;
+  stdout: string;
+  stderr: string;
+  durationMs: number;
+  queuedMs: number;
+  timedOut: boolean;
+  cancelled: boolean;
+  /** Processes still alive when the command ended (background children), killed then. */
+  leftoverProcesses: number;
+  outputTruncated: boolean;
+}
+
+const namespaceCheck = new Map<string, string | null>();
+
+/** Whether this system lets us create these namespaces; null if yes, else the reason. */
+function namespaceProblem(flags: string[]): string | null {
+  const key = flags.join(' ');
+  if (!namespaceCheck.has(key)) {
+    const r = spawnSync('unshare', [...flags, 'true'], { encoding: 'utf8' });
+    namespaceCheck.set(key, r.status === 0 ? null : (r.error?.message ?? r.stderr.trim()) || `unshare exited with ${r.status}`);
+  }
+  return namespaceCheck.get(key) ?? null;
+}
+
+function checkArgs(opts: RunOptions): { cwd: string } {
+  if (!Array.isArray(opts.argv) || opts.argv.length === 0 || !opts.argv.every((a) => typeof a === 'string')) {
+    throw new ShadowError('INVALID_PATH', 'argv must be a non-empty list of strings (the command and its arguments)');
+  }
+  if (opts.argv.some((a) => a.includes('\0'))) throw new ShadowError('INVALID_PATH', 'an argument contains a NUL byte');
+  for (const [k, v] of Object.entries(opts.env ?? {})) {
+    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(k) || typeof v !== 'string' || v.includes('\0')) {
+      throw new ShadowError('INVALID_PATH', `bad environment variable ${JSON.stringify(k)}`);
+    }
+  }
+  if (opts.timeoutMs !== undefined && !(opts.timeoutMs > 0)) throw new ShadowError('INVALID_PATH', 'timeout must be a positive number');
+  if ((opts.atOriginalPath || opts.noNetwork) && process.platform !== 'linux') {
+    throw new ShadowError('NOT_SUPPORTED', '--at-original-path and --no-network need Linux namespaces');
+  }
+  return { cwd: opts.cwd === undefined ? '' : normalizeRelPath(opts.cwd, { allowRoot: true }) };
+}
+
+export async function runInShadow(shadow: Shadow, opts: RunOptions): Promise<RunResult> {
+  const { cwd } = checkArgs(opts);
+  const argv = opts.shell ? ['sh', '-c', opts.argv.join(' ')] : opts.argv;
+  checkPolicy(opts.policy, argv);
+  const nsFlags = [...(opts.atOriginalPath ? ['--mount', '--propagation', 'private'] : []), ...(opts.noNetwork ? ['--net'] : [])];
+  if (nsFlags.length) {
+    const problem = namespaceProblem(nsFlags);
+    if (problem) {
+      throw new ShadowError(
+        'NAMESPACE_UNAVAILABLE',
+        `this system cannot create the namespaces ${opts.atOriginalPath ? '--at-original-path' : ''}${opts.atOriginalPath && opts.noNetwork ? ' and ' : ''}${opts.noNetwork ? '--no-network' : ''} need (${problem}); run as root or enable unprivileged user namespaces`,
+      );
+    }
+  }
+  const runId = opts.runId ?? crypto.randomBytes(6).toString('hex');
+  const agent = opts.agent;
+  shadow.layer(agent);
+  const view = [...shadow.views].find((v) => v.agentId === agent && v.open);
+  const scratch = opts.discardWrites ? `${agent}~run-${runId}` : undefined;
+  if (scratch) shadow.cloneLayer(agent, scratch);
+  const queuedAt = Date.now();
+  let startedAt = queuedAt;
+  const execute = async (dir: string): Promise<RunResult> => {
+    startedAt = Date.now();
+    return spawnAndWait(shadow, dir, cwd, argv, nsFlags, runId, opts, () => startedAt - queuedAt);
+  };
+  try {
+    if (view && !scratch) return await execute(view.mountPoint);
+    return await shadow.withLayer(agent, (dir) => execute(dir), { layer: scratch ?? agent, signal: opts.signal });
+  } finally {
+    if (scratch && shadow.mounted) {
+      if (shadow.active === scratch) await shadow.activate(agent);
+      await shadow.dropLayer(scratch);
+    }
+  }
+}
+
+async function spawnAndWait(
+  shadow: Shadow,
+  dir: string,
+  cwd: string,
+  argv: string[],
+  nsFlags: string[],
+  runId: string,
+  opts: RunOptions,
+  queuedMs: () => number,
+): Promise<RunResult> {
+  const tracker = new ProcessTracker(runId);
+  const started = Date.now();
+  const workdir = path.join(dir, cwd);
+  // One small sh script joins the run's cgroup and, in a fresh mount namespace, puts the shadow
+  // over the folder's own path; then it execs the command itself (no shell in between).
+  let script = tracker.joinScript();
+  if (opts.atOriginalPath)
+    script += 'mount --bind "$SHADOWFS_SHADOW" "$SHADOWFS_LOWER" || exit 126; cd "$SHADOWFS_LOWER/$SHADOWFS_CWD" || exit 126; ';
+  if (opts.noNetwork) script += 'ip link set lo up 2>/dev/null; ';
+  script += 'exec "$@"';
+  const wrapped = script === 'exec "$@"' ? argv : ['sh', '-c', script, 'sh', ...argv];
+  const full = nsFlags.length ? ['unshare', ...nsFlags, '--', ...wrapped] : wrapped;
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    ...opts.env,
+    [RUN_MARKER]: runId,
+    SHADOWFS_AGENT: opts.agent,
+    SHADOWFS_SHADOW: dir,
+    SHADOWFS_LOWER: shadow.lower,
+    SHADOWFS_CWD: cwd,
+  };
+  const max = opts.maxOutputBytes ?? 8 * 1024 * 1024;
+  const out = { stdout: [] as Buffer[], stderr: [] as Buffer[], bytes: { stdout: 0, stderr: 0 }, truncated: false };
+  let timedOut = false;
+  let cancelled = false;
+  const child = spawn(full[0], full.slice(1), { cwd: workdir, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  const collect = (stream: 'stdout' | 'stderr') => (chunk: Buffer) => {
+    opts.onOutput?.(stream, chunk);
+    if (out.bytes[stream] < max) {
+      out[stream].push(chunk.subarray(0, max - out.bytes[stream]));
+      if (out.bytes[stream] + chunk.length > max) out.truncated = true;
+    } else out.truncated = true;
+    out.bytes[stream] += chunk.length;
+  };
+  child.stdout.on('data', collect('stdout'));
+  child.stderr.on('data', collect('stderr'));
+  const killTree = async (): Promise<void> => {
+    try {
+      if (child.pid) process.kill(-child.pid, 'SIGKILL');
+    } catch {
+      // group already gone
+    }
+    await tracker.killAll();
+  };
+  const timer = opts.timeoutMs === undefined ? undefined : setTimeout(() => ((timedOut = true), void killTree()), opts.timeoutMs);
+  const onAbort = (): void => {
+    cancelled = true;
+    void killTree();
+  };
+  opts.signal?.addEventListener('abort', onAbort, { once: true });
+  const [exitCode, signal] = await new Promise<[number | null, NodeJS.Signals | null]>((resolve, reject) => {
+    child.once('error', (err) => reject(new ShadowError('NOT_FOUND', `cannot start ${argv[0]}: ${err.message}`, { cause: err })));
+    child.once('exit', (code, sig) => resolve([code, sig]));
+  }).finally(() => {
+    clearTimeout(timer);
+    opts.signal?.removeEventListener('abort', onAbort);
+  });
+  // Background children of the command: a run never leaves processes behind.
+  const leftover = tracker.alive().length;
+  try {
+    if (child.pid) process.kill(-child.pid, 'SIGKILL');
+  } catch {
+    // group already gone
+  }
+  await tracker.dispose();
+  await new Promise<void>((r) => (child.stdout.readableEnded && child.stderr.readableEnded ? r() : child.once('close', () => r())));
+  return {
+    runId,
+    exitCode,
+    signal,
+    stdout: Buffer.concat(out.stdout).toString('utf8'),
+    stderr: Buffer.concat(out.stderr).toString('utf8'),
+    durationMs: Date.now() - started,
+    queuedMs: queuedMs(),
+    timedOut,
+    cancelled,
+    leftoverProcesses: leftover,
+    outputTruncated: out.truncated,
+  };
+}
