@@ -78,7 +78,8 @@ export class LayerScheduler {
       q.push(pending);
       this.queues.set(agent, q);
       st.queued++;
-      if (q.length === 1) this.ring.push(agent);
+      // The running agent rejoins the ring when its job ends, behind everyone who waited.
+      if (q.length === 1 && agent !== this.running) this.ring.push(agent);
       void this.pump();
     });
   }
@@ -118,11 +119,10 @@ export class LayerScheduler {
 
   private async pump(): Promise<void> {
     if (this.running !== null || this.ring.length === 0) return;
-    // Round robin: take the head agent's oldest job, then move the agent to the back.
-    const agent = this.ring[0];
+    // Round robin: the head agent's oldest job runs; the agent leaves the ring while it runs.
+    const agent = this.ring.shift()!;
     const p = this.queues.get(agent)![0];
     this.dequeue(p);
-    if (this.queues.has(agent)) this.ring.push(this.ring.splice(this.ring.indexOf(agent), 1)[0]);
     if (p.onAbort) p.signal?.removeEventListener('abort', p.onAbort);
     this.running = agent;
     const st = this.agentStats(agent);
@@ -167,6 +167,7 @@ export class LayerScheduler {
     st.lastRunMs = ran;
     st.totalRunMs += ran;
     this.running = null;
+    if (this.queues.has(agent) && !this.ring.includes(agent)) this.ring.push(agent);
     // Bookkeeping is done before the caller hears back, so stats read then are complete.
     if (outcome.ok) p.resolve(outcome.value);
     else p.reject(outcome.error);

@@ -106,10 +106,27 @@ export async function runInShadow(shadow: Shadow, opts: RunOptions): Promise<Run
     startedAt = Date.now();
     return spawnAndWait(shadow, dir, cwd, argv, nsFlags, runId, opts, () => startedAt - queuedAt);
   };
+  // A cancel while queued takes the job out of the queue; once it runs, the run itself kills the
+  // processes and reports `cancelled`, so the shadow is released only when they are gone.
+  const whileQueued = new AbortController();
+  let running = false;
+  const onAbort = (): void => {
+    if (!running) whileQueued.abort();
+  };
+  opts.signal?.addEventListener('abort', onAbort, { once: true });
+  if (opts.signal?.aborted) whileQueued.abort();
   try {
     if (view && !scratch) return await execute(view.mountPoint);
-    return await shadow.withLayer(agent, (dir) => execute(dir), { layer: scratch ?? agent, signal: opts.signal });
+    return await shadow.withLayer(
+      agent,
+      (dir) => {
+        running = true;
+        return execute(dir);
+      },
+      { layer: scratch ?? agent, signal: whileQueued.signal },
+    );
   } finally {
+    opts.signal?.removeEventListener('abort', onAbort);
     if (scratch && shadow.mounted) {
       if (shadow.active === scratch) await shadow.activate(agent);
       await shadow.dropLayer(scratch);

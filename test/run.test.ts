@@ -1,0 +1,197 @@
+// The run service: real commands inside a shadow as an agent, through real mounts.
+import * as assert from 'assert';
+import { spawnSync } from 'child_process';
+import * as fs from 'fs';
+import * as net from 'net';
+import * as path from 'path';
+import { ShadowError } from '../src';
+import { runInShadow } from '../src/run/runner';
+import { FolderGuard, makeProject, repoRoot, withShadow } from './helpers/fixtures';
+
+const isCode = (code: string) => (e: unknown) => e instanceof ShadowError && e.code === code;
+
+/** Processes whose command line contains `needle` (this test's unique marker). */
+function processesWith(needle: string): number[] {
+  const out: number[] = [];
+  for (const ent of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(ent)) continue;
+    try {
+      if (fs.readFileSync(`/proc/${ent}/cmdline`, 'latin1').includes(needle)) out.push(Number(ent));
+    } catch {
+      // gone
+    }
+  }
+  return out;
+}
+
+describe('running commands inside a shadow', function () {
+  it("an agent's breaking edit fails its run while the folder and another agent still pass", async () => {
+    const lower = makeProject();
+    assert.strictEqual(spawnSync(process.execPath, ['--test'], { cwd: lower }).status, 0);
+    await withShadow(lower, async (shadow) => {
+      const math = fs.readFileSync(path.join(lower, 'src/math.js'), 'utf8');
+      await shadow.layer('breaker').write('src/math.js', math.replace('a + b', 'a * b'));
+      const out: string[] = [];
+      const broken = await runInShadow(shadow, {
+        agent: 'breaker',
+        argv: [process.execPath, '--test'],
+        onOutput: (_s, c) => out.push(c.toString()),
+      });
+      assert.strictEqual(broken.exitCode, 1);
+      assert.match(broken.stdout, /# fail 2/);
+      assert.ok(out.join('').includes('# fail 2'), 'output is streamed while the command runs');
+      const fine = await runInShadow(shadow, { agent: 'other', argv: [process.execPath, '--test'] });
+      assert.strictEqual(fine.exitCode, 0, fine.stdout + fine.stderr);
+      assert.ok(fine.durationMs > 0 && fine.queuedMs >= 0);
+    });
+    assert.strictEqual(spawnSync(process.execPath, ['--test'], { cwd: lower }).status, 0);
+  });
+
+  it('what the command writes lands in the layer, never in the folder; --discard-writes leaves the layer as it was', async () => {
+    const lower = makeProject();
+    await withShadow(lower, async (shadow) => {
+      const r = await runInShadow(shadow, {
+        agent: 'builder',
+        argv: ['sh', '-c', 'mkdir -p dist && echo built > dist/out.js && rm README.md'],
+        cwd: '.',
+      });
+      assert.strictEqual(r.exitCode, 0, r.stderr);
+      assert.deepStrictEqual(
+        (await shadow.layer('builder').changes()).map((c) => `${c.kind} ${c.path}`),
+        ['deleted README.md', 'added dist', 'added dist/out.js'],
+      );
+      const before = await shadow.layer('builder').changes();
+      const scratch = await runInShadow(shadow, {
+        agent: 'builder',
+        argv: ['sh', '-c', 'echo tmp > scratch.txt && cat dist/out.js'],
+        discardWrites: true,
+      });
+      assert.strictEqual(scratch.stdout, 'built\n', 'the scratch copy starts from the layer');
+      assert.deepStrictEqual(await shadow.layer('builder').changes(), before);
+      assert.ok(!shadow.agents().some((a) => a.includes('~run-')), 'the scratch layer is dropped');
+      const sub = await runInShadow(shadow, { agent: 'builder', argv: ['pwd'], cwd: 'src' });
+      assert.strictEqual(sub.stdout.trim(), path.join(shadow.mountPoint, 'src'));
+      await assert.rejects(runInShadow(shadow, { agent: 'builder', argv: ['pwd'], cwd: '../..' }), isCode('INVALID_PATH'));
+    });
+  });
+
+  it('a timeout kills the whole process tree, background children included, and the next run proceeds', async () => {
+    const lower = makeProject();
+    const marker = `shadowfs-timeout-${process.pid}-${Date.now()}`;
+    // A sleeper whose command line carries the marker, so leftovers can be found in /proc.
+    const sleeper = `${process.execPath} -e "setTimeout(() => {}, 300000)" ${marker}`;
+    await withShadow(lower, async (shadow) => {
+      const r = await runInShadow(shadow, {
+        agent: 'slow',
+        argv: ['sh', '-c', `(setsid ${sleeper} &) ; ${sleeper} & ${sleeper}`],
+        timeoutMs: 500,
+      });
+      assert.strictEqual(r.timedOut, true);
+      assert.ok(r.durationMs < 60_000);
+      assert.deepStrictEqual(processesWith(marker), [], 'no process of the run is left');
+      const escaped = await runInShadow(shadow, { agent: 'slow', argv: ['sh', '-c', `(setsid ${sleeper} &); sleep 0.3; echo started`] });
+      assert.strictEqual(escaped.exitCode, 0);
+      assert.ok(escaped.leftoverProcesses >= 1);
+      assert.deepStrictEqual(processesWith(marker), [], 'a run never leaves processes behind');
+      const next = await runInShadow(shadow, { agent: 'other', argv: ['true'] });
+      assert.strictEqual(next.exitCode, 0);
+      const controller = new AbortController();
+      setTimeout(() => controller.abort(), 300);
+      const cancelled = await runInShadow(shadow, { agent: 'slow', argv: ['sh', '-c', sleeper], signal: controller.signal });
+      assert.strictEqual(cancelled.cancelled, true);
+      assert.deepStrictEqual(processesWith(marker), []);
+    });
+  });
+
+  it("--at-original-path: a write to the folder's absolute path changes the layer, not the folder", async () => {
+    const lower = makeProject();
+    const guard = new FolderGuard(lower);
+    await withShadow(
+      lower,
+      async (shadow) => {
+        const r = await runInShadow(shadow, {
+          agent: 'abs',
+          argv: ['sh', '-c', `echo absolute > ${lower}/written-by-abs-path.txt && realpath . && cat ${lower}/src/math.js | head -1`],
+          atOriginalPath: true,
+        });
+        assert.strictEqual(r.exitCode, 0, r.stderr);
+        assert.strictEqual(r.stdout.split('\n')[0], lower, 'the command sees the folder path as its cwd');
+        assert.strictEqual((await shadow.layer('abs').readFile('written-by-abs-path.txt')).toString(), 'absolute\n');
+        assert.ok(!fs.existsSync(path.join(lower, 'written-by-abs-path.txt')));
+      },
+      { guard: false },
+    );
+    await guard.check();
+  });
+
+  it('--no-network: the command cannot reach a port served outside its namespace', async () => {
+    const lower = makeProject();
+    const server = net.createServer((s) => {
+      s.on('error', () => undefined);
+      s.end('hello');
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+    const port = (server.address() as net.AddressInfo).port;
+    const probe = `require('net').connect(${port},'127.0.0.1').on('connect',()=>{console.log('CONNECTED');process.exit(0)}).on('error',e=>{console.log(e.code);process.exit(0)})`;
+    try {
+      await withShadow(lower, async (shadow) => {
+        const open = await runInShadow(shadow, { agent: 'net', argv: [process.execPath, '-e', probe] });
+        assert.strictEqual(open.stdout.trim(), 'CONNECTED');
+        const closed = await runInShadow(shadow, { agent: 'net', argv: [process.execPath, '-e', probe], noNetwork: true });
+        assert.strictEqual(closed.stdout.trim(), 'ECONNREFUSED', closed.stderr);
+        const lo = await runInShadow(shadow, { agent: 'net', argv: ['sh', '-c', 'ip -o link | cut -d: -f2 | tr -d " "'], noNetwork: true });
+        assert.strictEqual(lo.stdout.trim(), 'lo');
+      });
+    } finally {
+      server.close();
+    }
+  });
+
+  it("two agents' runs on one shadow execute one at a time, in fair order", async () => {
+    const lower = makeProject();
+    await withShadow(lower, async (shadow) => {
+      const log = path.join(path.dirname(shadow.mountPoint), 'order.log');
+      const job = (agent: string) =>
+        runInShadow(shadow, { agent, argv: ['sh', '-c', `echo start ${agent} >> ${log}; sleep 0.05; echo end ${agent} >> ${log}`] });
+      await Promise.all([job('a'), job('a'), job('a'), job('a'), job('b'), job('b')]);
+      const lines = fs.readFileSync(log, 'utf8').trim().split('\n');
+      for (let i = 0; i < lines.length; i += 2) {
+        assert.strictEqual(lines[i].replace('start', 'end'), lines[i + 1], `runs overlapped: ${lines.join(' | ')}`);
+      }
+      const order = lines.filter((l) => l.startsWith('start')).map((l) => l.split(' ')[1]);
+      assert.ok(order.slice(0, 4).filter((a) => a === 'b').length === 2, `b waited behind a: ${order.join(',')}`);
+    });
+  });
+
+  it('a run policy refuses commands on their argv', async () => {
+    const lower = makeProject();
+    await withShadow(lower, async (shadow) => {
+      const policy = { allow: ['node', 'git', 'sh'], deny: [['git', 'push']] };
+      await assert.rejects(runInShadow(shadow, { agent: 'p', argv: ['curl', 'example.com'], policy }), isCode('POLICY_DENIED'));
+      await assert.rejects(runInShadow(shadow, { agent: 'p', argv: ['git', 'push', 'origin'], policy }), isCode('POLICY_DENIED'));
+      const ok = await runInShadow(shadow, { agent: 'p', argv: ['git', '--version'], policy });
+      assert.strictEqual(ok.exitCode, 0);
+    });
+  });
+
+  it('shadowfs run streams output and exits with the command status (124 on timeout)', () => {
+    const lower = makeProject();
+    const cli = (...args: string[]) =>
+      spawnSync(process.execPath, [path.join(repoRoot, 'bin', 'shadowfs.js'), ...args], { encoding: 'utf8', timeout: 60_000 });
+    assert.strictEqual(cli('mount', lower, '--name', 'runs').status, 0);
+    try {
+      const t = cli('run', 'runs', '--agent', 'a', '--', process.execPath, '--test');
+      assert.strictEqual(t.status, 0);
+      assert.match(t.stdout, /# pass 2/);
+      assert.strictEqual(cli('run', 'runs', '--agent', 'a', '--', 'sh', '-c', 'exit 7').status, 7);
+      assert.strictEqual(cli('run', 'runs', '--agent', 'a', '--timeout', '0.3', '--', 'sleep', '30').status, 124);
+      const j = cli('run', 'runs', '--agent', 'a', '--json', '--env', 'GREETING=hi', '--', 'sh', '-c', 'echo $GREETING; echo err >&2');
+      const r = JSON.parse(j.stdout) as { exitCode: number; stdout: string; stderr: string; durationMs: number; queuedMs: number };
+      assert.deepStrictEqual([r.exitCode, r.stdout, r.stderr], [0, 'hi\n', 'err\n']);
+      assert.ok(typeof r.durationMs === 'number' && typeof r.queuedMs === 'number');
+      assert.strictEqual(cli('run', 'runs', '--agent', 'a').status, 1, 'no command given');
+    } finally {
+      cli('unmount', 'runs', '--lazy');
+    }
+  });
+});
