@@ -8,3 +8,6 @@ export { normalizeRelPath } from './paths';
 export { ShadowClient } from './client';
 export type { ClientOptions } from './client';
 export * as protocol from './protocol/messages';
+export { runInShadow } from './run/runner';
+export type { RunOptions, RunResult } from './run/runner';
+export type { RunPolicy } from './run/policy';

@@ -163,6 +163,23 @@ describe('running commands inside a shadow', function () {
     });
   });
 
+  it("an agent with its own view runs there, at the same time as the shared mount's jobs", async () => {
+    const lower = makeProject();
+    await withShadow(lower, async (shadow) => {
+      const view = await shadow.openView('solo');
+      try {
+        const busy = shadow.withLayer('other', () => new Promise((r) => setTimeout(r, 1500)));
+        const r = await runInShadow(shadow, { agent: 'solo', argv: ['sh', '-c', 'pwd; echo mine > solo.txt'] });
+        assert.strictEqual(r.stdout.trim(), view.mountPoint);
+        assert.ok(r.queuedMs < 1000, `the run did not wait for the shared mount (${r.queuedMs} ms)`);
+        assert.strictEqual((await shadow.layer('solo').readFile('solo.txt')).toString(), 'mine\n');
+        await busy;
+      } finally {
+        await view.close();
+      }
+    });
+  });
+
   it('a run policy refuses commands on their argv', async () => {
     const lower = makeProject();
     await withShadow(lower, async (shadow) => {
