@@ -13,7 +13,7 @@ import { JobOptions, LayerScheduler, SchedulerStats } from './scheduler';
 export interface MountOptions {
   /** Where to mount. Created when missing; must be empty. Default: a fresh directory under the per-user runtime directory. */
   mountPoint?: string;
-  /** Seconds the kernel may cache names, attributes and "not found" answers (default 1). Bounds how late an edit in the folder shows in the shadow. */
+  /** Seconds the kernel may cache names, attributes and "not found" answers (default 60). Edits in the folder are pushed through inotify; this only bounds the delay where no watch could be set. */
   cacheTimeout?: number;
   /** Backend name; "default" picks the best one built. */
   backend?: string;
@@ -482,7 +482,10 @@ export class Shadow {
 export async function mount(lowerDir: string, options: MountOptions = {}): Promise<Shadow> {
   const lower = checkLower(lowerDir);
   checkFuseDevice();
-  const timeout = options.cacheTimeout ?? 1;
+  // Long kernel caching is safe: every change behind the kernel's back (API writes, switches,
+  // edits in the folder seen by inotify) is invalidated explicitly; the timeout only bounds how
+  // late an edit in the folder shows where no inotify watch could be set.
+  const timeout = options.cacheTimeout ?? 60;
   if (typeof timeout !== 'number' || !(timeout >= 0))
     throw new ShadowError('INVALID_PATH', `cacheTimeout must be a number of seconds >= 0, got ${timeout}`);
   const layer = options.layer === undefined ? 'default' : options.layer === null ? null : checkAgent(options.layer);

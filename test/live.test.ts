@@ -19,6 +19,7 @@ describe('live view of the folder', function () {
         // Warm the kernel caches for everything we are about to change in A.
         fs.readFileSync(inS('README.md'));
         fs.readdirSync(inS('src'));
+        fs.readdirSync(mp);
         assert.strictEqual(
           errCode(() => fs.statSync(inS('src/added.js'))),
           'ENOENT',
@@ -39,9 +40,17 @@ describe('live view of the folder', function () {
             bound,
             'the edit',
           ),
-          await eventually(() => fs.existsSync(inS('src/added.js')), bound, 'the new file'),
+          await eventually(
+            () => fs.readdirSync(inS('src')).includes('added.js') && fs.existsSync(inS('src/added.js')),
+            bound,
+            'the new file',
+          ),
           await eventually(() => !fs.existsSync(inS('deep/a/top.txt')), bound, 'the deletion'),
-          await eventually(() => fs.existsSync(inS('notes-renamed/todo.txt')) && !fs.existsSync(inS('notes')), bound, 'the rename'),
+          await eventually(
+            () => fs.existsSync(inS('notes-renamed/todo.txt')) && !fs.existsSync(inS('notes')) && !fs.readdirSync(mp).includes('notes'),
+            bound,
+            'the rename',
+          ),
         ];
         assert.strictEqual(fs.readFileSync(inS('package.json'), 'utf8'), '{"name":"from-the-layer"}\n');
         process.stdout.write(`      (changes in the folder became visible after ${delays.join(', ')} ms)\n`);

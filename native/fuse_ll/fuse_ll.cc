@@ -737,6 +737,10 @@ void LLMount::opOpendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info* f
   int e = m->ov_->readdir(m->view_, path, &d->entries);
   if (e) return (void)fuse_reply_err(req, e);
   fi->fh = reinterpret_cast<uint64_t>(d.get());
+  // Let the kernel keep listings: every change it does not make itself (API writes, layer
+  // switches, edits in A) invalidates the directory's inode, which drops the cached listing.
+  fi->cache_readdir = 1;
+  fi->keep_cache = 1;
   if (fuse_reply_open(req, fi) == 0) d.release();
 }
 

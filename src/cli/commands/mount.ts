@@ -29,7 +29,11 @@ export const mountCommand: CommandModule<object, Args> = {
       })
       .option('name', { type: 'string', describe: 'name of the shadow in the daemon (default: the folder name)' })
       .option('foreground', { type: 'boolean', default: false, describe: 'mount in this process (no daemon) until Ctrl-C / SIGTERM' })
-      .option('cache-timeout', { type: 'number', default: 1, describe: 'seconds the kernel may cache names and attributes' })
+      .option('cache-timeout', {
+        type: 'number',
+        default: 60,
+        describe: 'seconds the kernel may cache names and attributes (edits in the folder are pushed at once through inotify)',
+      })
       .option('json', { type: 'boolean', default: false, describe: 'print one JSON object per event' }) as Argv<Args>,
   handler: async (args) => {
     if (!args.foreground) {

@@ -1,0 +1,332 @@
+// `npm run bench [-- --quick]`: shadowfs against the native folder and the alternatives, side by
+// side in one run, interleaved and repeated; medians and ratios to native go to bench/results/
+// as JSON, a Markdown table and an SVG chart. Needs root (mounts, drop_caches).
+import { spawnSync } from 'child_process';
+import * as fs from 'fs';
+import * as os from 'os';
+import * as path from 'path';
+import { mount, Shadow } from '../src';
+
+const quick = process.argv.includes('--quick');
+const FILES = quick ? 10_000 : 50_000;
+const REPS = quick ? 3 : 5;
+const SMALL_FILES = quick ? 2_000 : 10_000;
+const repo = path.join(__dirname, '..', '..');
+const work = fs.mkdtempSync(path.join(os.tmpdir(), 'shadowfs-bench-'));
+
+function sh(cmd: string, cwd?: string): { ms: number; out: string } {
+  const t0 = process.hrtime.bigint();
+  const r = spawnSync('bash', ['-c', cmd], { cwd, encoding: 'utf8', maxBuffer: 256 * 1024 * 1024 });
+  const ms = Number(process.hrtime.bigint() - t0) / 1e6;
+  if (r.status !== 0) throw new Error(`${cmd} (in ${cwd}) failed: ${r.stderr.slice(0, 500)}`);
+  return { ms, out: r.stdout };
+}
+
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+}
+
+/** A source-like tree with a node_modules-like deep tree, committed to git. */
+function generateTree(dir: string): void {
+  fs.mkdirSync(dir, { recursive: true });
+  const body = (n: number): string =>
+    `// generated module ${n}\nexport function f${n}(x: number): number {\n  return x * ${n} + ${n % 7};\n}\n`.repeat(1 + (n % 8));
+  const srcFiles = Math.floor(FILES * 0.3);
+  for (let i = 0; i < srcFiles; i++) {
+    const d = path.join(dir, 'src', `mod${i % 40}`, `sub${i % 7}`);
+    fs.mkdirSync(d, { recursive: true });
+    fs.writeFileSync(path.join(d, `file${i}.ts`), body(i));
+  }
+  for (let i = 0; i < FILES - srcFiles; i++) {
+    const pkg = `pkg${i % 300}`;
+    const d = path.join(dir, 'node_modules', pkg, 'lib', `part${i % 5}`, `deep${i % 3}`);
+    fs.mkdirSync(d, { recursive: true });
+    fs.writeFileSync(path.join(d, `m${i}.js`), `module.exports = ${i};\n`.repeat(1 + (i % 20)));
+    if (i < 300) fs.writeFileSync(path.join(dir, 'node_modules', pkg, 'package.json'), `{"name":"${pkg}","version":"1.0.${i}"}\n`);
+  }
+  fs.writeFileSync(path.join(dir, '.gitignore'), 'node_modules/\n');
+  sh(
+    'git init -q && git -c user.name=b -c user.email=b@example.com add -A && git -c user.name=b -c user.email=b@example.com commit -qm init',
+    dir,
+  );
+}
+
+/** A real TypeScript project: this repository's own sources with its installed dependencies. */
+function tsProject(dir: string): void {
+  fs.mkdirSync(dir, { recursive: true });
+  fs.cpSync(path.join(repo, 'src'), path.join(dir, 'src'), { recursive: true });
+  fs.cpSync(path.join(repo, 'node_modules'), path.join(dir, 'node_modules'), { recursive: true, verbatimSymlinks: true });
+  fs.cpSync(path.join(repo, 'examples', 'demo-project'), path.join(dir, 'example'), { recursive: true });
+  const tsconfig = JSON.parse(fs.readFileSync(path.join(repo, 'tsconfig.json'), 'utf8')) as {
+    compilerOptions: Record<string, unknown>;
+    include: string[];
+  };
+  tsconfig.include = ['src/**/*.ts'];
+  tsconfig.compilerOptions.types = ['node'];
+  tsconfig.compilerOptions.rootDir = '.';
+  fs.writeFileSync(path.join(dir, 'tsconfig.json'), JSON.stringify(tsconfig, null, 2));
+}
+
+interface Contender {
+  name: string;
+  /** Makes a ready, runnable copy of `lower`; returns its path and how to tear it down. */
+  setup(lower: string, tag: string): Promise<{ dir: string; teardown: () => Promise<void> }>;
+}
+
+const contenders: Contender[] = [
+  { name: 'native', setup: async (lower) => ({ dir: lower, teardown: async () => undefined }) },
+  {
+    name: 'shadowfs',
+    setup: async (lower, tag) => {
+      const s: Shadow = await mount(lower, { mountPoint: path.join(work, `sfs-${tag}`) });
+      return { dir: s.mountPoint, teardown: () => s.unmount({ lazy: true }) };
+    },
+  },
+  {
+    name: 'overlayfs (kernel, upper on tmpfs)',
+    setup: async (lower, tag) => {
+      const base = path.join(work, `ovl-${tag}`);
+      fs.mkdirSync(path.join(base, 't'), { recursive: true });
+      fs.mkdirSync(path.join(base, 'm'));
+      sh(
+        `mount -t tmpfs tmpfs ${base}/t && mkdir ${base}/t/u ${base}/t/w && mount -t overlay overlay -o lowerdir=${lower},upperdir=${base}/t/u,workdir=${base}/t/w ${base}/m`,
+      );
+      return { dir: `${base}/m`, teardown: async () => void sh(`umount -l ${base}/m; umount -l ${base}/t; rm -rf ${base}`) };
+    },
+  },
+  {
+    name: 'fuse-overlayfs',
+    setup: async (lower, tag) => {
+      const base = path.join(work, `fovl-${tag}`);
+      for (const d of ['u', 'w', 'm']) fs.mkdirSync(path.join(base, d), { recursive: true });
+      sh(`fuse-overlayfs -o lowerdir=${lower},upperdir=${base}/u,workdir=${base}/w ${base}/m`);
+      return { dir: `${base}/m`, teardown: async () => void sh(`fusermount3 -uz ${base}/m; rm -rf ${base}`) };
+    },
+  },
+  {
+    name: 'cp -r',
+    setup: async (lower, tag) => {
+      const d = path.join(work, `cp-${tag}`);
+      sh(`cp -r ${lower} ${d}`);
+      return { dir: d, teardown: async () => void sh(`rm -rf ${d}`) };
+    },
+  },
+  {
+    name: 'cp -al (hard links)',
+    setup: async (lower, tag) => {
+      const d = path.join(work, `cpal-${tag}`);
+      sh(`cp -al ${lower} ${d}`);
+      return { dir: d, teardown: async () => void sh(`rm -rf ${d}`) };
+    },
+  },
+];
+
+const dropCaches = (): void => void sh('sync; echo 3 > /proc/sys/vm/drop_caches');
+
+interface Workload {
+  name: string;
+  tree: 'generated' | 'ts';
+  /** Runs once; returns milliseconds. `fresh` gives a throwaway copy for destructive work. */
+  run(dir: string): number;
+  warmup?: boolean;
+  cold?: boolean;
+}
+
+const workloads: Workload[] = [
+  { name: 'stat every file (warm)', tree: 'generated', warmup: true, run: (d) => sh("find . -printf '%s\\n' > /dev/null", d).ms },
+  { name: 'stat every file (cold caches)', tree: 'generated', cold: true, run: (d) => sh("find . -printf '%s\\n' > /dev/null", d).ms },
+  {
+    name: 'read every file (warm)',
+    tree: 'generated',
+    warmup: true,
+    run: (d) => sh('find . -type f -print0 | xargs -0 cat > /dev/null', d).ms,
+  },
+  { name: 'git status (warm)', tree: 'generated', warmup: true, run: (d) => sh('git status --porcelain > /dev/null', d).ms },
+  {
+    name: 'tsc --noEmit (warm)',
+    tree: 'ts',
+    warmup: true,
+    run: (d) => sh('node node_modules/typescript/bin/tsc -p tsconfig.json --noEmit', d).ms,
+  },
+  { name: 'test suite: node --test (warm)', tree: 'ts', warmup: true, run: (d) => sh('node --test', path.join(d, 'example')).ms },
+  {
+    name: `create+write ${SMALL_FILES} small files`,
+    tree: 'generated',
+    run: (d) => {
+      const out = path.join(d, `out-${Date.now()}-${Math.random().toString(16).slice(2)}`);
+      return sh(
+        `node -e "const fs=require('fs');fs.mkdirSync('${out}');for(let i=0;i<${SMALL_FILES};i++)fs.writeFileSync('${out}/f'+i+'.txt','x'.repeat(200))"`,
+      ).ms;
+    },
+  },
+];
+
+async function main(): Promise<void> {
+  if (process.getuid?.() !== 0) throw new Error('the benchmark mounts overlayfs and drops caches: run it as root');
+  const started = new Date();
+  console.error(`shadowfs bench (${quick ? 'quick' : 'full'}): ${FILES} generated files, ${REPS} repetitions, work dir ${work}`);
+  const trees = { generated: path.join(work, 'generated'), ts: path.join(work, 'ts') };
+  generateTree(trees.generated);
+  tsProject(trees.ts);
+  const results: Record<string, Record<string, number[]>> = {};
+  const record = (w: string, c: string, ms: number): void => void ((results[w] ??= {})[c] ??= []).push(ms);
+
+  // Time until a ready, runnable copy exists (and tear down), interleaved.
+  for (let r = 0; r < REPS; r++) {
+    for (const c of contenders) {
+      const t0 = process.hrtime.bigint();
+      const env = await c.setup(trees.generated, `ready${r}`);
+      record(`ready copy of ${FILES} files`, c.name, Number(process.hrtime.bigint() - t0) / 1e6);
+      await env.teardown();
+    }
+  }
+  // Workloads on one long-lived copy per contender and tree.
+  const envs: Record<string, Record<string, { dir: string; teardown: () => Promise<void> }>> = { generated: {}, ts: {} };
+  for (const tree of ['generated', 'ts'] as const) for (const c of contenders) envs[tree][c.name] = await c.setup(trees[tree], `${tree}`);
+  try {
+    for (const w of workloads) {
+      for (const c of contenders) if (w.warmup) w.run(envs[w.tree][c.name].dir);
+      for (let r = 0; r < REPS; r++) {
+        for (const c of contenders) {
+          if (w.cold) dropCaches();
+          record(w.name, c.name, w.run(envs[w.tree][c.name].dir));
+        }
+      }
+      console.error(`  ${w.name}: done`);
+    }
+    // rm -rf of a node_modules-like tree: destructive, on fresh copies.
+    for (let r = 0; r < REPS; r++) {
+      for (const c of contenders) {
+        const env = await c.setup(trees.generated, `rm${r}`);
+        record('rm -rf node_modules tree', c.name, sh('rm -rf node_modules', env.dir).ms);
+        await env.teardown();
+      }
+    }
+  } finally {
+    for (const tree of ['generated', 'ts'] as const) for (const c of contenders) await envs[tree][c.name].teardown();
+  }
+
+  // shadowfs only: layer switch latency and memory per layer.
+  const shadow = await mount(trees.generated, { mountPoint: path.join(work, 'switch') });
+  const extra: Record<string, number> = {};
+  try {
+    for (const n of [1, 100, 10_000]) {
+      const a = shadow.layer(`a${n}`);
+      const b = shadow.layer(`b${n}`);
+      for (let i = 0; i < n; i++) {
+        await a.write(`changed/f${i}.txt`, `a${i}`);
+        await b.write(`changed/f${i}.txt`, `b${i}`);
+      }
+      fs.readdirSync(path.join(shadow.mountPoint, 'src'));
+      const times: number[] = [];
+      for (let r = 0; r < 20; r++) times.push((await shadow.activate(r % 2 ? `a${n}` : `b${n}`)).ms);
+      extra[`layer switch, ${n} changed paths (ms)`] = median(times);
+      if (n === 10_000) extra['layer memory, 10,000 small files (bytes per path)'] = Math.round(a.stats().memoryBytes / a.stats().paths);
+    }
+    extra['process RSS after the switch runs (MiB)'] = Math.round(process.memoryUsage().rss / 1048576);
+  } finally {
+    await shadow.unmount({ lazy: true });
+  }
+
+  const table: Array<{ workload: string; medians: Record<string, number>; ratios: Record<string, number> }> = [];
+  for (const [w, byC] of Object.entries(results)) {
+    const medians: Record<string, number> = {};
+    for (const [c, xs] of Object.entries(byC)) medians[c] = median(xs);
+    // A "ready copy" of the folder is the folder itself for native: no ratio there.
+    const base = w.startsWith('ready') ? NaN : medians.native;
+    const ratios: Record<string, number> = {};
+    for (const [c, m] of Object.entries(medians)) ratios[c] = base > 0 ? m / base : NaN;
+    table.push({ workload: w, medians, ratios });
+  }
+  const machine = `${os.cpus().length} × ${os.cpus()[0]?.model ?? 'cpu'}, ${Math.round(os.totalmem() / 2 ** 30)} GiB, Linux ${os.release()}`;
+  const outDir = path.join(repo, 'bench', 'results');
+  fs.mkdirSync(outDir, { recursive: true });
+  const stamp = started.toISOString().replace(/[:.]/g, '-');
+  const json = {
+    started: started.toISOString(),
+    mode: quick ? 'quick' : 'full',
+    files: FILES,
+    reps: REPS,
+    machine,
+    results: table,
+    raw: results,
+    shadowfs: extra,
+  };
+  fs.writeFileSync(path.join(outDir, `${stamp}.json`), JSON.stringify(json, null, 2));
+  const names = contenders.map((c) => c.name);
+  const md = [
+    `# shadowfs benchmark, ${started.toISOString().slice(0, 10)} (${json.mode})`,
+    '',
+    `Machine: ${machine}. Generated tree: ${FILES} files (30% source-like, 70% node_modules-like, in git). TypeScript project: shadowfs's own sources with their installed dependencies. Medians of ${REPS} interleaved runs; ratio to native in parentheses (lower is better).`,
+    '',
+    `| workload | ${names.join(' | ')} |`,
+    `| --- | ${names.map(() => '---:').join(' | ')} |`,
+    ...table.map(
+      (r) =>
+        `| ${r.workload} | ${names
+          .map((n) =>
+            r.medians[n] === undefined
+              ? ''
+              : `${r.medians[n].toFixed(r.medians[n] < 10 ? 1 : 0)} ms${Number.isFinite(r.ratios[n]) ? ` (${r.ratios[n].toFixed(2)}×)` : ''}`,
+          )
+          .join(' | ')} |`,
+    ),
+    '',
+    ...Object.entries(extra).map(([k, v]) => `- shadowfs ${k}: ${typeof v === 'number' ? v.toFixed(3).replace(/\.?0+$/, '') : v}`),
+    '',
+  ].join('\n');
+  fs.writeFileSync(path.join(outDir, `${stamp}.md`), md);
+  fs.writeFileSync(path.join(outDir, 'latest.md'), md);
+  fs.writeFileSync(
+    path.join(outDir, 'latest.svg'),
+    chart(
+      table,
+      names.filter((n) => n !== 'native'),
+    ),
+  );
+  fs.writeFileSync(path.join(outDir, 'latest.json'), JSON.stringify(json, null, 2));
+  process.stdout.write(md);
+  fs.rmSync(work, { recursive: true, force: true });
+}
+
+/** A bar chart of ratios to native, one group per workload, log scale. */
+function chart(table: Array<{ workload: string; ratios: Record<string, number> }>, names: string[]): string {
+  const colors = ['#2b7bb9', '#e07b39', '#5aa05a', '#b94a48', '#8e6bb8'];
+  const rowH = 16 * names.length + 14;
+  const width = 900;
+  const left = 300;
+  const scale = (r: number): number => Math.max(2, ((Math.log10(Math.max(r, 0.01)) + 2) / 5) * (width - left - 20));
+  let y = 40;
+  const parts: string[] = [];
+  for (const row of table) {
+    if (!names.some((n) => Number.isFinite(row.ratios[n]))) continue;
+    parts.push(`<text x="8" y="${y + 12}" font-size="12">${row.workload.replace(/&/g, '&amp;')}</text>`);
+    names.forEach((n, i) => {
+      const r = row.ratios[n];
+      if (!Number.isFinite(r)) return;
+      parts.push(`<rect x="${left}" y="${y + i * 16}" width="${scale(r).toFixed(1)}" height="13" fill="${colors[i % colors.length]}"/>`);
+      parts.push(`<text x="${left + scale(r) + 4}" y="${y + i * 16 + 11}" font-size="10">${r.toFixed(2)}×</text>`);
+    });
+    y += rowH;
+  }
+  const one = left + scale(1);
+  let lx = 8;
+  const legend = names
+    .map((n, i) => {
+      const item = `<rect x="${lx}" y="8" width="10" height="10" fill="${colors[i % colors.length]}"/><text x="${lx + 14}" y="17" font-size="11">${n}</text>`;
+      lx += 24 + n.length * 6.5;
+      return item;
+    })
+    .join('');
+  return `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${y + 20}" font-family="sans-serif"><rect width="100%" height="100%" fill="white"/>${legend}<line x1="${one}" y1="30" x2="${one}" y2="${y}" stroke="#999" stroke-dasharray="4"/><text x="${one + 3}" y="${y + 14}" font-size="10">1× = native (log scale)</text>${parts.join('')}</svg>\n`;
+}
+
+main().catch((err) => {
+  console.error(err);
+  for (const line of fs.readFileSync('/proc/self/mounts', 'utf8').split('\n')) {
+    const mp = line.split(' ')[1];
+    if (mp?.startsWith(work)) spawnSync('umount', ['-l', mp]);
+  }
+  process.exit(1);
+});
