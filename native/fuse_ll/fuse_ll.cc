@@ -191,6 +191,7 @@ class LLMount final : public MountBackend {
     return k;
   }
   int pathOf(uint64_t id, std::string* out);
+  int pathOfLocked(uint64_t id, std::string* out, int depth);
   int childPath(uint64_t parent, const char* name, std::string* out);
   uint64_t remember(uint64_t parent, const std::string& name, FileType type, uint64_t ino,
                     uint32_t nlink, const std::shared_ptr<Layer>& seenIn);
@@ -249,25 +250,35 @@ class LLMount final : public MountBackend {
   uint64_t nextId_ = FUSE_ROOT_ID + 1;  // never reused, so generation can stay 0
 };
 
-// 0, ENOENT (the object was removed), or ESTALE (its name now belongs to another object: the
-// kernel then looks the path up again).
+// 0, or ENOENT when the object has no name left that leads back to the root.
 int LLMount::pathOf(uint64_t id, std::string* out) {
   std::lock_guard lock(tmu_);
-  const std::string* parts[4096];
-  size_t n = 0;
-  while (id != FUSE_ROOT_ID) {
-    auto it = nodes_.find(id);
-    if (it == nodes_.end() || n == 4096) return ENOENT;
-    if (it->second->names.empty()) return ENOENT;
-    parts[n++] = &it->second->names.front().name;
-    id = it->second->names.front().parent;
+  return pathOfLocked(id, out, 0);
+}
+
+// A hard-linked file has several names; a name whose parent directory the kernel has forgotten
+// (and looked up again under a new node) is dead and is pruned, so any live name will do.
+int LLMount::pathOfLocked(uint64_t id, std::string* out, int depth) {
+  if (id == FUSE_ROOT_ID) {
+    out->clear();
+    return 0;
   }
-  out->clear();
-  while (n > 0) {
-    if (!out->empty()) out->push_back('/');
-    out->append(*parts[--n]);
+  auto it = nodes_.find(id);
+  if (it == nodes_.end() || depth > 4096) return ENOENT;
+  auto& names = it->second->names;
+  for (auto n = names.begin(); n != names.end();) {
+    if (n->parent != FUSE_ROOT_ID && nodes_.find(n->parent) == nodes_.end()) {
+      n = names.erase(n);
+      continue;
+    }
+    std::string dir;
+    if (pathOfLocked(n->parent, &dir, depth + 1) == 0) {
+      *out = joinPath(dir, n->name);
+      return 0;
+    }
+    ++n;
   }
-  return 0;
+  return ENOENT;
 }
 
 int LLMount::childPath(uint64_t parent, const char* name, std::string* out) {
@@ -284,15 +295,8 @@ uint64_t LLMount::remember(uint64_t parent, const std::string& name, FileType ty
   FNode* n = nodes_[id].get();
   if (!view_) n->seenIn = seenIn;
   if (type == FileType::Directory && n->wd < 0 && inotifyFd_ >= 0) {
-    // Build the path from the parent's names (we hold tmu_, so pathOf cannot be used).
-    std::string path = name;
-    for (uint64_t p = parent; p != FUSE_ROOT_ID;) {
-      auto it = nodes_.find(p);
-      if (it == nodes_.end() || it->second->names.empty()) return id;
-      path = it->second->names.front().name + "/" + path;
-      p = it->second->names.front().parent;
-    }
-    watchDirLocked(n, path);
+    std::string dir;
+    if (pathOfLocked(parent, &dir, 0) == 0) watchDirLocked(n, joinPath(dir, name));
   }
   return id;
 }
@@ -319,7 +323,9 @@ uint64_t LLMount::rememberLocked(uint64_t parent, const std::string& name, FileT
     if (bi != byIno_.end()) {
       FNode* n = nodes_[bi->second].get();
       if (n->type == type && !n->names.empty()) {
-        n->names.push_back(FName{parent, name});
+        bool known = false;
+        for (auto& nm : n->names) known = known || (nm.parent == parent && nm.name == name);
+        if (!known) n->names.push_back(FName{parent, name});
         n->nlookup++;
         byName_.emplace(std::move(k), bi->second);
         return bi->second;
