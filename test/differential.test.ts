@@ -5,7 +5,7 @@
 // SHADOWFS_SEED=<seed>; long runs: npm run fuzz -- --ops N --seed S.
 import * as assert from 'assert';
 import * as crypto from 'crypto';
-import { describe as describeOp, fuzz } from './fuzz/engine';
+import { describe as describeOp, fuzz, Op, runOps } from './fuzz/engine';
 
 const seedFromEnv = (): number => (process.env.SHADOWFS_SEED ? Number(process.env.SHADOWFS_SEED) : crypto.randomInt(1, 2 ** 31));
 
@@ -36,4 +36,40 @@ describe('differential: a shadow behaves like a plain copy of the folder', funct
   it('with three agent layers switching and the developer editing the folder meanwhile (1,500 operations)', async () => {
     await expectNoDifference({ seed: seedFromEnv(), ops: 1500, layers: 3, folderChanges: true });
   });
+
+  // Shrunk reproducers of bugs the fuzzer found, kept so they stay fixed.
+  const regressions: Array<{ seed: number; layers: number; ops: Op[]; bug: string }> = [
+    {
+      seed: 1143748537,
+      layers: 1,
+      bug: "a hard link's first name pointed at a parent node the kernel had forgotten",
+      ops: [
+        { k: 'mkdir', p: 'a', mode: 0o700 },
+        { k: 'link', p: 'g/c', q: 'a/b' },
+        { k: 'switch', layer: 0 },
+      ],
+    },
+    {
+      seed: 111651989,
+      layers: 3,
+      bug: 'a file of one layer was merged with a copy in another layer that kept its inode number',
+      ops: [
+        { k: 'switch', layer: 1 },
+        { k: 'rmrf', p: 'b' },
+        { k: 'rmrf', p: 'f/c' },
+        { k: 'link', p: 'f/g', q: 'f/c' },
+        { k: 'rename', p: 'f', q: 'b' },
+        { k: 'switch', layer: 0 },
+        { k: 'switch', layer: 1 },
+      ],
+    },
+  ];
+  for (const r of regressions) {
+    it(`regression: ${r.bug}`, async () => {
+      for (let i = 0; i < 5; i++) {
+        const f = await runOps(r.seed, r.ops, r.layers, 1);
+        assert.strictEqual(f, null, f?.message);
+      }
+    });
+  }
 });

@@ -196,7 +196,7 @@ class LLMount final : public MountBackend {
   uint64_t remember(uint64_t parent, const std::string& name, FileType type, uint64_t ino,
                     uint32_t nlink, const std::shared_ptr<Layer>& seenIn);
   uint64_t rememberLocked(uint64_t parent, const std::string& name, FileType type, uint64_t ino,
-                          uint32_t nlink);
+                          uint32_t nlink, const std::shared_ptr<Layer>& seenIn);
   // The layer to serve node `id` from: the active one while it still holds the object the kernel
   // knows (inode `ino`), else the layer the node was looked up in, if that one still holds it.
   // Requests that looked a node up before a switch and reach us after it are served from the
@@ -291,7 +291,7 @@ int LLMount::childPath(uint64_t parent, const char* name, std::string* out) {
 uint64_t LLMount::remember(uint64_t parent, const std::string& name, FileType type,
                            uint64_t ino, uint32_t nlink, const std::shared_ptr<Layer>& seenIn) {
   std::lock_guard lock(tmu_);
-  uint64_t id = rememberLocked(parent, name, type, ino, nlink);
+  uint64_t id = rememberLocked(parent, name, type, ino, nlink, seenIn);
   FNode* n = nodes_[id].get();
   if (!view_) n->seenIn = seenIn;
   if (type == FileType::Directory && n->wd < 0 && inotifyFd_ >= 0) {
@@ -302,7 +302,8 @@ uint64_t LLMount::remember(uint64_t parent, const std::string& name, FileType ty
 }
 
 uint64_t LLMount::rememberLocked(uint64_t parent, const std::string& name, FileType type,
-                                 uint64_t ino, uint32_t nlink) {
+                                 uint64_t ino, uint32_t nlink,
+                                 const std::shared_ptr<Layer>& seenIn) {
   std::string k = key(parent, name);
   auto it = byName_.find(k);
   if (it != byName_.end()) {
@@ -316,13 +317,15 @@ uint64_t LLMount::rememberLocked(uint64_t parent, const std::string& name, FileT
     byName_.erase(it);
   }
   // Another name of an object the kernel already knows (a hard link): same node. Only for
-  // objects that do have several links, so two files of A that merely share an inode number
-  // (A spanning two file systems) are never merged.
+  // objects that do have several links, in the same layer, so two files that merely share an
+  // inode number (A spanning two file systems, or copies in two layers) are never merged.
   if (type != FileType::Directory && nlink > 1) {
     auto bi = byIno_.find(ino);
     if (bi != byIno_.end()) {
       FNode* n = nodes_[bi->second].get();
-      if (n->type == type && !n->names.empty()) {
+      // Same inode number in another layer is another object (a copy-up keeps A's number).
+      const bool sameLayer = view_ || n->seenIn.lock() == seenIn;
+      if (n->type == type && !n->names.empty() && sameLayer) {
         bool known = false;
         for (auto& nm : n->names) known = known || (nm.parent == parent && nm.name == name);
         if (!known) n->names.push_back(FName{parent, name});
