@@ -63,6 +63,16 @@ describe('differential: a shadow behaves like a plain copy of the folder', funct
         { k: 'switch', layer: 1 },
       ],
     },
+    {
+      seed: 777877608,
+      layers: 3,
+      bug: "a node found again in another layer kept a hard link's name from the old layer",
+      ops: [
+        { k: 'rename', p: 'a', q: 'g' },
+        { k: 'link', p: 'g', q: 'a' },
+        { k: 'switch', layer: 1 },
+      ],
+    },
   ];
   for (const r of regressions) {
     it(`regression: ${r.bug}`, async () => {

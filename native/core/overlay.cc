@@ -70,6 +70,21 @@ Timespec now() {
 
 std::unique_ptr<Node> makeWhiteout() { return std::make_unique<Node>(); }
 
+// Where A merges below `child` (entered by `name` from a position merging A at *low when *lv):
+// nowhere for files and opaque directories, the redirect target for renamed directories, the
+// natural path otherwise.
+void descend(const Node* child, std::string_view name, bool* lv, std::string* low) {
+  if (!child->dir() || child->opaque) {
+    *lv = false;
+    low->clear();
+  } else if (child->redirect) {
+    *lv = true;
+    *low = *child->redirect;
+  } else if (*lv) {
+    *low = joinPath(*low, name);
+  }
+}
+
 uint64_t contentSize(const Inode* in) { return in->spill ? in->spillSize : in->data.size(); }
 
 void unlinkSubtree(Node* n) {
@@ -162,18 +177,7 @@ int Overlay::resolve(Layer& L, const std::string& path, Res* r) const {
       r->parentResolved = last;
       return ENOENT;
     }
-    if (!child->dir()) {
-      lv = false;
-      low.clear();
-    } else if (child->opaque) {
-      lv = false;
-      low.clear();
-    } else if (child->redirect) {
-      lv = true;
-      low = *child->redirect;
-    } else if (lv) {
-      low = joinPath(low, c);
-    }
+    descend(child, c, &lv, &low);
     cur = child;
   }
   r->node = cur;
@@ -201,15 +205,7 @@ int Overlay::materializeDir(Layer& L, const std::string& path, Node** out, bool*
       if (child->whiteout()) return ENOENT;
       if (child->inode->type == FileType::Symlink) return ELOOP;
       if (!child->dir()) return ENOTDIR;
-      if (child->opaque) {
-        lv = false;
-        low.clear();
-      } else if (child->redirect) {
-        lv = true;
-        low = *child->redirect;
-      } else if (lv) {
-        low = joinPath(low, c);
-      }
+      descend(child, c, &lv, &low);
       cur = child;
       continue;
     }
@@ -1318,15 +1314,9 @@ int Overlay::changes(const std::string& layer, std::vector<Change>* out) {
         }
         const Inode* in = c->inode.get();
         if (in->type == FileType::Directory) {
-          bool clv = false;
-          std::string clow;
-          if (c->redirect) {
-            clv = true;
-            clow = *c->redirect;
-          } else if (!c->opaque && lv) {
-            clv = true;
-            clow = natural;
-          }
+          bool clv = lv;
+          std::string clow = low;
+          descend(c.get(), name, &clv, &clow);
           if (!present) {
             out->push_back({path, Change::Kind::Added, in->type});
           } else if (la.type != FileType::Directory || c->opaque || c->redirect) {

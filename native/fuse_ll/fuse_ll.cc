@@ -307,10 +307,21 @@ uint64_t LLMount::rememberLocked(uint64_t parent, const std::string& name, FileT
   std::string k = key(parent, name);
   auto it = byName_.find(k);
   if (it != byName_.end()) {
-    FNode* n = nodes_[it->second].get();
+    const uint64_t id = it->second;
+    FNode* n = nodes_[id].get();
     if (n->type == type && n->ino == ino) {
       n->nlookup++;
-      return it->second;
+      if (!view_ && n->seenIn.lock() != seenIn) {
+        // Found again in another layer: the other names were hard links in the old layer and
+        // may name other objects here. Only this name is known to be right.
+        for (auto& nm : n->names) {
+          if (nm.parent == parent && nm.name == name) continue;
+          auto b = byName_.find(key(nm.parent, nm.name));
+          if (b != byName_.end() && b->second == id) byName_.erase(b);
+        }
+        n->names.assign(1, FName{parent, name});
+      }
+      return id;
     }
     // The name now stands for another object: new lookups get a new node so the kernel does
     // not mix the two; the old node keeps its names for requests already on their way.

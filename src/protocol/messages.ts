@@ -69,6 +69,22 @@ export interface ShadowInfo {
   idleSeconds: number;
 }
 
+/** What a run reports when its command has ended. */
+export interface RunResult {
+  runId: string;
+  exitCode: number | null;
+  signal: string | null;
+  stdout: string;
+  stderr: string;
+  durationMs: number;
+  queuedMs: number;
+  timedOut: boolean;
+  cancelled: boolean;
+  /** Processes still alive when the command ended (background children), killed then. */
+  leftoverProcesses: number;
+  outputTruncated: boolean;
+}
+
 export interface ChangeInfo {
   path: string;
   kind: 'added' | 'modified' | 'deleted' | 'metadata';
@@ -139,19 +155,7 @@ export interface Results {
     layers: Record<string, { memoryBytes: number; paths: number; spilledBytes: number }>;
     scheduler: unknown;
   };
-  run: {
-    runId: string;
-    exitCode: number | null;
-    signal: string | null;
-    stdout: string;
-    stderr: string;
-    durationMs: number;
-    queuedMs: number;
-    timedOut: boolean;
-    cancelled: boolean;
-    leftoverProcesses: number;
-    outputTruncated: boolean;
-  };
+  run: RunResult;
   'run.cancel': { runId: string; cancelled: boolean };
 }
 

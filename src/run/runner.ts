@@ -7,9 +7,12 @@ import * as crypto from 'crypto';
 import * as path from 'path';
 import { ShadowError } from '../errors';
 import { normalizeRelPath } from '../paths';
+import type { RunResult } from '../protocol/messages';
 import type { Shadow } from '../shadow';
 import { checkPolicy, RunPolicy } from './policy';
 import { ProcessTracker, RUN_MARKER } from './tracker';
+
+export type { RunResult };
 
 export interface RunOptions {
   agent: string;
@@ -34,21 +37,6 @@ export interface RunOptions {
   /** How much of each stream the result keeps (default 8 MiB; the stream itself is not cut). */
   maxOutputBytes?: number;
   runId?: string;
-}
-
-export interface RunResult {
-  runId: string;
-  exitCode: number | null;
-  signal: string | null;
-  stdout: string;
-  stderr: string;
-  durationMs: number;
-  queuedMs: number;
-  timedOut: boolean;
-  cancelled: boolean;
-  /** Processes still alive when the command ended (background children), killed then. */
-  leftoverProcesses: number;
-  outputTruncated: boolean;
 }
 
 const namespaceCheck = new Map<string, string | null>();

@@ -80,7 +80,7 @@ export const runCommand: CommandModule<object, Args> = {
       });
       process.off('SIGINT', cancel);
       process.off('SIGTERM', cancel);
-      if (args.json) emit(args, r, '');
+      if (args.json) emit(args, r as unknown as Record<string, unknown>, '');
       else if (r.timedOut) process.stderr.write(`shadowfs: the command ran longer than ${args.timeout} s; its processes were killed\n`);
       const sigNum = r.signal ? ((os.constants.signals as Record<string, number>)[r.signal] ?? 9) : 0;
       process.exitCode = r.timedOut ? 124 : (r.exitCode ?? 128 + sigNum);
