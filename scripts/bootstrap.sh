@@ -17,6 +17,8 @@ pkg-config --exists fuse3 2>/dev/null || need+=(libfuse3-dev)
 command -v fusermount3 >/dev/null 2>&1 || need+=(fuse3)
 command -v git >/dev/null 2>&1 || need+=(git)
 command -v tar >/dev/null 2>&1 || need+=(tar)
+command -v ip >/dev/null 2>&1 || need+=(iproute2)          # loopback in --no-network runs
+command -v unshare >/dev/null 2>&1 || need+=(util-linux)   # namespaces, setpriv in tests
 if ((${#need[@]})); then
   if ! command -v apt-get >/dev/null 2>&1; then
     say "missing system packages: ${need[*]}; install them with your package manager (this script knows apt-get only)"
