@@ -103,6 +103,22 @@ describe('running commands inside a shadow', function () {
     });
   });
 
+  it('without cgroups, processes are found by the marker in their environment and killed too', async () => {
+    const lower = makeProject();
+    const marker = `shadowfs-nocg-${process.pid}-${Date.now()}`;
+    const sleeper = `${process.execPath} -e "setTimeout(() => {}, 300000)" ${marker}`;
+    process.env.SHADOWFS_NO_CGROUP = '1';
+    try {
+      await withShadow(lower, async (shadow) => {
+        const r = await runInShadow(shadow, { agent: 'nocg', argv: ['sh', '-c', `(setsid ${sleeper} &) ; ${sleeper}`], timeoutMs: 500 });
+        assert.strictEqual(r.timedOut, true);
+        assert.deepStrictEqual(processesWith(marker), [], 'no process of the run is left');
+      });
+    } finally {
+      delete process.env.SHADOWFS_NO_CGROUP;
+    }
+  });
+
   it("--at-original-path: a write to the folder's absolute path changes the layer, not the folder", async () => {
     const lower = makeProject();
     const guard = new FolderGuard(lower);

@@ -24,7 +24,8 @@ export class ProcessTracker {
   readonly cgroup: string | undefined;
 
   constructor(readonly runId: string) {
-    const root = process.platform === 'linux' ? cgroup2Root() : undefined;
+    // SHADOWFS_NO_CGROUP=1 forces the /proc fallback (used by the tests to cover it).
+    const root = process.platform === 'linux' && process.env.SHADOWFS_NO_CGROUP !== '1' ? cgroup2Root() : undefined;
     let dir: string | undefined;
     if (root) {
       const candidate = path.join(root, `shadowfs-run-${runId}`);
