@@ -5,7 +5,7 @@ import { spawnSync } from 'child_process';
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
-import { mount, Shadow } from '../src';
+import { mount, Shadow, ShadowClient } from '../src';
 
 const quick = process.argv.includes('--quick');
 const FILES = quick ? 10_000 : 50_000;
@@ -227,6 +227,39 @@ async function main(): Promise<void> {
     extra['process RSS after the switch runs (MiB)'] = Math.round(process.memoryUsage().rss / 1048576);
   } finally {
     await shadow.unmount({ lazy: true });
+  }
+
+  // The daemon's memory: idle, then with 100 agent layers of 100 small files each.
+  {
+    const runtime = path.join(work, 'rt');
+    fs.mkdirSync(runtime, { mode: 0o700 });
+    process.env.XDG_RUNTIME_DIR = runtime;
+    const client = await ShadowClient.connect();
+    try {
+      const st = await client.request('status');
+      const rss = (): number => {
+        const m = /VmRSS:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${st.pid}/status`, 'utf8'));
+        return m ? Number(m[1]) / 1024 : NaN;
+      };
+      extra['daemon RSS, idle (MiB)'] = Math.round(rss());
+      await client.request('mount', { folder: trees.generated, name: 'bench' });
+      for (let l = 0; l < 100; l++) {
+        for (let f = 0; f < 100; f++) {
+          await client.request('layer.write', {
+            shadow: 'bench',
+            agent: `agent${l}`,
+            path: `work/f${f}.txt`,
+            data: Buffer.from(`layer ${l} file ${f}`).toString('base64'),
+          });
+        }
+      }
+      extra['daemon RSS, 100 layers x 100 small files (MiB)'] = Math.round(rss());
+      await client.request('unmount', { shadow: 'bench' });
+    } finally {
+      client.close();
+      const pid = Number(fs.readFileSync(path.join(runtime, 'shadowfs', 'daemon.pid'), 'utf8'));
+      process.kill(pid, 'SIGTERM');
+    }
   }
 
   const table: Array<{ workload: string; medians: Record<string, number>; ratios: Record<string, number> }> = [];
