@@ -37,6 +37,10 @@ describe('differential: a shadow behaves like a plain copy of the folder', funct
     await expectNoDifference({ seed: seedFromEnv(), ops: 1500, layers: 3, folderChanges: true });
   });
 
+  it('with four processes working at once between layer switches and folder edits (3,000 operations)', async () => {
+    await expectNoDifference({ seed: seedFromEnv(), ops: 3000, layers: 3, workers: 4, folderChanges: true });
+  });
+
   // Shrunk reproducers of bugs the fuzzer found, kept so they stay fixed.
   const regressions: Array<{ seed: number; layers: number; ops: Op[]; bug: string }> = [
     {
@@ -77,7 +81,7 @@ describe('differential: a shadow behaves like a plain copy of the folder', funct
   for (const r of regressions) {
     it(`regression: ${r.bug}`, async () => {
       for (let i = 0; i < 5; i++) {
-        const f = await runOps(r.seed, r.ops, r.layers, 1);
+        const f = await runOps(r.seed, r.ops, { layers: r.layers, checkEvery: 1 });
         assert.strictEqual(f, null, f?.message);
       }
     });

@@ -3,218 +3,34 @@
 // folder (in a subtree the layers never touch, mirrored into every copy). Every errno and, at
 // checkpoints, every tree must match. A failure is shrunk to a minimal list of operations.
 // Operations are data, so a failing sequence can be replayed and printed.
+// With several worker processes, operations tagged with a worker run at the same time, each
+// worker on its own subtree; switches and folder edits are barriers between such rounds.
+import { ChildProcess, fork } from 'child_process';
 import * as crypto from 'crypto';
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import { mount } from '../../src';
+import { apply, describe, diffTrees, Entry, LIVE, Op, randomOp, rng, seedTree, snapshot } from './ops';
+import type { Batch, BatchResult } from './worker';
 
-export function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+export * from './ops';
 
-export const NAMES = ['a', 'b', 'c', 'f', 'g'];
-/** Only folder-side changes happen under this name; layer operations never use it. */
-export const LIVE = 'live';
-
-/** Builds the same starting tree in `dir` for a given random source. */
-export function seedTree(dir: string, rand: () => number): void {
-  const mk = (rel: string, depth: number): void => {
-    for (const n of NAMES) {
-      const p = path.join(dir, rel, n);
-      const r = rand();
-      if (depth < 3 && r < 0.3) {
-        fs.mkdirSync(p);
-        mk(path.join(rel, n), depth + 1);
-      } else if (r < 0.7) {
-        fs.writeFileSync(p, Buffer.from(Array.from({ length: Math.floor(rand() * 200) }, () => Math.floor(rand() * 256))));
-      } else if (r < 0.75) {
-        fs.symlinkSync(NAMES[Math.floor(rand() * NAMES.length)], p);
-      }
-    }
-  };
-  mk('', 0);
-  fs.mkdirSync(path.join(dir, LIVE));
-}
-
-export interface Entry {
-  path: string;
-  desc: string;
-}
-
-/** Names, types, modes, sizes, link counts and contents of a tree, in path order. */
-export function snapshot(root: string): Entry[] {
-  const out: Entry[] = [];
-  const walk = (rel: string): void => {
-    for (const name of fs.readdirSync(path.join(root, rel)).sort()) {
-      const r = rel ? `${rel}/${name}` : name;
-      const abs = path.join(root, r);
-      const st = fs.lstatSync(abs);
-      const mode = (st.mode & 0o7777).toString(8);
-      if (st.isDirectory()) {
-        out.push({ path: r, desc: `dir ${mode}` });
-        walk(r);
-      } else if (st.isSymbolicLink()) {
-        out.push({ path: r, desc: `link -> ${fs.readlinkSync(abs)} nlink=${st.nlink}` });
-      } else {
-        const hash = crypto.createHash('sha1').update(fs.readFileSync(abs)).digest('hex').slice(0, 12);
-        out.push({ path: r, desc: `file ${mode} size=${st.size} nlink=${st.nlink} ${hash}` });
-      }
-    }
-  };
-  walk('');
-  return out;
-}
-
-export function diffTrees(a: Entry[], b: Entry[]): string[] {
-  const key = (e: Entry): string => `${e.path} ${e.desc}`;
-  const sa = new Set(a.map(key));
-  const sb = new Set(b.map(key));
-  return [
-    ...a.filter((e) => !sb.has(key(e))).map((e) => `copy:   ${key(e)}`),
-    ...b.filter((e) => !sa.has(key(e))).map((e) => `shadow: ${key(e)}`),
-  ];
-}
-
-export type Op =
-  | { k: 'create'; p: string; flag: string; data: string }
-  | { k: 'write'; p: string; off: number; data: string }
-  | { k: 'truncate'; p: string; len: number }
-  | { k: 'rename'; p: string; q: string }
-  | { k: 'unlink'; p: string }
-  | { k: 'mkdir'; p: string; mode: number }
-  | { k: 'rmdir'; p: string }
-  | { k: 'symlink'; p: string; target: string }
-  | { k: 'link'; p: string; q: string }
-  | { k: 'chmod'; p: string; mode: number }
-  | { k: 'utimes'; p: string; t: number }
-  | { k: 'read'; p: string }
-  | { k: 'readdir'; p: string }
-  | { k: 'lstat'; p: string }
-  | { k: 'rmrf'; p: string }
-  | { k: 'switch'; layer: number }
-  | { k: 'folder'; name: string; data: string | null };
-
-export function describe(op: Op): string {
-  const { k, ...rest } = op;
-  return `${k} ${JSON.stringify(rest)}`;
-}
-
-export function randomOp(rand: () => number, layers: number, folderChanges: boolean): Op {
-  const pick = <T>(xs: T[]): T => xs[Math.floor(rand() * xs.length)];
-  const rpath = (): string => Array.from({ length: 1 + Math.floor(rand() * 3) }, () => pick(NAMES)).join('/');
-  const data = crypto
-    .createHash('sha256')
-    .update(String(rand()))
-    .digest('hex')
-    .slice(0, Math.floor(rand() * 64));
-  const r = rand();
-  if (layers > 1 && r < 0.04) return { k: 'switch', layer: Math.floor(rand() * layers) };
-  if (folderChanges && r < 0.08) return { k: 'folder', name: pick(['x', 'y', 'z']), data: rand() < 0.2 ? null : data };
-  const p = rpath();
-  const q = rpath();
-  const table: Array<[number, () => Op]> = [
-    [10, () => ({ k: 'create', p, flag: pick(['w', 'wx', 'a']), data })],
-    [12, () => ({ k: 'write', p, off: Math.floor(rand() * 300), data })],
-    [5, () => ({ k: 'truncate', p, len: Math.floor(rand() * 300) })],
-    [10, () => ({ k: 'rename', p, q })],
-    [8, () => ({ k: 'unlink', p })],
-    [8, () => ({ k: 'mkdir', p, mode: pick([0o755, 0o700]) })],
-    [6, () => ({ k: 'rmdir', p })],
-    [3, () => ({ k: 'symlink', p, target: pick(NAMES) })],
-    [4, () => ({ k: 'link', p, q })],
-    [5, () => ({ k: 'chmod', p, mode: pick([0o600, 0o644, 0o755, 0o700, 0o444]) })],
-    [3, () => ({ k: 'utimes', p, t: 1_000_000_000 + Math.floor(rand() * 1e6) })],
-    [8, () => ({ k: 'read', p })],
-    [6, () => ({ k: 'readdir', p })],
-    [6, () => ({ k: 'lstat', p })],
-    [2, () => ({ k: 'rmrf', p })],
-  ];
-  let x = rand() * table.reduce((s, [w]) => s + w, 0);
-  for (const [w, make] of table) if ((x -= w) < 0) return make();
-  return table[0][1]();
-}
-
-/** Applies a file-system operation under `root`; returns its result as text ("OK …" or an errno code). */
-export function apply(op: Op, root: string): string {
-  const p = 'p' in op ? path.join(root, op.p) : '';
-  const q = 'q' in op ? path.join(root, op.q) : '';
-  try {
-    switch (op.k) {
-      case 'create':
-        fs.writeFileSync(p, op.data, { flag: op.flag });
-        return 'OK';
-      case 'write': {
-        const fd = fs.openSync(p, 'r+');
-        try {
-          fs.writeSync(fd, Buffer.from(op.data), 0, op.data.length, op.off);
-        } finally {
-          fs.closeSync(fd);
-        }
-        return 'OK';
-      }
-      case 'truncate':
-        fs.truncateSync(p, op.len);
-        return 'OK';
-      case 'rename':
-        fs.renameSync(p, q);
-        return 'OK';
-      case 'unlink':
-        fs.unlinkSync(p);
-        return 'OK';
-      case 'mkdir':
-        fs.mkdirSync(p, { mode: op.mode });
-        return 'OK';
-      case 'rmdir':
-        fs.rmdirSync(p);
-        return 'OK';
-      case 'symlink':
-        fs.symlinkSync(op.target, p);
-        return 'OK';
-      case 'link':
-        fs.linkSync(p, q);
-        return 'OK';
-      case 'chmod':
-        fs.chmodSync(p, op.mode);
-        return 'OK';
-      case 'utimes':
-        fs.utimesSync(p, op.t, op.t);
-        return 'OK';
-      case 'read':
-        return `OK ${crypto.createHash('sha1').update(fs.readFileSync(p)).digest('hex')}`;
-      case 'readdir':
-        return `OK ${fs.readdirSync(p).sort().join(',')}`;
-      case 'lstat': {
-        const st = fs.lstatSync(p);
-        return `OK ${st.isDirectory() ? 'd' : st.isSymbolicLink() ? 'l' : 'f'} ${(st.mode & 0o7777).toString(8)} ${st.isDirectory() ? '' : st.size}`;
-      }
-      case 'rmrf':
-        fs.rmSync(p, { recursive: true, force: true });
-        return 'OK';
-      default:
-        return 'OK';
-    }
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code ?? String(err);
-  }
-}
-
-export interface FuzzConfig {
-  seed: number;
-  ops: number;
+/** What a replay needs besides the operations; the same for a run and its shrinking. */
+export interface RunConfig {
   layers: number;
-  folderChanges: boolean;
+  /** Worker processes (0: every operation runs in this process). Decides the starting tree too. */
+  workers?: number;
   /** Compare whole trees every this many operations. */
   checkEvery?: number;
   /** Kernel cache timeout of the shadow (seconds). */
   cacheTimeout?: number;
+}
+
+export interface FuzzConfig extends RunConfig {
+  seed: number;
+  ops: number;
+  folderChanges: boolean;
 }
 
 export interface Failure {
@@ -222,13 +38,51 @@ export interface Failure {
   message: string;
 }
 
+/** Worker processes of one run; a batch goes to one worker and resolves with its results. */
+class Workers {
+  private readonly procs: ChildProcess[];
+  private readonly pending = new Map<number, { resolve: (r: BatchResult) => void; reject: (e: Error) => void }>();
+  private nextId = 0;
+
+  constructor(n: number) {
+    this.procs = Array.from({ length: n }, (_, w) => {
+      const child = fork(path.join(__dirname, 'worker.js'), [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+      child.on('message', (m: BatchResult) => {
+        this.pending.get(m.id)?.resolve(m);
+        this.pending.delete(m.id);
+      });
+      child.on('exit', (code, signal) => {
+        for (const p of this.pending.values()) p.reject(new Error(`fuzz worker ${w} exited (code ${code}, signal ${signal})`));
+        this.pending.clear();
+      });
+      return child;
+    });
+  }
+
+  run(w: number, ops: Op[], ref: string, shadow: string): Promise<BatchResult> {
+    const child = this.procs[w];
+    if (!child) throw new Error(`operation for worker ${w}, but this run has ${this.procs.length} workers`);
+    const id = this.nextId++;
+    return new Promise((resolve, reject) => {
+      this.pending.set(id, { resolve, reject });
+      child.send({ id, ops, ref, shadow } satisfies Batch);
+    });
+  }
+
+  close(): void {
+    for (const p of this.procs) p.kill();
+  }
+}
+
 /** Runs `ops` on a fresh folder, shadow and copies; returns the first mismatch, if any. */
-export async function runOps(seed: number, ops: Op[], layers: number, checkEvery = 100, cacheTimeout?: number): Promise<Failure | null> {
+export async function runOps(seed: number, ops: Op[], cfg: RunConfig): Promise<Failure | null> {
+  const { layers, workers = 0, checkEvery = 100, cacheTimeout } = cfg;
   const base = fs.mkdtempSync(path.join(os.tmpdir(), 'shadowfs-test-fuzz-'));
+  const pool = workers > 0 ? new Workers(workers) : null;
   try {
     const lower = path.join(base, 'lower');
     fs.mkdirSync(lower);
-    seedTree(lower, rng(seed));
+    seedTree(lower, rng(seed), workers);
     const refs = Array.from({ length: layers }, (_, i) => {
       const r = path.join(base, `ref${i}`);
       fs.cpSync(lower, r, { recursive: true, verbatimSymlinks: true });
@@ -248,8 +102,45 @@ export async function runOps(seed: number, ops: Op[], layers: number, checkEvery
         const d = diffTrees(snapshot(refs[cur]), mine);
         return d.length ? { index: i, message: `trees of layer l${cur} differ after operation #${i}:\n  ${d.join('\n  ')}` } : null;
       };
+      const mismatch = (i: number, want: string, got: string): Failure | null =>
+        want === got
+          ? null
+          : { index: i, message: `operation #${i} ${describe(ops[i])} in layer l${cur}: plain copy gave ${want}, shadow gave ${got}` };
       for (let i = 0; i < ops.length; i++) {
         const op = ops[i];
+        if (op.w !== undefined && pool) {
+          // A round: the following worker operations, every worker's share at the same time.
+          let end = i;
+          const byWorker = new Map<number, number[]>();
+          for (; end < ops.length && ops[end].w !== undefined; end++) {
+            const w = ops[end].w as number;
+            byWorker.set(w, [...(byWorker.get(w) ?? []), end]);
+          }
+          const results = new Map<number, [string, string]>();
+          await Promise.all(
+            [...byWorker].map(async ([w, idx]) => {
+              const r = await pool.run(
+                w,
+                idx.map((k) => ops[k]),
+                refs[cur],
+                shadow.mountPoint,
+              );
+              idx.forEach((k, n) => results.set(k, r.results[n]));
+            }),
+          );
+          for (let k = i; k < end; k++) {
+            const [want, got] = results.get(k) as [string, string];
+            const f = mismatch(k, want, got);
+            if (f) return f;
+          }
+          const crossed = Math.floor(end / checkEvery) > Math.floor(i / checkEvery);
+          i = end - 1;
+          if (crossed) {
+            const f = check(i);
+            if (f) return f;
+          }
+          continue;
+        }
         if (op.k === 'switch') {
           cur = op.layer;
           await shadow.activate(`l${cur}`);
@@ -273,13 +164,11 @@ export async function runOps(seed: number, ops: Op[], layers: number, checkEvery
           if (got !== want) return { index: i, message: `operation #${i} ${describe(op)}: the shadow still showed ${got} after 2 s` };
           continue;
         }
-        const want = apply(op, refs[cur]);
-        const got = apply(op, shadow.mountPoint);
-        if (want !== got)
-          return { index: i, message: `operation #${i} ${describe(op)} in layer l${cur}: plain copy gave ${want}, shadow gave ${got}` };
+        const f = mismatch(i, apply(op, refs[cur]), apply(op, shadow.mountPoint));
+        if (f) return f;
         if (i % checkEvery === checkEvery - 1) {
-          const f = check(i);
-          if (f) return f;
+          const c = check(i);
+          if (c) return c;
         }
       }
       return check(ops.length - 1);
@@ -287,17 +176,18 @@ export async function runOps(seed: number, ops: Op[], layers: number, checkEvery
       await shadow.unmount({ lazy: true });
     }
   } finally {
+    pool?.close();
     fs.rmSync(base, { recursive: true, force: true });
   }
 }
 
 export function generate(cfg: FuzzConfig): Op[] {
   const rand = rng(cfg.seed ^ 0x5eed);
-  return Array.from({ length: cfg.ops }, () => randomOp(rand, cfg.layers, cfg.folderChanges));
+  return Array.from({ length: cfg.ops }, () => randomOp(rand, cfg.layers, cfg.folderChanges, cfg.workers ?? 0));
 }
 
 /** Shrinks a failing sequence (delta debugging): the result still fails, and is much shorter. */
-export async function shrink(seed: number, ops: Op[], layers: number, cacheTimeout?: number, budgetMs = 120_000): Promise<Op[]> {
+export async function shrink(seed: number, ops: Op[], cfg: RunConfig, budgetMs = 120_000): Promise<Op[]> {
   const deadline = Date.now() + budgetMs;
   let cur = ops;
   let chunk = Math.max(1, Math.floor(cur.length / 2));
@@ -305,7 +195,7 @@ export async function shrink(seed: number, ops: Op[], layers: number, cacheTimeo
     let removed = false;
     for (let start = 0; start < cur.length && Date.now() < deadline; start += chunk) {
       const candidate = [...cur.slice(0, start), ...cur.slice(start + chunk)];
-      if (candidate.length && (await runOps(seed, candidate, layers, 1, cacheTimeout))) {
+      if (candidate.length && (await runOps(seed, candidate, { ...cfg, checkEvery: 1 }))) {
         cur = candidate;
         removed = true;
         start -= chunk;
@@ -319,8 +209,8 @@ export async function shrink(seed: number, ops: Op[], layers: number, cacheTimeo
 /** One fuzz run: generate, replay, and on failure shrink and describe a minimal reproducer. */
 export async function fuzz(cfg: FuzzConfig): Promise<{ ok: true } | { ok: false; failure: Failure; reproducer: Op[] }> {
   const ops = generate(cfg);
-  const failure = await runOps(cfg.seed, ops, cfg.layers, cfg.checkEvery ?? 100, cfg.cacheTimeout);
+  const failure = await runOps(cfg.seed, ops, cfg);
   if (!failure) return { ok: true };
-  const reproducer = await shrink(cfg.seed, ops.slice(0, failure.index + 1), cfg.layers, cfg.cacheTimeout);
+  const reproducer = await shrink(cfg.seed, ops.slice(0, failure.index + 1), cfg);
   return { ok: false, failure, reproducer };
 }
