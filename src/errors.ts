@@ -28,6 +28,7 @@ export const ErrorCodes = {
   LAYER_BUSY: 'The layer is active or has a view open, so it cannot be dropped.',
   TIMEOUT: 'The job did not finish in the time it was given.',
   POLICY_DENIED: 'The run policy does not allow this command.',
+  INVALID_POLICY: 'The run policy file is not valid JSON of the documented shape.',
   NAMESPACE_UNAVAILABLE: 'This system cannot create the mount or network namespace the run asked for.',
   ABORTED: 'The job was cancelled.',
   NOT_SUPPORTED: 'This operation is not available in this version or on this platform.',

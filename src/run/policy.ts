@@ -29,17 +29,15 @@ export function parsePolicy(text: string, source: string): RunPolicy {
   try {
     raw = JSON.parse(text);
   } catch (err) {
-    throw new ShadowError('INVALID_PATH', `the run policy ${source} is not valid JSON: ${(err as Error).message}`);
+    throw new ShadowError('INVALID_POLICY', `the run policy ${source} is not valid JSON: ${(err as Error).message}`);
   }
+  const shape = `the run policy ${source} must look like {"allow": ["node", ...], "deny": [["git", "push"], ...]}`;
+  // The shape is checked before any field is read: `null` or an array must not get further.
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw new ShadowError('INVALID_POLICY', shape);
   const p = raw as RunPolicy;
   const okAllow = p.allow === undefined || (Array.isArray(p.allow) && p.allow.every((x) => typeof x === 'string'));
   const okDeny =
     p.deny === undefined || (Array.isArray(p.deny) && p.deny.every((d) => Array.isArray(d) && d.every((x) => typeof x === 'string')));
-  if (typeof raw !== 'object' || raw === null || !okAllow || !okDeny) {
-    throw new ShadowError(
-      'INVALID_PATH',
-      `the run policy ${source} must look like {"allow": ["node", ...], "deny": [["git", "push"], ...]}`,
-    );
-  }
+  if (!okAllow || !okDeny) throw new ShadowError('INVALID_POLICY', shape);
   return p;
 }
