@@ -6,6 +6,8 @@ cd "$(dirname "$0")/.."
 bash scripts/bootstrap.sh
 if ! command -v fuse-overlayfs >/dev/null 2>&1; then
   echo "bench: installing fuse-overlayfs with apt-get" >&2
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends fuse-overlayfs >/dev/null
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends fuse-overlayfs >/dev/null
 fi
 exec node dist/bench/bench.js "$@"

@@ -9,6 +9,8 @@ command -v stress-ng >/dev/null 2>&1 || missing+=(stress-ng)
 command -v fio >/dev/null 2>&1 || missing+=(fio)
 if ((${#missing[@]})); then
   echo "stress: installing ${missing[*]} with apt-get" >&2
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 exec node dist/test/stress/main.js "$@"
