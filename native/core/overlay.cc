@@ -284,11 +284,26 @@ void Overlay::nodeAttr(const Node* n, bool lv, const std::string& low, Attr* out
   const Inode* in = n->inode.get();
   Attr a;
   if (in->type == FileType::Directory) {
-    if (!in->ownMeta && lv && lower_->stat(low, &a) == 0 && a.type == FileType::Directory) {
+    bool merged = lv && lower_->stat(low, &a) == 0 && a.type == FileType::Directory;
+    uint32_t lowerLinks = a.nlink;
+    if (!in->ownMeta && merged) {
       *out = a;
     } else {
       *out = in->snap;
-      out->nlink = 2;
+    }
+    // The link count is 2 + subdirectories, which tools use to know when they have seen every
+    // subdirectory. Exact when only one side has children: A's count while the layer has not
+    // touched this directory's entries, the layer's own count for a directory A does not have
+    // (or hides). When both contribute, counting would mean merging the listing on every
+    // getattr; 1 instead is Linux's "not counted" (btrfs always, ext4 past 65,000), never wrong.
+    if (merged && n->children.empty()) {
+      out->nlink = lowerLinks;
+    } else if (merged) {
+      out->nlink = 1;
+    } else {
+      uint32_t dirs = 0;
+      for (const auto& [name, c] : n->children) dirs += c->dir() ? 1 : 0;
+      out->nlink = 2 + dirs;
     }
     out->ino = in->ino;
     out->type = FileType::Directory;

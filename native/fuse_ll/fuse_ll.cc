@@ -101,6 +101,7 @@ struct FNode {
 
 struct DirHandle {
   std::vector<DirEntry> entries;
+  bool served = false;  // a readdir was answered: offset 0 again means rewinddir
 };
 
 class LLMount final : public MountBackend {
@@ -172,6 +173,8 @@ class LLMount final : public MountBackend {
   static void opRelease(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info* fi);
   static void opFsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info* fi);
   static void opOpendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info* fi);
+  static void opFallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset, off_t length,
+                          struct fuse_file_info* fi);
   static void opReaddir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
                         struct fuse_file_info* fi);
   static void opReleasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info* fi);
@@ -205,6 +208,7 @@ class LLMount final : public MountBackend {
   void dropNameLocked(uint64_t id, uint64_t parent, const std::string& name);
   void trackHandle(uint64_t id, Handle* h, bool add);
   Handle* anyHandle(uint64_t id);
+  bool unlinked(uint64_t id);
   void forget(uint64_t id, uint64_t n);
   void unlinkName(uint64_t parent, const std::string& name);
   void moveName(uint64_t parent, const std::string& name, uint64_t newparent,
@@ -436,6 +440,13 @@ std::shared_ptr<Layer> LLMount::layerFor(uint64_t id, const std::string& path) {
   return nullptr;
 }
 
+// True when the node's every name was unlinked (an open file is all that keeps it).
+bool LLMount::unlinked(uint64_t id) {
+  std::lock_guard lock(tmu_);
+  auto it = nodes_.find(id);
+  return id != FUSE_ROOT_ID && it != nodes_.end() && it->second->names.empty();
+}
+
 Handle* LLMount::anyHandle(uint64_t id) {
   std::lock_guard lock(tmu_);
   auto it = nodes_.find(id);
@@ -528,6 +539,7 @@ void LLMount::opGetattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info* f
   Attr a;
   Handle* h = fi && fi->fh ? reinterpret_cast<Handle*>(fi->fh) : nullptr;
   if (h && m->ov_->fgetattr(h, &a) == 0) {
+    if (m->unlinked(ino)) a.nlink = 0;  // fstat of an open file whose last name is gone
     struct stat st;
     toStat(a, &st);
     return (void)fuse_reply_attr(req, &st, m->opts_.attrTimeout);
@@ -543,6 +555,7 @@ void LLMount::opGetattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info* f
     // Unlinked but still open (fstat on the fd): answer from one of its open handles.
     h = m->anyHandle(ino);
     if (!h || m->ov_->fgetattr(h, &a) != 0) return (void)fuse_reply_err(req, e);
+    if (m->unlinked(ino)) a.nlink = 0;
   }
   struct stat st;
   toStat(a, &st);
@@ -749,6 +762,23 @@ void LLMount::opFsync(fuse_req_t req, fuse_ino_t, int, struct fuse_file_info*) {
   fuse_reply_err(req, 0);
 }
 
+// Contents live in memory (or a spill file that grows on demand), so there is no space to
+// reserve: FALLOC_FL_KEEP_SIZE has nothing to do, and mode 0 is a truncate up. Punching holes
+// and the other modes are refused as file systems without them refuse them.
+void LLMount::opFallocate(fuse_req_t req, fuse_ino_t, int mode, off_t offset, off_t length,
+                          struct fuse_file_info* fi) {
+  LLMount* m = self(req);
+  if (mode & ~FALLOC_FL_KEEP_SIZE) return (void)fuse_reply_err(req, EOPNOTSUPP);
+  auto* h = reinterpret_cast<Handle*>(fi->fh);
+  Attr a;
+  if (int e = m->ov_->fgetattr(h, &a)) return (void)fuse_reply_err(req, e);
+  uint64_t end = static_cast<uint64_t>(offset) + static_cast<uint64_t>(length);
+  if ((mode & FALLOC_FL_KEEP_SIZE) || end <= a.size) return (void)fuse_reply_err(req, 0);
+  Attr v, out;
+  v.size = end;
+  fuse_reply_err(req, m->ov_->setattr(m->view_, std::string(), h, kSetSize, v, &out));
+}
+
 void LLMount::opOpendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info* fi) {
   LLMount* m = self(req);
   std::string path;
@@ -767,6 +797,14 @@ void LLMount::opOpendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info* f
 void LLMount::opReaddir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
                         struct fuse_file_info* fi) {
   auto* d = reinterpret_cast<DirHandle*>(fi->fh);
+  if (off == 0 && d->served) {
+    // rewinddir(): POSIX wants the directory as it is now, as a new opendir would list it.
+    LLMount* m = self(req);
+    std::string path;
+    std::vector<DirEntry> fresh;
+    if (m->pathOf(ino, &path) == 0 && m->ov_->readdir(m->view_, path, &fresh) == 0) d->entries.swap(fresh);
+  }
+  d->served = true;
   std::vector<char> buf(size);
   size_t pos = 0;
   // Offsets: 0 ".", 1 "..", then entries[i] at i + 2. An entry's offset names the next one.
@@ -912,6 +950,7 @@ const struct fuse_lowlevel_ops kOps = [] {
   o.listxattr = LLMount::opListxattr;
   o.removexattr = LLMount::opRemovexattr;
   o.create = LLMount::opCreate;
+  o.fallocate = LLMount::opFallocate;
   // Not set on purpose: getlk/setlk/flock (the kernel keeps locks locally), access (the kernel
   // checks permissions from our attributes: default_permissions), bmap/ioctl/poll.
   return o;
