@@ -1,20 +1,24 @@
-// Builds (once) and runs test/native/fsprobe, for system calls Node.js does not expose.
+// Builds (once) and runs the small C++ programs of the tests: test/native/fsprobe, for system
+// calls Node.js does not expose, and test/conformance/posix, the POSIX conformance checks.
 import { execFileSync, spawnSync } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
 import { repoRoot } from './fixtures';
 
-const source = path.join(repoRoot, 'test', 'native', 'fsprobe.cc');
-const binary = path.join(repoRoot, 'build', 'test', 'fsprobe');
-
-export function probeBinary(): string {
+/** Compiles `test/<rel>.cc` to build/test/<name> unless the binary is newer than its source. */
+function compiled(rel: string): string {
+  const source = path.join(repoRoot, 'test', `${rel}.cc`);
+  const binary = path.join(repoRoot, 'build', 'test', path.basename(rel));
   const stale = !fs.existsSync(binary) || fs.statSync(binary).mtimeMs < fs.statSync(source).mtimeMs;
   if (stale) {
     fs.mkdirSync(path.dirname(binary), { recursive: true });
-    execFileSync('g++', ['-O1', '-std=c++17', '-o', binary, source], { stdio: 'inherit' });
+    execFileSync('g++', ['-O1', '-std=c++17', '-Wall', '-o', binary, source], { stdio: 'inherit' });
   }
   return binary;
 }
+
+export const probeBinary = (): string => compiled('native/fsprobe');
+export const conformanceBinary = (): string => compiled('conformance/posix');
 
 /** Runs fsprobe; returns its trimmed stdout (e.g. "ok", "errno EEXIST", file content). */
 export function probe(...args: string[]): string {

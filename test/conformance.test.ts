@@ -1,0 +1,82 @@
+// POSIX conformance: the checks of test/conformance/posix.cc (open, create, read/write, holes,
+// mmap, truncate, fallocate, copy_file_range, mkdir/rmdir, readdir while deleting, seekdir,
+// rename and renameat2, link, symlink, chmod/chown/utimens, times, access, xattrs, inode
+// numbers, fifos, devices, sockets, statfs, locks, large files) run in a plain directory of this
+// machine's file system, which is the reference, and through shadows; every check must print
+// the same line. The fixtures of each check are made in the user's folder (so each change in
+// the shadow goes through copy-up), or inside the shadow (so they live in the layer).
+import * as assert from 'assert';
+import { execFileSync } from 'child_process';
+import * as path from 'path';
+import { conformanceBinary } from './helpers/probe';
+import { tempDir, withShadow } from './helpers/fixtures';
+
+function posix(...args: string[]): string {
+  return execFileSync(conformanceBinary(), args, { encoding: 'utf8', maxBuffer: 16 * 1024 * 1024 });
+}
+
+/** Runs every check in `dir`; returns check name -> result line. */
+function runChecks(dir: string): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const line of posix('check', dir).split('\n').filter(Boolean)) {
+    const i = line.indexOf(': ');
+    out.set(line.slice(0, i), line.slice(i + 2));
+  }
+  return out;
+}
+
+describe("POSIX conformance: a shadow answers every check as the folder's own file system does", function () {
+  let names: string[];
+  let reference: Map<string, string>;
+
+  before(() => {
+    names = posix('list').split('\n').filter(Boolean);
+    const dir = tempDir('conformance-ref');
+    posix('setup', dir);
+    reference = runChecks(dir);
+    // The reference itself must have run every check (a suite that ran nothing would pass).
+    assert.deepStrictEqual([...reference.keys()], names);
+    assert.ok(names.length >= 45, `only ${names.length} checks`);
+  });
+
+  function compare(got: Map<string, string>, where: string): void {
+    const diffs: string[] = [];
+    for (const n of names) {
+      if (got.get(n) !== reference.get(n)) diffs.push(`${n}\n    plain directory: ${reference.get(n)}\n    shadow:          ${got.get(n)}`);
+    }
+    assert.deepStrictEqual(diffs, [], `${diffs.length} of ${names.length} checks differ ${where}:\n  ${diffs.join('\n  ')}`);
+  }
+
+  it('with the fixtures in the folder: every change goes through copy-up', async () => {
+    const lower = tempDir('conformance-lower');
+    posix('setup', lower);
+    await withShadow(lower, (_s, mp) => compare(runChecks(mp), 'with the fixtures in the folder'));
+  });
+
+  it('with the fixtures in the folder and no kernel caching: every lookup reaches the overlay', async () => {
+    const lower = tempDir('conformance-lower');
+    posix('setup', lower);
+    await withShadow(lower, (_s, mp) => compare(runChecks(mp), 'without kernel caching'), { cacheTimeout: 0 });
+  });
+
+  it('with the fixtures made inside the shadow: they live in the layer', async () => {
+    const lower = tempDir('conformance-empty');
+    await withShadow(lower, (_s, mp) => {
+      posix('setup', mp);
+      compare(runChecks(mp), 'with the fixtures in the layer');
+    });
+  });
+
+  it('in an agent view, with the fixtures in the folder', async () => {
+    const lower = tempDir('conformance-lower');
+    posix('setup', lower);
+    await withShadow(lower, async (shadow) => {
+      const view = await shadow.openView('agent', { mountPoint: path.join(tempDir('conformance-view'), 'v') });
+      try {
+        compare(runChecks(view.mountPoint), 'in an agent view');
+      } finally {
+        await view.close();
+      }
+    });
+  });
+});
