@@ -725,6 +725,14 @@ int Overlay::rename(Layer* view, const std::string& from, const std::string& to,
   if (from == to) return 0;
   const FileType ft = rf.node ? rf.node->inode->type : rf.lowerAttr.type;
   if ((flags & kRenameNoReplace) && toExists) return EEXIST;
+  // Two names of one file (hard links): POSIX says succeed and do nothing. Linux's VFS stops
+  // this before a path-based backend sees it only when both names are one kernel inode.
+  if (toExists && ft != FileType::Directory) {
+    const bool sameInLayer = rf.node && rt.node && rf.node->inode == rt.node->inode;
+    const bool sameInLower = !rf.node && !rt.node && rf.lowerAttr.nlink > 1 &&
+                             rf.lowerAttr.ino == rt.lowerAttr.ino;
+    if (sameInLayer || sameInLower) return 0;
+  }
   if (flags & kRenameExchange) {
     if (!toExists) return ENOENT;
     if (isInside(from, to)) return EINVAL;
