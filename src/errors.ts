@@ -14,6 +14,7 @@ export const ErrorCodes = {
   MOUNTPOINT_IN_USE: 'Something is already mounted at the mount point.',
   MOUNTPOINT_INSIDE_LOWER: 'The mount point lies inside the folder to shadow.',
   LOWER_INSIDE_MOUNTPOINT: 'The folder to shadow lies inside (or is) the mount point.',
+  UNKNOWN_BACKEND: 'This build has no mount backend of that name (see "shadowfs doctor").',
   FUSE_UNAVAILABLE: 'The FUSE device /dev/fuse cannot be opened.',
   MOUNT_FAILED: 'The kernel refused the mount.',
   MOUNT_BUSY: 'Programs still use the shadow, so it cannot be unmounted.',

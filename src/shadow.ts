@@ -15,7 +15,7 @@ export interface MountOptions {
   mountPoint?: string;
   /** Seconds the kernel may cache names, attributes and "not found" answers (default 60). Edits in the folder are pushed through inotify; this only bounds the delay where no watch could be set. */
   cacheTimeout?: number;
-  /** Backend name; "default" picks the best one built. */
+  /** Mount backend: "fuse_ll" (Linux, fastest), "fuse_hl" (the portable FUSE3 backend Windows uses), or "default" (the first of those built). Default: $SHADOWFS_BACKEND, else "default". */
   backend?: string;
   /** Agent layer that is created and active from the start (default "default"); null for none. */
   layer?: string | null;
@@ -215,6 +215,8 @@ export class Shadow {
   readonly mountPoint: string;
   /** The real path of the folder it shadows. */
   readonly lower: string;
+  /** The mount backend serving it (and its views). */
+  readonly backend: string;
   private native: NativeShadow | undefined;
   private readonly createdMountPoint: boolean;
   private readonly layers = new Map<string, Layer>();
@@ -224,9 +226,10 @@ export class Shadow {
   private readonly scheduler = new LayerScheduler(async () => undefined);
 
   /** @internal use mount() */
-  constructor(native: NativeShadow, lower: string, mountPoint: string, createdMountPoint: boolean) {
+  constructor(native: NativeShadow, lower: string, mountPoint: string, createdMountPoint: boolean, backend: string) {
     this.native = native;
     this.lower = lower;
+    this.backend = backend;
     this.mountPoint = mountPoint;
     this.createdMountPoint = createdMountPoint;
   }
@@ -478,6 +481,21 @@ export class Shadow {
   }
 }
 
+/** The backend a mount uses: the one asked for, else $SHADOWFS_BACKEND, else the first built. */
+export function pickBackend(requested: string | undefined, built: readonly string[]): string {
+  const env = process.env.SHADOWFS_BACKEND;
+  const name = requested ?? (env === undefined || env === '' ? 'default' : env);
+  if (name === 'default' && built.length > 0) return built[0];
+  if (!built.includes(name)) {
+    const from = requested === undefined ? ' (from $SHADOWFS_BACKEND)' : '';
+    throw new ShadowError(
+      'UNKNOWN_BACKEND',
+      `this build has no backend ${JSON.stringify(name)}${from}; it has: ${built.join(', ') || 'none'}`,
+    );
+  }
+  return name;
+}
+
 /** Mounts a shadow of `lowerDir`. */
 export async function mount(lowerDir: string, options: MountOptions = {}): Promise<Shadow> {
   const lower = checkLower(lowerDir);
@@ -501,10 +519,11 @@ export async function mount(lowerDir: string, options: MountOptions = {}): Promi
     );
   }
   const lib = addon();
+  const backend = pickBackend(options.backend, lib.backends);
   const { mountPoint, created } = prepareMountPoint(options.mountPoint, lower);
   let native: NativeShadow;
   try {
-    native = new lib.Shadow(options.backend ?? 'default', lower, mountPoint, {
+    native = new lib.Shadow(backend, lower, mountPoint, {
       entryTimeout: timeout,
       attrTimeout: timeout,
       negativeTimeout: timeout,
@@ -526,7 +545,7 @@ export async function mount(lowerDir: string, options: MountOptions = {}): Promi
       cause: err,
     });
   }
-  const shadow = new Shadow(native, lower, mountPoint, created);
+  const shadow = new Shadow(native, lower, mountPoint, created, backend);
   if (layer !== null) {
     shadow.layer(layer);
     await shadow.activate(layer);

@@ -25,6 +25,22 @@ function runChecks(dir: string): Map<string, string> {
   return out;
 }
 
+/**
+ * Where the portable backend answers differently by design of the path-based FUSE API. Each
+ * entry gives the exact line it must print instead, so a change in either direction is noticed.
+ */
+const knownDifferences: Record<string, Record<string, (reference: string) => string>> = {
+  fuse_hl: {
+    // The kernel sends fstat() without a file handle; libfuse's high-level layer then needs a
+    // path, an open file whose every name is gone has none, and it answers ESTALE before
+    // shadowfs sees the call. Reads and writes through the descriptor still work.
+    'unlink-open-file': (ref) => {
+      assert.ok(ref.includes('| nlink=0 |'), ref);
+      return ref.replace('| nlink=0 |', '| fstat ESTALE |');
+    },
+  },
+};
+
 describe("POSIX conformance: a shadow answers every check as the folder's own file system does", function () {
   let names: string[];
   let reference: Map<string, string>;
@@ -39,10 +55,13 @@ describe("POSIX conformance: a shadow answers every check as the folder's own fi
     assert.ok(names.length >= 45, `only ${names.length} checks`);
   });
 
-  function compare(got: Map<string, string>, where: string): void {
+  function compare(got: Map<string, string>, where: string, backend: string): void {
     const diffs: string[] = [];
     for (const n of names) {
-      if (got.get(n) !== reference.get(n)) diffs.push(`${n}\n    plain directory: ${reference.get(n)}\n    shadow:          ${got.get(n)}`);
+      const ref = reference.get(n) ?? '';
+      const expected = knownDifferences[backend]?.[n]?.(ref) ?? ref;
+      const label = expected === ref ? 'plain directory' : `${backend} (known) `;
+      if (got.get(n) !== expected) diffs.push(`${n}\n    ${label}: ${expected}\n    shadow:          ${got.get(n)}`);
     }
     assert.deepStrictEqual(diffs, [], `${diffs.length} of ${names.length} checks differ ${where}:\n  ${diffs.join('\n  ')}`);
   }
@@ -50,20 +69,20 @@ describe("POSIX conformance: a shadow answers every check as the folder's own fi
   it('with the fixtures in the folder: every change goes through copy-up', async () => {
     const lower = tempDir('conformance-lower');
     posix('setup', lower);
-    await withShadow(lower, (_s, mp) => compare(runChecks(mp), 'with the fixtures in the folder'));
+    await withShadow(lower, (s, mp) => compare(runChecks(mp), 'with the fixtures in the folder', s.backend));
   });
 
   it('with the fixtures in the folder and no kernel caching: every lookup reaches the overlay', async () => {
     const lower = tempDir('conformance-lower');
     posix('setup', lower);
-    await withShadow(lower, (_s, mp) => compare(runChecks(mp), 'without kernel caching'), { cacheTimeout: 0 });
+    await withShadow(lower, (s, mp) => compare(runChecks(mp), 'without kernel caching', s.backend), { cacheTimeout: 0 });
   });
 
   it('with the fixtures made inside the shadow: they live in the layer', async () => {
     const lower = tempDir('conformance-empty');
-    await withShadow(lower, (_s, mp) => {
+    await withShadow(lower, (s, mp) => {
       posix('setup', mp);
-      compare(runChecks(mp), 'with the fixtures in the layer');
+      compare(runChecks(mp), 'with the fixtures in the layer', s.backend);
     });
   });
 
@@ -73,7 +92,7 @@ describe("POSIX conformance: a shadow answers every check as the folder's own fi
     await withShadow(lower, async (shadow) => {
       const view = await shadow.openView('agent', { mountPoint: path.join(tempDir('conformance-view'), 'v') });
       try {
-        compare(runChecks(view.mountPoint), 'in an agent view');
+        compare(runChecks(view.mountPoint), 'in an agent view', shadow.backend);
       } finally {
         await view.close();
       }

@@ -40,7 +40,8 @@ describe('agent layers', function () {
           await twoLayers(shadow);
           const p = (r: string): string => path.join(mp, r);
           const r1 = await shadow.activate('x');
-          assert.strictEqual(r1.epoch, useEpoch && kernelHasEpoch());
+          // fuse_hl lets the kernel cache nothing, so it has nothing to invalidate.
+          assert.strictEqual(r1.epoch, useEpoch && kernelHasEpoch() && shadow.backend === 'fuse_ll');
           // Fill every kind of kernel cache with x's view.
           assert.strictEqual(fs.readFileSync(p('README.md'), 'utf8'), 'layer x\n');
           assert.strictEqual(probe('mmap-read', p('README.md')), 'layer x');
@@ -89,7 +90,7 @@ describe('agent layers', function () {
     });
   }
 
-  it('readers in several processes never see a mix of layers while layers switch 2,000 times', async () => {
+  it('after each of 2,000 switches only the new layer shows, and readers in other processes never see a mix (fuse_ll)', async () => {
     const lower = makeProject();
     const agents = ['a', 'b', 'c'];
     const files = Array.from({ length: 8 }, (_, i) => `hot/f${i}.txt`);
@@ -118,7 +119,13 @@ describe('agent layers', function () {
             }
           }
           console.log('OK ' + reads);`;
-        const readers = Array.from({ length: 3 }, () => spawn(process.execPath, ['-e', reader], { stdio: ['ignore', 'pipe', 'inherit'] }));
+        // fuse_hl names objects by path, so a program whose open and fstat fall on both sides of
+        // a switch can see one layer's size with the other's bytes (README, "native/fuse_hl"):
+        // it gets no concurrent readers, only the check after every switch below.
+        const readerCount = shadow.backend === 'fuse_ll' ? 3 : 0;
+        const readers = Array.from({ length: readerCount }, () =>
+          spawn(process.execPath, ['-e', reader], { stdio: ['ignore', 'pipe', 'inherit'] }),
+        );
         let ready = 0;
         let signalReady: () => void = () => undefined;
         const allReady = new Promise<void>((resolve) => (signalReady = resolve));

@@ -4,6 +4,7 @@
 import * as assert from 'assert';
 import { spawnSync } from 'child_process';
 import * as fs from 'fs';
+import * as os from 'os';
 import * as path from 'path';
 import { errCode, makeProject, tempDir, withShadow } from './helpers/fixtures';
 import { probe } from './helpers/probe';
@@ -294,7 +295,7 @@ describe('file-system operations through a shadow', function () {
   });
 
   it('an unlinked file stays readable and writable through an open handle', async () => {
-    await withShadow(lower, (_s, mp) => {
+    await withShadow(lower, (s, mp) => {
       const f = path.join(mp, 'README.md');
       const fd = fs.openSync(f, 'r+');
       fs.unlinkSync(f);
@@ -302,9 +303,21 @@ describe('file-system operations through a shadow', function () {
       const buf = Buffer.alloc(10);
       fs.readSync(fd, buf, 0, 10, 0);
       assert.strictEqual(buf.toString(), 'still here');
-      assert.strictEqual(fs.fstatSync(fd).size > 0, true);
-      fs.ftruncateSync(fd, 5);
-      assert.strictEqual(fs.fstatSync(fd).size, 5);
+      if (s.backend === 'fuse_hl') {
+        // Known difference (see README, fuse_hl): fstat of a file with no name left has no path
+        // to go by in the high-level API (Node has no name for ESTALE). ftruncate carries the
+        // handle, so it still works.
+        assert.throws(
+          () => fs.fstatSync(fd),
+          (err: NodeJS.ErrnoException) => err.errno === -os.constants.errno.ESTALE,
+        );
+        fs.ftruncateSync(fd, 5);
+        assert.strictEqual(fs.readSync(fd, buf, 0, 10, 0), 5);
+      } else {
+        assert.strictEqual(fs.fstatSync(fd).size > 0, true);
+        fs.ftruncateSync(fd, 5);
+        assert.strictEqual(fs.fstatSync(fd).size, 5);
+      }
       fs.closeSync(fd);
       assert.strictEqual(
         errCode(() => fs.statSync(f)),

@@ -8,6 +8,9 @@
 #include "../fuse_ll/fuse_ll.h"
 #include "../platform/posix_lower.h"
 #endif
+#if defined(SHADOWFS_HAVE_FUSE_HL)
+#include "../fuse_hl/fuse_hl.h"
+#endif
 
 namespace shadowfs {
 
@@ -15,6 +18,9 @@ std::vector<const char*> backendNames() {
   std::vector<const char*> names;
 #if defined(SHADOWFS_HAVE_FUSE_LL)
   names.push_back("fuse_ll");
+#endif
+#if defined(SHADOWFS_HAVE_FUSE_HL)
+  names.push_back("fuse_hl");
 #endif
   return names;
 }
@@ -52,6 +58,10 @@ std::unique_ptr<MountBackend> createBackend(const std::string& name, std::shared
 #if defined(SHADOWFS_HAVE_FUSE_LL)
   if (name == "default" || name == "fuse_ll")
     return mountFuseLL(std::move(ov), view, lower, mountPoint, opts, err, message);
+#endif
+#if defined(SHADOWFS_HAVE_FUSE_HL)
+  if (name == "default" || name == "fuse_hl")
+    return mountFuseHL(std::move(ov), view, lower, mountPoint, opts, err, message);
 #endif
   *err = ENOSYS;
   *message = "backend '" + name + "' is not part of this build";

@@ -13,12 +13,9 @@
 
 #include <fcntl.h>
 #include <fuse_lowlevel.h>
-#include <spawn.h>
 #include <poll.h>
 #include <sys/inotify.h>
-#include <sys/mount.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -30,51 +27,11 @@
 #include <unordered_map>
 
 #include "../core/path.h"
-
-extern char** environ;
+#include "../platform/fuse_attr.h"
+#include "../platform/posix_mount.h"
 
 namespace shadowfs {
 namespace {
-
-mode_t modeOf(FileType t) {
-  switch (t) {
-    case FileType::Directory: return S_IFDIR;
-    case FileType::Symlink: return S_IFLNK;
-    case FileType::Fifo: return S_IFIFO;
-    case FileType::Socket: return S_IFSOCK;
-    case FileType::CharDevice: return S_IFCHR;
-    case FileType::BlockDevice: return S_IFBLK;
-    default: return S_IFREG;
-  }
-}
-
-FileType typeOf(mode_t m) {
-  switch (m & S_IFMT) {
-    case S_IFDIR: return FileType::Directory;
-    case S_IFLNK: return FileType::Symlink;
-    case S_IFIFO: return FileType::Fifo;
-    case S_IFSOCK: return FileType::Socket;
-    case S_IFCHR: return FileType::CharDevice;
-    case S_IFBLK: return FileType::BlockDevice;
-    default: return FileType::Regular;
-  }
-}
-
-void toStat(const Attr& a, struct stat* st) {
-  std::memset(st, 0, sizeof *st);
-  st->st_ino = a.ino;
-  st->st_mode = modeOf(a.type) | a.perm;
-  st->st_nlink = a.nlink;
-  st->st_uid = a.uid;
-  st->st_gid = a.gid;
-  st->st_rdev = a.rdev;
-  st->st_size = static_cast<off_t>(a.size);
-  st->st_blocks = static_cast<blkcnt_t>(a.blocks);
-  st->st_blksize = a.blksize;
-  st->st_atim = {a.atime.sec, a.atime.nsec};
-  st->st_mtim = {a.mtime.sec, a.mtime.nsec};
-  st->st_ctim = {a.ctime.sec, a.ctime.nsec};
-}
 
 // One object the kernel holds a reference to. A file with several hard links has several
 // names but one node, so the kernel keeps one inode (and one page cache) for it.
@@ -956,29 +913,6 @@ const struct fuse_lowlevel_ops kOps = [] {
   return o;
 }();
 
-// Mount options are comma-separated: escape commas and backslashes in the folder's path.
-std::string escapeOpt(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    if (c == ',' || c == '\\') out.push_back('\\');
-    out.push_back(c);
-  }
-  return out;
-}
-
-int runFusermount(const std::string& mountPoint, bool lazy) {
-  std::vector<std::string> args = {"fusermount3", lazy ? "-uz" : "-u", "--", mountPoint};
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  pid_t pid;
-  if (posix_spawnp(&pid, "fusermount3", nullptr, nullptr, argv.data(), environ) != 0) return ENOENT;
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : EBUSY;
-}
-
 }  // namespace
 
 void LLMount::watchDirLocked(FNode* n, const std::string& path) {
@@ -1112,14 +1046,7 @@ int LLMount::start(int* err, std::string* message) {
 
 int LLMount::unmount(bool lazy) {
   if (!mounted_.load()) return 0;
-  int e = 0;
-  if (geteuid() == 0) {
-    if (::umount2(mountPoint_.c_str(), lazy ? MNT_DETACH : 0) != 0) e = errno;
-    if (e == EINVAL) e = 0;  // already gone (someone unmounted it by hand)
-  } else {
-    e = runFusermount(mountPoint_, lazy);
-  }
-  if (e) return e;
+  if (int e = unmountFuse(mountPoint_, lazy)) return e;
   mounted_ = false;
   // After a plain unmount the loop's next read fails with ENODEV and it ends. After a lazy one
   // it ends when the last program using the detached mount lets go (see dispose()).

@@ -79,14 +79,24 @@ export class ShadowManager {
     this.idleTimer.unref();
   }
 
-  async mount(params: { folder: string; mountPoint?: string; name?: string; cacheTimeout?: number }): Promise<ShadowInfo> {
+  async mount(params: {
+    folder: string;
+    mountPoint?: string;
+    name?: string;
+    cacheTimeout?: number;
+    backend?: string;
+  }): Promise<ShadowInfo> {
     if (params.name !== undefined && !NAME_RE.test(params.name)) {
       throw new ShadowError('INVALID_PATH', `a shadow name is 1-64 letters, digits, ".", "_" or "-"; got ${JSON.stringify(params.name)}`);
     }
     if (params.name !== undefined && this.entries.has(params.name)) {
       throw new ShadowError('MOUNTPOINT_IN_USE', `a shadow named ${params.name} exists already; pick another --name`);
     }
-    const shadow = await mount(params.folder, { mountPoint: params.mountPoint, cacheTimeout: params.cacheTimeout });
+    const shadow = await mount(params.folder, {
+      mountPoint: params.mountPoint,
+      cacheTimeout: params.cacheTimeout,
+      backend: params.backend,
+    });
     const name = params.name ?? this.freeName(path.basename(shadow.lower));
     const now = Date.now();
     const entry: Entry = { name, shadow, lastUsed: now, lastActivity: shadow.activity() };
@@ -139,6 +149,7 @@ export class ShadowManager {
       name: e.name,
       lower: e.shadow.lower,
       mountPoint: e.shadow.mountPoint,
+      backend: e.shadow.backend,
       mounted,
       active: mounted ? e.shadow.active : null,
       agents: mounted ? e.shadow.agents() : [],

@@ -91,7 +91,7 @@ export class Daemon {
           shadows: m.list(),
           recovered: this.recovered,
         }) satisfies Results['status'],
-      mount: async (p) => m.mount(p as { folder: string; mountPoint?: string; name?: string; cacheTimeout?: number }),
+      mount: async (p) => m.mount(p as { folder: string; mountPoint?: string; name?: string; cacheTimeout?: number; backend?: string }),
       unmount: async (p) => ({ name: await m.unmount(p.shadow as string, p.lazy === true) }),
       list: async () => ({ shadows: m.list() }),
       'layer.create': async (p) => {

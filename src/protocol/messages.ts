@@ -61,6 +61,8 @@ export interface ShadowInfo {
   name: string;
   lower: string;
   mountPoint: string;
+  /** The mount backend serving it ("fuse_ll", "fuse_hl"). */
+  backend: string;
   /** false while unmounted for being idle; the next request mounts it again, layers intact. */
   mounted: boolean;
   active: string | null;
@@ -96,7 +98,7 @@ export const Methods = {
   version: { params: {} as ParamSpec },
   health: { params: {} as ParamSpec },
   status: { params: {} as ParamSpec },
-  mount: { params: { folder: 'string', mountPoint: 'string?', name: 'string?', cacheTimeout: 'number?' } as ParamSpec },
+  mount: { params: { folder: 'string', mountPoint: 'string?', name: 'string?', cacheTimeout: 'number?', backend: 'string?' } as ParamSpec },
   unmount: { params: { shadow: 'string', lazy: 'boolean?' } as ParamSpec },
   list: { params: {} as ParamSpec },
   'layer.create': { params: { shadow: 'string', agent: 'string' } as ParamSpec },

@@ -1,5 +1,5 @@
-// `shadowfs mount <folder> [--at DIR] --foreground [--json]`: mount in this process until
-// SIGINT/SIGTERM, then unmount cleanly.
+// `shadowfs mount <folder> [--at DIR] [--backend B] [--foreground] [--json]`: through the
+// daemon, or with --foreground in this process until SIGINT/SIGTERM, then unmount cleanly.
 import type { Argv, CommandModule } from 'yargs';
 import * as path from 'path';
 import { ShadowError } from '../../errors';
@@ -15,6 +15,7 @@ interface Args {
   foreground: boolean;
   json: boolean;
   'cache-timeout': number;
+  backend?: string;
 }
 
 export const mountCommand: CommandModule<object, Args> = {
@@ -34,6 +35,11 @@ export const mountCommand: CommandModule<object, Args> = {
         default: 60,
         describe: 'seconds the kernel may cache names and attributes (edits in the folder are pushed at once through inotify)',
       })
+      .option('backend', {
+        type: 'string',
+        describe:
+          'mount backend: fuse_ll (Linux, fastest) or fuse_hl (the portable FUSE3 backend Windows uses); default $SHADOWFS_BACKEND, else fuse_ll',
+      })
       .option('json', { type: 'boolean', default: false, describe: 'print one JSON object per event' }) as Argv<Args>,
   handler: async (args) => {
     if (!args.foreground) {
@@ -46,6 +52,7 @@ export const mountCommand: CommandModule<object, Args> = {
             ...(args.at ? { mountPoint: path.resolve(args.at) } : {}),
             ...(args.name ? { name: args.name } : {}),
             cacheTimeout: args['cache-timeout'],
+            ...(args.backend ? { backend: args.backend } : {}),
           }),
         (r) => `${r.name}\t${r.mountPoint}`,
       );
@@ -53,22 +60,16 @@ export const mountCommand: CommandModule<object, Args> = {
     const log = createLogger();
     let keepAlive: NodeJS.Timeout | undefined;
     try {
-      if (!args.foreground) {
-        throw new ShadowError(
-          'NOT_SUPPORTED',
-          'background mounts need the shadowfs daemon, which this version does not have yet; run with --foreground',
-        );
-      }
       // Listen before anything is printed: a caller may signal as soon as it reads "mounted".
       const signalled = new Promise<NodeJS.Signals>((resolve) => {
         process.once('SIGINT', () => resolve('SIGINT'));
         process.once('SIGTERM', () => resolve('SIGTERM'));
       });
       keepAlive = setInterval(() => undefined, 1 << 30);
-      const shadow = await mount(args.folder, { mountPoint: args.at, cacheTimeout: args['cache-timeout'] });
+      const shadow = await mount(args.folder, { mountPoint: args.at, cacheTimeout: args['cache-timeout'], backend: args.backend });
       emit(
         args,
-        { event: 'mounted', mountPoint: shadow.mountPoint, lower: shadow.lower },
+        { event: 'mounted', mountPoint: shadow.mountPoint, lower: shadow.lower, backend: shadow.backend },
         `Mounted a shadow of ${shadow.lower} at ${shadow.mountPoint}. Press Ctrl-C to unmount.`,
       );
       const signal = await signalled;

@@ -1,0 +1,627 @@
+// Portable backend on the FUSE3 high-level API: the code WinFsp runs on Windows through its
+// FUSE3 layer, built here against libfuse3 and run by the same tests as fuse_ll, so what
+// Windows runs is covered on Linux.
+//
+// The high-level API names objects by path and keeps its own node table, so this file only
+// turns a path into the overlay's form and makes one overlay call per request.
+//
+// Caching: the kernel is told to cache nothing (entry, attribute and negative timeouts 0, no
+// pages kept across opens). The high-level API gives no node ids to invalidate, libfuse's
+// fuse_invalidate_path cannot reach cached negative names, and WinFsp's does nothing at all;
+// with nothing cached, a layer switch, an API write or an edit in the folder is visible to the
+// next request without any invalidation. The price is one request per lookup, which is why
+// fuse_ll (node ids, long caches, explicit invalidation) stays the Linux default.
+//
+// Known differences from fuse_ll, each a property of the high-level API:
+// - the kernel's inode is per path, so two names of a hard link are two kernel inodes (their
+//   data is coherent across opens, since every open drops cached pages);
+// - a file kept open across a layer switch shares its kernel inode with whatever the new layer
+//   has at that path; reads through it still reach the object it opened.
+//
+// Threads: callbacks run on libfuse's loop threads and never call into JavaScript. The public
+// MountBackend methods run on the JS thread.
+#define FUSE_USE_VERSION 31
+#include "fuse_hl.h"
+
+#include <fcntl.h>
+#include <fuse.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <mutex>
+#include <thread>
+
+#include "../platform/fuse_attr.h"
+#if !defined(_WIN32)
+#include "../platform/posix_mount.h"
+#endif
+
+namespace shadowfs {
+namespace {
+
+// The high-level API's own types: POSIX ones with libfuse, fuse_* ones with WinFsp.
+#if defined(_WIN32)
+using StatT = struct fuse_stat;
+using StatvfsT = struct fuse_statvfs;
+using TimespecT = struct fuse_timespec;
+using OffT = fuse_off_t;
+using ModeT = fuse_mode_t;
+using DevT = fuse_dev_t;
+using UidT = fuse_uid_t;
+using GidT = fuse_gid_t;
+#else
+using StatT = struct stat;
+using StatvfsT = struct statvfs;
+using TimespecT = struct timespec;
+using OffT = off_t;
+using ModeT = mode_t;
+using DevT = dev_t;
+using UidT = uid_t;
+using GidT = gid_t;
+#endif
+
+struct DirHandle {
+  std::string path;
+  uint64_t ino = 0;  // the directory's own inode number, for "." and ".."
+
+  std::vector<DirEntry> entries;
+  bool served = false;  // a readdir was answered: offset 0 again means rewinddir
+};
+
+// "/a/b" (what the API passes) to "a/b" (what the overlay takes); "/" is "".
+std::string rel(const char* path) {
+  while (*path == '/') ++path;
+  return path;
+}
+
+Handle* handleOf(const struct fuse_file_info* fi) {
+  return fi && fi->fh ? reinterpret_cast<Handle*>(fi->fh) : nullptr;
+}
+
+OpenIntent intentOf(int flags) {
+  OpenIntent i;
+  i.write = (flags & O_ACCMODE) != O_RDONLY;
+  i.truncate = (flags & O_TRUNC) != 0;
+  i.append = (flags & O_APPEND) != 0;
+  i.exclusive = (flags & O_EXCL) != 0;
+  return i;
+}
+
+class HLMount final : public MountBackend {
+ public:
+  HLMount(std::shared_ptr<Overlay> ov, Layer* view, std::string lower, std::string mountPoint,
+          MountOptions opts)
+      : ov_(std::move(ov)),
+        view_(view),
+        lower_(std::move(lower)),
+        mountPoint_(std::move(mountPoint)),
+        opts_(opts) {}
+  ~HLMount() override {
+    if (loop_.joinable()) loop_.join();
+    if (f_) {
+      fuse_unmount(f_);
+      fuse_destroy(f_);
+    }
+    if (view_) ov_->unpin(view_);
+  }
+  HLMount(const HLMount&) = delete;
+  HLMount& operator=(const HLMount&) = delete;
+
+  int start(int* err, std::string* message);
+
+  // Nothing is cached (see the top of the file): there is nothing to invalidate.
+  void invalidatePaths(const std::vector<std::string>&) override {}
+  void invalidateAll() override {}
+  void invalidateForSwitch(const std::vector<std::string>&) override {}
+  bool usesEpoch() const override { return false; }
+  bool mounted() const override { return mounted_.load(); }
+  uint64_t requests() const override { return requests_.load(std::memory_order_relaxed); }
+  int unmount(bool lazy) override;
+  void dispose() override;
+
+  // --- request handlers (loop threads) ---
+  static HLMount* self() {
+    auto* m = static_cast<HLMount*>(fuse_get_context()->private_data);
+    m->requests_.fetch_add(1, std::memory_order_relaxed);
+    return m;
+  }
+  static Caller caller() {
+    const struct fuse_context* c = fuse_get_context();
+    return Caller{static_cast<uint32_t>(c->uid), static_cast<uint32_t>(c->gid)};
+  }
+  static void* opInit(struct fuse_conn_info* conn, struct fuse_config* cfg);
+  static int opGetattr(const char* path, StatT* st, struct fuse_file_info* fi);
+  static int opReadlink(const char* path, char* buf, size_t size);
+  static int opMknod(const char* path, ModeT mode, DevT rdev);
+  static int opMkdir(const char* path, ModeT mode);
+  static int opUnlink(const char* path);
+  static int opRmdir(const char* path);
+  static int opSymlink(const char* target, const char* path);
+  static int opRename(const char* from, const char* to, unsigned int flags);
+  static int opLink(const char* from, const char* to);
+  static int opChmod(const char* path, ModeT mode, struct fuse_file_info* fi);
+  static int opChown(const char* path, UidT uid, GidT gid, struct fuse_file_info* fi);
+  static int opTruncate(const char* path, OffT size, struct fuse_file_info* fi);
+  static int opUtimens(const char* path, const TimespecT tv[2], struct fuse_file_info* fi);
+  static int opOpen(const char* path, struct fuse_file_info* fi);
+  static int opCreate(const char* path, ModeT mode, struct fuse_file_info* fi);
+  static int opRead(const char* path, char* buf, size_t size, OffT off,
+                    struct fuse_file_info* fi);
+  static int opWrite(const char* path, const char* buf, size_t size, OffT off,
+                     struct fuse_file_info* fi);
+  static int opFlush(const char* path, struct fuse_file_info* fi);
+  static int opRelease(const char* path, struct fuse_file_info* fi);
+  static int opFsync(const char* path, int datasync, struct fuse_file_info* fi);
+  static int opStatfs(const char* path, StatvfsT* out);
+  static int opOpendir(const char* path, struct fuse_file_info* fi);
+  static int opReaddir(const char* path, void* buf, fuse_fill_dir_t filler, OffT off,
+                       struct fuse_file_info* fi, enum fuse_readdir_flags flags);
+  static int opReleasedir(const char* path, struct fuse_file_info* fi);
+  static int opSetxattr(const char* path, const char* name, const char* value, size_t size,
+                        int flags);
+  static int opGetxattr(const char* path, const char* name, char* value, size_t size);
+  static int opListxattr(const char* path, char* list, size_t size);
+  static int opRemovexattr(const char* path, const char* name);
+#if !defined(_WIN32)
+  static int opFallocate(const char* path, int mode, OffT off, OffT len,
+                         struct fuse_file_info* fi);
+#endif
+
+ private:
+  // chmod, chown, truncate and utimens: one overlay setattr. `path` is null for a file whose
+  // every name is gone; its open handle then names it.
+  int setattr(const char* path, struct fuse_file_info* fi, uint32_t mask, const Attr& v);
+
+  std::shared_ptr<Overlay> ov_;
+  Layer* view_;  // pinned layer of a view, or null: the active layer
+  std::string lower_;
+  std::string mountPoint_;
+  MountOptions opts_;
+  struct fuse* f_ = nullptr;
+  std::thread loop_;
+  std::atomic<bool> mounted_{false};
+  std::atomic<uint64_t> requests_{0};
+  // As in fuse_ll: after a lazy unmount still in use, dispose() hands the object to the loop
+  // thread, which deletes it when the last user has gone.
+  std::mutex loopMu_;
+  bool loopDone_ = false;  // guarded by loopMu_
+  bool orphaned_ = false;  // guarded by loopMu_
+};
+
+void* HLMount::opInit(struct fuse_conn_info* conn, struct fuse_config* cfg) {
+  // Inode numbers are the overlay's (A's numbers, kept across copy-up).
+  cfg->use_ino = 1;
+  cfg->readdir_ino = 0;
+  // unlink and rename really remove a name even while the file is open (no .fuse_hidden files
+  // in the layer); the open handle keeps the object.
+  cfg->hard_remove = 1;
+  // Paths for every request, so an open file whose names are all gone can be told apart (it
+  // arrives with a null path).
+  cfg->nullpath_ok = 0;
+  cfg->entry_timeout = 0;
+  cfg->attr_timeout = 0;
+  cfg->negative_timeout = 0;
+  cfg->kernel_cache = 0;
+  cfg->auto_cache = 0;
+  cfg->direct_io = 0;
+#if !defined(_WIN32)
+  if (conn->capable & FUSE_CAP_ATOMIC_O_TRUNC) conn->want |= FUSE_CAP_ATOMIC_O_TRUNC;
+  if (conn->capable & FUSE_CAP_AUTO_INVAL_DATA) conn->want |= FUSE_CAP_AUTO_INVAL_DATA;
+  conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
+  // Locks stay in the kernel (local to this machine), as with fuse_ll.
+  conn->want &= ~(FUSE_CAP_POSIX_LOCKS | FUSE_CAP_FLOCK_LOCKS);
+#else
+  (void)conn;
+#endif
+  return fuse_get_context()->private_data;
+}
+
+int HLMount::opGetattr(const char* path, StatT* st, struct fuse_file_info* fi) {
+  HLMount* m = self();
+  Attr a;
+  // fstat: the object that was opened, whatever the path shows now.
+  if (Handle* h = handleOf(fi); h && m->ov_->fgetattr(h, &a) == 0) {
+    if (!path) a.nlink = 0;  // open, but every name is gone
+    toStat(a, st);
+    return 0;
+  }
+  if (!path) return -ENOENT;
+  // Lookups arrive here: a name longer than any file system allows is ENAMETOOLONG, as the
+  // kernel would hear from a real one, not ENOENT.
+  const char* last = std::strrchr(path, '/');
+  if (std::strlen(last ? last + 1 : path) > kNameMax) return -ENAMETOOLONG;
+  if (int e = m->ov_->getattr(m->view_, rel(path), &a)) return -e;
+  toStat(a, st);
+  return 0;
+}
+
+int HLMount::opReadlink(const char* path, char* buf, size_t size) {
+  HLMount* m = self();
+  std::string target;
+  if (int e = m->ov_->readlink(m->view_, rel(path), &target)) return -e;
+  if (size == 0) return -EINVAL;
+  // The API wants a NUL-terminated string, cut to the buffer.
+  size_t n = target.size() < size - 1 ? target.size() : size - 1;
+  std::memcpy(buf, target.data(), n);
+  buf[n] = '\0';
+  return 0;
+}
+
+int HLMount::opMknod(const char* path, ModeT mode, DevT rdev) {
+  HLMount* m = self();
+  Attr a;
+  return -m->ov_->mknod(m->view_, rel(path), typeOf(mode), mode & 07777,
+                        static_cast<uint64_t>(rdev), caller(), &a);
+}
+
+int HLMount::opMkdir(const char* path, ModeT mode) {
+  HLMount* m = self();
+  Attr a;
+  return -m->ov_->mkdir(m->view_, rel(path), mode & 07777, caller(), &a);
+}
+
+int HLMount::opUnlink(const char* path) {
+  HLMount* m = self();
+  return -m->ov_->unlink(m->view_, rel(path));
+}
+
+int HLMount::opRmdir(const char* path) {
+  HLMount* m = self();
+  return -m->ov_->rmdir(m->view_, rel(path));
+}
+
+int HLMount::opSymlink(const char* target, const char* path) {
+  HLMount* m = self();
+  Attr a;
+  return -m->ov_->symlink(m->view_, target, rel(path), caller(), &a);
+}
+
+int HLMount::opRename(const char* from, const char* to, unsigned int flags) {
+  HLMount* m = self();
+  // The API passes Linux's rename flags, which RenameFlags mirrors.
+  if (flags & ~(kRenameNoReplace | kRenameExchange)) return -EINVAL;
+  return -m->ov_->rename(m->view_, rel(from), rel(to), flags);
+}
+
+int HLMount::opLink(const char* from, const char* to) {
+  HLMount* m = self();
+  Attr a;
+  return -m->ov_->link(m->view_, rel(from), rel(to), &a);
+}
+
+int HLMount::setattr(const char* path, struct fuse_file_info* fi, uint32_t mask, const Attr& v) {
+  Handle* h = handleOf(fi);
+  if (!path && !(h && h->inode)) return -ENOENT;
+  Attr out;
+  return -ov_->setattr(view_, path ? rel(path) : std::string(), h, mask, v, &out);
+}
+
+int HLMount::opChmod(const char* path, ModeT mode, struct fuse_file_info* fi) {
+  Attr v;
+  v.perm = mode & 07777;
+  return self()->setattr(path, fi, kSetMode, v);
+}
+
+int HLMount::opChown(const char* path, UidT uid, GidT gid, struct fuse_file_info* fi) {
+  Attr v;
+  uint32_t mask = 0;
+  if (uid != static_cast<UidT>(-1)) mask |= kSetUid, v.uid = static_cast<uint32_t>(uid);
+  if (gid != static_cast<GidT>(-1)) mask |= kSetGid, v.gid = static_cast<uint32_t>(gid);
+  return self()->setattr(path, fi, mask, v);
+}
+
+int HLMount::opTruncate(const char* path, OffT size, struct fuse_file_info* fi) {
+  if (size < 0) return -EINVAL;
+  Attr v;
+  v.size = static_cast<uint64_t>(size);
+  return self()->setattr(path, fi, kSetSize, v);
+}
+
+int HLMount::opUtimens(const char* path, const TimespecT tv[2], struct fuse_file_info* fi) {
+  Attr v;
+  uint32_t mask = 0;
+  Timespec* dst[2] = {&v.atime, &v.mtime};
+  const uint32_t set[2] = {kSetAtime, kSetMtime}, now[2] = {kSetAtimeNow, kSetMtimeNow};
+  for (int i = 0; i < 2; ++i) {
+#if defined(UTIME_NOW) && defined(UTIME_OMIT)
+    if (tv[i].tv_nsec == UTIME_OMIT) continue;
+    if (tv[i].tv_nsec == UTIME_NOW) {
+      mask |= now[i];
+      continue;
+    }
+#else
+    (void)now;
+#endif
+    mask |= set[i];
+    *dst[i] = Timespec{static_cast<int64_t>(tv[i].tv_sec), static_cast<int64_t>(tv[i].tv_nsec)};
+  }
+  return self()->setattr(path, fi, mask, v);
+}
+
+// Every open drops the kernel's cached pages (keep_cache 0): the object behind a path may have
+// changed since the last open (a switch, an API write, an edit in the folder).
+int HLMount::opOpen(const char* path, struct fuse_file_info* fi) {
+  HLMount* m = self();
+  Handle* h = nullptr;
+  Attr a;
+  if (int e = m->ov_->open(m->view_, rel(path), intentOf(fi->flags), &h, &a)) return -e;
+  fi->fh = reinterpret_cast<uint64_t>(h);
+  fi->keep_cache = 0;
+#if !defined(_WIN32)
+  // flush does nothing here, and a close() waiting for a FLUSH answer deadlocks a process that
+  // exits while holding files open on its own mount: tell the kernel not to send it.
+  fi->noflush = 1;
+#endif
+  return 0;
+}
+
+int HLMount::opCreate(const char* path, ModeT mode, struct fuse_file_info* fi) {
+  HLMount* m = self();
+  Handle* h = nullptr;
+  Attr a;
+  if (int e = m->ov_->create(m->view_, rel(path), mode & 07777, intentOf(fi->flags), caller(), &h,
+                             &a))
+    return -e;
+  fi->fh = reinterpret_cast<uint64_t>(h);
+  fi->keep_cache = 0;
+#if !defined(_WIN32)
+  fi->noflush = 1;
+#endif
+  return 0;
+}
+
+int HLMount::opRead(const char*, char* buf, size_t size, OffT off, struct fuse_file_info* fi) {
+  size_t got = 0;
+  if (int e = self()->ov_->read(handleOf(fi), buf, size, static_cast<uint64_t>(off), &got))
+    return -e;
+  return static_cast<int>(got);
+}
+
+int HLMount::opWrite(const char*, const char* buf, size_t size, OffT off,
+                     struct fuse_file_info* fi) {
+  if (int e = self()->ov_->write(handleOf(fi), buf, size, static_cast<uint64_t>(off))) return -e;
+  return static_cast<int>(size);
+}
+
+int HLMount::opFlush(const char*, struct fuse_file_info*) { return 0; }
+
+int HLMount::opRelease(const char*, struct fuse_file_info* fi) {
+  self()->ov_->release(handleOf(fi));
+  return 0;
+}
+
+// The layer lives in memory: there is nothing slower to flush to.
+int HLMount::opFsync(const char*, int, struct fuse_file_info*) { return 0; }
+
+int HLMount::opStatfs(const char*, StatvfsT* out) {
+  FsStats s;
+  if (int e = self()->ov_->statfs(&s)) return -e;
+  std::memset(out, 0, sizeof *out);
+  out->f_bsize = s.bsize;
+  out->f_frsize = s.frsize;
+  out->f_blocks = s.blocks;
+  out->f_bfree = s.bfree;
+  out->f_bavail = s.bavail;
+  out->f_files = s.files;
+  out->f_ffree = s.ffree;
+  out->f_namemax = s.namemax;
+  return 0;
+}
+
+int HLMount::opOpendir(const char* path, struct fuse_file_info* fi) {
+  HLMount* m = self();
+  auto d = std::make_unique<DirHandle>();
+  d->path = rel(path);
+  if (int e = m->ov_->readdir(m->view_, d->path, &d->entries)) return -e;
+  Attr a;
+  if (m->ov_->getattr(m->view_, d->path, &a) == 0) d->ino = a.ino;
+  fi->fh = reinterpret_cast<uint64_t>(d.release());
+  return 0;
+}
+
+int HLMount::opReaddir(const char* path, void* buf, fuse_fill_dir_t filler, OffT off,
+                       struct fuse_file_info* fi, enum fuse_readdir_flags) {
+  HLMount* m = self();
+  auto* d = reinterpret_cast<DirHandle*>(fi->fh);
+  if (off == 0 && d->served) {
+    // rewinddir: list again, so entries made since opendir show.
+    std::vector<DirEntry> fresh;
+    if (path) d->path = rel(path);
+    if (m->ov_->readdir(m->view_, d->path, &fresh) == 0) d->entries.swap(fresh);
+  }
+  d->served = true;
+  // Offsets: 0 ".", 1 "..", then entries[i] at i + 2. An entry's offset names the next one.
+  for (size_t i = static_cast<size_t>(off); i < d->entries.size() + 2; ++i) {
+    StatT st;
+    std::memset(&st, 0, sizeof st);
+    const char* name;
+    if (i < 2) {
+      name = i == 0 ? "." : "..";
+      st.st_ino = d->ino;
+      st.st_mode = fusemode::kDir;
+    } else {
+      const DirEntry& de = d->entries[i - 2];
+      name = de.name.c_str();
+      st.st_ino = de.ino;
+      st.st_mode = modeOf(de.type);
+    }
+    if (filler(buf, name, &st, static_cast<OffT>(i + 1), static_cast<fuse_fill_dir_flags>(0)))
+      break;
+  }
+  return 0;
+}
+
+int HLMount::opReleasedir(const char*, struct fuse_file_info* fi) {
+  delete reinterpret_cast<DirHandle*>(fi->fh);
+  return 0;
+}
+
+int HLMount::opSetxattr(const char* path, const char* name, const char* value, size_t size,
+                        int flags) {
+  HLMount* m = self();
+  return -m->ov_->setxattr(m->view_, rel(path), name, std::string(value, size), flags);
+}
+
+// size 0 asks for the length; a buffer too small is ERANGE.
+int HLMount::opGetxattr(const char* path, const char* name, char* value, size_t size) {
+  HLMount* m = self();
+  std::string v;
+  if (int e = m->ov_->getxattr(m->view_, rel(path), name, &v)) return -e;
+  if (size == 0) return static_cast<int>(v.size());
+  if (v.size() > size) return -ERANGE;
+  std::memcpy(value, v.data(), v.size());
+  return static_cast<int>(v.size());
+}
+
+int HLMount::opListxattr(const char* path, char* list, size_t size) {
+  HLMount* m = self();
+  std::vector<std::string> names;
+  if (int e = m->ov_->listxattr(m->view_, rel(path), &names)) return -e;
+  std::string all;
+  for (auto& n : names) all.append(n).push_back('\0');
+  if (size == 0) return static_cast<int>(all.size());
+  if (all.size() > size) return -ERANGE;
+  std::memcpy(list, all.data(), all.size());
+  return static_cast<int>(all.size());
+}
+
+int HLMount::opRemovexattr(const char* path, const char* name) {
+  HLMount* m = self();
+  return -m->ov_->removexattr(m->view_, rel(path), name);
+}
+
+#if !defined(_WIN32)
+// As in fuse_ll: contents live in memory, so mode 0 grows the file, KEEP_SIZE has nothing to
+// reserve, and the other modes are refused.
+int HLMount::opFallocate(const char*, int mode, OffT off, OffT len, struct fuse_file_info* fi) {
+  HLMount* m = self();
+  if (mode & ~FALLOC_FL_KEEP_SIZE) return -EOPNOTSUPP;
+  Handle* h = handleOf(fi);
+  if (!h) return -EBADF;
+  Attr a;
+  if (int e = m->ov_->fgetattr(h, &a)) return -e;
+  uint64_t end = static_cast<uint64_t>(off) + static_cast<uint64_t>(len);
+  if ((mode & FALLOC_FL_KEEP_SIZE) || end <= a.size) return 0;
+  Attr v, out;
+  v.size = end;
+  return -m->ov_->setattr(m->view_, std::string(), h, kSetSize, v, &out);
+}
+#endif
+
+const struct fuse_operations kOps = [] {
+  struct fuse_operations o;
+  std::memset(&o, 0, sizeof o);
+  o.init = HLMount::opInit;
+  o.getattr = HLMount::opGetattr;
+  o.readlink = HLMount::opReadlink;
+  o.mknod = HLMount::opMknod;
+  o.mkdir = HLMount::opMkdir;
+  o.unlink = HLMount::opUnlink;
+  o.rmdir = HLMount::opRmdir;
+  o.symlink = HLMount::opSymlink;
+  o.rename = HLMount::opRename;
+  o.link = HLMount::opLink;
+  o.chmod = HLMount::opChmod;
+  o.chown = HLMount::opChown;
+  o.truncate = HLMount::opTruncate;
+  o.utimens = HLMount::opUtimens;
+  o.open = HLMount::opOpen;
+  o.create = HLMount::opCreate;
+  o.read = HLMount::opRead;
+  o.write = HLMount::opWrite;
+  o.flush = HLMount::opFlush;
+  o.release = HLMount::opRelease;
+  o.fsync = HLMount::opFsync;
+  o.statfs = HLMount::opStatfs;
+  o.opendir = HLMount::opOpendir;
+  o.readdir = HLMount::opReaddir;
+  o.releasedir = HLMount::opReleasedir;
+  o.setxattr = HLMount::opSetxattr;
+  o.getxattr = HLMount::opGetxattr;
+  o.listxattr = HLMount::opListxattr;
+  o.removexattr = HLMount::opRemovexattr;
+#if !defined(_WIN32)
+  o.fallocate = HLMount::opFallocate;
+#endif
+  // Not set on purpose: lock/flock (the kernel keeps locks locally), access (the kernel checks
+  // permissions from our attributes: default_permissions), bmap/ioctl/poll.
+  return o;
+}();
+
+}  // namespace
+
+int HLMount::start(int* err, std::string* message) {
+  std::string opts =
+      "default_permissions,fsname=shadowfs:" + escapeOpt(lower_) + ",subtype=shadowfs";
+  struct fuse_args args = FUSE_ARGS_INIT(0, nullptr);
+  fuse_opt_add_arg(&args, "shadowfs");
+  fuse_opt_add_arg(&args, "-o");
+  fuse_opt_add_arg(&args, opts.c_str());
+  if (opts_.debug) fuse_opt_add_arg(&args, "-d");
+  f_ = fuse_new(&args, &kOps, sizeof kOps, this);
+  fuse_opt_free_args(&args);
+  if (!f_) {
+    *err = EINVAL;
+    *message = "libfuse refused the file system options";
+    return -1;
+  }
+  if (fuse_mount(f_, mountPoint_.c_str()) != 0) {
+    *err = EIO;
+    *message = "the FUSE mount at " + mountPoint_ +
+               " was refused (is the FUSE driver usable and the mount point an empty directory?)";
+    fuse_destroy(f_);
+    f_ = nullptr;
+    return -1;
+  }
+  mounted_ = true;
+  loop_ = std::thread([this] {
+    fuse_loop_mt(f_, 0);
+    std::unique_lock lock(loopMu_);
+    loopDone_ = true;
+    if (orphaned_) {
+      lock.unlock();
+      loop_.detach();
+      delete this;
+    }
+  });
+  return 0;
+}
+
+int HLMount::unmount(bool lazy) {
+  if (!mounted_.load()) return 0;
+#if defined(_WIN32)
+  // Never compiled or run: no Windows machine here. WinFsp ends the loop on fuse_exit; there is
+  // no busy check, so `lazy` makes no difference.
+  (void)lazy;
+  fuse_exit(f_);
+#else
+  if (int e = unmountFuse(mountPoint_, lazy)) return e;
+#endif
+  mounted_ = false;
+  // After a plain unmount the loop's next read fails and it ends. After a lazy one it ends when
+  // the last program using the detached mount lets go (see dispose()).
+  if (!lazy && loop_.joinable()) loop_.join();
+  return 0;
+}
+
+void HLMount::dispose() {
+  std::unique_lock lock(loopMu_);
+  if (loopDone_ || !loop_.joinable()) {
+    lock.unlock();
+    delete this;
+    return;
+  }
+  orphaned_ = true;
+}
+
+std::unique_ptr<MountBackend> mountFuseHL(std::shared_ptr<Overlay> overlay, Layer* view,
+                                          const std::string& lower, const std::string& mountPoint,
+                                          const MountOptions& opts, int* err,
+                                          std::string* message) {
+  auto m = std::make_unique<HLMount>(std::move(overlay), view, lower, mountPoint, opts);
+  if (m->start(err, message) != 0) return nullptr;
+  return m;
+}
+
+}  // namespace shadowfs

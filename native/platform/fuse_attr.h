@@ -1,0 +1,76 @@
+// What both FUSE backends (fuse_ll, fuse_hl) share: file types as FUSE mode bits, Attr to the
+// stat structure FUSE expects, and escaping for the comma-separated mount options. The mode
+// bits are the POSIX values every FUSE implementation uses on the wire (WinFsp's included), so
+// this header needs no OS header and compiles on Windows too.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+
+#include "../core/types.h"
+
+namespace shadowfs {
+namespace fusemode {
+constexpr uint32_t kFmt = 0170000, kSock = 0140000, kLnk = 0120000, kReg = 0100000,
+                   kBlk = 0060000, kDir = 0040000, kChr = 0020000, kFifo = 0010000;
+}  // namespace fusemode
+
+inline uint32_t modeOf(FileType t) {
+  using namespace fusemode;
+  switch (t) {
+    case FileType::Directory: return kDir;
+    case FileType::Symlink: return kLnk;
+    case FileType::Fifo: return kFifo;
+    case FileType::Socket: return kSock;
+    case FileType::CharDevice: return kChr;
+    case FileType::BlockDevice: return kBlk;
+    default: return kReg;
+  }
+}
+
+inline FileType typeOf(uint32_t mode) {
+  using namespace fusemode;
+  switch (mode & kFmt) {
+    case kDir: return FileType::Directory;
+    case kLnk: return FileType::Symlink;
+    case kFifo: return FileType::Fifo;
+    case kSock: return FileType::Socket;
+    case kChr: return FileType::CharDevice;
+    case kBlk: return FileType::BlockDevice;
+    default: return FileType::Regular;
+  }
+}
+
+// StatT: struct stat (libfuse) or struct fuse_stat (WinFsp); both name their fields alike.
+template <typename StatT>
+void toStat(const Attr& a, StatT* st) {
+  std::memset(st, 0, sizeof *st);
+  st->st_ino = a.ino;
+  st->st_mode = modeOf(a.type) | a.perm;
+  st->st_nlink = a.nlink;
+  st->st_uid = a.uid;
+  st->st_gid = a.gid;
+  st->st_rdev = a.rdev;
+  st->st_size = static_cast<decltype(st->st_size)>(a.size);
+  st->st_blocks = static_cast<decltype(st->st_blocks)>(a.blocks);
+  st->st_blksize = a.blksize;
+  st->st_atim.tv_sec = a.atime.sec;
+  st->st_atim.tv_nsec = a.atime.nsec;
+  st->st_mtim.tv_sec = a.mtime.sec;
+  st->st_mtim.tv_nsec = a.mtime.nsec;
+  st->st_ctim.tv_sec = a.ctime.sec;
+  st->st_ctim.tv_nsec = a.ctime.nsec;
+}
+
+// Mount options are comma-separated: escape commas and backslashes in a folder's path.
+inline std::string escapeOpt(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == ',' || c == '\\') out.push_back('\\');
+    out.push_back(c);
+  }
+  return out;
+}
+
+}  // namespace shadowfs
