@@ -6,6 +6,7 @@ import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import { mount, Shadow, ShadowClient } from '../src';
+import { addon } from '../src/native';
 
 const quick = process.argv.includes('--quick');
 // Quick mode stays under 3 minutes on a 2-core machine: a smaller tree, fewer repetitions, and
@@ -89,13 +90,14 @@ interface Contender {
 
 const contenders: Contender[] = [
   { name: 'native', setup: async (lower) => ({ dir: lower, teardown: async () => undefined }) },
-  {
-    name: 'shadowfs',
+  // Every backend this build has: fuse_ll (Linux) and fuse_hl (the portable one Windows uses).
+  ...addon().backends.map((backend): Contender => ({
+    name: `shadowfs (${backend})`,
     setup: async (lower, tag) => {
-      const s: Shadow = await mount(lower, { mountPoint: path.join(work, `sfs-${tag}`) });
+      const s: Shadow = await mount(lower, { mountPoint: path.join(work, `sfs-${backend}-${tag}`), backend });
       return { dir: s.mountPoint, teardown: () => s.unmount({ lazy: true }) };
     },
-  },
+  })),
   {
     name: 'overlayfs (kernel, upper on tmpfs)',
     setup: async (lower, tag) => {
@@ -256,26 +258,28 @@ async function main(): Promise<void> {
     for (const tree of ['generated', 'ts'] as const) for (const env of Object.values(envs[tree])) await env.teardown();
   }
 
-  // shadowfs only: layer switch latency and memory per layer.
-  const shadow = await mount(trees.generated, { mountPoint: path.join(work, 'switch') });
-  try {
-    for (const n of [1, 100, 10_000]) {
-      const a = shadow.layer(`a${n}`);
-      const b = shadow.layer(`b${n}`);
-      for (let i = 0; i < n; i++) {
-        await a.write(`changed/f${i}.txt`, `a${i}`);
-        await b.write(`changed/f${i}.txt`, `b${i}`);
+  // shadowfs only: layer switch latency (each backend) and memory per layer.
+  for (const backend of addon().backends) {
+    const shadow = await mount(trees.generated, { mountPoint: path.join(work, `switch-${backend}`), backend });
+    try {
+      for (const n of [1, 100, 10_000]) {
+        const a = shadow.layer(`a${n}`);
+        const b = shadow.layer(`b${n}`);
+        for (let i = 0; i < n; i++) {
+          await a.write(`changed/f${i}.txt`, `a${i}`);
+          await b.write(`changed/f${i}.txt`, `b${i}`);
+        }
+        fs.readdirSync(path.join(shadow.mountPoint, 'src'));
+        const times: number[] = [];
+        for (let r = 0; r < 20; r++) times.push((await shadow.activate(r % 2 ? `a${n}` : `b${n}`)).ms);
+        extra[`layer switch (${backend}), ${n} changed paths (ms)`] = median(times);
+        if (n === 10_000) extra['layer memory, 10,000 small files (bytes per path)'] = Math.round(a.stats().memoryBytes / a.stats().paths);
       }
-      fs.readdirSync(path.join(shadow.mountPoint, 'src'));
-      const times: number[] = [];
-      for (let r = 0; r < 20; r++) times.push((await shadow.activate(r % 2 ? `a${n}` : `b${n}`)).ms);
-      extra[`layer switch, ${n} changed paths (ms)`] = median(times);
-      if (n === 10_000) extra['layer memory, 10,000 small files (bytes per path)'] = Math.round(a.stats().memoryBytes / a.stats().paths);
+    } finally {
+      await shadow.unmount({ lazy: true });
     }
-    extra['process RSS after the switch runs (MiB)'] = Math.round(process.memoryUsage().rss / 1048576);
-  } finally {
-    await shadow.unmount({ lazy: true });
   }
+  extra['process RSS after the switch runs (MiB)'] = Math.round(process.memoryUsage().rss / 1048576);
 
   // The daemon's memory: idle, then with 100 agent layers of 100 small files each.
   {
@@ -375,7 +379,7 @@ async function main(): Promise<void> {
 
 /** A bar chart of ratios to native, one group per workload, log scale. */
 function chart(table: Array<{ workload: string; ratios: Record<string, number> }>, names: string[]): string {
-  const colors = ['#2b7bb9', '#e07b39', '#5aa05a', '#b94a48', '#8e6bb8'];
+  const colors = ['#2b7bb9', '#7fb3d9', '#e07b39', '#5aa05a', '#b94a48', '#8e6bb8', '#8c8c8c'];
   const rowH = 16 * names.length + 14;
   const width = 900;
   const left = 300;
