@@ -15,8 +15,11 @@
 // Known differences from fuse_ll, each a property of the high-level API:
 // - the kernel's inode is per path, so two names of a hard link are two kernel inodes (their
 //   data is coherent across opens, since every open drops cached pages);
-// - a file kept open across a layer switch shares its kernel inode with whatever the new layer
-//   has at that path; reads through it still reach the object it opened.
+// - a file kept open across a layer switch shares its kernel inode (size, cached pages) with
+//   whatever the new layer has at that path, so a program reading it while other programs open
+//   that path in the new layer can see a mix; fuse_ll's node table prevents this;
+// - fstat of an open file with no name left fails with ESTALE: the kernel sends it without the
+//   file handle, and libfuse's high-level layer has no path to call us with.
 //
 // Threads: callbacks run on libfuse's loop threads and never call into JavaScript. The public
 // MountBackend methods run on the JS thread.
