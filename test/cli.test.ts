@@ -22,6 +22,9 @@ describe('shadowfs CLI', function () {
       const args = [cli, 'mount', lower, '--foreground', '--json'];
       const at = signal === 'SIGTERM' ? path.join(tempDir('cli'), 'mnt') : undefined;
       if (at) args.push('--at', at);
+      // One run names the backend, the other takes the default ($SHADOWFS_BACKEND of this pass).
+      if (signal === 'SIGTERM') args.push('--backend', 'fuse_hl');
+      const backend = signal === 'SIGTERM' ? 'fuse_hl' : process.env.SHADOWFS_BACKEND || 'fuse_ll';
       const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
       const lines = readline.createInterface({ input: child.stdout });
       const events: Array<Record<string, string>> = [];
@@ -36,6 +39,7 @@ describe('shadowfs CLI', function () {
           child.on('exit', () => reject(new Error(`exited before mounting: ${JSON.stringify(events)}`)));
         });
         assert.strictEqual(mounted.lower, fs.realpathSync(lower));
+        assert.strictEqual(mounted.backend, backend);
         if (at) assert.strictEqual(mounted.mountPoint, fs.realpathSync(at));
         assert.ok(mountedPaths().has(mounted.mountPoint));
         assert.strictEqual(
@@ -64,6 +68,9 @@ describe('shadowfs CLI', function () {
     const human = run('mount', '/nonexistent/folder', '--foreground');
     assert.strictEqual(human.status, 1);
     assert.match(human.stderr, /error LOWER_NOT_FOUND: the folder \/nonexistent\/folder does not exist/);
+    const badBackend = run('mount', makeProject(), '--backend', 'winfsp', '--foreground', '--json');
+    assert.strictEqual(badBackend.status, 1);
+    assert.strictEqual((JSON.parse(badBackend.stdout) as { error: { code: string } }).error.code, 'UNKNOWN_BACKEND');
     assert.strictEqual(run().status, 2);
     assert.strictEqual(run('no-such-command').status, 2);
   });
