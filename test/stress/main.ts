@@ -85,6 +85,8 @@ async function main(): Promise<void> {
         '--size=32M',
         '--verify=crc32c',
         '--do_verify=1',
+        // fio would otherwise leave local-verify-*.state files in the working directory.
+        '--verify_state_save=0',
         '--numjobs=2',
         '--ioengine=psync',
         `--loops=${Math.max(1, Math.round(SECONDS / 5))}`,
