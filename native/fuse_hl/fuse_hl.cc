@@ -32,10 +32,9 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
-#include <mutex>
-#include <thread>
 
 #include "../platform/fuse_attr.h"
+#include "../platform/fuse_loop.h"
 #if !defined(_WIN32)
 #include "../platform/posix_mount.h"
 #endif
@@ -91,7 +90,7 @@ OpenIntent intentOf(int flags) {
   return i;
 }
 
-class HLMount final : public MountBackend {
+class HLMount final : public LoopedMount {
  public:
   HLMount(std::shared_ptr<Overlay> ov, Layer* view, std::string lower, std::string mountPoint,
           MountOptions opts)
@@ -101,7 +100,7 @@ class HLMount final : public MountBackend {
         mountPoint_(std::move(mountPoint)),
         opts_(opts) {}
   ~HLMount() override {
-    if (loop_.joinable()) loop_.join();
+    joinLoop();
     if (f_) {
       fuse_unmount(f_);
       fuse_destroy(f_);
@@ -121,7 +120,6 @@ class HLMount final : public MountBackend {
   bool mounted() const override { return mounted_.load(); }
   uint64_t requests() const override { return requests_.load(std::memory_order_relaxed); }
   int unmount(bool lazy) override;
-  void dispose() override;
 
   // --- request handlers (loop threads) ---
   static HLMount* self() {
@@ -182,14 +180,8 @@ class HLMount final : public MountBackend {
   std::string mountPoint_;
   MountOptions opts_;
   struct fuse* f_ = nullptr;
-  std::thread loop_;
   std::atomic<bool> mounted_{false};
   std::atomic<uint64_t> requests_{0};
-  // As in fuse_ll: after a lazy unmount still in use, dispose() hands the object to the loop
-  // thread, which deletes it when the last user has gone.
-  std::mutex loopMu_;
-  bool loopDone_ = false;  // guarded by loopMu_
-  bool orphaned_ = false;  // guarded by loopMu_
 };
 
 void* HLMount::opInit(struct fuse_conn_info* conn, struct fuse_config* cfg) {
@@ -555,13 +547,7 @@ const struct fuse_operations kOps = [] {
 }  // namespace
 
 int HLMount::start(int* err, std::string* message) {
-  std::string opts =
-      "default_permissions,fsname=shadowfs:" + escapeOpt(lower_) + ",subtype=shadowfs";
-  struct fuse_args args = FUSE_ARGS_INIT(0, nullptr);
-  fuse_opt_add_arg(&args, "shadowfs");
-  fuse_opt_add_arg(&args, "-o");
-  fuse_opt_add_arg(&args, opts.c_str());
-  if (opts_.debug) fuse_opt_add_arg(&args, "-d");
+  struct fuse_args args = mountArgs(lower_, opts_.debug);
   f_ = fuse_new(&args, &kOps, sizeof kOps, this);
   fuse_opt_free_args(&args);
   if (!f_) {
@@ -578,16 +564,7 @@ int HLMount::start(int* err, std::string* message) {
     return -1;
   }
   mounted_ = true;
-  loop_ = std::thread([this] {
-    fuse_loop_mt(f_, 0);
-    std::unique_lock lock(loopMu_);
-    loopDone_ = true;
-    if (orphaned_) {
-      lock.unlock();
-      loop_.detach();
-      delete this;
-    }
-  });
+  startLoop([this] { fuse_loop_mt(f_, 0); });
   return 0;
 }
 
@@ -604,18 +581,8 @@ int HLMount::unmount(bool lazy) {
   mounted_ = false;
   // After a plain unmount the loop's next read fails and it ends. After a lazy one it ends when
   // the last program using the detached mount lets go (see dispose()).
-  if (!lazy && loop_.joinable()) loop_.join();
+  if (!lazy) joinLoop();
   return 0;
-}
-
-void HLMount::dispose() {
-  std::unique_lock lock(loopMu_);
-  if (loopDone_ || !loop_.joinable()) {
-    lock.unlock();
-    delete this;
-    return;
-  }
-  orphaned_ = true;
 }
 
 std::unique_ptr<MountBackend> mountFuseHL(std::shared_ptr<Overlay> overlay, Layer* view,

@@ -28,6 +28,7 @@
 
 #include "../core/path.h"
 #include "../platform/fuse_attr.h"
+#include "../platform/fuse_loop.h"
 #include "../platform/posix_mount.h"
 
 namespace shadowfs {
@@ -61,7 +62,7 @@ struct DirHandle {
   bool served = false;  // a readdir was answered: offset 0 again means rewinddir
 };
 
-class LLMount final : public MountBackend {
+class LLMount final : public LoopedMount {
  public:
   LLMount(std::shared_ptr<Overlay> ov, Layer* view, std::string lowerPath, std::string mountPoint,
           MountOptions opts)
@@ -77,7 +78,7 @@ class LLMount final : public MountBackend {
   }
   ~LLMount() override {
     stopWatcher();
-    if (loop_.joinable()) loop_.join();
+    joinLoop();
     if (se_) {
       fuse_session_unmount(se_);
       fuse_session_destroy(se_);
@@ -95,7 +96,6 @@ class LLMount final : public MountBackend {
   void invalidatePaths(const std::vector<std::string>& paths) override;
   void invalidateAll() override;
   int unmount(bool lazy) override;
-  void dispose() override;
 
   // --- request handlers (loop threads) ---
   static LLMount* self(fuse_req_t req) {
@@ -180,15 +180,9 @@ class LLMount final : public MountBackend {
   std::string mountPoint_;
   MountOptions opts_;
   struct fuse_session* se_ = nullptr;
-  std::thread loop_;
   std::atomic<bool> mounted_{false};
   std::atomic<bool> epochWorks_{false};  // the kernel took FUSE_NOTIFY_INC_EPOCH (7.44+)
   std::atomic<uint64_t> requests_{0};
-  // A lazily unmounted file system is served until its last user closes it. dispose() then
-  // hands the object to the loop thread, which deletes it when the loop ends.
-  std::mutex loopMu_;
-  bool loopDone_ = false;   // guarded by loopMu_
-  bool orphaned_ = false;   // guarded by loopMu_
 
   // Live view of A: an inotify watch on A's directory behind every directory node the kernel
   // holds. An event invalidates what the kernel cached for that name, so an edit in A shows in
@@ -1001,14 +995,7 @@ void LLMount::watcherLoop() {
 }
 
 int LLMount::start(int* err, std::string* message) {
-  std::string opts = "default_permissions,fsname=shadowfs:" + escapeOpt(lowerPath_) +
-                     ",subtype=shadowfs";
-  const char* argv0 = "shadowfs";
-  struct fuse_args args = FUSE_ARGS_INIT(0, nullptr);
-  fuse_opt_add_arg(&args, argv0);
-  fuse_opt_add_arg(&args, "-o");
-  fuse_opt_add_arg(&args, opts.c_str());
-  if (opts_.debug) fuse_opt_add_arg(&args, "-d");
+  struct fuse_args args = mountArgs(lowerPath_, opts_.debug);
   se_ = fuse_session_new(&args, &kOps, sizeof kOps, this);
   fuse_opt_free_args(&args);
   if (!se_) {
@@ -1026,20 +1013,13 @@ int LLMount::start(int* err, std::string* message) {
   }
   mounted_ = true;
   startWatcher();
-  loop_ = std::thread([this] {
+  startLoop([this] {
     struct fuse_loop_config* cfg = fuse_loop_cfg_create();
     fuse_loop_cfg_set_clone_fd(cfg, 0);
     fuse_loop_cfg_set_idle_threads(cfg, 4);
     fuse_loop_cfg_set_max_threads(cfg, 16);
     fuse_session_loop_mt(se_, cfg);
     fuse_loop_cfg_destroy(cfg);
-    std::unique_lock lock(loopMu_);
-    loopDone_ = true;
-    if (orphaned_) {
-      lock.unlock();
-      loop_.detach();
-      delete this;
-    }
   });
   return 0;
 }
@@ -1050,19 +1030,9 @@ int LLMount::unmount(bool lazy) {
   mounted_ = false;
   // After a plain unmount the loop's next read fails with ENODEV and it ends. After a lazy one
   // it ends when the last program using the detached mount lets go (see dispose()).
-  if (!lazy && loop_.joinable()) loop_.join();
+  if (!lazy) joinLoop();
   if (!lazy) stopWatcher();
   return 0;
-}
-
-void LLMount::dispose() {
-  std::unique_lock lock(loopMu_);
-  if (loopDone_ || !loop_.joinable()) {
-    lock.unlock();
-    delete this;
-    return;
-  }
-  orphaned_ = true;
 }
 
 void LLMount::invalidatePaths(const std::vector<std::string>& paths) {

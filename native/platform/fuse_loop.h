@@ -1,0 +1,71 @@
+// What both FUSE backends share around their request loop: the mount arguments they pass to
+// libfuse (or WinFsp), and the life of the loop thread. A lazily unmounted file system is
+// served until its last user lets go, so dispose() may have to hand the backend object to its
+// own loop thread, which deletes it when the loop ends.
+#pragma once
+
+#include <fuse_opt.h>  // libfuse3's and WinFsp's alike
+
+#include <functional>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "../core/backend.h"
+#include "fuse_attr.h"
+
+namespace shadowfs {
+
+// argv for fuse_session_new / fuse_new: the folder in the mount table, permission checks left
+// to the kernel, and -d when asked. Free with fuse_opt_free_args.
+inline struct fuse_args mountArgs(const std::string& lower, bool debug) {
+  std::string opts = "default_permissions,fsname=shadowfs:" + escapeOpt(lower) + ",subtype=shadowfs";
+  struct fuse_args args = FUSE_ARGS_INIT(0, nullptr);
+  fuse_opt_add_arg(&args, "shadowfs");
+  fuse_opt_add_arg(&args, "-o");
+  fuse_opt_add_arg(&args, opts.c_str());
+  if (debug) fuse_opt_add_arg(&args, "-d");
+  return args;
+}
+
+class LoopedMount : public MountBackend {
+ public:
+  // Deletes the object now, or, while its loop still serves a detached mount, once it ends.
+  void dispose() final {
+    std::unique_lock lock(loopMu_);
+    if (loopDone_ || !loop_.joinable()) {
+      lock.unlock();
+      delete this;
+      return;
+    }
+    orphaned_ = true;
+  }
+
+ protected:
+  // Runs `serve` (the request loop) on its own thread.
+  void startLoop(std::function<void()> serve) {
+    loop_ = std::thread([this, serve = std::move(serve)] {
+      serve();
+      std::unique_lock lock(loopMu_);
+      loopDone_ = true;
+      if (orphaned_) {
+        lock.unlock();
+        loop_.detach();
+        delete this;
+      }
+    });
+  }
+  // Waits for the loop to end (after a plain unmount it ends at its next read). Derived
+  // destructors call it first, before their members go.
+  void joinLoop() {
+    if (loop_.joinable()) loop_.join();
+  }
+
+ private:
+  std::thread loop_;
+  std::mutex loopMu_;
+  bool loopDone_ = false;  // guarded by loopMu_
+  bool orphaned_ = false;  // guarded by loopMu_
+};
+
+}  // namespace shadowfs
