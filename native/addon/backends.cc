@@ -2,6 +2,7 @@
 #include "backends.h"
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 #if defined(SHADOWFS_HAVE_FUSE_LL)
@@ -42,7 +43,11 @@ std::shared_ptr<Overlay> createOverlay(const std::string& lower, const std::stri
       return nullptr;
     }
   }
-  return std::make_shared<Overlay>(std::move(fs), std::move(spill), spillThreshold);
+  auto ov = std::make_shared<Overlay>(std::move(fs), std::move(spill), spillThreshold);
+  // What the core cannot say through an errno (a copy-up that gave up on a file that kept
+  // changing) goes to stderr, which the daemon keeps in its log.
+  ov->setLogger([](const std::string& line) { std::fprintf(stderr, "shadowfs: %s\n", line.c_str()); });
+  return ov;
 #else
   *err = ENOSYS;
   *message = "this build cannot read folders on this platform";

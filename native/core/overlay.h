@@ -9,19 +9,27 @@
 // its content in A (`lowerPath`) until the first write-open copies it into memory; its inode
 // number is A's, so it stays stable across copy-up and rename.
 //
-// Threads: every public method may be called from any thread. One shared_mutex guards the
-// layer; reads of A's file contents happen outside it. All methods return 0 or a positive errno.
+// Threads: every public method may be called from any thread and returns 0 or a positive
+// errno. The locks and their order are described in model.h: writes of different files proceed
+// in parallel, and A's file contents are read (copy-up, big files included) without any lock
+// that other files or other layers need.
+//
+// The implementation is split by concern: tree.cc (resolving paths, shaping the layer tree),
+// content.cc (file contents, copy-up, spill), fs_ops.cc (one function per file-system
+// operation), layers.cc (the set of layers and the API's changes to one), changes.cc (what a
+// layer changed, its memory).
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
 #include <shared_mutex>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
+#include "dir_stream.h"
 #include "lower.h"
 #include "spill.h"
 #include "types.h"
@@ -56,8 +64,12 @@ struct LayerStats {
 // - At most one is *active*: the shared mount shows it. With none active the mount shows A
 //   exactly and refuses writes (EROFS).
 // - A view (a second mount) pins one layer and always shows it, active or not.
-// File-system calls take a `view` argument: null means "whatever layer is active now", a Layer
-// pointer (from pin()) means that layer.
+// File-system calls take the layer to act on: backends resolve it once per request (from the
+// node the kernel holds, or current() for the shared mount; a view's pinned layer) and pass it
+// to every call they make for that request, so a switch in the middle of a request can never
+// split it across two layers. Null means "whatever layer is active at the moment of the call".
+// A request that resolved its layer before a switch finishes in that layer: it is ordered
+// before the switch, as if it had completed just before it.
 //
 // What an open file sees after a switch: the object it opened, as on a real file system after
 // a rename over its path. A file opened in layer X keeps reading and writing X's copy; a file
@@ -72,11 +84,12 @@ class Overlay {
   Overlay(const Overlay&) = delete;
   Overlay& operator=(const Overlay&) = delete;
 
+  // Copy-up gives up after this many attempts when A's file keeps changing while it is read.
+  static constexpr int kCopyUpTries = 5;
+
   // --- File-system operations (backend threads). Paths are normalised, "" is the root. ---
-  // `used`, when given, receives the layer the answer came from (for views of the active layer
-  // the backend remembers it, see fuse_ll's node table).
-  int getattr(Layer* view, const std::string& path, Attr* out,
-              std::shared_ptr<Layer>* used = nullptr);
+  // A component longer than kNameMax is ENAMETOOLONG, as from a real file system.
+  int getattr(Layer* view, const std::string& path, Attr* out);
   int readdir(Layer* view, const std::string& path, std::vector<DirEntry>* out);
   int readlink(Layer* view, const std::string& path, std::string* out);
   int mknod(Layer* view, const std::string& path, FileType type, uint32_t perm, uint64_t rdev,
@@ -98,6 +111,10 @@ class Overlay {
   int read(Handle* h, char* buf, size_t size, uint64_t off, size_t* got);
   int write(Handle* h, const char* buf, size_t size, uint64_t off);
   int fgetattr(Handle* h, Attr* out);  // ENOENT when the handle has no layer inode
+  // fallocate(2) on an open file. Contents live in memory or in a spill file that grows on
+  // demand, so there is nothing to reserve: keepSize does nothing, otherwise the file grows to
+  // off + len. Other modes (punching holes...) are refused by the backends with EOPNOTSUPP.
+  int fallocate(Layer* view, Handle* h, bool keepSize, uint64_t off, uint64_t len);
   void release(Handle* h);
   int getxattr(Layer* view, const std::string& path, const std::string& name, std::string* value);
   int listxattr(Layer* view, const std::string& path, std::vector<std::string>* names);
@@ -105,6 +122,12 @@ class Overlay {
                const std::string& value, int flags);  // flags: 1 = create only, 2 = replace only
   int removexattr(Layer* view, const std::string& path, const std::string& name);
   int statfs(FsStats* out);
+  // Lists a directory into `d` (also for rewinddir), with the directory's own inode number.
+  int opendir(Layer* view, const std::string& path, DirStream* d);
+
+  // Where the core reports what a caller cannot see in an errno (a copy-up that gave up, ...).
+  // Called on the thread where it happened; must not call back into the overlay.
+  void setLogger(std::function<void(const std::string&)> log) { log_ = std::move(log); }
 
   // --- Layers (the API). ---
   // Creates the layer if it does not exist. EINVAL for an empty name.
@@ -116,9 +139,9 @@ class Overlay {
   int cloneLayer(const std::string& from, const std::string& to);
   bool hasLayer(const std::string& name);
   std::vector<std::string> layerNames();
-  // Makes `name` the active layer ("" = none). Waits for file-system calls in flight. Fills
-  // `changed` with every path that may look different now (both layers' paths), for cache
-  // invalidation. ENOENT if unknown.
+  // Makes `name` the active layer ("" = none) in O(1): requests that resolve their layer
+  // afterwards see it. Fills `changed` with every path that may look different now (both
+  // layers' paths), for cache invalidation. ENXIO if unknown.
   int activate(const std::string& name, std::vector<std::string>* changed);
   std::string activeLayer();
   // The layer a call with `view` would see now (null: none active).
@@ -137,14 +160,20 @@ class Overlay {
   int readFile(const std::string& layer, const std::string& path, std::string* out);
   // Drops every change of the layer; `paths` gets what it held, for cache invalidation.
   int reset(const std::string& layer, std::vector<std::string>* paths);
+  // Every path the layer changed, in path order; files whose content came from A carry the
+  // Base they came from.
   int changes(const std::string& layer, std::vector<Change>* out);
   int stats(const std::string& layer, LayerStats* out);
 
  private:
   struct Res;
-  Layer* pick(Layer* view);
-  Layer* byName(const std::string& name);
+  Layer* byNameLocked(const std::string& name);
+  std::shared_ptr<Layer> byName(const std::string& name);
   std::unique_ptr<Node> freshRoot() const;
+  void log(const std::string& line) const;
+
+  // tree.cc: the caller holds the layer's lock (shared for resolve/nodeAttr/lowerPresent,
+  // exclusive for everything that changes the tree).
   int resolve(Layer& L, const std::string& path, Res* r) const;
   int materializeDir(Layer& L, const std::string& path, Node** out, bool* lv, std::string* low);
   int materializeNode(Layer& L, const std::string& path, Node** out, Res* r);
@@ -152,29 +181,43 @@ class Overlay {
   int removeAt(Layer& L, const std::string& path);
   int checkParents(Layer& L, const std::string& dir, const Caller* create);
   bool lowerPresent(bool lv, const std::string& low, const std::string& name, Attr* a = nullptr);
-  int mergedList(const Res& r, std::vector<DirEntry>* out);
   void nodeAttr(const Node* n, bool lv, const std::string& low, Attr* out);
+  void inodeAttr(const Inode* in, Attr* out);  // files, symlinks and specials: no tree needed
   void ensureOwnMeta(Inode* in, bool lv, const std::string& low);
-  int copyUpContent(Inode* in, bool keepContent);
+  void touch(Inode* in, bool mtime);  // ctime (and mtime) = now
+  std::shared_ptr<Inode> newInode(FileType type, uint32_t perm, const Caller& who);
+  std::unique_ptr<Node> detach(Layer& L, const std::string& path, Res& r);
+  int attach(Layer& L, const std::string& path, std::unique_ptr<Node> n);
+  int xattrSource(const Res& r, std::string* src) const;
+  // What a listing needs from the layer, taken under its lock so A is read without it.
+  struct ListPlan;
+  int planList(Layer& L, const std::string& path, ListPlan* plan);
+  int runList(const ListPlan& plan, std::vector<DirEntry>* out);
+
+  // content.cc: the caller holds in->cmu exclusively (shared for contentRead).
+  int copyUp(Inode* in, bool keepContent);
   int spillOut(Inode* in);
   int contentWrite(Inode* in, const char* buf, size_t size, uint64_t off);
   int contentTruncate(Inode* in, uint64_t size);
   int contentRead(const Inode* in, char* buf, size_t size, uint64_t off, size_t* got);
   int contentAssign(Inode* in, const std::string& data);
-  int xattrSource(const Res& r, std::string* src) const;
-  std::shared_ptr<Inode> newInode(FileType type, uint32_t perm, const Caller& who);
-  int openLocked(Layer& L, Node* n, const OpenIntent& intent, Handle** out, Attr* attr);
-  std::unique_ptr<Node> detach(Layer& L, const std::string& path, Res& r);
-  int attach(Layer& L, const std::string& path, std::unique_ptr<Node> n);
-  static void layerPaths(const Layer& L, std::vector<std::string>* out);
   int cloneInode(const Inode& in, std::shared_ptr<Inode>* out);
+  // Takes the layer inode `in`'s content from A (no lock held on entry): copy-up for a
+  // write-open, a truncate to a non-zero size, a write through an old handle.
+  int takeContent(Inode* in, bool keepContent);
+
+  // fs_ops.cc
+  int openOnNode(Layer& L, const std::shared_ptr<Inode>& in, const OpenIntent& intent,
+                 Handle** out, Attr* attr);
+
+  static void layerPaths(const Layer& L, std::vector<std::string>* out);
 
   std::unique_ptr<LowerFs> lower_;
   std::unique_ptr<SpillStore> spill_;
   uint64_t spillThreshold_;
   Attr rootAttr_;  // A's root at mount time, for layer roots when A's root cannot be read
-  // Guards layers_, active_, none_ and every Node and Inode. File-system calls hold it shared
-  // (mutations exclusively) for their whole overlay work, so activate() waits for them.
+  std::function<void(const std::string&)> log_;
+  // The registry (rank 1, see model.h): layers_, active_, every Layer::pins. Held briefly.
   mutable std::shared_mutex mu_;
   std::map<std::string, std::shared_ptr<Layer>> layers_;
   std::shared_ptr<Layer> active_;  // null: no layer, A exactly

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -74,12 +75,23 @@ struct OpenIntent {
   bool exclusive = false; // O_EXCL (create only)
 };
 
+// What a file of the folder was when a layer took its content (a copy-up) or replaced it: the
+// identity the changes-out service compares with the folder's file now to find conflicts.
+struct Base {
+  uint64_t ino = 0;
+  uint64_t size = 0;
+  Timespec mtime, ctime;
+  bool hashed = false;  // false when the content was replaced without being read (O_TRUNC, API)
+  uint64_t hash = 0;    // contentHash() of the content read, when `hashed`
+};
+
 // One entry of Overlay::changes().
 struct Change {
   enum class Kind { Added, Modified, Deleted, Metadata };
   std::string path;
   Kind kind;
   FileType type;
+  std::optional<Base> base;  // files whose content the layer took from the folder
 };
 
 constexpr uint32_t kNameMax = 255;

@@ -65,10 +65,7 @@ using GidT = gid_t;
 
 struct DirHandle {
   std::string path;
-  uint64_t ino = 0;  // the directory's own inode number, for "." and ".."
-
-  std::vector<DirEntry> entries;
-  bool served = false;  // a readdir was answered: offset 0 again means rewinddir
+  DirStream stream;
 };
 
 // "/a/b" (what the API passes) to "a/b" (what the overlay takes); "/" is "".
@@ -79,15 +76,6 @@ std::string rel(const char* path) {
 
 Handle* handleOf(const struct fuse_file_info* fi) {
   return fi && fi->fh ? reinterpret_cast<Handle*>(fi->fh) : nullptr;
-}
-
-OpenIntent intentOf(int flags) {
-  OpenIntent i;
-  i.write = (flags & O_ACCMODE) != O_RDONLY;
-  i.truncate = (flags & O_TRUNC) != 0;
-  i.append = (flags & O_APPEND) != 0;
-  i.exclusive = (flags & O_EXCL) != 0;
-  return i;
 }
 
 class HLMount final : public LoopedMount {
@@ -222,10 +210,7 @@ int HLMount::opGetattr(const char* path, StatT* st, struct fuse_file_info* fi) {
     return 0;
   }
   if (!path) return -ENOENT;
-  // Lookups arrive here: a name longer than any file system allows is ENAMETOOLONG, as the
-  // kernel would hear from a real one, not ENOENT.
-  const char* last = std::strrchr(path, '/');
-  if (std::strlen(last ? last + 1 : path) > kNameMax) return -ENAMETOOLONG;
+  // Lookups arrive here too; the core answers ENAMETOOLONG for an over-long name.
   if (int e = m->ov_->getattr(m->view_, rel(path), &a)) return -e;
   toStat(a, st);
   return 0;
@@ -289,7 +274,10 @@ int HLMount::setattr(const char* path, struct fuse_file_info* fi, uint32_t mask,
   Handle* h = handleOf(fi);
   if (!path && !(h && h->inode)) return -ENOENT;
   Attr out;
-  return -ov_->setattr(view_, path ? rel(path) : std::string(), h, mask, v, &out);
+  // Through an open file (ftruncate, fchmod): the layer the file was opened in.
+  std::shared_ptr<Layer> layer = h && h->inode ? h->layer.lock() : ov_->current(view_);
+  if (!layer) return -ESTALE;
+  return -ov_->setattr(layer.get(), path ? rel(path) : std::string(), h, mask, v, &out);
 }
 
 int HLMount::opChmod(const char* path, ModeT mode, struct fuse_file_info* fi) {
@@ -408,9 +396,7 @@ int HLMount::opOpendir(const char* path, struct fuse_file_info* fi) {
   HLMount* m = self();
   auto d = std::make_unique<DirHandle>();
   d->path = rel(path);
-  if (int e = m->ov_->readdir(m->view_, d->path, &d->entries)) return -e;
-  Attr a;
-  if (m->ov_->getattr(m->view_, d->path, &a) == 0) d->ino = a.ino;
+  if (int e = m->ov_->opendir(m->view_, d->path, &d->stream)) return -e;
   fi->fh = reinterpret_cast<uint64_t>(d.release());
   return 0;
 }
@@ -419,28 +405,23 @@ int HLMount::opReaddir(const char* path, void* buf, fuse_fill_dir_t filler, OffT
                        struct fuse_file_info* fi, enum fuse_readdir_flags) {
   HLMount* m = self();
   auto* d = reinterpret_cast<DirHandle*>(fi->fh);
-  if (off == 0 && d->served) {
+  DirStream& s = d->stream;
+  if (s.rewinds(static_cast<uint64_t>(off))) {
     // rewinddir: list again, so entries made since opendir show.
-    std::vector<DirEntry> fresh;
     if (path) d->path = rel(path);
-    if (m->ov_->readdir(m->view_, d->path, &fresh) == 0) d->entries.swap(fresh);
+    DirStream fresh;
+    if (m->ov_->opendir(m->view_, d->path, &fresh) == 0) s = std::move(fresh);
   }
-  d->served = true;
-  // Offsets: 0 ".", 1 "..", then entries[i] at i + 2. An entry's offset names the next one.
-  for (size_t i = static_cast<size_t>(off); i < d->entries.size() + 2; ++i) {
+  s.served = true;
+  for (size_t i = static_cast<size_t>(off); i < s.count(); ++i) {
+    const char* name;
+    uint64_t ino;
+    FileType type;
+    s.at(i, &name, &ino, &type);
     StatT st;
     std::memset(&st, 0, sizeof st);
-    const char* name;
-    if (i < 2) {
-      name = i == 0 ? "." : "..";
-      st.st_ino = d->ino;
-      st.st_mode = fusemode::kDir;
-    } else {
-      const DirEntry& de = d->entries[i - 2];
-      name = de.name.c_str();
-      st.st_ino = de.ino;
-      st.st_mode = modeOf(de.type);
-    }
+    st.st_ino = ino;
+    st.st_mode = modeOf(type);
     if (filler(buf, name, &st, static_cast<OffT>(i + 1), static_cast<fuse_fill_dir_flags>(0)))
       break;
   }
@@ -463,22 +444,19 @@ int HLMount::opGetxattr(const char* path, const char* name, char* value, size_t 
   HLMount* m = self();
   std::string v;
   if (int e = m->ov_->getxattr(m->view_, rel(path), name, &v)) return -e;
-  if (size == 0) return static_cast<int>(v.size());
-  if (v.size() > size) return -ERANGE;
-  std::memcpy(value, v.data(), v.size());
-  return static_cast<int>(v.size());
+  long n = xattrReplySize(v.size(), size);
+  if (n > 0 && size) std::memcpy(value, v.data(), v.size());
+  return static_cast<int>(n);
 }
 
 int HLMount::opListxattr(const char* path, char* list, size_t size) {
   HLMount* m = self();
   std::vector<std::string> names;
   if (int e = m->ov_->listxattr(m->view_, rel(path), &names)) return -e;
-  std::string all;
-  for (auto& n : names) all.append(n).push_back('\0');
-  if (size == 0) return static_cast<int>(all.size());
-  if (all.size() > size) return -ERANGE;
-  std::memcpy(list, all.data(), all.size());
-  return static_cast<int>(all.size());
+  std::string all = xattrList(names);
+  long n = xattrReplySize(all.size(), size);
+  if (n > 0 && size) std::memcpy(list, all.data(), all.size());
+  return static_cast<int>(n);
 }
 
 int HLMount::opRemovexattr(const char* path, const char* name) {
@@ -487,20 +465,16 @@ int HLMount::opRemovexattr(const char* path, const char* name) {
 }
 
 #if !defined(_WIN32)
-// As in fuse_ll: contents live in memory, so mode 0 grows the file, KEEP_SIZE has nothing to
-// reserve, and the other modes are refused.
+// As in fuse_ll: Overlay::fallocate has the semantics; the other modes are refused.
 int HLMount::opFallocate(const char*, int mode, OffT off, OffT len, struct fuse_file_info* fi) {
   HLMount* m = self();
   if (mode & ~FALLOC_FL_KEEP_SIZE) return -EOPNOTSUPP;
   Handle* h = handleOf(fi);
   if (!h) return -EBADF;
-  Attr a;
-  if (int e = m->ov_->fgetattr(h, &a)) return -e;
-  uint64_t end = static_cast<uint64_t>(off) + static_cast<uint64_t>(len);
-  if ((mode & FALLOC_FL_KEEP_SIZE) || end <= a.size) return 0;
-  Attr v, out;
-  v.size = end;
-  return -m->ov_->setattr(m->view_, std::string(), h, kSetSize, v, &out);
+  std::shared_ptr<Layer> layer = h->layer.lock();
+  if (!layer) return -ESTALE;
+  return -m->ov_->fallocate(layer.get(), h, (mode & FALLOC_FL_KEEP_SIZE) != 0,
+                            static_cast<uint64_t>(off), static_cast<uint64_t>(len));
 }
 #endif
 

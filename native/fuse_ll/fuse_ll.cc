@@ -26,6 +26,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "../core/dir_stream.h"
 #include "../core/path.h"
 #include "../platform/fuse_attr.h"
 #include "../platform/fuse_loop.h"
@@ -58,8 +59,7 @@ struct FNode {
 };
 
 struct DirHandle {
-  std::vector<DirEntry> entries;
-  bool served = false;  // a readdir was answered: offset 0 again means rewinddir
+  DirStream stream;
 };
 
 class LLMount final : public LoopedMount {
@@ -152,7 +152,12 @@ class LLMount final : public LoopedMount {
   }
   int pathOf(uint64_t id, std::string* out);
   int pathOfLocked(uint64_t id, std::string* out, int depth);
-  int childPath(uint64_t parent, const char* name, std::string* out);
+  // One layer per request: the path of node `id` and the layer to serve it from (layerFor),
+  // resolved once; ESTALE when no layer holds the object the kernel knows any more.
+  int nodeAt(uint64_t id, std::string* path, std::shared_ptr<Layer>* layer);
+  // The same for a name in directory `parent`: the directory's layer, and the child's path.
+  int childAt(uint64_t parent, const char* name, std::string* path, std::shared_ptr<Layer>* layer);
+  void replyXattr(fuse_req_t req, const std::string& value, size_t size);
   uint64_t remember(uint64_t parent, const std::string& name, FileType type, uint64_t ino,
                     uint32_t nlink, const std::shared_ptr<Layer>& seenIn);
   uint64_t rememberLocked(uint64_t parent, const std::string& name, FileType type, uint64_t ino,
@@ -236,11 +241,25 @@ int LLMount::pathOfLocked(uint64_t id, std::string* out, int depth) {
   return ENOENT;
 }
 
-int LLMount::childPath(uint64_t parent, const char* name, std::string* out) {
+int LLMount::nodeAt(uint64_t id, std::string* path, std::shared_ptr<Layer>* layer) {
+  if (int e = pathOf(id, path)) return e;
+  *layer = layerFor(id, *path);
+  return *layer ? 0 : ESTALE;
+}
+
+int LLMount::childAt(uint64_t parent, const char* name, std::string* path,
+                     std::shared_ptr<Layer>* layer) {
   std::string dir;
-  if (int e = pathOf(parent, &dir)) return e;
-  *out = joinPath(dir, name);
+  if (int e = nodeAt(parent, &dir, layer)) return e;
+  *path = joinPath(dir, name);
   return 0;
+}
+
+void LLMount::replyXattr(fuse_req_t req, const std::string& value, size_t size) {
+  long n = xattrReplySize(value.size(), size);
+  if (n < 0) return (void)fuse_reply_err(req, static_cast<int>(-n));
+  if (size == 0) return (void)fuse_reply_xattr(req, static_cast<size_t>(n));
+  fuse_reply_buf(req, value.data(), value.size());
 }
 
 uint64_t LLMount::remember(uint64_t parent, const std::string& name, FileType type,
@@ -458,12 +477,11 @@ void LLMount::opInit(void* userdata, struct fuse_conn_info* conn) {
 
 void LLMount::opLookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
   LLMount* m = self(req);
-  if (std::strlen(name) > kNameMax) return (void)fuse_reply_err(req, ENAMETOOLONG);
   std::string path;
-  if (int pe = m->childPath(parent, name, &path)) return (void)fuse_reply_err(req, pe);
+  std::shared_ptr<Layer> layer;
+  if (int pe = m->childAt(parent, name, &path, &layer)) return (void)fuse_reply_err(req, pe);
   Attr a;
-  std::shared_ptr<Layer> used;
-  int e = m->ov_->getattr(m->view_, path, &a, &used);
+  int e = m->ov_->getattr(layer.get(), path, &a);
   if (e == ENOENT && m->opts_.negativeTimeout > 0) {
     struct fuse_entry_param ep;
     std::memset(&ep, 0, sizeof ep);
@@ -471,7 +489,7 @@ void LLMount::opLookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
     return (void)fuse_reply_entry(req, &ep);
   }
   if (e) return (void)fuse_reply_err(req, e);
-  m->replyEntry(req, parent, name, a, used);
+  m->replyEntry(req, parent, name, a, layer);
 }
 
 void LLMount::opForget(fuse_req_t req, fuse_ino_t ino, uint64_t n) {
@@ -521,7 +539,10 @@ void LLMount::opSetattr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int t
   int pe = m->pathOf(ino, &path);
   if (pe && !(h && h->inode)) return (void)fuse_reply_err(req, pe);
   std::shared_ptr<Layer> layer;
-  if (!pe && !(h && h->inode)) {
+  if (h && h->inode) {
+    layer = h->layer.lock();  // ftruncate/fchmod: the layer the file was opened in
+    if (!layer) return (void)fuse_reply_err(req, ESTALE);
+  } else {
     layer = m->layerFor(ino, path);
     if (!layer) return (void)fuse_reply_err(req, ESTALE);
   }
@@ -539,7 +560,7 @@ void LLMount::opSetattr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int t
     mask |= kSetMtime, v.mtime = {attr->st_mtim.tv_sec, attr->st_mtim.tv_nsec};
   if (toSet & FUSE_SET_ATTR_CTIME) mask |= kSetCtime, v.ctime = {attr->st_ctim.tv_sec, attr->st_ctim.tv_nsec};
   Attr out;
-  int e = m->ov_->setattr(layer ? layer.get() : m->view_, path, h, mask, v, &out);
+  int e = m->ov_->setattr(layer.get(), path, h, mask, v, &out);
   if (e) return (void)fuse_reply_err(req, e);
   struct stat st;
   toStat(out, &st);
@@ -549,8 +570,9 @@ void LLMount::opSetattr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int t
 void LLMount::opReadlink(fuse_req_t req, fuse_ino_t ino) {
   LLMount* m = self(req);
   std::string path, target;
-  if (int pe = m->pathOf(ino, &path)) return (void)fuse_reply_err(req, pe);
-  int e = m->ov_->readlink(m->view_, path, &target);
+  std::shared_ptr<Layer> layer;
+  if (int pe = m->nodeAt(ino, &path, &layer)) return (void)fuse_reply_err(req, pe);
+  int e = m->ov_->readlink(layer.get(), path, &target);
   if (e) return (void)fuse_reply_err(req, e);
   fuse_reply_readlink(req, target.c_str());
 }
@@ -559,30 +581,34 @@ void LLMount::opMknod(fuse_req_t req, fuse_ino_t parent, const char* name, mode_
                       dev_t rdev) {
   LLMount* m = self(req);
   std::string path;
-  if (int pe = m->childPath(parent, name, &path)) return (void)fuse_reply_err(req, pe);
+  std::shared_ptr<Layer> layer;
+  if (int pe = m->childAt(parent, name, &path, &layer)) return (void)fuse_reply_err(req, pe);
   const struct fuse_ctx* ctx = fuse_req_ctx(req);
   Attr a;
-  int e = m->ov_->mknod(m->view_, path, typeOf(mode), mode & 07777, rdev, Caller{ctx->uid, ctx->gid}, &a);
+  int e = m->ov_->mknod(layer.get(), path, typeOf(mode), mode & 07777, rdev,
+                        Caller{ctx->uid, ctx->gid}, &a);
   if (e) return (void)fuse_reply_err(req, e);
-  m->replyEntry(req, parent, name, a, m->ov_->current(m->view_));
+  m->replyEntry(req, parent, name, a, layer);
 }
 
 void LLMount::opMkdir(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode) {
   LLMount* m = self(req);
   std::string path;
-  if (int pe = m->childPath(parent, name, &path)) return (void)fuse_reply_err(req, pe);
+  std::shared_ptr<Layer> layer;
+  if (int pe = m->childAt(parent, name, &path, &layer)) return (void)fuse_reply_err(req, pe);
   const struct fuse_ctx* ctx = fuse_req_ctx(req);
   Attr a;
-  int e = m->ov_->mkdir(m->view_, path, mode & 07777, Caller{ctx->uid, ctx->gid}, &a);
+  int e = m->ov_->mkdir(layer.get(), path, mode & 07777, Caller{ctx->uid, ctx->gid}, &a);
   if (e) return (void)fuse_reply_err(req, e);
-  m->replyEntry(req, parent, name, a, m->ov_->current(m->view_));
+  m->replyEntry(req, parent, name, a, layer);
 }
 
 void LLMount::opUnlink(fuse_req_t req, fuse_ino_t parent, const char* name) {
   LLMount* m = self(req);
   std::string path;
-  if (int pe = m->childPath(parent, name, &path)) return (void)fuse_reply_err(req, pe);
-  int e = m->ov_->unlink(m->view_, path);
+  std::shared_ptr<Layer> layer;
+  if (int pe = m->childAt(parent, name, &path, &layer)) return (void)fuse_reply_err(req, pe);
+  int e = m->ov_->unlink(layer.get(), path);
   if (!e) m->unlinkName(parent, name);
   fuse_reply_err(req, e);
 }
@@ -590,8 +616,9 @@ void LLMount::opUnlink(fuse_req_t req, fuse_ino_t parent, const char* name) {
 void LLMount::opRmdir(fuse_req_t req, fuse_ino_t parent, const char* name) {
   LLMount* m = self(req);
   std::string path;
-  if (int pe = m->childPath(parent, name, &path)) return (void)fuse_reply_err(req, pe);
-  int e = m->ov_->rmdir(m->view_, path);
+  std::shared_ptr<Layer> layer;
+  if (int pe = m->childAt(parent, name, &path, &layer)) return (void)fuse_reply_err(req, pe);
+  int e = m->ov_->rmdir(layer.get(), path);
   if (!e) m->unlinkName(parent, name);
   fuse_reply_err(req, e);
 }
@@ -599,25 +626,30 @@ void LLMount::opRmdir(fuse_req_t req, fuse_ino_t parent, const char* name) {
 void LLMount::opSymlink(fuse_req_t req, const char* target, fuse_ino_t parent, const char* name) {
   LLMount* m = self(req);
   std::string path;
-  if (int pe = m->childPath(parent, name, &path)) return (void)fuse_reply_err(req, pe);
+  std::shared_ptr<Layer> layer;
+  if (int pe = m->childAt(parent, name, &path, &layer)) return (void)fuse_reply_err(req, pe);
   const struct fuse_ctx* ctx = fuse_req_ctx(req);
   Attr a;
-  int e = m->ov_->symlink(m->view_, target, path, Caller{ctx->uid, ctx->gid}, &a);
+  int e = m->ov_->symlink(layer.get(), target, path, Caller{ctx->uid, ctx->gid}, &a);
   if (e) return (void)fuse_reply_err(req, e);
-  m->replyEntry(req, parent, name, a, m->ov_->current(m->view_));
+  m->replyEntry(req, parent, name, a, layer);
 }
 
 void LLMount::opRename(fuse_req_t req, fuse_ino_t parent, const char* name, fuse_ino_t newparent,
                        const char* newname, unsigned int flags) {
   LLMount* m = self(req);
   std::string from, to;
-  if (int pe = m->childPath(parent, name, &from)) return (void)fuse_reply_err(req, pe);
-  if (int pe = m->childPath(newparent, newname, &to)) return (void)fuse_reply_err(req, pe);
+  std::shared_ptr<Layer> layer, toLayer;
+  if (int pe = m->childAt(parent, name, &from, &layer)) return (void)fuse_reply_err(req, pe);
+  if (int pe = m->childAt(newparent, newname, &to, &toLayer)) return (void)fuse_reply_err(req, pe);
+  // The two directories were looked up in different layers (a switch in between): no object
+  // can move between layers, as between two file systems.
+  if (layer != toLayer) return (void)fuse_reply_err(req, EXDEV);
   uint32_t f = 0;
   if (flags & RENAME_NOREPLACE) f |= kRenameNoReplace;
   if (flags & RENAME_EXCHANGE) f |= kRenameExchange;
   if (flags & ~(RENAME_NOREPLACE | RENAME_EXCHANGE)) return (void)fuse_reply_err(req, EINVAL);
-  int e = m->ov_->rename(m->view_, from, to, f);
+  int e = m->ov_->rename(layer.get(), from, to, f);
   if (!e && from != to) m->moveName(parent, name, newparent, newname, f & kRenameExchange);
   fuse_reply_err(req, e);
 }
@@ -625,27 +657,24 @@ void LLMount::opRename(fuse_req_t req, fuse_ino_t parent, const char* name, fuse
 void LLMount::opLink(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char* newname) {
   LLMount* m = self(req);
   std::string from, to;
-  if (int pe = m->pathOf(ino, &from)) return (void)fuse_reply_err(req, pe);
-  if (int pe = m->childPath(newparent, newname, &to)) return (void)fuse_reply_err(req, pe);
+  std::shared_ptr<Layer> layer, toLayer;
+  if (int pe = m->nodeAt(ino, &from, &layer)) return (void)fuse_reply_err(req, pe);
+  if (int pe = m->childAt(newparent, newname, &to, &toLayer)) return (void)fuse_reply_err(req, pe);
+  if (layer != toLayer) return (void)fuse_reply_err(req, EXDEV);
   Attr a;
-  int e = m->ov_->link(m->view_, from, to, &a);
+  int e = m->ov_->link(layer.get(), from, to, &a);
   if (e) return (void)fuse_reply_err(req, e);
-  m->replyEntry(req, newparent, newname, a, m->ov_->current(m->view_));
+  m->replyEntry(req, newparent, newname, a, layer);
 }
 
 void LLMount::opOpen(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info* fi) {
   LLMount* m = self(req);
   std::string path;
-  if (int pe = m->pathOf(ino, &path)) return (void)fuse_reply_err(req, pe);
-  OpenIntent intent;
-  intent.write = (fi->flags & O_ACCMODE) != O_RDONLY;
-  intent.truncate = (fi->flags & O_TRUNC) != 0;
-  intent.append = (fi->flags & O_APPEND) != 0;
+  std::shared_ptr<Layer> layer;
+  if (int pe = m->nodeAt(ino, &path, &layer)) return (void)fuse_reply_err(req, pe);
   Handle* h = nullptr;
   Attr a;
-  std::shared_ptr<Layer> layer = m->layerFor(ino, path);
-  if (!layer) return (void)fuse_reply_err(req, ESTALE);
-  int e = m->ov_->open(layer.get(), path, intent, &h, &a);
+  int e = m->ov_->open(layer.get(), path, intentOf(fi->flags), &h, &a);
   if (e) return (void)fuse_reply_err(req, e);
   fi->fh = reinterpret_cast<uint64_t>(h);
   // flush does nothing here, and a close() that waits for a FLUSH answer deadlocks a process
@@ -713,29 +742,27 @@ void LLMount::opFsync(fuse_req_t req, fuse_ino_t, int, struct fuse_file_info*) {
   fuse_reply_err(req, 0);
 }
 
-// Contents live in memory (or a spill file that grows on demand), so there is no space to
-// reserve: FALLOC_FL_KEEP_SIZE has nothing to do, and mode 0 is a truncate up. Punching holes
-// and the other modes are refused as file systems without them refuse them.
+// Overlay::fallocate has the semantics; punching holes and the other modes are refused as file
+// systems without them refuse them.
 void LLMount::opFallocate(fuse_req_t req, fuse_ino_t, int mode, off_t offset, off_t length,
                           struct fuse_file_info* fi) {
   LLMount* m = self(req);
   if (mode & ~FALLOC_FL_KEEP_SIZE) return (void)fuse_reply_err(req, EOPNOTSUPP);
   auto* h = reinterpret_cast<Handle*>(fi->fh);
-  Attr a;
-  if (int e = m->ov_->fgetattr(h, &a)) return (void)fuse_reply_err(req, e);
-  uint64_t end = static_cast<uint64_t>(offset) + static_cast<uint64_t>(length);
-  if ((mode & FALLOC_FL_KEEP_SIZE) || end <= a.size) return (void)fuse_reply_err(req, 0);
-  Attr v, out;
-  v.size = end;
-  fuse_reply_err(req, m->ov_->setattr(m->view_, std::string(), h, kSetSize, v, &out));
+  std::shared_ptr<Layer> layer = h->layer.lock();
+  if (!layer) return (void)fuse_reply_err(req, ESTALE);
+  fuse_reply_err(req, m->ov_->fallocate(layer.get(), h, (mode & FALLOC_FL_KEEP_SIZE) != 0,
+                                        static_cast<uint64_t>(offset),
+                                        static_cast<uint64_t>(length)));
 }
 
 void LLMount::opOpendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info* fi) {
   LLMount* m = self(req);
   std::string path;
-  if (int pe = m->pathOf(ino, &path)) return (void)fuse_reply_err(req, pe);
+  std::shared_ptr<Layer> layer;
+  if (int pe = m->nodeAt(ino, &path, &layer)) return (void)fuse_reply_err(req, pe);
   auto d = std::make_unique<DirHandle>();
-  int e = m->ov_->readdir(m->view_, path, &d->entries);
+  int e = m->ov_->opendir(layer.get(), path, &d->stream);
   if (e) return (void)fuse_reply_err(req, e);
   fi->fh = reinterpret_cast<uint64_t>(d.get());
   // Let the kernel keep listings: every change it does not make itself (API writes, layer
@@ -747,32 +774,28 @@ void LLMount::opOpendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info* f
 
 void LLMount::opReaddir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
                         struct fuse_file_info* fi) {
-  auto* d = reinterpret_cast<DirHandle*>(fi->fh);
-  if (off == 0 && d->served) {
+  DirStream& d = reinterpret_cast<DirHandle*>(fi->fh)->stream;
+  if (d.rewinds(static_cast<uint64_t>(off))) {
     // rewinddir(): POSIX wants the directory as it is now, as a new opendir would list it.
     LLMount* m = self(req);
     std::string path;
-    std::vector<DirEntry> fresh;
-    if (m->pathOf(ino, &path) == 0 && m->ov_->readdir(m->view_, path, &fresh) == 0) d->entries.swap(fresh);
+    std::shared_ptr<Layer> layer;
+    DirStream fresh;
+    if (m->nodeAt(ino, &path, &layer) == 0 && m->ov_->opendir(layer.get(), path, &fresh) == 0)
+      d = std::move(fresh);
   }
-  d->served = true;
+  d.served = true;
   std::vector<char> buf(size);
   size_t pos = 0;
-  // Offsets: 0 ".", 1 "..", then entries[i] at i + 2. An entry's offset names the next one.
-  for (size_t i = static_cast<size_t>(off); i < d->entries.size() + 2; ++i) {
+  for (size_t i = static_cast<size_t>(off); i < d.count(); ++i) {
+    const char* name;
+    uint64_t entIno;
+    FileType type;
+    d.at(i, &name, &entIno, &type);
     struct stat st;
     std::memset(&st, 0, sizeof st);
-    const char* name;
-    if (i < 2) {
-      name = i == 0 ? "." : "..";
-      st.st_ino = ino;
-      st.st_mode = S_IFDIR;
-    } else {
-      const DirEntry& de = d->entries[i - 2];
-      name = de.name.c_str();
-      st.st_ino = de.ino;
-      st.st_mode = modeOf(de.type);
-    }
+    st.st_ino = i < 2 ? ino : entIno;
+    st.st_mode = modeOf(type);
     size_t len = fuse_add_direntry(req, buf.data() + pos, size - pos, name, &st,
                                    static_cast<off_t>(i + 1));
     if (len > size - pos) break;
@@ -807,60 +830,56 @@ void LLMount::opSetxattr(fuse_req_t req, fuse_ino_t ino, const char* name, const
                          size_t size, int flags) {
   LLMount* m = self(req);
   std::string path;
-  if (int pe = m->pathOf(ino, &path)) return (void)fuse_reply_err(req, pe);
-  fuse_reply_err(req, m->ov_->setxattr(m->view_, path, name, std::string(value, size), flags));
+  std::shared_ptr<Layer> layer;
+  if (int pe = m->nodeAt(ino, &path, &layer)) return (void)fuse_reply_err(req, pe);
+  fuse_reply_err(req, m->ov_->setxattr(layer.get(), path, name, std::string(value, size), flags));
 }
 
 void LLMount::opGetxattr(fuse_req_t req, fuse_ino_t ino, const char* name, size_t size) {
   LLMount* m = self(req);
   std::string path, value;
-  if (int pe = m->pathOf(ino, &path)) return (void)fuse_reply_err(req, pe);
-  int e = m->ov_->getxattr(m->view_, path, name, &value);
+  std::shared_ptr<Layer> layer;
+  if (int pe = m->nodeAt(ino, &path, &layer)) return (void)fuse_reply_err(req, pe);
+  int e = m->ov_->getxattr(layer.get(), path, name, &value);
   if (e) return (void)fuse_reply_err(req, e);
-  if (size == 0) return (void)fuse_reply_xattr(req, value.size());
-  if (value.size() > size) return (void)fuse_reply_err(req, ERANGE);
-  fuse_reply_buf(req, value.data(), value.size());
+  m->replyXattr(req, value, size);
 }
 
 void LLMount::opListxattr(fuse_req_t req, fuse_ino_t ino, size_t size) {
   LLMount* m = self(req);
   std::string path;
-  if (int pe = m->pathOf(ino, &path)) return (void)fuse_reply_err(req, pe);
+  std::shared_ptr<Layer> layer;
+  if (int pe = m->nodeAt(ino, &path, &layer)) return (void)fuse_reply_err(req, pe);
   std::vector<std::string> names;
-  int e = m->ov_->listxattr(m->view_, path, &names);
+  int e = m->ov_->listxattr(layer.get(), path, &names);
   if (e) return (void)fuse_reply_err(req, e);
-  std::string all;
-  for (auto& n : names) all.append(n).push_back('\0');
-  if (size == 0) return (void)fuse_reply_xattr(req, all.size());
-  if (all.size() > size) return (void)fuse_reply_err(req, ERANGE);
-  fuse_reply_buf(req, all.data(), all.size());
+  m->replyXattr(req, xattrList(names), size);
 }
 
 void LLMount::opRemovexattr(fuse_req_t req, fuse_ino_t ino, const char* name) {
   LLMount* m = self(req);
   std::string path;
-  if (int pe = m->pathOf(ino, &path)) return (void)fuse_reply_err(req, pe);
-  fuse_reply_err(req, m->ov_->removexattr(m->view_, path, name));
+  std::shared_ptr<Layer> layer;
+  if (int pe = m->nodeAt(ino, &path, &layer)) return (void)fuse_reply_err(req, pe);
+  fuse_reply_err(req, m->ov_->removexattr(layer.get(), path, name));
 }
 
 void LLMount::opCreate(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode,
                        struct fuse_file_info* fi) {
   LLMount* m = self(req);
   std::string path;
-  if (int pe = m->childPath(parent, name, &path)) return (void)fuse_reply_err(req, pe);
+  std::shared_ptr<Layer> layer;
+  if (int pe = m->childAt(parent, name, &path, &layer)) return (void)fuse_reply_err(req, pe);
   const struct fuse_ctx* ctx = fuse_req_ctx(req);
-  OpenIntent intent;
-  intent.write = (fi->flags & O_ACCMODE) != O_RDONLY;
-  intent.truncate = (fi->flags & O_TRUNC) != 0;
-  intent.exclusive = (fi->flags & O_EXCL) != 0;
   Handle* h = nullptr;
   Attr a;
-  int e = m->ov_->create(m->view_, path, mode & 07777, intent, Caller{ctx->uid, ctx->gid}, &h, &a);
+  int e = m->ov_->create(layer.get(), path, mode & 07777, intentOf(fi->flags),
+                         Caller{ctx->uid, ctx->gid}, &h, &a);
   if (e) return (void)fuse_reply_err(req, e);
   fi->fh = reinterpret_cast<uint64_t>(h);
   fi->noflush = 1;
   struct fuse_entry_param ep;
-  m->fillEntry(&ep, m->remember(parent, name, a.type, a.ino, a.nlink, m->ov_->current(m->view_)), a);
+  m->fillEntry(&ep, m->remember(parent, name, a.type, a.ino, a.nlink, layer), a);
   m->trackHandle(ep.ino, h, true);
   if (fuse_reply_create(req, &ep, fi) == -ENOENT) {
     m->trackHandle(ep.ino, h, false);

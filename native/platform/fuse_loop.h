@@ -4,6 +4,7 @@
 // own loop thread, which deletes it when the loop ends.
 #pragma once
 
+#include <fcntl.h>
 #include <fuse_opt.h>  // libfuse3's and WinFsp's alike
 
 #include <functional>
@@ -12,6 +13,7 @@
 #include <thread>
 
 #include "../core/backend.h"
+#include "../core/dir_stream.h"
 #include "fuse_attr.h"
 
 namespace shadowfs {
@@ -26,6 +28,11 @@ inline struct fuse_args mountArgs(const std::string& lower, bool debug) {
   fuse_opt_add_arg(&args, opts.c_str());
   if (debug) fuse_opt_add_arg(&args, "-d");
   return args;
+}
+
+// open(2) flags as both FUSE APIs pass them, reduced to what the overlay needs.
+inline OpenIntent intentOf(int flags) {
+  return intentFromFlags(flags, O_ACCMODE, O_RDONLY, O_TRUNC, O_APPEND, O_EXCL);
 }
 
 class LoopedMount : public MountBackend {

@@ -1,0 +1,584 @@
+// One function per file-system operation. Each takes the layer its request resolved (see
+// overlay.h), holds that layer's lock only for the tree work, does content work under the
+// file's own content lock, and returns 0 or an errno from one place.
+#include <cerrno>
+
+#include "model.h"
+#include "path.h"
+
+namespace shadowfs {
+
+// The layer a call acts on: the one given, or the active one (kept alive for the call).
+#define SFS_AT(view)                              \
+  std::shared_ptr<Layer> hold_;                   \
+  if (!(view)) hold_ = current(nullptr);          \
+  Layer& L = (view) ? *(view) : *hold_;
+
+int Overlay::getattr(Layer* view, const std::string& path, Attr* out) {
+  SFS_AT(view);
+  ReadLock lock(L.mu, LockRank::Layer);
+  Res r;
+  int e = resolve(L, path, &r);
+  if (e) return e;
+  if (r.node) {
+    nodeAttr(r.node, r.lv, r.low, out);
+  } else {
+    *out = r.lowerAttr;
+  }
+  return 0;
+}
+
+int Overlay::readdir(Layer* view, const std::string& path, std::vector<DirEntry>* out) {
+  SFS_AT(view);
+  ListPlan plan;
+  {
+    ReadLock lock(L.mu, LockRank::Layer);
+    int e = planList(L, path, &plan);
+    if (e) return e;
+  }
+  return runList(plan, out);
+}
+
+int Overlay::opendir(Layer* view, const std::string& path, DirStream* d) {
+  SFS_AT(view);
+  ListPlan plan;
+  {
+    ReadLock lock(L.mu, LockRank::Layer);
+    int e = planList(L, path, &plan);
+    if (e) return e;
+  }
+  d->ino = plan.ino;
+  d->served = false;
+  return runList(plan, &d->entries);
+}
+
+int Overlay::readlink(Layer* view, const std::string& path, std::string* out) {
+  SFS_AT(view);
+  ReadLock lock(L.mu, LockRank::Layer);
+  Res r;
+  int e = resolve(L, path, &r);
+  if (e) return e;
+  if (r.node) {
+    if (r.node->inode->type != FileType::Symlink) return EINVAL;
+    *out = r.node->inode->target;
+    return 0;
+  }
+  if (r.lowerAttr.type != FileType::Symlink) return EINVAL;
+  return lower_->readlink(r.low, out);
+}
+
+int Overlay::mknod(Layer* view, const std::string& path, FileType type, uint32_t perm,
+                   uint64_t rdev, const Caller& who, Attr* out) {
+  SFS_AT(view);
+  if (!L.writable) return EROFS;
+  auto in = newInode(type, perm, who);
+  in->snap.rdev = rdev;
+  WriteLock lock(L.mu, LockRank::Layer);
+  Node* n;
+  int e = placeNew(L, path, in, &n);
+  if (e) return e;
+  nodeAttr(n, false, std::string(), out);
+  return 0;
+}
+
+int Overlay::mkdir(Layer* view, const std::string& path, uint32_t perm, const Caller& who,
+                   Attr* out) {
+  SFS_AT(view);
+  if (!L.writable) return EROFS;
+  auto in = newInode(FileType::Directory, perm, who);
+  WriteLock lock(L.mu, LockRank::Layer);
+  Node* n;
+  int e = placeNew(L, path, in, &n);
+  if (e) return e;
+  nodeAttr(n, false, std::string(), out);
+  return 0;
+}
+
+int Overlay::symlink(Layer* view, const std::string& target, const std::string& path,
+                     const Caller& who, Attr* out) {
+  SFS_AT(view);
+  if (!L.writable) return EROFS;
+  auto in = newInode(FileType::Symlink, 0777, who);
+  in->target = target;
+  in->snap.size = target.size();
+  WriteLock lock(L.mu, LockRank::Layer);
+  Node* n;
+  int e = placeNew(L, path, in, &n);
+  if (e) return e;
+  nodeAttr(n, false, std::string(), out);
+  return 0;
+}
+
+int Overlay::link(Layer* view, const std::string& from, const std::string& to, Attr* out) {
+  SFS_AT(view);
+  if (!L.writable) return EROFS;
+  WriteLock lock(L.mu, LockRank::Layer);
+  Res r;
+  Node* src;
+  int e = materializeNode(L, from, &src, &r);
+  if (e) return e;
+  if (src->dir()) return EPERM;
+  std::shared_ptr<Inode> in = src->inode;
+  Node* n;
+  e = placeNew(L, to, in, &n);
+  if (e) return e;
+  ensureOwnMeta(in.get(), false, std::string());
+  touch(in.get(), false);
+  nodeAttr(n, false, std::string(), out);
+  return 0;
+}
+
+int Overlay::unlink(Layer* view, const std::string& path) {
+  SFS_AT(view);
+  if (!L.writable) return EROFS;
+  WriteLock lock(L.mu, LockRank::Layer);
+  Res r;
+  int e = resolve(L, path, &r);
+  if (e) return e;
+  FileType t = r.node ? r.node->inode->type : r.lowerAttr.type;
+  if (t == FileType::Directory) return EISDIR;
+  return removeAt(L, path);
+}
+
+int Overlay::rmdir(Layer* view, const std::string& path) {
+  SFS_AT(view);
+  if (!L.writable) return EROFS;
+  if (path.empty()) return EBUSY;
+  WriteLock lock(L.mu, LockRank::Layer);
+  ListPlan plan;
+  int e = planList(L, path, &plan);
+  if (e) return e;
+  std::vector<DirEntry> ls;
+  e = runList(plan, &ls);
+  if (e) return e;
+  if (!ls.empty()) return ENOTEMPTY;
+  return removeAt(L, path);
+}
+
+int Overlay::rename(Layer* view, const std::string& from, const std::string& to, uint32_t flags) {
+  SFS_AT(view);
+  if (!L.writable) return EROFS;
+  if ((flags & kRenameNoReplace) && (flags & kRenameExchange)) return EINVAL;
+  if (from.empty() || to.empty()) return EBUSY;
+  WriteLock lock(L.mu, LockRank::Layer);
+  Res rf;
+  int e = resolve(L, from, &rf);
+  if (e) return e;
+  if (isInside(to, from)) return EINVAL;
+  std::string tparent, tname;
+  splitLast(to, &tparent, &tname);
+  if (tname.size() > kNameMax) return ENAMETOOLONG;
+  Res rt;
+  int et = resolve(L, to, &rt);
+  if (et && et != ENOENT) return et;
+  if (et == ENOENT) {
+    Res rp;
+    int ep = resolve(L, tparent, &rp);
+    if (ep) return ep;
+    FileType pt = rp.node ? rp.node->inode->type : rp.lowerAttr.type;
+    if (pt != FileType::Directory) return ENOTDIR;
+  }
+  const bool toExists = et == 0;
+  if (from == to) return 0;
+  const FileType ft = rf.node ? rf.node->inode->type : rf.lowerAttr.type;
+  if ((flags & kRenameNoReplace) && toExists) return EEXIST;
+  // Two names of one file (hard links): POSIX says succeed and do nothing. Linux's VFS stops
+  // this before a path-based backend sees it only when both names are one kernel inode.
+  if (toExists && ft != FileType::Directory) {
+    const bool sameInLayer = rf.node && rt.node && rf.node->inode == rt.node->inode;
+    const bool sameInLower = !rf.node && !rt.node && rf.lowerAttr.nlink > 1 &&
+                             rf.lowerAttr.ino == rt.lowerAttr.ino;
+    if (sameInLayer || sameInLower) return 0;
+  }
+  if (flags & kRenameExchange) {
+    if (!toExists) return ENOENT;
+    if (isInside(from, to)) return EINVAL;
+    Res a, b;
+    auto na = detach(L, from, a);
+    if (!na) return EIO;
+    auto nb = detach(L, to, b);
+    if (!nb) return EIO;
+    e = attach(L, to, std::move(na));
+    if (e) return e;
+    return attach(L, from, std::move(nb));
+  }
+  if (toExists) {
+    const FileType tt = rt.node ? rt.node->inode->type : rt.lowerAttr.type;
+    const bool fromDir = ft == FileType::Directory, toDir = tt == FileType::Directory;
+    if (fromDir && !toDir) return ENOTDIR;
+    if (!fromDir && toDir) return EISDIR;
+    if (toDir) {
+      if (isInside(from, to)) return ENOTEMPTY;
+      ListPlan plan;
+      e = planList(L, to, &plan);
+      std::vector<DirEntry> ls;
+      if (!e) e = runList(plan, &ls);
+      if (e) return e;
+      if (!ls.empty()) return ENOTEMPTY;
+    }
+  }
+  Res a;
+  auto na = detach(L, from, a);
+  if (!na) return EIO;
+  return attach(L, to, std::move(na));
+}
+
+int Overlay::setattr(Layer* view, const std::string& path, Handle* h, uint32_t mask,
+                     const Attr& v, Attr* out) {
+  SFS_AT(view);
+  if (!L.writable) return EROFS;
+  std::shared_ptr<Inode> in;
+  if (h && h->inode) {
+    in = h->inode;
+  } else {
+    WriteLock lock(L.mu, LockRank::Layer);
+    Node* n;
+    Res r;
+    int e = materializeNode(L, path, &n, &r);
+    if (e) return e;
+    in = n->inode;
+    ensureOwnMeta(in.get(), r.lv, r.low);
+    if (in->type == FileType::Directory) {
+      // Directories have no content: everything happens under the tree lock.
+      if (mask & kSetSize) return EISDIR;
+    }
+    if (in->type == FileType::Directory) {
+      Timespec t = nowTime();
+      {
+        MetaLock m(in->mmu, LockRank::Meta);
+        Attr& s = in->snap;
+        if (mask & kSetMode) s.perm = v.perm & 07777;
+        if (mask & kSetUid) s.uid = v.uid;
+        if (mask & kSetGid) s.gid = v.gid;
+        if (mask & kSetAtimeNow) s.atime = t;
+        else if (mask & kSetAtime) s.atime = v.atime;
+        if (mask & kSetMtimeNow) s.mtime = t;
+        else if (mask & kSetMtime) s.mtime = v.mtime;
+        s.ctime = (mask & kSetCtime) ? v.ctime : t;
+      }
+      nodeAttr(n, r.lv, r.low, out);
+      return 0;
+    }
+  }
+  ensureOwnMeta(in.get(), false, std::string());
+  Timespec t = nowTime();
+  if (mask & kSetSize) {
+    if (in->type != FileType::Regular) return EINVAL;
+    // A file's content changes under its own lock; a copy-up of a big file stops nobody else.
+    WriteLock c(in->cmu, LockRank::Content);
+    int e = copyUp(in.get(), v.size != 0);
+    if (e) return e;
+    e = contentTruncate(in.get(), v.size);
+    if (e) return e;
+    MetaLock m(in->mmu, LockRank::Meta);
+    in->snap.size = v.size;
+    in->snap.mtime = t;
+  }
+  {
+    MetaLock m(in->mmu, LockRank::Meta);
+    Attr& s = in->snap;
+    if (mask & kSetMode) s.perm = v.perm & 07777;
+    if (mask & kSetUid) s.uid = v.uid;
+    if (mask & kSetGid) s.gid = v.gid;
+    if (mask & kSetAtimeNow) s.atime = t;
+    else if (mask & kSetAtime) s.atime = v.atime;
+    if (mask & kSetMtimeNow) s.mtime = t;
+    else if (mask & kSetMtime) s.mtime = v.mtime;
+    s.ctime = (mask & kSetCtime) ? v.ctime : t;
+  }
+  inodeAttr(in.get(), out);
+  return 0;
+}
+
+// The part of open/create after the tree work, with no lock held: takes the content from A
+// for a write-open (the long part), truncates, and makes the handle.
+int Overlay::openOnNode(Layer& L, const std::shared_ptr<Inode>& in, const OpenIntent& intent,
+                        Handle** out, Attr* attr) {
+  auto h = std::make_unique<Handle>();
+  h->inode = in;
+  h->layer = L.weak_from_this();
+  h->writable = intent.write;
+  if (intent.write || intent.truncate) {
+    WriteLock c(in->cmu, LockRank::Content);
+    int e = copyUp(in.get(), !intent.truncate);
+    if (e) return e;
+    if (intent.truncate) {
+      bool nonEmpty;
+      {
+        MetaLock m(in->mmu, LockRank::Meta);
+        nonEmpty = in->snap.size != 0;
+      }
+      if (nonEmpty) {
+        e = contentTruncate(in.get(), 0);
+        if (e) return e;
+        Timespec t = nowTime();
+        MetaLock m(in->mmu, LockRank::Meta);
+        in->snap.size = 0;
+        in->snap.mtime = in->snap.ctime = t;
+      }
+    }
+  } else {
+    std::optional<std::string> lowerPath;
+    {
+      MetaLock m(in->mmu, LockRank::Meta);
+      lowerPath = in->lowerPath;
+    }
+    if (lowerPath) {
+      int e = lower_->open(*lowerPath, &h->lower);
+      if (e) return e;
+    }
+  }
+  inodeAttr(in.get(), attr);
+  *out = h.release();
+  return 0;
+}
+
+int Overlay::open(Layer* view, const std::string& path, const OpenIntent& intent, Handle** out,
+                  Attr* attr) {
+  SFS_AT(view);
+  std::shared_ptr<Inode> in;
+  if (!intent.write && !intent.truncate) {
+    ReadLock lock(L.mu, LockRank::Layer);
+    Res r;
+    int e = resolve(L, path, &r);
+    if (e) return e;
+    if (r.node) {
+      if (r.node->dir()) return EISDIR;
+      in = r.node->inode;
+    } else {
+      if (r.lowerAttr.type == FileType::Directory) return EISDIR;
+      auto h = std::make_unique<Handle>();
+      e = lower_->open(r.low, &h->lower);
+      if (e) return e;
+      h->lowerIno = r.lowerAttr.ino;
+      h->layer = L.weak_from_this();
+      *attr = r.lowerAttr;
+      *out = h.release();
+      return 0;
+    }
+  } else {
+    if (!L.writable) return EROFS;
+    WriteLock lock(L.mu, LockRank::Layer);
+    Res r;
+    Node* n;
+    int e = materializeNode(L, path, &n, &r);
+    if (e) return e;
+    if (n->dir()) return EISDIR;
+    in = n->inode;
+    // Read-only handles opened on A's file before this copy-up switch to the copy.
+    if (in->ino < kFirstLayerIno) L.copied[in->ino] = in;
+  }
+  return openOnNode(L, in, intent, out, attr);
+}
+
+int Overlay::create(Layer* view, const std::string& path, uint32_t perm, const OpenIntent& intent,
+                    const Caller& who, Handle** out, Attr* attr) {
+  SFS_AT(view);
+  if (!L.writable) return EROFS;
+  std::shared_ptr<Inode> in;
+  {
+    WriteLock lock(L.mu, LockRank::Layer);
+    Res r;
+    int e = resolve(L, path, &r);
+    if (e == 0) {
+      if (intent.exclusive) return EEXIST;
+      Node* n;
+      e = materializeNode(L, path, &n, &r);
+      if (e) return e;
+      if (n->dir()) return EISDIR;
+      in = n->inode;
+      if ((intent.write || intent.truncate) && in->ino < kFirstLayerIno) L.copied[in->ino] = in;
+    } else if (e == ENOENT) {
+      Node* n;
+      e = placeNew(L, path, newInode(FileType::Regular, perm, who), &n);
+      if (e) return e;
+      in = n->inode;
+    } else {
+      return e;
+    }
+  }
+  return openOnNode(L, in, intent, out, attr);
+}
+
+namespace {
+// A file of A opened for reading: once its layer copied it up, the copy is what it shows.
+std::shared_ptr<Inode> copiedOf(const Handle* h) {
+  if (h->inode) return h->inode;
+  auto layer = h->layer.lock();
+  if (!layer) return nullptr;
+  ReadLock lock(layer->mu, LockRank::Layer);
+  if (layer->copied.empty()) return nullptr;
+  auto it = layer->copied.find(h->lowerIno);
+  return it == layer->copied.end() ? nullptr : it->second.lock();
+}
+}  // namespace
+
+int Overlay::read(Handle* h, char* buf, size_t size, uint64_t off, size_t* got) {
+  *got = 0;
+  std::shared_ptr<Inode> in = copiedOf(h);
+  if (in) {
+    ReadLock c(in->cmu, LockRank::Content);
+    if (!in->lowerPath) {
+      if (in->type != FileType::Regular) return EINVAL;
+      return contentRead(in.get(), buf, size, off, got);
+    }
+  }
+  if (h->lower < 0) return EIO;
+  return lower_->pread(h->lower, buf, size, off, got);
+}
+
+int Overlay::write(Handle* h, const char* buf, size_t size, uint64_t off) {
+  Inode* in = h->inode.get();
+  if (!in || !h->writable) return EBADF;
+  WriteLock c(in->cmu, LockRank::Content);
+  int e = copyUp(in, true);
+  if (e) return e;
+  e = contentWrite(in, buf, size, off);
+  if (e) return e;
+  const uint64_t size2 = in->spill ? in->spillSize : in->data.size();
+  Timespec t = nowTime();
+  MetaLock m(in->mmu, LockRank::Meta);
+  in->snap.size = size2;
+  in->snap.mtime = in->snap.ctime = t;
+  return 0;
+}
+
+int Overlay::fgetattr(Handle* h, Attr* out) {
+  std::shared_ptr<Inode> in = copiedOf(h);
+  if (!in) return h->lower >= 0 ? lower_->fstat(h->lower, out) : ENOENT;
+  inodeAttr(in.get(), out);
+  return 0;
+}
+
+int Overlay::fallocate(Layer* view, Handle* h, bool keepSize, uint64_t off, uint64_t len) {
+  if (!h) return EBADF;
+  Attr a;
+  if (int e = fgetattr(h, &a)) return e;
+  const uint64_t end = off + len;
+  if (keepSize || end <= a.size) return 0;
+  Attr v, out;
+  v.size = end;
+  return setattr(view, std::string(), h, kSetSize, v, &out);
+}
+
+void Overlay::release(Handle* h) {
+  if (h->lower >= 0) lower_->close(h->lower);
+  delete h;
+}
+
+int Overlay::getxattr(Layer* view, const std::string& path, const std::string& name,
+                      std::string* value) {
+  SFS_AT(view);
+  ReadLock lock(L.mu, LockRank::Layer);
+  Res r;
+  int e = resolve(L, path, &r);
+  if (e) return e;
+  if (r.node) {
+    const Inode* in = r.node->inode.get();
+    MetaLock m(in->mmu, LockRank::Meta);
+    if (in->ownXattrs) {
+      auto it = in->xattrs.find(name);
+      if (it == in->xattrs.end()) return ENODATA;
+      *value = it->second;
+      return 0;
+    }
+  }
+  std::string src;
+  if (xattrSource(r, &src)) return ENODATA;
+  return lower_->getxattr(src, name, value);
+}
+
+int Overlay::listxattr(Layer* view, const std::string& path, std::vector<std::string>* names) {
+  SFS_AT(view);
+  ReadLock lock(L.mu, LockRank::Layer);
+  Res r;
+  int e = resolve(L, path, &r);
+  if (e) return e;
+  names->clear();
+  if (r.node) {
+    const Inode* in = r.node->inode.get();
+    MetaLock m(in->mmu, LockRank::Meta);
+    if (in->ownXattrs) {
+      for (auto& [k, v] : in->xattrs) names->push_back(k);
+      return 0;
+    }
+  }
+  std::string src;
+  if (xattrSource(r, &src)) return 0;
+  return lower_->listxattr(src, names);
+}
+
+namespace {
+// The layer takes over an object's xattr list (copying A's) before its first change.
+void ownXattrs(LowerFs* lower, Inode* in, const std::string* src) {
+  {
+    MetaLock m(in->mmu, LockRank::Meta);
+    if (in->ownXattrs) return;
+  }
+  std::map<std::string, std::string> copy;
+  if (src) {
+    std::vector<std::string> names;
+    lower->listxattr(*src, &names);
+    for (auto& k : names) {
+      std::string v;
+      if (lower->getxattr(*src, k, &v) == 0) copy[k] = v;
+    }
+  }
+  MetaLock m(in->mmu, LockRank::Meta);
+  if (in->ownXattrs) return;
+  in->xattrs = std::move(copy);
+  in->ownXattrs = true;
+}
+}  // namespace
+
+int Overlay::setxattr(Layer* view, const std::string& path, const std::string& name,
+                      const std::string& value, int flags) {
+  SFS_AT(view);
+  if (!L.writable) return EROFS;
+  WriteLock lock(L.mu, LockRank::Layer);
+  Res r;
+  Node* n;
+  int e = materializeNode(L, path, &n, &r);
+  if (e) return e;
+  Inode* in = n->inode.get();
+  std::string src;
+  const bool hasSrc = xattrSource(r, &src) == 0;
+  ownXattrs(lower_.get(), in, hasSrc ? &src : nullptr);
+  ensureOwnMeta(in, r.lv, r.low);
+  {
+    MetaLock m(in->mmu, LockRank::Meta);
+    bool exists = in->xattrs.count(name) != 0;
+    if ((flags & 1) && exists) return EEXIST;
+    if ((flags & 2) && !exists) return ENODATA;
+    in->xattrs[name] = value;
+  }
+  touch(in, false);
+  return 0;
+}
+
+int Overlay::removexattr(Layer* view, const std::string& path, const std::string& name) {
+  SFS_AT(view);
+  if (!L.writable) return EROFS;
+  std::string old;
+  if (int e = getxattr(&L, path, name, &old)) return e;  // nothing to remove: change nothing
+  WriteLock lock(L.mu, LockRank::Layer);
+  Res r;
+  Node* n;
+  int e = materializeNode(L, path, &n, &r);
+  if (e) return e;
+  Inode* in = n->inode.get();
+  std::string src;
+  const bool hasSrc = xattrSource(r, &src) == 0;
+  ownXattrs(lower_.get(), in, hasSrc ? &src : nullptr);
+  ensureOwnMeta(in, r.lv, r.low);
+  {
+    MetaLock m(in->mmu, LockRank::Meta);
+    if (in->xattrs.erase(name) == 0) return ENODATA;
+  }
+  touch(in, false);
+  return 0;
+}
+
+int Overlay::statfs(FsStats* out) { return lower_->statfs(out); }
+
+}  // namespace shadowfs
