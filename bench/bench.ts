@@ -1,12 +1,15 @@
 // `npm run bench [-- --quick]`: shadowfs against the native folder and the alternatives, side by
 // side in one run, interleaved and repeated; medians and ratios to native go to bench/results/
 // as JSON, a Markdown table and an SVG chart. Needs root (mounts, drop_caches).
+// `npm run bench -- [--quick] --only responsiveness` runs only the event-loop section
+// (bench/responsiveness.ts) and writes bench/results/<time>-responsiveness.{json,md}.
 import { spawnSync } from 'child_process';
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import { mount, Shadow, ShadowClient } from '../src';
 import { addon } from '../src/native';
+import { responsiveness, responsivenessMarkdown, ResponsivenessRow, TARGET_MAX_DELAY_MS } from './responsiveness';
 
 const quick = process.argv.includes('--quick');
 // Quick mode stays under 3 minutes on a 2-core machine: a smaller tree, fewer repetitions, and
@@ -14,8 +17,26 @@ const quick = process.argv.includes('--quick');
 const FILES = quick ? 5_000 : 50_000;
 const REPS = quick ? 2 : 5;
 const SMALL_FILES = quick ? 1_000 : 10_000;
+// The folder's file another process appends to while the event loop is watched (MiB).
+const RESP_MIB = quick ? 256 : 1024;
+const onlyArg = process.argv.findIndex((a) => a === '--only' || a.startsWith('--only='));
+const only =
+  onlyArg < 0 ? undefined : process.argv[onlyArg].startsWith('--only=') ? process.argv[onlyArg].slice(7) : process.argv[onlyArg + 1];
+if (only !== undefined && only !== 'responsiveness') {
+  console.error(`bench: --only knows one section, "responsiveness"; got ${JSON.stringify(only)}`);
+  process.exit(2);
+}
 const repo = path.join(__dirname, '..', '..');
 const work = fs.mkdtempSync(path.join(os.tmpdir(), 'shadowfs-bench-'));
+// However the run ends (done, failed, or stopped by a signal the run handles), the work
+// directory goes, unless something is still mounted under it.
+process.on('exit', () => {
+  const mounted = fs
+    .readFileSync('/proc/self/mounts', 'utf8')
+    .split('\n')
+    .some((line) => line.split(' ')[1]?.startsWith(work));
+  if (!mounted) fs.rmSync(work, { recursive: true, force: true });
+});
 
 function sh(cmd: string, cwd?: string): { ms: number; out: string } {
   const t0 = process.hrtime.bigint();
@@ -196,7 +217,37 @@ const workloads: Workload[] = [
   },
 ];
 
+const machine = `${os.cpus().length} × ${os.cpus()[0]?.model ?? 'cpu'}, ${Math.round(os.totalmem() / 2 ** 30)} GiB, Linux ${os.release()}`;
+const outDir = path.join(repo, 'bench', 'results');
+const stampOf = (d: Date): string => d.toISOString().replace(/[:.]/g, '-');
+
+/** The event-loop section alone: its own result files, latest.* left as they are. */
+async function onlyResponsiveness(): Promise<void> {
+  const started = new Date();
+  console.error(`shadowfs bench, responsiveness only (${quick ? 'quick' : 'full'}): ${RESP_MIB} MiB file`);
+  const rows = await responsiveness(addon().backends, RESP_MIB, (l) => console.error(l));
+  const json = {
+    started: started.toISOString(),
+    mode: quick ? 'quick' : 'full',
+    machine,
+    responsiveness: { fileMiB: RESP_MIB, targetMaxDelayMs: TARGET_MAX_DELAY_MS, rows },
+  };
+  const md = [
+    `# shadowfs benchmark, responsiveness only, ${started.toISOString().slice(0, 10)} (${json.mode})`,
+    '',
+    `Machine: ${machine}.`,
+    '',
+    ...responsivenessMarkdown(rows, RESP_MIB, quick),
+  ].join('\n');
+  fs.mkdirSync(outDir, { recursive: true });
+  fs.writeFileSync(path.join(outDir, `${stampOf(started)}-responsiveness.json`), JSON.stringify(json, null, 2));
+  fs.writeFileSync(path.join(outDir, `${stampOf(started)}-responsiveness.md`), md);
+  process.stdout.write(md);
+  fs.rmSync(work, { recursive: true, force: true });
+}
+
 async function main(): Promise<void> {
+  if (only === 'responsiveness') return onlyResponsiveness();
   if (process.getuid?.() !== 0) throw new Error('the benchmark mounts overlayfs and drops caches: run it as root');
   const started = new Date();
   console.error(`shadowfs bench (${quick ? 'quick' : 'full'}): ${FILES} generated files, ${REPS} repetitions, work dir ${work}`);
@@ -263,8 +314,8 @@ async function main(): Promise<void> {
     const shadow = await mount(trees.generated, { mountPoint: path.join(work, `switch-${backend}`), backend });
     try {
       for (const n of [1, 100, 10_000]) {
-        const a = shadow.layer(`a${n}`);
-        const b = shadow.layer(`b${n}`);
+        const a = await Promise.resolve(shadow.layer(`a${n}`));
+        const b = await Promise.resolve(shadow.layer(`b${n}`));
         for (let i = 0; i < n; i++) {
           await a.write(`changed/f${i}.txt`, `a${i}`);
           await b.write(`changed/f${i}.txt`, `b${i}`);
@@ -273,13 +324,20 @@ async function main(): Promise<void> {
         const times: number[] = [];
         for (let r = 0; r < 20; r++) times.push((await shadow.activate(r % 2 ? `a${n}` : `b${n}`)).ms);
         extra[`layer switch (${backend}), ${n} changed paths (ms)`] = median(times);
-        if (n === 10_000) extra['layer memory, 10,000 small files (bytes per path)'] = Math.round(a.stats().memoryBytes / a.stats().paths);
+        if (n === 10_000) {
+          // Promise.resolve: right whether stats() answers at once or with a Promise.
+          const st = await Promise.resolve(a.stats());
+          extra['layer memory, 10,000 small files (bytes per path)'] = Math.round(st.memoryBytes / st.paths);
+        }
       }
     } finally {
       await shadow.unmount({ lazy: true });
     }
   }
   extra['process RSS after the switch runs (MiB)'] = Math.round(process.memoryUsage().rss / 1048576);
+
+  // shadowfs only: the event loop while another process copies a big file up and layers switch.
+  const resp: ResponsivenessRow[] = await responsiveness(addon().backends, RESP_MIB, (l) => console.error(l));
 
   // The daemon's memory: idle, then with 100 agent layers of 100 small files each.
   {
@@ -324,10 +382,8 @@ async function main(): Promise<void> {
     for (const [c, m] of Object.entries(medians)) ratios[c] = base > 0 ? m / base : NaN;
     table.push({ workload: w, medians, ratios });
   }
-  const machine = `${os.cpus().length} × ${os.cpus()[0]?.model ?? 'cpu'}, ${Math.round(os.totalmem() / 2 ** 30)} GiB, Linux ${os.release()}`;
-  const outDir = path.join(repo, 'bench', 'results');
   fs.mkdirSync(outDir, { recursive: true });
-  const stamp = started.toISOString().replace(/[:.]/g, '-');
+  const stamp = stampOf(started);
   const json = {
     started: started.toISOString(),
     mode: quick ? 'quick' : 'full',
@@ -337,6 +393,7 @@ async function main(): Promise<void> {
     results: table,
     raw: results,
     shadowfs: extra,
+    responsiveness: { fileMiB: RESP_MIB, targetMaxDelayMs: TARGET_MAX_DELAY_MS, rows: resp },
     notes,
   };
   fs.writeFileSync(path.join(outDir, `${stamp}.json`), JSON.stringify(json, null, 2));
@@ -362,6 +419,7 @@ async function main(): Promise<void> {
     ...Object.entries(extra).map(([k, v]) => `- shadowfs ${k}: ${v.toFixed(3).replace(/\.?0+$/, '')}`),
     ...Object.entries(notes).map(([k, v]) => `- ${k}: ${v.toFixed(0)}`),
     '',
+    ...responsivenessMarkdown(resp, RESP_MIB, quick),
   ].join('\n');
   fs.writeFileSync(path.join(outDir, `${stamp}.md`), md);
   fs.writeFileSync(path.join(outDir, 'latest.md'), md);

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # npm run bench [-- --quick]: installs what the comparison needs (fuse-overlayfs), builds, runs
 # bench/bench.ts as root. Results: bench/results/latest.{md,json,svg}.
+# npm run bench -- [--quick] --only responsiveness: only the event-loop section (a few seconds),
+# results in bench/results/<time>-responsiveness.{md,json}.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/bootstrap.sh
