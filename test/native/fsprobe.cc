@@ -5,6 +5,8 @@
 //   fsprobe mmap-write FILE OFF TEXT  (writes TEXT at OFF through a shared mapping, msync)
 //   fsprobe setxattr FILE NAME VALUE | getxattr FILE NAME | listxattr FILE | removexattr FILE NAME
 //   fsprobe flock FILE                (takes and drops an exclusive flock and a POSIX lock)
+//   fsprobe hold path|dir|read PATH   (opens PATH, prints "ready", then runs one command per
+//                                      stdin line against that descriptor; see hold() below)
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
@@ -23,9 +25,88 @@ static int fail() {
   return 1;
 }
 
+// Holds a descriptor looked up before the test switches layers, then makes the calls the test
+// asks for through it: the kernel sends them for the node it looked up then, which is how a
+// switch between a lookup and an operation is made deterministic. One reply line per command.
+static int hold(const char* how, const char* path) {
+  int flags = std::string(how) == "path" ? O_PATH | O_NOFOLLOW
+              : std::string(how) == "dir" ? O_RDONLY | O_DIRECTORY
+                                          : O_RDONLY;
+  int fd = open(path, flags);
+  if (fd < 0) return fail();
+  puts("ready");
+  fflush(stdout);
+  char line[8192];
+  while (fgets(line, sizeof line, stdin)) {
+    line[strcspn(line, "\n")] = 0;
+    char* argv[4] = {nullptr, nullptr, nullptr, nullptr};
+    int n = 0;
+    for (char* t = strtok(line, " "); t && n < 4; t = strtok(nullptr, " ")) argv[n++] = t;
+    if (n == 0) continue;
+    std::string c = argv[0];
+    int r = -1;
+    char buf[4096];
+    ssize_t len = -1;
+    if (c == "quit") break;
+    if (c == "readlink") {
+      len = readlinkat(fd, "", buf, sizeof buf);
+    } else if (c == "getxattr" && n == 2) {
+      len = fgetxattr(fd, argv[1], buf, sizeof buf);
+    } else if (c == "listxattr") {
+      len = flistxattr(fd, buf, sizeof buf);
+      for (ssize_t i = 0; i + 1 < len; ++i)
+        if (buf[i] == 0) buf[i] = ',';
+      if (len > 0) len--;  // no trailing NUL
+    } else if (c == "setxattr" && n == 3) {
+      r = fsetxattr(fd, argv[1], argv[2], strlen(argv[2]), 0);
+    } else if (c == "removexattr" && n == 2) {
+      r = fremovexattr(fd, argv[1]);
+    } else if (c == "mkdir" && n == 2) {
+      r = mkdirat(fd, argv[1], 0755);
+    } else if (c == "mkfifo" && n == 2) {
+      r = mknodat(fd, argv[1], S_IFIFO | 0644, 0);
+    } else if (c == "symlink" && n == 3) {
+      r = symlinkat(argv[1], fd, argv[2]);
+    } else if (c == "create" && n == 2) {
+      int f = openat(fd, argv[1], O_CREAT | O_EXCL | O_WRONLY, 0644);
+      r = f < 0 ? -1 : (write(f, "made\n", 5) == 5 ? 0 : -1);
+      if (f >= 0) close(f);
+    } else if (c == "unlink" && n == 2) {
+      r = unlinkat(fd, argv[1], 0);
+    } else if (c == "rmdir" && n == 2) {
+      r = unlinkat(fd, argv[1], AT_REMOVEDIR);
+    } else if (c == "link-to" && n == 2) {  // a new name, in the cwd's tree, for the held object
+      r = linkat(fd, "", AT_FDCWD, argv[1], AT_EMPTY_PATH);
+    } else if (c == "rename-to" && n == 3) {  // NAME in the held directory -> path from the cwd
+      r = renameat(fd, argv[1], AT_FDCWD, argv[2]);
+    } else if (c == "stat" && n == 2) {
+      struct stat st;
+      r = fstatat(fd, argv[1], &st, AT_SYMLINK_NOFOLLOW);
+      if (r == 0) {
+        len = snprintf(buf, sizeof buf, "%s", S_ISDIR(st.st_mode) ? "dir" : S_ISLNK(st.st_mode) ? "symlink" : S_ISFIFO(st.st_mode) ? "fifo" : "file");
+      }
+    } else {
+      puts("bad command");
+      fflush(stdout);
+      continue;
+    }
+    if (len >= 0) {
+      printf("ok %.*s\n", static_cast<int>(len), buf);
+    } else if (r == 0) {
+      puts("ok");
+    } else {
+      printf("errno %s\n", strerrorname_np(errno));
+    }
+    fflush(stdout);
+  }
+  close(fd);
+  return 0;
+}
+
 int main(int argc, char** argv) {
   if (argc < 3) return 2;
   std::string cmd = argv[1];
+  if (cmd == "hold" && argc == 4) return hold(argv[2], argv[3]);
   if (cmd == "rename2" && argc == 5) {
     unsigned flags = std::string(argv[4]) == "exchange" ? RENAME_EXCHANGE : RENAME_NOREPLACE;
     if (renameat2(AT_FDCWD, argv[2], AT_FDCWD, argv[3], flags) != 0) return fail();
