@@ -1,444 +1,28 @@
-// Linux backend on the libfuse3 low-level API.
-//
-// The kernel names objects by node id. This file keeps the node table (id -> parent id + name)
-// that turns ids into overlay paths, answers each FUSE request with one function that calls
-// the overlay and replies with its errno, and pushes cache invalidations to the kernel when
-// the layer changes behind its back.
-//
-// Threads: every fuse_* callback runs on a libfuse loop thread (several at once). The public
-// MountBackend methods run on the JS thread. Lock order: table mutex (tmu) is never held while
-// calling into the overlay or into the kernel (notify calls), so neither can wait on the other.
-#define FUSE_USE_VERSION 312
+// Linux backend on the libfuse3 low-level API: one handler per request (ids -> path and layer,
+// one overlay call, one reply), the session, and its loop. The node table is in node_table.cc,
+// cache invalidation in kernel_cache.cc; ll_mount.h has the mount object and its thread rules.
 #include "fuse_ll.h"
 
 #include <fcntl.h>
-#include <fuse_lowlevel.h>
-#include <poll.h>
-#include <sys/inotify.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <algorithm>
-#include <atomic>
 #include <cerrno>
 #include <cstring>
-#include <mutex>
-#include <thread>
-#include <unordered_map>
 
-#include "../core/dir_stream.h"
 #include "../core/path.h"
 #include "../platform/fuse_attr.h"
-#include "../platform/fuse_loop.h"
 #include "../platform/posix_mount.h"
+#include "ll_mount.h"
 
 namespace shadowfs {
-namespace {
-
-// One object the kernel holds a reference to. A file with several hard links has several
-// names but one node, so the kernel keeps one inode (and one page cache) for it.
-struct FName {
-  uint64_t parent;
-  std::string name;
-};
-
-struct FNode {
-  // Empty once every name was unlinked. A node whose name now stands for another object (after
-  // a layer switch or an edit in A) keeps its names, so requests still on their way for it can
-  // find it, but byName no longer leads to it.
-  std::vector<FName> names;
-  std::weak_ptr<Layer> seenIn;  // the layer it was last looked up in (shared mount only)
-  int wd = -1;                  // inotify watch on A's directory at this path, if any
-  uint64_t nlookup = 0;
-  FileType type = FileType::Regular;
-  uint64_t ino = 0;     // the overlay's inode number
-  bool opened = false;  // content seen by an earlier open (for keep_cache)
-  Timespec mtime;
-  uint64_t size = 0;
-  std::vector<Handle*> handles;  // open files, for fstat after the last name is gone
-};
-
-struct DirHandle {
-  DirStream stream;
-};
-
-class LLMount final : public LoopedMount {
- public:
-  LLMount(std::shared_ptr<Overlay> ov, Layer* view, std::string lowerPath, std::string mountPoint,
-          MountOptions opts)
-      : ov_(std::move(ov)),
-        view_(view),
-        lowerPath_(std::move(lowerPath)),
-        mountPoint_(std::move(mountPoint)),
-        opts_(opts) {
-    auto root = std::make_unique<FNode>();
-    root->type = FileType::Directory;
-    root->nlookup = 1;
-    nodes_.emplace(FUSE_ROOT_ID, std::move(root));
-  }
-  ~LLMount() override {
-    stopWatcher();
-    joinLoop();
-    if (se_) {
-      fuse_session_unmount(se_);
-      fuse_session_destroy(se_);
-    }
-    if (view_) ov_->unpin(view_);
-  }
-  LLMount(const LLMount&) = delete;
-  LLMount& operator=(const LLMount&) = delete;
-
-  int start(int* err, std::string* message);
-
-  void invalidateForSwitch(const std::vector<std::string>& paths) override;
-  bool usesEpoch() const override { return epochWorks_.load(); }
-  bool mounted() const override { return mounted_.load(); }
-  void invalidatePaths(const std::vector<std::string>& paths) override;
-  void invalidateAll() override;
-  int unmount(bool lazy) override;
-
-  // --- request handlers (loop threads) ---
-  static LLMount* self(fuse_req_t req) {
-    auto* m = static_cast<LLMount*>(fuse_req_userdata(req));
-    m->requests_.fetch_add(1, std::memory_order_relaxed);
-    return m;
-  }
-  uint64_t requests() const override { return requests_.load(std::memory_order_relaxed); }
-  static void opInit(void* userdata, struct fuse_conn_info* conn);
-  static void opLookup(fuse_req_t req, fuse_ino_t parent, const char* name);
-  static void opForget(fuse_req_t req, fuse_ino_t ino, uint64_t n);
-  static void opForgetMulti(fuse_req_t req, size_t count, struct fuse_forget_data* forgets);
-  static void opGetattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info* fi);
-  static void opSetattr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int toSet,
-                        struct fuse_file_info* fi);
-  static void opReadlink(fuse_req_t req, fuse_ino_t ino);
-  static void opMknod(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode,
-                      dev_t rdev);
-  static void opMkdir(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode);
-  static void opUnlink(fuse_req_t req, fuse_ino_t parent, const char* name);
-  static void opRmdir(fuse_req_t req, fuse_ino_t parent, const char* name);
-  static void opSymlink(fuse_req_t req, const char* target, fuse_ino_t parent, const char* name);
-  static void opRename(fuse_req_t req, fuse_ino_t parent, const char* name, fuse_ino_t newparent,
-                       const char* newname, unsigned int flags);
-  static void opLink(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char* newname);
-  static void opOpen(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info* fi);
-  static void opRead(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
-                     struct fuse_file_info* fi);
-  static void opWrite(fuse_req_t req, fuse_ino_t ino, const char* buf, size_t size, off_t off,
-                      struct fuse_file_info* fi);
-  static void opFlush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info* fi);
-  static void opRelease(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info* fi);
-  static void opFsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info* fi);
-  static void opOpendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info* fi);
-  static void opFallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset, off_t length,
-                          struct fuse_file_info* fi);
-  static void opReaddir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
-                        struct fuse_file_info* fi);
-  static void opReleasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info* fi);
-  static void opStatfs(fuse_req_t req, fuse_ino_t ino);
-  static void opSetxattr(fuse_req_t req, fuse_ino_t ino, const char* name, const char* value,
-                         size_t size, int flags);
-  static void opGetxattr(fuse_req_t req, fuse_ino_t ino, const char* name, size_t size);
-  static void opListxattr(fuse_req_t req, fuse_ino_t ino, size_t size);
-  static void opRemovexattr(fuse_req_t req, fuse_ino_t ino, const char* name);
-  static void opCreate(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode,
-                       struct fuse_file_info* fi);
-
- private:
-  static std::string key(uint64_t parent, const std::string& name) {
-    std::string k(reinterpret_cast<const char*>(&parent), sizeof parent);
-    k += name;
-    return k;
-  }
-  int pathOf(uint64_t id, std::string* out);
-  int pathOfLocked(uint64_t id, std::string* out, int depth);
-  // One layer per request: the path of node `id` and the layer to serve it from (layerFor),
-  // resolved once; ESTALE when no layer holds the object the kernel knows any more.
-  int nodeAt(uint64_t id, std::string* path, std::shared_ptr<Layer>* layer);
-  // The same for a name in directory `parent`: the directory's layer, and the child's path.
-  int childAt(uint64_t parent, const char* name, std::string* path, std::shared_ptr<Layer>* layer);
-  void replyXattr(fuse_req_t req, const std::string& value, size_t size);
-  uint64_t remember(uint64_t parent, const std::string& name, FileType type, uint64_t ino,
-                    uint32_t nlink, const std::shared_ptr<Layer>& seenIn);
-  uint64_t rememberLocked(uint64_t parent, const std::string& name, FileType type, uint64_t ino,
-                          uint32_t nlink, const std::shared_ptr<Layer>& seenIn);
-  // The layer to serve node `id` from: the active one while it still holds the object the kernel
-  // knows (inode `ino`), else the layer the node was looked up in, if that one still holds it.
-  // Requests that looked a node up before a switch and reach us after it are served from the
-  // object they saw, never from a mix. Null if neither holds it (the caller answers ESTALE).
-  std::shared_ptr<Layer> layerFor(uint64_t id, const std::string& path);
-  void dropNameLocked(uint64_t id, uint64_t parent, const std::string& name);
-  void trackHandle(uint64_t id, Handle* h, bool add);
-  Handle* anyHandle(uint64_t id);
-  bool unlinked(uint64_t id);
-  void forget(uint64_t id, uint64_t n);
-  void unlinkName(uint64_t parent, const std::string& name);
-  void moveName(uint64_t parent, const std::string& name, uint64_t newparent,
-                const std::string& newname, bool exchange);
-  void replyEntry(fuse_req_t req, uint64_t parent, const std::string& name, const Attr& a,
-                  const std::shared_ptr<Layer>& seenIn);
-  void fillEntry(struct fuse_entry_param* e, uint64_t id, const Attr& a);
-
-  std::shared_ptr<Overlay> ov_;
-  Layer* view_;  // pinned layer of a view, or null: the active layer
-  std::string lowerPath_;
-  std::string mountPoint_;
-  MountOptions opts_;
-  struct fuse_session* se_ = nullptr;
-  std::atomic<bool> mounted_{false};
-  std::atomic<bool> epochWorks_{false};  // the kernel took FUSE_NOTIFY_INC_EPOCH (7.44+)
-  std::atomic<uint64_t> requests_{0};
-
-  // Live view of A: an inotify watch on A's directory behind every directory node the kernel
-  // holds. An event invalidates what the kernel cached for that name, so an edit in A shows in
-  // the shadow within milliseconds instead of after the cache timeout.
-  void watchDirLocked(FNode* n, const std::string& path);
-  void unwatchLocked(FNode* n);
-  void startWatcher();
-  void stopWatcher();
-  void watcherLoop();
-  int inotifyFd_ = -1;
-  int wakeFd_[2] = {-1, -1};
-  std::thread watcher_;
-  std::unordered_map<int, std::pair<std::string, int>> watches_;  // wd -> (A path, nodes using it)
-
-  std::mutex tmu_;  // guards nodes_, byName_, nextId_, watches_. Never held across overlay or
-                    // notify calls.
-  std::unordered_map<uint64_t, std::unique_ptr<FNode>> nodes_;
-  std::unordered_map<std::string, uint64_t> byName_;  // (parent id, name) -> node id
-  std::unordered_map<uint64_t, uint64_t> byIno_;       // overlay inode number -> node id
-  uint64_t nextId_ = FUSE_ROOT_ID + 1;  // never reused, so generation can stay 0
-};
-
-// 0, or ENOENT when the object has no name left that leads back to the root.
-int LLMount::pathOf(uint64_t id, std::string* out) {
-  std::lock_guard lock(tmu_);
-  return pathOfLocked(id, out, 0);
-}
-
-// A hard-linked file has several names; a name whose parent directory the kernel has forgotten
-// (and looked up again under a new node) is dead and is pruned, so any live name will do.
-int LLMount::pathOfLocked(uint64_t id, std::string* out, int depth) {
-  if (id == FUSE_ROOT_ID) {
-    out->clear();
-    return 0;
-  }
-  auto it = nodes_.find(id);
-  if (it == nodes_.end() || depth > 4096) return ENOENT;
-  auto& names = it->second->names;
-  for (auto n = names.begin(); n != names.end();) {
-    if (n->parent != FUSE_ROOT_ID && nodes_.find(n->parent) == nodes_.end()) {
-      n = names.erase(n);
-      continue;
-    }
-    std::string dir;
-    if (pathOfLocked(n->parent, &dir, depth + 1) == 0) {
-      *out = joinPath(dir, n->name);
-      return 0;
-    }
-    ++n;
-  }
-  return ENOENT;
-}
-
-int LLMount::nodeAt(uint64_t id, std::string* path, std::shared_ptr<Layer>* layer) {
-  if (int e = pathOf(id, path)) return e;
-  *layer = layerFor(id, *path);
-  return *layer ? 0 : ESTALE;
-}
-
-int LLMount::childAt(uint64_t parent, const char* name, std::string* path,
-                     std::shared_ptr<Layer>* layer) {
-  std::string dir;
-  if (int e = nodeAt(parent, &dir, layer)) return e;
-  *path = joinPath(dir, name);
-  return 0;
-}
+namespace ll {
 
 void LLMount::replyXattr(fuse_req_t req, const std::string& value, size_t size) {
   long n = xattrReplySize(value.size(), size);
   if (n < 0) return (void)fuse_reply_err(req, static_cast<int>(-n));
   if (size == 0) return (void)fuse_reply_xattr(req, static_cast<size_t>(n));
   fuse_reply_buf(req, value.data(), value.size());
-}
-
-uint64_t LLMount::remember(uint64_t parent, const std::string& name, FileType type,
-                           uint64_t ino, uint32_t nlink, const std::shared_ptr<Layer>& seenIn) {
-  std::lock_guard lock(tmu_);
-  uint64_t id = rememberLocked(parent, name, type, ino, nlink, seenIn);
-  FNode* n = nodes_[id].get();
-  if (!view_) n->seenIn = seenIn;
-  if (type == FileType::Directory && n->wd < 0 && inotifyFd_ >= 0) {
-    std::string dir;
-    if (pathOfLocked(parent, &dir, 0) == 0) watchDirLocked(n, joinPath(dir, name));
-  }
-  return id;
-}
-
-uint64_t LLMount::rememberLocked(uint64_t parent, const std::string& name, FileType type,
-                                 uint64_t ino, uint32_t nlink,
-                                 const std::shared_ptr<Layer>& seenIn) {
-  std::string k = key(parent, name);
-  auto it = byName_.find(k);
-  if (it != byName_.end()) {
-    const uint64_t id = it->second;
-    FNode* n = nodes_[id].get();
-    if (n->type == type && n->ino == ino) {
-      n->nlookup++;
-      if (!view_ && n->seenIn.lock() != seenIn) {
-        // Found again in another layer: the other names were hard links in the old layer and
-        // may name other objects here. Only this name is known to be right.
-        for (auto& nm : n->names) {
-          if (nm.parent == parent && nm.name == name) continue;
-          auto b = byName_.find(key(nm.parent, nm.name));
-          if (b != byName_.end() && b->second == id) byName_.erase(b);
-        }
-        n->names.assign(1, FName{parent, name});
-      }
-      return id;
-    }
-    // The name now stands for another object: new lookups get a new node so the kernel does
-    // not mix the two; the old node keeps its names for requests already on their way.
-    byName_.erase(it);
-  }
-  // Another name of an object the kernel already knows (a hard link): same node. Only for
-  // objects that do have several links, in the same layer, so two files that merely share an
-  // inode number (A spanning two file systems, or copies in two layers) are never merged.
-  if (type != FileType::Directory && nlink > 1) {
-    auto bi = byIno_.find(ino);
-    if (bi != byIno_.end()) {
-      FNode* n = nodes_[bi->second].get();
-      // Same inode number in another layer is another object (a copy-up keeps A's number).
-      const bool sameLayer = view_ || n->seenIn.lock() == seenIn;
-      if (n->type == type && !n->names.empty() && sameLayer) {
-        bool known = false;
-        for (auto& nm : n->names) known = known || (nm.parent == parent && nm.name == name);
-        if (!known) n->names.push_back(FName{parent, name});
-        n->nlookup++;
-        byName_.emplace(std::move(k), bi->second);
-        return bi->second;
-      }
-    }
-  }
-  uint64_t id = nextId_++;
-  auto n = std::make_unique<FNode>();
-  n->names.push_back(FName{parent, name});
-  n->nlookup = 1;
-  n->type = type;
-  n->ino = ino;
-  nodes_.emplace(id, std::move(n));
-  byName_.emplace(std::move(k), id);
-  if (type != FileType::Directory) byIno_[ino] = id;
-  return id;
-}
-
-void LLMount::dropNameLocked(uint64_t id, uint64_t parent, const std::string& name) {
-  byName_.erase(key(parent, name));
-  auto it = nodes_.find(id);
-  if (it == nodes_.end()) return;
-  auto& names = it->second->names;
-  for (auto n = names.begin(); n != names.end(); ++n) {
-    if (n->parent == parent && n->name == name) {
-      names.erase(n);
-      break;
-    }
-  }
-}
-
-void LLMount::forget(uint64_t id, uint64_t count) {
-  std::lock_guard lock(tmu_);
-  auto it = nodes_.find(id);
-  if (it == nodes_.end() || id == FUSE_ROOT_ID) return;
-  FNode* n = it->second.get();
-  n->nlookup = count >= n->nlookup ? 0 : n->nlookup - count;
-  if (n->nlookup) return;
-  for (auto& nm : n->names) {
-    auto b = byName_.find(key(nm.parent, nm.name));
-    if (b != byName_.end() && b->second == id) byName_.erase(b);
-  }
-  auto bi = byIno_.find(n->ino);
-  if (bi != byIno_.end() && bi->second == id) byIno_.erase(bi);
-  unwatchLocked(n);
-  nodes_.erase(it);
-}
-
-void LLMount::unlinkName(uint64_t parent, const std::string& name) {
-  std::lock_guard lock(tmu_);
-  auto it = byName_.find(key(parent, name));
-  if (it == byName_.end()) return;
-  dropNameLocked(it->second, parent, name);
-}
-
-void LLMount::moveName(uint64_t parent, const std::string& name, uint64_t newparent,
-                       const std::string& newname, bool exchange) {
-  std::lock_guard lock(tmu_);
-  std::string from = key(parent, name), to = key(newparent, newname);
-  auto a = byName_.find(from);
-  auto b = byName_.find(to);
-  uint64_t ida = a != byName_.end() ? a->second : 0;
-  uint64_t idb = b != byName_.end() ? b->second : 0;
-  if (ida) dropNameLocked(ida, parent, name);
-  if (idb) dropNameLocked(idb, newparent, newname);
-  if (ida) {
-    nodes_[ida]->names.push_back(FName{newparent, newname});
-    byName_[to] = ida;
-  }
-  if (idb && exchange) {
-    nodes_[idb]->names.push_back(FName{parent, name});
-    byName_[from] = idb;
-  }
-}
-
-std::shared_ptr<Layer> LLMount::layerFor(uint64_t id, const std::string& path) {
-  std::shared_ptr<Layer> active = ov_->current(view_);
-  if (id == FUSE_ROOT_ID || view_) return active;
-  uint64_t ino;
-  std::shared_ptr<Layer> seen;
-  {
-    std::lock_guard lock(tmu_);
-    auto it = nodes_.find(id);
-    if (it == nodes_.end()) return active;
-    ino = it->second->ino;
-    seen = it->second->seenIn.lock();
-  }
-  // Looked up in the layer that is still active: the usual case, no extra work.
-  if (seen == active) return active;
-  Attr a;
-  if (ov_->getattr(active.get(), path, &a) == 0 && a.ino == ino) return active;
-  if (seen && seen != active && ov_->getattr(seen.get(), path, &a) == 0 && a.ino == ino)
-    return seen;
-  return nullptr;
-}
-
-// True when the node's every name was unlinked (an open file is all that keeps it).
-bool LLMount::unlinked(uint64_t id) {
-  std::lock_guard lock(tmu_);
-  auto it = nodes_.find(id);
-  return id != FUSE_ROOT_ID && it != nodes_.end() && it->second->names.empty();
-}
-
-Handle* LLMount::anyHandle(uint64_t id) {
-  std::lock_guard lock(tmu_);
-  auto it = nodes_.find(id);
-  if (it == nodes_.end() || it->second->handles.empty()) return nullptr;
-  return it->second->handles.front();
-}
-
-void LLMount::trackHandle(uint64_t id, Handle* h, bool add) {
-  std::lock_guard lock(tmu_);
-  auto it = nodes_.find(id);
-  if (it == nodes_.end()) return;
-  auto& hs = it->second->handles;
-  if (add) {
-    hs.push_back(h);
-  } else {
-    for (auto i = hs.begin(); i != hs.end(); ++i) {
-      if (*i == h) {
-        hs.erase(i);
-        break;
-      }
-    }
-  }
 }
 
 void LLMount::fillEntry(struct fuse_entry_param* e, uint64_t id, const Attr& a) {
@@ -888,7 +472,8 @@ void LLMount::opCreate(fuse_req_t req, fuse_ino_t parent, const char* name, mode
   }
 }
 
-const struct fuse_lowlevel_ops kOps = [] {
+// One table wires every request to its handler.
+static const struct fuse_lowlevel_ops kOps = [] {
   struct fuse_lowlevel_ops o;
   std::memset(&o, 0, sizeof o);
   o.init = LLMount::opInit;
@@ -926,94 +511,10 @@ const struct fuse_lowlevel_ops kOps = [] {
   return o;
 }();
 
-}  // namespace
 
-void LLMount::watchDirLocked(FNode* n, const std::string& path) {
-  std::string abs = path.empty() ? lowerPath_ : lowerPath_ + "/" + path;
-  int wd = inotify_add_watch(inotifyFd_, abs.c_str(),
-                             IN_CREATE | IN_DELETE | IN_MODIFY | IN_ATTRIB | IN_MOVED_FROM |
-                                 IN_MOVED_TO | IN_CLOSE_WRITE | IN_ONLYDIR | IN_DONT_FOLLOW |
-                                 IN_EXCL_UNLINK);
-  // ENOENT: a directory that exists only in a layer. ENOSPC: out of watches; that directory
-  // then falls back to the cache timeout.
-  if (wd < 0) return;
-  auto& w = watches_[wd];
-  w.first = path;
-  w.second++;
-  n->wd = wd;
-}
+}  // namespace ll
 
-void LLMount::unwatchLocked(FNode* n) {
-  if (n->wd < 0) return;
-  auto it = watches_.find(n->wd);
-  if (it != watches_.end() && --it->second.second == 0) {
-    inotify_rm_watch(inotifyFd_, n->wd);
-    watches_.erase(it);
-  }
-  n->wd = -1;
-}
-
-void LLMount::startWatcher() {
-  inotifyFd_ = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-  if (inotifyFd_ < 0) return;
-  if (pipe2(wakeFd_, O_CLOEXEC) != 0) {
-    ::close(inotifyFd_);
-    inotifyFd_ = -1;
-    return;
-  }
-  {
-    std::lock_guard lock(tmu_);
-    watchDirLocked(nodes_[FUSE_ROOT_ID].get(), std::string());
-  }
-  watcher_ = std::thread([this] { watcherLoop(); });
-}
-
-void LLMount::stopWatcher() {
-  if (watcher_.joinable()) {
-    char c = 0;
-    (void)!::write(wakeFd_[1], &c, 1);
-    watcher_.join();
-  }
-  for (int& fd : {std::ref(inotifyFd_), std::ref(wakeFd_[0]), std::ref(wakeFd_[1])}) {
-    if (fd >= 0) ::close(fd);
-    fd = -1;
-  }
-}
-
-void LLMount::watcherLoop() {
-  alignas(struct inotify_event) char buf[64 * 1024];
-  for (;;) {
-    struct pollfd pf[2] = {{inotifyFd_, POLLIN, 0}, {wakeFd_[0], POLLIN, 0}};
-    if (::poll(pf, 2, -1) < 0) {
-      if (errno == EINTR) continue;
-      return;
-    }
-    if (pf[1].revents) return;
-    ssize_t len = ::read(inotifyFd_, buf, sizeof buf);
-    if (len <= 0) continue;
-    std::vector<std::string> paths;
-    bool overflow = false;
-    {
-      std::lock_guard lock(tmu_);
-      for (char* p = buf; p < buf + len;) {
-        auto* ev = reinterpret_cast<struct inotify_event*>(p);
-        p += sizeof(struct inotify_event) + ev->len;
-        if (ev->mask & IN_Q_OVERFLOW) overflow = true;
-        auto it = watches_.find(ev->wd);
-        if (it == watches_.end()) continue;
-        if (ev->mask & IN_IGNORED) {
-          watches_.erase(it);
-          continue;
-        }
-        paths.push_back(ev->len ? joinPath(it->second.first, ev->name) : it->second.first);
-      }
-    }
-    if (overflow) invalidateAll();
-    if (!paths.empty()) invalidatePaths(paths);
-  }
-}
-
-int LLMount::start(int* err, std::string* message) {
+int ll::LLMount::start(int* err, std::string* message) {
   struct fuse_args args = mountArgs(lowerPath_, opts_.debug);
   se_ = fuse_session_new(&args, &kOps, sizeof kOps, this);
   fuse_opt_free_args(&args);
@@ -1043,7 +544,7 @@ int LLMount::start(int* err, std::string* message) {
   return 0;
 }
 
-int LLMount::unmount(bool lazy) {
+int ll::LLMount::unmount(bool lazy) {
   if (!mounted_.load()) return 0;
   if (int e = unmountFuse(mountPoint_, lazy)) return e;
   mounted_ = false;
@@ -1054,102 +555,12 @@ int LLMount::unmount(bool lazy) {
   return 0;
 }
 
-void LLMount::invalidatePaths(const std::vector<std::string>& paths) {
-  if (!mounted_.load() || !se_) return;
-  std::vector<std::pair<uint64_t, std::string>> entries;
-  std::vector<uint64_t> inodes;
-  {
-    std::lock_guard lock(tmu_);
-    for (const std::string& p : paths) {
-      uint64_t id = FUSE_ROOT_ID;
-      auto comps = components(p);
-      for (size_t i = 0; i < comps.size(); ++i) {
-        std::string name(comps[i]);
-        if (i + 1 == comps.size()) {
-          entries.emplace_back(id, name);
-          inodes.push_back(id);  // the parent's listing and mtime changed too
-        }
-        auto it = byName_.find(key(id, name));
-        if (it == byName_.end()) break;
-        id = it->second;
-        if (i + 1 == comps.size()) inodes.push_back(id);
-      }
-    }
-  }
-  for (auto& [parent, name] : entries)
-    fuse_lowlevel_notify_inval_entry(se_, parent, name.c_str(), name.size());
-  for (uint64_t id : inodes) fuse_lowlevel_notify_inval_inode(se_, id, 0, 0);
-}
-
-namespace {
-// FUSE_NOTIFY_INC_EPOCH (kernel protocol 7.44): one message that makes every name the kernel
-// has cached, including negative entries, invalid at its next use. libfuse 3.14 has no call for
-// it, so it is written to /dev/fuse by hand: a bare fuse_out_header with unique 0 and the
-// notification code in `error`.
-constexpr int32_t kNotifyIncEpoch = 8;
-struct NotifyHeader {
-  uint32_t len;
-  int32_t error;
-  uint64_t unique;
-};
-}  // namespace
-
-void LLMount::invalidateForSwitch(const std::vector<std::string>& paths) {
-  if (!mounted_.load() || !se_) return;
-  if (opts_.useEpoch) {
-    NotifyHeader h{sizeof(NotifyHeader), kNotifyIncEpoch, 0};
-    ssize_t n = ::write(fuse_session_fd(se_), &h, sizeof h);
-    epochWorks_ = n == static_cast<ssize_t>(sizeof h);
-  }
-  if (!epochWorks_.load()) {
-    invalidatePaths(paths);
-    return;
-  }
-  // Names are handled by the epoch; attributes and cached pages of the objects the kernel
-  // holds at the paths that differ still have to go.
-  std::vector<uint64_t> inodes;
-  {
-    std::lock_guard lock(tmu_);
-    for (const std::string& p : paths) {
-      uint64_t id = FUSE_ROOT_ID;
-      for (auto c : components(p)) {
-        inodes.push_back(id);
-        auto it = byName_.find(key(id, std::string(c)));
-        if (it == byName_.end()) {
-          id = 0;
-          break;
-        }
-        id = it->second;
-      }
-      if (id) inodes.push_back(id);
-    }
-  }
-  std::sort(inodes.begin(), inodes.end());
-  inodes.erase(std::unique(inodes.begin(), inodes.end()), inodes.end());
-  for (uint64_t id : inodes) fuse_lowlevel_notify_inval_inode(se_, id, 0, 0);
-}
-
-void LLMount::invalidateAll() {
-  if (!mounted_.load() || !se_) return;
-  std::vector<std::pair<uint64_t, std::string>> entries;
-  std::vector<uint64_t> inodes;
-  {
-    std::lock_guard lock(tmu_);
-    for (auto& [id, n] : nodes_) {
-      inodes.push_back(id);
-      for (auto& nm : n->names) entries.emplace_back(nm.parent, nm.name);
-    }
-  }
-  for (auto& [parent, name] : entries)
-    fuse_lowlevel_notify_inval_entry(se_, parent, name.c_str(), name.size());
-  for (uint64_t id : inodes) fuse_lowlevel_notify_inval_inode(se_, id, 0, 0);
-}
 
 std::unique_ptr<MountBackend> mountFuseLL(std::shared_ptr<Overlay> overlay, Layer* view,
                                           const std::string& lower, const std::string& mountPoint,
                                           const MountOptions& opts, int* err,
                                           std::string* message) {
-  auto m = std::make_unique<LLMount>(std::move(overlay), view, lower, mountPoint, opts);
+  auto m = std::make_unique<ll::LLMount>(std::move(overlay), view, lower, mountPoint, opts);
   if (m->start(err, message) != 0) return nullptr;
   return m;
 }

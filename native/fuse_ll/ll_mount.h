@@ -1,0 +1,205 @@
+// fuse_ll's mount object, shared by its three files: node_table.cc (the kernel's node ids and
+// the names and layers behind them), kernel_cache.cc (telling the kernel what to forget: layer
+// switches, API writes, edits in the folder seen by the watcher) and fuse_ll.cc (one handler per
+// request, the session and its loop).
+//
+// Threads: every op* handler runs on a libfuse loop thread (several at once); the public
+// MountBackend methods run on whichever thread the addon calls them from; the folder watcher
+// calls back on its own thread. Lock order: the table mutex (tmu_) is never held while calling
+// into the overlay or into the kernel (notify calls), so neither can wait on the other.
+#pragma once
+#define FUSE_USE_VERSION 312
+#include <fuse_lowlevel.h>
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "../core/dir_stream.h"
+#include "../core/overlay.h"
+#include "../platform/fuse_loop.h"
+
+namespace shadowfs {
+namespace ll {
+
+// One object the kernel holds a reference to. A file with several hard links has several
+// names but one node, so the kernel keeps one inode (and one page cache) for it.
+struct FName {
+  uint64_t parent;
+  std::string name;
+};
+
+struct FNode {
+  // Empty once every name was unlinked. A node whose name now stands for another object (after
+  // a layer switch or an edit in A) keeps its names, so requests still on their way for it can
+  // find it, but byName no longer leads to it.
+  std::vector<FName> names;
+  std::weak_ptr<Layer> seenIn;  // the layer it was last looked up in (shared mount only)
+  int wd = -1;                  // inotify watch on A's directory at this path, if any
+  uint64_t nlookup = 0;
+  FileType type = FileType::Regular;
+  uint64_t ino = 0;     // the overlay's inode number
+  bool opened = false;  // content seen by an earlier open (for keep_cache)
+  Timespec mtime;
+  uint64_t size = 0;
+  std::vector<Handle*> handles;  // open files, for fstat after the last name is gone
+};
+
+struct DirHandle {
+  DirStream stream;
+};
+
+class LLMount final : public LoopedMount {
+ public:
+  LLMount(std::shared_ptr<Overlay> ov, Layer* view, std::string lowerPath, std::string mountPoint,
+          MountOptions opts)
+      : ov_(std::move(ov)),
+        view_(view),
+        lowerPath_(std::move(lowerPath)),
+        mountPoint_(std::move(mountPoint)),
+        opts_(opts) {
+    auto root = std::make_unique<FNode>();
+    root->type = FileType::Directory;
+    root->nlookup = 1;
+    nodes_.emplace(FUSE_ROOT_ID, std::move(root));
+  }
+  ~LLMount() override {
+    stopWatcher();
+    joinLoop();
+    if (se_) {
+      fuse_session_unmount(se_);
+      fuse_session_destroy(se_);
+    }
+    if (view_) ov_->unpin(view_);
+  }
+  LLMount(const LLMount&) = delete;
+  LLMount& operator=(const LLMount&) = delete;
+
+  int start(int* err, std::string* message);
+
+  void invalidateForSwitch(const std::vector<std::string>& paths) override;
+  bool usesEpoch() const override { return epochWorks_.load(); }
+  bool mounted() const override { return mounted_.load(); }
+  void invalidatePaths(const std::vector<std::string>& paths) override;
+  void invalidateAll() override;
+  int unmount(bool lazy) override;
+
+  // --- request handlers (loop threads) ---
+  static LLMount* self(fuse_req_t req) {
+    auto* m = static_cast<LLMount*>(fuse_req_userdata(req));
+    m->requests_.fetch_add(1, std::memory_order_relaxed);
+    return m;
+  }
+  uint64_t requests() const override { return requests_.load(std::memory_order_relaxed); }
+  static void opInit(void* userdata, struct fuse_conn_info* conn);
+  static void opLookup(fuse_req_t req, fuse_ino_t parent, const char* name);
+  static void opForget(fuse_req_t req, fuse_ino_t ino, uint64_t n);
+  static void opForgetMulti(fuse_req_t req, size_t count, struct fuse_forget_data* forgets);
+  static void opGetattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info* fi);
+  static void opSetattr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int toSet,
+                        struct fuse_file_info* fi);
+  static void opReadlink(fuse_req_t req, fuse_ino_t ino);
+  static void opMknod(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode,
+                      dev_t rdev);
+  static void opMkdir(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode);
+  static void opUnlink(fuse_req_t req, fuse_ino_t parent, const char* name);
+  static void opRmdir(fuse_req_t req, fuse_ino_t parent, const char* name);
+  static void opSymlink(fuse_req_t req, const char* target, fuse_ino_t parent, const char* name);
+  static void opRename(fuse_req_t req, fuse_ino_t parent, const char* name, fuse_ino_t newparent,
+                       const char* newname, unsigned int flags);
+  static void opLink(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char* newname);
+  static void opOpen(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info* fi);
+  static void opRead(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+                     struct fuse_file_info* fi);
+  static void opWrite(fuse_req_t req, fuse_ino_t ino, const char* buf, size_t size, off_t off,
+                      struct fuse_file_info* fi);
+  static void opFlush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info* fi);
+  static void opRelease(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info* fi);
+  static void opFsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info* fi);
+  static void opOpendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info* fi);
+  static void opFallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset, off_t length,
+                          struct fuse_file_info* fi);
+  static void opReaddir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+                        struct fuse_file_info* fi);
+  static void opReleasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info* fi);
+  static void opStatfs(fuse_req_t req, fuse_ino_t ino);
+  static void opSetxattr(fuse_req_t req, fuse_ino_t ino, const char* name, const char* value,
+                         size_t size, int flags);
+  static void opGetxattr(fuse_req_t req, fuse_ino_t ino, const char* name, size_t size);
+  static void opListxattr(fuse_req_t req, fuse_ino_t ino, size_t size);
+  static void opRemovexattr(fuse_req_t req, fuse_ino_t ino, const char* name);
+  static void opCreate(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode,
+                       struct fuse_file_info* fi);
+
+ private:
+  static std::string key(uint64_t parent, const std::string& name) {
+    std::string k(reinterpret_cast<const char*>(&parent), sizeof parent);
+    k += name;
+    return k;
+  }
+  int pathOf(uint64_t id, std::string* out);
+  int pathOfLocked(uint64_t id, std::string* out, int depth);
+  // One layer per request: the path of node `id` and the layer to serve it from (layerFor),
+  // resolved once; ESTALE when no layer holds the object the kernel knows any more.
+  int nodeAt(uint64_t id, std::string* path, std::shared_ptr<Layer>* layer);
+  // The same for a name in directory `parent`: the directory's layer, and the child's path.
+  int childAt(uint64_t parent, const char* name, std::string* path, std::shared_ptr<Layer>* layer);
+  void replyXattr(fuse_req_t req, const std::string& value, size_t size);
+  uint64_t remember(uint64_t parent, const std::string& name, FileType type, uint64_t ino,
+                    uint32_t nlink, const std::shared_ptr<Layer>& seenIn);
+  uint64_t rememberLocked(uint64_t parent, const std::string& name, FileType type, uint64_t ino,
+                          uint32_t nlink, const std::shared_ptr<Layer>& seenIn);
+  // The layer to serve node `id` from: the active one while it still holds the object the kernel
+  // knows (inode `ino`), else the layer the node was looked up in, if that one still holds it.
+  // Requests that looked a node up before a switch and reach us after it are served from the
+  // object they saw, never from a mix. Null if neither holds it (the caller answers ESTALE).
+  std::shared_ptr<Layer> layerFor(uint64_t id, const std::string& path);
+  void dropNameLocked(uint64_t id, uint64_t parent, const std::string& name);
+  void trackHandle(uint64_t id, Handle* h, bool add);
+  Handle* anyHandle(uint64_t id);
+  bool unlinked(uint64_t id);
+  void forget(uint64_t id, uint64_t n);
+  void unlinkName(uint64_t parent, const std::string& name);
+  void moveName(uint64_t parent, const std::string& name, uint64_t newparent,
+                const std::string& newname, bool exchange);
+  void replyEntry(fuse_req_t req, uint64_t parent, const std::string& name, const Attr& a,
+                  const std::shared_ptr<Layer>& seenIn);
+  void fillEntry(struct fuse_entry_param* e, uint64_t id, const Attr& a);
+
+  std::shared_ptr<Overlay> ov_;
+  Layer* view_;  // pinned layer of a view, or null: the active layer
+  std::string lowerPath_;
+  std::string mountPoint_;
+  MountOptions opts_;
+  struct fuse_session* se_ = nullptr;
+  std::atomic<bool> mounted_{false};
+  std::atomic<bool> epochWorks_{false};  // the kernel took FUSE_NOTIFY_INC_EPOCH (7.44+)
+  std::atomic<uint64_t> requests_{0};
+
+  // Live view of A: an inotify watch on A's directory behind every directory node the kernel
+  // holds. An event invalidates what the kernel cached for that name, so an edit in A shows in
+  // the shadow within milliseconds instead of after the cache timeout.
+  void watchDirLocked(FNode* n, const std::string& path);
+  void unwatchLocked(FNode* n);
+  void startWatcher();
+  void stopWatcher();
+  void watcherLoop();
+  int inotifyFd_ = -1;
+  int wakeFd_[2] = {-1, -1};
+  std::thread watcher_;
+  std::unordered_map<int, std::pair<std::string, int>> watches_;  // wd -> (A path, nodes using it)
+
+  std::mutex tmu_;  // guards nodes_, byName_, nextId_, watches_. Never held across overlay or
+                    // notify calls.
+  std::unordered_map<uint64_t, std::unique_ptr<FNode>> nodes_;
+  std::unordered_map<std::string, uint64_t> byName_;  // (parent id, name) -> node id
+  std::unordered_map<uint64_t, uint64_t> byIno_;       // overlay inode number -> node id
+  uint64_t nextId_ = FUSE_ROOT_ID + 1;  // never reused, so generation can stay 0
+};
+
+}  // namespace ll
+}  // namespace shadowfs

@@ -1,0 +1,240 @@
+// fuse_ll's node table: the ids the kernel holds, the names (parent id + name) that lead to
+// them, the layer each was looked up in, and from those the overlay path and the one layer a
+// request is served from.
+#include "ll_mount.h"
+
+#include <cerrno>
+#include <cstring>
+
+#include "../core/path.h"
+
+namespace shadowfs {
+namespace ll {
+
+int LLMount::pathOf(uint64_t id, std::string* out) {
+  std::lock_guard lock(tmu_);
+  return pathOfLocked(id, out, 0);
+}
+
+// A hard-linked file has several names; a name whose parent directory the kernel has forgotten
+// (and looked up again under a new node) is dead and is pruned, so any live name will do.
+int LLMount::pathOfLocked(uint64_t id, std::string* out, int depth) {
+  if (id == FUSE_ROOT_ID) {
+    out->clear();
+    return 0;
+  }
+  auto it = nodes_.find(id);
+  if (it == nodes_.end() || depth > 4096) return ENOENT;
+  auto& names = it->second->names;
+  for (auto n = names.begin(); n != names.end();) {
+    if (n->parent != FUSE_ROOT_ID && nodes_.find(n->parent) == nodes_.end()) {
+      n = names.erase(n);
+      continue;
+    }
+    std::string dir;
+    if (pathOfLocked(n->parent, &dir, depth + 1) == 0) {
+      *out = joinPath(dir, n->name);
+      return 0;
+    }
+    ++n;
+  }
+  return ENOENT;
+}
+
+int LLMount::nodeAt(uint64_t id, std::string* path, std::shared_ptr<Layer>* layer) {
+  if (int e = pathOf(id, path)) return e;
+  *layer = layerFor(id, *path);
+  return *layer ? 0 : ESTALE;
+}
+
+int LLMount::childAt(uint64_t parent, const char* name, std::string* path,
+                     std::shared_ptr<Layer>* layer) {
+  std::string dir;
+  if (int e = nodeAt(parent, &dir, layer)) return e;
+  *path = joinPath(dir, name);
+  return 0;
+}
+
+
+uint64_t LLMount::remember(uint64_t parent, const std::string& name, FileType type,
+                           uint64_t ino, uint32_t nlink, const std::shared_ptr<Layer>& seenIn) {
+  std::lock_guard lock(tmu_);
+  uint64_t id = rememberLocked(parent, name, type, ino, nlink, seenIn);
+  FNode* n = nodes_[id].get();
+  if (!view_) n->seenIn = seenIn;
+  if (type == FileType::Directory && n->wd < 0 && inotifyFd_ >= 0) {
+    std::string dir;
+    if (pathOfLocked(parent, &dir, 0) == 0) watchDirLocked(n, joinPath(dir, name));
+  }
+  return id;
+}
+
+uint64_t LLMount::rememberLocked(uint64_t parent, const std::string& name, FileType type,
+                                 uint64_t ino, uint32_t nlink,
+                                 const std::shared_ptr<Layer>& seenIn) {
+  std::string k = key(parent, name);
+  auto it = byName_.find(k);
+  if (it != byName_.end()) {
+    const uint64_t id = it->second;
+    FNode* n = nodes_[id].get();
+    if (n->type == type && n->ino == ino) {
+      n->nlookup++;
+      if (!view_ && n->seenIn.lock() != seenIn) {
+        // Found again in another layer: the other names were hard links in the old layer and
+        // may name other objects here. Only this name is known to be right.
+        for (auto& nm : n->names) {
+          if (nm.parent == parent && nm.name == name) continue;
+          auto b = byName_.find(key(nm.parent, nm.name));
+          if (b != byName_.end() && b->second == id) byName_.erase(b);
+        }
+        n->names.assign(1, FName{parent, name});
+      }
+      return id;
+    }
+    // The name now stands for another object: new lookups get a new node so the kernel does
+    // not mix the two; the old node keeps its names for requests already on their way.
+    byName_.erase(it);
+  }
+  // Another name of an object the kernel already knows (a hard link): same node. Only for
+  // objects that do have several links, in the same layer, so two files that merely share an
+  // inode number (A spanning two file systems, or copies in two layers) are never merged.
+  if (type != FileType::Directory && nlink > 1) {
+    auto bi = byIno_.find(ino);
+    if (bi != byIno_.end()) {
+      FNode* n = nodes_[bi->second].get();
+      // Same inode number in another layer is another object (a copy-up keeps A's number).
+      const bool sameLayer = view_ || n->seenIn.lock() == seenIn;
+      if (n->type == type && !n->names.empty() && sameLayer) {
+        bool known = false;
+        for (auto& nm : n->names) known = known || (nm.parent == parent && nm.name == name);
+        if (!known) n->names.push_back(FName{parent, name});
+        n->nlookup++;
+        byName_.emplace(std::move(k), bi->second);
+        return bi->second;
+      }
+    }
+  }
+  uint64_t id = nextId_++;
+  auto n = std::make_unique<FNode>();
+  n->names.push_back(FName{parent, name});
+  n->nlookup = 1;
+  n->type = type;
+  n->ino = ino;
+  nodes_.emplace(id, std::move(n));
+  byName_.emplace(std::move(k), id);
+  if (type != FileType::Directory) byIno_[ino] = id;
+  return id;
+}
+
+void LLMount::dropNameLocked(uint64_t id, uint64_t parent, const std::string& name) {
+  byName_.erase(key(parent, name));
+  auto it = nodes_.find(id);
+  if (it == nodes_.end()) return;
+  auto& names = it->second->names;
+  for (auto n = names.begin(); n != names.end(); ++n) {
+    if (n->parent == parent && n->name == name) {
+      names.erase(n);
+      break;
+    }
+  }
+}
+
+void LLMount::forget(uint64_t id, uint64_t count) {
+  std::lock_guard lock(tmu_);
+  auto it = nodes_.find(id);
+  if (it == nodes_.end() || id == FUSE_ROOT_ID) return;
+  FNode* n = it->second.get();
+  n->nlookup = count >= n->nlookup ? 0 : n->nlookup - count;
+  if (n->nlookup) return;
+  for (auto& nm : n->names) {
+    auto b = byName_.find(key(nm.parent, nm.name));
+    if (b != byName_.end() && b->second == id) byName_.erase(b);
+  }
+  auto bi = byIno_.find(n->ino);
+  if (bi != byIno_.end() && bi->second == id) byIno_.erase(bi);
+  unwatchLocked(n);
+  nodes_.erase(it);
+}
+
+void LLMount::unlinkName(uint64_t parent, const std::string& name) {
+  std::lock_guard lock(tmu_);
+  auto it = byName_.find(key(parent, name));
+  if (it == byName_.end()) return;
+  dropNameLocked(it->second, parent, name);
+}
+
+void LLMount::moveName(uint64_t parent, const std::string& name, uint64_t newparent,
+                       const std::string& newname, bool exchange) {
+  std::lock_guard lock(tmu_);
+  std::string from = key(parent, name), to = key(newparent, newname);
+  auto a = byName_.find(from);
+  auto b = byName_.find(to);
+  uint64_t ida = a != byName_.end() ? a->second : 0;
+  uint64_t idb = b != byName_.end() ? b->second : 0;
+  if (ida) dropNameLocked(ida, parent, name);
+  if (idb) dropNameLocked(idb, newparent, newname);
+  if (ida) {
+    nodes_[ida]->names.push_back(FName{newparent, newname});
+    byName_[to] = ida;
+  }
+  if (idb && exchange) {
+    nodes_[idb]->names.push_back(FName{parent, name});
+    byName_[from] = idb;
+  }
+}
+
+std::shared_ptr<Layer> LLMount::layerFor(uint64_t id, const std::string& path) {
+  std::shared_ptr<Layer> active = ov_->current(view_);
+  if (id == FUSE_ROOT_ID || view_) return active;
+  uint64_t ino;
+  std::shared_ptr<Layer> seen;
+  {
+    std::lock_guard lock(tmu_);
+    auto it = nodes_.find(id);
+    if (it == nodes_.end()) return active;
+    ino = it->second->ino;
+    seen = it->second->seenIn.lock();
+  }
+  // Looked up in the layer that is still active: the usual case, no extra work.
+  if (seen == active) return active;
+  Attr a;
+  if (ov_->getattr(active.get(), path, &a) == 0 && a.ino == ino) return active;
+  if (seen && seen != active && ov_->getattr(seen.get(), path, &a) == 0 && a.ino == ino)
+    return seen;
+  return nullptr;
+}
+
+// True when the node's every name was unlinked (an open file is all that keeps it).
+bool LLMount::unlinked(uint64_t id) {
+  std::lock_guard lock(tmu_);
+  auto it = nodes_.find(id);
+  return id != FUSE_ROOT_ID && it != nodes_.end() && it->second->names.empty();
+}
+
+Handle* LLMount::anyHandle(uint64_t id) {
+  std::lock_guard lock(tmu_);
+  auto it = nodes_.find(id);
+  if (it == nodes_.end() || it->second->handles.empty()) return nullptr;
+  return it->second->handles.front();
+}
+
+void LLMount::trackHandle(uint64_t id, Handle* h, bool add) {
+  std::lock_guard lock(tmu_);
+  auto it = nodes_.find(id);
+  if (it == nodes_.end()) return;
+  auto& hs = it->second->handles;
+  if (add) {
+    hs.push_back(h);
+  } else {
+    for (auto i = hs.begin(); i != hs.end(); ++i) {
+      if (*i == h) {
+        hs.erase(i);
+        break;
+      }
+    }
+  }
+}
+
+
+}  // namespace ll
+}  // namespace shadowfs
