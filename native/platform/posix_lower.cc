@@ -1,6 +1,8 @@
-// POSIX implementation of LowerFs. Every call is relative to one O_PATH directory fd for A's
-// root, so A can be addressed without building absolute paths, and nothing is held open per
-// file: only the files the shadow currently has open hold an fd.
+// POSIX implementation of LowerFs. Every call is relative to one directory fd for A's root, so
+// A is addressed without building absolute paths, and nothing is held open per file: only the
+// files the shadow currently has open hold an fd. A path too long for one *at() call reaches
+// its parent directory through a component walk (posix_path.h); xattr calls, which have no
+// *at() form, go through /proc/self/fd/N so they never depend on the absolute path's length.
 #include "posix_lower.h"
 
 #include <dirent.h>
@@ -12,6 +14,8 @@
 
 #include <cerrno>
 #include <cstring>
+
+#include "posix_path.h"
 
 namespace shadowfs {
 namespace {
@@ -58,14 +62,23 @@ int preadFull(int fd, char* buf, size_t size, uint64_t off, size_t* got) {
 
 class PosixLower final : public LowerFs {
  public:
-  PosixLower(int rootFd, std::string root) : rootFd_(rootFd), root_(std::move(root)) {}
+  PosixLower(int rootFd, std::string root)
+      : rootFd_(rootFd), root_(std::move(root)), procOk_(posix::procFdUsable(rootFd)) {}
   ~PosixLower() override { ::close(rootFd_); }
   PosixLower(const PosixLower&) = delete;
   PosixLower& operator=(const PosixLower&) = delete;
 
   int stat(const std::string& rel, Attr* out) override {
     struct stat st;
-    if (::fstatat(rootFd_, p(rel), &st, AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH) != 0) return errno;
+    // The common case: one call on the root fd.
+    if (rel.size() <= posix::directLimit()) {
+      if (::fstatat(rootFd_, rel.c_str(), &st, AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH) != 0)
+        return errno;
+    } else {
+      posix::At at;
+      if (int e = posix::resolveAt(rootFd_, rel, &at)) return e;
+      if (::fstatat(at.dirFd, at.name, &st, AT_SYMLINK_NOFOLLOW) != 0) return errno;
+    }
     fill(st, out);
     return 0;
   }
@@ -94,7 +107,9 @@ class PosixLower final : public LowerFs {
   }
 
   int readdir(const std::string& rel, std::vector<DirEntry>* out) override {
-    int fd = ::openat(rootFd_, rel.empty() ? "." : rel.c_str(),
+    posix::At at;
+    if (int e = posix::resolveAt(rootFd_, rel, &at)) return e;
+    int fd = ::openat(at.dirFd, *at.name ? at.name : ".",
                       O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0) return errno;
     DIR* d = ::fdopendir(fd);
@@ -117,7 +132,9 @@ class PosixLower final : public LowerFs {
 
   int readlink(const std::string& rel, std::string* out) override {
     char buf[4096];
-    ssize_t n = ::readlinkat(rootFd_, p(rel), buf, sizeof buf);
+    posix::At at;
+    if (int e = posix::resolveAt(rootFd_, rel, &at)) return e;
+    ssize_t n = ::readlinkat(at.dirFd, at.name, buf, sizeof buf);
     if (n < 0) return errno;
     out->assign(buf, static_cast<size_t>(n));
     return 0;
@@ -125,8 +142,10 @@ class PosixLower final : public LowerFs {
 
   int open(const std::string& rel, LowerHandle* out) override {
     // O_NOATIME is refused for files we do not own; retry without it.
-    int fd = ::openat(rootFd_, p(rel), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOATIME);
-    if (fd < 0 && errno == EPERM) fd = ::openat(rootFd_, p(rel), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    posix::At at;
+    if (int e = posix::resolveAt(rootFd_, rel, &at)) return e;
+    int fd = ::openat(at.dirFd, at.name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOATIME);
+    if (fd < 0 && errno == EPERM) fd = ::openat(at.dirFd, at.name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0) return errno;
     *out = fd;
     return 0;
@@ -158,14 +177,25 @@ class PosixLower final : public LowerFs {
   }
 
   int listxattr(const std::string& rel, std::vector<std::string>* names) override {
-    std::string path = full(rel);
-    ssize_t n = ::llistxattr(path.c_str(), nullptr, 0);
-    if (n < 0) return errno == ENOTSUP ? 0 : errno;
-    std::string buf(static_cast<size_t>(n), '\0');
-    n = ::llistxattr(path.c_str(), buf.data(), buf.size());
-    if (n < 0) return errno;
+    posix::Fd hold;
+    std::string path;
+    if (int e = xattrPath(rel, &hold, &path)) return e;
+    auto list = [&](char* buf, size_t size) {
+      return rel.empty() ? ::flistxattr(rootFd_, buf, size) : ::llistxattr(path.c_str(), buf, size);
+    };
+    // The list may grow between the two calls: retry on ERANGE.
+    std::string buf;
+    ssize_t n;
+    for (;;) {
+      n = list(nullptr, 0);
+      if (n < 0) return errno == ENOTSUP ? 0 : errno;
+      buf.assign(static_cast<size_t>(n), '\0');
+      n = list(buf.data(), buf.size());
+      if (n >= 0) break;
+      if (errno != ERANGE) return errno;
+    }
     for (size_t i = 0; i < static_cast<size_t>(n);) {
-      size_t len = std::strlen(buf.data() + i);
+      size_t len = ::strnlen(buf.data() + i, static_cast<size_t>(n) - i);
       if (len) names->emplace_back(buf.data() + i, len);
       i += len + 1;
     }
@@ -173,12 +203,22 @@ class PosixLower final : public LowerFs {
   }
 
   int getxattr(const std::string& rel, const std::string& name, std::string* value) override {
-    std::string path = full(rel);
-    ssize_t n = ::lgetxattr(path.c_str(), name.c_str(), nullptr, 0);
-    if (n < 0) return errno == ENOTSUP ? ENODATA : errno;
-    value->resize(static_cast<size_t>(n));
-    n = ::lgetxattr(path.c_str(), name.c_str(), value->data(), value->size());
-    if (n < 0) return errno;
+    posix::Fd hold;
+    std::string path;
+    if (int e = xattrPath(rel, &hold, &path)) return e;
+    auto get = [&](char* buf, size_t size) {
+      return rel.empty() ? ::fgetxattr(rootFd_, name.c_str(), buf, size)
+                         : ::lgetxattr(path.c_str(), name.c_str(), buf, size);
+    };
+    ssize_t n;
+    for (;;) {
+      n = get(nullptr, 0);
+      if (n < 0) return errno == ENOTSUP ? ENODATA : errno;
+      value->resize(static_cast<size_t>(n));
+      n = get(value->data(), value->size());
+      if (n >= 0) break;
+      if (errno != ERANGE) return errno;
+    }
     value->resize(static_cast<size_t>(n));
     return 0;
   }
@@ -198,14 +238,27 @@ class PosixLower final : public LowerFs {
   }
 
  private:
-  // "" means the root itself (used with AT_EMPTY_PATH).
-  const char* p(const std::string& rel) const { return rel.c_str(); }
-  std::string full(const std::string& rel) const {
-    return rel.empty() ? root_ : root_ + "/" + rel;
+  // A path for the l*xattr calls that reaches `rel` (not the root: the callers use f*xattr on
+  // the root fd) without following its last component. Through /proc/self/fd: the root fd plus
+  // rel when that fits in one call, else the parent directory's fd (opened by a walk and kept
+  // in `hold`) plus the last name. Without /proc, the absolute path as far as it reaches.
+  int xattrPath(const std::string& rel, posix::Fd* hold, std::string* path) const {
+    if (procOk_) {
+      *path = posix::procFdPath(rootFd_, rel.c_str());
+      if (path->size() <= posix::directLimit()) return 0;
+      size_t off = 0;
+      if (rel.find('/') == std::string::npos) return ENAMETOOLONG;
+      if (int e = posix::openParent(rootFd_, rel, hold, &off)) return e;
+      *path = posix::procFdPath(hold->get(), rel.c_str() + off);
+      return 0;
+    }
+    *path = root_ + "/" + rel;
+    return path->size() <= posix::directLimit() ? 0 : ENAMETOOLONG;
   }
 
   int rootFd_;
   std::string root_;
+  bool procOk_;  // /proc/self/fd reaches our fds (false in a chroot without /proc)
 };
 
 class PosixSpillFile final : public SpillFile {

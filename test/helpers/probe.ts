@@ -1,5 +1,6 @@
 // Builds (once) and runs the small C++ programs of the tests: test/native/fsprobe, for system
-// calls Node.js does not expose, and test/conformance/posix, the POSIX conformance checks.
+// calls Node.js does not expose, test/native/deepprobe, for paths longer than Node.js can reach,
+// and test/conformance/posix, the POSIX conformance checks.
 import { execFileSync, spawnSync } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
@@ -19,6 +20,7 @@ function compiled(rel: string): string {
 
 export const probeBinary = (): string => compiled('native/fsprobe');
 export const conformanceBinary = (): string => compiled('conformance/posix');
+export const deepProbeBinary = (): string => compiled('native/deepprobe');
 
 /** Runs fsprobe; returns its trimmed stdout (e.g. "ok", "errno EEXIST", file content). */
 export function probe(...args: string[]): string {

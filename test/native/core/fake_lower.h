@@ -1,0 +1,324 @@
+// In-memory stand-ins for what native/platform gives the core: FakeLower (the user's folder A,
+// a LowerFs) and FakeSpill (a SpillStore). Tests build A with the add*/set* methods, change it
+// at any time (also from a hook in the middle of a copy, to play the developer editing A), and
+// inspect what the core asked for. Standard library only, so these build on Windows too.
+//
+// Semantics follow the POSIX implementation: stat does not follow symlinks, open only opens
+// regular files, an open handle keeps the object it opened (like an fd) even after A replaces
+// or deletes the path, pread reads that object's current bytes.
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "../../../native/core/lower.h"
+#include "../../../native/core/spill.h"
+
+namespace shadowfs {
+namespace fake {
+
+struct Object {
+  Attr attr;
+  std::string data;  // file bytes, or a symlink's target
+  std::map<std::string, std::string> xattrs;
+};
+
+class FakeLower final : public LowerFs {
+ public:
+  FakeLower() {
+    auto root = std::make_shared<Object>();
+    root->attr.type = FileType::Directory;
+    root->attr.perm = 0755;
+    root->attr.nlink = 2;
+    root->attr.ino = nextIno_++;
+    objects_[""] = root;
+  }
+
+  // --- Building and changing A (the test's side). Parents must exist. ---
+  uint64_t addDir(const std::string& path, uint32_t perm = 0755) {
+    return put(path, FileType::Directory, perm, "");
+  }
+  uint64_t addFile(const std::string& path, const std::string& data, uint32_t perm = 0644) {
+    return put(path, FileType::Regular, perm, data);
+  }
+  uint64_t addSymlink(const std::string& path, const std::string& target) {
+    return put(path, FileType::Symlink, 0777, target);
+  }
+  // Rewrites a file's bytes in place (same inode), moving its size, mtime and ctime on.
+  void modify(const std::string& path, const std::string& data) {
+    std::lock_guard lock(mu_);
+    auto o = objects_.at(path);
+    o->data = data;
+    o->attr.size = data.size();
+    o->attr.mtime = o->attr.ctime = tick();
+  }
+  void setXattr(const std::string& path, const std::string& name, const std::string& value) {
+    std::lock_guard lock(mu_);
+    objects_.at(path)->xattrs[name] = value;
+  }
+  // Removes a path and everything below it.
+  void remove(const std::string& path) {
+    std::lock_guard lock(mu_);
+    for (auto it = objects_.begin(); it != objects_.end();) {
+      if (it->first == path || isBelow(it->first, path))
+        it = objects_.erase(it);
+      else
+        ++it;
+    }
+  }
+  bool exists(const std::string& path) {
+    std::lock_guard lock(mu_);
+    return objects_.count(path) > 0;
+  }
+  std::string content(const std::string& path) {
+    std::lock_guard lock(mu_);
+    return objects_.at(path)->data;
+  }
+  // Every path with its type, size and bytes: two equal snapshots mean A was not changed.
+  std::string snapshot() {
+    std::lock_guard lock(mu_);
+    std::string out;
+    for (const auto& [path, o] : objects_) {
+      out += path + "|" + std::to_string(static_cast<int>(o->attr.type)) + "|" +
+             std::to_string(o->attr.perm) + "|" + o->data + "|";
+      for (const auto& [k, v] : o->xattrs) out += k + "=" + v + ";";
+      out += "\n";
+    }
+    return out;
+  }
+
+  // Called (outside the fake's lock) before each pread with the path the handle was opened
+  // under and the offset: a test can change A in the middle of a copy.
+  std::function<void(const std::string& path, uint64_t off)> onPread;
+  // readAll reads through open/pread in chunks of this many bytes, so onPread sees a copy that
+  // takes several steps whichever call the core uses.
+  size_t readChunk = 4;
+
+  // Calls the core made, for tests that check what was (not) asked of A.
+  std::atomic<int> statCalls{0}, readdirCalls{0}, openCalls{0}, preadCalls{0};
+  int openHandles() {
+    std::lock_guard lock(mu_);
+    return static_cast<int>(handles_.size());
+  }
+
+  // --- LowerFs (the core's side). ---
+  int stat(const std::string& rel, Attr* out) override {
+    ++statCalls;
+    std::lock_guard lock(mu_);
+    auto o = find(rel);
+    if (!o) return errnoOf(rel);
+    *out = o->attr;
+    return 0;
+  }
+
+  int readdir(const std::string& rel, std::vector<DirEntry>* out) override {
+    ++readdirCalls;
+    std::lock_guard lock(mu_);
+    auto o = find(rel);
+    if (!o) return errnoOf(rel);
+    if (o->attr.type != FileType::Directory) return ENOTDIR;
+    for (const auto& [path, child] : objects_) {
+      if (!isBelow(path, rel) || path.find('/', rel.empty() ? 0 : rel.size() + 1) != std::string::npos)
+        continue;
+      out->push_back(DirEntry{path.substr(rel.empty() ? 0 : rel.size() + 1), child->attr.ino,
+                              child->attr.type});
+    }
+    return 0;
+  }
+
+  int readlink(const std::string& rel, std::string* out) override {
+    std::lock_guard lock(mu_);
+    auto o = find(rel);
+    if (!o) return errnoOf(rel);
+    if (o->attr.type != FileType::Symlink) return EINVAL;
+    *out = o->data;
+    return 0;
+  }
+
+  int open(const std::string& rel, LowerHandle* out) override {
+    ++openCalls;
+    std::lock_guard lock(mu_);
+    auto o = find(rel);
+    if (!o) return errnoOf(rel);
+    if (o->attr.type == FileType::Symlink) return ELOOP;  // O_NOFOLLOW
+    if (o->attr.type == FileType::Directory) return EISDIR;
+    LowerHandle h = nextHandle_++;
+    handles_[h] = {rel, o};
+    *out = h;
+    return 0;
+  }
+
+  int fstat(LowerHandle h, Attr* out) override {
+    std::lock_guard lock(mu_);
+    auto it = handles_.find(h);
+    if (it == handles_.end()) return EBADF;
+    *out = it->second.second->attr;
+    return 0;
+  }
+
+  int pread(LowerHandle h, char* buf, size_t size, uint64_t off, size_t* got) override {
+    ++preadCalls;
+    std::string path;
+    {
+      std::lock_guard lock(mu_);
+      auto it = handles_.find(h);
+      if (it == handles_.end()) return EBADF;
+      path = it->second.first;
+    }
+    if (onPread) onPread(path, off);
+    std::lock_guard lock(mu_);
+    auto it = handles_.find(h);
+    if (it == handles_.end()) return EBADF;
+    const std::string& d = it->second.second->data;
+    *got = off >= d.size() ? 0 : std::min<size_t>(size, d.size() - static_cast<size_t>(off));
+    if (*got) std::memcpy(buf, d.data() + off, *got);
+    return 0;
+  }
+
+  void close(LowerHandle h) override {
+    std::lock_guard lock(mu_);
+    handles_.erase(h);
+  }
+
+  int readAll(const std::string& rel, std::string* out) override {
+    LowerHandle h = -1;
+    if (int e = open(rel, &h)) return e;
+    std::vector<char> buf(readChunk ? readChunk : 1);
+    int e = 0;
+    for (uint64_t off = 0;;) {
+      size_t got = 0;
+      e = pread(h, buf.data(), buf.size(), off, &got);
+      if (e || got == 0) break;
+      out->append(buf.data(), got);
+      off += got;
+    }
+    close(h);
+    return e;
+  }
+
+  int listxattr(const std::string& rel, std::vector<std::string>* names) override {
+    std::lock_guard lock(mu_);
+    auto o = find(rel);
+    if (!o) return errnoOf(rel);
+    for (const auto& [k, v] : o->xattrs) names->push_back(k);
+    return 0;
+  }
+
+  int getxattr(const std::string& rel, const std::string& name, std::string* value) override {
+    std::lock_guard lock(mu_);
+    auto o = find(rel);
+    if (!o) return errnoOf(rel);
+    auto it = o->xattrs.find(name);
+    if (it == o->xattrs.end()) return ENODATA;
+    *value = it->second;
+    return 0;
+  }
+
+  int statfs(FsStats* out) override {
+    out->blocks = 1000;
+    out->bfree = out->bavail = 500;
+    out->files = 100;
+    out->ffree = 50;
+    return 0;
+  }
+
+ private:
+  static bool isBelow(const std::string& path, const std::string& dir) {
+    if (dir.empty()) return !path.empty();
+    return path.size() > dir.size() && path.compare(0, dir.size(), dir) == 0 && path[dir.size()] == '/';
+  }
+  Timespec tick() { return Timespec{1700000000 + static_cast<int64_t>(++clock_), 0}; }
+
+  uint64_t put(const std::string& path, FileType type, uint32_t perm, const std::string& data) {
+    std::lock_guard lock(mu_);
+    auto slash = path.rfind('/');
+    std::string parent = slash == std::string::npos ? "" : path.substr(0, slash);
+    auto p = find(parent);
+    if (!p || p->attr.type != FileType::Directory) std::abort();  // a broken test
+    auto o = std::make_shared<Object>();
+    o->attr.type = type;
+    o->attr.perm = perm;
+    o->attr.nlink = type == FileType::Directory ? 2 : 1;
+    o->attr.ino = nextIno_++;
+    o->attr.uid = 1000;
+    o->attr.gid = 1000;
+    o->attr.size = data.size();
+    o->attr.mtime = o->attr.ctime = o->attr.atime = tick();
+    o->data = data;
+    objects_[path] = o;
+    return o->attr.ino;
+  }
+
+  // The object at `rel`, or null. Only directories may be passed through on the way (like the
+  // POSIX implementation, which never follows a symlink of A).
+  std::shared_ptr<Object> find(const std::string& rel) {
+    auto it = objects_.find(rel);
+    if (it == objects_.end()) return nullptr;
+    return it->second;
+  }
+  int errnoOf(const std::string& rel) {
+    // ENOTDIR when a proper prefix is a non-directory, else ENOENT.
+    for (size_t slash = rel.find('/'); slash != std::string::npos; slash = rel.find('/', slash + 1)) {
+      auto it = objects_.find(rel.substr(0, slash));
+      if (it == objects_.end()) return ENOENT;
+      if (it->second->attr.type != FileType::Directory) return ENOTDIR;
+    }
+    return ENOENT;
+  }
+
+  std::mutex mu_;
+  std::map<std::string, std::shared_ptr<Object>> objects_;
+  std::map<LowerHandle, std::pair<std::string, std::shared_ptr<Object>>> handles_;
+  LowerHandle nextHandle_ = 3;
+  uint64_t nextIno_ = 100;
+  uint64_t clock_ = 0;
+};
+
+class FakeSpillFile final : public SpillFile {
+ public:
+  int pread(char* buf, size_t size, uint64_t off, size_t* got) override {
+    std::lock_guard lock(mu_);
+    *got = off >= data_.size() ? 0 : std::min<size_t>(size, data_.size() - static_cast<size_t>(off));
+    if (*got) std::memcpy(buf, data_.data() + off, *got);
+    return 0;
+  }
+  int pwrite(const char* buf, size_t size, uint64_t off) override {
+    std::lock_guard lock(mu_);
+    if (off + size > data_.size()) data_.resize(static_cast<size_t>(off + size));
+    if (size) std::memcpy(&data_[static_cast<size_t>(off)], buf, size);
+    return 0;
+  }
+  int truncate(uint64_t size) override {
+    std::lock_guard lock(mu_);
+    data_.resize(static_cast<size_t>(size));
+    return 0;
+  }
+
+ private:
+  std::mutex mu_;
+  std::string data_;
+};
+
+class FakeSpill final : public SpillStore {
+ public:
+  int create(std::unique_ptr<SpillFile>* out) override {
+    ++created;
+    if (failWith) return failWith;
+    *out = std::make_unique<FakeSpillFile>();
+    return 0;
+  }
+  std::atomic<int> created{0};
+  int failWith = 0;  // an errno create() returns, to test a full disk
+};
+
+}  // namespace fake
+}  // namespace shadowfs

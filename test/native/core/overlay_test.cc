@@ -1,0 +1,539 @@
+// Unit tests of the overlay core (native/core/overlay.h) against an in-memory folder
+// (fake_lower.h), through the public API only: file-system operations with an explicit layer
+// from pin(), and the layer operations of the API. Standard library only (builds on Windows).
+#include <algorithm>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "../../../native/core/overlay.h"
+#include "../unit/unit.h"
+#include "fake_lower.h"
+
+using namespace shadowfs;
+
+namespace {
+
+const Caller kWho{1000, 1000};
+
+// One overlay on a fake folder, with layer "a" created and pinned. Pins taken with layer()
+// are released at the end.
+struct World {
+  fake::FakeLower* lower = nullptr;
+  fake::FakeSpill* spill = nullptr;
+  std::unique_ptr<Overlay> ov;
+  Layer* a = nullptr;
+  std::vector<Layer*> pins;
+
+  explicit World(const std::function<void(fake::FakeLower&)>& build = {},
+                 uint64_t spillThreshold = UINT64_MAX) {
+    auto lo = std::make_unique<fake::FakeLower>();
+    lower = lo.get();
+    if (build) build(*lo);
+    auto sp = std::make_unique<fake::FakeSpill>();
+    spill = sp.get();
+    ov = std::make_unique<Overlay>(std::move(lo), std::move(sp), spillThreshold);
+    a = layer("a");
+  }
+  ~World() {
+    for (Layer* p : pins) ov->unpin(p);
+  }
+  World(const World&) = delete;
+  World& operator=(const World&) = delete;
+
+  Layer* layer(const std::string& name) {
+    if (ov->createLayer(name) != 0) throw unit::Abort{};
+    Layer* p = ov->pin(name);
+    if (!p) throw unit::Abort{};
+    pins.push_back(p);
+    return p;
+  }
+
+  // Whole content as `L` shows it; *err gets the first error.
+  std::string read(Layer* L, const std::string& path, int* err = nullptr) {
+    Handle* h = nullptr;
+    Attr at;
+    int e = ov->open(L, path, OpenIntent{}, &h, &at);
+    std::string out;
+    if (e == 0) {
+      char buf[7];  // odd size: reads take several calls
+      for (uint64_t off = 0;;) {
+        size_t got = 0;
+        e = ov->read(h, buf, sizeof buf, off, &got);
+        if (e || got == 0) break;
+        out.append(buf, got);
+        off += got;
+      }
+      ov->release(h);
+    }
+    if (err) *err = e;
+    return e ? "<" + unit::errnoName(e) + ">" : out;
+  }
+
+  // Writes `data` at `off` through a write-open (creating the file when `create`).
+  int write(Layer* L, const std::string& path, const std::string& data, uint64_t off = 0,
+            bool create = false, bool truncate = false) {
+    Handle* h = nullptr;
+    Attr at;
+    OpenIntent intent;
+    intent.write = true;
+    intent.truncate = truncate;
+    int e = create ? ov->create(L, path, 0644, intent, kWho, &h, &at)
+                   : ov->open(L, path, intent, &h, &at);
+    if (e) return e;
+    e = ov->write(h, data.data(), data.size(), off);
+    ov->release(h);
+    return e;
+  }
+  int create(Layer* L, const std::string& path, const std::string& data) {
+    return write(L, path, data, 0, true, true);
+  }
+
+  std::vector<std::string> names(Layer* L, const std::string& dir, int* err = nullptr) {
+    std::vector<DirEntry> ls;
+    int e = ov->readdir(L, dir, &ls);
+    if (err) *err = e;
+    std::vector<std::string> out;
+    for (auto& d : ls) out.push_back(d.name);
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+
+  Attr stat(Layer* L, const std::string& path, int* err = nullptr) {
+    Attr at;
+    int e = ov->getattr(L, path, &at);
+    if (err) *err = e;
+    return at;
+  }
+  int statErr(Layer* L, const std::string& path) {
+    int e = 0;
+    stat(L, path, &e);
+    return e;
+  }
+
+  // "kind path" of every change of a layer, sorted.
+  std::vector<std::string> changes(const std::string& name) {
+    std::vector<Change> cs;
+    if (ov->changes(name, &cs) != 0) return {"<changes failed>"};
+    std::vector<std::string> out;
+    for (auto& c : cs) {
+      const char* k = c.kind == Change::Kind::Added      ? "added"
+                      : c.kind == Change::Kind::Modified ? "modified"
+                      : c.kind == Change::Kind::Deleted  ? "deleted"
+                                                         : "metadata";
+      out.push_back(std::string(k) + " " + c.path);
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+};
+
+using Names = std::vector<std::string>;
+
+void project(fake::FakeLower& f) {
+  f.addDir("src");
+  f.addFile("src/a.js", "a\n");
+  f.addFile("src/b.js", "b\n");
+  f.addDir("src/lib");
+  f.addFile("src/lib/util.js", "util\n");
+  f.addFile("README.md", "# readme\n");
+  f.addSymlink("link", "src/a.js");
+  f.addDir("empty");
+}
+
+}  // namespace
+
+TEST(readdir_merges_the_folder_with_the_layer_and_hides_whiteouts) {
+  World w(project);
+  const std::string before = w.lower->snapshot();
+  REQUIRE_OK(w.create(w.a, "src/c.js", "c\n"));
+  REQUIRE_OK(w.ov->unlink(w.a, "src/a.js"));
+  Attr at;
+  REQUIRE_OK(w.ov->mkdir(w.a, "src/new", 0755, kWho, &at));
+  CHECK_EQ(w.names(w.a, "src"), (Names{"b.js", "c.js", "lib", "new"}));
+  CHECK_EQ(w.names(w.a, ""), (Names{"README.md", "empty", "link", "src"}));
+  std::vector<DirEntry> ls;
+  REQUIRE_OK(w.ov->readdir(w.a, "src", &ls));
+  for (auto& d : ls) {
+    if (d.name == "new") CHECK(d.type == FileType::Directory);
+    if (d.name == "c.js") CHECK(d.type == FileType::Regular);
+  }
+  // Another layer still shows the folder as it is; the folder itself was not touched.
+  Layer* b = w.layer("b");
+  CHECK_EQ(w.names(b, "src"), (Names{"a.js", "b.js", "lib"}));
+  CHECK_EQ(w.lower->snapshot(), before);
+  // A file that appears in the folder later shows up in the merged listing.
+  w.lower->addFile("src/late.js", "late\n");
+  CHECK_EQ(w.names(w.a, "src"), (Names{"b.js", "c.js", "late.js", "lib", "new"}));
+  int e = 0;
+  w.names(w.a, "README.md", &e);
+  CHECK_EQ(unit::errnoName(e), "ENOTDIR");
+}
+
+TEST(unlink_of_a_folder_file_leaves_a_whiteout) {
+  World w(project);
+  const std::string before = w.lower->snapshot();
+  REQUIRE_OK(w.ov->unlink(w.a, "src/a.js"));
+  CHECK_ERR(w.statErr(w.a, "src/a.js"), ENOENT);
+  CHECK_ERR(w.ov->unlink(w.a, "src/a.js"), ENOENT);
+  int e = 0;
+  w.read(w.a, "src/a.js", &e);
+  CHECK_ERR(e, ENOENT);
+  CHECK_EQ(w.changes("a"), (Names{"deleted src/a.js"}));
+  CHECK(w.lower->exists("src/a.js"));
+  // The whiteout keeps hiding the folder's file when the developer edits it.
+  w.lower->modify("src/a.js", "edited in the folder\n");
+  CHECK_ERR(w.statErr(w.a, "src/a.js"), ENOENT);
+  // A new file may take the name again.
+  REQUIRE_OK(w.create(w.a, "src/a.js", "again\n"));
+  CHECK_EQ(w.read(w.a, "src/a.js"), "again\n");
+  CHECK_EQ(w.names(w.a, "src"), (Names{"a.js", "b.js", "lib"}));
+  // Directories are refused by unlink, files by rmdir.
+  CHECK_ERR(w.ov->unlink(w.a, "src/lib"), EISDIR);
+  CHECK_ERR(w.ov->rmdir(w.a, "src/b.js"), ENOTDIR);
+  w.lower->modify("src/a.js", "a\n");
+  CHECK_EQ(w.lower->snapshot(), before);
+}
+
+TEST(renaming_a_folder_directory_redirects_to_it_and_stays_live) {
+  World w([](fake::FakeLower& f) {
+    f.addDir("d");
+    f.addFile("d/f1", "one");
+    f.addDir("d/sub");
+    f.addFile("d/sub/f2", "two");
+  });
+  const uint64_t dIno = w.stat(w.a, "d").ino;
+  const std::string before = w.lower->snapshot();
+  // No EXDEV (kernel overlayfs without redirect_dir would answer that): the rename is O(1).
+  REQUIRE_OK(w.ov->rename(w.a, "d", "e", 0));
+  CHECK_ERR(w.statErr(w.a, "d"), ENOENT);
+  CHECK_EQ(w.names(w.a, ""), (Names{"e"}));
+  CHECK_EQ(w.names(w.a, "e"), (Names{"f1", "sub"}));
+  CHECK_EQ(w.read(w.a, "e/sub/f2"), "two");
+  CHECK_EQ(w.stat(w.a, "e").ino, dIno);
+  CHECK_EQ(w.lower->snapshot(), before);
+  // The renamed directory keeps merging with the folder's directory, live.
+  w.lower->addFile("d/late", "late");
+  CHECK_EQ(w.names(w.a, "e"), (Names{"f1", "late", "sub"}));
+  CHECK_EQ(w.read(w.a, "e/late"), "late");
+  // Renamed back, it is the folder's directory again.
+  REQUIRE_OK(w.ov->rename(w.a, "e", "d", 0));
+  CHECK_EQ(w.names(w.a, "d"), (Names{"f1", "late", "sub"}));
+  CHECK_ERR(w.statErr(w.a, "e"), ENOENT);
+}
+
+TEST(copy_up_on_write_open_keeps_the_inode_number_and_spares_the_folder) {
+  World w(project);
+  const uint64_t ino = w.stat(w.a, "README.md").ino;
+  // A read-only handle opened before the copy-up.
+  Handle* ro = nullptr;
+  Attr at;
+  REQUIRE_OK(w.ov->open(w.a, "README.md", OpenIntent{}, &ro, &at));
+  REQUIRE_OK(w.write(w.a, "README.md", "#!", 0));
+  CHECK_EQ(w.read(w.a, "README.md"), "#!readme\n");
+  CHECK_EQ(w.stat(w.a, "README.md").ino, ino);
+  CHECK_EQ(w.stat(w.a, "README.md").size, uint64_t{9});
+  // The early handle sees the layer's copy from now on, as overlay.h promises.
+  char buf[16];
+  size_t got = 0;
+  CHECK_OK(w.ov->read(ro, buf, sizeof buf, 0, &got));
+  CHECK_EQ(std::string(buf, got), "#!readme\n");
+  w.ov->release(ro);
+  CHECK_EQ(w.lower->content("README.md"), "# readme\n");
+  CHECK_EQ(w.changes("a"), (Names{"modified README.md"}));
+  // Another layer still reads the folder's file.
+  CHECK_EQ(w.read(w.layer("b"), "README.md"), "# readme\n");
+  // Truncating open: no content needed, inode kept too.
+  REQUIRE_OK(w.write(w.a, "src/b.js", "B", 0, false, true));
+  CHECK_EQ(w.read(w.a, "src/b.js"), "B");
+  CHECK_EQ(w.lower->content("src/b.js"), "b\n");
+  CHECK_EQ(w.lower->openHandles(), 0);
+}
+
+TEST(reset_drops_every_change_of_the_layer) {
+  World w(project);
+  Attr at;
+  REQUIRE_OK(w.write(w.a, "README.md", "changed"));
+  REQUIRE_OK(w.create(w.a, "new.txt", "new"));
+  REQUIRE_OK(w.ov->unlink(w.a, "src/a.js"));
+  REQUIRE_OK(w.ov->mkdir(w.a, "dir", 0700, kWho, &at));
+  REQUIRE_OK(w.ov->rename(w.a, "src/lib", "lib2", 0));
+  std::vector<std::string> paths;
+  REQUIRE_OK(w.ov->reset("a", &paths));
+  for (const char* p : {"README.md", "new.txt", "src/a.js", "dir", "lib2"})
+    CHECK(std::find(paths.begin(), paths.end(), p) != paths.end());
+  CHECK_EQ(w.read(w.a, "README.md"), "# readme\n");
+  CHECK_ERR(w.statErr(w.a, "new.txt"), ENOENT);
+  CHECK_ERR(w.statErr(w.a, "dir"), ENOENT);
+  CHECK_ERR(w.statErr(w.a, "lib2"), ENOENT);
+  CHECK_EQ(w.names(w.a, "src"), (Names{"a.js", "b.js", "lib"}));
+  CHECK_EQ(w.changes("a"), Names{});
+  CHECK_ERR(w.ov->reset("nope", &paths), ENXIO);
+}
+
+TEST(a_cloned_layer_is_independent_of_its_source) {
+  World w(project);
+  REQUIRE_OK(w.write(w.a, "README.md", "A1"));
+  REQUIRE_OK(w.create(w.a, "n.txt", "N"));
+  REQUIRE_OK(w.ov->cloneLayer("a", "b"));
+  Layer* b = w.ov->pin("b");
+  REQUIRE(b != nullptr);
+  w.pins.push_back(b);
+  CHECK_EQ(w.read(b, "README.md"), "A1readme\n");
+  REQUIRE_OK(w.write(b, "README.md", "B1"));
+  REQUIRE_OK(w.ov->unlink(b, "n.txt"));
+  REQUIRE_OK(w.write(w.a, "README.md", "A2"));
+  CHECK_EQ(w.read(w.a, "README.md"), "A2readme\n");
+  CHECK_EQ(w.read(b, "README.md"), "B1readme\n");
+  CHECK_EQ(w.read(w.a, "n.txt"), "N");
+  CHECK_ERR(w.statErr(b, "n.txt"), ENOENT);
+  CHECK_ERR(w.ov->cloneLayer("a", "b"), EEXIST);
+  // ENXIO is the core's "no such layer" (the API maps it to UNKNOWN_AGENT).
+  CHECK_ERR(w.ov->cloneLayer("missing", "c"), ENXIO);
+  CHECK(!w.ov->hasLayer("c"));
+}
+
+TEST(contents_past_the_threshold_spill_and_read_back) {
+  World w(
+      [](fake::FakeLower& f) { f.addFile("big.bin", std::string(64, 'L')); }, 16);
+  REQUIRE_OK(w.create(w.a, "small", "0123456789"));
+  CHECK_EQ(w.spill->created.load(), 0);
+  const std::string big(100, 'x');
+  REQUIRE_OK(w.create(w.a, "big", big));
+  CHECK_EQ(w.spill->created.load(), 1);
+  CHECK_EQ(w.read(w.a, "big"), big);
+  // Growing a small file past the threshold moves it out too.
+  REQUIRE_OK(w.write(w.a, "small", "ABCDEFGHIJ", 10));
+  CHECK_EQ(w.spill->created.load(), 2);
+  CHECK_EQ(w.read(w.a, "small"), "0123456789ABCDEFGHIJ");
+  CHECK_EQ(w.stat(w.a, "small").size, uint64_t{20});
+  // A folder file above the threshold is copied straight into a spill file.
+  REQUIRE_OK(w.write(w.a, "big.bin", "!", 64));
+  CHECK_EQ(w.spill->created.load(), 3);
+  CHECK_EQ(w.read(w.a, "big.bin"), std::string(64, 'L') + "!");
+  LayerStats st;
+  REQUIRE_OK(w.ov->stats("a", &st));
+  CHECK(st.spilledBytes >= 100 + 20 + 65);
+  // A clone copies spilled contents: writing one does not change the other.
+  REQUIRE_OK(w.ov->cloneLayer("a", "c"));
+  Layer* c = w.ov->pin("c");
+  REQUIRE(c != nullptr);
+  w.pins.push_back(c);
+  REQUIRE_OK(w.write(c, "big", "yy", 0));
+  CHECK_EQ(w.read(c, "big"), "yy" + std::string(98, 'x'));
+  CHECK_EQ(w.read(w.a, "big"), big);
+  // A full spill disk is reported, not hidden.
+  w.spill->failWith = ENOSPC;
+  CHECK_ERR(w.create(w.a, "big2", big), ENOSPC);
+}
+
+TEST(hard_links_within_a_layer_share_one_inode) {
+  World w(project);
+  Attr at;
+  REQUIRE_OK(w.create(w.a, "f", "x"));
+  REQUIRE_OK(w.ov->link(w.a, "f", "g", &at));
+  CHECK_EQ(at.nlink, 2u);
+  CHECK_EQ(w.stat(w.a, "f").ino, w.stat(w.a, "g").ino);
+  REQUIRE_OK(w.write(w.a, "g", "yy"));
+  CHECK_EQ(w.read(w.a, "f"), "yy");
+  REQUIRE_OK(w.ov->unlink(w.a, "f"));
+  CHECK_EQ(w.read(w.a, "g"), "yy");
+  CHECK_EQ(w.stat(w.a, "g").nlink, 1u);
+  // A link to a folder file: the new name lives only in the layer.
+  REQUIRE_OK(w.ov->link(w.a, "src/a.js", "a-link.js", &at));
+  CHECK_EQ(w.read(w.a, "a-link.js"), "a\n");
+  CHECK_EQ(w.stat(w.a, "a-link.js").ino, w.stat(w.a, "src/a.js").ino);
+  CHECK(!w.lower->exists("a-link.js"));
+  CHECK_ERR(w.ov->link(w.a, "src", "src-link", &at), EPERM);
+  CHECK_ERR(w.ov->link(w.a, "g", "src/b.js", &at), EEXIST);
+}
+
+TEST(errors_match_a_real_file_system) {
+  World w(project);
+  Attr at;
+  Handle* h = nullptr;
+  const std::string n255(255, 'n'), n256(256, 'n');
+  // Names longer than NAME_MAX.
+  CHECK_ERR(w.create(w.a, n256, "x"), ENAMETOOLONG);
+  CHECK_ERR(w.ov->mkdir(w.a, "src/" + n256, 0755, kWho, &at), ENAMETOOLONG);
+  CHECK_ERR(w.ov->rename(w.a, "README.md", n256, 0), ENAMETOOLONG);
+  CHECK_ERR(w.ov->symlink(w.a, "t", n256, kWho, &at), ENAMETOOLONG);
+  CHECK_OK(w.create(w.a, n255, "x"));
+  // Directories that are not empty (in the folder, or in the layer only).
+  CHECK_ERR(w.ov->rmdir(w.a, "src"), ENOTEMPTY);
+  REQUIRE_OK(w.ov->mkdir(w.a, "full", 0755, kWho, &at));
+  REQUIRE_OK(w.create(w.a, "full/x", "x"));
+  CHECK_ERR(w.ov->rmdir(w.a, "full"), ENOTEMPTY);
+  CHECK_ERR(w.ov->rename(w.a, "empty", "src", 0), ENOTEMPTY);
+  // ... and one emptied by whiteouts is empty.
+  REQUIRE_OK(w.ov->unlink(w.a, "src/lib/util.js"));
+  CHECK_OK(w.ov->rmdir(w.a, "src/lib"));
+  // Names that exist.
+  CHECK_ERR(w.ov->mkdir(w.a, "src", 0755, kWho, &at), EEXIST);
+  CHECK_ERR(w.ov->symlink(w.a, "t", "README.md", kWho, &at), EEXIST);
+  OpenIntent excl;
+  excl.write = true;
+  excl.exclusive = true;
+  CHECK_ERR(w.ov->create(w.a, "README.md", 0644, excl, kWho, &h, &at), EEXIST);
+  CHECK_ERR(w.ov->rename(w.a, "src/a.js", "src/b.js", kRenameNoReplace), EEXIST);
+  CHECK_ERR(w.ov->rename(w.a, "src/a.js", "src/none", kRenameExchange), ENOENT);
+  CHECK_ERR(w.ov->rename(w.a, "src/a.js", "src/b.js", kRenameNoReplace | kRenameExchange), EINVAL);
+  // Type mismatches.
+  CHECK_ERR(w.ov->rename(w.a, "README.md", "empty", 0), EISDIR);
+  CHECK_ERR(w.ov->rename(w.a, "empty", "README.md", 0), ENOTDIR);
+  CHECK_ERR(w.ov->rename(w.a, "src", "src/inside", 0), EINVAL);
+  CHECK_ERR(w.create(w.a, "README.md/x", "x"), ENOTDIR);
+  OpenIntent wr;
+  wr.write = true;
+  CHECK_ERR(w.ov->open(w.a, "src", wr, &h, &at), EISDIR);
+  std::string s;
+  CHECK_ERR(w.ov->readlink(w.a, "README.md", &s), EINVAL);
+  CHECK_ERR(w.ov->getxattr(w.a, "README.md", "user.none", &s), ENODATA);
+  CHECK_ERR(w.statErr(w.a, "nothing/here"), ENOENT);
+  // The root cannot go away.
+  CHECK_ERR(w.ov->rmdir(w.a, ""), EBUSY);
+  CHECK_ERR(w.ov->rename(w.a, "", "x", 0), EBUSY);
+  // With no layer active, the shared view is read-only.
+  CHECK_ERR(w.ov->mkdir(nullptr, "x", 0755, kWho, &at), EROFS);
+  CHECK_ERR(w.ov->unlink(nullptr, "README.md"), EROFS);
+  CHECK_ERR(w.ov->open(nullptr, "README.md", wr, &h, &at), EROFS);
+  // The folder never saw any of it.
+  CHECK(!w.lower->exists(n255));
+}
+
+TEST(activation_picks_what_the_shared_view_shows) {
+  World w(project);
+  Layer* b = w.layer("b");
+  Attr at;
+  std::vector<std::string> changed;
+  REQUIRE_OK(w.ov->activate("a", &changed));
+  CHECK_EQ(w.ov->activeLayer(), "a");
+  REQUIRE_OK(w.ov->mkdir(nullptr, "made-in-a", 0755, kWho, &at));
+  CHECK_OK(w.statErr(w.a, "made-in-a"));
+  CHECK_ERR(w.statErr(b, "made-in-a"), ENOENT);
+  changed.clear();
+  REQUIRE_OK(w.ov->activate("b", &changed));
+  CHECK(std::find(changed.begin(), changed.end(), "made-in-a") != changed.end());
+  CHECK_ERR(w.statErr(nullptr, "made-in-a"), ENOENT);
+  REQUIRE_OK(w.ov->activate("", &changed));
+  CHECK_EQ(w.ov->activeLayer(), "");
+  CHECK_ERR(w.ov->activate("missing", &changed), ENXIO);
+  // Pinned layers cannot be dropped; unpinned, inactive ones can.
+  CHECK_ERR(w.ov->dropLayer("a"), EBUSY);
+  REQUIRE_OK(w.ov->createLayer("c"));
+  CHECK_OK(w.ov->dropLayer("c"));
+  CHECK_ERR(w.ov->dropLayer("c"), ENOENT);
+  CHECK_ERR(w.ov->createLayer(""), EINVAL);
+}
+
+TEST(reads_of_unchanged_paths_follow_the_folder_live) {
+  World w(project);
+  REQUIRE_OK(w.create(w.a, "elsewhere", "x"));
+  w.lower->modify("README.md", "version two\n");
+  CHECK_EQ(w.stat(w.a, "README.md").size, uint64_t{12});
+  CHECK_EQ(w.read(w.a, "README.md"), "version two\n");
+  w.lower->remove("src/lib");
+  CHECK_EQ(w.names(w.a, "src"), (Names{"a.js", "b.js"}));
+  CHECK_ERR(w.statErr(w.a, "src/lib/util.js"), ENOENT);
+  std::string target;
+  REQUIRE_OK(w.ov->readlink(w.a, "link", &target));
+  CHECK_EQ(target, "src/a.js");
+}
+
+TEST(api_put_read_remove_and_changes) {
+  World w(project);
+  REQUIRE_OK(w.ov->putFile("a", "new/dir/file.txt", "data", 0600, kWho));
+  std::string out;
+  REQUIRE_OK(w.ov->readFile("a", "new/dir/file.txt", &out));
+  CHECK_EQ(out, "data");
+  CHECK_EQ(w.stat(w.a, "new/dir/file.txt").perm, 0600u);
+  // readFile appends to `out` (it does not clear it): use a fresh string.
+  std::string folderFile;
+  REQUIRE_OK(w.ov->readFile("a", "src/a.js", &folderFile));
+  CHECK_EQ(folderFile, "a\n");
+  REQUIRE_OK(w.ov->putFile("a", "README.md", "replaced", 0644, kWho));
+  REQUIRE_OK(w.ov->remove("a", "src"));
+  CHECK_ERR(w.statErr(w.a, "src/a.js"), ENOENT);
+  CHECK_EQ(w.changes("a"),
+           (Names{"added new", "added new/dir", "added new/dir/file.txt", "deleted src",
+                  "modified README.md"}));
+  CHECK_ERR(w.ov->readFile("a", "src/a.js", &out), ENOENT);
+  CHECK_ERR(w.ov->putFile("missing", "x", "y", 0644, kWho), ENXIO);
+  CHECK_ERR(w.ov->putFile("a", "link/x", "y", 0644, kWho), ELOOP);
+  CHECK(!w.lower->exists("new"));
+}
+
+TEST(xattrs_copy_up_into_the_layer) {
+  World w([](fake::FakeLower& f) {
+    f.addFile("f", "x");
+    f.setXattr("f", "user.origin", "folder");
+  });
+  std::string v;
+  REQUIRE_OK(w.ov->getxattr(w.a, "f", "user.origin", &v));
+  CHECK_EQ(v, "folder");
+  REQUIRE_OK(w.ov->setxattr(w.a, "f", "user.agent", "a", 0));
+  std::vector<std::string> names;
+  REQUIRE_OK(w.ov->listxattr(w.a, "f", &names));
+  std::sort(names.begin(), names.end());
+  CHECK_EQ(names, (Names{"user.agent", "user.origin"}));
+  CHECK_ERR(w.ov->setxattr(w.a, "f", "user.agent", "b", 1), EEXIST);
+  CHECK_ERR(w.ov->setxattr(w.a, "f", "user.none", "b", 2), ENODATA);
+  CHECK_ERR(w.ov->removexattr(w.a, "f", "user.none"), ENODATA);
+  REQUIRE_OK(w.ov->removexattr(w.a, "f", "user.origin"));
+  CHECK_ERR(w.ov->getxattr(w.a, "f", "user.origin", &v), ENODATA);
+  // The folder keeps its own, and another layer sees only those.
+  std::vector<std::string> other;
+  REQUIRE_OK(w.ov->listxattr(w.layer("b"), "f", &other));
+  CHECK_EQ(other, (Names{"user.origin"}));
+}
+
+TEST(symlinks_in_the_layer_and_the_folder) {
+  World w(project);
+  Attr at;
+  REQUIRE_OK(w.ov->symlink(w.a, "../README.md", "src/up", kWho, &at));
+  CHECK(at.type == FileType::Symlink);
+  std::string t;
+  REQUIRE_OK(w.ov->readlink(w.a, "src/up", &t));
+  CHECK_EQ(t, "../README.md");
+  CHECK_EQ(w.stat(w.a, "src/up").size, uint64_t{12});
+  // A folder symlink renamed in the layer keeps its target.
+  REQUIRE_OK(w.ov->rename(w.a, "link", "link2", 0));
+  REQUIRE_OK(w.ov->readlink(w.a, "link2", &t));
+  CHECK_EQ(t, "src/a.js");
+}
+
+TEST(parallel_writes_to_different_files_all_land) {
+  World w(project);
+  constexpr int kThreads = 4, kWrites = 200;
+  for (int t = 0; t < kThreads; ++t) REQUIRE_OK(w.create(w.a, "f" + std::to_string(t), ""));
+  std::vector<std::thread> threads;
+  std::vector<int> errors(kThreads, 0);
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      Handle* h = nullptr;
+      Attr at;
+      OpenIntent wr;
+      wr.write = true;
+      if ((errors[t] = w.ov->open(w.a, "f" + std::to_string(t), wr, &h, &at))) return;
+      for (int i = 0; i < kWrites && !errors[t]; ++i) {
+        char c = static_cast<char>('a' + t);
+        errors[t] = w.ov->write(h, &c, 1, static_cast<uint64_t>(i));
+      }
+      w.ov->release(h);
+    });
+  }
+  // A reader and a layer switch at the same time.
+  std::vector<std::string> changed;
+  for (int i = 0; i < 50; ++i) {
+    w.ov->activate(i % 2 ? "a" : "", &changed);
+    w.names(w.a, "");
+  }
+  for (auto& th : threads) th.join();
+  for (int t = 0; t < kThreads; ++t) {
+    CHECK_ERR(errors[t], 0);
+    CHECK_EQ(w.read(w.a, "f" + std::to_string(t)), std::string(kWrites, static_cast<char>('a' + t)));
+  }
+}
