@@ -236,6 +236,7 @@ int Overlay::remove(const std::string& layer, const std::string& path) {
 }
 
 int Overlay::readFile(const std::string& layer, const std::string& path, std::string* out) {
+  out->clear();
   std::shared_ptr<Layer> lp = byName(layer);
   if (!lp) return ENXIO;
   Layer& L = *lp;

@@ -3,9 +3,6 @@
 // write, and after an edit in the folder reported by the watcher.
 #include "ll_mount.h"
 
-#include <fcntl.h>
-#include <poll.h>
-#include <sys/inotify.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -13,95 +10,28 @@
 #include <cstring>
 
 #include "../core/path.h"
+#include "../platform/posix_watcher.h"
 
 namespace shadowfs {
 namespace ll {
 
-void LLMount::watchDirLocked(FNode* n, const std::string& path) {
-  std::string abs = path.empty() ? lowerPath_ : lowerPath_ + "/" + path;
-  int wd = inotify_add_watch(inotifyFd_, abs.c_str(),
-                             IN_CREATE | IN_DELETE | IN_MODIFY | IN_ATTRIB | IN_MOVED_FROM |
-                                 IN_MOVED_TO | IN_CLOSE_WRITE | IN_ONLYDIR | IN_DONT_FOLLOW |
-                                 IN_EXCL_UNLINK);
-  // ENOENT: a directory that exists only in a layer. ENOSPC: out of watches; that directory
-  // then falls back to the cache timeout.
-  if (wd < 0) return;
-  auto& w = watches_[wd];
-  w.first = path;
-  w.second++;
-  n->wd = wd;
-}
-
-void LLMount::unwatchLocked(FNode* n) {
-  if (n->wd < 0) return;
-  auto it = watches_.find(n->wd);
-  if (it != watches_.end() && --it->second.second == 0) {
-    inotify_rm_watch(inotifyFd_, n->wd);
-    watches_.erase(it);
-  }
-  n->wd = -1;
-}
-
 void LLMount::startWatcher() {
-  inotifyFd_ = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-  if (inotifyFd_ < 0) return;
-  if (pipe2(wakeFd_, O_CLOEXEC) != 0) {
-    ::close(inotifyFd_);
-    inotifyFd_ = -1;
-    return;
-  }
-  {
-    std::lock_guard lock(tmu_);
-    watchDirLocked(nodes_[FUSE_ROOT_ID].get(), std::string());
-  }
-  watcher_ = std::thread([this] { watcherLoop(); });
+  int err = 0;
+  watcher_ = openPosixWatcher(
+      lowerPath_,
+      [this](const std::vector<std::string>& paths, bool overflow) {
+        if (overflow) invalidateAll();
+        if (!paths.empty()) invalidatePaths(paths);
+      },
+      &err);
+  if (!watcher_) return;  // no live view: edits in A show after the cache timeout
+  std::lock_guard lock(tmu_);
+  watcher_->watch(std::string(), &nodes_[FUSE_ROOT_ID]->watch);
 }
 
 void LLMount::stopWatcher() {
-  if (watcher_.joinable()) {
-    char c = 0;
-    (void)!::write(wakeFd_[1], &c, 1);
-    watcher_.join();
-  }
-  for (int& fd : {std::ref(inotifyFd_), std::ref(wakeFd_[0]), std::ref(wakeFd_[1])}) {
-    if (fd >= 0) ::close(fd);
-    fd = -1;
-  }
+  if (watcher_) watcher_->stop();
 }
-
-void LLMount::watcherLoop() {
-  alignas(struct inotify_event) char buf[64 * 1024];
-  for (;;) {
-    struct pollfd pf[2] = {{inotifyFd_, POLLIN, 0}, {wakeFd_[0], POLLIN, 0}};
-    if (::poll(pf, 2, -1) < 0) {
-      if (errno == EINTR) continue;
-      return;
-    }
-    if (pf[1].revents) return;
-    ssize_t len = ::read(inotifyFd_, buf, sizeof buf);
-    if (len <= 0) continue;
-    std::vector<std::string> paths;
-    bool overflow = false;
-    {
-      std::lock_guard lock(tmu_);
-      for (char* p = buf; p < buf + len;) {
-        auto* ev = reinterpret_cast<struct inotify_event*>(p);
-        p += sizeof(struct inotify_event) + ev->len;
-        if (ev->mask & IN_Q_OVERFLOW) overflow = true;
-        auto it = watches_.find(ev->wd);
-        if (it == watches_.end()) continue;
-        if (ev->mask & IN_IGNORED) {
-          watches_.erase(it);
-          continue;
-        }
-        paths.push_back(ev->len ? joinPath(it->second.first, ev->name) : it->second.first);
-      }
-    }
-    if (overflow) invalidateAll();
-    if (!paths.empty()) invalidatePaths(paths);
-  }
-}
-
 
 void LLMount::invalidatePaths(const std::vector<std::string>& paths) {
   if (!mounted_.load() || !se_) return;

@@ -21,6 +21,7 @@
 
 #include "../core/dir_stream.h"
 #include "../core/overlay.h"
+#include "../core/watcher.h"
 #include "../platform/fuse_loop.h"
 
 namespace shadowfs {
@@ -39,7 +40,7 @@ struct FNode {
   // find it, but byName no longer leads to it.
   std::vector<FName> names;
   std::weak_ptr<Layer> seenIn;  // the layer it was last looked up in (shared mount only)
-  int wd = -1;                  // inotify watch on A's directory at this path, if any
+  FolderWatcher::Token watch = 0;  // the watch on A's directory at this path, if any
   uint64_t nlookup = 0;
   FileType type = FileType::Regular;
   uint64_t ino = 0;     // the overlay's inode number
@@ -180,20 +181,16 @@ class LLMount final : public LoopedMount {
   std::atomic<bool> epochWorks_{false};  // the kernel took FUSE_NOTIFY_INC_EPOCH (7.44+)
   std::atomic<uint64_t> requests_{0};
 
-  // Live view of A: an inotify watch on A's directory behind every directory node the kernel
-  // holds. An event invalidates what the kernel cached for that name, so an edit in A shows in
-  // the shadow within milliseconds instead of after the cache timeout.
-  void watchDirLocked(FNode* n, const std::string& path);
-  void unwatchLocked(FNode* n);
+  // Live view of A: a watch on A's directory behind every directory node the kernel holds
+  // (native/platform's FolderWatcher). A reported change invalidates what the kernel cached for
+  // that name, so an edit in A shows in the shadow within milliseconds instead of after the
+  // cache timeout.
   void startWatcher();
   void stopWatcher();
-  void watcherLoop();
-  int inotifyFd_ = -1;
-  int wakeFd_[2] = {-1, -1};
-  std::thread watcher_;
-  std::unordered_map<int, std::pair<std::string, int>> watches_;  // wd -> (A path, nodes using it)
+  std::unique_ptr<FolderWatcher> watcher_;
 
-  std::mutex tmu_;  // guards nodes_, byName_, nextId_, watches_. Never held across overlay or
+  std::mutex tmu_;  // guards nodes_, byName_, byIno_, nextId_. Taken before the watcher's own lock
+                    // (watch/unwatch under it). Never held across overlay or
                     // notify calls.
   std::unordered_map<uint64_t, std::unique_ptr<FNode>> nodes_;
   std::unordered_map<std::string, uint64_t> byName_;  // (parent id, name) -> node id

@@ -62,9 +62,11 @@ uint64_t LLMount::remember(uint64_t parent, const std::string& name, FileType ty
   uint64_t id = rememberLocked(parent, name, type, ino, nlink, seenIn);
   FNode* n = nodes_[id].get();
   if (!view_) n->seenIn = seenIn;
-  if (type == FileType::Directory && n->wd < 0 && inotifyFd_ >= 0) {
+  if (type == FileType::Directory && !n->watch && watcher_) {
+    // ENOENT (a directory only a layer has) or ENOSPC (out of watches): that directory relies
+    // on the cache timeout.
     std::string dir;
-    if (pathOfLocked(parent, &dir, 0) == 0) watchDirLocked(n, joinPath(dir, name));
+    if (pathOfLocked(parent, &dir, 0) == 0) watcher_->watch(joinPath(dir, name), &n->watch);
   }
   return id;
 }
@@ -152,7 +154,8 @@ void LLMount::forget(uint64_t id, uint64_t count) {
   }
   auto bi = byIno_.find(n->ino);
   if (bi != byIno_.end() && bi->second == id) byIno_.erase(bi);
-  unwatchLocked(n);
+  if (n->watch && watcher_) watcher_->unwatch(n->watch);
+  n->watch = 0;
   nodes_.erase(it);
 }
 

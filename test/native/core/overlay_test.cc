@@ -425,7 +425,7 @@ TEST(activation_picks_what_the_shared_view_shows) {
   CHECK_ERR(w.ov->dropLayer("a"), EBUSY);
   REQUIRE_OK(w.ov->createLayer("c"));
   CHECK_OK(w.ov->dropLayer("c"));
-  CHECK_ERR(w.ov->dropLayer("c"), ENOENT);
+  CHECK_ERR(w.ov->dropLayer("c"), ENXIO);
   CHECK_ERR(w.ov->createLayer(""), EINVAL);
 }
 

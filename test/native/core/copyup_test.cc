@@ -1,0 +1,285 @@
+// Copy-up and concurrency in the core:
+// - a copy-up is a snapshot: the developer writes a folder file while the core copies it into
+//   a layer; the copy is all old bytes or all new bytes, never a mix, and a file that never
+//   holds still makes the operation fail (EIO and a log line) instead;
+// - every copied file records its base (the folder file's identity and a content hash);
+// - a long copy-up stops nobody but the users of that file: other files, other layers and the
+//   API go on while it runs;
+// - renaming over a file that has another hard link updates that link's ctime.
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <future>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "../../../native/core/hash.h"
+#include "../../../native/core/overlay.h"
+#include "../unit/unit.h"
+#include "fake_lower.h"
+
+using namespace shadowfs;
+
+namespace {
+
+// Copies "f" into layer "a" by a write-open while the folder rewrites it after the first read
+// of `changesAfter` bytes; returns what the layer holds afterwards (or "<errno>").
+std::string copyWhileChanging(uint64_t spillThreshold, size_t changesAfter, const std::string& oldData,
+                              const std::string& newData, int* openErr) {
+  auto lo = std::make_unique<fake::FakeLower>();
+  fake::FakeLower* lower = lo.get();
+  lower->addFile("f", oldData);
+  lower->readChunk = 4;
+  Overlay ov(std::move(lo), std::make_unique<fake::FakeSpill>(), spillThreshold);
+  ov.createLayer("a");
+  Layer* L = ov.pin("a");
+  bool changed = false;
+  lower->onPread = [&](const std::string& path, uint64_t off) {
+    if (!changed && path == "f" && off >= changesAfter) {
+      changed = true;
+      lower->modify("f", newData);
+    }
+  };
+  Handle* h = nullptr;
+  Attr at;
+  OpenIntent wr;
+  wr.write = true;
+  *openErr = ov.open(L, "f", wr, &h, &at);
+  std::string out;
+  if (*openErr == 0) {
+    ov.release(h);
+    lower->onPread = nullptr;
+    Handle* r = nullptr;
+    if (ov.open(L, "f", OpenIntent{}, &r, &at) == 0) {
+      char buf[64];
+      size_t got = 0;
+      for (uint64_t off = 0; ov.read(r, buf, sizeof buf, off, &got) == 0 && got; off += got)
+        out.append(buf, got);
+      ov.release(r);
+    }
+  }
+  ov.unpin(L);
+  return out;
+}
+
+}  // namespace
+
+TEST(copy_up_of_a_file_changing_in_memory_is_never_torn) {
+  const std::string oldData(40, 'o'), newData(40, 'N');
+  int e = 0;
+  std::string got = copyWhileChanging(UINT64_MAX, 8, oldData, newData, &e);
+  CHECK_OK(e);
+  CHECK(got == oldData || got == newData);
+}
+
+TEST(copy_up_of_a_file_changing_into_spill_is_never_torn) {
+  const std::string oldData(40, 'o'), newData(48, 'N');
+  int e = 0;
+  std::string got = copyWhileChanging(16, 8, oldData, newData, &e);
+  CHECK_OK(e);
+  CHECK(got == oldData || got == newData);
+}
+
+TEST(renaming_over_a_hard_linked_file_updates_the_other_links_ctime) {
+  auto lo = std::make_unique<fake::FakeLower>();
+  Overlay ov(std::move(lo));
+  ov.createLayer("a");
+  Layer* L = ov.pin("a");
+  const Caller who{1000, 1000};
+  Handle* h = nullptr;
+  Attr at;
+  OpenIntent wr;
+  wr.write = true;
+  for (const char* name : {"f", "x"}) {
+    REQUIRE_OK(ov.create(L, name, 0644, wr, who, &h, &at));
+    ov.release(h);
+  }
+  REQUIRE_OK(ov.link(L, "f", "g", &at));
+  Attr before;
+  REQUIRE_OK(ov.getattr(L, "f", &before));
+  std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  REQUIRE_OK(ov.rename(L, "x", "g", 0));  // g's inode loses a link: its ctime moves
+  Attr after;
+  REQUIRE_OK(ov.getattr(L, "f", &after));
+  CHECK_EQ(after.nlink, 1u);
+  CHECK(after.ctime != before.ctime);
+  ov.unpin(L);
+}
+
+TEST(a_copy_up_of_a_file_that_never_holds_still_fails_with_EIO_and_a_log_line) {
+  auto lo = std::make_unique<fake::FakeLower>();
+  fake::FakeLower* lower = lo.get();
+  lower->addFile("f", std::string(40, 'o'));
+  lower->readChunk = 4;
+  Overlay ov(std::move(lo));
+  std::vector<std::string> logged;
+  ov.setLogger([&](const std::string& line) { logged.push_back(line); });
+  ov.createLayer("a");
+  Layer* L = ov.pin("a");
+  int n = 0;
+  lower->onPread = [&](const std::string& path, uint64_t off) {
+    if (path == "f" && off > 0) lower->modify("f", std::string(40, static_cast<char>('a' + (n++ % 26))));
+  };
+  Handle* h = nullptr;
+  Attr at;
+  OpenIntent wr;
+  wr.write = true;
+  CHECK_ERR(ov.open(L, "f", wr, &h, &at), EIO);
+  CHECK_EQ(n, Overlay::kCopyUpTries);
+  REQUIRE_EQ(logged.size(), size_t{1});
+  CHECK(logged[0].find("gave up") != std::string::npos);
+  // Nothing half-copied stayed behind: the layer still reads the folder's file, live.
+  lower->onPread = nullptr;
+  std::string now;
+  REQUIRE_OK(ov.readFile("a", "f", &now));
+  CHECK_EQ(now, lower->content("f"));
+  ov.unpin(L);
+}
+
+TEST(a_copied_file_records_its_base_and_changes_reports_it) {
+  auto lo = std::make_unique<fake::FakeLower>();
+  fake::FakeLower* lower = lo.get();
+  const uint64_t fIno = lower->addFile("f", "hello, base\n");
+  const uint64_t gIno = lower->addFile("g", "replaced\n");
+  Attr fAttr;
+  REQUIRE_OK(lower->stat("f", &fAttr));
+  Overlay ov(std::move(lo));
+  ov.createLayer("a");
+  Layer* L = ov.pin("a");
+  Handle* h = nullptr;
+  Attr at;
+  OpenIntent wr;
+  wr.write = true;
+  REQUIRE_OK(ov.open(L, "f", wr, &h, &at));
+  REQUIRE_OK(ov.write(h, "HELLO", 5, 0));
+  ov.release(h);
+  REQUIRE_OK(ov.putFile("a", "g", "new\n", 0644, Caller{}));
+  REQUIRE_OK(ov.putFile("a", "fresh", "made here\n", 0644, Caller{}));
+  std::vector<Change> ch;
+  REQUIRE_OK(ov.changes("a", &ch));
+  REQUIRE_EQ(ch.size(), size_t{3});
+  // In path order: f, fresh, g.
+  CHECK_EQ(ch[0].path, std::string("f"));
+  REQUIRE(ch[0].base.has_value());
+  ContentHash expect;
+  expect.update("hello, base\n", 12);
+  CHECK_EQ(ch[0].base->ino, fIno);
+  CHECK_EQ(ch[0].base->size, uint64_t{12});
+  CHECK(ch[0].base->mtime == fAttr.mtime);
+  CHECK(ch[0].base->ctime == fAttr.ctime);
+  CHECK(ch[0].base->hashed);
+  CHECK_EQ(ch[0].base->hash, expect.digest());
+  CHECK_EQ(ch[1].path, std::string("fresh"));
+  CHECK(!ch[1].base.has_value());  // made in the layer: nothing to conflict with
+  CHECK_EQ(ch[2].path, std::string("g"));
+  REQUIRE(ch[2].base.has_value());  // replaced whole without being read: identity, no hash
+  CHECK_EQ(ch[2].base->ino, gIno);
+  CHECK(!ch[2].base->hashed);
+  ov.unpin(L);
+}
+
+TEST(the_content_hash_does_not_depend_on_how_the_bytes_are_split) {
+  std::string data;
+  for (int i = 0; i < 1000; ++i) data += static_cast<char>((i * 131) & 0xff);
+  ContentHash whole;
+  whole.update(data.data(), data.size());
+  for (size_t step : {1u, 3u, 7u, 8u, 9u, 64u, 999u}) {
+    ContentHash parts;
+    for (size_t off = 0; off < data.size(); off += step)
+      parts.update(data.data() + off, std::min(step, data.size() - off));
+    CHECK_EQ(parts.digest(), whole.digest());
+  }
+  ContentHash other;
+  std::string changed = data;
+  changed[500] ^= 1;
+  other.update(changed.data(), changed.size());
+  CHECK(other.digest() != whole.digest());
+  ContentHash empty, zero;
+  zero.update("\0", 1);
+  CHECK(empty.digest() != zero.digest());
+}
+
+// A copy-up that cannot finish (the folder's file is stuck in pread) must leave every other
+// file, the other layers and the API free to go on.
+TEST(a_long_copy_up_blocks_no_other_file_no_switch_and_no_api_call) {
+  auto lo = std::make_unique<fake::FakeLower>();
+  fake::FakeLower* lower = lo.get();
+  lower->addFile("big", std::string(64, 'b'));
+  lower->addFile("other", "other\n");
+  lower->addDir("dir");
+  Overlay ov(std::move(lo));
+  ov.createLayer("a");
+  ov.createLayer("b");
+  std::vector<std::string> ignored;
+  REQUIRE_OK(ov.activate("a", &ignored));
+  Layer* L = ov.pin("a");
+  std::mutex m;
+  std::condition_variable cv;
+  bool inCopy = false, release = false;
+  lower->onPread = [&](const std::string& path, uint64_t) {
+    if (path != "big") return;
+    std::unique_lock lock(m);
+    inCopy = true;
+    cv.notify_all();
+    cv.wait(lock, [&] { return release; });
+  };
+  std::thread copier([&] {
+    Handle* h = nullptr;
+    Attr at;
+    OpenIntent wr;
+    wr.write = true;
+    if (ov.open(L, "big", wr, &h, &at) == 0) ov.release(h);
+  });
+  {
+    std::unique_lock lock(m);
+    cv.wait(lock, [&] { return inCopy; });
+  }
+  auto others = std::async(std::launch::async, [&] {
+    int bad = 0;
+    Attr at;
+    bad += ov.getattr(L, "big", &at) != 0;  // the file being copied answers stat too
+    bad += ov.getattr(L, "other", &at) != 0;
+    std::vector<DirEntry> ls;
+    bad += ov.readdir(L, "", &ls) != 0;
+    Handle* h = nullptr;
+    OpenIntent wr;
+    wr.write = true;
+    bad += ov.open(L, "other", wr, &h, &at) != 0;
+    if (h) {
+      bad += ov.write(h, "OTHER", 5, 0) != 0;
+      ov.release(h);
+    }
+    bad += ov.create(L, "dir/new", 0644, wr, Caller{}, &h, &at) != 0;
+    if (h) ov.release(h);
+    bad += ov.mkdir(L, "made", 0755, Caller{}, &at) != 0;
+    bad += ov.rename(L, "made", "moved", 0) != 0;
+    std::vector<std::string> paths;
+    bad += ov.activate("b", &paths) != 0;
+    bad += ov.activate("a", &paths) != 0;
+    bad += ov.putFile("a", "api.txt", "api\n", 0644, Caller{}) != 0;
+    std::string content;
+    bad += ov.readFile("a", "other", &content) != 0;
+    std::vector<Change> ch;
+    bad += ov.changes("a", &ch) != 0;
+    LayerStats st;
+    bad += ov.stats("a", &st) != 0;
+    bad += ov.cloneLayer("b", "c") != 0;
+    return bad;
+  });
+  const bool finished = others.wait_for(std::chrono::seconds(20)) == std::future_status::ready;
+  {
+    std::lock_guard lock(m);
+    release = true;
+  }
+  cv.notify_all();
+  copier.join();
+  REQUIRE(finished);  // otherwise something waited for the copy-up
+  CHECK_EQ(others.get(), 0);
+  std::string big;
+  REQUIRE_OK(ov.readFile("a", "big", &big));
+  CHECK_EQ(big, std::string(64, 'b'));
+  ov.unpin(L);
+}
