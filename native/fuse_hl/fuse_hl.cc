@@ -547,7 +547,7 @@ const struct fuse_operations kOps = [] {
 }  // namespace
 
 int HLMount::start(int* err, std::string* message) {
-  struct fuse_args args = mountArgs(lower_, opts_.debug);
+  struct fuse_args args = mountArgs(lower_, opts_.debug, opts_.allowOther);
   f_ = fuse_new(&args, &kOps, sizeof kOps, this);
   fuse_opt_free_args(&args);
   if (!f_) {

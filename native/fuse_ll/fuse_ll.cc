@@ -995,7 +995,7 @@ void LLMount::watcherLoop() {
 }
 
 int LLMount::start(int* err, std::string* message) {
-  struct fuse_args args = mountArgs(lowerPath_, opts_.debug);
+  struct fuse_args args = mountArgs(lowerPath_, opts_.debug, opts_.allowOther);
   se_ = fuse_session_new(&args, &kOps, sizeof kOps, this);
   fuse_opt_free_args(&args);
   if (!se_) {
