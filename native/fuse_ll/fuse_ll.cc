@@ -59,7 +59,7 @@ struct FNode {
 
 struct DirHandle {
   std::vector<DirEntry> entries;
-  bool served = false;  // a readdir was answered: offset 0 again means rewinddir
+  bool loaded = false;  // entries were taken (at the first readdir, and again at each offset 0)
 };
 
 class LLMount final : public LoopedMount {
@@ -735,8 +735,9 @@ void LLMount::opOpendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info* f
   std::string path;
   if (int pe = m->pathOf(ino, &path)) return (void)fuse_reply_err(req, pe);
   auto d = std::make_unique<DirHandle>();
-  int e = m->ov_->readdir(m->view_, path, &d->entries);
-  if (e) return (void)fuse_reply_err(req, e);
+  Attr a;
+  if (int e = m->ov_->getattr(m->view_, path, &a)) return (void)fuse_reply_err(req, e);
+  if (a.type != FileType::Directory) return (void)fuse_reply_err(req, ENOTDIR);
   fi->fh = reinterpret_cast<uint64_t>(d.get());
   // Let the kernel keep listings: every change it does not make itself (API writes, layer
   // switches, edits in A) invalidates the directory's inode, which drops the cached listing.
@@ -748,14 +749,18 @@ void LLMount::opOpendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info* f
 void LLMount::opReaddir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
                         struct fuse_file_info* fi) {
   auto* d = reinterpret_cast<DirHandle*>(fi->fh);
-  if (off == 0 && d->served) {
-    // rewinddir(): POSIX wants the directory as it is now, as a new opendir would list it.
+  if (off == 0 || !d->loaded) {
+    // The listing is taken at the first read and again at offset 0 (rewinddir: POSIX wants the
+    // directory as it is now). Not at opendir: when the kernel served a first pass from its
+    // listing cache, the first read we see may come after changes (a rewind after a create).
     LLMount* m = self(req);
     std::string path;
     std::vector<DirEntry> fresh;
-    if (m->pathOf(ino, &path) == 0 && m->ov_->readdir(m->view_, path, &fresh) == 0) d->entries.swap(fresh);
+    int e = m->pathOf(ino, &path);
+    if (e == 0) e = m->ov_->readdir(m->view_, path, &fresh);
+    if (e == 0) d->entries.swap(fresh), d->loaded = true;
+    else if (!d->loaded) return (void)fuse_reply_err(req, e);  // else: keep the listing it had
   }
-  d->served = true;
   std::vector<char> buf(size);
   size_t pos = 0;
   // Offsets: 0 ".", 1 "..", then entries[i] at i + 2. An entry's offset names the next one.
