@@ -16,6 +16,7 @@ export const ErrorCodes = {
   LOWER_INSIDE_MOUNTPOINT: 'The folder to shadow lies inside (or is) the mount point.',
   UNKNOWN_BACKEND: 'This build has no mount backend of that name (see "shadowfs doctor").',
   FUSE_UNAVAILABLE: 'The FUSE device /dev/fuse cannot be opened.',
+  ALLOW_OTHER_DENIED: 'FUSE lets a user other than root allow other users in only when /etc/fuse.conf has "user_allow_other".',
   MOUNT_FAILED: 'The kernel refused the mount.',
   MOUNT_BUSY: 'Programs still use the shadow, so it cannot be unmounted.',
   NOT_MOUNTED: 'The shadow is no longer mounted.',

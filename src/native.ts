@@ -8,6 +8,8 @@ export interface NativeMountOptions {
   negativeTimeout?: number;
   /** Use the kernel's epoch notification on layer switches when it takes it (default true). */
   useEpoch?: boolean;
+  /** FUSE allow_other: users other than the mounter may use the mount. */
+  allowOther?: boolean;
   /** Directory for spill files (unlinked temporary files); empty keeps everything in memory. */
   spillDir?: string;
   /** Files larger than this many bytes move to a spill file. */

@@ -49,3 +49,27 @@ export function checkFuseDevice(): void {
     );
   }
 }
+
+/** The FUSE configuration file fusermount3 reads. */
+export const FUSE_CONF = '/etc/fuse.conf';
+
+/**
+ * allow_other is FUSE's option that lets users other than the mounter in. The kernel takes it
+ * from root; for anyone else fusermount3 refuses it unless /etc/fuse.conf has a line
+ * "user_allow_other". Checked before mounting, so the refusal says what to change.
+ */
+export function checkAllowOther(): void {
+  if (process.geteuid?.() === 0) return;
+  let conf = '';
+  try {
+    conf = fs.readFileSync(FUSE_CONF, 'utf8');
+  } catch {
+    // a missing file allows nothing
+  }
+  if (conf.split('\n').some((l) => l.trim() === 'user_allow_other')) return;
+  throw new ShadowError(
+    'ALLOW_OTHER_DENIED',
+    `allowOther (--allow-other) lets other users into the shadow, and FUSE allows that to a user other than root only when ` +
+      `${FUSE_CONF} has a line "user_allow_other"; add that line (as root: echo user_allow_other >> ${FUSE_CONF}) or mount as root`,
+  );
+}

@@ -7,7 +7,7 @@ import { fromNative, ShadowError } from './errors';
 import { addon, LayerStats, NativeChange, NativeShadow } from './native';
 import * as os from 'os';
 import { normalizeRelPath } from './paths';
-import { checkFuseDevice, mountedPaths, runtimeDir } from './platform';
+import { checkAllowOther, checkFuseDevice, mountedPaths, runtimeDir } from './platform';
 import { JobOptions, LayerScheduler, SchedulerStats } from './scheduler';
 
 export interface MountOptions {
@@ -25,6 +25,8 @@ export interface MountOptions {
   spillThreshold?: number;
   /** Where those temporary files go (default: the OS temporary directory). */
   spillDir?: string;
+  /** Let other users use the shadow (FUSE allow_other), the kernel checking permissions as on any file system. A mounter other than root needs "user_allow_other" in /etc/fuse.conf (else ALLOW_OTHER_DENIED). */
+  allowOther?: boolean;
 }
 
 export type { LayerStats };
@@ -500,6 +502,7 @@ export function pickBackend(requested: string | undefined, built: readonly strin
 export async function mount(lowerDir: string, options: MountOptions = {}): Promise<Shadow> {
   const lower = checkLower(lowerDir);
   checkFuseDevice();
+  if (options.allowOther) checkAllowOther();
   // Long kernel caching is safe: every change behind the kernel's back (API writes, switches,
   // edits in the folder seen by inotify) is invalidated explicitly; the timeout only bounds how
   // late an edit in the folder shows where no inotify watch could be set.
@@ -528,6 +531,7 @@ export async function mount(lowerDir: string, options: MountOptions = {}): Promi
       attrTimeout: timeout,
       negativeTimeout: timeout,
       useEpoch: options.useEpoch ?? true,
+      allowOther: options.allowOther === true,
       spillThreshold,
       spillDir,
     });

@@ -10,19 +10,32 @@ import { execFileSync } from 'child_process';
 import * as path from 'path';
 import { conformanceBinary } from './helpers/probe';
 import { tempDir, withShadow } from './helpers/fixtures';
+import { asNobody, nobodyDir, NOBODY, NOGROUP } from './helpers/unprivileged';
 
 function posix(...args: string[]): string {
   return execFileSync(conformanceBinary(), args, { encoding: 'utf8', maxBuffer: 16 * 1024 * 1024 });
 }
 
-/** Runs every check in `dir`; returns check name -> result line. */
-function runChecks(dir: string): Map<string, string> {
+/** Check name -> result line, from the output of `posix check`. */
+function parseChecks(output: string): Map<string, string> {
   const out = new Map<string, string>();
-  for (const line of posix('check', dir).split('\n').filter(Boolean)) {
+  for (const line of output.split('\n').filter(Boolean)) {
     const i = line.indexOf(': ');
     out.set(line.slice(0, i), line.slice(i + 2));
   }
   return out;
+}
+
+/** Runs every check in `dir`; returns check name -> result line. */
+function runChecks(dir: string): Map<string, string> {
+  return parseChecks(posix('check', dir));
+}
+
+/** The same as the unprivileged user nobody (no capabilities, no other groups). */
+async function runChecksAsNobody(dir: string): Promise<Map<string, string>> {
+  const r = await asNobody([conformanceBinary(), 'check', dir]);
+  assert.strictEqual(r.status, 0, `posix check as nobody failed: ${r.stderr}`);
+  return parseChecks(r.stdout);
 }
 
 /**
@@ -41,6 +54,17 @@ const knownDifferences: Record<string, Record<string, (reference: string) => str
   },
 };
 
+function compareChecks(names: string[], reference: Map<string, string>, got: Map<string, string>, where: string, backend: string): void {
+  const diffs: string[] = [];
+  for (const n of names) {
+    const ref = reference.get(n) ?? '';
+    const expected = knownDifferences[backend]?.[n]?.(ref) ?? ref;
+    const label = expected === ref ? 'plain directory' : `${backend} (known) `;
+    if (got.get(n) !== expected) diffs.push(`${n}\n    ${label}: ${expected}\n    shadow:          ${got.get(n)}`);
+  }
+  assert.deepStrictEqual(diffs, [], `${diffs.length} of ${names.length} checks differ ${where}:\n  ${diffs.join('\n  ')}`);
+}
+
 describe("POSIX conformance: a shadow answers every check as the folder's own file system does", function () {
   let names: string[];
   let reference: Map<string, string>;
@@ -56,14 +80,7 @@ describe("POSIX conformance: a shadow answers every check as the folder's own fi
   });
 
   function compare(got: Map<string, string>, where: string, backend: string): void {
-    const diffs: string[] = [];
-    for (const n of names) {
-      const ref = reference.get(n) ?? '';
-      const expected = knownDifferences[backend]?.[n]?.(ref) ?? ref;
-      const label = expected === ref ? 'plain directory' : `${backend} (known) `;
-      if (got.get(n) !== expected) diffs.push(`${n}\n    ${label}: ${expected}\n    shadow:          ${got.get(n)}`);
-    }
-    assert.deepStrictEqual(diffs, [], `${diffs.length} of ${names.length} checks differ ${where}:\n  ${diffs.join('\n  ')}`);
+    compareChecks(names, reference, got, where, backend);
   }
 
   it('with the fixtures in the folder: every change goes through copy-up', async () => {
@@ -99,3 +116,51 @@ describe("POSIX conformance: a shadow answers every check as the folder's own fi
     });
   });
 });
+
+// The same checks run by an unprivileged user (nobody) on a shadow that root mounted with
+// allowOther, against a plain directory whose fixtures belong to nobody in the same way (and
+// root's where a check is about another user's files, see `posix setup --owner`): every
+// permission the kernel grants or refuses must be the same.
+describe('POSIX conformance as an unprivileged user, on a shadow mounted with allowOther', function () {
+  let names: string[];
+  let reference: Map<string, string>;
+  const owner = `${NOBODY}:${NOGROUP}`;
+
+  before(async () => {
+    names = posix('list').split('\n').filter(Boolean);
+    const dir = nobodyDir('conformance-nobody-ref');
+    posix('setup', dir, '--owner', owner);
+    reference = await runChecksAsNobody(dir);
+    assert.deepStrictEqual([...reference.keys()], names);
+    // The permission checks must really have been refused something, or they test nothing.
+    assert.match(reference.get('perm-modes') ?? '', /EACCES/);
+    assert.match(reference.get('perm-other-owner') ?? '', /EPERM/);
+    assert.match(reference.get('perm-sticky') ?? '', /EPERM/);
+  });
+
+  it('with the fixtures in the folder: every change goes through copy-up', async () => {
+    const lower = nobodyDir('conformance-nobody-lower');
+    posix('setup', lower, '--owner', owner);
+    const mountPoint = path.join(nobodyDir('conformance-nobody-mnt'), 'm');
+    const got = await withShadow(lower, (_s, mp) => runChecksAsNobody(mp), { allowOther: true, mountPoint });
+    compareChecks(names, reference, got, 'as nobody, with the fixtures in the folder', backendOf());
+  });
+
+  it('with the fixtures made inside the shadow: they live in the layer', async () => {
+    const lower = nobodyDir('conformance-nobody-empty');
+    const mountPoint = path.join(nobodyDir('conformance-nobody-mnt'), 'm');
+    const got = await withShadow(
+      lower,
+      (_s, mp) => {
+        posix('setup', mp, '--owner', owner);
+        return runChecksAsNobody(mp);
+      },
+      { allowOther: true, mountPoint },
+    );
+    compareChecks(names, reference, got, 'as nobody, with the fixtures in the layer', backendOf());
+  });
+});
+
+function backendOf(): string {
+  return process.env.SHADOWFS_BACKEND || 'fuse_ll';
+}

@@ -7,6 +7,7 @@ import * as path from 'path';
 import { ShadowError } from '../src';
 import { runInShadow } from '../src/run/runner';
 import { FolderGuard, makeProject, repoRoot, withShadow } from './helpers/fixtures';
+import { asNobody, chownTree, nobodyDir, NOBODY, NOGROUP } from './helpers/unprivileged';
 
 const isCode = (code: string) => (e: unknown) => e instanceof ShadowError && e.code === code;
 
@@ -69,8 +70,11 @@ describe('running commands inside a shadow', function () {
       assert.strictEqual(scratch.stdout, 'built\n', 'the scratch copy starts from the layer');
       assert.deepStrictEqual(await shadow.layer('builder').changes(), before);
       assert.ok(!shadow.agents().some((a) => a.includes('~run-')), 'the scratch layer is dropped');
+      // The shadow shows at the folder's own path, and the command starts there.
       const sub = await runInShadow(shadow, { agent: 'builder', argv: ['pwd'], cwd: 'src' });
-      assert.strictEqual(sub.stdout.trim(), path.join(shadow.mountPoint, 'src'));
+      assert.strictEqual(sub.stdout.trim(), path.join(lower, 'src'));
+      const outside = await runInShadow(shadow, { agent: 'builder', argv: ['pwd'], cwd: 'src', originalPath: false });
+      assert.strictEqual(outside.stdout.trim(), path.join(shadow.mountPoint, 'src'));
       await assert.rejects(runInShadow(shadow, { agent: 'builder', argv: ['pwd'], cwd: '../..' }), isCode('INVALID_PATH'));
     });
   });
@@ -119,24 +123,119 @@ describe('running commands inside a shadow', function () {
     }
   });
 
-  it("--at-original-path: a write to the folder's absolute path changes the layer, not the folder", async () => {
+  it("by default a run cannot write the folder through its absolute path: the write lands in the agent's layer", async () => {
     const lower = makeProject();
     const guard = new FolderGuard(lower);
     await withShadow(
       lower,
       async (shadow) => {
+        // The attack of issue 11, as a user would type it.
         const r = await runInShadow(shadow, {
           agent: 'abs',
-          argv: ['sh', '-c', `echo absolute > ${lower}/written-by-abs-path.txt && realpath . && cat ${lower}/src/math.js | head -1`],
-          atOriginalPath: true,
+          argv: ['sh', '-c', `echo x > ${lower}/FILE && realpath . && head -1 ${lower}/src/math.js`],
         });
         assert.strictEqual(r.exitCode, 0, r.stderr);
+        assert.strictEqual(r.protected, true);
+        assert.strictEqual(r.unprotectedReason, undefined);
         assert.strictEqual(r.stdout.split('\n')[0], lower, 'the command sees the folder path as its cwd');
-        assert.strictEqual((await shadow.layer('abs').readFile('written-by-abs-path.txt')).toString(), 'absolute\n');
-        assert.ok(!fs.existsSync(path.join(lower, 'written-by-abs-path.txt')));
+        assert.strictEqual((await shadow.layer('abs').readFile('FILE')).toString(), 'x\n');
+        assert.ok(!fs.existsSync(path.join(lower, 'FILE')));
+        // The old opt-in flag is still accepted and means the same.
+        const old = await runInShadow(shadow, { agent: 'abs', argv: ['sh', '-c', `echo y > ${lower}/OLD`], atOriginalPath: true });
+        assert.deepStrictEqual([old.exitCode, old.protected], [0, true]);
+        assert.strictEqual((await shadow.layer('abs').readFile('OLD')).toString(), 'y\n');
+        await assert.rejects(
+          runInShadow(shadow, { agent: 'abs', argv: ['true'], atOriginalPath: true, originalPath: false }),
+          isCode('INVALID_PATH'),
+        );
       },
       { guard: false },
     );
+    await guard.check();
+  });
+
+  it('originalPath: false runs unprotected, says so, and is: the attack then reaches the folder', async () => {
+    // A throwaway folder that this test lets the command write, to show the report is true.
+    const lower = makeProject('unprotected');
+    await withShadow(
+      lower,
+      async (shadow) => {
+        const r = await runInShadow(shadow, { agent: 'u', argv: ['sh', '-c', `echo x > ${lower}/FILE`], originalPath: false });
+        assert.strictEqual(r.exitCode, 0, r.stderr);
+        assert.strictEqual(r.protected, false);
+        assert.match(r.unprotectedReason ?? '', /--no-original-path/);
+        assert.strictEqual(fs.readFileSync(path.join(lower, 'FILE'), 'utf8'), 'x\n');
+      },
+      { guard: false },
+    );
+  });
+
+  it("an unprivileged user's run is protected too (a user namespace), and its command runs as that user", async () => {
+    const lower = makeProject('nobody-lower');
+    chownTree(lower);
+    fs.chmodSync(lower, 0o755);
+    const guard = new FolderGuard(lower);
+    const mp = path.join(nobodyDir('nobody-mnt'), 'm');
+    const script = `
+      const { mount, runInShadow } = require(${JSON.stringify(path.join(repoRoot, 'dist', 'src'))});
+      (async () => {
+        const s = await mount(${JSON.stringify(lower)}, { mountPoint: ${JSON.stringify(mp)} });
+        try {
+          const r = await runInShadow(s, { agent: 'n', argv: ['sh', '-c', 'echo x > ${lower}/FILE && id -u && id -g && realpath .'] });
+          const layer = (await s.layer('n').readFile('FILE')).toString();
+          console.log(JSON.stringify({ r, layer }));
+        } finally {
+          await s.unmount({ lazy: true });
+        }
+      })().catch((e) => { console.error(e); process.exit(1); });`;
+    const ran = await asNobody([process.execPath, '-e', script]);
+    assert.strictEqual(ran.status, 0, ran.stderr);
+    const { r, layer } = JSON.parse(ran.stdout) as {
+      r: { exitCode: number; protected: boolean; stdout: string; stderr: string };
+      layer: string;
+    };
+    assert.strictEqual(r.exitCode, 0, r.stderr);
+    assert.strictEqual(r.protected, true);
+    assert.deepStrictEqual(r.stdout.trim().split('\n'), [String(NOBODY), String(NOGROUP), lower]);
+    assert.strictEqual(layer, 'x\n');
+    await guard.check();
+  });
+
+  it('where no namespace can be made, shadowfs run refuses with NAMESPACE_UNAVAILABLE and how to enable it; --unprotected runs anyway', async () => {
+    // nobody, in a user namespace that may not make user namespaces and where it holds no
+    // capability: the kernel refuses every unshare (see test/helpers/unprivileged.ts).
+    const lower = makeProject('nons-lower');
+    chownTree(lower);
+    fs.chmodSync(lower, 0o755);
+    const guard = new FolderGuard(lower);
+    const mp = path.join(nobodyDir('nons-mnt'), 'm');
+    const cli = `${process.execPath} ${path.join(repoRoot, 'bin', 'shadowfs.js')}`;
+    const script = [
+      'unshare --mount true 2>/dev/null && echo UNSHARE-MOUNT-WORKS; unshare --user --map-root-user true 2>/dev/null && echo UNSHARE-USER-WORKS',
+      `${cli} mount ${lower} --name nons --at ${mp} >/dev/null || exit 50`,
+      `${cli} run nons --agent a -- sh -c 'echo x > ${lower}/FILE'; echo "refused: $?"`,
+      `${cli} run nons --agent a --unprotected --json -- sh -c 'echo y > FILE'; echo "unprotected: $?"`,
+      `${cli} layer cat nons a FILE`,
+      `${cli} unmount nons`,
+      'kill $(cat "$XDG_RUNTIME_DIR/shadowfs/daemon.pid")',
+    ].join('\n');
+    const ran = await asNobody(['sh', '-c', script], { denyNamespaces: true });
+    assert.strictEqual(ran.status, 0, ran.stdout + ran.stderr);
+    assert.ok(!/UNSHARE-(MOUNT|USER)-WORKS/.test(ran.stdout), `the kernel let the test user make namespaces: ${ran.stdout}`);
+    assert.match(ran.stdout, /^refused: 1$/m);
+    assert.match(ran.stderr, /error NAMESPACE_UNAVAILABLE: cannot create the private mount namespace that keeps this run from writing/);
+    assert.match(ran.stderr, /unprivileged user namespaces \(sysctl -w kernel\.unprivileged_userns_clone=1/);
+    assert.match(ran.stderr, /pass --unprotected/);
+    assert.match(ran.stdout, /^unprotected: 0$/m);
+    const json = JSON.parse(ran.stdout.split('\n').find((l) => l.startsWith('{')) ?? '{}') as {
+      protected?: boolean;
+      unprotectedReason?: string;
+    };
+    assert.strictEqual(json.protected, false);
+    assert.match(json.unprotectedReason ?? '', /mount namespace could not be created/);
+    assert.match(ran.stderr, /shadowfs: warning: this run was unprotected/);
+    assert.match(ran.stdout, /^y$/m, 'the unprotected run wrote its layer');
+    assert.ok(!fs.existsSync(path.join(lower, 'FILE')), 'the refused run never ran');
     await guard.check();
   });
 
@@ -185,7 +284,7 @@ describe('running commands inside a shadow', function () {
       const view = await shadow.openView('solo');
       try {
         const busy = shadow.withLayer('other', () => new Promise((r) => setTimeout(r, 1500)));
-        const r = await runInShadow(shadow, { agent: 'solo', argv: ['sh', '-c', 'pwd; echo mine > solo.txt'] });
+        const r = await runInShadow(shadow, { agent: 'solo', argv: ['sh', '-c', 'pwd; echo mine > solo.txt'], originalPath: false });
         assert.strictEqual(r.stdout.trim(), view.mountPoint);
         assert.ok(r.queuedMs < 1000, `the run did not wait for the shared mount (${r.queuedMs} ms)`);
         assert.strictEqual((await shadow.layer('solo').readFile('solo.txt')).toString(), 'mine\n');
@@ -207,8 +306,9 @@ describe('running commands inside a shadow', function () {
     });
   });
 
-  it('shadowfs run streams output and exits with the command status (124 on timeout)', () => {
+  it('shadowfs run streams output and exits with the command status (124 on timeout); it cannot write the folder by default', async () => {
     const lower = makeProject();
+    const guard = new FolderGuard(lower);
     const cli = (...args: string[]) =>
       spawnSync(process.execPath, [path.join(repoRoot, 'bin', 'shadowfs.js'), ...args], { encoding: 'utf8', timeout: 60_000 });
     assert.strictEqual(cli('mount', lower, '--name', 'runs').status, 0);
@@ -223,8 +323,20 @@ describe('running commands inside a shadow', function () {
       assert.deepStrictEqual([r.exitCode, r.stdout, r.stderr], [0, 'hi\n', 'err\n']);
       assert.ok(typeof r.durationMs === 'number' && typeof r.queuedMs === 'number');
       assert.strictEqual(cli('run', 'runs', '--agent', 'a').status, 1, 'no command given');
+      // The attack of issue 11 through the CLI: by default it writes the layer, never the folder.
+      const attack = cli('run', 'runs', '--agent', 'a', '--', 'sh', '-c', `echo x > ${lower}/FILE`);
+      assert.strictEqual(attack.status, 0, attack.stderr);
+      assert.strictEqual(attack.stderr, '', 'a protected run warns of nothing');
+      assert.strictEqual(cli('layer', 'cat', 'runs', 'a', 'FILE').stdout, 'x\n');
+      assert.strictEqual(cli('run', 'runs', '--agent', 'a', '--at-original-path', '--', 'true').status, 0, 'the old flag is accepted');
+      const open = cli('run', 'runs', '--agent', 'a', '--no-original-path', '--json', '--', 'pwd');
+      assert.strictEqual(open.status, 0, open.stderr);
+      const o = JSON.parse(open.stdout) as { protected: boolean; unprotectedReason: string; stdout: string };
+      assert.strictEqual(o.protected, false);
+      assert.match(open.stderr, /^shadowfs: warning: this run was unprotected \(asked to run without the original-path namespace/);
     } finally {
       cli('unmount', 'runs', '--lazy');
     }
+    await guard.check();
   });
 });

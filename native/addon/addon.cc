@@ -115,6 +115,7 @@ class Shadow : public Napi::ObjectWrap<Shadow> {
     num("attrTimeout", &opts_.attrTimeout);
     num("negativeTimeout", &opts_.negativeTimeout);
     flag("useEpoch", &opts_.useEpoch);
+    flag("allowOther", &opts_.allowOther);
     flag("debug", &opts_.debug);
     double threshold = -1;
     num("spillThreshold", &threshold);

@@ -19,6 +19,10 @@ struct MountOptions {
   // Invalidate names with one FUSE_NOTIFY_INC_EPOCH on a layer switch when the kernel takes
   // it; false forces per-entry invalidation (the path older kernels get).
   bool useEpoch = true;
+  // FUSE allow_other: users other than the mounter may use the mount (the kernel checks their
+  // permissions, default_permissions being always on). fusermount3 refuses it to a mounter
+  // other than root unless /etc/fuse.conf has user_allow_other; TypeScript checks that first.
+  bool allowOther = false;
 };
 
 class MountBackend {

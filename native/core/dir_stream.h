@@ -17,12 +17,14 @@ class Overlay;
 struct Layer;
 
 // An open directory. Offsets: 0 is ".", 1 is "..", entries[i] is at i + 2, and the offset a
-// backend hands out with an entry names the one after it. A read at offset 0 after the stream
-// has served anything is rewinddir(), which POSIX says must show the directory as it is now.
+// backend hands out with an entry names the one after it. The listing is taken at the first
+// read and again at every read at offset 0 (rewinddir: POSIX wants the directory as it is now)
+// — not at opendir: when the kernel served a first pass from its own listing cache, the first
+// read a backend sees may come after changes (a rewind after a create).
 struct DirStream {
   std::vector<DirEntry> entries;
   uint64_t ino = 0;     // the directory's own inode number, for "." and ".."
-  bool served = false;  // something was read since the last (re)fill
+  bool loaded = false;  // entries were taken
 
   size_t count() const { return entries.size() + 2; }
   // Name, inode and type at position `i` (< count()).
@@ -38,8 +40,8 @@ struct DirStream {
     *entIno = d.ino;
     *type = d.type;
   }
-  // True when a read at `off` must list the directory again first.
-  bool rewinds(uint64_t off) const { return off == 0 && served; }
+  // True when a read at `off` must list the directory (again) first.
+  bool needsFill(uint64_t off) const { return !loaded || off == 0; }
 };
 
 // getxattr/listxattr: a size of 0 asks for the length; a buffer too small is ERANGE. Returns

@@ -39,7 +39,7 @@ int Overlay::readdir(Layer* view, const std::string& path, std::vector<DirEntry>
   return runList(plan, out);
 }
 
-int Overlay::opendir(Layer* view, const std::string& path, DirStream* d) {
+int Overlay::list(Layer* view, const std::string& path, DirStream* d) {
   SFS_AT(view);
   ListPlan plan;
   {
@@ -47,9 +47,13 @@ int Overlay::opendir(Layer* view, const std::string& path, DirStream* d) {
     int e = planList(L, path, &plan);
     if (e) return e;
   }
+  std::vector<DirEntry> fresh;
+  int e = runList(plan, &fresh);
+  if (e) return e;
   d->ino = plan.ino;
-  d->served = false;
-  return runList(plan, &d->entries);
+  d->entries.swap(fresh);
+  d->loaded = true;
+  return 0;
 }
 
 int Overlay::readlink(Layer* view, const std::string& path, std::string* out) {

@@ -122,8 +122,8 @@ class Overlay {
                const std::string& value, int flags);  // flags: 1 = create only, 2 = replace only
   int removexattr(Layer* view, const std::string& path, const std::string& name);
   int statfs(FsStats* out);
-  // Lists a directory into `d` (also for rewinddir), with the directory's own inode number.
-  int opendir(Layer* view, const std::string& path, DirStream* d);
+  // Lists a directory into `d` (see DirStream for when), with the directory's own inode number.
+  int list(Layer* view, const std::string& path, DirStream* d);
 
   // Where the core reports what a caller cannot see in an errno (a copy-up that gave up, ...).
   // Called on the thread where it happened; must not call back into the overlay.

@@ -396,7 +396,10 @@ int HLMount::opOpendir(const char* path, struct fuse_file_info* fi) {
   HLMount* m = self();
   auto d = std::make_unique<DirHandle>();
   d->path = rel(path);
-  if (int e = m->ov_->opendir(m->view_, d->path, &d->stream)) return -e;
+  // The listing itself is taken at the first read (see DirStream).
+  Attr a;
+  if (int e = m->ov_->getattr(m->view_, d->path, &a)) return -e;
+  if (a.type != FileType::Directory) return -ENOTDIR;
   fi->fh = reinterpret_cast<uint64_t>(d.release());
   return 0;
 }
@@ -406,13 +409,11 @@ int HLMount::opReaddir(const char* path, void* buf, fuse_fill_dir_t filler, OffT
   HLMount* m = self();
   auto* d = reinterpret_cast<DirHandle*>(fi->fh);
   DirStream& s = d->stream;
-  if (s.rewinds(static_cast<uint64_t>(off))) {
-    // rewinddir: list again, so entries made since opendir show.
+  if (s.needsFill(static_cast<uint64_t>(off))) {
     if (path) d->path = rel(path);
-    DirStream fresh;
-    if (m->ov_->opendir(m->view_, d->path, &fresh) == 0) s = std::move(fresh);
+    int e = m->ov_->list(m->view_, d->path, &s);
+    if (e && !s.loaded) return -e;  // else: keep the listing it had
   }
-  s.served = true;
   for (size_t i = static_cast<size_t>(off); i < s.count(); ++i) {
     const char* name;
     uint64_t ino;
@@ -521,7 +522,7 @@ const struct fuse_operations kOps = [] {
 }  // namespace
 
 int HLMount::start(int* err, std::string* message) {
-  struct fuse_args args = mountArgs(lower_, opts_.debug);
+  struct fuse_args args = mountArgs(lower_, opts_.debug, opts_.allowOther);
   f_ = fuse_new(&args, &kOps, sizeof kOps, this);
   fuse_opt_free_args(&args);
   if (!f_) {

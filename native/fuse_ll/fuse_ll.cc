@@ -346,8 +346,10 @@ void LLMount::opOpendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info* f
   std::shared_ptr<Layer> layer;
   if (int pe = m->nodeAt(ino, &path, &layer)) return (void)fuse_reply_err(req, pe);
   auto d = std::make_unique<DirHandle>();
-  int e = m->ov_->opendir(layer.get(), path, &d->stream);
-  if (e) return (void)fuse_reply_err(req, e);
+  // The listing itself is taken at the first read (see DirStream).
+  Attr a;
+  if (int e = m->ov_->getattr(layer.get(), path, &a)) return (void)fuse_reply_err(req, e);
+  if (a.type != FileType::Directory) return (void)fuse_reply_err(req, ENOTDIR);
   fi->fh = reinterpret_cast<uint64_t>(d.get());
   // Let the kernel keep listings: every change it does not make itself (API writes, layer
   // switches, edits in A) invalidates the directory's inode, which drops the cached listing.
@@ -359,16 +361,14 @@ void LLMount::opOpendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info* f
 void LLMount::opReaddir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
                         struct fuse_file_info* fi) {
   DirStream& d = reinterpret_cast<DirHandle*>(fi->fh)->stream;
-  if (d.rewinds(static_cast<uint64_t>(off))) {
-    // rewinddir(): POSIX wants the directory as it is now, as a new opendir would list it.
+  if (d.needsFill(static_cast<uint64_t>(off))) {
     LLMount* m = self(req);
     std::string path;
     std::shared_ptr<Layer> layer;
-    DirStream fresh;
-    if (m->nodeAt(ino, &path, &layer) == 0 && m->ov_->opendir(layer.get(), path, &fresh) == 0)
-      d = std::move(fresh);
+    int e = m->nodeAt(ino, &path, &layer);
+    if (e == 0) e = m->ov_->list(layer.get(), path, &d);
+    if (e && !d.loaded) return (void)fuse_reply_err(req, e);  // else: keep the listing it had
   }
-  d.served = true;
   std::vector<char> buf(size);
   size_t pos = 0;
   for (size_t i = static_cast<size_t>(off); i < d.count(); ++i) {
@@ -515,7 +515,7 @@ static const struct fuse_lowlevel_ops kOps = [] {
 }  // namespace ll
 
 int ll::LLMount::start(int* err, std::string* message) {
-  struct fuse_args args = mountArgs(lowerPath_, opts_.debug);
+  struct fuse_args args = mountArgs(lowerPath_, opts_.debug, opts_.allowOther);
   se_ = fuse_session_new(&args, &kOps, sizeof kOps, this);
   fuse_opt_free_args(&args);
   if (!se_) {

@@ -19,9 +19,10 @@
 namespace shadowfs {
 
 // argv for fuse_session_new / fuse_new: the folder in the mount table, permission checks left
-// to the kernel, and -d when asked. Free with fuse_opt_free_args.
-inline struct fuse_args mountArgs(const std::string& lower, bool debug) {
+// to the kernel, other users let in when asked, and -d when asked. Free with fuse_opt_free_args.
+inline struct fuse_args mountArgs(const std::string& lower, bool debug, bool allowOther = false) {
   std::string opts = "default_permissions,fsname=shadowfs:" + escapeOpt(lower) + ",subtype=shadowfs";
+  if (allowOther) opts += ",allow_other";
   struct fuse_args args = FUSE_ARGS_INIT(0, nullptr);
   fuse_opt_add_arg(&args, "shadowfs");
   fuse_opt_add_arg(&args, "-o");

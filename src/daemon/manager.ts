@@ -85,6 +85,7 @@ export class ShadowManager {
     name?: string;
     cacheTimeout?: number;
     backend?: string;
+    allowOther?: boolean;
   }): Promise<ShadowInfo> {
     if (params.name !== undefined && !NAME_RE.test(params.name)) {
       throw new ShadowError('INVALID_PATH', `a shadow name is 1-64 letters, digits, ".", "_" or "-"; got ${JSON.stringify(params.name)}`);
@@ -96,6 +97,7 @@ export class ShadowManager {
       mountPoint: params.mountPoint,
       cacheTimeout: params.cacheTimeout,
       backend: params.backend,
+      allowOther: params.allowOther === true,
     });
     const name = params.name ?? this.freeName(path.basename(shadow.lower));
     const now = Date.now();

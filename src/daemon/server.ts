@@ -91,7 +91,8 @@ export class Daemon {
           shadows: m.list(),
           recovered: this.recovered,
         }) satisfies Results['status'],
-      mount: async (p) => m.mount(p as { folder: string; mountPoint?: string; name?: string; cacheTimeout?: number; backend?: string }),
+      mount: async (p) =>
+        m.mount(p as { folder: string; mountPoint?: string; name?: string; cacheTimeout?: number; backend?: string; allowOther?: boolean }),
       unmount: async (p) => ({ name: await m.unmount(p.shadow as string, p.lazy === true) }),
       list: async () => ({ shadows: m.list() }),
       'layer.create': async (p) => {
@@ -172,7 +173,9 @@ export class Daemon {
             timeoutMs: p.timeout === undefined ? undefined : (p.timeout as number) * 1000,
             discardWrites: p.discardWrites === true,
             shell: p.shell === true,
+            originalPath: p.originalPath as boolean | undefined,
             atOriginalPath: p.atOriginalPath === true,
+            unprotected: p.unprotected === true,
             noNetwork: p.noNetwork === true,
             policy: this.opts.policy,
             signal: controller.signal,

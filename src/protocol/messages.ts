@@ -85,6 +85,14 @@ export interface RunResult {
   /** Processes still alive when the command ended (background children), killed then. */
   leftoverProcesses: number;
   outputTruncated: boolean;
+  /**
+   * Whether the run was kept from writing the folder through its absolute path (Linux: a private
+   * mount namespace in which the folder's own path shows the shadow). false after
+   * `originalPath: false` or, where no namespace could be made, `unprotected: true`.
+   */
+  protected: boolean;
+  /** Why the run was not protected, when it was not. */
+  unprotectedReason?: string;
 }
 
 export interface ChangeInfo {
@@ -98,7 +106,17 @@ export const Methods = {
   version: { params: {} as ParamSpec },
   health: { params: {} as ParamSpec },
   status: { params: {} as ParamSpec },
-  mount: { params: { folder: 'string', mountPoint: 'string?', name: 'string?', cacheTimeout: 'number?', backend: 'string?' } as ParamSpec },
+  mount: {
+    params: {
+      folder: 'string',
+      mountPoint: 'string?',
+      name: 'string?',
+      cacheTimeout: 'number?',
+      backend: 'string?',
+      /** Let other users use the shadow (FUSE allow_other); ALLOW_OTHER_DENIED for a non-root daemon without user_allow_other in /etc/fuse.conf. */
+      allowOther: 'boolean?',
+    } as ParamSpec,
+  },
   unmount: { params: { shadow: 'string', lazy: 'boolean?' } as ParamSpec },
   list: { params: {} as ParamSpec },
   'layer.create': { params: { shadow: 'string', agent: 'string' } as ParamSpec },
@@ -125,7 +143,12 @@ export const Methods = {
       timeout: 'number?',
       discardWrites: 'boolean?',
       shell: 'boolean?',
+      /** Default true (Linux): the folder's own path shows the shadow; false runs unprotected. */
+      originalPath: 'boolean?',
+      /** Older name of originalPath: true, the default now. */
       atOriginalPath: 'boolean?',
+      /** Run without protection where the namespace cannot be made, instead of NAMESPACE_UNAVAILABLE. */
+      unprotected: 'boolean?',
       noNetwork: 'boolean?',
     } as ParamSpec,
   },

@@ -27,8 +27,19 @@ export interface RunOptions {
   discardWrites?: boolean;
   /** Run argv joined by spaces with `sh -c`. */
   shell?: boolean;
-  /** Linux: bind the shadow over the folder's own path in a private mount namespace. */
+  /**
+   * Linux, default true: the command runs in a private mount namespace in which the folder's
+   * own path shows the shadow, so it cannot write the folder even through its absolute path.
+   * false opts out; the result then says `protected: false`.
+   */
+  originalPath?: boolean;
+  /** Older name of `originalPath: true`, which is now the default; still accepted. */
   atOriginalPath?: boolean;
+  /**
+   * Where the mount namespace cannot be made, run without it (`protected: false`) instead of
+   * refusing with NAMESPACE_UNAVAILABLE.
+   */
+  unprotected?: boolean;
   /** Linux: run in a network namespace of its own with only loopback. */
   noNetwork?: boolean;
   signal?: AbortSignal;
@@ -41,14 +52,79 @@ export interface RunOptions {
 
 const namespaceCheck = new Map<string, string | null>();
 
-/** Whether this system lets us create these namespaces; null if yes, else the reason. */
-function namespaceProblem(flags: string[]): string | null {
-  const key = flags.join(' ');
+/**
+ * How a run enters its namespaces. Root unshares them directly. Any other user first makes a
+ * user namespace in which it is root (needed to mount), and once the shadow is in place, a
+ * second one that maps it back to its own uid and gid, so the command runs as that user with no
+ * privileges, exactly as it would without the namespace.
+ */
+interface NamespacePlan {
+  /** unshare's flags; empty when the run needs no namespace. */
+  flags: string[];
+  /** The command that drops back to the caller's ids (non-root callers), before the user's command. */
+  dropPrefix: string[];
+}
+
+function namespacePlan(mountNs: boolean, netNs: boolean): NamespacePlan {
+  const flags = [...(mountNs ? ['--mount', '--propagation', 'private'] : []), ...(netNs ? ['--net'] : [])];
+  if (flags.length === 0 || process.geteuid?.() === 0) return { flags, dropPrefix: [] };
+  const uid = String(process.geteuid?.() ?? 0);
+  const gid = String(process.getegid?.() ?? 0);
+  return {
+    flags: ['--user', '--map-root-user', ...flags],
+    dropPrefix: ['unshare', '--user', `--map-user=${uid}`, `--map-group=${gid}`, '--'],
+  };
+}
+
+/** Whether this system lets us make the namespaces of `plan`; null if yes, else the reason. */
+function namespaceProblem(plan: NamespacePlan): string | null {
+  if (process.platform !== 'linux') return `${process.platform} has no Linux namespaces`;
+  const key = [...plan.flags, ...plan.dropPrefix].join(' ');
   if (!namespaceCheck.has(key)) {
-    const r = spawnSync('unshare', [...flags, 'true'], { encoding: 'utf8' });
+    const r = spawnSync('unshare', [...plan.flags, '--', ...plan.dropPrefix, 'true'], { encoding: 'utf8' });
     namespaceCheck.set(key, r.status === 0 ? null : (r.error?.message ?? r.stderr.trim()) || `unshare exited with ${r.status}`);
   }
   return namespaceCheck.get(key) ?? null;
+}
+
+const ENABLE_NAMESPACES =
+  'run shadowfs (the daemon) as root, or enable unprivileged user namespaces ' +
+  '(sysctl -w kernel.unprivileged_userns_clone=1 where the kernel has that switch, and user.max_user_namespaces above 0; ' +
+  'in a container, allow the unshare system call)';
+
+/** The namespaces a run gets, and whether it is protected; throws NAMESPACE_UNAVAILABLE when it may not run. */
+function chooseNamespaces(shadow: Shadow, opts: RunOptions): { plan: NamespacePlan; protected: boolean; unprotectedReason?: string } {
+  const wantMount = opts.originalPath !== false;
+  const net = opts.noNetwork === true;
+  if (!wantMount) {
+    const plan = namespacePlan(false, net);
+    const problem = net ? namespaceProblem(plan) : null;
+    if (problem)
+      throw new ShadowError('NAMESPACE_UNAVAILABLE', `--no-network cannot create its network namespace (${problem}); ${ENABLE_NAMESPACES}`);
+    return { plan, protected: false, unprotectedReason: 'asked to run without the original-path namespace (--no-original-path)' };
+  }
+  const plan = namespacePlan(true, net);
+  const problem = namespaceProblem(plan);
+  if (!problem) return { plan, protected: true };
+  if (!opts.unprotected) {
+    throw new ShadowError(
+      'NAMESPACE_UNAVAILABLE',
+      `cannot create the private mount namespace that keeps this run from writing ${shadow.lower} through its absolute path ` +
+        `(${problem}); ${ENABLE_NAMESPACES}. To run without that protection, pass --unprotected (API and RPC: unprotected: true).`,
+    );
+  }
+  const fallback = namespacePlan(false, net);
+  const netProblem = net ? namespaceProblem(fallback) : null;
+  if (netProblem)
+    throw new ShadowError(
+      'NAMESPACE_UNAVAILABLE',
+      `--no-network cannot create its network namespace (${netProblem}); ${ENABLE_NAMESPACES}`,
+    );
+  return {
+    plan: fallback,
+    protected: false,
+    unprotectedReason: `the mount namespace could not be created (${problem}); --unprotected ran it anyway`,
+  };
 }
 
 function checkArgs(opts: RunOptions): { cwd: string } {
@@ -62,8 +138,9 @@ function checkArgs(opts: RunOptions): { cwd: string } {
     }
   }
   if (opts.timeoutMs !== undefined && !(opts.timeoutMs > 0)) throw new ShadowError('INVALID_PATH', 'timeout must be a positive number');
-  if ((opts.atOriginalPath || opts.noNetwork) && process.platform !== 'linux') {
-    throw new ShadowError('NOT_SUPPORTED', '--at-original-path and --no-network need Linux namespaces');
+  if (opts.noNetwork && process.platform !== 'linux') throw new ShadowError('NOT_SUPPORTED', '--no-network needs Linux namespaces');
+  if (opts.atOriginalPath === true && opts.originalPath === false) {
+    throw new ShadowError('INVALID_PATH', 'atOriginalPath and originalPath: false contradict each other; pass only one');
   }
   return { cwd: opts.cwd === undefined ? '' : normalizeRelPath(opts.cwd, { allowRoot: true }) };
 }
@@ -72,16 +149,7 @@ export async function runInShadow(shadow: Shadow, opts: RunOptions): Promise<Run
   const { cwd } = checkArgs(opts);
   const argv = opts.shell ? ['sh', '-c', opts.argv.join(' ')] : opts.argv;
   checkPolicy(opts.policy, argv);
-  const nsFlags = [...(opts.atOriginalPath ? ['--mount', '--propagation', 'private'] : []), ...(opts.noNetwork ? ['--net'] : [])];
-  if (nsFlags.length) {
-    const problem = namespaceProblem(nsFlags);
-    if (problem) {
-      throw new ShadowError(
-        'NAMESPACE_UNAVAILABLE',
-        `this system cannot create the namespaces ${opts.atOriginalPath ? '--at-original-path' : ''}${opts.atOriginalPath && opts.noNetwork ? ' and ' : ''}${opts.noNetwork ? '--no-network' : ''} need (${problem}); run as root or enable unprivileged user namespaces`,
-      );
-    }
-  }
+  const ns = chooseNamespaces(shadow, opts);
   const runId = opts.runId ?? crypto.randomBytes(6).toString('hex');
   const agent = opts.agent;
   shadow.layer(agent);
@@ -92,7 +160,7 @@ export async function runInShadow(shadow: Shadow, opts: RunOptions): Promise<Run
   let startedAt = queuedAt;
   const execute = async (dir: string): Promise<RunResult> => {
     startedAt = Date.now();
-    return spawnAndWait(shadow, dir, cwd, argv, nsFlags, runId, opts, () => startedAt - queuedAt);
+    return spawnAndWait(shadow, dir, cwd, argv, ns, runId, opts, () => startedAt - queuedAt);
   };
   // A cancel while queued takes the job out of the queue; once it runs, the run itself kills the
   // processes and reports `cancelled`, so the shadow is released only when they are gone.
@@ -127,7 +195,7 @@ async function spawnAndWait(
   dir: string,
   cwd: string,
   argv: string[],
-  nsFlags: string[],
+  ns: ReturnType<typeof chooseNamespaces>,
   runId: string,
   opts: RunOptions,
   queuedMs: () => number,
@@ -137,13 +205,18 @@ async function spawnAndWait(
   const workdir = path.join(dir, cwd);
   // One small sh script joins the run's cgroup and, in a fresh mount namespace, puts the shadow
   // over the folder's own path; then it execs the command itself (no shell in between).
+  const mountNs = ns.plan.flags.includes('--mount');
   let script = tracker.joinScript();
-  if (opts.atOriginalPath)
-    script += 'mount --bind "$SHADOWFS_SHADOW" "$SHADOWFS_LOWER" || exit 126; cd "$SHADOWFS_LOWER/$SHADOWFS_CWD" || exit 126; ';
+  if (mountNs) {
+    script +=
+      'mount --bind "$SHADOWFS_SHADOW" "$SHADOWFS_LOWER" || { echo "shadowfs: cannot show the shadow at $SHADOWFS_LOWER; the command did not run" >&2; exit 126; }; ' +
+      'cd "$SHADOWFS_LOWER/$SHADOWFS_CWD" || exit 126; ';
+  }
   if (opts.noNetwork) script += 'ip link set lo up 2>/dev/null; ';
   script += 'exec "$@"';
-  const wrapped = script === 'exec "$@"' ? argv : ['sh', '-c', script, 'sh', ...argv];
-  const full = nsFlags.length ? ['unshare', ...nsFlags, '--', ...wrapped] : wrapped;
+  const command = [...ns.plan.dropPrefix, ...argv];
+  const wrapped = script === 'exec "$@"' ? command : ['sh', '-c', script, 'sh', ...command];
+  const full = ns.plan.flags.length ? ['unshare', ...ns.plan.flags, '--', ...wrapped] : wrapped;
   const env: NodeJS.ProcessEnv = {
     ...process.env,
     ...opts.env,
@@ -210,5 +283,7 @@ async function spawnAndWait(
     cancelled,
     leftoverProcesses: leftover,
     outputTruncated: out.truncated,
+    protected: ns.protected,
+    ...(ns.unprotectedReason === undefined ? {} : { unprotectedReason: ns.unprotectedReason }),
   };
 }

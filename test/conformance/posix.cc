@@ -7,6 +7,11 @@
 //
 //   posix list               the names of the checks
 //   posix setup DIR          creates DIR/<check>/ and the fixtures of every check in it
+//   posix setup DIR --owner UID:GID
+//                            then gives every fixture to UID:GID, as if that user had made them,
+//                            except those named root-* (they stay root's); run as root. For the
+//                            run as an unprivileged user: the perm-* checks then test what the
+//                            kernel lets that user do with its own files and with root's
 //   posix check DIR          runs every check in DIR/<check>/, prints "<check>: <results>"
 //   posix check DIR NAME...  only those checks
 //
@@ -15,6 +20,7 @@
 // themselves, only on relations between them, so two runs on two file systems can be compared.
 #include <dirent.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <linux/fs.h>
 #include <stdio.h>
 #include <string.h>
@@ -476,6 +482,9 @@ std::vector<Check> checks() {
   add("rewinddir-sees-new-entries", [] { put("a", "a"); },
       [] {
         Out o;
+        // A listing made before (ls, a tree walk) that the kernel may keep and serve the next
+        // stream from, so that the file system first hears of that stream at the rewind.
+        o << names(".");
         DIR* d = opendir(".");
         while (readdir(d)) {
         }
@@ -759,6 +768,94 @@ std::vector<Check> checks() {
         close(fd);
         return o.s;
       });
+  // ---- permissions: what a caller other than root may do (as root every call succeeds) ----
+  add("perm-modes", [] {
+        put("ro", "r", 0444);
+        put("wo", "w", 0200);
+        put("none", "n", 0);
+        must(mkdir("rodir", 0755), "rodir");
+        put("rodir/in", "i");
+        must(chmod("rodir", 0555), "rodir");
+        must(mkdir("noexec", 0755), "noexec");
+        put("noexec/f", "f");
+        must(chmod("noexec", 0644), "noexec");
+        must(mkdir("noread", 0755), "noread");
+        put("noread/f", "f");
+        must(chmod("noread", 0311), "noread");
+      },
+      [] {
+        Out o;
+        o << rc(open("ro", O_WRONLY)) << rc(open("ro", O_RDWR)) << rc(open("ro", O_WRONLY | O_TRUNC)) << rc(truncate("ro", 0));
+        o << cat("ro") << rc(open("none", O_RDONLY)) << cat("none") << rc(open("wo", O_RDONLY));
+        int fd = open("wo", O_WRONLY | O_APPEND);
+        o << rc(fd) << rc(write(fd, "+", 1));
+        close(fd);
+        o << rc(open("rodir/new", O_CREAT | O_WRONLY, 0644)) << rc(mkdir("rodir/d", 0755)) << rc(unlink("rodir/in"));
+        o << rc(rename("rodir/in", "rodir/out")) << rc(rename("rodir/in", "moved")) << rc(symlink("x", "rodir/l"));
+        o << rc(link("ro", "rodir/h")) << rc(mknod("rodir/p", S_IFIFO | 0644, 0)) << cat("rodir/in") << names("rodir");
+        o << lst("noexec/f") << cat("noexec/f") << names("noexec");
+        o << names("noread") << cat("noread/f") << lst("noread/f");
+        for (const char* p : {"ro", "wo", "none", "rodir", "noexec", "noread"})
+          o << std::string(p) + ":" + rc(access(p, R_OK)) + "," + rc(access(p, W_OK)) + "," + rc(access(p, X_OK));
+        o << rc(utimensat(AT_FDCWD, "ro", nullptr, 0)) << rc(chmod("ro", 0644)) << lst("ro");
+        return o.s;
+      });
+  add("perm-other-owner", [] {
+        put("root-f", "r", 0644);
+        put("root-w", "w", 0666);
+        put("root-x", "#!/bin/sh\n", 0700);
+        must(mkdir("root-d", 0755), "root-d");
+        put("root-d/in", "i");
+        put("mine", "m", 0644);
+      },
+      [] {
+        Out o;
+        o << owner("root-f") << rc(chmod("root-f", 0666)) << lst("root-f") << rc(chown("root-f", getuid(), -1));
+        o << rc(lchown("root-f", -1, getgid())) << owner("root-f");
+        struct timespec ts[2] = {{1000000000, 0}, {1000000000, 0}};
+        o << rc(utimensat(AT_FDCWD, "root-f", ts, 0)) << rc(utimensat(AT_FDCWD, "root-f", nullptr, 0));
+        o << rc(utimensat(AT_FDCWD, "root-w", ts, 0)) << rc(utimensat(AT_FDCWD, "root-w", nullptr, 0));
+        o << rc(open("root-f", O_WRONLY)) << rc(truncate("root-f", 0)) << cat("root-f");
+        int fd = open("root-w", O_WRONLY | O_APPEND);
+        o << rc(fd) << rc(write(fd, "+", 1)) << cat("root-w");
+        close(fd);
+        o << rc(open("root-x", O_RDONLY)) << rc(access("root-x", X_OK)) << rc(link("root-f", "hard"));
+        o << rc(setxattr("root-f", "user.x", "v", 1, 0)) << rc(setxattr("mine", "user.x", "v", 1, 0));
+        o << rc(mkdir("root-d/new", 0755)) << rc(unlink("root-d/in")) << rc(rename("root-d/in", "taken")) << cat("root-d/in");
+        o << rc(chown("mine", 0, -1)) << rc(chown("mine", -1, 0)) << owner("mine") << rc(chown("mine", -1, -1));
+        o << rc(chown("mine", getuid(), getgid())) << rc(chmod("mine", 0600)) << lst("mine");
+        return o.s;
+      });
+  add("perm-sticky", [] {
+        must(mkdir("root-sticky", 0755), "root-sticky");
+        must(chmod("root-sticky", 01777), "root-sticky");
+        put("root-sticky/root-file", "r", 0666);
+        must(mkdir("root-sticky/root-dir", 0777), "root-dir");
+        must(chmod("root-sticky/root-dir", 0777), "root-dir");
+        put("root-sticky/mine", "m", 0644);
+      },
+      [] {
+        Out o;
+        o << lst("root-sticky") << rc(unlink("root-sticky/root-file")) << rc(rename("root-sticky/root-file", "root-sticky/moved"));
+        o << rc(rename("root-sticky/mine", "root-sticky/root-file")) << rc(rmdir("root-sticky/root-dir"));
+        int fd = open("root-sticky/root-file", O_WRONLY | O_APPEND);
+        o << rc(fd) << rc(write(fd, "+", 1)) << cat("root-sticky/root-file");
+        close(fd);
+        o << rc(open("root-sticky/root-file", O_WRONLY | O_CREAT, 0644));
+        o << rc(rename("root-sticky/mine", "root-sticky/mine2")) << rc(open("root-sticky/new", O_CREAT | O_WRONLY, 0644));
+        o << rc(mkdir("root-sticky/root-dir/sub", 0755)) << rc(unlink("root-sticky/mine2")) << names("root-sticky");
+        return o.s;
+      });
+  add("perm-suid-cleared", [] { put("suid", "s", 04755); put("sgid", "g", 02755); put("both", "b", 06755); },
+      [] {
+        Out o;
+        o << lst("suid") << lst("sgid") << lst("both");
+        int fd = open("suid", O_WRONLY | O_APPEND);
+        o << rc(write(fd, "+", 1));
+        close(fd);
+        o << lst("suid") << rc(truncate("sgid", 0)) << lst("sgid") << rc(chown("both", getuid(), getgid())) << lst("both");
+        return o.s;
+      });
   add("large-file", [] {},
       [] {
         Out o;
@@ -779,8 +876,20 @@ std::vector<Check> checks() {
   return c;
 }
 
+// `setup --owner`: every fixture but root-* goes to that user; chown clears set-id bits, so the
+// mode is put back afterwards.
+bool giveAway = false;
+unsigned ownerUid = 0, ownerGid = 0;
+
+int giveToOwner(const char* p, const struct stat* s, int, struct FTW* f) {
+  if (strncmp(p + f->base, "root-", 5) == 0) return 0;
+  if (lchown(p, ownerUid, ownerGid) < 0) return -1;
+  if (!S_ISLNK(s->st_mode) && chmod(p, s->st_mode & 07777) < 0) return -1;
+  return 0;
+}
+
 int usage() {
-  fprintf(stderr, "usage: posix list | posix setup DIR | posix check DIR [NAME...]\n");
+  fprintf(stderr, "usage: posix list | posix setup DIR [--owner UID:GID] | posix check DIR [NAME...]\n");
   return 2;
 }
 
@@ -795,7 +904,13 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (argc < 3 || (cmd != "setup" && cmd != "check")) return usage();
-  std::vector<std::string> only(argv + 3, argv + argc);
+  int first = 3;
+  if (cmd == "setup" && argc >= 5 && std::string(argv[3]) == "--owner") {
+    if (sscanf(argv[4], "%u:%u", &ownerUid, &ownerGid) != 2) return usage();
+    giveAway = true;
+    first = 5;
+  }
+  std::vector<std::string> only(argv + first, argv + argc);
   int top = open(argv[2], O_RDONLY | O_DIRECTORY);
   if (top < 0) {
     perror(argv[2]);
@@ -811,6 +926,7 @@ int main(int argc, char** argv) {
     }
     if (cmd == "setup") {
       c.setup();
+      if (giveAway) must(nftw(".", giveToOwner, 16, FTW_PHYS), "give the fixtures away");
     } else {
       std::string r = c.run();
       printf("%s: %s\n", c.name, r.c_str());

@@ -16,6 +16,7 @@ interface Args {
   json: boolean;
   'cache-timeout': number;
   backend?: string;
+  'allow-other': boolean;
 }
 
 export const mountCommand: CommandModule<object, Args> = {
@@ -40,6 +41,13 @@ export const mountCommand: CommandModule<object, Args> = {
         describe:
           'mount backend: fuse_ll (Linux, fastest) or fuse_hl (the portable FUSE3 backend Windows uses); default $SHADOWFS_BACKEND, else fuse_ll',
       })
+      .option('allow-other', {
+        type: 'boolean',
+        default: false,
+        describe:
+          'let other users use the shadow, the kernel checking permissions (FUSE allow_other; a user other than root needs ' +
+          'user_allow_other in /etc/fuse.conf); give --at a place they can reach',
+      })
       .option('json', { type: 'boolean', default: false, describe: 'print one JSON object per event' }) as Argv<Args>,
   handler: async (args) => {
     if (!args.foreground) {
@@ -53,6 +61,7 @@ export const mountCommand: CommandModule<object, Args> = {
             ...(args.name ? { name: args.name } : {}),
             cacheTimeout: args['cache-timeout'],
             ...(args.backend ? { backend: args.backend } : {}),
+            ...(args['allow-other'] ? { allowOther: true } : {}),
           }),
         (r) => `${r.name}\t${r.mountPoint}`,
       );
@@ -66,7 +75,12 @@ export const mountCommand: CommandModule<object, Args> = {
         process.once('SIGTERM', () => resolve('SIGTERM'));
       });
       keepAlive = setInterval(() => undefined, 1 << 30);
-      const shadow = await mount(args.folder, { mountPoint: args.at, cacheTimeout: args['cache-timeout'], backend: args.backend });
+      const shadow = await mount(args.folder, {
+        mountPoint: args.at,
+        cacheTimeout: args['cache-timeout'],
+        backend: args.backend,
+        allowOther: args['allow-other'],
+      });
       emit(
         args,
         { event: 'mounted', mountPoint: shadow.mountPoint, lower: shadow.lower, backend: shadow.backend },

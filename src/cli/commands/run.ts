@@ -16,7 +16,9 @@ interface Args {
   timeout?: number;
   'discard-writes': boolean;
   shell: boolean;
+  'original-path': boolean;
   'at-original-path': boolean;
+  unprotected: boolean;
   'no-network': boolean;
   json: boolean;
   '--'?: string[];
@@ -35,10 +37,18 @@ export const runCommand: CommandModule<object, Args> = {
       .option('timeout', { type: 'number', describe: 'seconds before the whole process tree is killed' })
       .option('discard-writes', { type: 'boolean', default: false, describe: 'run on a scratch copy of the layer, dropped afterwards' })
       .option('shell', { type: 'boolean', default: false, describe: 'run the words with sh -c' })
-      .option('at-original-path', {
+      .option('original-path', {
+        type: 'boolean',
+        default: true,
+        describe:
+          "Linux: the command sees the shadow at the folder's own path (private mount namespace), so it cannot write the folder " +
+          'through its absolute path. On by default; --no-original-path runs unprotected',
+      })
+      .option('at-original-path', { type: 'boolean', default: false, hidden: true, describe: 'the default now; kept for old scripts' })
+      .option('unprotected', {
         type: 'boolean',
         default: false,
-        describe: "Linux: show the shadow at the folder's own path (mount namespace)",
+        describe: 'where the mount namespace cannot be made, run without it instead of refusing with NAMESPACE_UNAVAILABLE',
       })
       .option('no-network', { type: 'boolean', default: false, describe: 'Linux: only loopback (network namespace)' })
       .option('json', {
@@ -75,11 +85,18 @@ export const runCommand: CommandModule<object, Args> = {
         ...(args.timeout !== undefined ? { timeout: args.timeout } : {}),
         discardWrites: args['discard-writes'],
         shell: args.shell,
-        atOriginalPath: args['at-original-path'],
+        originalPath: args['original-path'],
+        ...(args['at-original-path'] ? { atOriginalPath: true } : {}),
+        unprotected: args.unprotected,
         noNetwork: args['no-network'],
       });
       process.off('SIGINT', cancel);
       process.off('SIGTERM', cancel);
+      if (!r.protected) {
+        process.stderr.write(
+          `shadowfs: warning: this run was unprotected (${r.unprotectedReason ?? 'no mount namespace'}): it could write your folder through its absolute path\n`,
+        );
+      }
       if (args.json) emit(args, r as unknown as Record<string, unknown>, '');
       else if (r.timedOut) process.stderr.write(`shadowfs: the command ran longer than ${args.timeout} s; its processes were killed\n`);
       const sigNum = r.signal ? ((os.constants.signals as Record<string, number>)[r.signal] ?? 9) : 0;
