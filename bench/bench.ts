@@ -273,7 +273,8 @@ async function main(): Promise<void> {
         const times: number[] = [];
         for (let r = 0; r < 20; r++) times.push((await shadow.activate(r % 2 ? `a${n}` : `b${n}`)).ms);
         extra[`layer switch (${backend}), ${n} changed paths (ms)`] = median(times);
-        if (n === 10_000) extra['layer memory, 10,000 small files (bytes per path)'] = Math.round(a.stats().memoryBytes / a.stats().paths);
+        if (n === 10_000)
+          extra['layer memory, 10,000 small files (bytes per path)'] = Math.round((await a.stats()).memoryBytes / (await a.stats()).paths);
       }
     } finally {
       await shadow.unmount({ lazy: true });

@@ -68,7 +68,7 @@ describe('running commands inside a shadow', function () {
       });
       assert.strictEqual(scratch.stdout, 'built\n', 'the scratch copy starts from the layer');
       assert.deepStrictEqual(await shadow.layer('builder').changes(), before);
-      assert.ok(!shadow.agents().some((a) => a.includes('~run-')), 'the scratch layer is dropped');
+      assert.ok(!(await shadow.agents()).some((a) => a.includes('~run-')), 'the scratch layer is dropped');
       const sub = await runInShadow(shadow, { agent: 'builder', argv: ['pwd'], cwd: 'src' });
       assert.strictEqual(sub.stdout.trim(), path.join(shadow.mountPoint, 'src'));
       await assert.rejects(runInShadow(shadow, { agent: 'builder', argv: ['pwd'], cwd: '../..' }), isCode('INVALID_PATH'));

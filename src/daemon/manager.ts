@@ -87,7 +87,10 @@ export class ShadowManager {
     backend?: string;
   }): Promise<ShadowInfo> {
     if (params.name !== undefined && !NAME_RE.test(params.name)) {
-      throw new ShadowError('INVALID_PATH', `a shadow name is 1-64 letters, digits, ".", "_" or "-"; got ${JSON.stringify(params.name)}`);
+      throw new ShadowError(
+        'INVALID_ARGUMENT',
+        `a shadow name is 1-64 letters, digits, ".", "_" or "-"; got ${JSON.stringify(params.name)}`,
+      );
     }
     if (params.name !== undefined && this.entries.has(params.name)) {
       throw new ShadowError('MOUNTPOINT_IN_USE', `a shadow named ${params.name} exists already; pick another --name`);
@@ -104,7 +107,7 @@ export class ShadowManager {
     this.saveState();
     this.opts.log.info('mounted', { name, lower: shadow.lower, mountPoint: shadow.mountPoint });
     this.opts.notify('shadow/changed', { shadow: name, event: 'mounted' });
-    return this.info(entry);
+    return await this.info(entry);
   }
 
   /** Finds a shadow by name or by (a path inside) its mount point. */
@@ -139,12 +142,14 @@ export class ShadowManager {
     return e.name;
   }
 
-  list(): ShadowInfo[] {
-    return [...this.entries.values()].map((e) => this.info(e));
+  async list(): Promise<ShadowInfo[]> {
+    return Promise.all([...this.entries.values()].map((e) => this.info(e)));
   }
 
-  info(e: Entry): ShadowInfo {
+  async info(e: Entry): Promise<ShadowInfo> {
     const mounted = e.shadow.mounted;
+    // A shadow unmounted meanwhile (idle) simply lists no agents.
+    const agents = mounted ? await e.shadow.agents().catch(() => []) : [];
     return {
       name: e.name,
       lower: e.shadow.lower,
@@ -152,7 +157,7 @@ export class ShadowManager {
       backend: e.shadow.backend,
       mounted,
       active: mounted ? e.shadow.active : null,
-      agents: mounted ? e.shadow.agents() : [],
+      agents,
       views: [...e.shadow.views].map((v) => ({ id: v.viewId, agent: v.agentId, mountPoint: v.mountPoint })),
       idleSeconds: Math.round((Date.now() - e.lastUsed) / 1000),
     };

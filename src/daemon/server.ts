@@ -88,14 +88,14 @@ export class Daemon {
           socket: opts.paths.socket,
           logFile: opts.paths.log,
           uptimeSeconds: this.uptime(),
-          shadows: m.list(),
+          shadows: await m.list(),
           recovered: this.recovered,
         }) satisfies Results['status'],
       mount: async (p) => m.mount(p as { folder: string; mountPoint?: string; name?: string; cacheTimeout?: number; backend?: string }),
       unmount: async (p) => ({ name: await m.unmount(p.shadow as string, p.lazy === true) }),
-      list: async () => ({ shadows: m.list() }),
+      list: async () => ({ shadows: await m.list() }),
       'layer.create': async (p) => {
-        (await shadowOf(p)).layer(p.agent as string);
+        await (await shadowOf(p)).createLayer(p.agent as string);
         return { agent: p.agent };
       },
       'layer.drop': async (p) => {
@@ -105,7 +105,7 @@ export class Daemon {
       },
       'layer.list': async (p) => {
         const s = await shadowOf(p);
-        return { agents: s.agents(), active: s.active };
+        return { agents: await s.agents(), active: s.active };
       },
       'layer.write': async (p) => {
         const s = await shadowOf(p);
@@ -132,7 +132,7 @@ export class Daemon {
       activate: async (p) => {
         const s = await shadowOf(p);
         const agent = p.agent as string | null;
-        if (agent !== null) s.layer(agent);
+        if (agent !== null) await s.createLayer(agent);
         const r = await s.activate(agent);
         this.broadcast(Notifications.layerChanged, { shadow: p.shadow, agent, event: 'activated' });
         return { active: s.active, ...r };
@@ -154,11 +154,11 @@ export class Daemon {
         const env: Record<string, string> = {};
         for (const kv of (p.env as string[] | undefined) ?? []) {
           const i = kv.indexOf('=');
-          if (i <= 0) throw new ShadowError('INVALID_PATH', `environment entries look like NAME=value, got ${JSON.stringify(kv)}`);
+          if (i <= 0) throw new ShadowError('INVALID_ARGUMENT', `environment entries look like NAME=value, got ${JSON.stringify(kv)}`);
           env[kv.slice(0, i)] = kv.slice(i + 1);
         }
         const runId = (p.runId as string | undefined) ?? Math.random().toString(16).slice(2, 14);
-        if (this.runs.has(runId)) throw new ShadowError('INVALID_PATH', `a run with id ${runId} is in progress`);
+        if (this.runs.has(runId)) throw new ShadowError('INVALID_ARGUMENT', `a run with id ${runId} is in progress; pick another runId`);
         const controller = new AbortController();
         ctx.signal.addEventListener('abort', () => controller.abort(), { once: true });
         this.runs.set(runId, controller);

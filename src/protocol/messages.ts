@@ -23,6 +23,8 @@ export const RpcErrorCodes = {
   Timeout: -32014,
   /** Not available in this version or on this platform. */
   NotSupported: -32015,
+  /** An argument other than a path was not valid (a mode, a timeout, an environment entry, ...). */
+  InvalidArgument: -32016,
   /** Any other shadowfs error; see error.data.code. */
   Failed: -32000,
 } as const;
@@ -34,6 +36,8 @@ export function rpcCodeFor(code: string): number {
     case 'PATH_THROUGH_SYMLINK':
     case 'INVALID_AGENT':
       return RpcErrorCodes.InvalidPath;
+    case 'INVALID_ARGUMENT':
+      return RpcErrorCodes.InvalidArgument;
     case 'UNKNOWN_SHADOW':
       return RpcErrorCodes.UnknownShadow;
     case 'UNKNOWN_AGENT':
