@@ -201,6 +201,11 @@ export class View {
     return !this.closed && this.shadow.mounted;
   }
 
+  /** @internal whether closing removes the mount point (it was made for this view) */
+  get ownsMountPoint(): boolean {
+    return this.createdMountPoint;
+  }
+
   /** @internal */
   get viewId(): number {
     return this.id;
@@ -250,6 +255,11 @@ export class Shadow {
 
   get mounted(): boolean {
     return this.native?.mounted ?? false;
+  }
+
+  /** @internal whether unmounting removes the mount point (it was made for this shadow) */
+  get ownsMountPoint(): boolean {
+    return this.createdMountPoint;
   }
 
   /** The agent whose layer the shared mount shows, or null (the folder exactly, read-only). */

@@ -103,6 +103,11 @@ export class Daemon {
         this.broadcast(Notifications.layerChanged, { shadow: p.shadow, agent: p.agent, event: 'dropped' });
         return { agent: p.agent };
       },
+      'layer.clone': async (p) => {
+        await (await shadowOf(p)).cloneLayer(p.agent as string, p.to as string);
+        this.broadcast(Notifications.layerChanged, { shadow: p.shadow, agent: p.to, event: 'cloned', from: p.agent });
+        return { agent: p.agent, to: p.to };
+      },
       'layer.list': async (p) => {
         const s = await shadowOf(p);
         return { agents: await s.agents(), active: s.active };
@@ -139,6 +144,7 @@ export class Daemon {
       },
       'view.open': async (p) => {
         const v = await (await shadowOf(p)).openView(p.agent as string, { mountPoint: p.mountPoint as string | undefined });
+        m.saveState();
         return { view: v.viewId, agent: v.agentId, mountPoint: v.mountPoint };
       },
       'view.close': async (p) => {
@@ -146,6 +152,7 @@ export class Daemon {
         const v = [...s.views].find((x) => x.viewId === p.view);
         if (!v) throw new ShadowError('NOT_FOUND', `shadow ${String(p.shadow)} has no open view ${String(p.view)}`);
         await v.close({ lazy: p.lazy === true });
+        m.saveState();
         return { view: p.view };
       },
       stats: async (p) => (await shadowOf(p)).stats(),

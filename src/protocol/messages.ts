@@ -107,6 +107,8 @@ export const Methods = {
   list: { params: {} as ParamSpec },
   'layer.create': { params: { shadow: 'string', agent: 'string' } as ParamSpec },
   'layer.drop': { params: { shadow: 'string', agent: 'string' } as ParamSpec },
+  /** Makes `to` a copy of `agent`'s layer; LAYER_EXISTS when `to` has one. */
+  'layer.clone': { params: { shadow: 'string', agent: 'string', to: 'string' } as ParamSpec },
   'layer.list': { params: { shadow: 'string' } as ParamSpec },
   'layer.write': { params: { shadow: 'string', agent: 'string', path: 'string', data: 'string', mode: 'number?' } as ParamSpec },
   'layer.remove': { params: { shadow: 'string', agent: 'string', path: 'string' } as ParamSpec },
@@ -147,6 +149,7 @@ export interface Results {
   list: { shadows: ShadowInfo[] };
   'layer.create': { agent: string };
   'layer.drop': { agent: string };
+  'layer.clone': { agent: string; to: string };
   'layer.list': { agents: string[]; active: string | null };
   'layer.write': { path: string; bytes: number };
   'layer.remove': { path: string };
@@ -169,7 +172,7 @@ export interface Results {
 export const Notifications = {
   /** params: { shadow, event: 'mounted' | 'unmounted' | 'idle-unmounted' | 'remounted' } */
   shadowChanged: 'shadow/changed',
-  /** params: { shadow, agent, event: 'written' | 'removed' | 'reset' | 'dropped' | 'activated' } */
+  /** params: { shadow, agent, event: 'written' | 'removed' | 'reset' | 'dropped' | 'cloned' | 'activated' } */
   layerChanged: 'layer/changed',
   /** To the connection that asked for the run only. params: { runId, stream: 'stdout' | 'stderr', data (base64) } */
   runOutput: 'run/output',
