@@ -10,7 +10,7 @@ export SHADOWFS_TEST_STATS
 trap 'rm -f "$SHADOWFS_TEST_STATS"' EXIT
 status=0
 echo "== pass 1 of 2: backend fuse_ll (all tests)"
-SHADOWFS_BACKEND=fuse_ll npx --no-install mocha 'dist/test/**/*.test.js' || status=1
+SHADOWFS_BACKEND=fuse_ll node_modules/.bin/mocha 'dist/test/**/*.test.js' || status=1
 echo "== pass 2 of 2: backend fuse_hl (integration tests)"
-SHADOWFS_BACKEND=fuse_hl npx --no-install mocha 'dist/test/*.test.js' || status=1
+SHADOWFS_BACKEND=fuse_hl node_modules/.bin/mocha 'dist/test/*.test.js' || status=1
 exit $status
