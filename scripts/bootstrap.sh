@@ -53,10 +53,13 @@ if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.j
   npm ci --no-audit --no-fund --loglevel=error >&2
 fi
 
+# The tools are run from node_modules/.bin, not through npx: npm itself warns about every
+# unknown key of the user's npm configuration (e.g. a "nodedir" kept there for node-gyp), and a
+# first run's output should only say what this script does.
 newest_native=$(find native CMakeLists.txt -type f -newer build/Release/shadowfs.node 2>/dev/null | head -1 || true)
 if [ ! -f build/Release/shadowfs.node ] || [ -n "$newest_native" ]; then
   say "building the native module"
-  npx --no-install cmake-js compile --log-level warn >&2
+  node_modules/.bin/cmake-js compile --log-level warn >&2
 fi
 say "compiling TypeScript"
-npx --no-install tsc -p tsconfig.json >&2
+node_modules/.bin/tsc -p tsconfig.json >&2

@@ -21,7 +21,7 @@ else
   status=1
 fi
 echo "== pass 1 of 2: backend fuse_ll (all tests)"
-SHADOWFS_BACKEND=fuse_ll npx --no-install mocha 'dist/test/**/*.test.js' || status=1
+SHADOWFS_BACKEND=fuse_ll node_modules/.bin/mocha 'dist/test/**/*.test.js' || status=1
 echo "== pass 2 of 2: backend fuse_hl (integration tests)"
-SHADOWFS_BACKEND=fuse_hl npx --no-install mocha 'dist/test/*.test.js' || status=1
+SHADOWFS_BACKEND=fuse_hl node_modules/.bin/mocha 'dist/test/*.test.js' || status=1
 exit $status

@@ -3,6 +3,7 @@
 
 export const ErrorCodes = {
   INVALID_PATH: 'The path is absolute, contains "..", a NUL byte, or an over-long name.',
+  INVALID_ARGUMENT: 'An argument other than a path is not valid (a data type, mode, timeout, size, directory, name or option).',
   PATH_THROUGH_SYMLINK: 'The path goes through (or ends at) a symbolic link; use the real path.',
   NOT_FOUND: 'Nothing exists at that path in the shadow.',
   IS_DIRECTORY: 'The path is a directory where a file was expected.',
@@ -28,6 +29,7 @@ export const ErrorCodes = {
   INVALID_AGENT: 'The agent id is empty, too long, or contains a "/" or a NUL byte.',
   NO_ACTIVE_LAYER: 'No layer is active on the shadow, so it shows the folder read-only.',
   LAYER_BUSY: 'The layer is active or has a view open, so it cannot be dropped.',
+  LAYER_EXISTS: 'A layer with that agent id exists already.',
   TIMEOUT: 'The job did not finish in the time it was given.',
   POLICY_DENIED: 'The run policy does not allow this command.',
   INVALID_POLICY: 'The run policy file is not valid JSON of the documented shape.',
@@ -72,7 +74,15 @@ export function fromNative(err: unknown, what: string): ShadowError {
     case 'ELOOP':
       return new ShadowError('PATH_THROUGH_SYMLINK', `${what}: the path goes through a symbolic link; name the real path instead`, opts);
     case 'EINVAL':
-      return new ShadowError('INVALID_PATH', `${what}: invalid path`, opts);
+      // The addon marks the EINVALs that are about the path itself; the others (e.g. writing
+      // over a fifo or a device, which holds no file content) are about the request.
+      if ((err as { invalidPath?: unknown }).invalidPath === true)
+        return new ShadowError('INVALID_PATH', `${what}: invalid path; give a path relative to the shadow root`, opts);
+      return new ShadowError(
+        'INVALID_ARGUMENT',
+        `${what}: the request does not fit what is there (not a regular file, or an invalid argument)`,
+        opts,
+      );
     case 'ENOTCONN':
       return new ShadowError('NOT_MOUNTED', `${what}: the shadow is not mounted any more`, opts);
     case 'EBUSY':
@@ -82,6 +92,12 @@ export function fromNative(err: unknown, what: string): ShadowError {
     case 'EROFS':
       return new ShadowError('NO_ACTIVE_LAYER', `${what}: no layer is active, the shadow shows the folder read-only`, opts);
     default:
-      return new ShadowError('INTERNAL', `${what}: ${e.message ?? String(err)}`, opts);
+      // The native message already names the operation ("cannot copy layer a to b: ..."), so it
+      // is not prefixed with `what` again.
+      return new ShadowError(
+        'INTERNAL',
+        `${e.message ?? `${what}: ${String(err)}`}; this is unexpected: please report it with the daemon log ("shadowfs status" shows where it is)`,
+        opts,
+      );
   }
 }

@@ -2,6 +2,7 @@
 export { mount, Shadow, Layer, View } from './shadow';
 export type { JobOptions, SchedulerStats, AgentQueueStats } from './scheduler';
 export type { MountOptions, Change } from './shadow';
+export type { ChangeBase } from './native';
 export { ShadowError, ErrorCodes } from './errors';
 export type { ErrorCode } from './errors';
 export { normalizeRelPath } from './paths';

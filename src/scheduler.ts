@@ -51,7 +51,9 @@ export class LayerScheduler {
   run<T>(agent: string, job: (signal: AbortSignal) => Promise<T>, options: JobOptions = {}): Promise<T> {
     const { timeout, signal } = options;
     if (timeout !== undefined && !(typeof timeout === 'number' && timeout > 0)) {
-      return Promise.reject(new ShadowError('INVALID_PATH', `timeout must be a positive number of milliseconds, got ${String(timeout)}`));
+      return Promise.reject(
+        new ShadowError('INVALID_ARGUMENT', `timeout must be a positive number of milliseconds, got ${String(timeout)}`),
+      );
     }
     if (signal?.aborted) return Promise.reject(new ShadowError('ABORTED', `the job of agent ${agent} was cancelled before it started`));
     return new Promise<T>((resolve, reject) => {

@@ -6,6 +6,7 @@ import * as path from 'path';
 import { fromNative, ShadowError } from './errors';
 import { addon, LayerStats, NativeChange, NativeShadow } from './native';
 import * as os from 'os';
+import { constants as osConstants } from 'os';
 import { normalizeRelPath } from './paths';
 import { checkAllowOther, checkFuseDevice, mountedPaths, runtimeDir } from './platform';
 import { JobOptions, LayerScheduler, SchedulerStats } from './scheduler';
@@ -107,6 +108,7 @@ function nearestExisting(p: string): string {
 }
 
 const AGENT_MAX = 128;
+const { EEXIST } = osConstants.errno;
 
 function checkAgent(agentId: unknown): string {
   if (typeof agentId !== 'string' || agentId === '' || Buffer.byteLength(agentId) > AGENT_MAX || /[/\0]/.test(agentId)) {
@@ -121,16 +123,21 @@ function checkAgent(agentId: unknown): string {
 function toBuffer(data: string | Uint8Array): Buffer {
   if (typeof data === 'string') return Buffer.from(data);
   if (data instanceof Uint8Array) return Buffer.from(data.buffer, data.byteOffset, data.byteLength);
-  throw new ShadowError('INVALID_PATH', 'data must be a string or a Uint8Array');
+  throw new ShadowError('INVALID_ARGUMENT', 'data must be a string or a Uint8Array');
 }
 
 function checkMode(mode: number): number {
   if (!Number.isInteger(mode) || mode < 0 || mode > 0o7777)
-    throw new ShadowError('INVALID_PATH', `mode must be an integer permission mask, got ${mode}`);
+    throw new ShadowError('INVALID_ARGUMENT', `mode must be an integer permission mask such as 0o644, got ${mode}`);
   return mode;
 }
 
-/** One agent's layer of changes on a shadow. Works whether or not the layer is active. */
+/**
+ * One agent's layer of changes on a shadow, whether or not it is active. A Layer is a handle:
+ * getting one never creates anything. The layer itself is created by its first write() or
+ * remove() (or by shadow.createLayer()); the read-only queries (readFile, changes, stats) and
+ * reset() of an agent that has no layer fail with UNKNOWN_AGENT.
+ */
 export class Layer {
   /** @internal use shadow.layer() */
   constructor(
@@ -138,38 +145,44 @@ export class Layer {
     readonly agentId: string,
   ) {}
 
-  /** Writes a whole file into this layer (parents are created as needed). */
+  /**
+   * Writes a whole file into this layer (parents are created as needed, and the layer too).
+   * A Uint8Array is read in place when the write runs: do not change it until this settles.
+   */
   async write(relPath: string, data: string | Uint8Array, options: { mode?: number } = {}): Promise<void> {
     const p = normalizeRelPath(relPath);
     const buf = toBuffer(data);
     const mode = checkMode(options.mode ?? 0o644);
-    this.shadow.call(`write ${p}`, (n) => n.write(this.agentId, p, buf, mode, process.getuid?.() ?? 0, process.getgid?.() ?? 0));
+    await this.shadow.ensureLayer(this.agentId);
+    await this.shadow.call(`write ${p}`, (n) => n.write(this.agentId, p, buf, mode, process.getuid?.() ?? 0, process.getgid?.() ?? 0));
   }
 
-  /** Removes a file or a whole directory from what this layer shows (the folder is untouched). */
+  /** Removes a file or a whole directory from what this layer shows (the folder is untouched; the layer is created if needed). */
   async remove(relPath: string): Promise<void> {
     const p = normalizeRelPath(relPath);
-    this.shadow.call(`remove ${p}`, (n) => n.remove(this.agentId, p));
+    await this.shadow.ensureLayer(this.agentId);
+    await this.shadow.call(`remove ${p}`, (n) => n.remove(this.agentId, p));
   }
 
   /** Reads a whole file as this layer shows it, active or not. */
   async readFile(relPath: string): Promise<Buffer> {
     const p = normalizeRelPath(relPath);
-    return this.shadow.call(`read ${p}`, (n) => n.readFile(this.agentId, p));
+    return this.shadow.call(`read ${p} in the layer of ${this.agentId}`, (n) => n.readFile(this.agentId, p));
   }
 
   /** Drops every change of this layer. */
   async reset(): Promise<void> {
-    this.shadow.call(`reset ${this.agentId}`, (n) => n.reset(this.agentId));
+    await this.shadow.call(`reset the layer of ${this.agentId}`, (n) => n.reset(this.agentId));
   }
 
   /** What this layer changed, relative to the folder, in path order. */
   async changes(): Promise<Change[]> {
-    return this.shadow.call(`changes of ${this.agentId}`, (n) => n.changes(this.agentId));
+    return this.shadow.call(`list the changes of ${this.agentId}`, (n) => n.changes(this.agentId));
   }
 
-  stats(): LayerStats {
-    return this.shadow.call(`stats of ${this.agentId}`, (n) => n.stats(this.agentId));
+  /** Memory and paths this layer holds. */
+  async stats(): Promise<LayerStats> {
+    return this.shadow.call(`read the stats of ${this.agentId}`, (n) => n.stats(this.agentId));
   }
 }
 
@@ -190,6 +203,11 @@ export class View {
     return !this.closed && this.shadow.mounted;
   }
 
+  /** @internal whether closing removes the mount point (it was made for this view) */
+  get ownsMountPoint(): boolean {
+    return this.createdMountPoint;
+  }
+
   /** @internal */
   get viewId(): number {
     return this.id;
@@ -198,7 +216,7 @@ export class View {
   async close(options: { lazy?: boolean } = {}): Promise<void> {
     if (this.closed) return;
     if (this.shadow.mounted) {
-      this.shadow.call(`close the view at ${this.mountPoint}`, (n) => n.closeView(this.id, options.lazy === true), this.mountPoint);
+      await this.shadow.call(`close the view at ${this.mountPoint}`, (n) => n.closeView(this.id, options.lazy === true), this.mountPoint);
     }
     this.closed = true;
     this.shadow.views.delete(this);
@@ -221,7 +239,8 @@ export class Shadow {
   readonly backend: string;
   private native: NativeShadow | undefined;
   private readonly createdMountPoint: boolean;
-  private readonly layers = new Map<string, Layer>();
+  /** Layers known to exist: created, cloned or activated through this object (the only way to make one). */
+  private readonly known = new Set<string>();
   /** @internal */
   readonly views = new Set<View>();
   // Jobs activate their layer themselves (see withLayer), so a scratch layer can stand in.
@@ -240,17 +259,22 @@ export class Shadow {
     return this.native?.mounted ?? false;
   }
 
+  /** @internal whether unmounting removes the mount point (it was made for this shadow) */
+  get ownsMountPoint(): boolean {
+    return this.createdMountPoint;
+  }
+
   /** The agent whose layer the shared mount shows, or null (the folder exactly, read-only). */
   get active(): string | null {
     return this.native?.active ?? null;
   }
 
-  /** @internal runs a native call, mapping its errors to ShadowErrors. */
-  call<T>(what: string, fn: (n: NativeShadow) => T, mountPoint = this.mountPoint): T {
+  /** @internal runs a native call (a Promise settled off the JS thread), mapping its errors to ShadowErrors. */
+  async call<T>(what: string, fn: (n: NativeShadow) => Promise<T>, mountPoint = this.mountPoint): Promise<T> {
     if (!this.native || !this.native.mounted)
       throw new ShadowError('NOT_MOUNTED', `the shadow at ${this.mountPoint} is not mounted any more`);
     try {
-      return fn(this.native);
+      return await fn(this.native);
     } catch (err) {
       if ((err as { code?: string }).code === 'EBUSY') {
         throw new ShadowError(
@@ -263,30 +287,53 @@ export class Shadow {
     }
   }
 
-  /** The layer of `agentId`, created (empty) if it does not exist yet. */
+  /**
+   * A handle on `agentId`'s layer. Creates nothing: the layer comes into being with its first
+   * write() or remove(), or with createLayer(); until then its queries fail with UNKNOWN_AGENT.
+   */
   layer(agentId: string): Layer {
-    const id = checkAgent(agentId);
-    let l = this.layers.get(id);
-    if (!l) {
-      this.call(`create layer ${id}`, (n) => n.createLayer(id));
-      l = new Layer(this, id);
-      this.layers.set(id, l);
-    }
-    return l;
+    return new Layer(this, checkAgent(agentId));
   }
 
-  /** Makes `to` a copy of `from`'s layer (later changes to either stay apart). */
-  cloneLayer(from: string, to: string): Layer {
+  /** Creates `agentId`'s layer (empty) if it does not exist yet, and returns it. */
+  async createLayer(agentId: string): Promise<Layer> {
+    const id = checkAgent(agentId);
+    await this.ensureLayer(id);
+    return new Layer(this, id);
+  }
+
+  /** @internal creates the layer unless this object knows it exists. */
+  async ensureLayer(id: string): Promise<void> {
+    if (this.known.has(id)) return;
+    await this.call(`create the layer of ${id}`, (n) => n.createLayer(id));
+    this.known.add(id);
+  }
+
+  /** Makes `to` a copy of `from`'s layer (later changes to either stay apart). LAYER_EXISTS if `to` has a layer. */
+  async cloneLayer(from: string, to: string): Promise<Layer> {
     const a = checkAgent(from);
     const b = checkAgent(to);
-    this.call(`copy layer ${a} to ${b}`, (n) => n.cloneLayer(a, b));
-    const l = new Layer(this, b);
-    this.layers.set(b, l);
-    return l;
+    try {
+      await this.call(`copy the layer of ${a} to ${b}`, (n) => n.cloneLayer(a, b));
+    } catch (err) {
+      if (err instanceof ShadowError && err.code === 'INTERNAL' && err.errno === EEXIST) {
+        throw new ShadowError(
+          'LAYER_EXISTS',
+          `cannot copy the layer of ${a} to ${b}: ${b} has a layer already; drop it first or pick another id`,
+          {
+            errno: err.errno,
+            cause: err,
+          },
+        );
+      }
+      throw err;
+    }
+    this.known.add(b);
+    return new Layer(this, b);
   }
 
   /** Agent ids that have a layer. */
-  agents(): string[] {
+  async agents(): Promise<string[]> {
     return this.call('list layers', (n) => n.layers());
   }
 
@@ -294,7 +341,7 @@ export class Shadow {
   async dropLayer(agentId: string): Promise<void> {
     const id = checkAgent(agentId);
     try {
-      this.call(`drop layer ${id}`, (n) => n.dropLayer(id));
+      await this.call(`drop the layer of ${id}`, (n) => n.dropLayer(id));
     } catch (err) {
       if (err instanceof ShadowError && err.code === 'MOUNT_BUSY') {
         throw new ShadowError(
@@ -304,26 +351,30 @@ export class Shadow {
         );
       }
       throw err;
+    } finally {
+      this.known.delete(id);
     }
-    this.layers.delete(id);
   }
 
   /**
    * Makes `agentId`'s layer the one the shared mount shows (null: the folder exactly). Waits for
    * file-system calls in flight; when it returns, no program sees the previous layer any more.
+   * `ms` is the time the switch itself took (on the native worker thread).
    */
   async activate(agentId: string | null): Promise<{ paths: number; epoch: boolean; ms: number }> {
     const id = agentId === null ? null : checkAgent(agentId);
-    const t0 = process.hrtime.bigint();
-    const r = this.call(`activate ${id ?? 'no layer'}`, (n) => n.activate(id));
-    return { ...r, ms: Number(process.hrtime.bigint() - t0) / 1e6 };
+    const r = await this.call(`activate ${id ?? 'no layer'}`, (n) => n.activate(id));
+    if (id !== null) this.known.add(id);
+    return r;
   }
 
   private activeLayer(): Layer {
-    const a = this.call('find the active layer', (n) => n.active);
+    if (!this.native || !this.native.mounted)
+      throw new ShadowError('NOT_MOUNTED', `the shadow at ${this.mountPoint} is not mounted any more`);
+    const a = this.native.active;
     if (a === null)
       throw new ShadowError('NO_ACTIVE_LAYER', 'no layer is active on this shadow; activate one with shadow.activate(agentId)');
-    return this.layers.get(a) ?? new Layer(this, a);
+    return new Layer(this, a);
   }
 
   /** Writes a whole file into the active layer (parents are created as needed). */
@@ -347,10 +398,18 @@ export class Shadow {
   }
 
   /** Memory per layer, and the time-slicing queue. */
-  stats(): { layers: Record<string, LayerStats>; scheduler: SchedulerStats } {
+  async stats(): Promise<{ layers: Record<string, LayerStats>; scheduler: SchedulerStats }> {
+    const scheduler = this.scheduler.snapshot(); // as it is when asked
     const layers: Record<string, LayerStats> = {};
-    for (const a of this.agents()) layers[a] = this.call(`stats of ${a}`, (n) => n.stats(a));
-    return { layers, scheduler: this.scheduler.snapshot() };
+    const agents = await this.agents();
+    const all = await Promise.all(
+      agents.map((a) => this.call(`read the stats of ${a}`, (n) => n.stats(a)).catch((err: unknown) => ({ err }))),
+    );
+    // A layer dropped between the two questions is left out.
+    agents.forEach((a, i) => {
+      if (!('err' in all[i])) layers[a] = all[i] as LayerStats;
+    });
+    return { layers, scheduler };
   }
 
   /**
@@ -370,14 +429,16 @@ export class Shadow {
     try {
       id = checkAgent(agentId);
       target = options.layer === undefined ? id : checkAgent(options.layer);
-      this.layer(target);
     } catch (err) {
       return Promise.reject(err);
     }
     return this.scheduler.run(
       id,
       async (signal) => {
-        if (this.active !== target) await this.activate(target);
+        if (this.active !== target) {
+          await this.ensureLayer(target);
+          await this.activate(target);
+        }
         return job(this.mountPoint, signal);
       },
       options,
@@ -387,11 +448,11 @@ export class Shadow {
   /** Mounts a second mount point that always shows `agentId`'s layer, for agents that must run at the same time as others. */
   async openView(agentId: string, options: { mountPoint?: string } = {}): Promise<View> {
     const id = checkAgent(agentId);
-    this.layer(id);
+    await this.ensureLayer(id);
     const { mountPoint, created } = prepareMountPoint(options.mountPoint, this.lower, `${path.basename(this.lower) || 'root'}-${id}`);
     let viewId: number;
     try {
-      viewId = this.call(`open a view of ${id}`, (n) => n.openView(id, mountPoint));
+      viewId = await this.call(`open a view of ${id}`, (n) => n.openView(id, mountPoint));
     } catch (err) {
       if (created) {
         try {
@@ -425,7 +486,7 @@ export class Shadow {
     const native = this.native;
     if (!native || !native.mounted) return;
     try {
-      native.unmount(options.lazy === true);
+      await native.unmount(options.lazy === true);
     } catch (err) {
       if ((err as { code?: string }).code === 'EBUSY') {
         throw new ShadowError('MOUNT_BUSY', `the shadow at ${this.mountPoint} is in use; it stays mounted`, { cause: err });
@@ -442,7 +503,7 @@ export class Shadow {
     if (native.mounted) return;
     if (!fs.existsSync(this.mountPoint)) fs.mkdirSync(this.mountPoint, { recursive: true, mode: 0o755 });
     try {
-      native.remount(this.mountPoint);
+      await native.remount(this.mountPoint);
     } catch (err) {
       const e = err as { errno?: number; message?: string };
       throw new ShadowError('MOUNT_FAILED', `cannot mount the shadow at ${this.mountPoint} again: ${e.message ?? String(err)}`, {
@@ -460,7 +521,7 @@ export class Shadow {
     if (!this.native) return;
     const native = this.native;
     try {
-      native.unmount(options.lazy === true);
+      await native.unmount(options.lazy === true);
     } catch (err) {
       if ((err as { code?: string }).code === 'EBUSY') {
         throw new ShadowError(
@@ -508,33 +569,33 @@ export async function mount(lowerDir: string, options: MountOptions = {}): Promi
   // late an edit in the folder shows where no inotify watch could be set.
   const timeout = options.cacheTimeout ?? 60;
   if (typeof timeout !== 'number' || !(timeout >= 0))
-    throw new ShadowError('INVALID_PATH', `cacheTimeout must be a number of seconds >= 0, got ${timeout}`);
+    throw new ShadowError('INVALID_ARGUMENT', `cacheTimeout must be a number of seconds >= 0, got ${timeout}`);
   const layer = options.layer === undefined ? 'default' : options.layer === null ? null : checkAgent(options.layer);
   const spillThreshold = options.spillThreshold ?? 64 * 1024 * 1024;
   if (!Number.isSafeInteger(spillThreshold) || spillThreshold < 0) {
-    throw new ShadowError('INVALID_PATH', `spillThreshold must be a whole number of bytes >= 0, got ${spillThreshold}`);
+    throw new ShadowError('INVALID_ARGUMENT', `spillThreshold must be a whole number of bytes >= 0, got ${spillThreshold}`);
   }
   const spillDir = path.resolve(options.spillDir ?? os.tmpdir());
   if (isInside(spillDir, lower)) {
     throw new ShadowError(
-      'INVALID_PATH',
+      'INVALID_ARGUMENT',
       `the spill directory ${spillDir} is inside the folder being shadowed; the folder is never written, pick another`,
     );
   }
   const lib = addon();
   const backend = pickBackend(options.backend, lib.backends);
   const { mountPoint, created } = prepareMountPoint(options.mountPoint, lower);
-  let native: NativeShadow;
+  const native = new lib.Shadow(backend, lower, mountPoint, {
+    entryTimeout: timeout,
+    attrTimeout: timeout,
+    negativeTimeout: timeout,
+    useEpoch: options.useEpoch ?? true,
+    allowOther: options.allowOther === true,
+    spillThreshold,
+    spillDir,
+  });
   try {
-    native = new lib.Shadow(backend, lower, mountPoint, {
-      entryTimeout: timeout,
-      attrTimeout: timeout,
-      negativeTimeout: timeout,
-      useEpoch: options.useEpoch ?? true,
-      allowOther: options.allowOther === true,
-      spillThreshold,
-      spillDir,
-    });
+    await native.mount();
   } catch (err) {
     if (created) {
       try {
@@ -551,8 +612,13 @@ export async function mount(lowerDir: string, options: MountOptions = {}): Promi
   }
   const shadow = new Shadow(native, lower, mountPoint, created, backend);
   if (layer !== null) {
-    shadow.layer(layer);
-    await shadow.activate(layer);
+    try {
+      await shadow.createLayer(layer);
+      await shadow.activate(layer);
+    } catch (err) {
+      await shadow.unmount({ lazy: true }).catch(() => undefined);
+      throw err;
+    }
   }
   return shadow;
 }

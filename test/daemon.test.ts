@@ -121,6 +121,26 @@ describe('the shadowfs daemon', function () {
     assert.ok(!mountedPaths().has(view.mountPoint));
     json(['activate', 'proj', '--none']);
     assert.ok(fs.existsSync(path.join(at, 'README.md')));
+    // Read-only queries about an agent without a layer say so, and create nothing.
+    for (const args of [
+      ['layer', 'changes', 'proj', 'ghost'],
+      ['layer', 'cat', 'proj', 'ghost', 'README.md'],
+    ]) {
+      const r = cli([...args, '--json']);
+      assert.strictEqual(r.status, 1, `${args.join(' ')}: ${r.stdout}${r.stderr}`);
+      assert.strictEqual((JSON.parse(r.stdout) as { error: { code: string } }).error.code, 'UNKNOWN_AGENT');
+    }
+    assert.match(cli(['layer', 'changes', 'proj', 'ghost']).stderr, /^shadowfs: error UNKNOWN_AGENT: .*ghost/);
+    assert.ok(!json<{ shadows: Array<{ agents: string[] }> }>(['list']).shadows[0].agents.includes('ghost'), 'no layer was created');
+    // Cloning: onto a new id works, onto an existing layer is LAYER_EXISTS, said once.
+    assert.deepStrictEqual(json(['layer', 'clone', 'proj', 'alice', 'carol']), { agent: 'alice', to: 'carol' });
+    assert.strictEqual(cli(['layer', 'cat', 'proj', 'carol', 'src/new.js']).stdout, 'module.exports = 42;\n');
+    const again = cli(['layer', 'clone', 'proj', 'alice', 'carol']);
+    assert.strictEqual(again.status, 1);
+    assert.match(again.stderr, /^shadowfs: error LAYER_EXISTS: /);
+    assert.strictEqual(again.stderr.split('carol').length - 1, 2, `the message names each agent once: ${again.stderr}`);
+    assert.strictEqual(again.stderr.trim().split('\n').length, 1, again.stderr);
+    json(['layer', 'drop', 'proj', 'carol']);
     json(['layer', 'reset', 'proj', 'alice']);
     assert.deepStrictEqual(json<{ changes: unknown[] }>(['layer', 'changes', 'proj', 'alice']).changes, []);
     json(['layer', 'drop', 'proj', 'alice']);
@@ -179,6 +199,30 @@ describe('the shadowfs daemon', function () {
       if (dataCode) assert.strictEqual(r?.error?.data?.code, dataCode);
       assert.strictEqual(r?.id, id);
     }
+    // Codes that say what happened: no layer for that agent (and none made by asking), a clone
+    // onto an existing layer, an argument that is not a path.
+    const coded: Array<[string, unknown, number, string]> = [
+      ['layer.changes', { shadow: 'robust', agent: 'ghost' }, RpcErrorCodes.UnknownAgent, 'UNKNOWN_AGENT'],
+      ['layer.read', { shadow: 'robust', agent: 'ghost', path: 'README.md' }, RpcErrorCodes.UnknownAgent, 'UNKNOWN_AGENT'],
+      ['layer.clone', { shadow: 'robust', agent: 'ghost', to: 'x' }, RpcErrorCodes.UnknownAgent, 'UNKNOWN_AGENT'],
+      ['layer.clone', { shadow: 'robust', agent: 'default', to: 'default' }, RpcErrorCodes.Failed, 'LAYER_EXISTS'],
+      ['run', { shadow: 'robust', agent: 'a', argv: ['true'], env: ['NOEQUALS'] }, RpcErrorCodes.InvalidArgument, 'INVALID_ARGUMENT'],
+      ['run', { shadow: 'robust', agent: 'a', argv: ['true'], timeout: -1 }, RpcErrorCodes.InvalidArgument, 'INVALID_ARGUMENT'],
+      [
+        'layer.write',
+        { shadow: 'robust', agent: 'a', path: 'x', data: '', mode: 0o170000 },
+        RpcErrorCodes.InvalidArgument,
+        'INVALID_ARGUMENT',
+      ],
+    ];
+    for (const [method, params, code, dataCode] of coded) {
+      raw.request(++id, method, params);
+      const r = await raw.next();
+      assert.strictEqual(r?.error?.code, code, `${method} ${JSON.stringify(params)} -> ${JSON.stringify(r)}`);
+      assert.strictEqual(r?.error?.data?.code, dataCode, `${method} ${JSON.stringify(params)} -> ${JSON.stringify(r)}`);
+    }
+    raw.request(++id, 'layer.list', { shadow: 'robust' });
+    assert.deepStrictEqual(((await raw.next())?.result as { agents: string[] }).agents, ['default'], 'asking created no layer');
     // The connection still works after all that.
     raw.request(99, 'health');
     assert.strictEqual((await raw.next())?.id, 99);
@@ -249,10 +293,15 @@ describe('the shadowfs daemon', function () {
     assert.strictEqual(r.stdout.trim(), 'EACCES', r.stderr);
   });
 
-  it('after kill -9 of the daemon, the next command starts a new one that cleans the stale mounts and reports them', async () => {
+  it('after kill -9 of the daemon, the next command starts a new one that cleans the stale mounts and their empty directories', async () => {
     const lower = makeProject();
     const guard = new FolderGuard(lower);
     const info = json<{ mountPoint: string }>(['mount', lower, '--name', 'crashy']);
+    const view = json<{ mountPoint: string }>(['view', 'open', 'crashy', 'viewer']);
+    // A mount directory the user gave (--at) is the user's: it is unmounted, never removed.
+    const userDir = path.join(tempDir('dmnt'), 'mine');
+    fs.mkdirSync(userDir);
+    const userView = json<{ mountPoint: string }>(['view', 'open', 'crashy', 'other', '--at', userDir]);
     const pid = json<{ pid: number }>(['status']).pid;
     process.kill(pid, 'SIGKILL');
     await eventually(
@@ -267,15 +316,19 @@ describe('the shadowfs daemon', function () {
       5000,
       'the daemon to die',
     );
-    assert.ok(mountedPaths().has(info.mountPoint), 'the crashed daemon left its mount behind');
+    for (const mp of [info.mountPoint, view.mountPoint, userView.mountPoint])
+      assert.ok(mountedPaths().has(mp), `the crashed daemon left its mount ${mp} behind`);
     const next = cli(['list']);
     assert.strictEqual(next.status, 0, next.stderr);
-    assert.match(next.stderr, new RegExp(`cleaned stale mounts left by a crashed daemon: ${info.mountPoint}`));
+    assert.match(next.stderr, new RegExp(`cleaned stale mounts left by a crashed daemon: .*${info.mountPoint}`));
     const st = json<{ pid: number; recovered: string[]; shadows: unknown[] }>(['status']);
     assert.notStrictEqual(st.pid, pid);
-    assert.deepStrictEqual(st.recovered, [info.mountPoint]);
+    assert.deepStrictEqual([...st.recovered].sort(), [info.mountPoint, view.mountPoint, userView.mountPoint].sort());
     assert.deepStrictEqual(st.shadows, []);
-    assert.ok(!mountedPaths().has(info.mountPoint));
+    for (const mp of [info.mountPoint, view.mountPoint, userView.mountPoint]) assert.ok(!mountedPaths().has(mp), `${mp} is unmounted`);
+    assert.ok(!fs.existsSync(info.mountPoint), 'the mount directory the daemon made is removed');
+    assert.ok(!fs.existsSync(view.mountPoint), 'the view directory the daemon made is removed');
+    assert.ok(fs.existsSync(userDir), 'a directory the user gave is kept');
     assert.match(cli(['status']).stdout, /cleaned stale mounts left by a crashed daemon/);
     await guard.check();
   });
@@ -306,10 +359,11 @@ describe('the shadowfs daemon', function () {
         path: 'kept.txt',
         data: Buffer.from('kept').toString('base64'),
       });
-      await eventually(() => !mountedPaths().has(info.mountPoint), 10_000, 'the idle unmount');
+      // The notification follows the unmount (which runs off the daemon's JS thread).
+      await eventually(() => events.includes('shadow/changed idle-unmounted'), 10_000, 'the idle unmount');
+      assert.ok(!mountedPaths().has(info.mountPoint), 'the idle unmount took the mount away');
       const listed = (await client.request('list')).shadows[0];
       assert.strictEqual(listed.mounted, false);
-      assert.ok(events.includes('shadow/changed idle-unmounted'), events.join(', '));
       const r = await client.request('layer.read', { shadow: 'sleepy', agent: 'default', path: 'kept.txt' });
       assert.strictEqual(Buffer.from(r.data, 'base64').toString(), 'kept');
       assert.ok(mountedPaths().has(info.mountPoint), 'the request mounted it again');

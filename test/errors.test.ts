@@ -65,6 +65,44 @@ describe('bad input gets a clear error with a code', function () {
     fs.accessSync('/dev/fuse', fs.constants.R_OK | fs.constants.W_OK); // the host's device is untouched
   });
 
+  it('codes say what happened: UNKNOWN_AGENT for queries about no layer, LAYER_EXISTS, INVALID_ARGUMENT apart from INVALID_PATH', async () => {
+    spawnSync('mkfifo', [path.join(lower, 'a-fifo')]);
+    guard.stop();
+    guard = new FolderGuard(lower);
+    await withShadow(lower, async (shadow) => {
+      const ghost = shadow.layer('ghost');
+      for (const [what, p] of [
+        ['changes', ghost.changes()],
+        ['readFile', ghost.readFile('README.md')],
+        ['stats', ghost.stats()],
+        ['reset', ghost.reset()],
+      ] as const) {
+        assert.strictEqual(await code(p), 'UNKNOWN_AGENT', what);
+      }
+      assert.deepStrictEqual(await shadow.agents(), ['default'], 'asking about a layer creates none');
+      await assert.rejects(shadow.activate('ghost'), (e: ShadowError) => e.code === 'UNKNOWN_AGENT');
+      // The first write creates the layer.
+      await ghost.write('a.txt', 'a');
+      assert.deepStrictEqual((await shadow.agents()).sort(), ['default', 'ghost']);
+      await shadow.cloneLayer('ghost', 'twin');
+      assert.strictEqual((await shadow.layer('twin').readFile('a.txt')).toString(), 'a');
+      const exists = await shadow.cloneLayer('default', 'twin').catch((e: unknown) => e);
+      assert.ok(exists instanceof ShadowError && exists.code === 'LAYER_EXISTS', String(exists));
+      assert.strictEqual(exists.message.split('twin').length - 1, 2, `each agent is named once: ${exists.message}`);
+      assert.strictEqual(exists.message.split('copy').length - 1, 1, `said once: ${exists.message}`);
+      // Paths are INVALID_PATH; everything else is INVALID_ARGUMENT.
+      assert.strictEqual(await code(shadow.write('../x', 'x')), 'INVALID_PATH');
+      assert.strictEqual(await code(shadow.write('x', 'x', { mode: 0o170000 })), 'INVALID_ARGUMENT');
+      assert.strictEqual(await code(shadow.write('x', 42 as unknown as string)), 'INVALID_ARGUMENT');
+      assert.strictEqual(await code(shadow.write('a-fifo', 'x')), 'INVALID_ARGUMENT');
+      assert.strictEqual(await code(shadow.layer('default').readFile('a-fifo')), 'INVALID_ARGUMENT');
+      assert.strictEqual(await code(shadow.withLayer('default', async () => 1, { timeout: -1 })), 'INVALID_ARGUMENT');
+    });
+    assert.strictEqual(await code(mount(lower, { cacheTimeout: -1 })), 'INVALID_ARGUMENT');
+    assert.strictEqual(await code(mount(lower, { spillThreshold: 1.5 })), 'INVALID_ARGUMENT');
+    assert.strictEqual(await code(mount(lower, { spillDir: path.join(lower, 'src') })), 'INVALID_ARGUMENT');
+  });
+
   it('unmount of a busy shadow reports MOUNT_BUSY and keeps serving; lazy unmount detaches it', async () => {
     const mp = path.join(tempDir('busy'), 'm');
     const shadow = await mount(lower, { mountPoint: mp });

@@ -394,7 +394,7 @@ describe('the TypeScript API on a mounted shadow', function () {
             'added src/new.js',
           ],
         );
-        assert.ok(shadow.stats().layers.default.memoryBytes > 0);
+        assert.ok((await shadow.stats()).layers.default.memoryBytes > 0);
         await shadow.reset();
         assert.deepStrictEqual(await shadow.changes(), []);
         assert.strictEqual(fs.readFileSync(f, 'utf8'), original);

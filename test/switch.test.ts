@@ -80,8 +80,8 @@ async function holding<T>(cwd: string, how: 'path' | 'dir' | 'read', rel: string
 describe('a layer switch between lookup and operation', () => {
   it('readlink answers for the symlink that was looked up', async () => {
     await withShadow(makeProject(), async (shadow, mp) => {
-      shadow.layer('x');
-      shadow.layer('y');
+      await shadow.createLayer('x');
+      await shadow.createLayer('y');
       await shadow.activate('y');
       fs.symlinkSync('target-of-y', path.join(mp, 'ln'));
       await shadow.activate('x');
@@ -96,8 +96,8 @@ describe('a layer switch between lookup and operation', () => {
 
   it('xattr calls act on the file that was opened, in its layer', async () => {
     await withShadow(makeProject(), async (shadow, mp) => {
-      shadow.layer('x');
-      shadow.layer('y');
+      await shadow.createLayer('x');
+      await shadow.createLayer('y');
       const f = path.join(mp, 'tagged.txt');
       for (const id of ['y', 'x']) {
         await shadow.activate(id);
@@ -125,8 +125,8 @@ describe('a layer switch between lookup and operation', () => {
 
   it('names made and removed in a directory land in the layer the directory was looked up in', async () => {
     await withShadow(makeProject(), async (shadow, mp) => {
-      shadow.layer('x');
-      shadow.layer('y');
+      await shadow.createLayer('x');
+      await shadow.createLayer('y');
       await shadow.activate('x');
       const dx = path.join(mp, 'only-in-x');
       fs.mkdirSync(path.join(dx, 'old-dir'), { recursive: true });
@@ -160,8 +160,8 @@ describe('a layer switch between lookup and operation', () => {
 
   it('link and rename between objects of two layers are refused as across file systems', async () => {
     await withShadow(makeProject(), async (shadow, mp) => {
-      shadow.layer('x');
-      shadow.layer('y');
+      await shadow.createLayer('x');
+      await shadow.createLayer('y');
       await shadow.activate('x');
       fs.writeFileSync(path.join(mp, 'only-x.txt'), 'x\n');
       fs.mkdirSync(path.join(mp, 'dir-x'));

@@ -2,16 +2,38 @@
 // A Shadow owns one overlay (the folder plus named layers), the shared mount that shows the
 // active layer, and any views that pin one layer each.
 //
-// Every method here runs on the JS thread. The file-system loops run on the backends' own
-// native threads and never call back into JS; methods here change the overlay directly and then
-// ask the backends that show the changed layer to invalidate the kernel's caches.
+// Threads. The JS thread never waits here: every operation that can wait on the overlay's
+// locks, on the user's folder or on the kernel (mounting, unmounting, cache invalidation) is a
+// job that runs on the Shadow's own worker thread (not libuv's pool, which Node's fs shares)
+// and settles a Promise back on the JS thread through a thread-safe function. The JS thread
+// only checks arguments, queues jobs, builds results and reads the cheap getters (mounted,
+// active, activity), which take `infoMu_` for a few instructions and nothing else.
+//
+// Why one serial worker per Shadow: jobs run in exactly the order JS issued them (a write
+// queued before an activate lands before it, as when these calls were synchronous), and the
+// addon's own state (ov_, main_, views_, nextView_) is only ever changed by that one thread, so
+// it needs no lock of its own beyond `infoMu_` for the getters. A long job (a big API write, an
+// activate that waits for a copy-up) delays the next jobs of the same shadow, never the JS
+// thread, other shadows, or programs using the mounts: their requests are served by the
+// backends' own loop threads and never enter this queue.
 #include <napi.h>
 
 #include <cerrno>
+#include <cstdio>
+#include <chrono>
+#include <condition_variable>
 #include <cstring>
+#include <deque>
+#include <exception>
+#include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
+#include <new>
 #include <string>
+#include <thread>
+#include <utility>
+#include <vector>
 
 #include "../core/backend.h"
 #include "../core/path.h"
@@ -39,12 +61,14 @@ const char* errnoName(int e) {
     case ENXIO: return "ENXIO";  // unknown layer
     case EROFS: return "EROFS";
     case ENOSYS: return "ENOSYS";
+    case ENOMEM: return "ENOMEM";
     default: return "EUNKNOWN";
   }
 }
 
-Napi::Error errnoError(Napi::Env env, int e, const std::string& what) {
-  Napi::Error err = Napi::Error::New(env, what + ": " + std::strerror(e));
+// JS thread.
+Napi::Error errnoError(Napi::Env env, int e, const std::string& message) {
+  Napi::Error err = Napi::Error::New(env, message);
   err.Set("code", Napi::String::New(env, errnoName(e)));
   err.Set("errno", Napi::Number::New(env, e));
   return err;
@@ -68,11 +92,40 @@ const char* kindName(Change::Kind k) {
   }
 }
 
+// What a job hands back to the JS thread: an errno and a whole sentence, or (err == 0) a way
+// to build the JS value there (empty: undefined).
+struct Outcome {
+  int err = 0;
+  std::string message;
+  std::function<Napi::Value(Napi::Env)> value;
+};
+
+// Any thread: a failure about `what`, with the OS's words for `e`.
+Outcome fail(int e, const std::string& what) { return Outcome{e, what + ": " + std::strerror(e), {}}; }
+Outcome ok() { return Outcome{}; }
+Outcome okValue(std::function<Napi::Value(Napi::Env)> v) { return Outcome{0, {}, std::move(v)}; }
+
+class Shadow;
+
+// One queued operation. Made and destroyed on the JS thread; `work` runs on the worker.
+struct Job {
+  std::function<Outcome()> work;
+  Napi::Promise::Deferred deferred;
+  // JS values the work reads while it runs (the Buffer of a write), kept from the GC.
+  std::vector<Napi::Reference<Napi::Value>> keep;
+  Outcome outcome;
+  explicit Job(Napi::Env env) : deferred(Napi::Promise::Deferred::New(env)) {}
+};
+
+void settleOnJs(Napi::Env env, Napi::Function, Shadow* shadow, Job* job);
+using Settler = Napi::TypedThreadSafeFunction<Shadow, Job, settleOnJs>;
+
 class Shadow : public Napi::ObjectWrap<Shadow> {
  public:
   static Napi::Function Init(Napi::Env env) {
     return DefineClass(env, "Shadow",
-                       {InstanceMethod("createLayer", &Shadow::CreateLayer),
+                       {InstanceMethod("mount", &Shadow::Mount),
+                        InstanceMethod("createLayer", &Shadow::CreateLayer),
                         InstanceMethod("cloneLayer", &Shadow::CloneLayer),
                         InstanceMethod("dropLayer", &Shadow::DropLayer),
                         InstanceMethod("layers", &Shadow::Layers),
@@ -92,8 +145,9 @@ class Shadow : public Napi::ObjectWrap<Shadow> {
                         InstanceAccessor("mounted", &Shadow::Mounted, nullptr)});
   }
 
-  // new Shadow(backend, lower, mountPoint, { entryTimeout, attrTimeout, negativeTimeout,
-  //                                          useEpoch, debug })
+  // JS thread. new Shadow(backend, lower, mountPoint, { entryTimeout, attrTimeout,
+  // negativeTimeout, useEpoch, spillThreshold, spillDir, debug }): only records the options and
+  // starts the worker; nothing is opened or mounted until mount() (a job, like every I/O).
   explicit Shadow(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Shadow>(info) {
     Napi::Env env = info.Env();
     if (info.Length() < 4 || !info[0].IsString() || !info[1].IsString() || !info[2].IsString() ||
@@ -119,28 +173,72 @@ class Shadow : public Napi::ObjectWrap<Shadow> {
     flag("debug", &opts_.debug);
     double threshold = -1;
     num("spillThreshold", &threshold);
-    std::string spillDir;
-    if (o.Get("spillDir").IsString()) spillDir = o.Get("spillDir").As<Napi::String>();
+    spillThreshold_ = threshold >= 0 ? static_cast<uint64_t>(threshold) : UINT64_MAX;
+    if (o.Get("spillDir").IsString()) spillDir_ = o.Get("spillDir").As<Napi::String>();
     backendName_ = info[0].As<Napi::String>();
     lower_ = info[1].As<Napi::String>();
-    int err = 0;
-    std::string message;
-    ov_ = createOverlay(lower_, spillDir,
-                        threshold >= 0 ? static_cast<uint64_t>(threshold) : UINT64_MAX, &err,
-                        &message);
-    if (ov_) main_ = createBackend(backendName_, ov_, nullptr, lower_, info[2].As<Napi::String>(),
-                                   opts_, &err, &message);
-    if (!main_) {
-      Napi::Error e = Napi::Error::New(env, message);
-      e.Set("code", Napi::String::New(env, errnoName(err)));
-      e.Set("errno", Napi::Number::New(env, err));
-      e.ThrowAsJavaScriptException();
+    mountPoint_ = info[2].As<Napi::String>();
+    // The settler keeps the event loop alive only while jobs are pending (see enqueue()).
+    settler_ = Settler::New(env, "shadowfs.Shadow", 0, 1, this);
+    settler_.Unref(env);
+    worker_ = std::thread([this] { workerLoop(); });
+    // Registered after the settler's own hook, so it runs before it (hooks run in reverse).
+    env_ = env;
+    napi_add_env_cleanup_hook(env_, onEnvCleanup, this);
+  }
+
+  // JS thread (the GC, or the environment's teardown). Jobs hold a strong reference to this
+  // object, so normally nothing is queued now. A shadow nobody unmounted is unmounted lazily
+  // here, after the worker has stopped.
+  ~Shadow() override {
+    if (!stopped_) {
+      napi_remove_env_cleanup_hook(env_, onEnvCleanup, this);
+      stopWorker();
+    }
+    for (auto& [id, v] : views_) dispose(std::move(v.backend));
+    if (main_) dispose(std::move(main_));
+  }
+
+  // JS thread, when the environment (the process, or a worker_threads Worker) ends: stops the
+  // worker and releases the settler before Node closes it. Queued jobs are dropped unrun (their
+  // Promises can never be observed now); a job already running finishes first.
+  static void onEnvCleanup(void* self) { static_cast<Shadow*>(self)->stopWorker(); }
+
+  void stopWorker() {
+    std::deque<Job*> dropped;
+    {
+      std::lock_guard<std::mutex> lock(queueMu_);
+      stop_ = true;
+      dropped.swap(queue_);
+    }
+    queueCv_.notify_all();
+    if (worker_.joinable()) worker_.join();
+    for (Job* j : dropped) forget(j);
+    settler_.Release();
+    stopped_ = true;
+  }
+
+  // JS thread, called by the settler: resolves or rejects the job's Promise.
+  void settle(Napi::Env env, Job* job) {
+    {
+      Napi::HandleScope scope(env);
+      if (job->outcome.err) {
+        job->deferred.Reject(errnoError(env, job->outcome.err, job->outcome.message).Value());
+      } else {
+        job->deferred.Resolve(job->outcome.value ? job->outcome.value(env) : env.Undefined());
+      }
+    }
+    delete job;
+    if (--pending_ == 0) {
+      settler_.Unref(env);
+      Unref();
     }
   }
 
-  ~Shadow() override {
-    for (auto& [id, v] : views_) dispose(std::move(v.backend));
-    if (main_) dispose(std::move(main_));
+  // Any thread, when the environment is gone: frees a job without touching JS.
+  static void forget(Job* job) {
+    for (auto& r : job->keep) r.SuppressDestruct();
+    delete job;
   }
 
  private:
@@ -149,292 +247,511 @@ class Shadow : public Napi::ObjectWrap<Shadow> {
     std::string layer;
   };
 
+  // Worker thread: runs jobs in order until the destructor stops it.
+  void workerLoop() {
+    for (;;) {
+      Job* job;
+      {
+        std::unique_lock<std::mutex> lock(queueMu_);
+        queueCv_.wait(lock, [this] { return stop_ || !queue_.empty(); });
+        if (stop_) return;
+        job = queue_.front();
+        queue_.pop_front();
+      }
+      try {
+        job->outcome = job->work();
+      } catch (const std::bad_alloc&) {
+        job->outcome = fail(ENOMEM, "out of memory");
+      } catch (const std::exception& e) {
+        job->outcome = Outcome{EIO, std::string("internal error: ") + e.what(), {}};
+      } catch (...) {
+        job->outcome = Outcome{EIO, "internal error", {}};
+      }
+      if (settler_.NonBlockingCall(job) != napi_ok) forget(job);  // the environment is closing
+    }
+  }
+
+  // JS thread: queues `work` and returns the Promise it settles. The Shadow stays alive (and
+  // the event loop with it) while any job is pending.
+  Napi::Value enqueue(Napi::Env env, std::function<Outcome()> work,
+                      std::vector<Napi::Reference<Napi::Value>> keep = {}) {
+    auto* job = new Job(env);
+    job->work = std::move(work);
+    job->keep = std::move(keep);
+    Napi::Promise promise = job->deferred.Promise();
+    if (pending_++ == 0) {
+      Ref();
+      settler_.Ref(env);
+    }
+    {
+      std::lock_guard<std::mutex> lock(queueMu_);
+      queue_.push_back(job);
+    }
+    queueCv_.notify_one();
+    return promise;
+  }
+
+  // JS thread: a Promise already rejected (bad arguments), so every method reports the same way.
+  static Napi::Value rejected(Napi::Env env, int e, const std::string& message) {
+    auto d = Napi::Promise::Deferred::New(env);
+    d.Reject(errnoError(env, e, message).Value());
+    return d.Promise();
+  }
+
+  // JS thread: a path the API cannot take (absolute, "..", NUL, an over-long name). Marked
+  // `invalidPath` so that TypeScript tells it apart from other EINVALs (INVALID_PATH against
+  // INVALID_ARGUMENT).
+  static Napi::Value rejectedPath(Napi::Env env, const std::string& message) {
+    auto d = Napi::Promise::Deferred::New(env);
+    Napi::Error e = errnoError(env, EINVAL, message);
+    e.Set("invalidPath", Napi::Boolean::New(env, true));
+    d.Reject(e.Value());
+    return d.Promise();
+  }
+
+  // JS thread.
+  static bool stringArg(const Napi::CallbackInfo& info, size_t i, std::string* out) {
+    if (info.Length() <= i || !info[i].IsString()) return false;
+    *out = info[i].As<Napi::String>();
+    return true;
+  }
+
+  // JS thread.
+  static bool pathArg(const Napi::CallbackInfo& info, size_t i, std::string* out) {
+    return info.Length() > i && info[i].IsString() &&
+           normalizeApiPath(info[i].As<Napi::String>(), out);
+  }
+
+  // Worker thread.
+  bool live() const { return main_ && main_->mounted(); }
+  static Outcome notMounted() { return Outcome{ENOTCONN, "the shadow is not mounted", {}}; }
+
+  // Worker thread (or the destructor, after the worker stopped).
   static void dispose(std::unique_ptr<MountBackend> b) {
     if (!b) return;
     if (b->mounted()) b->unmount(true);
     b.release()->dispose();
   }
 
-  bool live(Napi::Env env) {
-    if (main_ && main_->mounted()) return true;
-    errnoError(env, ENOTCONN, "the shadow is not mounted").ThrowAsJavaScriptException();
-    return false;
-  }
-
-  bool stringArg(const Napi::CallbackInfo& info, size_t i, std::string* out) {
-    if (info.Length() <= i || !info[i].IsString()) {
-      errnoError(info.Env(), EINVAL, "expected a string argument").ThrowAsJavaScriptException();
-      return false;
-    }
-    *out = info[i].As<Napi::String>();
-    return true;
-  }
-
-  bool pathArg(const Napi::CallbackInfo& info, size_t i, std::string* out) {
-    if (info.Length() <= i || !info[i].IsString() ||
-        !normalizeApiPath(info[i].As<Napi::String>(), out)) {
-      errnoError(info.Env(), EINVAL, "invalid path").ThrowAsJavaScriptException();
-      return false;
-    }
-    return true;
-  }
-
-  bool check(Napi::Env env, int e, const std::string& what) {
-    if (!e) return true;
-    errnoError(env, e, what).ThrowAsJavaScriptException();
-    return false;
-  }
-
-  // The layer changed behind the kernel's back: invalidate in every mount that shows it.
+  // Worker thread. The layer changed behind the kernel's back: invalidate in every mount that
+  // shows it (these calls write to /dev/fuse and may wait for the kernel).
   void layerChanged(const std::string& layer, const std::vector<std::string>& paths, bool all) {
     auto apply = [&](MountBackend* b) {
       b->invalidatePaths(paths);
       if (all) b->invalidateAll();
     };
-    if (main_ && ov_->activeLayer() == layer) apply(main_.get());
+    if (main_ && activeName() == layer) apply(main_.get());
     for (auto& [id, v] : views_)
       if (v.layer == layer) apply(v.backend.get());
   }
 
+  // Any thread.
+  std::string activeName() {
+    std::lock_guard<std::mutex> lock(infoMu_);
+    return active_;
+  }
+
+  // JS thread: mount() -> Promise<void>. Opens the folder and mounts at the mount point given
+  // to the constructor; remount(mountPoint) mounts the same overlay (layers intact) again after
+  // unmount(). Both: worker thread.
+  Napi::Value Mount(const Napi::CallbackInfo& info) {
+    return enqueue(info.Env(), [this] { return mountAt(mountPoint_); });
+  }
+
+  Napi::Value Remount(const Napi::CallbackInfo& info) {
+    std::string mp;
+    if (!stringArg(info, 0, &mp)) return rejected(info.Env(), EINVAL, "remount(mountPoint)");
+    return enqueue(info.Env(), [this, mp] { return mountAt(mp); });
+  }
+
+  // Worker thread.
+  Outcome mountAt(const std::string& mp) {
+    if (live()) return ok();
+    int err = 0;
+    std::string message;
+    if (!ov_) {
+      ov_ = createOverlay(lower_, spillDir_, spillThreshold_, &err, &message);
+      if (!ov_) return Outcome{err ? err : EIO, message, {}};
+    }
+    auto b = createBackend(backendName_, ov_, nullptr, lower_, mp, opts_, &err, &message);
+    if (!b) return Outcome{err ? err : EIO, message, {}};
+    std::unique_ptr<MountBackend> old;
+    {
+      std::lock_guard<std::mutex> lock(infoMu_);
+      old = std::move(main_);  // an unmounted leftover (the mount vanished under us)
+      if (old) retiredRequests_ += old->requests();
+      main_ = std::move(b);
+      active_ = ov_->activeLayer();
+    }
+    dispose(std::move(old));
+    return ok();
+  }
+
+  // JS thread: createLayer(name) -> Promise<void> (an existing layer is kept as it is).
   Napi::Value CreateLayer(const Napi::CallbackInfo& info) {
-    Napi::Env env = info.Env();
     std::string name;
-    if (!live(env) || !stringArg(info, 0, &name)) return env.Undefined();
-    check(env, ov_->createLayer(name), "cannot create layer " + name);
-    return env.Undefined();
+    if (!stringArg(info, 0, &name)) return rejected(info.Env(), EINVAL, "createLayer(name)");
+    return enqueue(info.Env(), [this, name] {  // worker thread
+      if (!live()) return notMounted();
+      int e = ov_->createLayer(name);
+      return e ? fail(e, "cannot create layer " + name) : ok();
+    });
   }
 
+  // JS thread: cloneLayer(from, to) -> Promise<void>; EEXIST when `to` exists.
   Napi::Value CloneLayer(const Napi::CallbackInfo& info) {
-    Napi::Env env = info.Env();
     std::string from, to;
-    if (!live(env) || !stringArg(info, 0, &from) || !stringArg(info, 1, &to)) return env.Undefined();
-    check(env, ov_->cloneLayer(from, to), "cannot copy layer " + from + " to " + to);
-    return env.Undefined();
+    if (!stringArg(info, 0, &from) || !stringArg(info, 1, &to))
+      return rejected(info.Env(), EINVAL, "cloneLayer(from, to)");
+    return enqueue(info.Env(), [this, from, to] {  // worker thread
+      if (!live()) return notMounted();
+      int e = ov_->cloneLayer(from, to);
+      return e ? fail(e, "cannot copy layer " + from + " to " + to) : ok();
+    });
   }
 
+  // JS thread: dropLayer(name) -> Promise<void>; EBUSY while active or viewed.
   Napi::Value DropLayer(const Napi::CallbackInfo& info) {
-    Napi::Env env = info.Env();
     std::string name;
-    if (!live(env) || !stringArg(info, 0, &name)) return env.Undefined();
-    check(env, ov_->dropLayer(name), "cannot drop layer " + name);
-    return env.Undefined();
+    if (!stringArg(info, 0, &name)) return rejected(info.Env(), EINVAL, "dropLayer(name)");
+    return enqueue(info.Env(), [this, name] {  // worker thread
+      if (!live()) return notMounted();
+      int e = ov_->dropLayer(name);
+      return e ? fail(e, "cannot drop layer " + name) : ok();
+    });
   }
 
+  // JS thread: layers() -> Promise<string[]>.
   Napi::Value Layers(const Napi::CallbackInfo& info) {
-    Napi::Env env = info.Env();
-    if (!live(env)) return env.Undefined();
-    auto names = ov_->layerNames();
-    Napi::Array out = Napi::Array::New(env, names.size());
-    for (size_t i = 0; i < names.size(); ++i) out.Set(static_cast<uint32_t>(i), names[i]);
-    return out;
+    return enqueue(info.Env(), [this] {  // worker thread
+      if (!live()) return notMounted();
+      auto names = std::make_shared<std::vector<std::string>>(ov_->layerNames());
+      return okValue([names](Napi::Env env) -> Napi::Value {  // JS thread
+        Napi::Array out = Napi::Array::New(env, names->size());
+        for (size_t i = 0; i < names->size(); ++i) out.Set(static_cast<uint32_t>(i), (*names)[i]);
+        return out;
+      });
+    });
   }
 
-  // activate(name | null) -> { paths, epoch }
+  // JS thread: activate(name | null) -> Promise<{ paths, epoch, ms }>. The worker swaps the
+  // layer (waiting for file-system calls in flight) and invalidates the kernel's caches before
+  // the Promise settles; `ms` is the time that took on the worker (the switch itself, without
+  // the trip through the queue).
   Napi::Value Activate(const Napi::CallbackInfo& info) {
-    Napi::Env env = info.Env();
     std::string name;
-    if (!live(env)) return env.Undefined();
-    if (info.Length() > 0 && !info[0].IsNull() && !stringArg(info, 0, &name)) return env.Undefined();
-    std::vector<std::string> changed;
-    if (!check(env, ov_->activate(name, &changed), "cannot activate layer " + name))
-      return env.Undefined();
-    main_->invalidateForSwitch(changed);
-    Napi::Object o = Napi::Object::New(env);
-    o.Set("paths", static_cast<double>(changed.size()));
-    o.Set("epoch", main_->usesEpoch());
-    return o;
+    if (info.Length() > 0 && !info[0].IsNull() && !info[0].IsUndefined() &&
+        !stringArg(info, 0, &name))
+      return rejected(info.Env(), EINVAL, "activate(name | null)");
+    return enqueue(info.Env(), [this, name] {  // worker thread
+      if (!live()) return notMounted();
+      auto t0 = std::chrono::steady_clock::now();
+      std::vector<std::string> changed;
+      int e = ov_->activate(name, &changed);
+      if (e) return fail(e, "cannot activate layer " + name);
+      {
+        std::lock_guard<std::mutex> lock(infoMu_);
+        active_ = name;
+      }
+      main_->invalidateForSwitch(changed);
+      double paths = static_cast<double>(changed.size());
+      bool epoch = main_->usesEpoch();
+      double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      return okValue([paths, epoch, ms](Napi::Env env) -> Napi::Value {  // JS thread
+        Napi::Object o = Napi::Object::New(env);
+        o.Set("paths", paths);
+        o.Set("epoch", epoch);
+        o.Set("ms", ms);
+        return o;
+      });
+    });
   }
 
-  // write(layer, path, data: Buffer, mode, uid, gid)
+  // JS thread: write(layer, path, data: Buffer, mode, uid, gid) -> Promise<void>. The Buffer is
+  // kept alive and read by the worker (no copy on the JS thread).
   Napi::Value Write(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
     std::string layer, path;
-    if (!live(env) || !stringArg(info, 0, &layer) || !pathArg(info, 1, &path))
-      return env.Undefined();
+    if (!stringArg(info, 0, &layer)) return rejected(env, EINVAL, "write: expected a layer name");
+    if (!pathArg(info, 1, &path)) return rejectedPath(env, "write: invalid path");
     if (info.Length() < 6 || !info[2].IsBuffer() || !info[3].IsNumber() || !info[4].IsNumber() ||
-        !info[5].IsNumber()) {
-      Napi::TypeError::New(env, "write(layer, path, buffer, mode, uid, gid)")
-          .ThrowAsJavaScriptException();
-      return env.Undefined();
-    }
+        !info[5].IsNumber())
+      return rejected(env, EINVAL, "write(layer, path, buffer, mode, uid, gid)");
     auto buf = info[2].As<Napi::Buffer<char>>();
+    const char* data = buf.Data();
+    size_t size = buf.Length();
+    uint32_t mode = info[3].As<Napi::Number>().Uint32Value();
     Caller who{info[4].As<Napi::Number>().Uint32Value(), info[5].As<Napi::Number>().Uint32Value()};
-    if (check(env,
-              ov_->putFile(layer, path, std::string(buf.Data(), buf.Length()),
-                           info[3].As<Napi::Number>().Uint32Value(), who),
-              "cannot write " + path))
-      layerChanged(layer, {path}, false);
-    return env.Undefined();
+    std::vector<Napi::Reference<Napi::Value>> keep;
+    keep.push_back(Napi::Persistent(info[2]));
+    return enqueue(
+        env,
+        [this, layer, path, data, size, mode, who] {  // worker thread
+          if (!live()) return notMounted();
+          int e = ov_->putFile(layer, path, std::string(data, size), mode, who);
+          if (e) return fail(e, "cannot write " + path);
+          layerChanged(layer, {path}, false);
+          return ok();
+        },
+        std::move(keep));
   }
 
+  // JS thread: remove(layer, path) -> Promise<void>.
   Napi::Value Remove(const Napi::CallbackInfo& info) {
-    Napi::Env env = info.Env();
     std::string layer, path;
-    if (!live(env) || !stringArg(info, 0, &layer) || !pathArg(info, 1, &path))
-      return env.Undefined();
-    if (check(env, ov_->remove(layer, path), "cannot remove " + path))
+    if (!stringArg(info, 0, &layer)) return rejected(info.Env(), EINVAL, "remove: expected a layer name");
+    if (!pathArg(info, 1, &path)) return rejectedPath(info.Env(), "remove: invalid path");
+    return enqueue(info.Env(), [this, layer, path] {  // worker thread
+      if (!live()) return notMounted();
+      int e = ov_->remove(layer, path);
+      if (e) return fail(e, "cannot remove " + path);
       layerChanged(layer, {path}, false);
-    return env.Undefined();
+      return ok();
+    });
   }
 
+  // JS thread: readFile(layer, path) -> Promise<Buffer>. The worker reads; the Buffer wraps the
+  // bytes it read (no copy on the JS thread where the runtime allows external buffers).
   Napi::Value ReadFile(const Napi::CallbackInfo& info) {
-    Napi::Env env = info.Env();
-    std::string layer, path, data;
-    if (!live(env) || !stringArg(info, 0, &layer) || !pathArg(info, 1, &path))
-      return env.Undefined();
-    if (!check(env, ov_->readFile(layer, path, &data), "cannot read " + path))
-      return env.Undefined();
-    return Napi::Buffer<char>::Copy(env, data.data(), data.size());
+    std::string layer, path;
+    if (!stringArg(info, 0, &layer)) return rejected(info.Env(), EINVAL, "readFile: expected a layer name");
+    if (!pathArg(info, 1, &path)) return rejectedPath(info.Env(), "readFile: invalid path");
+    return enqueue(info.Env(), [this, layer, path] {  // worker thread
+      if (!live()) return notMounted();
+      auto data = std::make_shared<std::string>();
+      int e = ov_->readFile(layer, path, data.get());
+      if (e) return fail(e, "cannot read " + path);
+      return okValue([data](Napi::Env env) -> Napi::Value {  // JS thread
+        if (data->empty()) return Napi::Buffer<char>::New(env, 0);
+        auto* owned = new std::string(std::move(*data));
+        return Napi::Buffer<char>::NewOrCopy(env, owned->data(), owned->size(),
+                                             [](Napi::Env, char*, std::string* s) { delete s; },
+                                             owned);
+      });
+    });
   }
 
+  // JS thread: reset(layer) -> Promise<number> (paths the layer held).
   Napi::Value Reset(const Napi::CallbackInfo& info) {
-    Napi::Env env = info.Env();
     std::string layer;
-    if (!live(env) || !stringArg(info, 0, &layer)) return env.Undefined();
-    std::vector<std::string> paths;
-    if (!check(env, ov_->reset(layer, &paths), "cannot reset layer " + layer))
-      return env.Undefined();
-    // Names first (this also drops negative entries for what the layer had deleted), then the
-    // attributes and pages of everything the kernel still holds.
-    layerChanged(layer, paths, true);
-    return Napi::Number::New(env, static_cast<double>(paths.size()));
+    if (!stringArg(info, 0, &layer)) return rejected(info.Env(), EINVAL, "reset(layer)");
+    return enqueue(info.Env(), [this, layer] {  // worker thread
+      if (!live()) return notMounted();
+      std::vector<std::string> paths;
+      int e = ov_->reset(layer, &paths);
+      if (e) return fail(e, "cannot reset layer " + layer);
+      // Names first (this also drops negative entries for what the layer had deleted), then the
+      // attributes and pages of everything the kernel still holds.
+      layerChanged(layer, paths, true);
+      double n = static_cast<double>(paths.size());
+      return okValue([n](Napi::Env env) -> Napi::Value { return Napi::Number::New(env, n); });
+    });
   }
 
+  // JS thread: changes(layer) -> Promise<{ path, kind, type, base? }[]>.
   Napi::Value Changes(const Napi::CallbackInfo& info) {
-    Napi::Env env = info.Env();
     std::string layer;
-    if (!live(env) || !stringArg(info, 0, &layer)) return env.Undefined();
-    std::vector<Change> list;
-    if (!check(env, ov_->changes(layer, &list), "cannot list changes of " + layer))
-      return env.Undefined();
-    Napi::Array out = Napi::Array::New(env, list.size());
-    for (size_t i = 0; i < list.size(); ++i) {
-      Napi::Object c = Napi::Object::New(env);
-      c.Set("path", list[i].path);
-      c.Set("kind", kindName(list[i].kind));
-      c.Set("type", typeName(list[i].type));
-      out.Set(static_cast<uint32_t>(i), c);
-    }
-    return out;
+    if (!stringArg(info, 0, &layer)) return rejected(info.Env(), EINVAL, "changes(layer)");
+    return enqueue(info.Env(), [this, layer] {  // worker thread
+      if (!live()) return notMounted();
+      auto list = std::make_shared<std::vector<Change>>();
+      int e = ov_->changes(layer, list.get());
+      if (e) return fail(e, "cannot list changes of " + layer);
+      return okValue([list](Napi::Env env) -> Napi::Value {  // JS thread
+        Napi::Array out = Napi::Array::New(env, list->size());
+        for (size_t i = 0; i < list->size(); ++i) {
+          const Change& ch = (*list)[i];
+          Napi::Object c = Napi::Object::New(env);
+          c.Set("path", ch.path);
+          c.Set("kind", kindName(ch.kind));
+          c.Set("type", typeName(ch.type));
+          if (ch.base) {
+            // What the folder's file was when the layer took it (for conflict detection).
+            // Times in nanoseconds as decimal strings: they do not fit a double exactly.
+            const Base& b = *ch.base;
+            Napi::Object o = Napi::Object::New(env);
+            o.Set("ino", static_cast<double>(b.ino));
+            o.Set("size", static_cast<double>(b.size));
+            o.Set("mtimeNs", std::to_string(static_cast<uint64_t>(b.mtime.sec) * 1000000000ull +
+                                            static_cast<uint64_t>(b.mtime.nsec)));
+            o.Set("ctimeNs", std::to_string(static_cast<uint64_t>(b.ctime.sec) * 1000000000ull +
+                                            static_cast<uint64_t>(b.ctime.nsec)));
+            if (b.hashed) {
+              char hex[17];
+              std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(b.hash));
+              o.Set("hash", hex);
+            } else {
+              o.Set("hash", env.Null());
+            }
+            c.Set("base", o);
+          }
+          out.Set(static_cast<uint32_t>(i), c);
+        }
+        return out;
+      });
+    });
   }
 
+  // JS thread: stats(layer) -> Promise<{ memoryBytes, paths, spilledBytes }>.
   Napi::Value Stats(const Napi::CallbackInfo& info) {
-    Napi::Env env = info.Env();
     std::string layer;
-    if (!live(env) || !stringArg(info, 0, &layer)) return env.Undefined();
-    LayerStats st;
-    if (!check(env, ov_->stats(layer, &st), "cannot read stats of " + layer))
-      return env.Undefined();
-    Napi::Object o = Napi::Object::New(env);
-    o.Set("memoryBytes", static_cast<double>(st.memoryBytes));
-    o.Set("paths", static_cast<double>(st.paths));
-    o.Set("spilledBytes", static_cast<double>(st.spilledBytes));
-    return o;
+    if (!stringArg(info, 0, &layer)) return rejected(info.Env(), EINVAL, "stats(layer)");
+    return enqueue(info.Env(), [this, layer] {  // worker thread
+      if (!live()) return notMounted();
+      LayerStats st;
+      int e = ov_->stats(layer, &st);
+      if (e) return fail(e, "cannot read stats of " + layer);
+      return okValue([st](Napi::Env env) -> Napi::Value {  // JS thread
+        Napi::Object o = Napi::Object::New(env);
+        o.Set("memoryBytes", static_cast<double>(st.memoryBytes));
+        o.Set("paths", static_cast<double>(st.paths));
+        o.Set("spilledBytes", static_cast<double>(st.spilledBytes));
+        return o;
+      });
+    });
   }
 
-  // openView(layer, mountPoint) -> id
+  // JS thread: openView(layer, mountPoint) -> Promise<id>. Worker thread: pins the layer and
+  // mounts a backend that always shows it.
   Napi::Value OpenView(const Napi::CallbackInfo& info) {
-    Napi::Env env = info.Env();
     std::string layer, mp;
-    if (!live(env) || !stringArg(info, 0, &layer) || !stringArg(info, 1, &mp))
-      return env.Undefined();
-    Layer* pinned = ov_->pin(layer);
-    if (!pinned) {
-      errnoError(env, ENXIO, "no layer " + layer).ThrowAsJavaScriptException();
-      return env.Undefined();
-    }
-    int err = 0;
-    std::string message;
-    auto b = createBackend(backendName_, ov_, pinned, lower_, mp, opts_, &err, &message);
-    if (!b) {
-      ov_->unpin(pinned);
-      Napi::Error e = Napi::Error::New(env, message);
-      e.Set("code", Napi::String::New(env, errnoName(err)));
-      e.Set("errno", Napi::Number::New(env, err));
-      e.ThrowAsJavaScriptException();
-      return env.Undefined();
-    }
-    uint32_t id = nextView_++;
-    views_[id] = View{std::move(b), layer};
-    return Napi::Number::New(env, id);
+    if (!stringArg(info, 0, &layer) || !stringArg(info, 1, &mp))
+      return rejected(info.Env(), EINVAL, "openView(layer, mountPoint)");
+    return enqueue(info.Env(), [this, layer, mp] {  // worker thread
+      if (!live()) return notMounted();
+      Layer* pinned = ov_->pin(layer);
+      if (!pinned) return Outcome{ENXIO, "no layer " + layer, {}};
+      int err = 0;
+      std::string message;
+      auto b = createBackend(backendName_, ov_, pinned, lower_, mp, opts_, &err, &message);
+      if (!b) {
+        ov_->unpin(pinned);
+        return Outcome{err ? err : EIO, message, {}};
+      }
+      uint32_t id = nextView_++;
+      {
+        std::lock_guard<std::mutex> lock(infoMu_);
+        views_[id] = View{std::move(b), layer};
+      }
+      return okValue([id](Napi::Env env) -> Napi::Value { return Napi::Number::New(env, id); });
+    });
   }
 
-  // closeView(id, lazy)
+  // JS thread: closeView(id, lazy) -> Promise<void>. Worker thread: unmounts it (EBUSY while in
+  // use unless lazy).
   Napi::Value CloseView(const Napi::CallbackInfo& info) {
-    Napi::Env env = info.Env();
-    if (info.Length() < 1 || !info[0].IsNumber()) return env.Undefined();
-    auto it = views_.find(info[0].As<Napi::Number>().Uint32Value());
-    if (it == views_.end()) return env.Undefined();
+    if (info.Length() < 1 || !info[0].IsNumber())
+      return rejected(info.Env(), EINVAL, "closeView(id, lazy)");
+    uint32_t id = info[0].As<Napi::Number>().Uint32Value();
     bool lazy = info.Length() > 1 && info[1].ToBoolean().Value();
-    if (!check(env, it->second.backend->unmount(lazy), "cannot unmount the view"))
-      return env.Undefined();
-    dispose(std::move(it->second.backend));
-    views_.erase(it);
-    return env.Undefined();
+    return enqueue(info.Env(), [this, id, lazy] {  // worker thread
+      auto it = views_.find(id);
+      if (it == views_.end()) return ok();
+      int e = it->second.backend->unmount(lazy);
+      if (e) return fail(e, "cannot unmount the view");
+      std::unique_ptr<MountBackend> b;
+      {
+        std::lock_guard<std::mutex> lock(infoMu_);
+        b = std::move(it->second.backend);
+        retiredRequests_ += b->requests();
+        views_.erase(it);
+      }
+      dispose(std::move(b));
+      return ok();
+    });
   }
 
-  // unmount(lazy): the views first, then the shared mount.
+  // JS thread: unmount(lazy) -> Promise<void>. Worker thread: the views first, then the shared
+  // mount (a non-lazy unmount joins the backends' loop threads).
   Napi::Value Unmount(const Napi::CallbackInfo& info) {
-    Napi::Env env = info.Env();
-    if (!main_) return env.Undefined();
     bool lazy = info.Length() > 0 && info[0].ToBoolean().Value();
-    for (auto it = views_.begin(); it != views_.end();) {
-      if (!check(env, it->second.backend->unmount(lazy), "cannot unmount a view"))
-        return env.Undefined();
-      dispose(std::move(it->second.backend));
-      it = views_.erase(it);
-    }
-    if (!check(env, main_->unmount(lazy), "cannot unmount")) return env.Undefined();
-    retiredRequests_ += main_->requests();
-    dispose(std::move(main_));
-    return env.Undefined();
+    return enqueue(info.Env(), [this, lazy] {  // worker thread
+      if (!main_) return ok();
+      for (auto it = views_.begin(); it != views_.end();) {
+        int e = it->second.backend->unmount(lazy);
+        if (e) return fail(e, "cannot unmount a view");
+        std::unique_ptr<MountBackend> b;
+        {
+          std::lock_guard<std::mutex> lock(infoMu_);
+          b = std::move(it->second.backend);
+          retiredRequests_ += b->requests();
+          it = views_.erase(it);
+        }
+        dispose(std::move(b));
+      }
+      int e = main_->unmount(lazy);
+      if (e) return fail(e, "cannot unmount");
+      std::unique_ptr<MountBackend> b;
+      {
+        std::lock_guard<std::mutex> lock(infoMu_);
+        b = std::move(main_);
+        retiredRequests_ += b->requests();
+      }
+      dispose(std::move(b));
+      return ok();
+    });
   }
 
-  // remount(mountPoint): mounts the same overlay (layers intact) again after unmount().
-  Napi::Value Remount(const Napi::CallbackInfo& info) {
-    Napi::Env env = info.Env();
-    std::string mp;
-    if (!stringArg(info, 0, &mp)) return env.Undefined();
-    if (main_ && main_->mounted()) return env.Undefined();
-    int err = 0;
-    std::string message;
-    main_ = createBackend(backendName_, ov_, nullptr, lower_, mp, opts_, &err, &message);
-    if (!main_) {
-      Napi::Error e = Napi::Error::New(env, message);
-      e.Set("code", Napi::String::New(env, errnoName(err)));
-      e.Set("errno", Napi::Number::New(env, err));
-      e.ThrowAsJavaScriptException();
-    }
-    return env.Undefined();
-  }
-
-  // activity(): file-system requests served by the shared mount and the views, ever.
+  // JS thread, synchronous: file-system requests served by the shared mount and the views,
+  // ever (atomic counters of the backends, read under infoMu_ so none is disposed meanwhile).
   Napi::Value Activity(const Napi::CallbackInfo& info) {
-    uint64_t n = main_ ? main_->requests() : 0;
+    std::lock_guard<std::mutex> lock(infoMu_);
+    uint64_t n = retiredRequests_ + (main_ ? main_->requests() : 0);
     for (auto& [id, v] : views_) n += v.backend->requests();
-    return Napi::Number::New(info.Env(), static_cast<double>(n + retiredRequests_));
+    return Napi::Number::New(info.Env(), static_cast<double>(n));
   }
 
+  // JS thread, synchronous: the layer the last activate() made active (the addon is the only
+  // one that switches it), or null.
   Napi::Value Active(const Napi::CallbackInfo& info) {
-    Napi::Env env = info.Env();
-    if (!ov_) return env.Null();
-    std::string a = ov_->activeLayer();
-    return a.empty() ? env.Null() : Napi::String::New(env, a);
+    std::string a = activeName();
+    return a.empty() ? info.Env().Null() : Napi::String::New(info.Env(), a);
   }
 
+  // JS thread, synchronous: whether the shared mount is mounted (an atomic of the backend).
   Napi::Value Mounted(const Napi::CallbackInfo& info) {
+    std::lock_guard<std::mutex> lock(infoMu_);
     return Napi::Boolean::New(info.Env(), main_ && main_->mounted());
   }
 
+  // Set by the constructor, then read-only.
+  std::string backendName_;
+  std::string lower_;
+  std::string mountPoint_;
+  std::string spillDir_;
+  uint64_t spillThreshold_ = UINT64_MAX;
+  MountOptions opts_;
+
+  // Changed by the worker thread only; the JS thread's getters read main_, views_,
+  // retiredRequests_ and active_ under infoMu_, which the worker holds only to change them.
   std::shared_ptr<Overlay> ov_;
   std::unique_ptr<MountBackend> main_;
   std::map<uint32_t, View> views_;
   uint32_t nextView_ = 1;
   uint64_t retiredRequests_ = 0;  // served by mounts since unmounted
-  std::string backendName_;
-  std::string lower_;
-  MountOptions opts_;
+  std::string active_;
+  std::mutex infoMu_;
+
+  // The job queue: filled on the JS thread, drained by the worker.
+  std::mutex queueMu_;
+  std::condition_variable queueCv_;
+  std::deque<Job*> queue_;
+  bool stop_ = false;
+  std::thread worker_;
+  Settler settler_;
+  napi_env env_ = nullptr;
+  bool stopped_ = false;  // JS thread only: stopWorker() ran
+  uint32_t pending_ = 0;  // JS thread only: jobs queued and not yet settled
 };
+
+// JS thread (env is null when the environment is going away: then only free the job).
+void settleOnJs(Napi::Env env, Napi::Function, Shadow* shadow, Job* job) {
+  if (env == nullptr || shadow == nullptr) {
+    Shadow::forget(job);
+    return;
+  }
+  shadow->settle(env, job);
+}
 
 }  // namespace
 

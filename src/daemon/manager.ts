@@ -19,7 +19,14 @@ interface Entry {
 
 interface StateFile {
   pid: number;
-  shadows: Array<{ name: string; lower: string; mountPoint: string }>;
+  shadows: Array<{
+    name: string;
+    lower: string;
+    mountPoint: string;
+    /** The daemon made the mount point, so it removes it (when empty) with the mount. */
+    createdMountPoint?: boolean;
+    views?: Array<{ mountPoint: string; createdMountPoint: boolean }>;
+  }>;
 }
 
 const NAME_RE = /^[A-Za-z0-9._-]{1,64}$/;
@@ -43,8 +50,10 @@ export class ShadowManager {
   }
 
   /**
-   * Unmounts what a crashed daemon left behind, as its state file lists it. Only mounts that
-   * are still in the mount table and are shadowfs mounts are touched; the folders never are.
+   * Unmounts what a crashed daemon left behind, as its state file lists it (views first, then
+   * the shared mount), and removes the mount directories it had made for them once they are
+   * empty. Only mounts that are still in the mount table and are shadowfs mounts are touched;
+   * the folders never are. Returns the mounts it cleaned.
    */
   static recoverStale(statePath: string, log: Logger): string[] {
     let state: StateFile;
@@ -56,20 +65,35 @@ export class ShadowManager {
     const recovered: string[] = [];
     const mounted = mountedPaths();
     for (const s of state.shadows ?? []) {
-      if (typeof s?.mountPoint !== 'string' || !mounted.has(s.mountPoint)) continue;
-      if (!isShadowfsMount(s.mountPoint)) continue;
-      try {
-        execFileSync('umount', ['-l', s.mountPoint], { stdio: 'ignore' });
-      } catch {
-        try {
-          execFileSync('fusermount3', ['-uz', s.mountPoint], { stdio: 'ignore' });
-        } catch (err) {
-          log.warn('could not clean a stale mount', { mountPoint: s.mountPoint, error: (err as Error).message });
-          continue;
+      if (typeof s?.mountPoint !== 'string') continue;
+      const points = [
+        ...(Array.isArray(s.views) ? s.views : []).filter((v) => typeof v?.mountPoint === 'string'),
+        { mountPoint: s.mountPoint, createdMountPoint: s.createdMountPoint === true },
+      ];
+      for (const p of points) {
+        if (mounted.has(p.mountPoint) && isShadowfsMount(p.mountPoint)) {
+          try {
+            execFileSync('umount', ['-l', p.mountPoint], { stdio: 'ignore' });
+          } catch {
+            try {
+              execFileSync('fusermount3', ['-uz', p.mountPoint], { stdio: 'ignore' });
+            } catch (err) {
+              log.warn('could not clean a stale mount', { mountPoint: p.mountPoint, error: (err as Error).message });
+              continue;
+            }
+          }
+          log.warn('cleaned a stale mount left by a crashed daemon', { name: s.name, mountPoint: p.mountPoint, lower: s.lower });
+          recovered.push(p.mountPoint);
+        }
+        if (p.createdMountPoint === true && !mountedPaths().has(p.mountPoint)) {
+          try {
+            fs.rmdirSync(p.mountPoint); // only when empty: never anything with content in it
+            log.info('removed the empty mount directory a crashed daemon had made', { mountPoint: p.mountPoint });
+          } catch {
+            // gone already, or not empty: leave it
+          }
         }
       }
-      log.warn('cleaned a stale mount left by a crashed daemon', { name: s.name, mountPoint: s.mountPoint, lower: s.lower });
-      recovered.push(s.mountPoint);
     }
     return recovered;
   }
@@ -88,7 +112,10 @@ export class ShadowManager {
     allowOther?: boolean;
   }): Promise<ShadowInfo> {
     if (params.name !== undefined && !NAME_RE.test(params.name)) {
-      throw new ShadowError('INVALID_PATH', `a shadow name is 1-64 letters, digits, ".", "_" or "-"; got ${JSON.stringify(params.name)}`);
+      throw new ShadowError(
+        'INVALID_ARGUMENT',
+        `a shadow name is 1-64 letters, digits, ".", "_" or "-"; got ${JSON.stringify(params.name)}`,
+      );
     }
     if (params.name !== undefined && this.entries.has(params.name)) {
       throw new ShadowError('MOUNTPOINT_IN_USE', `a shadow named ${params.name} exists already; pick another --name`);
@@ -106,7 +133,7 @@ export class ShadowManager {
     this.saveState();
     this.opts.log.info('mounted', { name, lower: shadow.lower, mountPoint: shadow.mountPoint });
     this.opts.notify('shadow/changed', { shadow: name, event: 'mounted' });
-    return this.info(entry);
+    return await this.info(entry);
   }
 
   /** Finds a shadow by name or by (a path inside) its mount point. */
@@ -141,12 +168,14 @@ export class ShadowManager {
     return e.name;
   }
 
-  list(): ShadowInfo[] {
-    return [...this.entries.values()].map((e) => this.info(e));
+  async list(): Promise<ShadowInfo[]> {
+    return Promise.all([...this.entries.values()].map((e) => this.info(e)));
   }
 
-  info(e: Entry): ShadowInfo {
+  async info(e: Entry): Promise<ShadowInfo> {
     const mounted = e.shadow.mounted;
+    // A shadow unmounted meanwhile (idle) simply lists no agents.
+    const agents = mounted ? await e.shadow.agents().catch(() => []) : [];
     return {
       name: e.name,
       lower: e.shadow.lower,
@@ -154,7 +183,7 @@ export class ShadowManager {
       backend: e.shadow.backend,
       mounted,
       active: mounted ? e.shadow.active : null,
-      agents: mounted ? e.shadow.agents() : [],
+      agents,
       views: [...e.shadow.views].map((v) => ({ id: v.viewId, agent: v.agentId, mountPoint: v.mountPoint })),
       idleSeconds: Math.round((Date.now() - e.lastUsed) / 1000),
     };
@@ -187,6 +216,7 @@ export class ShadowManager {
       if (now - e.lastUsed < this.opts.idleMs || e.shadow.views.size > 0) continue;
       try {
         await e.shadow.suspend();
+        this.saveState(); // its views are gone
         e.lastActivity = e.shadow.activity();
         this.opts.log.info('unmounted for being idle; layers kept', { name: e.name, idleSeconds: Math.round((now - e.lastUsed) / 1000) });
         this.opts.notify('shadow/changed', { shadow: e.name, event: 'idle-unmounted' });
@@ -204,10 +234,17 @@ export class ShadowManager {
     for (let i = 2; ; i++) if (!this.entries.has(`${clean}-${i}`)) return `${clean}-${i}`;
   }
 
-  private saveState(): void {
+  /** Writes the state file (call after anything a crash recovery must know about changed: mounts, views). */
+  saveState(): void {
     const state: StateFile = {
       pid: process.pid,
-      shadows: [...this.entries.values()].map((e) => ({ name: e.name, lower: e.shadow.lower, mountPoint: e.shadow.mountPoint })),
+      shadows: [...this.entries.values()].map((e) => ({
+        name: e.name,
+        lower: e.shadow.lower,
+        mountPoint: e.shadow.mountPoint,
+        createdMountPoint: e.shadow.ownsMountPoint,
+        views: [...e.shadow.views].map((v) => ({ mountPoint: v.mountPoint, createdMountPoint: v.ownsMountPoint })),
+      })),
     };
     const tmp = `${this.opts.statePath}.${process.pid}.tmp`;
     fs.writeFileSync(tmp, JSON.stringify(state, null, 2), { mode: 0o600 });

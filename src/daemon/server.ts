@@ -88,15 +88,15 @@ export class Daemon {
           socket: opts.paths.socket,
           logFile: opts.paths.log,
           uptimeSeconds: this.uptime(),
-          shadows: m.list(),
+          shadows: await m.list(),
           recovered: this.recovered,
         }) satisfies Results['status'],
       mount: async (p) =>
         m.mount(p as { folder: string; mountPoint?: string; name?: string; cacheTimeout?: number; backend?: string; allowOther?: boolean }),
       unmount: async (p) => ({ name: await m.unmount(p.shadow as string, p.lazy === true) }),
-      list: async () => ({ shadows: m.list() }),
+      list: async () => ({ shadows: await m.list() }),
       'layer.create': async (p) => {
-        (await shadowOf(p)).layer(p.agent as string);
+        await (await shadowOf(p)).createLayer(p.agent as string);
         return { agent: p.agent };
       },
       'layer.drop': async (p) => {
@@ -104,9 +104,14 @@ export class Daemon {
         this.broadcast(Notifications.layerChanged, { shadow: p.shadow, agent: p.agent, event: 'dropped' });
         return { agent: p.agent };
       },
+      'layer.clone': async (p) => {
+        await (await shadowOf(p)).cloneLayer(p.agent as string, p.to as string);
+        this.broadcast(Notifications.layerChanged, { shadow: p.shadow, agent: p.to, event: 'cloned', from: p.agent });
+        return { agent: p.agent, to: p.to };
+      },
       'layer.list': async (p) => {
         const s = await shadowOf(p);
-        return { agents: s.agents(), active: s.active };
+        return { agents: await s.agents(), active: s.active };
       },
       'layer.write': async (p) => {
         const s = await shadowOf(p);
@@ -133,13 +138,14 @@ export class Daemon {
       activate: async (p) => {
         const s = await shadowOf(p);
         const agent = p.agent as string | null;
-        if (agent !== null) s.layer(agent);
+        if (agent !== null) await s.createLayer(agent);
         const r = await s.activate(agent);
         this.broadcast(Notifications.layerChanged, { shadow: p.shadow, agent, event: 'activated' });
         return { active: s.active, ...r };
       },
       'view.open': async (p) => {
         const v = await (await shadowOf(p)).openView(p.agent as string, { mountPoint: p.mountPoint as string | undefined });
+        m.saveState();
         return { view: v.viewId, agent: v.agentId, mountPoint: v.mountPoint };
       },
       'view.close': async (p) => {
@@ -147,6 +153,7 @@ export class Daemon {
         const v = [...s.views].find((x) => x.viewId === p.view);
         if (!v) throw new ShadowError('NOT_FOUND', `shadow ${String(p.shadow)} has no open view ${String(p.view)}`);
         await v.close({ lazy: p.lazy === true });
+        m.saveState();
         return { view: p.view };
       },
       stats: async (p) => (await shadowOf(p)).stats(),
@@ -155,11 +162,11 @@ export class Daemon {
         const env: Record<string, string> = {};
         for (const kv of (p.env as string[] | undefined) ?? []) {
           const i = kv.indexOf('=');
-          if (i <= 0) throw new ShadowError('INVALID_PATH', `environment entries look like NAME=value, got ${JSON.stringify(kv)}`);
+          if (i <= 0) throw new ShadowError('INVALID_ARGUMENT', `environment entries look like NAME=value, got ${JSON.stringify(kv)}`);
           env[kv.slice(0, i)] = kv.slice(i + 1);
         }
         const runId = (p.runId as string | undefined) ?? Math.random().toString(16).slice(2, 14);
-        if (this.runs.has(runId)) throw new ShadowError('INVALID_PATH', `a run with id ${runId} is in progress`);
+        if (this.runs.has(runId)) throw new ShadowError('INVALID_ARGUMENT', `a run with id ${runId} is in progress; pick another runId`);
         const controller = new AbortController();
         ctx.signal.addEventListener('abort', () => controller.abort(), { once: true });
         this.runs.set(runId, controller);

@@ -23,6 +23,8 @@ export const RpcErrorCodes = {
   Timeout: -32014,
   /** Not available in this version or on this platform. */
   NotSupported: -32015,
+  /** An argument other than a path was not valid (a mode, a timeout, an environment entry, ...). */
+  InvalidArgument: -32016,
   /** Any other shadowfs error; see error.data.code. */
   Failed: -32000,
 } as const;
@@ -34,6 +36,8 @@ export function rpcCodeFor(code: string): number {
     case 'PATH_THROUGH_SYMLINK':
     case 'INVALID_AGENT':
       return RpcErrorCodes.InvalidPath;
+    case 'INVALID_ARGUMENT':
+      return RpcErrorCodes.InvalidArgument;
     case 'UNKNOWN_SHADOW':
       return RpcErrorCodes.UnknownShadow;
     case 'UNKNOWN_AGENT':
@@ -121,6 +125,8 @@ export const Methods = {
   list: { params: {} as ParamSpec },
   'layer.create': { params: { shadow: 'string', agent: 'string' } as ParamSpec },
   'layer.drop': { params: { shadow: 'string', agent: 'string' } as ParamSpec },
+  /** Makes `to` a copy of `agent`'s layer; LAYER_EXISTS when `to` has one. */
+  'layer.clone': { params: { shadow: 'string', agent: 'string', to: 'string' } as ParamSpec },
   'layer.list': { params: { shadow: 'string' } as ParamSpec },
   'layer.write': { params: { shadow: 'string', agent: 'string', path: 'string', data: 'string', mode: 'number?' } as ParamSpec },
   'layer.remove': { params: { shadow: 'string', agent: 'string', path: 'string' } as ParamSpec },
@@ -166,6 +172,7 @@ export interface Results {
   list: { shadows: ShadowInfo[] };
   'layer.create': { agent: string };
   'layer.drop': { agent: string };
+  'layer.clone': { agent: string; to: string };
   'layer.list': { agents: string[]; active: string | null };
   'layer.write': { path: string; bytes: number };
   'layer.remove': { path: string };
@@ -188,7 +195,7 @@ export interface Results {
 export const Notifications = {
   /** params: { shadow, event: 'mounted' | 'unmounted' | 'idle-unmounted' | 'remounted' } */
   shadowChanged: 'shadow/changed',
-  /** params: { shadow, agent, event: 'written' | 'removed' | 'reset' | 'dropped' | 'activated' } */
+  /** params: { shadow, agent, event: 'written' | 'removed' | 'reset' | 'dropped' | 'cloned' | 'activated' } */
   layerChanged: 'layer/changed',
   /** To the connection that asked for the run only. params: { runId, stream: 'stdout' | 'stderr', data (base64) } */
   runOutput: 'run/output',

@@ -129,18 +129,19 @@ function chooseNamespaces(shadow: Shadow, opts: RunOptions): { plan: NamespacePl
 
 function checkArgs(opts: RunOptions): { cwd: string } {
   if (!Array.isArray(opts.argv) || opts.argv.length === 0 || !opts.argv.every((a) => typeof a === 'string')) {
-    throw new ShadowError('INVALID_PATH', 'argv must be a non-empty list of strings (the command and its arguments)');
+    throw new ShadowError('INVALID_ARGUMENT', 'argv must be a non-empty list of strings (the command and its arguments)');
   }
-  if (opts.argv.some((a) => a.includes('\0'))) throw new ShadowError('INVALID_PATH', 'an argument contains a NUL byte');
+  if (opts.argv.some((a) => a.includes('\0'))) throw new ShadowError('INVALID_ARGUMENT', 'an argument contains a NUL byte');
   for (const [k, v] of Object.entries(opts.env ?? {})) {
     if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(k) || typeof v !== 'string' || v.includes('\0')) {
-      throw new ShadowError('INVALID_PATH', `bad environment variable ${JSON.stringify(k)}`);
+      throw new ShadowError('INVALID_ARGUMENT', `bad environment variable ${JSON.stringify(k)}`);
     }
   }
-  if (opts.timeoutMs !== undefined && !(opts.timeoutMs > 0)) throw new ShadowError('INVALID_PATH', 'timeout must be a positive number');
+  if (opts.timeoutMs !== undefined && !(opts.timeoutMs > 0))
+    throw new ShadowError('INVALID_ARGUMENT', `timeout must be a positive number of milliseconds, got ${String(opts.timeoutMs)}`);
   if (opts.noNetwork && process.platform !== 'linux') throw new ShadowError('NOT_SUPPORTED', '--no-network needs Linux namespaces');
   if (opts.atOriginalPath === true && opts.originalPath === false) {
-    throw new ShadowError('INVALID_PATH', 'atOriginalPath and originalPath: false contradict each other; pass only one');
+    throw new ShadowError('INVALID_ARGUMENT', 'atOriginalPath and originalPath: false contradict each other; pass only one');
   }
   return { cwd: opts.cwd === undefined ? '' : normalizeRelPath(opts.cwd, { allowRoot: true }) };
 }
@@ -152,10 +153,10 @@ export async function runInShadow(shadow: Shadow, opts: RunOptions): Promise<Run
   const ns = chooseNamespaces(shadow, opts);
   const runId = opts.runId ?? crypto.randomBytes(6).toString('hex');
   const agent = opts.agent;
-  shadow.layer(agent);
+  await shadow.createLayer(agent);
   const view = [...shadow.views].find((v) => v.agentId === agent && v.open);
   const scratch = opts.discardWrites ? `${agent}~run-${runId}` : undefined;
-  if (scratch) shadow.cloneLayer(agent, scratch);
+  if (scratch) await shadow.cloneLayer(agent, scratch);
   const queuedAt = Date.now();
   let startedAt = queuedAt;
   const execute = async (dir: string): Promise<RunResult> => {

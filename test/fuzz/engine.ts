@@ -90,7 +90,7 @@ export async function runOps(seed: number, ops: Op[], cfg: RunConfig): Promise<F
     });
     const shadow = await mount(lower, { mountPoint: path.join(base, 'mnt'), layer: 'l0', cacheTimeout });
     try {
-      for (let i = 1; i < layers; i++) shadow.layer(`l${i}`);
+      for (let i = 1; i < layers; i++) await shadow.createLayer(`l${i}`);
       let cur = 0;
       const check = (i: number): Failure | null => {
         let mine: Entry[];

@@ -81,6 +81,19 @@ const drop: CommandModule<object, Base> = {
     ),
 };
 
+const clone: CommandModule<object, Base & { to: string }> = {
+  command: 'clone <shadow> <agent> <to>',
+  describe: "Copy an agent's layer to a new agent id (LAYER_EXISTS if that one has a layer)",
+  builder: (y: Argv) =>
+    base(y).positional('to', { type: 'string', demandOption: true, describe: 'the new agent id' }) as Argv<Base & { to: string }>,
+  handler: (a) =>
+    withClient(
+      a,
+      (c) => c.request('layer.clone', { shadow: a.shadow, agent: a.agent, to: a.to }),
+      (r) => `Copied the layer of ${r.agent} to ${r.to}.`,
+    ),
+};
+
 const changes: CommandModule<object, Base> = {
   command: 'changes <shadow> <agent>',
   describe: "List what an agent's layer changed",
@@ -114,7 +127,7 @@ const cat: CommandModule<object, Base & { path: string }> = {
 
 export const layerCommand: CommandModule = {
   command: 'layer <command>',
-  describe: "Work on an agent's layer: write, rm, reset, changes, cat, drop",
+  describe: "Work on an agent's layer: write, rm, reset, changes, cat, drop, clone",
   builder: (y: Argv) =>
     y
       .command(write as unknown as CommandModule)
@@ -123,6 +136,7 @@ export const layerCommand: CommandModule = {
       .command(changes as unknown as CommandModule)
       .command(cat as unknown as CommandModule)
       .command(drop as unknown as CommandModule)
+      .command(clone as unknown as CommandModule)
       .demandCommand(1),
   handler: () => undefined,
 };

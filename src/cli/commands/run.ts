@@ -61,7 +61,7 @@ export const runCommand: CommandModule<object, Args> = {
     try {
       const argv = [...(args.command ?? []), ...(args['--'] ?? [])].map(String);
       if (argv.length === 0)
-        throw new ShadowError('INVALID_PATH', 'name the command to run after --, e.g. shadowfs run proj --agent a -- npm test');
+        throw new ShadowError('INVALID_ARGUMENT', 'name the command to run after --, e.g. shadowfs run proj --agent a -- npm test');
       client = await ShadowClient.connect();
       const runId = crypto.randomBytes(6).toString('hex');
       if (!args.json) {
