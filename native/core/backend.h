@@ -29,8 +29,9 @@ class MountBackend {
  public:
   virtual ~MountBackend() = default;
   // Tells the kernel to forget what it cached about these paths (and their parents' listings)
-  // after the layer changed behind its back (API writes). Called on the JS thread, never under
-  // the overlay lock.
+  // after the layer changed behind its back (API writes). Called on the addon's worker thread
+  // (never the JS thread, since the kernel may make it wait) or the folder watcher's thread,
+  // never under an overlay lock.
   virtual void invalidatePaths(const std::vector<std::string>& paths) = 0;
   // Same for everything the kernel knows about.
   virtual void invalidateAll() = 0;
