@@ -5,6 +5,8 @@
 // is read.
 #include <cerrno>
 #include <cstring>
+#include <exception>
+#include <new>
 #include <vector>
 
 #include "hash.h"
@@ -53,7 +55,11 @@ int Overlay::contentWrite(Inode* in, const char* buf, size_t size, uint64_t off)
     in->spillSize = std::max(in->spillSize, end);
     return 0;
   }
-  if (end > in->data.size()) in->data.resize(end);
+  try {
+    if (end > in->data.size()) in->data.resize(end);
+  } catch (const std::exception&) {  // bad_alloc, length_error: out of memory, as tmpfs says
+    return ENOSPC;
+  }
   if (size) std::memcpy(&in->data[off], buf, size);
   return 0;
 }
@@ -69,7 +75,11 @@ int Overlay::contentTruncate(Inode* in, uint64_t size) {
     in->spillSize = size;
     return 0;
   }
-  in->data.resize(size);
+  try {
+    in->data.resize(size);
+  } catch (const std::exception&) {
+    return ENOSPC;
+  }
   return 0;
 }
 
@@ -89,7 +99,11 @@ int Overlay::contentAssign(Inode* in, const std::string& data) {
   in->spillSize = 0;
   in->data.clear();
   if (data.size() > spillThreshold_ && spill_) return contentWrite(in, data.data(), data.size(), 0);
-  in->data = data;
+  try {
+    in->data = data;
+  } catch (const std::exception&) {
+    return ENOSPC;
+  }
   return 0;
 }
 
@@ -136,7 +150,13 @@ int Overlay::copyUp(Inode* in, bool keepContent) {
       size = 0;
       const bool big = spill_ && before.size > spillThreshold_;
       if (!e && big) e = spill_->create(&spill);
-      if (!e && !big) data.reserve(before.size);
+      if (!e && !big) {
+        try {
+          data.reserve(before.size);
+        } catch (const std::exception&) {
+          e = ENOSPC;
+        }
+      }
       std::vector<char> buf(1 << 20);
       while (!e) {
         size_t got = 0;
@@ -146,7 +166,11 @@ int Overlay::copyUp(Inode* in, bool keepContent) {
         if (big) {
           e = spill->pwrite(buf.data(), got, size);
         } else {
-          data.append(buf.data(), got);
+          try {
+            data.append(buf.data(), got);
+          } catch (const std::exception&) {
+            e = ENOSPC;
+          }
         }
         size += got;
       }
@@ -181,11 +205,7 @@ int Overlay::takeContent(Inode* in, bool keepContent) {
   return copyUp(in, keepContent);
 }
 
-int Overlay::cloneInode(const Inode& in, std::shared_ptr<Inode>* out) {
-  auto c = std::make_shared<Inode>();
-  c->ino = in.ino;
-  c->type = in.type;
-  c->target = in.target;
+int Overlay::cloneInto(const Inode& in, Inode* c) {
   ReadLock content(in.cmu, LockRank::Content);
   {
     MetaLock m(in.mmu, LockRank::Meta);
@@ -196,7 +216,11 @@ int Overlay::cloneInode(const Inode& in, std::shared_ptr<Inode>* out) {
     c->xattrs = in.xattrs;
     c->base = in.base;
   }
-  c->data = in.data;
+  try {
+    c->data = in.data;
+  } catch (const std::bad_alloc&) {
+    return ENOSPC;
+  }
   if (in.spill) {
     std::vector<char> buf(1 << 20);
     for (uint64_t off = 0; off < in.spillSize;) {
@@ -204,12 +228,11 @@ int Overlay::cloneInode(const Inode& in, std::shared_ptr<Inode>* out) {
       int e = in.spill->pread(buf.data(), buf.size(), off, &got);
       if (e) return e;
       if (got == 0) break;
-      e = contentWrite(c.get(), buf.data(), got, off);
+      e = contentWrite(c, buf.data(), got, off);
       if (e) return e;
       off += got;
     }
   }
-  *out = std::move(c);
   return 0;
 }
 

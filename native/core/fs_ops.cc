@@ -194,9 +194,23 @@ int Overlay::rename(Layer* view, const std::string& from, const std::string& to,
                              rf.lowerAttr.ino == rt.lowerAttr.ino;
     if (sameInLayer || sameInLower) return 0;
   }
+  // Everything that can fail happens before the first detach: a rename that fails must change
+  // nothing (the folder's directories are stat-ed again while the layer mirrors them). Called
+  // once every check has passed, so a refused rename leaves no trace in the layer either.
+  auto prepare = [&]() -> int {
+    Node* n;
+    Res pre;
+    if (int pe = materializeNode(L, from, &n, &pre)) return pe;
+    Node* tp;
+    if (int pe = materializeDir(L, tparent, &tp, nullptr, nullptr)) return pe;
+    Res preTo;
+    if (toExists) return materializeNode(L, to, &n, &preTo);
+    return 0;
+  };
   if (flags & kRenameExchange) {
     if (!toExists) return ENOENT;
     if (isInside(from, to)) return EINVAL;
+    if ((e = prepare())) return e;
     Res a, b;
     auto na = detach(L, from, a);
     if (!na) return EIO;
@@ -221,6 +235,7 @@ int Overlay::rename(Layer* view, const std::string& from, const std::string& to,
       if (!ls.empty()) return ENOTEMPTY;
     }
   }
+  if ((e = prepare())) return e;
   Res a;
   auto na = detach(L, from, a);
   if (!na) return EIO;
@@ -246,6 +261,7 @@ int Overlay::setattr(Layer* view, const std::string& path, Handle* h, uint32_t m
       // Directories have no content: everything happens under the tree lock.
       if (mask & kSetSize) return EISDIR;
     }
+    if (mask & kSetSize) noteCopy(L, in);
     if (in->type == FileType::Directory) {
       Timespec t = nowTime();
       {
@@ -355,6 +371,7 @@ int Overlay::open(Layer* view, const std::string& path, const OpenIntent& intent
       e = lower_->open(r.low, &h->lower);
       if (e) return e;
       h->lowerIno = r.lowerAttr.ino;
+      h->lowerRel = r.low;
       h->layer = L.weak_from_this();
       *attr = r.lowerAttr;
       *out = h.release();
@@ -369,8 +386,7 @@ int Overlay::open(Layer* view, const std::string& path, const OpenIntent& intent
     if (e) return e;
     if (n->dir()) return EISDIR;
     in = n->inode;
-    // Read-only handles opened on A's file before this copy-up switch to the copy.
-    if (in->ino < kFirstLayerIno) L.copied[in->ino] = in;
+    noteCopy(L, in);
   }
   return openOnNode(L, in, intent, out, attr);
 }
@@ -391,7 +407,7 @@ int Overlay::create(Layer* view, const std::string& path, uint32_t perm, const O
       if (e) return e;
       if (n->dir()) return EISDIR;
       in = n->inode;
-      if ((intent.write || intent.truncate) && in->ino < kFirstLayerIno) L.copied[in->ino] = in;
+      if (intent.write || intent.truncate) noteCopy(L, in);
     } else if (e == ENOENT) {
       Node* n;
       e = placeNew(L, path, newInode(FileType::Regular, perm, who), &n);
@@ -404,6 +420,12 @@ int Overlay::create(Layer* view, const std::string& path, uint32_t perm, const O
   return openOnNode(L, in, intent, out, attr);
 }
 
+void Overlay::noteCopy(Layer& L, const std::shared_ptr<Inode>& in) {
+  if (in->type != FileType::Regular || in->ino >= kFirstLayerIno) return;
+  MetaLock m(in->mmu, LockRank::Meta);
+  if (in->lowerPath) L.copied[*in->lowerPath] = Layer::CopiedFrom{in->ino, in};
+}
+
 namespace {
 // A file of A opened for reading: once its layer copied it up, the copy is what it shows.
 std::shared_ptr<Inode> copiedOf(const Handle* h) {
@@ -412,8 +434,9 @@ std::shared_ptr<Inode> copiedOf(const Handle* h) {
   if (!layer) return nullptr;
   ReadLock lock(layer->mu, LockRank::Layer);
   if (layer->copied.empty()) return nullptr;
-  auto it = layer->copied.find(h->lowerIno);
-  return it == layer->copied.end() ? nullptr : it->second.lock();
+  auto it = layer->copied.find(h->lowerRel);
+  if (it == layer->copied.end() || it->second.ino != h->lowerIno) return nullptr;
+  return it->second.inode;
 }
 }  // namespace
 

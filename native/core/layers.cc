@@ -74,19 +74,25 @@ int Overlay::cloneLayer(const std::string& from, const std::string& to) {
   auto L = std::make_shared<Layer>();
   L->name = to;
   L->root = std::make_unique<Node>();
+  // Two steps, so that a file being copied up in the source stops neither the source's other
+  // users nor, until it is that file's turn, the clone: the tree under the source's lock (one
+  // new inode per inode, so hard links stay hard links), then the contents under each file's
+  // own content lock, with no layer lock held.
+  std::vector<std::pair<std::shared_ptr<Inode>, std::shared_ptr<Inode>>> contents;
   {
     ReadLock lock(src->mu, LockRank::Layer);
-    // Hard links stay hard links: one copy per inode, shared by the cloned nodes.
     std::map<const Inode*, std::shared_ptr<Inode>> copies;
-    std::function<int(const Node&, Node*)> copy = [&](const Node& n, Node* out) -> int {
+    std::function<void(const Node&, Node*)> copy = [&](const Node& n, Node* out) {
       out->opaque = n.opaque;
       out->redirect = n.redirect;
       if (n.inode) {
         auto it = copies.find(n.inode.get());
         if (it == copies.end()) {
-          std::shared_ptr<Inode> c;
-          int e = cloneInode(*n.inode, &c);
-          if (e) return e;
+          auto c = std::make_shared<Inode>();
+          c->ino = n.inode->ino;
+          c->type = n.inode->type;
+          c->target = n.inode->target;
+          contents.emplace_back(n.inode, c);
           it = copies.emplace(n.inode.get(), std::move(c)).first;
         }
         out->inode = it->second;
@@ -94,20 +100,18 @@ int Overlay::cloneLayer(const std::string& from, const std::string& to) {
       }
       for (auto& [name, child] : n.children) {
         auto c = std::make_unique<Node>();
-        int e = copy(*child, c.get());
-        if (e) return e;
+        copy(*child, c.get());
         out->children.emplace(name, std::move(c));
       }
-      return 0;
     };
-    int e = copy(*src->root, L->root.get());
-    if (e) return e;
-    for (auto& [ino, weak] : src->copied) {
-      auto in = weak.lock();
-      if (!in) continue;
-      auto it = copies.find(in.get());
-      if (it != copies.end()) L->copied[ino] = it->second;
+    copy(*src->root, L->root.get());
+    for (auto& [path, entry] : src->copied) {
+      auto it = copies.find(entry.inode.get());
+      if (it != copies.end()) L->copied[path] = Layer::CopiedFrom{entry.ino, it->second};
     }
+  }
+  for (auto& [orig, c] : contents) {
+    if (int e = cloneInto(*orig, c.get())) return e;
   }
   WriteLock reg(mu_, LockRank::Registry);
   if (layers_.count(to)) return EEXIST;
@@ -202,7 +206,7 @@ int Overlay::putFile(const std::string& layer, const std::string& path, const st
     e = materializeNode(L, path, &n, &r);
     if (e) return e;
     in = n->inode;
-    if (in->ino < kFirstLayerIno) L.copied[in->ino] = in;
+    noteCopy(L, in);
   }
   // Replace the existing file's content: its inode (number, links, xattrs) stays.
   WriteLock c(in->cmu, LockRank::Content);

@@ -146,9 +146,15 @@ struct Layer : std::enable_shared_from_this<Layer> {
   // --- guarded by mu (rank 2) ---
   mutable std::shared_mutex mu;
   std::unique_ptr<Node> root;
-  // Inodes copied up from the folder, by the folder's inode number: a read-only handle opened
-  // on the folder's file before the copy-up must see the new content.
-  std::unordered_map<uint64_t, std::weak_ptr<Inode>> copied;
+  // Inodes copied up from the folder, by the folder path they came from: a read-only handle
+  // opened on the folder's file before the copy-up must see the new content, also after the
+  // copy lost its last name in the layer (so the inode is held here until reset or drop). The
+  // inode number must match too: numbers are reused (a deleted file's, another file system's).
+  struct CopiedFrom {
+    uint64_t ino = 0;
+    std::shared_ptr<Inode> inode;
+  };
+  std::unordered_map<std::string, CopiedFrom> copied;
   // --- guarded by Overlay::mu_ (rank 1) ---
   int pins = 0;  // views showing this layer
 };

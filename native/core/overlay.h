@@ -45,6 +45,7 @@ struct Handle {
   std::shared_ptr<Inode> inode;  // set when the file has (or gets) a layer inode
   LowerHandle lower = -1;        // open file in A, for content still in A
   uint64_t lowerIno = 0;         // A's inode number of a pure-lower file, to see a later copy-up
+  std::string lowerRel;          // and its path in A
   std::weak_ptr<Layer> layer;    // the layer the file was opened in
   bool writable = false;
 };
@@ -201,7 +202,7 @@ class Overlay {
   int contentTruncate(Inode* in, uint64_t size);
   int contentRead(const Inode* in, char* buf, size_t size, uint64_t off, size_t* got);
   int contentAssign(Inode* in, const std::string& data);
-  int cloneInode(const Inode& in, std::shared_ptr<Inode>* out);
+  int cloneInto(const Inode& in, Inode* out);  // contents and metadata of `in` into a new inode
   // Takes the layer inode `in`'s content from A (no lock held on entry): copy-up for a
   // write-open, a truncate to a non-zero size, a write through an old handle.
   int takeContent(Inode* in, bool keepContent);
@@ -209,6 +210,9 @@ class Overlay {
   // fs_ops.cc
   int openOnNode(Layer& L, const std::shared_ptr<Inode>& in, const OpenIntent& intent,
                  Handle** out, Attr* attr);
+  // Records that `in` (about to take its content from A) stands for A's file from now on, for
+  // read-only handles opened on A's file before. The caller holds L's lock exclusively.
+  static void noteCopy(Layer& L, const std::shared_ptr<Inode>& in);
 
   static void layerPaths(const Layer& L, std::vector<std::string>* out);
 

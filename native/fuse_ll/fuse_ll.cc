@@ -106,8 +106,11 @@ void LLMount::opGetattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info* f
   }
   if (e) {
     // Unlinked but still open (fstat on the fd): answer from one of its open handles.
-    h = m->anyHandle(ino);
-    if (!h || m->ov_->fgetattr(h, &a) != 0) return (void)fuse_reply_err(req, e);
+    Handle copy;
+    if (!m->anyHandle(ino, &copy)) return (void)fuse_reply_err(req, e);
+    int fe = m->ov_->fgetattr(&copy, &a);
+    if (copy.lower >= 0) ::close(static_cast<int>(copy.lower));
+    if (fe) return (void)fuse_reply_err(req, e);
     if (m->unlinked(ino)) a.nlink = 0;
   }
   struct stat st;
@@ -223,9 +226,10 @@ void LLMount::opRename(fuse_req_t req, fuse_ino_t parent, const char* name, fuse
                        const char* newname, unsigned int flags) {
   LLMount* m = self(req);
   std::string from, to;
-  std::shared_ptr<Layer> layer, toLayer;
-  if (int pe = m->childAt(parent, name, &from, &layer)) return (void)fuse_reply_err(req, pe);
-  if (int pe = m->childAt(newparent, newname, &to, &toLayer)) return (void)fuse_reply_err(req, pe);
+  std::shared_ptr<Layer> layer, toLayer, active = m->ov_->current(m->view_);
+  if (int pe = m->childAt(parent, name, &from, &layer, active)) return (void)fuse_reply_err(req, pe);
+  if (int pe = m->childAt(newparent, newname, &to, &toLayer, active))
+    return (void)fuse_reply_err(req, pe);
   // The two directories were looked up in different layers (a switch in between): no object
   // can move between layers, as between two file systems.
   if (layer != toLayer) return (void)fuse_reply_err(req, EXDEV);
@@ -241,9 +245,10 @@ void LLMount::opRename(fuse_req_t req, fuse_ino_t parent, const char* name, fuse
 void LLMount::opLink(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char* newname) {
   LLMount* m = self(req);
   std::string from, to;
-  std::shared_ptr<Layer> layer, toLayer;
-  if (int pe = m->nodeAt(ino, &from, &layer)) return (void)fuse_reply_err(req, pe);
-  if (int pe = m->childAt(newparent, newname, &to, &toLayer)) return (void)fuse_reply_err(req, pe);
+  std::shared_ptr<Layer> layer, toLayer, active = m->ov_->current(m->view_);
+  if (int pe = m->nodeAt(ino, &from, &layer, active)) return (void)fuse_reply_err(req, pe);
+  if (int pe = m->childAt(newparent, newname, &to, &toLayer, active))
+    return (void)fuse_reply_err(req, pe);
   if (layer != toLayer) return (void)fuse_reply_err(req, EXDEV);
   Attr a;
   int e = m->ov_->link(layer.get(), from, to, &a);

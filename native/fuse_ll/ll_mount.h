@@ -146,9 +146,13 @@ class LLMount final : public LoopedMount {
   int pathOfLocked(uint64_t id, std::string* out, int depth);
   // One layer per request: the path of node `id` and the layer to serve it from (layerFor),
   // resolved once; ESTALE when no layer holds the object the kernel knows any more.
-  int nodeAt(uint64_t id, std::string* path, std::shared_ptr<Layer>* layer);
+  // `active`, when given, is the active layer as this request saw it (so that a request that
+  // resolves two nodes sees one switch state for both).
+  int nodeAt(uint64_t id, std::string* path, std::shared_ptr<Layer>* layer,
+             const std::shared_ptr<Layer>& active = nullptr);
   // The same for a name in directory `parent`: the directory's layer, and the child's path.
-  int childAt(uint64_t parent, const char* name, std::string* path, std::shared_ptr<Layer>* layer);
+  int childAt(uint64_t parent, const char* name, std::string* path, std::shared_ptr<Layer>* layer,
+              const std::shared_ptr<Layer>& active = nullptr);
   void replyXattr(fuse_req_t req, const std::string& value, size_t size);
   uint64_t remember(uint64_t parent, const std::string& name, FileType type, uint64_t ino,
                     uint32_t nlink, const std::shared_ptr<Layer>& seenIn);
@@ -158,10 +162,13 @@ class LLMount final : public LoopedMount {
   // knows (inode `ino`), else the layer the node was looked up in, if that one still holds it.
   // Requests that looked a node up before a switch and reach us after it are served from the
   // object they saw, never from a mix. Null if neither holds it (the caller answers ESTALE).
-  std::shared_ptr<Layer> layerFor(uint64_t id, const std::string& path);
+  std::shared_ptr<Layer> layerFor(uint64_t id, const std::string& path,
+                                  std::shared_ptr<Layer> active = nullptr);
   void dropNameLocked(uint64_t id, uint64_t parent, const std::string& name);
   void trackHandle(uint64_t id, Handle* h, bool add);
-  Handle* anyHandle(uint64_t id);
+  // A copy of one of the node's open handles (with its own descriptor of A's file, if any:
+  // close it with the copy). False if the node has none open.
+  bool anyHandle(uint64_t id, Handle* out);
   bool unlinked(uint64_t id);
   void forget(uint64_t id, uint64_t n);
   void unlinkName(uint64_t parent, const std::string& name);

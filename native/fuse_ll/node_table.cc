@@ -3,6 +3,8 @@
 // request is served from.
 #include "ll_mount.h"
 
+#include <fcntl.h>
+
 #include <cerrno>
 #include <cstring>
 
@@ -41,16 +43,17 @@ int LLMount::pathOfLocked(uint64_t id, std::string* out, int depth) {
   return ENOENT;
 }
 
-int LLMount::nodeAt(uint64_t id, std::string* path, std::shared_ptr<Layer>* layer) {
+int LLMount::nodeAt(uint64_t id, std::string* path, std::shared_ptr<Layer>* layer,
+                    const std::shared_ptr<Layer>& active) {
   if (int e = pathOf(id, path)) return e;
-  *layer = layerFor(id, *path);
+  *layer = layerFor(id, *path, active);
   return *layer ? 0 : ESTALE;
 }
 
 int LLMount::childAt(uint64_t parent, const char* name, std::string* path,
-                     std::shared_ptr<Layer>* layer) {
+                     std::shared_ptr<Layer>* layer, const std::shared_ptr<Layer>& active) {
   std::string dir;
-  if (int e = nodeAt(parent, &dir, layer)) return e;
+  if (int e = nodeAt(parent, &dir, layer, active)) return e;
   *path = joinPath(dir, name);
   return 0;
 }
@@ -186,8 +189,9 @@ void LLMount::moveName(uint64_t parent, const std::string& name, uint64_t newpar
   }
 }
 
-std::shared_ptr<Layer> LLMount::layerFor(uint64_t id, const std::string& path) {
-  std::shared_ptr<Layer> active = ov_->current(view_);
+std::shared_ptr<Layer> LLMount::layerFor(uint64_t id, const std::string& path,
+                                         std::shared_ptr<Layer> active) {
+  if (!active) active = ov_->current(view_);
   if (id == FUSE_ROOT_ID || view_) return active;
   uint64_t ino;
   std::shared_ptr<Layer> seen;
@@ -214,11 +218,20 @@ bool LLMount::unlinked(uint64_t id) {
   return id != FUSE_ROOT_ID && it != nodes_.end() && it->second->names.empty();
 }
 
-Handle* LLMount::anyHandle(uint64_t id) {
+bool LLMount::anyHandle(uint64_t id, Handle* out) {
+  // A copy taken under the table lock: the original may be released by another thread as soon
+  // as the lock is gone. Its descriptor of A's file is duplicated for the same reason.
   std::lock_guard lock(tmu_);
   auto it = nodes_.find(id);
-  if (it == nodes_.end() || it->second->handles.empty()) return nullptr;
-  return it->second->handles.front();
+  if (it == nodes_.end() || it->second->handles.empty()) return false;
+  const Handle* h = it->second->handles.front();
+  out->inode = h->inode;
+  out->layer = h->layer;
+  out->lowerIno = h->lowerIno;
+  out->lowerRel = h->lowerRel;
+  out->writable = false;
+  out->lower = h->lower >= 0 ? ::fcntl(static_cast<int>(h->lower), F_DUPFD_CLOEXEC, 0) : -1;
+  return true;
 }
 
 void LLMount::trackHandle(uint64_t id, Handle* h, bool add) {

@@ -237,6 +237,10 @@ TEST(a_long_copy_up_blocks_no_other_file_no_switch_and_no_api_call) {
     std::unique_lock lock(m);
     cv.wait(lock, [&] { return inCopy; });
   }
+  // A clone of the same layer has to wait for that one file's content, but must not hold the
+  // layer while it waits.
+  std::thread cloner([&] { ov.cloneLayer("a", "a2"); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
   auto others = std::async(std::launch::async, [&] {
     int bad = 0;
     Attr at;
@@ -276,10 +280,54 @@ TEST(a_long_copy_up_blocks_no_other_file_no_switch_and_no_api_call) {
   }
   cv.notify_all();
   copier.join();
+  cloner.join();
   REQUIRE(finished);  // otherwise something waited for the copy-up
   CHECK_EQ(others.get(), 0);
   std::string big;
   REQUIRE_OK(ov.readFile("a", "big", &big));
   CHECK_EQ(big, std::string(64, 'b'));
+  REQUIRE_OK(ov.readFile("a2", "big", &big));
+  CHECK_EQ(big, std::string(64, 'b'));
+  ov.unpin(L);
+}
+
+// A read-only handle opened on a folder file before the layer took the file over reads what the
+// layer has from then on: after a truncate by path, and after the copy lost its last name.
+TEST(a_read_only_handle_from_before_sees_the_layers_copy_after_truncate_and_unlink) {
+  auto lo = std::make_unique<fake::FakeLower>();
+  lo->addFile("t", "0123456789");
+  lo->addFile("u", "OLD");
+  Overlay ov(std::move(lo));
+  ov.createLayer("a");
+  Layer* L = ov.pin("a");
+  Attr at;
+  auto readAll = [&](Handle* h) {
+    std::string out;
+    char buf[64];
+    size_t got = 0;
+    for (uint64_t off = 0; ov.read(h, buf, sizeof buf, off, &got) == 0 && got; off += got) out.append(buf, got);
+    return out;
+  };
+  Handle* rt = nullptr;
+  REQUIRE_OK(ov.open(L, "t", OpenIntent{}, &rt, &at));
+  Attr v, out;
+  v.size = 3;
+  REQUIRE_OK(ov.setattr(L, "t", nullptr, kSetSize, v, &out));
+  CHECK_EQ(readAll(rt), std::string("012"));
+  ov.release(rt);
+
+  Handle* ru = nullptr;
+  REQUIRE_OK(ov.open(L, "u", OpenIntent{}, &ru, &at));
+  Handle* w = nullptr;
+  OpenIntent wr;
+  wr.write = true;
+  wr.truncate = true;
+  REQUIRE_OK(ov.open(L, "u", wr, &w, &at));
+  REQUIRE_OK(ov.write(w, "NEW", 3, 0));
+  ov.release(w);
+  CHECK_EQ(readAll(ru), std::string("NEW"));
+  REQUIRE_OK(ov.unlink(L, "u"));
+  CHECK_EQ(readAll(ru), std::string("NEW"));  // not A's "OLD" again
+  ov.release(ru);
   ov.unpin(L);
 }
