@@ -242,6 +242,20 @@ int Overlay::rename(Layer* view, const std::string& from, const std::string& to,
   return attach(L, to, std::move(na));
 }
 
+namespace {
+// The attribute part of setattr (everything but the size), at time `t`.
+void applyAttrs(Attr* s, uint32_t mask, const Attr& v, Timespec t) {
+  if (mask & kSetMode) s->perm = v.perm & 07777;
+  if (mask & kSetUid) s->uid = v.uid;
+  if (mask & kSetGid) s->gid = v.gid;
+  if (mask & kSetAtimeNow) s->atime = t;
+  else if (mask & kSetAtime) s->atime = v.atime;
+  if (mask & kSetMtimeNow) s->mtime = t;
+  else if (mask & kSetMtime) s->mtime = v.mtime;
+  s->ctime = (mask & kSetCtime) ? v.ctime : t;
+}
+}  // namespace
+
 int Overlay::setattr(Layer* view, const std::string& path, Handle* h, uint32_t mask,
                      const Attr& v, Attr* out) {
   SFS_AT(view);
@@ -263,18 +277,9 @@ int Overlay::setattr(Layer* view, const std::string& path, Handle* h, uint32_t m
     }
     if (mask & kSetSize) noteCopy(L, in);
     if (in->type == FileType::Directory) {
-      Timespec t = nowTime();
       {
         MetaLock m(in->mmu, LockRank::Meta);
-        Attr& s = in->snap;
-        if (mask & kSetMode) s.perm = v.perm & 07777;
-        if (mask & kSetUid) s.uid = v.uid;
-        if (mask & kSetGid) s.gid = v.gid;
-        if (mask & kSetAtimeNow) s.atime = t;
-        else if (mask & kSetAtime) s.atime = v.atime;
-        if (mask & kSetMtimeNow) s.mtime = t;
-        else if (mask & kSetMtime) s.mtime = v.mtime;
-        s.ctime = (mask & kSetCtime) ? v.ctime : t;
+        applyAttrs(&in->snap, mask, v, nowTime());
       }
       nodeAttr(n, r.lv, r.low, out);
       return 0;
@@ -296,15 +301,7 @@ int Overlay::setattr(Layer* view, const std::string& path, Handle* h, uint32_t m
   }
   {
     MetaLock m(in->mmu, LockRank::Meta);
-    Attr& s = in->snap;
-    if (mask & kSetMode) s.perm = v.perm & 07777;
-    if (mask & kSetUid) s.uid = v.uid;
-    if (mask & kSetGid) s.gid = v.gid;
-    if (mask & kSetAtimeNow) s.atime = t;
-    else if (mask & kSetAtime) s.atime = v.atime;
-    if (mask & kSetMtimeNow) s.mtime = t;
-    else if (mask & kSetMtime) s.mtime = v.mtime;
-    s.ctime = (mask & kSetCtime) ? v.ctime : t;
+    applyAttrs(&in->snap, mask, v, t);
   }
   inodeAttr(in.get(), out);
   return 0;
@@ -558,10 +555,10 @@ void ownXattrs(LowerFs* lower, Inode* in, const std::string* src) {
 }
 }  // namespace
 
-int Overlay::setxattr(Layer* view, const std::string& path, const std::string& name,
-                      const std::string& value, int flags) {
-  SFS_AT(view);
-  if (!L.writable) return EROFS;
+// setxattr and removexattr: the layer takes over the object and its xattr list, then `change`
+// edits the list under the inode's metadata lock and returns 0 or an errno.
+template <typename Change>
+int Overlay::editXattrs(Layer& L, const std::string& path, Change change) {
   WriteLock lock(L.mu, LockRank::Layer);
   Res r;
   Node* n;
@@ -574,13 +571,23 @@ int Overlay::setxattr(Layer* view, const std::string& path, const std::string& n
   ensureOwnMeta(in, r.lv, r.low);
   {
     MetaLock m(in->mmu, LockRank::Meta);
-    bool exists = in->xattrs.count(name) != 0;
-    if ((flags & 1) && exists) return EEXIST;
-    if ((flags & 2) && !exists) return ENODATA;
-    in->xattrs[name] = value;
+    if ((e = change(in->xattrs))) return e;
   }
   touch(in, false);
   return 0;
+}
+
+int Overlay::setxattr(Layer* view, const std::string& path, const std::string& name,
+                      const std::string& value, int flags) {
+  SFS_AT(view);
+  if (!L.writable) return EROFS;
+  return editXattrs(L, path, [&](std::map<std::string, std::string>& xattrs) {
+    const bool exists = xattrs.count(name) != 0;
+    if ((flags & 1) && exists) return EEXIST;
+    if ((flags & 2) && !exists) return ENODATA;
+    xattrs[name] = value;
+    return 0;
+  });
 }
 
 int Overlay::removexattr(Layer* view, const std::string& path, const std::string& name) {
@@ -588,22 +595,9 @@ int Overlay::removexattr(Layer* view, const std::string& path, const std::string
   if (!L.writable) return EROFS;
   std::string old;
   if (int e = getxattr(&L, path, name, &old)) return e;  // nothing to remove: change nothing
-  WriteLock lock(L.mu, LockRank::Layer);
-  Res r;
-  Node* n;
-  int e = materializeNode(L, path, &n, &r);
-  if (e) return e;
-  Inode* in = n->inode.get();
-  std::string src;
-  const bool hasSrc = xattrSource(r, &src) == 0;
-  ownXattrs(lower_.get(), in, hasSrc ? &src : nullptr);
-  ensureOwnMeta(in, r.lv, r.low);
-  {
-    MetaLock m(in->mmu, LockRank::Meta);
-    if (in->xattrs.erase(name) == 0) return ENODATA;
-  }
-  touch(in, false);
-  return 0;
+  return editXattrs(L, path, [&](std::map<std::string, std::string>& xattrs) {
+    return xattrs.erase(name) ? 0 : ENODATA;
+  });
 }
 
 int Overlay::statfs(FsStats* out) { return lower_->statfs(out); }

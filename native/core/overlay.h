@@ -213,6 +213,8 @@ class Overlay {
   // Records that `in` (about to take its content from A) stands for A's file from now on, for
   // read-only handles opened on A's file before. The caller holds L's lock exclusively.
   static void noteCopy(Layer& L, const std::shared_ptr<Inode>& in);
+  template <typename Change>
+  int editXattrs(Layer& L, const std::string& path, Change change);
 
   static void layerPaths(const Layer& L, std::vector<std::string>* out);
 
