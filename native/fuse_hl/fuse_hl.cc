@@ -380,15 +380,7 @@ int HLMount::opFsync(const char*, int, struct fuse_file_info*) { return 0; }
 int HLMount::opStatfs(const char*, StatvfsT* out) {
   FsStats s;
   if (int e = self()->ov_->statfs(&s)) return -e;
-  std::memset(out, 0, sizeof *out);
-  out->f_bsize = s.bsize;
-  out->f_frsize = s.frsize;
-  out->f_blocks = s.blocks;
-  out->f_bfree = s.bfree;
-  out->f_bavail = s.bavail;
-  out->f_files = s.files;
-  out->f_ffree = s.ffree;
-  out->f_namemax = s.namemax;
+  toStatvfs(s, out);
   return 0;
 }
 

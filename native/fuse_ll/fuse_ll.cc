@@ -403,15 +403,7 @@ void LLMount::opStatfs(fuse_req_t req, fuse_ino_t) {
   int e = self(req)->ov_->statfs(&s);
   if (e) return (void)fuse_reply_err(req, e);
   struct statvfs v;
-  std::memset(&v, 0, sizeof v);
-  v.f_bsize = s.bsize;
-  v.f_frsize = s.frsize;
-  v.f_blocks = s.blocks;
-  v.f_bfree = s.bfree;
-  v.f_bavail = s.bavail;
-  v.f_files = s.files;
-  v.f_ffree = s.ffree;
-  v.f_namemax = s.namemax;
+  toStatvfs(s, &v);
   fuse_reply_statfs(req, &v);
 }
 

@@ -63,6 +63,20 @@ void toStat(const Attr& a, StatT* st) {
   st->st_ctim.tv_nsec = a.ctime.nsec;
 }
 
+// StatvfsT: struct statvfs (libfuse) or struct fuse_statvfs (WinFsp); same field names.
+template <typename StatvfsT>
+void toStatvfs(const FsStats& s, StatvfsT* v) {
+  std::memset(v, 0, sizeof *v);
+  v->f_bsize = s.bsize;
+  v->f_frsize = s.frsize;
+  v->f_blocks = s.blocks;
+  v->f_bfree = s.bfree;
+  v->f_bavail = s.bavail;
+  v->f_files = s.files;
+  v->f_ffree = s.ffree;
+  v->f_namemax = s.namemax;
+}
+
 // Mount options are comma-separated: escape commas and backslashes in a folder's path.
 inline std::string escapeOpt(const std::string& s) {
   std::string out;
