@@ -57,10 +57,16 @@ export class FolderGuard {
   private readonly events: string[] = [];
   private readonly watchers: fs.FSWatcher[] = [];
 
+  /** Every guard made in this run, for the root hook to stop. */
+  static readonly all = new Set<FolderGuard>();
+
   constructor(private readonly dir: string) {
+    FolderGuard.all.add(this);
     this.before = fingerprintTree(dir).digest;
     const watch = (d: string): void => {
-      this.watchers.push(fs.watch(d, (ev, name) => this.events.push(`${ev} ${path.join(d, String(name))}`)));
+      // Not persistent: a guard a failing test never stopped must not keep mocha from exiting
+      // (the root hook stops every guard at the end too).
+      this.watchers.push(fs.watch(d, { persistent: false }, (ev, name) => this.events.push(`${ev} ${path.join(d, String(name))}`)));
       for (const e of fs.readdirSync(d, { withFileTypes: true })) if (e.isDirectory()) watch(path.join(d, e.name));
     };
     watch(dir);

@@ -4,7 +4,7 @@ import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import { execFileSync } from 'child_process';
-import { leakedTestMounts, removeTempDirs } from './fixtures';
+import { FolderGuard, leakedTestMounts, removeTempDirs } from './fixtures';
 
 // A private runtime directory for this run: daemons, sockets and default mount points of the
 // tests never meet the user's own (and are all removed afterwards).
@@ -65,6 +65,7 @@ export const mochaHooks = {
     }
   },
   afterAll(): void {
+    for (const g of FolderGuard.all) g.stop();
     stopTestDaemon();
     for (const m of runtimeMounts()) execFileSync('umount', ['-l', m], { stdio: 'ignore' });
     const leaked = leakedTestMounts();
