@@ -11,17 +11,27 @@ SHADOWFS_TEST_STATS="$(mktemp)"
 export SHADOWFS_TEST_STATS
 trap 'rm -f "$SHADOWFS_TEST_STATS"' EXIT
 status=0
+# Each pass takes minutes here; one that is still running after 30 (a test left a handle open,
+# or something hangs) is stopped and counted as failed, so a hang cannot eat CI's whole budget.
+bounded() {
+  timeout --kill-after=30 1800 "$@"
+  local rc=$?
+  if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
+    echo "this pass did not end within 30 minutes (a test left something running); stopped" >&2
+  fi
+  return $rc
+}
 unit=build/unit/shadowfs_unit_tests
 echo "== C++ unit tests ($unit)"
 if [ -x "$unit" ]; then
-  "$unit" || status=1
+  bounded "$unit" || status=1
 else
   echo "$unit is missing: build it with npm run build:native" >&2
   echo '{"passes":0,"failures":1,"pending":0}' >"$SHADOWFS_TEST_STATS"
   status=1
 fi
 echo "== pass 1 of 2: backend fuse_ll (all tests)"
-SHADOWFS_BACKEND=fuse_ll node_modules/.bin/mocha 'dist/test/**/*.test.js' || status=1
+SHADOWFS_BACKEND=fuse_ll bounded node_modules/.bin/mocha 'dist/test/**/*.test.js' || status=1
 echo "== pass 2 of 2: backend fuse_hl (integration tests)"
-SHADOWFS_BACKEND=fuse_hl node_modules/.bin/mocha 'dist/test/*.test.js' || status=1
+SHADOWFS_BACKEND=fuse_hl bounded node_modules/.bin/mocha 'dist/test/*.test.js' || status=1
 exit $status
