@@ -116,6 +116,11 @@ int Overlay::copyUp(Inode* in, bool keepContent) {
   SFS_ASSERT(!in->cmu.try_lock());  // the caller holds cmu exclusively
   if (!in->lowerPath) return 0;
   const std::string src = *in->lowerPath;
+  bool hadOwnMeta;
+  {
+    MetaLock m(in->mmu, LockRank::Meta);
+    hadOwnMeta = in->ownMeta;
+  }
   ensureOwnMeta(in, false, std::string());
 
   Base base;
@@ -195,6 +200,12 @@ int Overlay::copyUp(Inode* in, bool keepContent) {
   in->spillSize = in->spill ? size : 0;
   MetaLock m(in->mmu, LockRank::Meta);
   in->lowerPath.reset();
+  if (!hadOwnMeta && base.hashed) {
+    // The attributes the file showed until now were A's live ones: keep those of the version
+    // that was copied, not of the one seen before a retry.
+    in->snap.mtime = base.mtime;
+    in->snap.ctime = base.ctime;
+  }
   in->snap.size = size;
   in->base = base;
   return 0;
