@@ -45,7 +45,7 @@ std::shared_ptr<Overlay> createOverlay(const std::string& lower, const std::stri
   }
   auto ov = std::make_shared<Overlay>(std::move(fs), std::move(spill), spillThreshold);
   // What the core cannot say through an errno (a copy-up that gave up on a file that kept
-  // changing) goes to stderr, which the daemon keeps in its log.
+  // changing) goes to stderr: for a daemon started by a client, daemon.log.start beside its log.
   ov->setLogger([](const std::string& line) { std::fprintf(stderr, "shadowfs: %s\n", line.c_str()); });
   return ov;
 #else
