@@ -178,6 +178,14 @@ class Overlay {
   int resolve(Layer& L, const std::string& path, Res* r) const;
   int materializeDir(Layer& L, const std::string& path, Node** out, bool* lv, std::string* low);
   int materializeNode(Layer& L, const std::string& path, Node** out, Res* r);
+  struct Slot {
+    Node* dir = nullptr;  // the parent directory's layer node
+    bool lv = false;      // it merges with the folder's directory `low`
+    std::string low;
+    std::string name;
+    bool inLower(Overlay* ov) const;  // the folder has something at this name
+  };
+  int slotOf(Layer& L, const std::string& path, Slot* s);
   int placeNew(Layer& L, const std::string& path, std::shared_ptr<Inode> inode, Node** out);
   int removeAt(Layer& L, const std::string& path);
   int checkParents(Layer& L, const std::string& dir, const Caller* create);

@@ -280,18 +280,27 @@ void Overlay::ensureOwnMeta(Inode* in, bool lv, const std::string& low) {
   in->ownMeta = true;
 }
 
+// The place of `path`'s last name: its parent directory as a layer node (materialised) with
+// the folder directory it merges with, and the name itself.
+int Overlay::slotOf(Layer& L, const std::string& path, Slot* s) {
+  std::string parent;
+  splitLast(path, &parent, &s->name);
+  return materializeDir(L, parent, &s->dir, &s->lv, &s->low);
+}
+
+bool Overlay::Slot::inLower(Overlay* ov) const { return ov->lowerPresent(lv, low, name); }
+
 int Overlay::placeNew(Layer& L, const std::string& path, std::shared_ptr<Inode> inode, Node** out) {
+  Slot slot;
   std::string parent, name;
   splitLast(path, &parent, &name);
   if (name.empty()) return EEXIST;
   if (name.size() > kNameMax) return ENAMETOOLONG;
-  Node* p;
-  bool plv;
-  std::string plow;
-  int e = materializeDir(L, parent, &p, &plv, &plow);
+  int e = slotOf(L, path, &slot);
   if (e) return e == ELOOP ? ENOTDIR : e;
+  Node* p = slot.dir;
   auto it = p->children.find(name);
-  const bool present = lowerPresent(plv, plow, name);
+  const bool present = slot.inLower(this);
   if (it != p->children.end() ? !it->second->whiteout() : present) return EEXIST;
   auto node = std::make_unique<Node>();
   // A directory created where A has something (hidden by a whiteout) must not show A's
@@ -319,17 +328,13 @@ void dropNames(Overlay* ov, Node* n, void (Overlay::*touchFn)(Inode*, bool)) {
 
 // Removes whatever is at `path` (already known to exist): a whiteout where A has something.
 int Overlay::removeAt(Layer& L, const std::string& path) {
-  std::string parent, name;
-  splitLast(path, &parent, &name);
-  Node* p;
-  bool plv;
-  std::string plow;
-  int e = materializeDir(L, parent, &p, &plv, &plow);
-  if (e) return e;
-  auto it = p->children.find(name);
+  Slot slot;
+  if (int e = slotOf(L, path, &slot)) return e;
+  Node* p = slot.dir;
+  auto it = p->children.find(slot.name);
   if (it != p->children.end()) dropNames(this, it->second.get(), &Overlay::touch);
-  if (lowerPresent(plv, plow, name)) {
-    p->children[name] = makeWhiteout();
+  if (slot.inLower(this)) {
+    p->children[slot.name] = makeWhiteout();
   } else if (it != p->children.end()) {
     p->children.erase(it);
   }
@@ -357,15 +362,12 @@ std::unique_ptr<Node> Overlay::detach(Layer& L, const std::string& path, Res& r)
       n->opaque = true;
     }
   }
-  std::string parent, name;
-  splitLast(path, &parent, &name);
-  Node* p;
-  bool plv;
-  std::string plow;
-  if (materializeDir(L, parent, &p, &plv, &plow)) return nullptr;
-  auto it = p->children.find(name);
+  Slot slot;
+  if (slotOf(L, path, &slot)) return nullptr;
+  Node* p = slot.dir;
+  auto it = p->children.find(slot.name);
   std::unique_ptr<Node> out = std::move(it->second);
-  if (lowerPresent(plv, plow, name)) {
+  if (slot.inLower(this)) {
     it->second = makeWhiteout();
   } else {
     p->children.erase(it);
@@ -376,18 +378,14 @@ std::unique_ptr<Node> Overlay::detach(Layer& L, const std::string& path, Res& r)
 }
 
 int Overlay::attach(Layer& L, const std::string& path, std::unique_ptr<Node> n) {
-  std::string parent, name;
-  splitLast(path, &parent, &name);
-  Node* p;
-  bool plv;
-  std::string plow;
-  int e = materializeDir(L, parent, &p, &plv, &plow);
-  if (e) return e;
-  auto it = p->children.find(name);
+  Slot slot;
+  if (int e = slotOf(L, path, &slot)) return e;
+  Node* p = slot.dir;
+  auto it = p->children.find(slot.name);
   // Renaming over a file: its other hard links (if any) see its ctime move.
   if (it != p->children.end()) dropNames(this, it->second.get(), &Overlay::touch);
-  if (n->dir() && !n->redirect && lowerPresent(plv, plow, name)) n->opaque = true;
-  p->children[name] = std::move(n);
+  if (n->dir() && !n->redirect && slot.inLower(this)) n->opaque = true;
+  p->children[slot.name] = std::move(n);
   touch(p->inode.get(), true);
   return 0;
 }
