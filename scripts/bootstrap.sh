@@ -63,3 +63,4 @@ if [ ! -f build/Release/shadowfs.node ] || [ -n "$newest_native" ]; then
 fi
 say "compiling TypeScript"
 node_modules/.bin/tsc -p tsconfig.json >&2
+node scripts/protocol-schema.js

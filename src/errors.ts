@@ -1,63 +1,10 @@
 // Errors that reach users: every one carries a machine-readable `code` and a sentence that
-// says what to do. The list of codes is part of the public API (README "Error codes").
+// says what to do. The codes live in the protocol (src/protocol/errors.ts); this module adds
+// the mapping of the native module's errno-style errors onto them.
 
-export const ErrorCodes = {
-  INVALID_PATH: 'The path is absolute, contains "..", a NUL byte, or an over-long name.',
-  INVALID_ARGUMENT: 'An argument other than a path is not valid (a data type, mode, timeout, size, directory, name or option).',
-  PATH_THROUGH_SYMLINK: 'The path goes through (or ends at) a symbolic link; use the real path.',
-  NOT_FOUND: 'Nothing exists at that path in the shadow.',
-  IS_DIRECTORY: 'The path is a directory where a file was expected.',
-  NOT_A_DIRECTORY: 'A component of the path is not a directory.',
-  LOWER_NOT_FOUND: 'The folder to shadow does not exist.',
-  LOWER_NOT_DIRECTORY: 'The folder to shadow is not a directory.',
-  MOUNTPOINT_NOT_DIRECTORY: 'The mount point exists and is not a directory.',
-  MOUNTPOINT_NOT_EMPTY: 'The mount point is not an empty directory.',
-  MOUNTPOINT_IN_USE: 'Something is already mounted at the mount point.',
-  MOUNTPOINT_INSIDE_LOWER: 'The mount point lies inside the folder to shadow.',
-  LOWER_INSIDE_MOUNTPOINT: 'The folder to shadow lies inside (or is) the mount point.',
-  UNKNOWN_BACKEND: 'This build has no mount backend of that name (see "shadowfs doctor").',
-  FUSE_UNAVAILABLE: 'The FUSE device /dev/fuse cannot be opened.',
-  ALLOW_OTHER_DENIED: 'FUSE lets a user other than root allow other users in only when /etc/fuse.conf has "user_allow_other".',
-  MOUNT_FAILED: 'The kernel refused the mount.',
-  MOUNT_BUSY: 'Programs still use the shadow, so it cannot be unmounted.',
-  NOT_MOUNTED: 'The shadow is no longer mounted.',
-  UNKNOWN_AGENT: 'No layer exists for that agent id.',
-  UNKNOWN_SHADOW: 'No shadow has that name or mount point.',
-  DAEMON_UNAVAILABLE: 'The shadowfs daemon is not running and could not be started.',
-  DAEMON_RUNNING: 'Another shadowfs daemon already serves this user.',
-  PROTOCOL: 'The daemon and this client could not understand each other.',
-  INVALID_AGENT: 'The agent id is empty, too long, or contains a "/" or a NUL byte.',
-  NO_ACTIVE_LAYER: 'No layer is active on the shadow, so it shows the folder read-only.',
-  LAYER_BUSY: 'The layer is active or has a view open, so it cannot be dropped.',
-  LAYER_EXISTS: 'A layer with that agent id exists already.',
-  TIMEOUT: 'The job did not finish in the time it was given.',
-  POLICY_DENIED: 'The run policy does not allow this command.',
-  INVALID_POLICY: 'The run policy file is not valid JSON of the documented shape.',
-  NAMESPACE_UNAVAILABLE: 'This system cannot create the mount or network namespace the run asked for.',
-  ABORTED: 'The job was cancelled.',
-  NOT_SUPPORTED: 'This operation is not available in this version or on this platform.',
-  NATIVE_MODULE_MISSING: 'The native module is not built.',
-  INTERNAL: 'An unexpected internal error.',
-} as const;
-
-export type ErrorCode = keyof typeof ErrorCodes;
-
-export class ShadowError extends Error {
-  readonly code: ErrorCode;
-  /** The OS errno behind the error, when there is one. */
-  readonly errno?: number;
-
-  constructor(code: ErrorCode, message: string, options?: { errno?: number; cause?: unknown }) {
-    super(message, options?.cause === undefined ? undefined : { cause: options.cause });
-    this.name = 'ShadowError';
-    this.code = code;
-    if (options?.errno !== undefined) this.errno = options.errno;
-  }
-
-  toJSON(): { code: ErrorCode; message: string; errno?: number } {
-    return { code: this.code, message: this.message, ...(this.errno === undefined ? {} : { errno: this.errno }) };
-  }
-}
+import { ShadowError } from './protocol/errors';
+export { ErrorCodes, ShadowError, isErrorCode } from './protocol/errors';
+export type { ErrorCode } from './protocol/errors';
 
 /** Maps an errno-style error from the native module to a ShadowError about `path`. */
 export function fromNative(err: unknown, what: string): ShadowError {

@@ -8,7 +8,7 @@ export type { ErrorCode } from './errors';
 export { normalizeRelPath } from './paths';
 export { ShadowClient } from './client';
 export type { ClientOptions } from './client';
-export * as protocol from './protocol/messages';
+export * as protocol from './protocol';
 export { runInShadow } from './run/runner';
 export type { RunOptions, RunResult } from './run/runner';
 export type { RunPolicy } from './run/policy';

@@ -1,6 +1,8 @@
 // Typed facade over the raw addon. Arguments are checked in TypeScript before they reach C++.
+import * as fs from 'fs';
 import * as path from 'path';
 import { ShadowError } from './errors';
+import { winfspInstallDir } from './platform';
 
 export interface NativeMountOptions {
   entryTimeout?: number;
@@ -90,19 +92,47 @@ interface Addon {
 }
 
 let cached: Addon | undefined;
+let failure: ShadowError | undefined;
 
+/**
+ * The addon, loaded on first use. Throws WINFSP_MISSING on Windows without WinFsp, and
+ * NATIVE_UNAVAILABLE when the module is not built for this system or does not load; the daemon
+ * keeps answering everything that does not mount (see nativeStatus()).
+ */
 export function addon(): Addon {
   if (cached) return cached;
+  if (failure) throw failure;
   const file = path.join(__dirname, '..', '..', 'build', 'Release', 'shadowfs.node');
+  if (process.platform === 'win32' && winfspInstallDir() === undefined) {
+    failure = new ShadowError(
+      'WINFSP_MISSING',
+      'WinFsp is not installed, and shadowfs mounts through it on Windows: install WinFsp 2.x (https://winfsp.dev/rel/, or "winget install WinFsp.WinFsp"), then retry',
+    );
+    throw failure;
+  }
   try {
     // eslint-disable-next-line @typescript-eslint/no-require-imports
     cached = require(file) as Addon;
   } catch (err) {
-    throw new ShadowError(
-      'NATIVE_MODULE_MISSING',
-      `cannot load the native module ${file}; build it with "npm run build" (${(err as Error).message})`,
+    failure = new ShadowError(
+      'NATIVE_UNAVAILABLE',
+      fs.existsSync(file)
+        ? `the native module ${file} does not load on this system (${(err as Error).message}); rebuild it with "npm run build"`
+        : `the native module is not built for ${process.platform}-${process.arch} (${file} is missing); build it with "npm run build" (needs cmake and a C++ compiler, and libfuse3-dev on Linux)`,
       { cause: err },
     );
+    throw failure;
   }
   return cached;
+}
+
+/** Whether the addon loads, and if not, the coded reason (for version/status and doctor). */
+export function nativeStatus(): { available: boolean; code?: 'NATIVE_UNAVAILABLE' | 'WINFSP_MISSING'; message?: string } {
+  try {
+    addon();
+    return { available: true };
+  } catch (err) {
+    const e = err as ShadowError;
+    return { available: false, code: e.code === 'WINFSP_MISSING' ? 'WINFSP_MISSING' : 'NATIVE_UNAVAILABLE', message: e.message };
+  }
 }

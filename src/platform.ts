@@ -1,11 +1,23 @@
 // The one place that knows per-OS conventions: runtime directory, mount table, FUSE device.
+import { execFileSync } from 'child_process';
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import { ShadowError } from './errors';
 
-/** A private per-user directory (mode 0700) for mount points and, later, the daemon socket. */
+/**
+ * A private per-user directory: mount points and the daemon's socket, state and log. Linux: mode
+ * 0700 under XDG_RUNTIME_DIR (or a per-uid directory in the temp dir). Windows: %LOCALAPPDATA%\shadowfs,
+ * which inherits the profile's access list (this user, SYSTEM and administrators only).
+ */
 export function runtimeDir(): string {
+  if (process.platform === 'win32') {
+    const local = process.env.LOCALAPPDATA;
+    if (!local) throw new ShadowError('INTERNAL', 'LOCALAPPDATA is not set, so there is no per-user directory for the daemon');
+    const dir = path.join(local, 'shadowfs');
+    fs.mkdirSync(dir, { recursive: true });
+    return dir;
+  }
   const base =
     process.env.XDG_RUNTIME_DIR && fs.existsSync(process.env.XDG_RUNTIME_DIR)
       ? path.join(process.env.XDG_RUNTIME_DIR, 'shadowfs')
@@ -72,4 +84,26 @@ export function checkAllowOther(): void {
     `allowOther (--allow-other) lets other users into the shadow, and FUSE allows that to a user other than root only when ` +
       `${FUSE_CONF} has a line "user_allow_other"; add that line (as root: echo user_allow_other >> ${FUSE_CONF}) or mount as root`,
   );
+}
+
+/**
+ * Windows: where WinFsp is installed, as its installer records it (HKLM\SOFTWARE\WOW6432Node\WinFsp,
+ * value InstallDir), when its DLL is there; undefined when it is not installed.
+ */
+export function winfspInstallDir(): string | undefined {
+  if (process.platform !== 'win32') return undefined;
+  let out = '';
+  try {
+    out = execFileSync('reg', ['query', 'HKLM\\SOFTWARE\\WOW6432Node\\WinFsp', '/v', 'InstallDir'], {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'ignore'],
+      windowsHide: true,
+    });
+  } catch {
+    return undefined; // no such key: not installed
+  }
+  const m = /InstallDir\s+REG_[A-Z_]+\s+(.+)/.exec(out);
+  if (!m) return undefined;
+  const dir = m[1].trim();
+  return fs.existsSync(path.join(dir, 'bin', 'winfsp-x64.dll')) ? dir : undefined;
 }

@@ -4,13 +4,12 @@
 import * as assert from 'assert';
 import { spawn, spawnSync } from 'child_process';
 import * as fs from 'fs';
-import * as net from 'net';
 import * as path from 'path';
 import { ShadowClient } from '../src/client';
-import { daemonPaths } from '../src/daemon/paths';
+import { daemonPaths } from '../src/endpoint';
 import { mountedPaths } from '../src/platform';
-import { encodeMessage, MessageDecoder } from '../src/protocol/framing';
-import { RpcErrorCodes } from '../src/protocol/messages';
+import { RpcErrorCodes } from '../src/protocol';
+import { encodeMessage, Raw } from './helpers/raw-rpc';
 import { eventually, FolderGuard, makeProject, repoRoot, tempDir } from './helpers/fixtures';
 import { stopTestDaemon } from './helpers/hooks';
 
@@ -25,49 +24,6 @@ function json<T>(args: string[], input?: string): T {
   const r = cli([...args, '--json'], input);
   assert.strictEqual(r.status, 0, `shadowfs ${args.join(' ')} failed: ${r.stdout}${r.stderr}`);
   return JSON.parse(r.stdout) as T;
-}
-
-/** A raw connection for sending arbitrary bytes and reading framed replies. */
-class Raw {
-  readonly socket: net.Socket;
-  private readonly decoder = new MessageDecoder();
-  private readonly queue: unknown[] = [];
-  private waiting: ((v: unknown) => void) | undefined;
-  closed = false;
-
-  constructor(socketPath: string) {
-    this.socket = net.connect(socketPath);
-    this.socket.on('data', (d: Buffer) => {
-      for (const m of this.decoder.push(d)) {
-        if (m.kind !== 'message') continue;
-        const value = m.value as { method?: string };
-        if (value.method) continue; // notifications
-        if (this.waiting) {
-          const w = this.waiting;
-          this.waiting = undefined;
-          w(m.value);
-        } else this.queue.push(m.value);
-      }
-    });
-    this.socket.on('close', () => {
-      this.closed = true;
-      this.waiting?.(undefined);
-    });
-    this.socket.on('error', () => undefined);
-  }
-
-  ready(): Promise<void> {
-    return new Promise((r) => this.socket.once('connect', () => r()));
-  }
-
-  next(): Promise<{ id: unknown; result?: unknown; error?: { code: number; message: string; data?: { code: string } } } | undefined> {
-    if (this.queue.length) return Promise.resolve(this.queue.shift() as never);
-    return new Promise((r) => (this.waiting = r as (v: unknown) => void));
-  }
-
-  request(id: number, method: string, params?: unknown): void {
-    this.socket.write(encodeMessage({ jsonrpc: '2.0', id, method, ...(params === undefined ? {} : { params }) }));
-  }
 }
 
 describe('the shadowfs daemon', function () {
@@ -189,7 +145,9 @@ describe('the shadowfs daemon', function () {
       [{ shadow: 'robust', agent: 'a', path: 'a\0b', data: '' }, RpcErrorCodes.InvalidParams],
       [{ shadow: 'robust', agent: 'a/b', path: 'x', data: '' }, RpcErrorCodes.InvalidPath, 'INVALID_AGENT'],
       [{ shadow: 'missing', agent: 'a', path: 'x', data: '' }, RpcErrorCodes.UnknownShadow, 'UNKNOWN_SHADOW'],
-      ['not an object', RpcErrorCodes.InvalidParams],
+      [{ shadow: 'robust', agent: 'a', path: 'x', data: '', mode: 0o170000 }, RpcErrorCodes.InvalidParams], // the schema bounds modes
+      [[1, 2], RpcErrorCodes.InvalidParams], // by position: this protocol names its parameters
+      ['not an object', RpcErrorCodes.InvalidRequest], // JSON-RPC: params is structured or absent
     ];
     let id = 10;
     for (const [params, code, dataCode] of invalid) {
@@ -207,13 +165,6 @@ describe('the shadowfs daemon', function () {
       ['layer.clone', { shadow: 'robust', agent: 'ghost', to: 'x' }, RpcErrorCodes.UnknownAgent, 'UNKNOWN_AGENT'],
       ['layer.clone', { shadow: 'robust', agent: 'default', to: 'default' }, RpcErrorCodes.Failed, 'LAYER_EXISTS'],
       ['run', { shadow: 'robust', agent: 'a', argv: ['true'], env: ['NOEQUALS'] }, RpcErrorCodes.InvalidArgument, 'INVALID_ARGUMENT'],
-      ['run', { shadow: 'robust', agent: 'a', argv: ['true'], timeout: -1 }, RpcErrorCodes.InvalidArgument, 'INVALID_ARGUMENT'],
-      [
-        'layer.write',
-        { shadow: 'robust', agent: 'a', path: 'x', data: '', mode: 0o170000 },
-        RpcErrorCodes.InvalidArgument,
-        'INVALID_ARGUMENT',
-      ],
     ];
     for (const [method, params, code, dataCode] of coded) {
       raw.request(++id, method, params);

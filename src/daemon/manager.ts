@@ -7,7 +7,7 @@ import * as path from 'path';
 import type { Logger } from 'winston';
 import { ShadowError } from '../errors';
 import { mountedPaths } from '../platform';
-import type { ShadowInfo } from '../protocol/messages';
+import type { NotificationName, NotificationParamsOf, ShadowInfo } from '../protocol/methods';
 import { mount, Shadow } from '../shadow';
 
 interface Entry {
@@ -36,7 +36,7 @@ export interface ManagerOptions {
   /** Unmount (keeping layers) a shadow nobody used for this long. */
   idleMs: number;
   log: Logger;
-  notify: (method: string, params: object) => void;
+  notify: <N extends NotificationName>(method: N, params: NotificationParamsOf<N>) => void;
 }
 
 export class ShadowManager {

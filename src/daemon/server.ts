@@ -1,28 +1,35 @@
-// The daemon: one per user, JSON-RPC 2.0 over a Unix socket in a private directory (a named pipe
-// on Windows). Requests are checked against the protocol module before anything is touched;
-// malformed, oversized or unknown messages get a JSON-RPC error and never take the daemon down.
+// The daemon: one per user, JSON-RPC 2.0 (vscode-jsonrpc) over a Unix socket in a private
+// directory (Linux) or a named pipe with an unpredictable name (Windows). Every connection is
+// checked to come from this user before it is served; parameters are validated with the
+// protocol's schemas before anything is touched; malformed, oversized or unknown messages get a
+// JSON-RPC error and never take the daemon down. Without its native module (not built, broken,
+// Windows without WinFsp) it still answers everything that does not mount.
 import * as fs from 'fs';
 import * as net from 'net';
 import * as path from 'path';
+import { type CancellationToken, ResponseError } from 'vscode-jsonrpc/node';
 import type { Logger } from 'winston';
+import { type DaemonPaths, newPipeName, newSecret, proofMatches, proofOf, readEndpoint, writeEndpoint } from '../endpoint';
 import { ShadowError } from '../errors';
-import { addon } from '../native';
+import { addon, nativeStatus } from '../native';
 import { normalizeRelPath } from '../paths';
-import { encodeMessage, MAX_MESSAGE_BYTES, MessageDecoder } from '../protocol/framing';
+import { RpcErrorCodes, rpcCodeFor } from '../protocol/errors';
 import {
   checkParams,
+  type CheckedParamsOf,
   isMethod,
-  MethodName,
-  Notifications,
+  type MethodName,
+  type NotificationName,
+  type NotificationParamsOf,
   PROTOCOL_VERSION,
-  Results,
-  rpcCodeFor,
-  RpcErrorCodes,
-} from '../protocol/messages';
-import { DaemonPaths } from './paths';
-import { ShadowManager } from './manager';
+  Requests,
+  type ResultOf,
+} from '../protocol/methods';
 import { RunPolicy } from '../run/policy';
 import { runInShadow } from '../run/runner';
+import { ShadowManager } from './manager';
+import { checkPeer } from './peer';
+import { openConnection, type RpcConnection } from './rpc';
 
 const VERSION = (JSON.parse(fs.readFileSync(path.join(__dirname, '..', '..', '..', 'package.json'), 'utf8')) as { version: string })
   .version;
@@ -41,23 +48,41 @@ export interface DaemonOptions {
 
 /** What a handler knows about the connection that asked. */
 interface CallContext {
-  notify(method: string, params: object): void;
-  /** Aborted when the connection closes before the request is answered. */
+  notify<N extends NotificationName>(method: N, params: NotificationParamsOf<N>): void;
+  /** Aborted when the client cancels the request or the connection closes before it is answered. */
   signal: AbortSignal;
+  client: Client;
 }
 
-type Handler = (params: Record<string, unknown>, ctx: CallContext) => Promise<unknown>;
+type Handlers = { [M in MethodName]: (params: CheckedParamsOf<M>, ctx: CallContext) => Promise<ResultOf<M>> };
+
+interface Client {
+  rpc: RpcConnection;
+  /** Windows: set by a hello whose proof matched; Linux: the kernel vouched for the peer. */
+  trusted: boolean;
+  closed: AbortController;
+}
+
+/** Methods a Windows client may call before its hello proved who it is. */
+const BEFORE_HELLO = new Set<MethodName>(['hello']);
+/** More connections than this at once are refused (each may hold a partial message in memory). */
+const MAX_CLIENTS = 512;
 
 export class Daemon {
   private server: net.Server | undefined;
-  private readonly clients = new Set<net.Socket>();
+  private readonly clients = new Set<Client>();
   private readonly manager: ShadowManager;
   private readonly started = Date.now();
   private recovered: string[] = [];
   private exitTimer: NodeJS.Timeout | undefined;
   private stopping = false;
-  private readonly handlers: { [M in MethodName]: Handler };
+  private readonly handlers: Handlers;
   private readonly runs = new Map<string, AbortController>();
+  /** Where clients reach this daemon: the socket path, or the pipe name on Windows. */
+  private endpoint = '';
+  /** Windows: the secret of the hello handshake, published in the endpoint file. */
+  private readonly secret = process.platform === 'win32' ? newSecret() : '';
+  private ownsPidFile = false;
   /** Resolves when the daemon has stopped. */
   readonly done: Promise<void>;
   private resolveDone: () => void = () => undefined;
@@ -71,42 +96,73 @@ export class Daemon {
       notify: (method, params) => this.broadcast(method, params),
     });
     const m = this.manager;
-    const shadowOf = async (p: Record<string, unknown>) => m.use(m.get(p.shadow as string));
-    const rel = (p: Record<string, unknown>) => normalizeRelPath(p.path);
+    const shadowOf = async (p: { shadow: string }) => m.use(m.get(p.shadow));
+    const rel = (p: { path: string }) => normalizeRelPath(p.path);
     this.handlers = {
-      version: async () =>
-        ({
+      hello: async (p, ctx) => {
+        if (process.platform === 'win32') {
+          if (!p.nonce || !proofMatches(proofOf(this.secret, 'client', p.nonce), p.proof)) {
+            ctx.client.trusted = false;
+            setTimeout(() => ctx.client.rpc.socket.destroy(), 100).unref();
+            throw new ShadowError(
+              'PEER_REFUSED',
+              "the client did not prove it runs as the daemon's user (hello needs a nonce and the proof made with the secret in the daemon's endpoint file)",
+            );
+          }
+          ctx.client.trusted = true;
+        }
+        this.opts.log.debug('hello', { client: p.client });
+        return {
+          version: VERSION,
+          protocol: PROTOCOL_VERSION,
+          pid: process.pid,
+          ...(this.secret && p.nonce ? { proof: proofOf(this.secret, 'server', p.nonce) } : {}),
+        };
+      },
+      version: async () => {
+        const native = nativeStatus();
+        return {
           version: VERSION,
           protocol: PROTOCOL_VERSION,
           platform: process.platform,
-          backends: addon().backends,
-        }) satisfies Results['version'],
-      health: async () => ({ ok: true, pid: process.pid, uptimeSeconds: this.uptime(), shadows: m.size }) satisfies Results['health'],
-      status: async () =>
-        ({
-          pid: process.pid,
-          socket: opts.paths.socket,
-          logFile: opts.paths.log,
-          uptimeSeconds: this.uptime(),
-          shadows: await m.list(),
-          recovered: this.recovered,
-        }) satisfies Results['status'],
-      mount: async (p) =>
-        m.mount(p as { folder: string; mountPoint?: string; name?: string; cacheTimeout?: number; backend?: string; allowOther?: boolean }),
-      unmount: async (p) => ({ name: await m.unmount(p.shadow as string, p.lazy === true) }),
+          backends: native.available ? addon().backends : [],
+          native,
+        };
+      },
+      health: async () => ({
+        ok: true as const,
+        pid: process.pid,
+        uptimeSeconds: this.uptime(),
+        shadows: m.size,
+        native: nativeStatus().available,
+      }),
+      status: async () => ({
+        pid: process.pid,
+        socket: this.endpoint,
+        logFile: opts.paths.log,
+        uptimeSeconds: this.uptime(),
+        shadows: await m.list(),
+        recovered: this.recovered,
+        native: nativeStatus(),
+      }),
+      mount: async (p) => {
+        addon(); // NATIVE_UNAVAILABLE / WINFSP_MISSING before anything else
+        return m.mount(p);
+      },
+      unmount: async (p) => ({ name: await m.unmount(p.shadow, p.lazy === true) }),
       list: async () => ({ shadows: await m.list() }),
       'layer.create': async (p) => {
-        await (await shadowOf(p)).createLayer(p.agent as string);
+        await (await shadowOf(p)).createLayer(p.agent);
         return { agent: p.agent };
       },
       'layer.drop': async (p) => {
-        await (await shadowOf(p)).dropLayer(p.agent as string);
-        this.broadcast(Notifications.layerChanged, { shadow: p.shadow, agent: p.agent, event: 'dropped' });
+        await (await shadowOf(p)).dropLayer(p.agent);
+        this.broadcast('layer/changed', { shadow: p.shadow, agent: p.agent, event: 'dropped' });
         return { agent: p.agent };
       },
       'layer.clone': async (p) => {
-        await (await shadowOf(p)).cloneLayer(p.agent as string, p.to as string);
-        this.broadcast(Notifications.layerChanged, { shadow: p.shadow, agent: p.to, event: 'cloned', from: p.agent });
+        await (await shadowOf(p)).cloneLayer(p.agent, p.to);
+        this.broadcast('layer/changed', { shadow: p.shadow, agent: p.to, event: 'cloned', from: p.agent });
         return { agent: p.agent, to: p.to };
       },
       'layer.list': async (p) => {
@@ -115,43 +171,42 @@ export class Daemon {
       },
       'layer.write': async (p) => {
         const s = await shadowOf(p);
-        const data = Buffer.from(p.data as string, 'base64');
-        await s.layer(p.agent as string).write(rel(p), data, p.mode === undefined ? {} : { mode: p.mode as number });
-        this.broadcast(Notifications.layerChanged, { shadow: p.shadow, agent: p.agent, event: 'written', path: rel(p) });
+        const data = Buffer.from(p.data, 'base64');
+        await s.layer(p.agent).write(rel(p), data, p.mode === undefined ? {} : { mode: p.mode });
+        this.broadcast('layer/changed', { shadow: p.shadow, agent: p.agent, event: 'written', path: rel(p) });
         return { path: rel(p), bytes: data.length };
       },
       'layer.remove': async (p) => {
-        await (await shadowOf(p)).layer(p.agent as string).remove(rel(p));
-        this.broadcast(Notifications.layerChanged, { shadow: p.shadow, agent: p.agent, event: 'removed', path: rel(p) });
+        await (await shadowOf(p)).layer(p.agent).remove(rel(p));
+        this.broadcast('layer/changed', { shadow: p.shadow, agent: p.agent, event: 'removed', path: rel(p) });
         return { path: rel(p) };
       },
       'layer.read': async (p) => ({
         path: rel(p),
-        data: (await (await shadowOf(p)).layer(p.agent as string).readFile(rel(p))).toString('base64'),
+        data: (await (await shadowOf(p)).layer(p.agent).readFile(rel(p))).toString('base64'),
       }),
       'layer.reset': async (p) => {
-        await (await shadowOf(p)).layer(p.agent as string).reset();
-        this.broadcast(Notifications.layerChanged, { shadow: p.shadow, agent: p.agent, event: 'reset' });
+        await (await shadowOf(p)).layer(p.agent).reset();
+        this.broadcast('layer/changed', { shadow: p.shadow, agent: p.agent, event: 'reset' });
         return { agent: p.agent };
       },
-      'layer.changes': async (p) => ({ changes: await (await shadowOf(p)).layer(p.agent as string).changes() }),
+      'layer.changes': async (p) => ({ changes: await (await shadowOf(p)).layer(p.agent).changes() }),
       activate: async (p) => {
         const s = await shadowOf(p);
-        const agent = p.agent as string | null;
-        if (agent !== null) await s.createLayer(agent);
-        const r = await s.activate(agent);
-        this.broadcast(Notifications.layerChanged, { shadow: p.shadow, agent, event: 'activated' });
+        if (p.agent !== null) await s.createLayer(p.agent);
+        const r = await s.activate(p.agent);
+        this.broadcast('layer/changed', { shadow: p.shadow, agent: p.agent, event: 'activated' });
         return { active: s.active, ...r };
       },
       'view.open': async (p) => {
-        const v = await (await shadowOf(p)).openView(p.agent as string, { mountPoint: p.mountPoint as string | undefined });
+        const v = await (await shadowOf(p)).openView(p.agent, { mountPoint: p.mountPoint });
         m.saveState();
         return { view: v.viewId, agent: v.agentId, mountPoint: v.mountPoint };
       },
       'view.close': async (p) => {
         const s = await shadowOf(p);
         const v = [...s.views].find((x) => x.viewId === p.view);
-        if (!v) throw new ShadowError('NOT_FOUND', `shadow ${String(p.shadow)} has no open view ${String(p.view)}`);
+        if (!v) throw new ShadowError('NOT_FOUND', `shadow ${p.shadow} has no open view ${p.view}`);
         await v.close({ lazy: p.lazy === true });
         m.saveState();
         return { view: p.view };
@@ -160,40 +215,40 @@ export class Daemon {
       run: async (p, ctx) => {
         const s = await shadowOf(p);
         const env: Record<string, string> = {};
-        for (const kv of (p.env as string[] | undefined) ?? []) {
+        for (const kv of p.env ?? []) {
           const i = kv.indexOf('=');
           if (i <= 0) throw new ShadowError('INVALID_ARGUMENT', `environment entries look like NAME=value, got ${JSON.stringify(kv)}`);
           env[kv.slice(0, i)] = kv.slice(i + 1);
         }
-        const runId = (p.runId as string | undefined) ?? Math.random().toString(16).slice(2, 14);
+        const runId = p.runId ?? Math.random().toString(16).slice(2, 14);
         if (this.runs.has(runId)) throw new ShadowError('INVALID_ARGUMENT', `a run with id ${runId} is in progress; pick another runId`);
         const controller = new AbortController();
         ctx.signal.addEventListener('abort', () => controller.abort(), { once: true });
         this.runs.set(runId, controller);
         try {
           return await runInShadow(s, {
-            agent: p.agent as string,
-            argv: p.argv as string[],
+            agent: p.agent,
+            argv: p.argv,
             runId,
-            cwd: p.cwd as string | undefined,
+            cwd: p.cwd,
             env,
-            timeoutMs: p.timeout === undefined ? undefined : (p.timeout as number) * 1000,
+            timeoutMs: p.timeout === undefined ? undefined : p.timeout * 1000,
             discardWrites: p.discardWrites === true,
             shell: p.shell === true,
-            originalPath: p.originalPath as boolean | undefined,
+            originalPath: p.originalPath,
             atOriginalPath: p.atOriginalPath === true,
             unprotected: p.unprotected === true,
             noNetwork: p.noNetwork === true,
             policy: this.opts.policy,
             signal: controller.signal,
-            onOutput: (stream, chunk) => ctx.notify(Notifications.runOutput, { runId, stream, data: chunk.toString('base64') }),
+            onOutput: (stream, chunk) => ctx.notify('run/output', { runId, stream, data: chunk.toString('base64') }),
           });
         } finally {
           this.runs.delete(runId);
         }
       },
       'run.cancel': async (p) => {
-        const c = this.runs.get(p.runId as string);
+        const c = this.runs.get(p.runId);
         c?.abort();
         return { runId: p.runId, cancelled: c !== undefined };
       },
@@ -203,26 +258,89 @@ export class Daemon {
   /** Recovers what a crashed daemon left, then listens. Throws DAEMON_RUNNING if one is alive. */
   async start(): Promise<void> {
     const { paths, log } = this.opts;
-    const other = readPid(paths.pid);
-    if (other && other !== process.pid && isAlive(other) && (await canConnect(paths.socket))) {
-      throw new ShadowError('DAEMON_RUNNING', `a shadowfs daemon (pid ${other}) already serves this user at ${paths.socket}`);
-    }
-    fs.writeFileSync(paths.pid, String(process.pid), { mode: 0o600 });
+    await this.takeLock();
     this.recovered = ShadowManager.recoverStale(paths.state, log);
-    try {
-      fs.unlinkSync(paths.socket); // stale socket of a daemon that is gone
-    } catch {
-      // none
-    }
     this.server = net.createServer((socket) => this.accept(socket));
-    await new Promise<void>((resolve, reject) => {
-      this.server!.once('error', reject);
-      this.server!.listen(paths.socket, () => resolve());
-    });
-    fs.chmodSync(paths.socket, 0o600);
+    this.server.maxConnections = MAX_CLIENTS;
+    if (process.platform === 'win32') {
+      // A random name nobody can predict; libuv creates the first instance exclusively, so a
+      // name somebody holds already fails with EADDRINUSE: then take another.
+      for (let attempt = 0; ; attempt++) {
+        const pipe = newPipeName();
+        try {
+          await this.listen(pipe);
+          this.endpoint = pipe;
+          break;
+        } catch (err) {
+          if ((err as NodeJS.ErrnoException).code !== 'EADDRINUSE' || attempt >= 4) throw err;
+        }
+      }
+      writeEndpoint(paths.endpoint, { pipe: this.endpoint, pid: process.pid, secret: this.secret });
+    } else {
+      try {
+        fs.unlinkSync(paths.socket); // stale socket of a daemon that is gone (we hold the lock)
+      } catch {
+        // none
+      }
+      await this.listen(paths.socket);
+      fs.chmodSync(paths.socket, 0o600);
+      this.endpoint = paths.socket;
+    }
     this.manager.startIdleChecks(Math.max(250, Math.min(30_000, this.opts.idleMs / 4)));
     this.armExit();
-    log.info('daemon listening', { socket: paths.socket, pid: process.pid, recovered: this.recovered });
+    log.info('daemon listening', { endpoint: this.endpoint, pid: process.pid, recovered: this.recovered, native: nativeStatus() });
+  }
+
+  private listen(where: string): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      const onError = (err: Error): void => reject(err);
+      this.server!.once('error', onError);
+      this.server!.listen(where, () => {
+        this.server!.off('error', onError);
+        resolve();
+      });
+    });
+  }
+
+  /**
+   * The pid file, created exclusively, is the single-instance lock: a second daemon finds it and
+   * stops, unless the daemon it names is gone (or has not answered for long: its pid was reused).
+   */
+  private async takeLock(): Promise<void> {
+    const { paths } = this.opts;
+    for (let attempt = 0; attempt < 3; attempt++) {
+      try {
+        fs.writeFileSync(paths.pid, String(process.pid), { mode: 0o600, flag: 'wx' });
+        this.ownsPidFile = true;
+        return;
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+      }
+      const other = readPid(paths.pid);
+      if (other === process.pid) return;
+      if (other && isAlive(other)) {
+        const where = process.platform === 'win32' ? readEndpoint(paths.endpoint)?.pipe : paths.socket;
+        const answers = where !== undefined && (await canConnect(where));
+        let age = 0;
+        try {
+          age = Date.now() - fs.statSync(paths.pid).mtimeMs;
+        } catch {
+          // removed meanwhile: try again
+        }
+        if (answers || age < 30_000) {
+          throw new ShadowError(
+            'DAEMON_RUNNING',
+            `a shadowfs daemon (pid ${other}) already serves this user${where ? ` at ${where}` : ''}`,
+          );
+        }
+      }
+      try {
+        fs.unlinkSync(paths.pid); // its daemon is gone
+      } catch {
+        // somebody else removed it
+      }
+    }
+    throw new ShadowError('DAEMON_RUNNING', `could not take the daemon lock ${paths.pid}: another daemon is starting`);
   }
 
   async stop(): Promise<void> {
@@ -230,9 +348,12 @@ export class Daemon {
     this.stopping = true;
     clearTimeout(this.exitTimer);
     await this.manager.shutdown();
-    for (const c of this.clients) c.destroy();
+    for (const c of this.clients) c.rpc.socket.destroy();
     await new Promise<void>((r) => (this.server ? this.server.close(() => r()) : r()));
-    for (const f of [this.opts.paths.socket, this.opts.paths.pid]) {
+    const mine = [process.platform === 'win32' ? '' : this.opts.paths.socket];
+    if (process.platform === 'win32' && readEndpoint(this.opts.paths.endpoint)?.pid === process.pid) mine.push(this.opts.paths.endpoint);
+    if (this.ownsPidFile) mine.push(this.opts.paths.pid);
+    for (const f of mine.filter(Boolean)) {
       try {
         fs.unlinkSync(f);
       } catch {
@@ -261,97 +382,101 @@ export class Daemon {
   }
 
   private accept(socket: net.Socket): void {
-    this.clients.add(socket);
-    socket.setMaxListeners(0); // one 'close' listener per request in flight
-    clearTimeout(this.exitTimer);
-    const decoder = new MessageDecoder(this.opts.maxMessageBytes ?? MAX_MESSAGE_BYTES);
-    socket.on('data', (chunk: Buffer) => {
-      for (const d of decoder.push(chunk)) {
-        if (d.kind === 'message') {
-          void this.handle(socket, d.value);
-        } else if (d.reason === 'json') {
-          this.send(socket, {
-            jsonrpc: '2.0',
-            id: null,
-            error: { code: RpcErrorCodes.ParseError, message: `the message is not valid JSON: ${d.detail}` },
-          });
-        } else {
-          // Framing is lost: answer once, then close this connection (only this one).
-          this.opts.log.warn('closing a connection after a framing error', { reason: d.reason, detail: d.detail });
-          this.send(socket, {
-            jsonrpc: '2.0',
-            id: null,
-            error: {
-              code: RpcErrorCodes.InvalidRequest,
-              message: `${d.reason === 'too-large' ? 'message too large' : 'bad message framing'}: ${d.detail}`,
-            },
-          });
-          socket.end();
-        }
-      }
-    });
     socket.on('error', () => undefined);
+    const refusal = checkPeer(socket);
+    if (refusal) {
+      this.opts.log.warn('refused a connection', { reason: refusal });
+      const body = JSON.stringify({
+        jsonrpc: '2.0',
+        id: null,
+        error: { code: RpcErrorCodes.PeerRefused, message: refusal, data: { code: 'PEER_REFUSED' } },
+      });
+      socket.end(`Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+      setTimeout(() => socket.destroy(), 1000).unref();
+      return;
+    }
+    const rpc = openConnection(socket, {
+      maxMessageBytes: this.opts.maxMessageBytes,
+      onViolation: (v) => this.opts.log.warn('closing a connection after a framing error', v),
+      logger: { error: (msg) => this.opts.log.debug('rpc', { msg: msg.slice(0, 500) }) },
+    });
+    const client: Client = { rpc, trusted: process.platform !== 'win32', closed: new AbortController() };
+    this.clients.add(client);
+    clearTimeout(this.exitTimer);
+    rpc.connection.onRequest((method, params, token) => this.handle(client, method, params, token));
+    rpc.connection.onNotification(() => undefined); // a client's notifications need no answer
+    rpc.connection.onError(() => undefined);
     socket.on('close', () => {
-      this.clients.delete(socket);
+      client.closed.abort();
+      rpc.connection.dispose();
+      this.clients.delete(client);
       this.armExit();
     });
+    rpc.connection.listen();
   }
 
-  private async handle(socket: net.Socket, msg: unknown): Promise<void> {
-    const m = msg as { jsonrpc?: unknown; id?: unknown; method?: unknown; params?: unknown };
-    const id = typeof m?.id === 'number' || typeof m?.id === 'string' ? m.id : null;
-    const reply = (body: object) => this.send(socket, { jsonrpc: '2.0', id, ...body });
-    if (typeof m !== 'object' || m === null || Array.isArray(m) || m.jsonrpc !== '2.0' || typeof m.method !== 'string') {
-      return reply({
-        error: {
-          code: RpcErrorCodes.InvalidRequest,
-          message: 'expected a JSON-RPC 2.0 request object with "jsonrpc":"2.0" and a "method" string',
+  private async handle(client: Client, method: string, params: unknown, token: CancellationToken): Promise<unknown> {
+    if (!isMethod(method)) {
+      throw new ResponseError(
+        RpcErrorCodes.MethodNotFound,
+        `unknown method ${JSON.stringify(method)} (this daemon speaks protocol ${PROTOCOL_VERSION})`,
+        {
+          code: 'NOT_SUPPORTED',
         },
+      );
+    }
+    if (!client.trusted && !BEFORE_HELLO.has(method)) {
+      throw new ResponseError(RpcErrorCodes.PeerRefused, 'say hello first: on Windows a client proves who it is before anything else', {
+        code: 'PEER_REFUSED',
       });
     }
-    if (m.id === undefined) return; // a notification from a client: nothing to answer
-    if (!isMethod(m.method)) {
-      return reply({ error: { code: RpcErrorCodes.MethodNotFound, message: `unknown method ${JSON.stringify(m.method)}` } });
-    }
-    const problem = checkParams(m.method, m.params);
-    if (problem) return reply({ error: { code: RpcErrorCodes.InvalidParams, message: `${m.method}: ${problem}` } });
-    const method = m.method;
-    const closed = new AbortController();
-    const onClose = (): void => closed.abort();
-    socket.once('close', onClose);
-    const ctx: CallContext = { notify: (nm, params) => this.send(socket, { jsonrpc: '2.0', method: nm, params }), signal: closed.signal };
+    const checked = checkParams(method, params);
+    if (!checked.ok) throw new ResponseError(RpcErrorCodes.InvalidParams, `${method}: ${checked.problem}`, { code: 'INVALID_ARGUMENT' });
+    const signal = AbortSignal.any([client.closed.signal, abortSignalOf(token)]);
+    const ctx: CallContext = {
+      notify: (nm, p) => {
+        if (!client.rpc.socket.destroyed) void client.rpc.connection.sendNotification(nm, p).catch(() => undefined);
+      },
+      signal,
+      client,
+    };
+    client.rpc.begin();
     try {
-      const result = await this.handlers[method]((m.params ?? {}) as Record<string, unknown>, ctx);
-      reply({ result });
+      const handler = this.handlers[method] as (p: unknown, c: CallContext) => Promise<unknown>;
+      const result = await handler(checked.value, ctx);
+      if (process.env.SHADOWFS_CHECK_RESULTS === '1') {
+        const r = Requests[method].result.safeParse(result);
+        if (!r.success) throw new Error(`the result of ${method} does not match its schema: ${r.error.message}`);
+      }
+      return result;
     } catch (err) {
       if (err instanceof ShadowError) {
-        reply({
-          error: {
-            code: rpcCodeFor(err.code),
-            message: err.message,
-            data: { code: err.code, ...(err.errno === undefined ? {} : { errno: err.errno }) },
-          },
-        });
-      } else {
-        this.opts.log.error('internal error', { method, error: (err as Error)?.stack ?? String(err) });
-        reply({
-          error: {
-            code: RpcErrorCodes.InternalError,
-            message: `internal error in ${method}: ${(err as Error)?.message ?? String(err)}`,
-            data: { code: 'INTERNAL' },
-          },
+        throw new ResponseError(rpcCodeFor(err.code), err.message, {
+          code: err.code,
+          ...(err.errno === undefined ? {} : { errno: err.errno }),
         });
       }
+      this.opts.log.error('internal error', { method, error: (err as Error)?.stack ?? String(err) });
+      throw new ResponseError(RpcErrorCodes.InternalError, `internal error in ${method}: ${(err as Error)?.message ?? String(err)}`, {
+        code: 'INTERNAL',
+      });
+    } finally {
+      client.rpc.end();
     }
   }
 
-  private send(socket: net.Socket, msg: object): void {
-    if (!socket.destroyed && socket.writable) socket.write(encodeMessage(msg));
+  private broadcast<N extends NotificationName>(method: N, params: NotificationParamsOf<N>): void {
+    for (const c of this.clients) {
+      if (c.trusted && !c.rpc.socket.destroyed) void c.rpc.connection.sendNotification(method, params).catch(() => undefined);
+    }
   }
+}
 
-  private broadcast(method: string, params: object): void {
-    for (const c of this.clients) this.send(c, { jsonrpc: '2.0', method, params });
-  }
+function abortSignalOf(token: CancellationToken): AbortSignal {
+  const c = new AbortController();
+  if (token.isCancellationRequested) c.abort();
+  else token.onCancellationRequested(() => c.abort());
+  return c.signal;
 }
 
 function readPid(file: string): number | undefined {
@@ -372,9 +497,9 @@ function isAlive(pid: number): boolean {
   }
 }
 
-function canConnect(socketPath: string): Promise<boolean> {
+function canConnect(where: string): Promise<boolean> {
   return new Promise((resolve) => {
-    const s = net.connect(socketPath);
+    const s = net.connect(where);
     s.once('connect', () => {
       s.destroy();
       resolve(true);

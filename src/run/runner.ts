@@ -7,7 +7,7 @@ import * as crypto from 'crypto';
 import * as path from 'path';
 import { ShadowError } from '../errors';
 import { normalizeRelPath } from '../paths';
-import type { RunResult } from '../protocol/messages';
+import type { RunResult } from '../protocol/methods';
 import type { Shadow } from '../shadow';
 import { checkPolicy, RunPolicy } from './policy';
 import { ProcessTracker, RUN_MARKER } from './tracker';

@@ -1,28 +1,41 @@
-// Unit tests of the protocol as data: parameter checks the daemon runs before touching anything,
-// method lookup, and how shadowfs error codes travel as JSON-RPC error codes.
+// Unit tests of the protocol as data: the schema checks the daemon runs before touching
+// anything, method lookup, how shadowfs error codes travel as JSON-RPC error codes, and the
+// JSON document (protocol.schema.json) the docs, MCP server and PowerShell module come from.
 import * as assert from 'assert';
-import { ErrorCodes } from '../../src/errors';
-import { checkParams, isMethod, Methods, RpcErrorCodes, rpcCodeFor } from '../../src/protocol/messages';
+import * as fs from 'fs';
+import * as path from 'path';
+import { ErrorCodes, type ErrorCode } from '../../src/errors';
+import { checkParams, isMethod, protocolDocument, protocolMarkdown, Requests, RpcErrorCodes, rpcCodeFor } from '../../src/protocol';
 
-describe('unit: protocol messages', () => {
+function problem(r: ReturnType<typeof checkParams>): string {
+  return r.ok ? '' : r.problem;
+}
+
+describe('unit: protocol', () => {
   it('accepts well-formed parameters, with optional ones left out', () => {
-    assert.strictEqual(checkParams('mount', { folder: '/x' }), null);
-    assert.strictEqual(checkParams('mount', { folder: '/x', name: 'n', cacheTimeout: 5 }), null);
-    assert.strictEqual(checkParams('activate', { shadow: 's', agent: null }), null);
-    assert.strictEqual(checkParams('run', { shadow: 's', agent: 'a', argv: ['node', '-v'], env: ['A=1'] }), null);
-    assert.strictEqual(checkParams('list', undefined), null);
+    assert.ok(checkParams('mount', { folder: '/x' }).ok);
+    assert.ok(checkParams('mount', { folder: '/x', name: 'n', cacheTimeout: 5 }).ok);
+    assert.ok(checkParams('activate', { shadow: 's', agent: null }).ok);
+    assert.ok(checkParams('run', { shadow: 's', agent: 'a', argv: ['node', '-v'], env: ['A=1'] }).ok);
+    assert.ok(checkParams('list', undefined).ok);
+    assert.ok(checkParams('layer.write', { shadow: 's', agent: 'a', path: 'x', data: '' }).ok, 'empty content');
   });
 
   it('names the first problem: unknown, missing, wrong type, NUL bytes, non-finite numbers, non-objects', () => {
-    assert.match(checkParams('mount', { folder: '/x', extra: 1 }) ?? '', /unknown parameter "extra"/);
-    assert.match(checkParams('mount', {}) ?? '', /missing parameter "folder"/);
-    assert.match(checkParams('mount', { folder: 3 }) ?? '', /"folder" must be a string/);
-    assert.match(checkParams('mount', { folder: 'a\0b' }) ?? '', /NUL byte/);
-    assert.match(checkParams('mount', { folder: '/x', cacheTimeout: Infinity }) ?? '', /must be a number/);
-    assert.match(checkParams('run', { shadow: 's', agent: 'a', argv: ['ok', 1] }) ?? '', /list of strings/);
-    assert.match(checkParams('run', { shadow: 's', agent: 'a', argv: ['a\0'] }) ?? '', /NUL byte/);
-    assert.match(checkParams('activate', { shadow: 's', agent: 7 }) ?? '', /string or null/);
-    for (const p of [null, 'x', [1], 5]) assert.strictEqual(checkParams('list', p), 'params must be an object');
+    assert.match(problem(checkParams('mount', { folder: '/x', extra: 1 })), /unknown parameter "extra"/);
+    assert.match(problem(checkParams('mount', {})), /missing parameter "folder"/);
+    assert.match(problem(checkParams('mount', { folder: 3 })), /parameter "folder": .*expected string/);
+    assert.match(problem(checkParams('mount', { folder: 'a\0b' })), /NUL byte/);
+    assert.match(problem(checkParams('mount', { folder: '/x', cacheTimeout: Infinity })), /"cacheTimeout"/);
+    assert.match(problem(checkParams('mount', { folder: '/x', cacheTimeout: -1 })), /"cacheTimeout"/);
+    assert.match(problem(checkParams('run', { shadow: 's', agent: 'a', argv: ['ok', 1] })), /"argv.1"/);
+    assert.match(problem(checkParams('run', { shadow: 's', agent: 'a', argv: ['a\0'] })), /NUL byte/);
+    assert.match(problem(checkParams('run', { shadow: 's', agent: 'a', argv: [] })), /"argv"/);
+    assert.match(problem(checkParams('activate', { shadow: 's', agent: 7 })), /"agent"/);
+    assert.match(problem(checkParams('layer.write', { shadow: 's', agent: 'a', path: 'x', data: 'not base64!' })), /"data"/);
+    assert.match(problem(checkParams('layer.write', { shadow: 's', agent: 'a', path: 'x', data: '', mode: 0o170000 })), /"mode"/);
+    assert.match(problem(checkParams('view.close', { shadow: 's', view: 1.5 })), /"view"/);
+    for (const p of ['x', [1], 5, true]) assert.match(problem(checkParams('list', p)), /params must be an object/);
   });
 
   it('knows its own methods and nothing from the object prototype', () => {
@@ -32,16 +45,37 @@ describe('unit: protocol messages', () => {
 
   it('maps every shadowfs error code to a documented JSON-RPC error code', () => {
     const documented = new Set<number>(Object.values(RpcErrorCodes));
-    for (const code of Object.keys(ErrorCodes)) assert.ok(documented.has(rpcCodeFor(code)), code);
+    for (const code of Object.keys(ErrorCodes) as ErrorCode[]) assert.ok(documented.has(rpcCodeFor(code)), code);
     assert.strictEqual(rpcCodeFor('INVALID_PATH'), RpcErrorCodes.InvalidPath);
     assert.strictEqual(rpcCodeFor('LAYER_BUSY'), RpcErrorCodes.Busy);
-    assert.strictEqual(rpcCodeFor('SOMETHING_NEW'), RpcErrorCodes.Failed);
+    assert.strictEqual(rpcCodeFor('PEER_REFUSED'), RpcErrorCodes.PeerRefused);
+    assert.strictEqual(rpcCodeFor('WINFSP_MISSING'), RpcErrorCodes.NotSupported);
   });
 
-  it('gives every method a parameter spec of known kinds', () => {
-    const kinds = new Set(['string', 'number', 'boolean', 'string|null', 'string[]']);
-    for (const [name, m] of Object.entries(Methods)) {
-      for (const [key, kind] of Object.entries(m.params)) assert.ok(kinds.has(kind.replace('?', '')), `${name}.${key}: ${kind}`);
+  it('describes every method, notification and error code as JSON Schema', () => {
+    const doc = protocolDocument();
+    assert.deepStrictEqual(Object.keys(doc.methods).sort(), Object.keys(Requests).sort());
+    for (const [name, m] of Object.entries(doc.methods)) {
+      const params = m.params as { type?: string; additionalProperties?: unknown };
+      assert.strictEqual(params.type, 'object', name);
+      assert.strictEqual(params.additionalProperties, false, `${name}: unknown parameters are refused, and the schema says so`);
+      assert.strictEqual((m.result as { type?: string }).type, 'object', name);
+      assert.ok(m.summary.length > 10, name);
+      for (const e of m.errors) assert.ok(e in ErrorCodes, `${name} documents an unknown error code ${e}`);
     }
+    assert.deepStrictEqual(Object.keys(doc.notifications).sort(), ['layer/changed', 'run/output', 'shadow/changed']);
+    assert.deepStrictEqual(Object.keys(doc.errorCodes).sort(), Object.keys(ErrorCodes).sort());
+    // It is plain JSON (what build writes to dist/protocol.schema.json).
+    assert.deepStrictEqual(JSON.parse(JSON.stringify(doc)), doc);
+    const built = path.join(__dirname, '..', '..', 'protocol.schema.json');
+    assert.ok(fs.existsSync(built), `${built} is written by npm run build`);
+    assert.deepStrictEqual(JSON.parse(fs.readFileSync(built, 'utf8')), doc, 'dist/protocol.schema.json is current');
+  });
+
+  it("the README's protocol section is the one rendered from the schema", () => {
+    const readme = fs.readFileSync(path.join(__dirname, '..', '..', '..', 'README.md'), 'utf8');
+    const m = /<!-- protocol:begin[^>]*-->\n([\s\S]*?)\n<!-- protocol:end -->/.exec(readme);
+    assert.ok(m, 'README.md has the protocol markers');
+    assert.strictEqual(m[1], protocolMarkdown(), 'README.md is out of date: run npm run build (it rewrites the section)');
   });
 });

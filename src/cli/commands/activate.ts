@@ -24,7 +24,7 @@ export const activateCommand: CommandModule<object, Args> = {
       args,
       async (c) => {
         if (args.none === (args.agent !== undefined)) throw new ShadowError('INVALID_AGENT', 'give exactly one of an agent id or --none');
-        return c.request('activate', { shadow: args.shadow, agent: args.none ? null : args.agent });
+        return c.request('activate', { shadow: args.shadow, agent: args.none ? null : (args.agent ?? null) });
       },
       (r) =>
         `Active: ${r.active ?? 'none (the folder, read-only)'} (${r.ms.toFixed(2)} ms, ${r.epoch ? 'epoch' : 'per-entry'} invalidation of ${r.paths} paths)`,

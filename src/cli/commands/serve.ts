@@ -4,7 +4,7 @@ import type { Argv, CommandModule } from 'yargs';
 import { ShadowClient } from '../../client';
 import { Daemon } from '../../daemon/server';
 import { createDaemonLogger } from '../../daemon/log';
-import { daemonPaths } from '../../daemon/paths';
+import { daemonPaths } from '../../endpoint';
 import type { LogLevel } from '../../log';
 import * as fs from 'fs';
 import { parsePolicy } from '../../run/policy';

@@ -1,0 +1,425 @@
+// Every request and notification of the shadowfs protocol, each one typed constant with a runtime
+// schema (zod). The daemon validates parameters with these schemas before anything is touched;
+// the client's methods take their types from them; `npm run build` turns them into
+// protocol.schema.json (JSON Schema), the source for the docs, the MCP server and the
+// PowerShell module. No Node APIs here (this compiles with "types": []).
+import * as z from 'zod';
+import type { ErrorCode } from './errors';
+
+/** Bumped when a change would break an existing client. */
+export const PROTOCOL_VERSION = 2;
+
+const NO_NUL = /^[^\u0000]*$/;
+const text = (description: string) => z.string().regex(NO_NUL, 'contains a NUL byte').describe(description);
+const shadowRef = text('Name of the shadow, or its mount point (or a path inside it).');
+const agentId = text('Agent id: names one layer of the shadow (1-255 bytes, no "/").');
+const relPath = text('Path relative to the shadow root, "/"-separated; no "..", not absolute.');
+const seconds = (description: string) => z.number().positive().describe(description);
+
+/** A request: its parameters (checked before anything is touched), result and documented errors. */
+export interface RequestDef<P extends z.ZodType = z.ZodType, R extends z.ZodType = z.ZodType> {
+  readonly summary: string;
+  readonly params: P;
+  readonly result: R;
+  /** The shadowfs error codes (error.data.code) this request documents, besides INTERNAL. */
+  readonly errors: readonly ErrorCode[];
+}
+
+function request<P extends z.ZodType, R extends z.ZodType>(def: RequestDef<P, R>): RequestDef<P, R> {
+  return def;
+}
+
+export interface NotificationDef<P extends z.ZodType = z.ZodType> {
+  readonly summary: string;
+  readonly params: P;
+}
+
+// ---- shared shapes -------------------------------------------------------------------------
+
+export const NativeStatus = z
+  .object({
+    available: z.boolean().describe('Whether the native module (which mounts) loaded.'),
+    code: z.enum(['NATIVE_UNAVAILABLE', 'WINFSP_MISSING']).optional(),
+    message: z.string().optional().describe('Why it is not available, and what to install.'),
+  })
+  .describe('Whether this daemon can mount.');
+
+export const ShadowInfo = z.object({
+  name: z.string(),
+  lower: z.string().describe('The folder the shadow shows.'),
+  mountPoint: z.string(),
+  backend: z.string().describe('The mount backend serving it ("fuse_ll", "fuse_hl").'),
+  mounted: z.boolean().describe('false while unmounted for being idle; the next request mounts it again, layers intact.'),
+  active: z.string().nullable().describe('The agent whose layer the shared mount shows; null: the folder, read-only.'),
+  agents: z.array(z.string()),
+  views: z.array(z.object({ id: z.number().int(), agent: z.string(), mountPoint: z.string() })),
+  idleSeconds: z.number(),
+});
+export type ShadowInfo = z.infer<typeof ShadowInfo>;
+
+export const ChangeBase = z
+  .object({
+    ino: z.number().describe("The folder file's inode number then."),
+    size: z.number(),
+    mtimeNs: z.string().describe('Modification time then, nanoseconds since the epoch (a decimal string: exact).'),
+    ctimeNs: z.string(),
+    hash: z.string().nullable().describe('64-bit content hash (hex) of the bytes copied; null when the layer replaced the file unread.'),
+  })
+  .describe('What the folder file was when the layer took its content.');
+
+export const ChangeInfo = z.object({
+  path: z.string(),
+  kind: z.enum(['added', 'modified', 'deleted', 'metadata']),
+  type: z.enum(['file', 'directory', 'symlink', 'special']),
+  base: ChangeBase.optional(),
+});
+export type ChangeInfo = z.infer<typeof ChangeInfo>;
+
+export const LayerStats = z.object({
+  memoryBytes: z.number().describe('Bytes the layer holds in memory (contents plus bookkeeping).'),
+  paths: z.number().describe('Paths the layer holds (files, directories, deletions).'),
+  spilledBytes: z.number().describe('Bytes of contents moved to spill files on disk.'),
+});
+
+export const SchedulerStats = z.object({
+  running: z.string().nullable(),
+  queued: z.number(),
+  agents: z.record(
+    z.string(),
+    z.object({
+      queued: z.number(),
+      runs: z.number(),
+      timeouts: z.number(),
+      aborts: z.number(),
+      totalWaitMs: z.number(),
+      totalRunMs: z.number(),
+      lastWaitMs: z.number().optional(),
+      lastRunMs: z.number().optional(),
+    }),
+  ),
+});
+
+export const RunResult = z.object({
+  runId: z.string(),
+  exitCode: z.number().nullable(),
+  signal: z.string().nullable(),
+  stdout: z.string(),
+  stderr: z.string(),
+  durationMs: z.number(),
+  queuedMs: z.number(),
+  timedOut: z.boolean(),
+  cancelled: z.boolean(),
+  leftoverProcesses: z.number().describe('Processes still alive when the command ended (background children), killed then.'),
+  outputTruncated: z.boolean(),
+  protected: z
+    .boolean()
+    .describe(
+      "Whether the run was kept from writing the folder through its absolute path (Linux: a private mount namespace in which the folder's own path shows the shadow).",
+    ),
+  unprotectedReason: z.string().optional().describe('Why the run was not protected, when it was not.'),
+});
+export type RunResult = z.infer<typeof RunResult>;
+
+const none = z.strictObject({});
+const shadowOnly = z.strictObject({ shadow: shadowRef });
+const shadowAgent = z.strictObject({ shadow: shadowRef, agent: agentId });
+
+const mountErrors: ErrorCode[] = [
+  'INVALID_ARGUMENT',
+  'INVALID_PATH',
+  'LOWER_NOT_FOUND',
+  'LOWER_NOT_DIRECTORY',
+  'MOUNTPOINT_NOT_DIRECTORY',
+  'MOUNTPOINT_NOT_EMPTY',
+  'MOUNTPOINT_IN_USE',
+  'MOUNTPOINT_INSIDE_LOWER',
+  'LOWER_INSIDE_MOUNTPOINT',
+  'UNKNOWN_BACKEND',
+  'FUSE_UNAVAILABLE',
+  'ALLOW_OTHER_DENIED',
+  'MOUNT_FAILED',
+  'NOT_SUPPORTED',
+  'NATIVE_UNAVAILABLE',
+  'WINFSP_MISSING',
+];
+const pathErrors: ErrorCode[] = ['UNKNOWN_SHADOW', 'INVALID_AGENT', 'INVALID_PATH', 'PATH_THROUGH_SYMLINK', 'NOT_MOUNTED'];
+
+// ---- requests ------------------------------------------------------------------------------
+
+export const Requests = {
+  hello: request({
+    summary:
+      "Introduces a client. Required as the first request on Windows, where the client proves with the secret in the per-user state directory that it runs as the daemon's user, and the daemon proves the same back; optional elsewhere.",
+    params: z.strictObject({
+      client: text('Name and version of the client, for the log.').max(200).optional(),
+      nonce: z
+        .string()
+        .regex(/^[0-9a-f]{32,128}$/)
+        .optional()
+        .describe('Random hex chosen by the client.'),
+      proof: z
+        .string()
+        .regex(/^[0-9a-f]{64}$/)
+        .optional()
+        .describe('HMAC-SHA256(secret, "shadowfs-client:" + nonce), hex.'),
+    }),
+    result: z.object({
+      version: z.string(),
+      protocol: z.number().int(),
+      pid: z.number().int(),
+      proof: z.string().optional().describe('HMAC-SHA256(secret, "shadowfs-server:" + nonce), hex: the daemon knows the secret too.'),
+    }),
+    errors: ['PEER_REFUSED'],
+  }),
+  version: request({
+    summary: "The daemon's version, protocol version, platform, and the mount backends it has.",
+    params: none,
+    result: z.object({
+      version: z.string(),
+      protocol: z.number().int(),
+      platform: z.string(),
+      backends: z.array(z.string()).describe('Empty when the native module is not available.'),
+      native: NativeStatus,
+    }),
+    errors: [],
+  }),
+  health: request({
+    summary: 'A cheap liveness check.',
+    params: none,
+    result: z.object({
+      ok: z.literal(true),
+      pid: z.number().int(),
+      uptimeSeconds: z.number(),
+      shadows: z.number().int(),
+      native: z.boolean(),
+    }),
+    errors: [],
+  }),
+  status: request({
+    summary: 'The daemon, its endpoint and log, every shadow, and what it cleaned after a crashed predecessor.',
+    params: none,
+    result: z.object({
+      pid: z.number().int(),
+      socket: z.string().describe('The Unix socket or named pipe the daemon listens on.'),
+      logFile: z.string(),
+      uptimeSeconds: z.number(),
+      shadows: z.array(ShadowInfo),
+      recovered: z.array(z.string()).describe('Stale mounts of a crashed daemon this one cleaned when it started.'),
+      native: NativeStatus,
+    }),
+    errors: [],
+  }),
+  mount: request({
+    summary: 'Mounts a shadow of a folder.',
+    params: z.strictObject({
+      folder: text("The folder to shadow (absolute, or relative to the daemon's working directory)."),
+      mountPoint: text('Where to mount; default: a new directory in the per-user runtime directory.').optional(),
+      name: text('Name of the shadow (1-64 letters, digits, ".", "_", "-"); default: the folder\'s name.').optional(),
+      cacheTimeout: z.number().min(0).describe('Seconds the kernel may cache names and attributes.').optional(),
+      backend: text('Mount backend (see version.backends); default: the best one.').optional(),
+      allowOther: z
+        .boolean()
+        .optional()
+        .describe('Let other users use the shadow (FUSE allow_other); a non-root daemon needs user_allow_other in /etc/fuse.conf.'),
+    }),
+    result: ShadowInfo,
+    errors: mountErrors,
+  }),
+  unmount: request({
+    summary: 'Unmounts a shadow and drops its layers.',
+    params: z.strictObject({ shadow: shadowRef, lazy: z.boolean().optional().describe('Detach now even if busy; finish when unused.') }),
+    result: z.object({ name: z.string() }),
+    errors: ['UNKNOWN_SHADOW', 'MOUNT_BUSY'],
+  }),
+  list: request({ summary: 'Every shadow of this daemon.', params: none, result: z.object({ shadows: z.array(ShadowInfo) }), errors: [] }),
+  'layer.create': request({
+    summary: 'Creates an empty layer for an agent (an existing one is kept as it is).',
+    params: shadowAgent,
+    result: z.object({ agent: z.string() }),
+    errors: ['UNKNOWN_SHADOW', 'INVALID_AGENT', 'NOT_MOUNTED'],
+  }),
+  'layer.drop': request({
+    summary: "Drops an agent's layer and everything it holds.",
+    params: shadowAgent,
+    result: z.object({ agent: z.string() }),
+    errors: ['UNKNOWN_SHADOW', 'INVALID_AGENT', 'UNKNOWN_AGENT', 'LAYER_BUSY', 'NOT_MOUNTED'],
+  }),
+  'layer.clone': request({
+    summary: "Makes `to` a copy of `agent`'s layer.",
+    params: z.strictObject({ shadow: shadowRef, agent: agentId, to: agentId }),
+    result: z.object({ agent: z.string(), to: z.string() }),
+    errors: ['UNKNOWN_SHADOW', 'INVALID_AGENT', 'UNKNOWN_AGENT', 'LAYER_EXISTS', 'NOT_MOUNTED'],
+  }),
+  'layer.list': request({
+    summary: 'The agents that have a layer, and the active one.',
+    params: shadowOnly,
+    result: z.object({ agents: z.array(z.string()), active: z.string().nullable() }),
+    errors: ['UNKNOWN_SHADOW', 'NOT_MOUNTED'],
+  }),
+  'layer.write': request({
+    summary: "Writes a file into an agent's layer (creating the layer and missing parent directories).",
+    params: z.strictObject({
+      shadow: shadowRef,
+      agent: agentId,
+      path: relPath,
+      data: z.base64().describe('The file content, base64.'),
+      mode: z.number().int().min(0).max(0o7777).optional().describe("Permission bits (default 0644, or the existing file's)."),
+    }),
+    result: z.object({ path: z.string(), bytes: z.number().int() }),
+    errors: [...pathErrors, 'IS_DIRECTORY', 'NOT_A_DIRECTORY', 'INVALID_ARGUMENT'],
+  }),
+  'layer.remove': request({
+    summary: "Removes a path in an agent's layer (the folder keeps it).",
+    params: z.strictObject({ shadow: shadowRef, agent: agentId, path: relPath }),
+    result: z.object({ path: z.string() }),
+    errors: [...pathErrors, 'NOT_FOUND', 'NOT_A_DIRECTORY'],
+  }),
+  'layer.read': request({
+    summary: 'Reads a file as an agent sees it (its layer over the folder).',
+    params: z.strictObject({ shadow: shadowRef, agent: agentId, path: relPath }),
+    result: z.object({ path: z.string(), data: z.string().describe('The content, base64.') }),
+    errors: [...pathErrors, 'UNKNOWN_AGENT', 'NOT_FOUND', 'IS_DIRECTORY', 'NOT_A_DIRECTORY'],
+  }),
+  'layer.reset': request({
+    summary: "Empties an agent's layer.",
+    params: shadowAgent,
+    result: z.object({ agent: z.string() }),
+    errors: ['UNKNOWN_SHADOW', 'INVALID_AGENT', 'UNKNOWN_AGENT', 'NOT_MOUNTED'],
+  }),
+  'layer.changes': request({
+    summary: "What an agent's layer changed relative to the folder.",
+    params: shadowAgent,
+    result: z.object({ changes: z.array(ChangeInfo) }),
+    errors: ['UNKNOWN_SHADOW', 'INVALID_AGENT', 'UNKNOWN_AGENT', 'NOT_MOUNTED'],
+  }),
+  activate: request({
+    summary: "Shows an agent's layer on the shared mount (creating it), or the folder read-only for null.",
+    params: z.strictObject({ shadow: shadowRef, agent: agentId.nullable() }),
+    result: z.object({
+      active: z.string().nullable(),
+      paths: z.number().describe('Kernel cache entries invalidated.'),
+      epoch: z.boolean().describe('Whether one epoch notification invalidated the whole cache.'),
+      ms: z.number(),
+    }),
+    errors: ['UNKNOWN_SHADOW', 'INVALID_AGENT', 'NOT_MOUNTED'],
+  }),
+  'view.open': request({
+    summary: "Mounts a second, private view that always shows one agent's layer.",
+    params: z.strictObject({ shadow: shadowRef, agent: agentId, mountPoint: text('Where to mount the view.').optional() }),
+    result: z.object({ view: z.number().int(), agent: z.string(), mountPoint: z.string() }),
+    errors: ['UNKNOWN_SHADOW', 'INVALID_AGENT', 'UNKNOWN_AGENT', 'MOUNTPOINT_NOT_EMPTY', 'MOUNTPOINT_IN_USE', 'MOUNT_FAILED'],
+  }),
+  'view.close': request({
+    summary: 'Unmounts a view.',
+    params: z.strictObject({ shadow: shadowRef, view: z.number().int().min(0), lazy: z.boolean().optional() }),
+    result: z.object({ view: z.number().int() }),
+    errors: ['UNKNOWN_SHADOW', 'NOT_FOUND', 'MOUNT_BUSY'],
+  }),
+  stats: request({
+    summary: "Memory and path counts of every layer, and the run scheduler's counters.",
+    params: shadowOnly,
+    result: z.object({ layers: z.record(z.string(), LayerStats), scheduler: SchedulerStats }),
+    errors: ['UNKNOWN_SHADOW', 'NOT_MOUNTED'],
+  }),
+  run: request({
+    summary:
+      'Runs a command in the shadow as an agent (its layer active on the shared mount while it runs); output streams as run/output notifications to this connection.',
+    params: z.strictObject({
+      shadow: shadowRef,
+      agent: agentId,
+      argv: z.array(text('argument')).min(1).describe('The command and its arguments.'),
+      runId: text('An id for run.cancel and the run/output notifications; default: a random one.').max(128).optional(),
+      cwd: text('Working directory relative to the shadow root.').optional(),
+      env: z.array(text('NAME=value')).optional().describe('Extra environment entries, NAME=value.'),
+      timeout: seconds('Seconds the command may run once it has the shadow.').optional(),
+      discardWrites: z.boolean().optional().describe("Empty the agent's layer after the run."),
+      shell: z.boolean().optional().describe('Run argv[0] as a shell command line.'),
+      originalPath: z
+        .boolean()
+        .optional()
+        .describe("Default true (Linux): the folder's own path shows the shadow; false runs unprotected."),
+      atOriginalPath: z.boolean().optional().describe('Older name of originalPath: true, the default now.'),
+      unprotected: z
+        .boolean()
+        .optional()
+        .describe('Run without protection where the namespace cannot be made, instead of NAMESPACE_UNAVAILABLE.'),
+      noNetwork: z.boolean().optional().describe('Run in a network namespace with loopback only.'),
+    }),
+    result: RunResult,
+    errors: [
+      'UNKNOWN_SHADOW',
+      'INVALID_AGENT',
+      'INVALID_ARGUMENT',
+      'INVALID_PATH',
+      'POLICY_DENIED',
+      'NAMESPACE_UNAVAILABLE',
+      'NOT_MOUNTED',
+      'ABORTED',
+    ],
+  }),
+  'run.cancel': request({
+    summary: 'Cancels a run (queued or running).',
+    params: z.strictObject({ runId: text('The run to cancel.') }),
+    result: z.object({ runId: z.string(), cancelled: z.boolean().describe('false when no such run is in progress.') }),
+    errors: [],
+  }),
+} as const;
+
+export type Requests = typeof Requests;
+export type MethodName = keyof Requests;
+/** What a client may send as a method's parameters. */
+export type ParamsOf<M extends MethodName> = z.input<Requests[M]['params']>;
+/** The parameters a handler receives, after validation. */
+export type CheckedParamsOf<M extends MethodName> = z.output<Requests[M]['params']>;
+export type ResultOf<M extends MethodName> = z.output<Requests[M]['result']>;
+
+export function isMethod(name: unknown): name is MethodName {
+  return typeof name === 'string' && Object.prototype.hasOwnProperty.call(Requests, name);
+}
+
+// ---- notifications -------------------------------------------------------------------------
+
+export const Notifications = {
+  'shadow/changed': {
+    summary: 'To every client: a shadow was mounted, unmounted, unmounted for being idle, or mounted again.',
+    params: z.object({ shadow: z.string(), event: z.enum(['mounted', 'unmounted', 'idle-unmounted', 'remounted']) }),
+  },
+  'layer/changed': {
+    summary: 'To every client: a layer changed through the daemon (writes through the mount are not reported).',
+    params: z.object({
+      shadow: z.string(),
+      agent: z.string().nullable(),
+      event: z.enum(['written', 'removed', 'reset', 'dropped', 'cloned', 'activated']),
+      path: z.string().optional(),
+      from: z.string().optional().describe('For "cloned": the layer it was copied from.'),
+    }),
+  },
+  'run/output': {
+    summary: 'To the connection that asked for the run only: a chunk of its output.',
+    params: z.object({ runId: z.string(), stream: z.enum(['stdout', 'stderr']), data: z.string().describe('The bytes, base64.') }),
+  },
+} as const satisfies Record<string, NotificationDef>;
+
+export type Notifications = typeof Notifications;
+export type NotificationName = keyof Notifications;
+export type NotificationParamsOf<N extends NotificationName> = z.output<Notifications[N]['params']>;
+
+/** Checks a request's parameters; returns them parsed, or a sentence about the first problem. */
+export function checkParams<M extends MethodName>(
+  method: M,
+  params: unknown,
+): { ok: true; value: CheckedParamsOf<M> } | { ok: false; problem: string } {
+  if (params === undefined || params === null) params = {};
+  if (typeof params !== 'object' || Array.isArray(params)) return { ok: false, problem: 'params must be an object (parameters by name)' };
+  const r = Requests[method].params.safeParse(params);
+  if (r.success) return { ok: true, value: r.data as CheckedParamsOf<M> };
+  return { ok: false, problem: describeIssue(r.error.issues[0], params as Record<string, unknown>) };
+}
+
+function describeIssue(issue: z.core.$ZodIssue | undefined, params: Record<string, unknown>): string {
+  if (!issue) return 'invalid parameters';
+  if (issue.code === 'unrecognized_keys') return `unknown parameter ${issue.keys.map((k) => JSON.stringify(k)).join(', ')}`;
+  const where = issue.path.length ? `parameter "${issue.path.map(String).join('.')}"` : 'params';
+  if (issue.code === 'invalid_type' && issue.path.length === 1 && params[String(issue.path[0])] === undefined) return `missing ${where}`;
+  return `${where}: ${issue.message}`;
+}
