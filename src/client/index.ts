@@ -43,7 +43,7 @@ export interface RequestOptions {
 
 /** A method's parameters are optional when every one of them is. */
 type RequestArgs<M extends MethodName> =
-  Partial<ParamsOf<M>> extends ParamsOf<M>
+  Record<never, never> extends ParamsOf<M>
     ? [params?: ParamsOf<M>, options?: RequestOptions]
     : [params: ParamsOf<M>, options?: RequestOptions];
 
