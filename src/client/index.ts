@@ -167,7 +167,7 @@ export class ShadowClient {
   }
 
   /** Connects, checks the daemon's user, and says hello (with the Windows proof). */
-  static async open(where: string, secret: string | undefined, options: ClientOptions): Promise<ShadowClient> {
+  static async open(where: string, secret: string | undefined, options: ClientOptions, daemonPid?: number): Promise<ShadowClient> {
     const socket = await new Promise<net.Socket>((resolve, reject) => {
       const s = net.connect(where);
       s.once('connect', () => {
@@ -177,7 +177,7 @@ export class ShadowClient {
       s.once('error', reject);
     });
     try {
-      verifyServer(socket, where);
+      verifyServer(socket, where, daemonPid);
     } catch (err) {
       socket.destroy();
       throw err;
@@ -211,6 +211,7 @@ function describeEndpoint(): string {
 async function attempt(options: ClientOptions): Promise<ShadowClient | undefined> {
   let where: string;
   let secret: string | undefined;
+  let pid: number | undefined;
   if (options.socketPath !== undefined) {
     where = options.socketPath;
   } else if (process.platform === 'win32') {
@@ -218,11 +219,12 @@ async function attempt(options: ClientOptions): Promise<ShadowClient | undefined
     if (!e) return undefined;
     where = e.pipe;
     secret = e.secret;
+    pid = e.pid;
   } else {
     where = daemonPaths().socket;
   }
   try {
-    return await ShadowClient.open(where, secret, options);
+    return await ShadowClient.open(where, secret, options, pid);
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     if (code === 'ENOENT' || code === 'ECONNREFUSED') return undefined; // nobody there (yet)
