@@ -2,7 +2,9 @@
 # The test part of `npm test`: the C++ unit tests (build/unit/shadowfs_unit_tests, built with
 # the native module), then the whole mocha suite on the Linux backend (fuse_ll), then every
 # integration test again on the portable FUSE3 backend (fuse_hl, the code Windows runs through
-# WinFsp). All three always run; the last line totals them ("N passed, N failed, N skipped"):
+# WinFsp), then the protocol, client, daemon and CLI tests on Windows' own runtime (a Windows
+# node.exe under wine, scripts/wine-node.sh, which installs wine on first use; nothing mounts
+# there). All always run; the last line totals them ("N passed, N failed, N skipped"):
 # the C++ runner adds its counts to $SHADOWFS_TEST_STATS like each mocha pass does.
 # .mocharc.json names no files, so `npx mocha dist/test/ops.test.js` runs just that file.
 set -uo pipefail
@@ -30,8 +32,10 @@ else
   echo '{"passes":0,"failures":1,"pending":0}' >"$SHADOWFS_TEST_STATS"
   status=1
 fi
-echo "== pass 1 of 2: backend fuse_ll (all tests)"
+echo "== pass 1 of 3: backend fuse_ll (all tests)"
 SHADOWFS_BACKEND=fuse_ll bounded node_modules/.bin/mocha 'dist/test/**/*.test.js' || status=1
-echo "== pass 2 of 2: backend fuse_hl (integration tests)"
+echo "== pass 2 of 3: backend fuse_hl (integration tests)"
 SHADOWFS_BACKEND=fuse_hl bounded node_modules/.bin/mocha 'dist/test/*.test.js' || status=1
+echo "== pass 3 of 3: Windows node.exe under wine (named pipe, client, daemon, CLI; no WinFsp driver here)"
+bounded bash scripts/wine-node.sh node_modules/mocha/bin/mocha.js --config test/windows/.mocharc.json || status=1
 exit $status
