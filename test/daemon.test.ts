@@ -232,7 +232,7 @@ describe('the shadowfs daemon', function () {
     await guard.check();
   });
 
-  it('refuses another user: the socket and its directory let only the owner in', async () => {
+  it('refuses another user: the socket and its directory let only the owner in, and the daemon checks the peer itself', async () => {
     const st = fs.statSync(daemonPaths().dir);
     assert.strictEqual(st.mode & 0o777, 0o700);
     json(['list']); // the daemon is up
@@ -242,6 +242,31 @@ describe('the shadowfs daemon', function () {
       encoding: 'utf8',
     });
     assert.strictEqual(r.stdout.trim(), 'EACCES', r.stderr);
+    // Behind the permissions, the daemon asks the kernel who connected (SO_PEERCRED): with the
+    // directory and socket opened up, another user still gets PEER_REFUSED and a closed connection.
+    const dir = daemonPaths().dir;
+    const sock = daemonPaths().socket;
+    const parent = path.dirname(dir); // the test run's private runtime directory
+    const parentMode = fs.statSync(parent).mode & 0o777;
+    fs.chmodSync(parent, 0o711);
+    fs.chmodSync(dir, 0o711);
+    fs.chmodSync(sock, 0o666);
+    try {
+      const talk = `const s=require('net').connect(${JSON.stringify(sock)});let b='';s.on('data',d=>b+=d);s.on('close',()=>{console.log(b.slice(b.indexOf('{')));process.exit(0)});s.on('error',e=>{console.log(JSON.stringify({err:e.code}));process.exit(0)});s.write('Content-Length: 46\\r\\n\\r\\n{"jsonrpc":"2.0","id":1,"method":"list","x":1}')`;
+      const other = spawnSync('setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', process.execPath, '-e', talk], {
+        encoding: 'utf8',
+        timeout: 30_000,
+      });
+      const reply = JSON.parse(other.stdout.trim()) as { error?: { code: number; data?: { code: string }; message: string } };
+      assert.strictEqual(reply.error?.code, RpcErrorCodes.PeerRefused, other.stdout + other.stderr);
+      assert.strictEqual(reply.error?.data?.code, 'PEER_REFUSED');
+      assert.match(reply.error?.message ?? '', /uid 65534/);
+    } finally {
+      fs.chmodSync(sock, 0o600);
+      fs.chmodSync(dir, 0o700);
+      fs.chmodSync(parent, parentMode);
+    }
+    json(['list']); // and the owner is served as before
   });
 
   it('after kill -9 of the daemon, the next command starts a new one that cleans the stale mounts and their empty directories', async () => {
