@@ -221,11 +221,18 @@ describe('daemon on Windows: named pipe, proofs both ways, no WinFsp', function 
     }
   });
 
-  it('a second daemon for the same user refuses to start (DAEMON_RUNNING), and the CLI reaches the first', () => {
+  it('a second daemon for the same user refuses to start (DAEMON_RUNNING); doctor and status reach the first', () => {
     const second = cli(['serve', '--foreground', '--no-console', '--json'], env);
     assert.notStrictEqual(second.status, 0, second.out);
     assert.match(second.out, /DAEMON_RUNNING/);
     assert.strictEqual(readEndpoint(daemonPaths().endpoint)?.pid, endpoint.pid, 'the first daemon still owns the endpoint');
+    const doctor = cli(['doctor', '--json'], env);
+    assert.notStrictEqual(doctor.status, 0, 'without WinFsp the machine is not healthy');
+    const checks = (JSON.parse(doctor.out) as { checks: Array<{ name: string; ok: boolean; detail: string }> }).checks;
+    const winfsp = checks.find((c) => c.name === 'winfsp');
+    assert.strictEqual(winfsp?.ok, false, doctor.out);
+    assert.match(winfsp?.detail ?? '', /winfsp\.dev/);
+    assert.match(checks.find((c) => c.name === 'daemon')?.detail ?? '', new RegExp(`running \\(pid ${endpoint.pid}\\)`));
     const st = cli(['status', '--json'], env);
     assert.strictEqual(st.status, 0, st.out);
     assert.strictEqual((JSON.parse(st.out) as { pid: number }).pid, endpoint.pid);

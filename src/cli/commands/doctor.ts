@@ -3,6 +3,7 @@ import { execFileSync } from 'child_process';
 import type { Argv, CommandModule } from 'yargs';
 import { ShadowClient } from '../../client';
 import { addon } from '../../native';
+import { winfspInstallDir } from '../../platform';
 import { probeFuseDevice, probeInotify, probeKernel, ProbeResult } from '../../probe';
 import { emit, ExitCode } from '../output';
 
@@ -17,23 +18,34 @@ interface Check extends ProbeResult {
 
 export const doctorCommand: CommandModule<object, Args> = {
   command: 'doctor',
-  describe: 'Check the FUSE device, fusermount3, the kernel, the native module and the daemon',
+  describe: 'Check the FUSE device (WinFsp on Windows), fusermount3, the kernel, the native module and the daemon',
   builder: (y: Argv) => y.option('json', { type: 'boolean', default: false }) as Argv<Args>,
   handler: async (args) => {
     const checks: Check[] = [];
     const add = (name: string, required: boolean, r: ProbeResult): void => void checks.push({ name, required, ...r });
-    add('fuse-device', true, probeFuseDevice());
-    try {
-      const v = execFileSync('fusermount3', ['--version'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }).trim();
-      add('fusermount3', process.getuid?.() !== 0, { ok: true, detail: v });
-    } catch {
-      add('fusermount3', process.getuid?.() !== 0, {
-        ok: false,
-        detail: 'fusermount3 not found: install the fuse3 package (needed when not running as root)',
-      });
+    if (process.platform === 'win32') {
+      const dir = winfspInstallDir();
+      add(
+        'winfsp',
+        true,
+        dir
+          ? { ok: true, detail: `installed in ${dir}` }
+          : { ok: false, detail: 'WinFsp is not installed: install WinFsp 2.x from https://winfsp.dev/rel/' },
+      );
+    } else {
+      add('fuse-device', true, probeFuseDevice());
+      try {
+        const v = execFileSync('fusermount3', ['--version'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }).trim();
+        add('fusermount3', process.getuid?.() !== 0, { ok: true, detail: v });
+      } catch {
+        add('fusermount3', process.getuid?.() !== 0, {
+          ok: false,
+          detail: 'fusermount3 not found: install the fuse3 package (needed when not running as root)',
+        });
+      }
+      add('kernel', false, probeKernel());
+      add('inotify', false, probeInotify());
     }
-    add('kernel', false, probeKernel());
-    add('inotify', false, probeInotify());
     try {
       add('native-module', true, { ok: true, detail: `backends: ${addon().backends.join(', ')}` });
     } catch (err) {
