@@ -65,10 +65,8 @@ export const runCommand: CommandModule<object, Args> = {
       client = await ShadowClient.connect();
       const runId = crypto.randomBytes(6).toString('hex');
       if (!args.json) {
-        client.onNotification((method, params) => {
-          const p = params as { runId: string; stream: 'stdout' | 'stderr'; data: string };
-          if (method !== 'run/output' || p.runId !== runId) return;
-          (p.stream === 'stdout' ? process.stdout : process.stderr).write(Buffer.from(p.data, 'base64'));
+        client.on('run/output', (p) => {
+          if (p.runId === runId) (p.stream === 'stdout' ? process.stdout : process.stderr).write(Buffer.from(p.data, 'base64'));
         });
       }
       const c = client;
