@@ -75,7 +75,11 @@ export class FrameGuard {
     this.header = '';
     let length = -1;
     for (const line of text.split('\r\n')) {
-      const m = /^([A-Za-z0-9-]+):[ \t]*(.*)$/.exec(line);
+      // Printable ASCII only: vscode-jsonrpc decodes headers as 'ascii', which clears the high
+      // bit, so bytes 0x8D 0x8A would end a line there that is one line here, and the two would
+      // disagree on the Content-Length (the guard then checks bodies as headers and lets through
+      // a header with any length, which vscode-jsonrpc buffers for).
+      const m = /^([A-Za-z0-9-]+):[ \t]*([\t\x20-\x7e]*)$/.exec(line);
       if (!m) return { reason: 'framing', detail: `bad header line ${JSON.stringify(line.slice(0, 80))}` };
       if (m[1].toLowerCase() === 'content-length') {
         if (!/^\d{1,12}$/.test(m[2].trim()))
