@@ -178,9 +178,14 @@ class CheckedReader implements MessageReader {
       this.pump = undefined;
       const msg = this.ready.shift();
       if (msg === undefined) return;
-      if (this.ready.length > 0) this.pump = setImmediate(next);
       this.taken();
-      this.pass(msg, callback);
+      try {
+        this.pass(msg, callback);
+      } finally {
+        // After the dispatcher's own turn, which pass() just scheduled: it then finds its queue
+        // empty again (where a second request with the same id would replace the first).
+        if (this.ready.length > 0) this.pump = setImmediate(next);
+      }
     };
     return this.inner.listen((msg: Message) => {
       this.ready.push(msg);
