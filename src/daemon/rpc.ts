@@ -273,8 +273,14 @@ export function openConnection(
   });
   socket.on('end', () => checked.end());
   socket.on('close', () => checked.destroy());
+  const inner = new StreamMessageReader(checked);
+  // Off: vscode-jsonrpc's partial-message timer re-arms itself every 10 s for as long as a message
+  // stays incomplete, even after the connection closed, and keeps the reader (with the partial
+  // message, up to 16 MiB) and the event loop alive: the daemon leaked every message a client left
+  // half sent, and could not exit. Nothing here listens for partial messages.
+  inner.partialMessageTimeout = 0;
   const reader = new CheckedReader(
-    new StreamMessageReader(checked),
+    inner,
     (id, code, message) => send({ jsonrpc: '2.0', id, error: { code, message } }),
     () => {
       guard.taken();
