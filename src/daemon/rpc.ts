@@ -249,17 +249,22 @@ export function openConnection(
     if (v) {
       broken = true;
       options.onViolation?.(v);
-      // Answered directly (vscode-jsonrpc's writer is asynchronous), then this connection ends.
-      const body = JSON.stringify({
+      // Answered through the writer, after the reply it may be writing (it writes a header and
+      // then a body: bytes written to the socket directly could land between the two), then this
+      // connection ends.
+      const answer = {
         jsonrpc: '2.0',
         id: null,
         error: {
           code: RpcErrorCodes.InvalidRequest,
           message: `${v.reason === 'too-large' ? 'message too large' : 'bad message framing'}: ${v.detail}`,
         },
-      });
+      };
       checked.end();
-      socket.end(`Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+      void writer
+        .write(answer as Message)
+        .catch(() => undefined)
+        .finally(() => socket.end());
       setTimeout(() => socket.destroy(), 2000).unref();
       return;
     }
