@@ -499,6 +499,66 @@ describe('RPC fuzzing of the daemon', function () {
       );
     };
 
+    /** Cases the random rounds found (and might miss on another seed), each sent as it was found. */
+    const regressions = async (): Promise<void> => {
+      const rng = master.fork();
+      // A header byte >= 0x80: 0x8D 0x8A is "\r\n" to vscode-jsonrpc, which clears the high bit,
+      // so guard and reader disagreed on the Content-Length.
+      for (const piece of [
+        Buffer.concat([Buffer.from('Content-Length: 2\r\nX-A: '), Buffer.from([0x8d, 0x8a]), Buffer.from('Content-Length: 50\r\n\r\n{}')]),
+        Buffer.concat([Buffer.from('X-A: '), Buffer.from([0xe9]), Buffer.from('\r\nContent-Length: 2\r\n\r\n{}')]),
+      ]) {
+        const c = await openConn();
+        if (!c) continue;
+        try {
+          await broken(c, [], piece, 'high-bit header');
+        } catch (err) {
+          fail(`high-bit header: ${(err as Error).message}`);
+        } finally {
+          noteReplies(c);
+          c.destroy();
+        }
+      }
+      // Requests with the same id (1 and "1" too), pipelined: each gets its reply.
+      const gen = new Gen(rng.fork(), target, 'same-ids');
+      const same = Array.from({ length: 100 }, (_, i) =>
+        gen.framed('odd ids', gen.request(i % 3 ? 'health' : 'version', undefined, i % 2 ? 1 : '1')),
+      );
+      for (const f of same) count(f.category);
+      const c = await openConn();
+      if (c) {
+        try {
+          await healthy(c, same, rng, 'same-ids');
+        } catch (err) {
+          fail(`same-ids: ${(err as Error).message}`);
+        } finally {
+          noteReplies(c);
+          c.destroy();
+        }
+      }
+      // Broken framing while replies are being written (the client left them unread a moment):
+      // the framing error must arrive whole, after whole replies.
+      for (let i = 0; i < 5; i++) {
+        const w = await openConn();
+        if (!w) continue;
+        const label = `mid-reply${i}`;
+        try {
+          w.socket.pause();
+          const requests = Array.from({ length: 3000 }, (_, j) => gen.framed('flood', gen.request('version', undefined, j)));
+          count('flood', requests.length);
+          await w.write(Buffer.concat(requests.map((f) => f.bytes)));
+          await sleep(300);
+          w.socket.resume();
+          await broken(w, [], Buffer.from('GET / HTTP/1.1\r\n\r\n'), label);
+        } catch (err) {
+          fail(`${label}: ${(err as Error).message}`);
+        } finally {
+          noteReplies(w);
+          w.destroy();
+        }
+      }
+    };
+
     /** Wrong types for every parameter of every method, on one connection. */
     const sweep = async (): Promise<void> => {
       const rng = master.fork();
@@ -712,6 +772,7 @@ describe('RPC fuzzing of the daemon', function () {
     };
 
     try {
+      await round('regressions', regressions);
       await round('sweep', sweep);
       for (let r = 0; r < CROWD_ROUNDS; r++) {
         await round(`crowd ${r + 1}`, () => crowd(r));
