@@ -174,6 +174,12 @@ describe('the shadowfs daemon', function () {
     }
     raw.request(++id, 'layer.list', { shadow: 'robust' });
     assert.deepStrictEqual(((await raw.next())?.result as { agents: string[] }).agents, ['default'], 'asking created no layer');
+    // A refusal quotes what it refuses, but not a megabyte of it.
+    raw.request(98, 'layer.read', { shadow: 'robust', agent: 'default', path: `../${'x'.repeat(1 << 20)}` });
+    const clipped = await raw.next();
+    assert.strictEqual(clipped?.error?.data?.code, 'INVALID_PATH');
+    assert.ok((clipped?.error?.message.length ?? 0) < 2100, `a ${clipped?.error?.message.length}-character message`);
+    assert.match(clipped?.error?.message ?? '', /more characters\)$/);
     // The connection still works after all that.
     raw.request(99, 'health');
     assert.strictEqual((await raw.next())?.id, 99);

@@ -419,7 +419,7 @@ export class Daemon {
     if (!isMethod(method)) {
       throw new ResponseError(
         RpcErrorCodes.MethodNotFound,
-        `unknown method ${JSON.stringify(method)} (this daemon speaks protocol ${PROTOCOL_VERSION})`,
+        clip(`unknown method ${JSON.stringify(method)} (this daemon speaks protocol ${PROTOCOL_VERSION})`),
         {
           code: 'NOT_SUPPORTED',
         },
@@ -431,7 +431,8 @@ export class Daemon {
       });
     }
     const checked = checkParams(method, params);
-    if (!checked.ok) throw new ResponseError(RpcErrorCodes.InvalidParams, `${method}: ${checked.problem}`, { code: 'INVALID_ARGUMENT' });
+    if (!checked.ok)
+      throw new ResponseError(RpcErrorCodes.InvalidParams, clip(`${method}: ${checked.problem}`), { code: 'INVALID_ARGUMENT' });
     const signal = AbortSignal.any([client.closed.signal, abortSignalOf(token)]);
     const ctx: CallContext = {
       notify: (nm, p) => {
@@ -451,13 +452,13 @@ export class Daemon {
       return result;
     } catch (err) {
       if (err instanceof ShadowError) {
-        throw new ResponseError(rpcCodeFor(err.code), err.message, {
+        throw new ResponseError(rpcCodeFor(err.code), clip(err.message), {
           code: err.code,
           ...(err.errno === undefined ? {} : { errno: err.errno }),
         });
       }
       this.opts.log.error('internal error', { method, error: (err as Error)?.stack ?? String(err) });
-      throw new ResponseError(RpcErrorCodes.InternalError, `internal error in ${method}: ${(err as Error)?.message ?? String(err)}`, {
+      throw new ResponseError(RpcErrorCodes.InternalError, clip(`internal error in ${method}: ${(err as Error)?.message ?? String(err)}`), {
         code: 'INTERNAL',
       });
     } finally {
@@ -470,6 +471,14 @@ export class Daemon {
       if (c.trusted && !c.rpc.socket.destroyed) void c.rpc.connection.sendNotification(method, params).catch(() => undefined);
     }
   }
+}
+
+/**
+ * Error messages quote what they refuse (a path, a method name); a request may carry megabytes of
+ * it, so a reply keeps the first 2,000 characters.
+ */
+function clip(message: string, max = 2000): string {
+  return message.length <= max ? message : `${message.slice(0, max)}… (${message.length - max} more characters)`;
 }
 
 function abortSignalOf(token: CancellationToken): AbortSignal {
