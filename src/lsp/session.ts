@@ -1,0 +1,717 @@
+// One running language server, spoken to over stdio, with answers that are fresh or say why not.
+//
+// Freshness of diagnostics (the bug every neighbouring tool has is stale or silently empty
+// results): `diagnostics(relPath, version)` answers 'fresh' only with diagnostics provably
+// computed from that version of the text, and never turns a timeout or a failure into an empty
+// list. How the proof is made depends on the server:
+// - pull: the server advertises diagnosticProvider, so textDocument/diagnostic is asked after
+//   the didChange; LSP requires a server to handle messages in order, so the answer is for the
+//   text last sent.
+// - tsserver (typescript-language-server): tsserver's own syntactic/semantic/suggestion
+//   diagnostics requests go through `workspace/executeCommand typescript.tsserverRequest`; the
+//   language server forwards a didChange to tsserver at once as a `change` command, which is a
+//   fence in its request queue, so tsserver answers the later request on the changed text.
+//   Measured with typescript-language-server 5.3: its publishDiagnostics never carry a version,
+//   come once per burst of edits about 300-400 ms after the last one, and do not come at all
+//   when an edit leaves a clean file clean; waiting for a publish is therefore unsound both ways.
+// - publish: otherwise, only a publishDiagnostics whose `version` equals the version asked for
+//   counts (pyright 1.1.414 sends the version on every publish, including clean-to-clean edits,
+//   and one publish for the last version of a burst). A publish without a version proves nothing
+//   and is answered as an error, not as fresh.
+// Whatever the route, if the document moved on to a newer version before the answer came, the
+// answer is an error saying so, not diagnostics of another text.
+
+import * as cp from 'child_process';
+import * as fs from 'fs';
+import * as path from 'path';
+import { pathToFileURL, fileURLToPath } from 'url';
+import { CancellationTokenSource, createMessageConnection, StreamMessageReader, StreamMessageWriter } from 'vscode-jsonrpc/node';
+import type { MessageConnection } from 'vscode-jsonrpc/node';
+import type {
+  ClientCapabilities,
+  CodeAction,
+  Command,
+  Diagnostic,
+  DocumentDiagnosticReport,
+  Hover,
+  InitializeResult,
+  Location,
+  LocationLink,
+  MarkedString,
+  MarkupContent,
+  Position,
+  PublishDiagnosticsParams,
+  Range,
+  ServerCapabilities,
+  TextEdit,
+  WorkspaceEdit,
+} from 'vscode-languageserver-protocol';
+import type { ServerSpec } from './servers';
+
+export type AnswerStatus = 'fresh' | 'timeout' | 'error';
+
+export interface DiagnosticsAnswer {
+  status: AnswerStatus;
+  diagnostics: Diagnostic[];
+  /** The document version the diagnostics are for (the one asked for). */
+  version: number;
+  error?: string;
+}
+
+export interface Answer<T> {
+  status: AnswerStatus;
+  value: T;
+  error?: string;
+}
+
+/** A place in the workspace: relPath is relative to the root (absolute when outside it). */
+export interface Place {
+  relPath: string;
+  uri: string;
+  range: Range;
+}
+
+export interface FileEdits {
+  relPath: string;
+  uri: string;
+  edits: TextEdit[];
+}
+
+export interface CodeActionAnswerItem {
+  title: string;
+  kind?: string;
+  isPreferred?: boolean;
+  diagnostics?: Diagnostic[];
+  /** The edit as the server gave it. */
+  edit?: WorkspaceEdit;
+  /** The same edit flattened per file (text edits only; resource operations are left out). */
+  edits: FileEdits[];
+  /** A command the server wants run instead of (or after) the edit; not run here. */
+  command?: Command;
+}
+
+export type FileChangeType = 'created' | 'changed' | 'deleted';
+
+export interface SessionOptions {
+  /** How long initialize may take before start() fails. Default 60 s. */
+  initializeTimeoutMs?: number;
+  /** How long dispose() waits for a clean shutdown before killing. Default 2 s. */
+  shutdownGraceMs?: number;
+  /** Receives the server's stderr and log messages (default: dropped). */
+  log?: (line: string) => void;
+}
+
+interface OpenDoc {
+  uri: string;
+  languageId: string;
+  version: number;
+  text: string;
+  /** Set by filesChanged: the next sync re-sends the text under a new version even if unchanged. */
+  stale: boolean;
+}
+
+interface LatestPublish {
+  version: number | undefined;
+  diagnostics: Diagnostic[];
+}
+
+interface PublishWaiter {
+  version: number;
+  resolve: (a: DiagnosticsAnswer) => void;
+}
+
+const WATCH_TYPES: Record<FileChangeType, number> = { created: 1, changed: 2, deleted: 3 };
+
+function clientCapabilities(): ClientCapabilities {
+  return {
+    general: { positionEncodings: ['utf-16'] },
+    workspace: {
+      configuration: true,
+      workspaceFolders: true,
+      didChangeWatchedFiles: { dynamicRegistration: true, relativePatternSupport: true },
+      applyEdit: false,
+      workspaceEdit: { documentChanges: true },
+    },
+    window: { workDoneProgress: true },
+    textDocument: {
+      synchronization: { dynamicRegistration: false, didSave: false, willSave: false },
+      publishDiagnostics: {
+        versionSupport: true,
+        relatedInformation: true,
+        tagSupport: { valueSet: [1, 2] },
+        codeDescriptionSupport: true,
+      },
+      diagnostic: { dynamicRegistration: false, relatedDocumentSupport: false },
+      hover: { contentFormat: ['markdown', 'plaintext'] },
+      definition: { linkSupport: true },
+      references: {},
+      codeAction: {
+        dataSupport: true,
+        isPreferredSupport: true,
+        resolveSupport: { properties: ['edit'] },
+        codeActionLiteralSupport: {
+          codeActionKind: {
+            valueSet: [
+              '',
+              'quickfix',
+              'refactor',
+              'refactor.extract',
+              'refactor.inline',
+              'refactor.rewrite',
+              'source',
+              'source.organizeImports',
+              'source.fixAll',
+            ],
+          },
+        },
+      },
+    },
+  };
+}
+
+/** The value at a dotted section path of a settings object, or null. */
+function lookupSetting(settings: unknown, section: string | undefined): unknown {
+  if (section === undefined || section === '') return settings ?? null;
+  let cur: unknown = settings;
+  for (const part of section.split('.')) {
+    if (typeof cur !== 'object' || cur === null || !(part in cur)) return null;
+    cur = (cur as Record<string, unknown>)[part];
+  }
+  return cur ?? null;
+}
+
+function hoverText(contents: MarkupContent | MarkedString | MarkedString[]): string {
+  const one = (c: MarkedString | MarkupContent): string => (typeof c === 'string' ? c : c.value);
+  return Array.isArray(contents) ? contents.map(one).join('\n\n') : one(contents);
+}
+
+class Deadline {
+  private timer: NodeJS.Timeout | undefined;
+  readonly done: Promise<'timeout'>;
+  constructor(ms: number) {
+    this.done = new Promise((resolve) => {
+      this.timer = setTimeout(() => resolve('timeout'), Math.max(0, ms));
+    });
+  }
+  clear(): void {
+    if (this.timer) clearTimeout(this.timer);
+  }
+}
+
+export class LanguageServerSession {
+  readonly spec: ServerSpec;
+  readonly root: string;
+  readonly pid: number;
+  capabilities: ServerCapabilities = {};
+  private readonly proc: cp.ChildProcess;
+  private readonly conn: MessageConnection;
+  private readonly docs = new Map<string, OpenDoc>();
+  private readonly published = new Map<string, LatestPublish>();
+  private readonly waiters = new Map<string, Set<PublishWaiter>>();
+  private readonly exitListeners: Array<(info: { code: number | null; signal: string | null }) => void> = [];
+  private readonly log: (line: string) => void;
+  private exitInfo: { code: number | null; signal: string | null } | undefined;
+  private readonly exitPromise: Promise<void>;
+  private disposing = false;
+
+  private constructor(spec: ServerSpec, root: string, opts: SessionOptions) {
+    this.spec = spec;
+    this.root = root;
+    this.log = opts.log ?? (() => undefined);
+    // Its own process group, so whatever the server starts (tsserver, workers) goes with it.
+    this.proc = cp.spawn(spec.command, spec.args, { cwd: root, stdio: ['pipe', 'pipe', 'pipe'], detached: true });
+    this.pid = this.proc.pid ?? -1;
+    this.exitPromise = new Promise((resolve) => {
+      const onGone = (code: number | null, signal: string | null): void => {
+        if (this.exitInfo) return;
+        this.exitInfo = { code, signal };
+        this.killGroup();
+        this.failAllWaiters(`the language server '${spec.id}' exited (code ${code}, signal ${signal})`);
+        this.conn.dispose();
+        for (const cb of this.exitListeners) cb(this.exitInfo);
+        resolve();
+      };
+      this.proc.on('exit', onGone);
+      this.proc.on('error', (err) => {
+        this.log(`[${spec.id}] cannot run ${spec.command}: ${err.message}`);
+        onGone(null, null);
+      });
+    });
+    this.proc.stderr?.on('data', (d: Buffer) => this.log(`[${spec.id}] ${d.toString().trimEnd()}`));
+    const stdout = this.proc.stdout;
+    const stdin = this.proc.stdin;
+    if (!stdout || !stdin) throw new Error('no stdio pipes to the language server');
+    stdin.on('error', () => undefined); // a dead server's pipe: reported through 'exit'
+    this.conn = createMessageConnection(new StreamMessageReader(stdout), new StreamMessageWriter(stdin));
+    this.conn.onError(([err]) => this.log(`[${spec.id}] connection error: ${err.message}`));
+    this.conn.onNotification('textDocument/publishDiagnostics', (p: PublishDiagnosticsParams) => this.onPublish(p));
+    this.conn.onNotification('window/logMessage', (p: { message: string }) => this.log(`[${spec.id}] ${p.message}`));
+    this.conn.onNotification(() => undefined);
+    this.conn.onRequest('workspace/configuration', (p: { items: Array<{ section?: string }> }) =>
+      p.items.map((item) => lookupSetting(this.spec.settings, item.section)),
+    );
+    this.conn.onRequest('workspace/workspaceFolders', () => [{ uri: pathToFileURL(root).href, name: path.basename(root) }]);
+    this.conn.onRequest('client/registerCapability', () => null);
+    this.conn.onRequest('client/unregisterCapability', () => null);
+    this.conn.onRequest('window/workDoneProgress/create', () => null);
+    this.conn.onRequest('workspace/applyEdit', () => ({ applied: false, failureReason: 'shadowfs applies no edits on its own' }));
+    this.conn.onRequest('window/showMessageRequest', () => null);
+    this.conn.onRequest('workspace/diagnostic/refresh', () => null);
+    this.conn.listen();
+  }
+
+  /** Starts the server with `rootDir` as its workspace root and completes the initialize handshake. */
+  static async start(spec: ServerSpec, rootDir: string, opts: SessionOptions = {}): Promise<LanguageServerSession> {
+    const root = fs.realpathSync(rootDir);
+    const s = new LanguageServerSession(spec, root, opts);
+    const rootUri = pathToFileURL(root).href;
+    const deadline = new Deadline(opts.initializeTimeoutMs ?? 60_000);
+    try {
+      const init = s.conn.sendRequest<InitializeResult>('initialize', {
+        processId: process.pid,
+        clientInfo: { name: 'shadowfs' },
+        rootUri,
+        rootPath: root,
+        workspaceFolders: [{ uri: rootUri, name: path.basename(root) }],
+        capabilities: clientCapabilities(),
+        initializationOptions: spec.initializationOptions,
+      });
+      const r = await Promise.race([init, deadline.done, s.exitPromise.then(() => 'exited' as const)]);
+      if (r === 'timeout') throw new Error(`the language server '${spec.id}' did not answer initialize in time`);
+      if (r === 'exited') throw new Error(`the language server '${spec.id}' exited during initialize (${JSON.stringify(s.exitInfo)})`);
+      s.capabilities = r.capabilities;
+      await s.conn.sendNotification('initialized', {});
+      if (spec.settings !== undefined) await s.conn.sendNotification('workspace/didChangeConfiguration', { settings: spec.settings });
+      return s;
+    } catch (err) {
+      await s.dispose();
+      throw err;
+    } finally {
+      deadline.clear();
+    }
+  }
+
+  get exited(): boolean {
+    return this.exitInfo !== undefined;
+  }
+
+  onExit(cb: (info: { code: number | null; signal: string | null }) => void): void {
+    if (this.exitInfo) cb(this.exitInfo);
+    else this.exitListeners.push(cb);
+  }
+
+  private uriOf(relPath: string): string {
+    return pathToFileURL(path.resolve(this.root, relPath)).href;
+  }
+
+  /** A server's uri back to a path relative to the root (absolute if outside). */
+  relPathOf(uri: string): string {
+    let abs: string;
+    try {
+      abs = fileURLToPath(uri);
+    } catch {
+      return uri;
+    }
+    const rel = path.relative(this.root, abs);
+    return rel.startsWith('..') || path.isAbsolute(rel) ? abs : rel.split(path.sep).join('/');
+  }
+
+  /** Canonical key of a document: servers re-encode uris (e.g. %3A), so compare paths. */
+  private keyOf(uri: string): string {
+    try {
+      return path.normalize(fileURLToPath(uri));
+    } catch {
+      return uri;
+    }
+  }
+
+  /** The version last sent for relPath, or undefined if it is not open. */
+  version(relPath: string): number | undefined {
+    return this.docs.get(this.keyOf(this.uriOf(relPath)))?.version;
+  }
+
+  /**
+   * Sends the text of relPath: didOpen (version 1) the first time, then didChange with the full
+   * text and version+1. Unchanged text sends nothing and returns the same version (unless
+   * filesChanged marked the document for a re-check). Returns the version now current.
+   */
+  sync(relPath: string, languageId: string, text: string): number {
+    this.assertAlive();
+    const uri = this.uriOf(relPath);
+    const key = this.keyOf(uri);
+    const doc = this.docs.get(key);
+    if (!doc) {
+      this.docs.set(key, { uri, languageId, version: 1, text, stale: false });
+      void this.conn.sendNotification('textDocument/didOpen', { textDocument: { uri, languageId, version: 1, text } });
+      return 1;
+    }
+    if (doc.text === text && !doc.stale) return doc.version;
+    doc.version += 1;
+    doc.text = text;
+    doc.stale = false;
+    void this.conn.sendNotification('textDocument/didChange', { textDocument: { uri, version: doc.version }, contentChanges: [{ text }] });
+    this.supersedeWaiters(key, doc.version);
+    return doc.version;
+  }
+
+  close(relPath: string): void {
+    const uri = this.uriOf(relPath);
+    const key = this.keyOf(uri);
+    const doc = this.docs.get(key);
+    if (!doc) return;
+    this.docs.delete(key);
+    this.published.delete(key);
+    this.supersedeWaiters(key, Number.POSITIVE_INFINITY);
+    if (!this.exited) void this.conn.sendNotification('textDocument/didClose', { textDocument: { uri: doc.uri } });
+  }
+
+  /**
+   * Tells the server that files changed on disk (workspace/didChangeWatchedFiles). Open
+   * documents keep the text last synced: for an open document whose file changed on disk, the
+   * caller re-syncs it with the new text. Every open document is also marked so that its next
+   * sync — even with unchanged text — sends a new version: a dependency may have changed, and
+   * only diagnostics for a version sent after this call can be proven to have seen it.
+   */
+  filesChanged(changes: Array<{ relPath: string; type: FileChangeType }>): void {
+    this.assertAlive();
+    if (changes.length === 0) return;
+    void this.conn.sendNotification('workspace/didChangeWatchedFiles', {
+      changes: changes.map((c) => ({ uri: this.uriOf(c.relPath), type: WATCH_TYPES[c.type] })),
+    });
+    for (const doc of this.docs.values()) doc.stale = true;
+  }
+
+  /** Fresh diagnostics for `version` of relPath, or a timeout/error that says so (never a guess). */
+  async diagnostics(relPath: string, version: number, timeoutMs: number): Promise<DiagnosticsAnswer> {
+    const key = this.keyOf(this.uriOf(relPath));
+    const fail = (status: AnswerStatus, error: string): DiagnosticsAnswer => ({ status, diagnostics: [], version, error });
+    if (this.exitInfo) return fail('error', `the language server '${this.spec.id}' exited`);
+    const doc = this.docs.get(key);
+    if (!doc) return fail('error', `${relPath} is not open in the language server; sync it first`);
+    if (version !== doc.version) return fail('error', `${relPath} is at version ${doc.version}, not ${version}`);
+    const deadline = new Deadline(timeoutMs);
+    try {
+      let answer: Promise<DiagnosticsAnswer>;
+      if (this.capabilities.diagnosticProvider) answer = this.pullDiagnostics(doc, version);
+      else if (this.spec.diagnosticsMode === 'tsserver') answer = this.tsserverDiagnostics(doc, version);
+      else answer = this.publishedDiagnostics(key, version);
+      const r = await Promise.race([answer, deadline.done]);
+      if (r === 'timeout') {
+        this.dropWaiters(key, version);
+        return fail('timeout', `no diagnostics for version ${version} within ${timeoutMs} ms`);
+      }
+      // The document may have moved on while the server worked.
+      if (r.status === 'fresh' && this.docs.get(key)?.version !== version) {
+        return fail('error', `${relPath} changed to version ${this.docs.get(key)?.version} while diagnostics for ${version} were computed`);
+      }
+      return r;
+    } finally {
+      deadline.clear();
+    }
+  }
+
+  private async pullDiagnostics(doc: OpenDoc, version: number): Promise<DiagnosticsAnswer> {
+    const cts = new CancellationTokenSource();
+    try {
+      const report = await this.conn.sendRequest<DocumentDiagnosticReport>(
+        'textDocument/diagnostic',
+        { textDocument: { uri: doc.uri } },
+        cts.token,
+      );
+      if (report.kind !== 'full')
+        return {
+          status: 'error',
+          diagnostics: [],
+          version,
+          error: 'the server answered "unchanged" to a request without a previous result',
+        };
+      return { status: 'fresh', diagnostics: report.items, version };
+    } catch (err) {
+      return { status: 'error', diagnostics: [], version, error: this.describe(err) };
+    } finally {
+      cts.dispose();
+    }
+  }
+
+  private async tsserverDiagnostics(doc: OpenDoc, version: number): Promise<DiagnosticsAnswer> {
+    try {
+      const kinds = ['syntacticDiagnosticsSync', 'semanticDiagnosticsSync', 'suggestionDiagnosticsSync'];
+      const bodies = await Promise.all(
+        kinds.map((k) =>
+          this.conn.sendRequest<unknown>('workspace/executeCommand', {
+            command: 'typescript.tsserverRequest',
+            arguments: [k, { file: doc.uri }],
+          }),
+        ),
+      );
+      const out: Diagnostic[] = [];
+      for (const b of bodies) {
+        const list = (b as { body?: unknown } | null)?.body ?? b;
+        if (!Array.isArray(list)) throw new Error(`unexpected answer from tsserver: ${JSON.stringify(b)?.slice(0, 200)}`);
+        for (const d of list as TsDiagnostic[]) out.push(fromTsDiagnostic(d));
+      }
+      return { status: 'fresh', diagnostics: out, version };
+    } catch (err) {
+      return { status: 'error', diagnostics: [], version, error: this.describe(err) };
+    }
+  }
+
+  private publishedDiagnostics(key: string, version: number): Promise<DiagnosticsAnswer> {
+    const latest = this.published.get(key);
+    if (latest && latest.version === version) return Promise.resolve({ status: 'fresh', diagnostics: latest.diagnostics, version });
+    return new Promise((resolve) => {
+      let set = this.waiters.get(key);
+      if (!set) this.waiters.set(key, (set = new Set()));
+      set.add({ version, resolve });
+    });
+  }
+
+  private onPublish(p: PublishDiagnosticsParams): void {
+    const key = this.keyOf(p.uri);
+    const doc = this.docs.get(key);
+    if (!doc) return;
+    this.published.set(key, { version: p.version, diagnostics: p.diagnostics });
+    const set = this.waiters.get(key);
+    if (!set) return;
+    for (const w of [...set]) {
+      if (p.version === w.version) w.resolve({ status: 'fresh', diagnostics: p.diagnostics, version: w.version });
+      else if (p.version === undefined) {
+        w.resolve({
+          status: 'error',
+          diagnostics: [],
+          version: w.version,
+          error: 'the server publishes diagnostics without a document version; they cannot be proven fresh',
+        });
+      } else continue;
+      set.delete(w);
+    }
+  }
+
+  private supersedeWaiters(key: string, now: number): void {
+    const set = this.waiters.get(key);
+    if (!set) return;
+    for (const w of [...set]) {
+      if (w.version < now) {
+        w.resolve({
+          status: 'error',
+          diagnostics: [],
+          version: w.version,
+          error: `the document moved on to a newer version before diagnostics for ${w.version} came`,
+        });
+        set.delete(w);
+      }
+    }
+  }
+
+  private dropWaiters(key: string, version: number): void {
+    const set = this.waiters.get(key);
+    if (!set) return;
+    for (const w of [...set]) if (w.version === version) set.delete(w);
+  }
+
+  private failAllWaiters(error: string): void {
+    for (const set of this.waiters.values())
+      for (const w of set) w.resolve({ status: 'error', diagnostics: [], version: w.version, error });
+    this.waiters.clear();
+  }
+
+  /** A request with a deadline: the result, or a timeout/error; cancelled on timeout. */
+  private async request<T, V>(
+    method: string,
+    params: unknown,
+    timeoutMs: number,
+    empty: V,
+    map: (r: T) => V | Promise<V>,
+  ): Promise<Answer<V>> {
+    if (this.exitInfo) return { status: 'error', value: empty, error: `the language server '${this.spec.id}' exited` };
+    const cts = new CancellationTokenSource();
+    const deadline = new Deadline(timeoutMs);
+    const exited = this.exitPromise.then(() => 'exited' as const);
+    try {
+      const r = await Promise.race([this.conn.sendRequest<T>(method, params, cts.token), deadline.done, exited]);
+      if (r === 'timeout') {
+        cts.cancel();
+        return { status: 'timeout', value: empty, error: `${method}: no answer within ${timeoutMs} ms` };
+      }
+      if (r === 'exited') return { status: 'error', value: empty, error: `the language server '${this.spec.id}' exited` };
+      return { status: 'fresh', value: await map(r) };
+    } catch (err) {
+      return { status: 'error', value: empty, error: this.describe(err) };
+    } finally {
+      deadline.clear();
+      cts.dispose();
+    }
+  }
+
+  private toPlaces(r: Location | Location[] | LocationLink[] | null): Place[] {
+    if (!r) return [];
+    const list = Array.isArray(r) ? r : [r];
+    return list.map((l) =>
+      'targetUri' in l
+        ? { relPath: this.relPathOf(l.targetUri), uri: l.targetUri, range: l.targetSelectionRange ?? l.targetRange }
+        : { relPath: this.relPathOf(l.uri), uri: l.uri, range: l.range },
+    );
+  }
+
+  definition(relPath: string, position: Position, timeoutMs: number): Promise<Answer<Place[]>> {
+    return this.request(
+      'textDocument/definition',
+      { textDocument: { uri: this.uriOf(relPath) }, position },
+      timeoutMs,
+      [],
+      (r: Location | Location[] | LocationLink[] | null) => this.toPlaces(r),
+    );
+  }
+
+  references(relPath: string, position: Position, timeoutMs: number, includeDeclaration = true): Promise<Answer<Place[]>> {
+    return this.request(
+      'textDocument/references',
+      { textDocument: { uri: this.uriOf(relPath) }, position, context: { includeDeclaration } },
+      timeoutMs,
+      [],
+      (r: Location[] | null) => this.toPlaces(r),
+    );
+  }
+
+  hover(relPath: string, position: Position, timeoutMs: number): Promise<Answer<{ text: string; range?: Range } | null>> {
+    return this.request(
+      'textDocument/hover',
+      { textDocument: { uri: this.uriOf(relPath) }, position },
+      timeoutMs,
+      null,
+      (r: Hover | null) => (r ? { text: hoverText(r.contents), ...(r.range ? { range: r.range } : {}) } : null),
+    );
+  }
+
+  /**
+   * Code actions for a range, with the diagnostics they should fix (as returned by
+   * diagnostics()). Actions without an edit are resolved (codeAction/resolve) when the server
+   * can; commands are returned, not run.
+   */
+  async codeActions(relPath: string, range: Range, diagnostics: Diagnostic[], timeoutMs: number): Promise<Answer<CodeActionAnswerItem[]>> {
+    const started = Date.now();
+    const canResolve =
+      typeof this.capabilities.codeActionProvider === 'object' && this.capabilities.codeActionProvider.resolveProvider === true;
+    const r = await this.request(
+      'textDocument/codeAction',
+      { textDocument: { uri: this.uriOf(relPath) }, range, context: { diagnostics, triggerKind: 1 } },
+      timeoutMs,
+      [] as Array<CodeAction | Command>,
+      (x: Array<CodeAction | Command> | null) => x ?? [],
+    );
+    if (r.status !== 'fresh') return { ...r, value: [] };
+    const items: CodeActionAnswerItem[] = [];
+    for (const a of r.value) {
+      if (typeof (a as Command).command === 'string') {
+        items.push({ title: a.title, edits: [], command: a as Command });
+        continue;
+      }
+      let action = a as CodeAction;
+      if (!action.edit && canResolve && action.data !== undefined) {
+        const left = timeoutMs - (Date.now() - started);
+        const resolved = await this.request('codeAction/resolve', action, left, action, (x: CodeAction) => x);
+        if (resolved.status !== 'fresh') return { status: resolved.status, value: [], error: resolved.error };
+        action = resolved.value;
+      }
+      items.push({
+        title: action.title,
+        ...(action.kind !== undefined ? { kind: action.kind } : {}),
+        ...(action.isPreferred !== undefined ? { isPreferred: action.isPreferred } : {}),
+        ...(action.diagnostics ? { diagnostics: action.diagnostics } : {}),
+        ...(action.edit ? { edit: action.edit } : {}),
+        edits: action.edit ? this.flattenEdit(action.edit) : [],
+        ...(action.command ? { command: action.command } : {}),
+      });
+    }
+    return { status: 'fresh', value: items };
+  }
+
+  private flattenEdit(edit: WorkspaceEdit): FileEdits[] {
+    const out: FileEdits[] = [];
+    for (const [uri, edits] of Object.entries(edit.changes ?? {})) out.push({ relPath: this.relPathOf(uri), uri, edits });
+    for (const dc of edit.documentChanges ?? []) {
+      if ('textDocument' in dc) {
+        const edits = dc.edits.map((e) => ({ range: e.range, newText: 'newText' in e ? e.newText : e.snippet.value }));
+        out.push({ relPath: this.relPathOf(dc.textDocument.uri), uri: dc.textDocument.uri, edits });
+      }
+    }
+    return out;
+  }
+
+  private describe(err: unknown): string {
+    if (this.exitInfo) return `the language server '${this.spec.id}' exited (code ${this.exitInfo.code}, signal ${this.exitInfo.signal})`;
+    return err instanceof Error ? err.message : String(err);
+  }
+
+  private assertAlive(): void {
+    if (this.exitInfo) throw new Error(`the language server '${this.spec.id}' exited; start a new session`);
+  }
+
+  private killGroup(): void {
+    if (this.pid <= 0) return;
+    try {
+      process.kill(-this.pid, 'SIGKILL');
+    } catch {
+      // the group is gone already
+    }
+  }
+
+  /** Shuts the server down (shutdown + exit), kills it and its process group after a grace period. */
+  async dispose(graceMs = 2000): Promise<void> {
+    if (!this.exitInfo && !this.disposing) {
+      this.disposing = true;
+      const grace = new Deadline(graceMs);
+      try {
+        await Promise.race([
+          this.conn.sendRequest('shutdown').then(() => this.conn.sendNotification('exit')),
+          grace.done,
+          this.exitPromise,
+        ]).catch(() => undefined);
+        await Promise.race([this.exitPromise, grace.done]);
+      } finally {
+        grace.clear();
+      }
+      if (!this.exitInfo) this.killGroup();
+    }
+    await this.exitPromise;
+  }
+}
+
+interface TsLocation {
+  line: number;
+  offset: number;
+}
+
+interface TsDiagnostic {
+  start: TsLocation;
+  end: TsLocation;
+  text: string;
+  code?: number;
+  category?: string;
+  source?: string;
+  reportsUnnecessary?: unknown;
+  reportsDeprecated?: unknown;
+  relatedInformation?: Array<{ message: string; span?: { start: TsLocation; end: TsLocation; file: string } }>;
+}
+
+function tsRange(start: TsLocation, end: TsLocation): Range {
+  return { start: { line: start.line - 1, character: start.offset - 1 }, end: { line: end.line - 1, character: end.offset - 1 } };
+}
+
+/** A tsserver diagnostic (1-based line/offset) as an LSP one, as typescript-language-server maps them. */
+function fromTsDiagnostic(d: TsDiagnostic): Diagnostic {
+  const severity = d.category === 'error' ? 1 : d.category === 'warning' ? 2 : d.category === 'suggestion' ? 4 : 3;
+  const tags: Array<1 | 2> = [];
+  if (d.reportsUnnecessary) tags.push(1);
+  if (d.reportsDeprecated) tags.push(2);
+  const out: Diagnostic = { range: tsRange(d.start, d.end), message: d.text, severity, source: d.source ?? 'typescript' };
+  if (d.code !== undefined) out.code = d.code;
+  if (tags.length) out.tags = tags;
+  const related = [];
+  for (const r of d.relatedInformation ?? []) {
+    if (r.span)
+      related.push({ message: r.message, location: { uri: pathToFileURL(r.span.file).href, range: tsRange(r.span.start, r.span.end) } });
+  }
+  if (related.length) out.relatedInformation = related;
+  return out;
+}
