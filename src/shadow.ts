@@ -34,6 +34,9 @@ export type { LayerStats };
 
 export type Change = NativeChange;
 
+/** The scheduler queue of jobs that need no layer active (no agent id has a NUL byte). */
+const FOLDER_QUEUE = '\0folder';
+
 function isInside(child: string, parent: string): boolean {
   const rel = path.relative(parent, child);
   return rel === '' || (!rel.startsWith('..') && !path.isAbsolute(rel));
@@ -400,6 +403,11 @@ export class Shadow {
   /** Memory per layer, and the time-slicing queue. */
   async stats(): Promise<{ layers: Record<string, LayerStats>; scheduler: SchedulerStats }> {
     const scheduler = this.scheduler.snapshot(); // as it is when asked
+    if (scheduler.agents[FOLDER_QUEUE]) {
+      scheduler.agents['(folder)'] = scheduler.agents[FOLDER_QUEUE];
+      delete scheduler.agents[FOLDER_QUEUE];
+    }
+    if (scheduler.running === FOLDER_QUEUE) scheduler.running = '(folder)';
     const layers: Record<string, LayerStats> = {};
     const agents = await this.agents();
     const all = await Promise.all(
@@ -439,6 +447,21 @@ export class Shadow {
           await this.ensureLayer(target);
           await this.activate(target);
         }
+        return job(this.mountPoint, signal);
+      },
+      options,
+    );
+  }
+
+  /**
+   * Runs `job` while no layer is active: the shared mount shows the folder itself, read-only
+   * (what the diagnostics service checks a baseline on). Queued with the agents' jobs.
+   */
+  withFolder<T>(job: (dir: string, signal: AbortSignal) => Promise<T>, options: JobOptions = {}): Promise<T> {
+    return this.scheduler.run(
+      FOLDER_QUEUE,
+      async (signal) => {
+        if (this.active !== null) await this.activate(null);
         return job(this.mountPoint, signal);
       },
       options,
@@ -521,7 +544,19 @@ export class Shadow {
     if (!this.native) return;
     const native = this.native;
     try {
-      await native.unmount(options.lazy === true);
+      // Files closed by a process that just died are let go a few milliseconds later (the kernel
+      // may finish the close on a worker thread), and until then the mount is busy: measured
+      // 10-30 ms after language servers were killed. A short retry tells that apart from a
+      // program that really still uses the shadow.
+      for (let attempt = 0; ; attempt++) {
+        try {
+          await native.unmount(options.lazy === true);
+          break;
+        } catch (err) {
+          if ((err as { code?: string }).code !== 'EBUSY' || attempt >= 10) throw err;
+          await new Promise((r) => setTimeout(r, 25));
+        }
+      }
     } catch (err) {
       if ((err as { code?: string }).code === 'EBUSY') {
         throw new ShadowError(

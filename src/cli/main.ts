@@ -4,6 +4,7 @@ import { activateCommand } from './commands/activate';
 import { demoCommand } from './commands/demo';
 import { doctorCommand } from './commands/doctor';
 import { layerCommand } from './commands/layer';
+import { lintsCommand } from './commands/lints';
 import { listCommand } from './commands/list';
 import { mountCommand } from './commands/mount';
 import { runCommand } from './commands/run';
@@ -23,6 +24,7 @@ export function main(argv: string[]): void {
     .command(activateCommand)
     .command(viewCommand)
     .command(runCommand)
+    .command(lintsCommand)
     .command(statusCommand)
     .command(serveCommand)
     .command(doctorCommand)

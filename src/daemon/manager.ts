@@ -8,11 +8,14 @@ import type { Logger } from 'winston';
 import { ShadowError } from '../errors';
 import { mountedPaths } from '../platform';
 import type { NotificationName, NotificationParamsOf, ShadowInfo } from '../protocol/methods';
+import { DiagnosticsService } from '../diagnostics/service';
 import { mount, Shadow } from '../shadow';
 
 interface Entry {
   name: string;
   shadow: Shadow;
+  /** Its language servers, started on the first lints/lsp request. */
+  diagnostics?: DiagnosticsService;
   lastUsed: number;
   lastActivity: number;
 }
@@ -158,8 +161,26 @@ export class ShadowManager {
     return entry.shadow;
   }
 
+  /** The shadow's diagnostics service (its language servers), mounting it again if idle. */
+  async diagnostics(nameOrDir: string): Promise<DiagnosticsService> {
+    const e = this.get(nameOrDir);
+    await this.use(e);
+    e.diagnostics ??= new DiagnosticsService(e.shadow);
+    return e.diagnostics;
+  }
+
+  /** Stops a shadow's language servers (before its mount goes away). */
+  private async stopServers(e: Entry): Promise<void> {
+    const d = e.diagnostics;
+    e.diagnostics = undefined;
+    await d
+      ?.dispose()
+      .catch((err: unknown) => this.opts.log.warn('stopping language servers failed', { name: e.name, error: (err as Error).message }));
+  }
+
   async unmount(nameOrDir: string, lazy: boolean): Promise<string> {
     const e = this.get(nameOrDir);
+    await this.stopServers(e);
     await e.shadow.unmount({ lazy });
     this.entries.delete(e.name);
     this.saveState();
@@ -193,6 +214,7 @@ export class ShadowManager {
   async shutdown(): Promise<void> {
     clearInterval(this.idleTimer);
     for (const e of this.entries.values()) {
+      await this.stopServers(e);
       try {
         await e.shadow.unmount({ lazy: true });
       } catch (err) {
@@ -215,6 +237,7 @@ export class ShadowManager {
       }
       if (now - e.lastUsed < this.opts.idleMs || e.shadow.views.size > 0) continue;
       try {
+        await this.stopServers(e);
         await e.shadow.suspend();
         this.saveState(); // its views are gone
         e.lastActivity = e.shadow.activity();

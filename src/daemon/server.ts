@@ -247,6 +247,19 @@ export class Daemon {
           this.runs.delete(runId);
         }
       },
+      lints: async (p) => (await m.diagnostics(p.shadow)).lints(p),
+      'lsp.definition': async (p) => {
+        const r = await (await m.diagnostics(p.shadow)).at('definition', p);
+        return { status: r.status, ...(r.error ? { error: r.error } : {}), locations: r.locations };
+      },
+      'lsp.references': async (p) => {
+        const r = await (await m.diagnostics(p.shadow)).at('references', p);
+        return { status: r.status, ...(r.error ? { error: r.error } : {}), locations: r.locations };
+      },
+      'lsp.hover': async (p) => {
+        const r = await (await m.diagnostics(p.shadow)).at('hover', p);
+        return { status: r.status, ...(r.error ? { error: r.error } : {}), contents: r.contents, ...(r.range ? { range: r.range } : {}) };
+      },
       'run.cancel': async (p) => {
         const c = this.runs.get(p.runId);
         c?.abort();

@@ -136,6 +136,11 @@ export const MUTATING: ReadonlySet<string> = new Set<MethodName>([
   'view.close',
   'run',
   'run.cancel',
+  // These write the layer (edits) or start language servers on the shadow: real work, not fuzz.
+  'lints',
+  'lsp.definition',
+  'lsp.references',
+  'lsp.hover',
 ]);
 
 /** Names of shadows that do not exist and cannot resolve to a path inside one ("/" and "." excluded). */
@@ -317,7 +322,7 @@ export interface Target {
   file: string;
 }
 
-type FieldType = 'string' | 'number' | 'int' | 'boolean' | 'strings' | 'agent-or-null';
+type FieldType = 'string' | 'number' | 'int' | 'boolean' | 'strings' | 'agent-or-null' | 'position' | 'edits';
 type Fields = ReadonlyArray<readonly [string, FieldType, 'required' | 'optional']>;
 
 const shadowAgent: Fields = [
@@ -369,6 +374,16 @@ const FIELDS: Record<MethodName, Fields> = {
     ['lazy', 'boolean', 'optional'],
   ],
   stats: [['shadow', 'string', 'required']],
+  lints: [
+    ...shadowAgent,
+    ['paths', 'strings', 'optional'],
+    ['edits', 'edits', 'optional'],
+    ['timeoutMs', 'int', 'optional'],
+    ['quickFixes', 'boolean', 'optional'],
+  ],
+  'lsp.definition': [...shadowAgentPath, ['position', 'position', 'required'], ['timeoutMs', 'int', 'optional']],
+  'lsp.references': [...shadowAgentPath, ['position', 'position', 'required'], ['timeoutMs', 'int', 'optional']],
+  'lsp.hover': [...shadowAgentPath, ['position', 'position', 'required'], ['timeoutMs', 'int', 'optional']],
   run: [
     ...shadowAgent,
     ['argv', 'strings', 'required'],
@@ -600,6 +615,8 @@ export class Gen {
     if (type !== 'string' && type !== 'agent-or-null') others.push('1', 'true', '', this.string());
     if (type === 'strings') others.push([1], [null], [[]], [{}], [true]);
     if (type === 'agent-or-null') return rng.pick(others.filter((v) => v !== null));
+    if (type === 'position') return rng.pick([null, 1, 'x', [], { line: -1, character: 0 }, { line: 'a', character: 0 }, { line: 0 }]);
+    if (type === 'edits') return rng.pick([null, 'x', [1], [{}], [{ path: 1 }], [{ path: 'a', content: 2 }], {}]);
     return rng.pick(others);
   }
 
@@ -653,6 +670,8 @@ export class Gen {
     if (name === 'runId') return rng.pick(['r1', 'nosuch-run', '']);
     if (name === 'argv') return rng.pick([['true'], ['sh', '-c', 'exit 3'], []]);
     if (name === 'env') return rng.pick([['A=b'], ['NOEQUALS'], []]);
+    if (name === 'timeoutMs') return rng.pick([1, 1000]);
+    if (name === 'paths') return rng.pick([[], [this.target.file]]);
     switch (type) {
       case 'number':
         return rng.pick([0.5, 1, 30]);
@@ -662,6 +681,10 @@ export class Gen {
         return rng.chance(0.5);
       case 'agent-or-null':
         return rng.chance(0.3) ? null : this.target.agent;
+      case 'position':
+        return { line: rng.int(5), character: rng.int(5) };
+      case 'edits':
+        return rng.pick([[], [{ path: this.target.file, content: 'x' }]]);
       default:
         return this.string(10);
     }
@@ -1013,6 +1036,8 @@ export class Gen {
       boolean: [null, 0, 1, 'true', '', [], {}],
       strings: [null, 'x', [], [1], [null], [[]], [{}], {}, [deepArray(100)]],
       'agent-or-null': [0, true, [], {}, ['keeper']],
+      position: [null, 0, 'x', [], {}, { line: -1, character: 0 }, { line: 0, character: new Tok('1.5') }, { line: 0, character: 0, x: 1 }],
+      edits: [null, 'x', {}, [1], [null], [{}], [{ path: 0 }], [{ path: 'a', edits: [{}] }]],
     };
     const out: Framed[] = [];
     for (const method of METHODS) {

