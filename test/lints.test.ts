@@ -153,6 +153,39 @@ describe('lints: diagnostics from warm language servers inside the shadow', func
     });
   });
 
+  it('a killed server comes back on the next request; a server that never answers gives timeout, never "no problems"', async () => {
+    await withService(async (svc) => {
+      const edit = { path: 'src/b.ts', content: B_TS.replace('add(1, 2)', 'add(1)') };
+      const first = await svc.lints({ shadow: 's', agent: 'k', edits: [edit], timeoutMs: 60_000 });
+      assert.strictEqual(first.files[0].introduced.length, 1, JSON.stringify(first.files[0]));
+      const [ts] = svc.runningServers().filter((x) => x.id === 'typescript');
+      assert.ok(ts, JSON.stringify(svc.runningServers()));
+      process.kill(ts.pid, 'SIGKILL');
+      await new Promise((r) => setTimeout(r, 200));
+      const again = await svc.lints({ shadow: 's', agent: 'k', paths: ['src/b.ts'], timeoutMs: 60_000 });
+      assert.strictEqual(again.files[0].status, 'fresh', JSON.stringify(again.files[0]));
+      assert.strictEqual(again.files[0].introduced.length, 1);
+      assert.notStrictEqual(svc.runningServers().find((x) => x.id === 'typescript')?.pid, ts.pid, 'a new server');
+    });
+    // A server configured in the folder (.shadowfs/lsp.json) that never answers.
+    const lower = makeTsProject();
+    fs.mkdirSync(path.join(lower, '.shadowfs'));
+    const hang = path.join(__dirname, 'fixtures', 'lsp', 'hang-server.js');
+    fs.writeFileSync(
+      path.join(lower, '.shadowfs', 'lsp.json'),
+      JSON.stringify({
+        servers: [{ id: 'hang', command: process.execPath, args: [hang], languages: [{ languageId: 'plaintext', extensions: ['.txt'] }] }],
+      }),
+    );
+    fs.writeFileSync(path.join(lower, 'notes.txt'), 'hello\n');
+    await withService(async (svc) => {
+      const r = await svc.lints({ shadow: 's', agent: 'h', edits: [{ path: 'notes.txt', content: 'changed\n' }], timeoutMs: 1500 });
+      assert.strictEqual(r.files[0].status, 'timeout', JSON.stringify(r.files[0]));
+      assert.deepStrictEqual(r.files[0].introduced, []);
+      assert.strictEqual(r.files[0].server ?? 'hang', 'hang');
+    }, lower);
+  });
+
   it('the CLI reports introduced errors with exit status 4, as JSON too, and the folder is never written', () => {
     const lower = makeTsProject();
     const cli = path.join(repoRoot, 'bin', 'shadowfs.js');

@@ -109,6 +109,11 @@ export class DiagnosticsService {
     return { pool: this.pool, specs: this.specs };
   }
 
+  /** The language servers running for this shadow. */
+  runningServers(): Array<{ id: string; pid: number }> {
+    return (this.pool?.running() ?? []).map((s) => ({ id: s.spec.id, pid: s.pid }));
+  }
+
   async dispose(): Promise<void> {
     const pool = this.pool;
     this.pool = undefined;
