@@ -9,6 +9,7 @@ import * as os from 'os';
 import * as path from 'path';
 import { mount, Shadow, ShadowClient } from '../src';
 import { addon } from '../src/native';
+import { lintsBench, lintsMarkdown } from './lints';
 import { responsiveness, responsivenessMarkdown, ResponsivenessRow, TARGET_MAX_DELAY_MS } from './responsiveness';
 
 const quick = process.argv.includes('--quick');
@@ -19,11 +20,13 @@ const REPS = quick ? 2 : 5;
 const SMALL_FILES = quick ? 1_000 : 10_000;
 // The folder's file another process appends to while the event loop is watched (MiB).
 const RESP_MIB = quick ? 256 : 1024;
+// One-line edits per lints measurement.
+const LINT_EDITS = quick ? 10 : 30;
 const onlyArg = process.argv.findIndex((a) => a === '--only' || a.startsWith('--only='));
 const only =
   onlyArg < 0 ? undefined : process.argv[onlyArg].startsWith('--only=') ? process.argv[onlyArg].slice(7) : process.argv[onlyArg + 1];
-if (only !== undefined && only !== 'responsiveness') {
-  console.error(`bench: --only knows one section, "responsiveness"; got ${JSON.stringify(only)}`);
+if (only !== undefined && only !== 'responsiveness' && only !== 'lints') {
+  console.error(`bench: --only knows two sections, "responsiveness" and "lints"; got ${JSON.stringify(only)}`);
   process.exit(2);
 }
 const repo = path.join(__dirname, '..', '..');
@@ -246,8 +249,28 @@ async function onlyResponsiveness(): Promise<void> {
   fs.rmSync(work, { recursive: true, force: true });
 }
 
+async function onlyLints(): Promise<void> {
+  const started = new Date();
+  console.error(`shadowfs bench, lints only (${quick ? 'quick' : 'full'})`);
+  const b = await lintsBench(repo, LINT_EDITS, (l) => console.error(l));
+  const json = { started: started.toISOString(), mode: quick ? 'quick' : 'full', machine, lints: b };
+  const md = [
+    `# shadowfs benchmark, lints only, ${started.toISOString().slice(0, 10)} (${json.mode})`,
+    '',
+    `Machine: ${machine}.`,
+    '',
+    ...lintsMarkdown(b, quick),
+  ].join('\n');
+  fs.mkdirSync(outDir, { recursive: true });
+  fs.writeFileSync(path.join(outDir, `${stampOf(started)}-lints.json`), JSON.stringify(json, null, 2));
+  fs.writeFileSync(path.join(outDir, `${stampOf(started)}-lints.md`), md);
+  process.stdout.write(md);
+  fs.rmSync(work, { recursive: true, force: true });
+}
+
 async function main(): Promise<void> {
   if (only === 'responsiveness') return onlyResponsiveness();
+  if (only === 'lints') return onlyLints();
   if (process.getuid?.() !== 0) throw new Error('the benchmark mounts overlayfs and drops caches: run it as root');
   const started = new Date();
   console.error(`shadowfs bench (${quick ? 'quick' : 'full'}): ${FILES} generated files, ${REPS} repetitions, work dir ${work}`);
@@ -338,6 +361,8 @@ async function main(): Promise<void> {
 
   // shadowfs only: the event loop while another process copies a big file up and layers switch.
   const resp: ResponsivenessRow[] = await responsiveness(addon().backends, RESP_MIB, (l) => console.error(l));
+  // shadowfs only: lints for a one-line change, against the same server on the folder directly.
+  const lints = await lintsBench(repo, LINT_EDITS, (l) => console.error(l));
 
   // The daemon's memory: idle, then with 100 agent layers of 100 small files each.
   {
@@ -394,6 +419,7 @@ async function main(): Promise<void> {
     raw: results,
     shadowfs: extra,
     responsiveness: { fileMiB: RESP_MIB, targetMaxDelayMs: TARGET_MAX_DELAY_MS, rows: resp },
+    lints,
     notes,
   };
   fs.writeFileSync(path.join(outDir, `${stamp}.json`), JSON.stringify(json, null, 2));
@@ -420,6 +446,8 @@ async function main(): Promise<void> {
     ...Object.entries(notes).map(([k, v]) => `- ${k}: ${v.toFixed(0)}`),
     '',
     ...responsivenessMarkdown(resp, RESP_MIB, quick),
+    '',
+    ...lintsMarkdown(lints, quick),
   ].join('\n');
   fs.writeFileSync(path.join(outDir, `${stamp}.md`), md);
   fs.writeFileSync(path.join(outDir, 'latest.md'), md);

@@ -22,7 +22,11 @@ function makeTsProject(): string {
   fs.writeFileSync(path.join(dir, 'package.json'), '{ "name": "lsp-fixture", "private": true }\n');
   fs.writeFileSync(
     path.join(dir, 'tsconfig.json'),
-    JSON.stringify({ compilerOptions: { strict: true, target: 'ES2022', module: 'commonjs', noEmit: true }, include: ['src'] }, null, 2),
+    JSON.stringify(
+      { compilerOptions: { strict: true, noUnusedLocals: true, target: 'ES2022', module: 'commonjs', noEmit: true }, include: ['src'] },
+      null,
+      2,
+    ),
   );
   fs.writeFileSync(path.join(dir, 'src', 'a.ts'), A_TS);
   fs.writeFileSync(path.join(dir, 'src', 'b.ts'), B_TS);
@@ -184,6 +188,34 @@ describe('lints: diagnostics from warm language servers inside the shadow', func
       assert.deepStrictEqual(r.files[0].introduced, []);
       assert.strictEqual(r.files[0].server ?? 'hang', 'hang');
     }, lower);
+  });
+
+  it('quick fixes come back as edits for the introduced diagnostics only', async () => {
+    await withService(async (svc) => {
+      const r = await svc.lints({
+        shadow: 's',
+        agent: 'fixer',
+        edits: [{ path: 'src/b.ts', content: `${B_TS}const unused = 1;\n` }],
+        quickFixes: true,
+        timeoutMs: 60_000,
+      });
+      const f = r.files[0];
+      assert.strictEqual(f.status, 'fresh', JSON.stringify(f));
+      assert.strictEqual(f.introduced.length, 1, JSON.stringify(f));
+      assert.strictEqual(f.introduced[0].code, 6133, 'declared but never read');
+      const fix = (f.quickFixes ?? []).find((q) => /unused/i.test(q.title));
+      assert.ok(fix, JSON.stringify(f.quickFixes));
+      assert.strictEqual(fix.diagnostic, 0);
+      assert.ok(fix.edits.every((e) => e.path === 'src/b.ts'));
+      // Applied to the agent's layer, the fix leaves no introduced diagnostic.
+      const fixed = await svc.lints({
+        shadow: 's',
+        agent: 'fixer',
+        edits: [{ path: 'src/b.ts', edits: fix.edits.map((e) => ({ range: e.range, newText: e.newText })) }],
+        timeoutMs: 60_000,
+      });
+      assert.deepStrictEqual(fixed.files[0].introduced, [], JSON.stringify(fixed.files[0]));
+    });
   });
 
   it('the CLI reports introduced errors with exit status 4, as JSON too, and the folder is never written', () => {

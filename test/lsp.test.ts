@@ -90,7 +90,10 @@ describe('lsp: server specs and config', () => {
     assert.strictEqual(serverFor(specs, 'README.md'), undefined);
     assert.strictEqual(serverFor(specs, '.ts'), undefined);
     const ts = specs.find((s) => s.id === 'typescript');
-    assert.deepStrictEqual(ts?.initializationOptions, { tsserver: { path: path.join(root, 'node_modules/typescript/lib/tsserver.js') } });
+    assert.deepStrictEqual(ts?.initializationOptions, {
+      tsserver: { path: path.join(root, 'node_modules/typescript/lib/tsserver.js') },
+      disableAutomaticTypingAcquisition: true,
+    });
     assert.strictEqual(ts?.command, process.execPath);
     const bare = builtinServers(project({})).find((s) => s.id === 'typescript');
     const p = (bare?.initializationOptions as { tsserver: { path: string } }).tsserver.path;

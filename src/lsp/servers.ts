@@ -67,7 +67,10 @@ export function builtinServers(root: string): ServerSpec[] {
       ],
       // typescript-language-server 5.3 reads `tsserver.path` (a tsserver.js file or a folder
       // inside a typescript package) and prefers it to both the workspace's and its bundled one.
-      initializationOptions: { tsserver: { path: tsserverPath(root) } },
+      // No automatic type acquisition: it downloads @types packages into a cache the user's own
+      // editor shares (~/.cache/typescript), and an agent's question must not write anything of
+      // the user's.
+      initializationOptions: { tsserver: { path: tsserverPath(root) }, disableAutomaticTypingAcquisition: true },
       diagnosticsMode: 'tsserver',
     },
     {
