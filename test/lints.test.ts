@@ -186,8 +186,36 @@ describe('lints: diagnostics from warm language servers inside the shadow', func
       const r = await svc.lints({ shadow: 's', agent: 'h', edits: [{ path: 'notes.txt', content: 'changed\n' }], timeoutMs: 1500 });
       assert.strictEqual(r.files[0].status, 'timeout', JSON.stringify(r.files[0]));
       assert.deepStrictEqual(r.files[0].introduced, []);
-      assert.strictEqual(r.files[0].server ?? 'hang', 'hang');
+      assert.strictEqual(r.files[0].server, 'hang');
     }, lower);
+    // The same from the daemon-wide config ($SHADOWFS_LSP_CONFIG), and a malformed one named.
+    const userConfig = path.join(tempDir('lspconf'), 'lsp.json');
+    fs.writeFileSync(
+      userConfig,
+      JSON.stringify({
+        servers: [
+          { id: 'hang-user', command: process.execPath, args: [hang], languages: [{ languageId: 'markdown', extensions: ['.md'] }] },
+        ],
+      }),
+    );
+    process.env.SHADOWFS_LSP_CONFIG = userConfig;
+    try {
+      await withService(async (svc) => {
+        const r = await svc.lints({ shadow: 's', agent: 'h', edits: [{ path: 'NOTES.md', content: '# hi\n' }], timeoutMs: 1500 });
+        assert.strictEqual(r.files[0].status, 'timeout', JSON.stringify(r.files[0]));
+        assert.strictEqual(r.files[0].server, 'hang-user');
+      });
+      fs.writeFileSync(userConfig, JSON.stringify({ servers: [{ id: 'x', command: 3 }] }));
+      await withService(async (svc) => {
+        await assert.rejects(svc.lints({ shadow: 's', agent: 'h', paths: ['src/a.ts'] }), (e: { code?: string; message?: string }) => {
+          assert.strictEqual(e.code, 'INVALID_ARGUMENT');
+          assert.match(e.message ?? '', /lsp\.json/);
+          return true;
+        });
+      });
+    } finally {
+      delete process.env.SHADOWFS_LSP_CONFIG;
+    }
   });
 
   it('quick fixes come back as edits for the introduced diagnostics only', async () => {

@@ -12,7 +12,15 @@ import type { Diagnostic as LspDiagnostic } from 'vscode-languageserver-protocol
 import { ShadowError } from '../errors';
 import type { LanguageServerSession } from '../lsp/session';
 import { ServerPool } from '../lsp/pool';
-import { builtinServers, loadServerConfig, serverFor, type ServerSpec } from '../lsp/servers';
+import {
+  builtinServers,
+  loadServerConfig,
+  loadServerConfigFile,
+  LspConfigError,
+  serverFor,
+  type ServerSpec,
+  userServerConfigFile,
+} from '../lsp/servers';
 import { normalizeRelPath } from '../paths';
 import type { CheckedParamsOf, Diagnostic, ResultOf } from '../protocol/methods';
 import type { Shadow } from '../shadow';
@@ -105,7 +113,20 @@ export class DiagnosticsService {
 
   private servers(): { pool: ServerPool; specs: ServerSpec[] } {
     if (!this.pool) this.pool = new ServerPool(this.root, { idleMs: this.options.idleMs });
-    if (!this.specs) this.specs = [...loadServerConfig(this.shadow.lower), ...builtinServers(this.root)];
+    if (!this.specs) {
+      // The folder's own config first, then the daemon-wide one, then the built-in servers.
+      try {
+        const user = userServerConfigFile();
+        this.specs = [
+          ...loadServerConfig(this.shadow.lower),
+          ...loadServerConfigFile(user, path.dirname(user)),
+          ...builtinServers(this.root),
+        ];
+      } catch (err) {
+        if (err instanceof LspConfigError) throw new ShadowError('INVALID_ARGUMENT', err.message);
+        throw err;
+      }
+    }
     return { pool: this.pool, specs: this.specs };
   }
 

@@ -6,6 +6,7 @@
 // `.shadowfs/lsp.json`.
 
 import * as fs from 'fs';
+import * as os from 'os';
 import * as path from 'path';
 
 export interface LanguageMapping {
@@ -116,7 +117,26 @@ function isStringArray(v: unknown): v is string[] {
  * no extra servers. A malformed file throws LspConfigError naming the field at fault.
  */
 export function loadServerConfig(root: string): ServerSpec[] {
-  const file = path.join(root, '.shadowfs', 'lsp.json');
+  return loadServerConfigFile(path.join(root, '.shadowfs', 'lsp.json'), root);
+}
+
+/**
+ * The daemon-wide server config (same shape): $SHADOWFS_LSP_CONFIG, else
+ * $XDG_CONFIG_HOME/shadowfs/lsp.json (~/.config/shadowfs/lsp.json; %APPDATA%\shadowfs\lsp.json on
+ * Windows). Relative commands ("./x") are resolved against its directory.
+ */
+export function userServerConfigFile(): string {
+  if (process.env.SHADOWFS_LSP_CONFIG) return path.resolve(process.env.SHADOWFS_LSP_CONFIG);
+  const base =
+    process.platform === 'win32'
+      ? (process.env.APPDATA ?? path.join(os.homedir(), 'AppData', 'Roaming'))
+      : (process.env.XDG_CONFIG_HOME ?? path.join(os.homedir(), '.config'));
+  return path.join(base, 'shadowfs', 'lsp.json');
+}
+
+/** Servers from one config file; no file: none. `baseDir` resolves commands starting with ".". */
+export function loadServerConfigFile(file: string, baseDir: string): ServerSpec[] {
+  const root = baseDir;
   let text: string;
   try {
     text = fs.readFileSync(file, 'utf8');
