@@ -35,6 +35,15 @@ type TextEditOut = { path: string; range: Range; newText: string };
 const DEFAULT_TIMEOUT_MS = 10_000;
 const MAX_QUICK_FIXES = 20;
 
+/** What one file's server said (inside a job). */
+interface Checked {
+  status: 'fresh' | 'timeout' | 'error';
+  error?: string;
+  version?: number;
+  diagnostics: Diagnostic[];
+  session?: LanguageServerSession;
+}
+
 interface Baseline {
   key: string;
   status: 'fresh' | 'timeout' | 'error';
@@ -309,28 +318,8 @@ export class DiagnosticsService {
   private async check(
     targets: Array<{ rel: string; spec: ServerSpec; languageId: string }>,
     deadline: number,
-  ): Promise<
-    Map<
-      string,
-      {
-        status: 'fresh' | 'timeout' | 'error';
-        error?: string;
-        version?: number;
-        diagnostics: Diagnostic[];
-        session?: LanguageServerSession;
-      }
-    >
-  > {
-    const out = new Map<
-      string,
-      {
-        status: 'fresh' | 'timeout' | 'error';
-        error?: string;
-        version?: number;
-        diagnostics: Diagnostic[];
-        session?: LanguageServerSession;
-      }
-    >();
+  ): Promise<Map<string, Checked>> {
+    const out = new Map<string, Checked>();
     const waits: Array<Promise<void>> = [];
     const synced = new Set<LanguageServerSession>();
     for (const t of targets) {

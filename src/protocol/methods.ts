@@ -158,6 +158,16 @@ export const FileLints = z.object({
 });
 
 const none = z.strictObject({});
+const atPosition = z.strictObject({
+  shadow: shadowRef,
+  agent: agentId,
+  path: relPath,
+  position: Position,
+  timeoutMs: z.number().int().positive().max(600_000).optional(),
+});
+const answerStatus = z.enum(['fresh', 'timeout', 'unsupported', 'error']);
+const locationsAnswer = z.object({ status: answerStatus, error: z.string().optional(), locations: z.array(Location) });
+const atPositionErrors: ErrorCode[] = ['UNKNOWN_SHADOW', 'INVALID_AGENT', 'INVALID_PATH', 'NOT_FOUND', 'NOT_MOUNTED'];
 const shadowOnly = z.strictObject({ shadow: shadowRef });
 const shadowAgent = z.strictObject({ shadow: shadowRef, agent: agentId });
 
@@ -427,52 +437,21 @@ export const Requests = {
   }),
   'lsp.definition': request({
     summary: "Where the symbol at a position is defined, as the agent's layer shows the code.",
-    params: z.strictObject({
-      shadow: shadowRef,
-      agent: agentId,
-      path: relPath,
-      position: Position,
-      timeoutMs: z.number().int().positive().max(600_000).optional(),
-    }),
-    result: z.object({
-      status: z.enum(['fresh', 'timeout', 'unsupported', 'error']),
-      error: z.string().optional(),
-      locations: z.array(Location),
-    }),
-    errors: ['UNKNOWN_SHADOW', 'INVALID_AGENT', 'INVALID_PATH', 'NOT_FOUND', 'NOT_MOUNTED'],
+    params: atPosition,
+    result: locationsAnswer,
+    errors: atPositionErrors,
   }),
   'lsp.references': request({
     summary: "Every reference to the symbol at a position, as the agent's layer shows the code.",
-    params: z.strictObject({
-      shadow: shadowRef,
-      agent: agentId,
-      path: relPath,
-      position: Position,
-      timeoutMs: z.number().int().positive().max(600_000).optional(),
-    }),
-    result: z.object({
-      status: z.enum(['fresh', 'timeout', 'unsupported', 'error']),
-      error: z.string().optional(),
-      locations: z.array(Location),
-    }),
-    errors: ['UNKNOWN_SHADOW', 'INVALID_AGENT', 'INVALID_PATH', 'NOT_FOUND', 'NOT_MOUNTED'],
+    params: atPosition,
+    result: locationsAnswer,
+    errors: atPositionErrors,
   }),
   'lsp.hover': request({
     summary: "The hover text at a position, as the agent's layer shows the code.",
-    params: z.strictObject({
-      shadow: shadowRef,
-      agent: agentId,
-      path: relPath,
-      position: Position,
-      timeoutMs: z.number().int().positive().max(600_000).optional(),
-    }),
-    result: z.object({
-      status: z.enum(['fresh', 'timeout', 'unsupported', 'error']),
-      error: z.string().optional(),
-      contents: z.string(),
-      range: Range.optional(),
-    }),
-    errors: ['UNKNOWN_SHADOW', 'INVALID_AGENT', 'INVALID_PATH', 'NOT_FOUND', 'NOT_MOUNTED'],
+    params: atPosition,
+    result: z.object({ status: answerStatus, error: z.string().optional(), contents: z.string(), range: Range.optional() }),
+    errors: atPositionErrors,
   }),
 } as const;
 
