@@ -113,6 +113,38 @@ describe('lints: diagnostics from warm language servers inside the shadow', func
     });
   });
 
+  it("an edit you make in the folder itself reaches the agent's answers (documents the server has open follow the mount)", async () => {
+    const lower = makeTsProject();
+    await withShadow(
+      lower,
+      async (shadow) => {
+        const svc = new DiagnosticsService(shadow);
+        try {
+          // The agent's b.ts calls add(1, 2); a.ts is opened by the server while the agent's
+          // layer holds it, then the agent drops its copy.
+          const layer = shadow.layer('u');
+          await layer.write('src/a.ts', A_TS);
+          const r1 = await svc.lints({ shadow: 's', agent: 'u', paths: ['src/a.ts', 'src/b.ts'], timeoutMs: 60_000 });
+          assert.deepStrictEqual(r1.files[1].introduced, [], JSON.stringify(r1.files[1]));
+          await layer.reset();
+          // You change add() in your folder to take strings: the agent's unchanged b.ts now breaks.
+          fs.writeFileSync(path.join(lower, 'src', 'a.ts'), A_TS.replace(/number/g, 'string'));
+          await new Promise((r) => setTimeout(r, 300)); // the live view's invalidation
+          const r2 = await svc.lints({ shadow: 's', agent: 'u', paths: ['src/b.ts'], timeoutMs: 60_000 });
+          const b = r2.files[0];
+          assert.strictEqual(b.status, 'fresh', JSON.stringify(b));
+          assert.ok(
+            [...b.introduced, ...b.existing].some((d) => /number.*not assignable.*string/i.test(d.message)),
+            JSON.stringify(b),
+          );
+        } finally {
+          await svc.dispose();
+        }
+      },
+      { guard: false }, // this test writes the folder itself, as you would
+    );
+  });
+
   it('a Python type error through pyright', async () => {
     await withService(async (svc) => {
       const r = await svc.lints({

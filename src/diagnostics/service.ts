@@ -374,6 +374,10 @@ export class DiagnosticsService {
         .catch(() => []))
         paths.add(c.path);
     }
+    // Documents the server has open hold what we last sent, whatever happened since (a layer
+    // reset, an edit you made in the folder): every one is brought to what the mount shows now
+    // (a no-op for those whose text is unchanged).
+    for (const rel of state.open.keys()) paths.add(rel);
     if (paths.size === 0) return;
     const changes: Array<{ relPath: string; type: 'created' | 'changed' | 'deleted' }> = [];
     for (const rel of paths) {
