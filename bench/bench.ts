@@ -224,49 +224,44 @@ const machine = `${os.cpus().length} × ${os.cpus()[0]?.model ?? 'cpu'}, ${Math.
 const outDir = path.join(repo, 'bench', 'results');
 const stampOf = (d: Date): string => d.toISOString().replace(/[:.]/g, '-');
 
-/** The event-loop section alone: its own result files, latest.* left as they are. */
-async function onlyResponsiveness(): Promise<void> {
+/**
+ * One section alone (`--only NAME`): measures it, writes bench/results/<time>-NAME.{json,md}
+ * (latest.* left as they are) and prints the Markdown.
+ */
+async function onlySection(name: string, describe: string, measure: () => Promise<{ data: object; markdown: string[] }>): Promise<void> {
   const started = new Date();
-  console.error(`shadowfs bench, responsiveness only (${quick ? 'quick' : 'full'}): ${RESP_MIB} MiB file`);
-  const rows = await responsiveness(addon().backends, RESP_MIB, (l) => console.error(l));
-  const json = {
-    started: started.toISOString(),
-    mode: quick ? 'quick' : 'full',
-    machine,
-    responsiveness: { fileMiB: RESP_MIB, targetMaxDelayMs: TARGET_MAX_DELAY_MS, rows },
-  };
+  const mode = quick ? 'quick' : 'full';
+  console.error(`shadowfs bench, ${name} only (${mode})${describe}`);
+  const { data, markdown } = await measure();
+  const json = { started: started.toISOString(), mode, machine, ...data };
   const md = [
-    `# shadowfs benchmark, responsiveness only, ${started.toISOString().slice(0, 10)} (${json.mode})`,
+    `# shadowfs benchmark, ${name} only, ${started.toISOString().slice(0, 10)} (${mode})`,
     '',
     `Machine: ${machine}.`,
     '',
-    ...responsivenessMarkdown(rows, RESP_MIB, quick),
+    ...markdown,
   ].join('\n');
   fs.mkdirSync(outDir, { recursive: true });
-  fs.writeFileSync(path.join(outDir, `${stampOf(started)}-responsiveness.json`), JSON.stringify(json, null, 2));
-  fs.writeFileSync(path.join(outDir, `${stampOf(started)}-responsiveness.md`), md);
+  fs.writeFileSync(path.join(outDir, `${stampOf(started)}-${name}.json`), JSON.stringify(json, null, 2));
+  fs.writeFileSync(path.join(outDir, `${stampOf(started)}-${name}.md`), md);
   process.stdout.write(md);
   fs.rmSync(work, { recursive: true, force: true });
 }
 
-async function onlyLints(): Promise<void> {
-  const started = new Date();
-  console.error(`shadowfs bench, lints only (${quick ? 'quick' : 'full'})`);
-  const b = await lintsBench(repo, LINT_EDITS, (l) => console.error(l));
-  const json = { started: started.toISOString(), mode: quick ? 'quick' : 'full', machine, lints: b };
-  const md = [
-    `# shadowfs benchmark, lints only, ${started.toISOString().slice(0, 10)} (${json.mode})`,
-    '',
-    `Machine: ${machine}.`,
-    '',
-    ...lintsMarkdown(b, quick),
-  ].join('\n');
-  fs.mkdirSync(outDir, { recursive: true });
-  fs.writeFileSync(path.join(outDir, `${stampOf(started)}-lints.json`), JSON.stringify(json, null, 2));
-  fs.writeFileSync(path.join(outDir, `${stampOf(started)}-lints.md`), md);
-  process.stdout.write(md);
-  fs.rmSync(work, { recursive: true, force: true });
-}
+const onlyResponsiveness = (): Promise<void> =>
+  onlySection('responsiveness', `: ${RESP_MIB} MiB file`, async () => {
+    const rows = await responsiveness(addon().backends, RESP_MIB, (l) => console.error(l));
+    return {
+      data: { responsiveness: { fileMiB: RESP_MIB, targetMaxDelayMs: TARGET_MAX_DELAY_MS, rows } },
+      markdown: responsivenessMarkdown(rows, RESP_MIB, quick),
+    };
+  });
+
+const onlyLints = (): Promise<void> =>
+  onlySection('lints', '', async () => {
+    const b = await lintsBench(repo, LINT_EDITS, (l) => console.error(l));
+    return { data: { lints: b }, markdown: lintsMarkdown(b, quick) };
+  });
 
 async function main(): Promise<void> {
   if (only === 'responsiveness') return onlyResponsiveness();
