@@ -83,6 +83,19 @@ export interface NativeShadow {
   remount(mountPoint: string): Promise<void>;
   /** File-system requests served so far, for idle detection (synchronous, cheap). */
   activity(): number;
+  /**
+   * Folder changes the shared mount's watcher reported after sequence number `since`
+   * (synchronous, in memory), or null when its backend has no watcher. Sequence numbers start
+   * again at each mount (`mount` counts them).
+   */
+  folderChanges(since: number): NativeFolderChanges | null;
+}
+
+export interface NativeFolderChanges {
+  mount: number;
+  seq: number;
+  paths: string[];
+  overflow: boolean;
 }
 
 interface Addon {

@@ -4,7 +4,7 @@ import * as crypto from 'crypto';
 import * as fs from 'fs';
 import * as path from 'path';
 import { fromNative, ShadowError } from './errors';
-import { addon, LayerStats, NativeChange, NativeShadow } from './native';
+import { addon, LayerStats, NativeChange, NativeFolderChanges, NativeShadow } from './native';
 import * as os from 'os';
 import { constants as osConstants } from 'os';
 import { normalizeRelPath } from './paths';
@@ -494,6 +494,15 @@ export class Shadow {
   /** File-system requests served so far (all mounts of this shadow), for idle detection. */
   activity(): number {
     return this.native?.activity() ?? 0;
+  }
+
+  /**
+   * @internal The folder changes the shared mount's own watcher saw after `since` (see
+   * NativeShadow.folderChanges); null when its backend has none (use FolderChanges, which falls
+   * back to a watcher of its own).
+   */
+  folderChanges(since: number): NativeFolderChanges | null {
+    return this.native?.folderChanges(since) ?? null;
   }
 
   /** True while unmounted by suspend(): the layers are kept and resume() mounts again. */

@@ -7,8 +7,9 @@ import { spawnSync } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
 import { DiagnosticsService } from '../src/diagnostics/service';
+import { FolderChanges } from '../src/folder-changes';
 import type { Shadow } from '../src/shadow';
-import { repoRoot, tempDir, withShadow } from './helpers/fixtures';
+import { eventually, repoRoot, tempDir, withShadow } from './helpers/fixtures';
 import { stopTestDaemon } from './helpers/hooks';
 
 const A_TS = 'export function add(a: number, b: number): number {\n  return a + b;\n}\n';
@@ -136,6 +137,58 @@ describe('lints: diagnostics from warm language servers inside the shadow', func
           assert.ok(
             [...b.introduced, ...b.existing].some((d) => /number.*not assignable.*string/i.test(d.message)),
             JSON.stringify(b),
+          );
+        } finally {
+          await svc.dispose();
+        }
+      },
+      { guard: false }, // this test writes the folder itself, as you would
+    );
+  });
+
+  it('an edit in the folder to a file the server only read (never opened) reaches it, and the cached baseline follows', async () => {
+    const lower = makeTsProject();
+    await withShadow(
+      lower,
+      async (shadow) => {
+        const svc = new DiagnosticsService(shadow);
+        try {
+          // The agent touches b.ts only; the server reads a.ts through b.ts's import.
+          const edits = [{ path: 'src/b.ts', content: B_TS + '// the agent was here\n' }];
+          const r1 = await svc.lints({ shadow: 's', agent: 'u', edits, timeoutMs: 60_000 });
+          assert.strictEqual(r1.files[0].status, 'fresh', JSON.stringify(r1.files[0]));
+          assert.deepStrictEqual([...r1.files[0].introduced, ...r1.files[0].existing], [], JSON.stringify(r1.files[0]));
+          const r1b = await svc.lints({ shadow: 's', agent: 'u', paths: ['src/b.ts'], timeoutMs: 60_000 });
+          assert.strictEqual(r1b.files[0].baseline, 'cached', 'the baseline is cached while the folder holds still');
+          // You change add() in your folder to take strings: b.ts (yours and the agent's) breaks.
+          const changed = A_TS.replace(/number/g, 'string');
+          // A watcher of the test's own reports the edit when the service's can (the same
+          // journal on fuse_ll, an fs.watch fed by the same kernel event otherwise): the question
+          // below comes after the edit, never racing it.
+          const probe = new FolderChanges(shadow);
+          const seen = new Set<string>();
+          fs.writeFileSync(path.join(lower, 'src', 'a.ts'), changed);
+          try {
+            await eventually(
+              () => {
+                probe.take().paths.forEach((p) => seen.add(p));
+                return seen.has('src/a.ts') && fs.readFileSync(path.join(shadow.mountPoint, 'src', 'a.ts'), 'utf8') === changed;
+              },
+              20_000,
+              'the edit to be reported and shown by the mount',
+            );
+          } finally {
+            probe.dispose();
+          }
+          await new Promise((r) => setImmediate(r));
+          const r2 = await svc.lints({ shadow: 's', agent: 'u', paths: ['src/b.ts'], timeoutMs: 60_000 });
+          const b = r2.files[0];
+          assert.strictEqual(b.status, 'fresh', JSON.stringify(b));
+          assert.notStrictEqual(b.baseline, 'cached', 'the folder changed: its baseline is computed again');
+          assert.deepStrictEqual(b.introduced, [], `the folder has the same error, so it is not the agent's: ${JSON.stringify(b)}`);
+          assert.ok(
+            b.existing.some((d) => /number.*not assignable.*string/i.test(d.message)),
+            `the server saw the folder's new a.ts: ${JSON.stringify(b)}`,
           );
         } finally {
           await svc.dispose();

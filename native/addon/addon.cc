@@ -141,6 +141,7 @@ class Shadow : public Napi::ObjectWrap<Shadow> {
                         InstanceMethod("unmount", &Shadow::Unmount),
                         InstanceMethod("remount", &Shadow::Remount),
                         InstanceMethod("activity", &Shadow::Activity),
+                        InstanceMethod("folderChanges", &Shadow::FolderChanges),
                         InstanceAccessor("active", &Shadow::Active, nullptr),
                         InstanceAccessor("mounted", &Shadow::Mounted, nullptr)});
   }
@@ -381,6 +382,7 @@ class Shadow : public Napi::ObjectWrap<Shadow> {
       old = std::move(main_);  // an unmounted leftover (the mount vanished under us)
       if (old) retiredRequests_ += old->requests();
       main_ = std::move(b);
+      ++mounts_;
       active_ = ov_->activeLayer();
     }
     dispose(std::move(old));
@@ -701,6 +703,37 @@ class Shadow : public Napi::ObjectWrap<Shadow> {
     return Napi::Number::New(info.Env(), static_cast<double>(n));
   }
 
+  // JS thread, synchronous: folderChanges(since) -> { mount, seq, paths, overflow } (the folder
+  // changes the shared mount's watcher reported after sequence number `since`; `mount` counts
+  // mounts, and sequence numbers start again at each), or null when the backend has no watcher
+  // or nothing is mounted. Reads a locked in-memory journal, no I/O.
+  Napi::Value FolderChanges(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    if (info.Length() < 1 || !info[0].IsNumber()) {
+      Napi::TypeError::New(env, "folderChanges(since)").ThrowAsJavaScriptException();
+      return env.Undefined();
+    }
+    double since = info[0].As<Napi::Number>().DoubleValue();
+    uint64_t seq = 0, mount = 0;
+    bool overflow = false;
+    std::vector<std::string> paths;
+    {
+      std::lock_guard<std::mutex> lock(infoMu_);
+      mount = mounts_;
+      const ChangeJournal* j = main_ ? main_->folderChanges() : nullptr;
+      if (!j) return env.Null();
+      paths = j->since(since > 0 ? static_cast<uint64_t>(since) : 0, &seq, &overflow);
+    }
+    Napi::Object o = Napi::Object::New(env);
+    o.Set("mount", static_cast<double>(mount));
+    o.Set("seq", static_cast<double>(seq));
+    o.Set("overflow", overflow);
+    Napi::Array a = Napi::Array::New(env, paths.size());
+    for (size_t i = 0; i < paths.size(); ++i) a.Set(static_cast<uint32_t>(i), paths[i]);
+    o.Set("paths", a);
+    return o;
+  }
+
   // JS thread, synchronous: the layer the last activate() made active (the addon is the only
   // one that switches it), or null.
   Napi::Value Active(const Napi::CallbackInfo& info) {
@@ -731,6 +764,7 @@ class Shadow : public Napi::ObjectWrap<Shadow> {
   uint64_t retiredRequests_ = 0;  // served by mounts since unmounted
   std::string active_;
   std::mutex infoMu_;
+  uint64_t mounts_ = 0;  // times the shared mount was mounted: tells one folder journal from the next
 
   // The job queue: filled on the JS thread, drained by the worker.
   std::mutex queueMu_;

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "change_journal.h"
 #include "overlay.h"
 
 namespace shadowfs {
@@ -44,6 +45,10 @@ class MountBackend {
   virtual bool mounted() const = 0;
   // File-system requests served so far (for idle detection).
   virtual uint64_t requests() const = 0;
+  // The folder changes this backend's watcher saw (see change_journal.h), or null when it has
+  // no watcher (then edits in the folder show only after the cache timeouts, and nobody can be
+  // told of them).
+  virtual const ChangeJournal* folderChanges() const { return nullptr; }
   // Ends the object's life: deletes it now, or, after a lazy unmount whose mount is still in
   // use, lets its loop delete it once the last user has gone. Use instead of delete.
   virtual void dispose() = 0;

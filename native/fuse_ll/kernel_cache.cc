@@ -20,6 +20,8 @@ void LLMount::startWatcher() {
   watcher_ = openPosixWatcher(
       lowerPath_,
       [this](const std::vector<std::string>& paths, bool overflow) {
+        // Recorded first: whoever sees the new content through the mount also finds the change.
+        journal_.record(paths, overflow);
         if (overflow) invalidateAll();
         if (!paths.empty()) invalidatePaths(paths);
       },

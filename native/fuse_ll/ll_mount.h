@@ -96,6 +96,7 @@ class LLMount final : public LoopedMount {
     return m;
   }
   uint64_t requests() const override { return requests_.load(std::memory_order_relaxed); }
+  const ChangeJournal* folderChanges() const override { return watcher_ ? &journal_ : nullptr; }
   static void opInit(void* userdata, struct fuse_conn_info* conn);
   static void opLookup(fuse_req_t req, fuse_ino_t parent, const char* name);
   static void opForget(fuse_req_t req, fuse_ino_t ino, uint64_t n);
@@ -195,6 +196,7 @@ class LLMount final : public LoopedMount {
   void startWatcher();
   void stopWatcher();
   std::unique_ptr<FolderWatcher> watcher_;
+  ChangeJournal journal_;  // what the watcher reported, for the diagnostics service
 
   std::mutex tmu_;  // guards nodes_, byName_, byIno_, nextId_. Taken before the watcher's own lock
                     // (watch/unwatch under it). Never held across overlay or

@@ -165,7 +165,10 @@ export class ShadowManager {
   async diagnostics(nameOrDir: string): Promise<DiagnosticsService> {
     const e = this.get(nameOrDir);
     await this.use(e);
-    e.diagnostics ??= new DiagnosticsService(e.shadow);
+    e.diagnostics ??= new DiagnosticsService(e.shadow, {
+      // The servers' stderr and window/logMessage lines, tagged with the shadow.
+      log: (line) => this.opts.log.debug(line, { shadow: e.name }),
+    });
     return e.diagnostics;
   }
 

@@ -3,7 +3,8 @@
 // with the agent's layer active on the shared mount (so the servers read the agent's files, and
 // the folder's node_modules, live), after telling every server which files differ from what it
 // saw last; the folder's own diagnostics (the baseline) come from a job with no layer active, and
-// are cached until the folder's file changes. Answers are fresh or marked otherwise: a server
+// are cached until something in the folder changes. Edits made in the folder itself (which FUSE
+// cannot signal to programs inside the mount) reach the servers through FolderChanges. Answers are fresh or marked otherwise: a server
 // that does not answer for the exact document version in time gives `timeout`, never an empty
 // list.
 import * as fs from 'fs';
@@ -21,6 +22,7 @@ import {
   type ServerSpec,
   userServerConfigFile,
 } from '../lsp/servers';
+import { FolderChanges } from '../folder-changes';
 import { normalizeRelPath } from '../paths';
 import type { CheckedParamsOf, Diagnostic, ResultOf } from '../protocol/methods';
 import type { Shadow } from '../shadow';
@@ -34,6 +36,8 @@ type TextEditOut = { path: string; range: Range; newText: string };
 
 const DEFAULT_TIMEOUT_MS = 10_000;
 const MAX_QUICK_FIXES = 20;
+/** More folder edits than this between two questions (a checkout, an install): restart the server rather than re-open each. */
+const MAX_FOLDER_SYNC = 200;
 
 /** What one file's server said (inside a job). */
 interface Checked {
@@ -108,12 +112,20 @@ export class DiagnosticsService {
   private pool: ServerPool | undefined;
   private specs: ServerSpec[] | undefined;
   private readonly baselines = new Map<string, Baseline>();
-  /** Per server: the documents it has open, and the paths it was last told differ from the folder. */
-  private readonly seen = new Map<LanguageServerSession, { spec: ServerSpec; open: Map<string, string>; dirty: Set<string> }>();
+  /**
+   * Per server: the documents it has open, the paths it was last told differ from the folder,
+   * the folder's own edits it has not been told of, and whether it must start over (too many of
+   * those, or some not known).
+   */
+  private readonly seen = new Map<
+    LanguageServerSession,
+    { spec: ServerSpec; open: Map<string, string>; dirty: Set<string>; folder: Set<string>; stale: boolean }
+  >();
+  private feed: FolderChanges | undefined;
 
   constructor(
     private readonly shadow: Shadow,
-    private readonly options: { idleMs?: number } = {},
+    private readonly options: { idleMs?: number; log?: (line: string) => void } = {},
   ) {}
 
   private get root(): string {
@@ -121,7 +133,8 @@ export class DiagnosticsService {
   }
 
   private servers(): { pool: ServerPool; specs: ServerSpec[] } {
-    if (!this.pool) this.pool = new ServerPool(this.root, { idleMs: this.options.idleMs });
+    if (!this.pool) this.pool = new ServerPool(this.root, { idleMs: this.options.idleMs, log: this.options.log });
+    if (!this.feed) this.feed = new FolderChanges(this.shadow);
     if (!this.specs) {
       // The folder's own config first, then the daemon-wide one, then the built-in servers.
       try {
@@ -148,6 +161,8 @@ export class DiagnosticsService {
     const pool = this.pool;
     this.pool = undefined;
     this.seen.clear();
+    this.feed?.dispose();
+    this.feed = undefined;
     await pool?.dispose();
   }
 
@@ -171,6 +186,7 @@ export class DiagnosticsService {
     }
     targets = [...new Set(targets)];
     const { specs } = this.servers();
+    this.absorbFolderChanges();
     const files = new Map<string, FileLints>();
     const supported: Array<{ rel: string; spec: ServerSpec; languageId: string }> = [];
     for (const rel of targets) {
@@ -308,9 +324,37 @@ export class DiagnosticsService {
     }
   }
 
+  /**
+   * Hands what changed in the folder since the last question to every server's state, and drops
+   * the cached baselines: an edit anywhere (a type in another file, a config) can change a
+   * file's own diagnostics. Git's own files are ignored. Synchronous, so callers never race.
+   */
+  private absorbFolderChanges(): void {
+    const d = this.feed?.take();
+    if (!d) return;
+    const paths = d.paths.filter((p) => p !== '.git' && !p.startsWith('.git/'));
+    if (!d.overflow && paths.length === 0) return;
+    this.baselines.clear();
+    for (const state of this.seen.values()) {
+      if (d.overflow) state.stale = true;
+      for (const p of paths) state.folder.add(p);
+      if (state.folder.size > MAX_FOLDER_SYNC) state.stale = true;
+    }
+  }
+
   private async session(spec: ServerSpec): Promise<LanguageServerSession> {
-    const s = await this.servers().pool.get(spec);
-    if (!this.seen.has(s)) this.seen.set(s, { spec, open: new Map(), dirty: new Set() });
+    const { pool } = this.servers();
+    this.absorbFolderChanges();
+    let s = await pool.get(spec);
+    const old = this.seen.get(s);
+    if (old?.stale) {
+      // It may hold any number of folder files as they were: a fresh server reads them anew.
+      this.seen.delete(s);
+      await pool.restart(spec);
+      s = await pool.get(spec);
+    }
+    for (const [other, st] of this.seen) if (other !== s && st.spec.id === spec.id && other.exited) this.seen.delete(other);
+    if (!this.seen.has(s)) this.seen.set(s, { spec, open: new Map(), dirty: new Set(), folder: new Set(), stale: false });
     return s;
   }
 
@@ -361,12 +405,15 @@ export class DiagnosticsService {
 
   /**
    * Tells a server which files may differ from what it read before: every path any layer of the
-   * shadow changes (whichever was active when the server last read them), and those it was told
-   * of last time; the ones it handles are (re)opened with the content the mount shows now.
+   * shadow changes (whichever was active when the server last read them), those it was told of
+   * last time, and those edited in the folder since; the ones it handles are (re)opened with the
+   * content the mount shows now.
    */
   private async syncWorld(session: LanguageServerSession): Promise<void> {
     const state = this.seen.get(session)!;
-    const paths = new Set<string>(state.dirty);
+    // What the folder's own edits changed, and what any layer changes.
+    const paths = new Set<string>([...state.dirty, ...state.folder]);
+    state.folder.clear();
     for (const agent of await this.shadow.agents()) {
       for (const c of await this.shadow
         .layer(agent)

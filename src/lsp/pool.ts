@@ -63,6 +63,18 @@ export class ServerPool {
     return entry.starting;
   }
 
+  /** Stops spec's server (waits until it is gone); the next get() starts a fresh one. */
+  async restart(spec: ServerSpec): Promise<void> {
+    const entry = this.entries.get(spec.id);
+    if (!entry) return;
+    this.forget(entry);
+    try {
+      await (await entry.starting).dispose();
+    } catch {
+      // it never started
+    }
+  }
+
   /** The sessions running now (for diagnostics and tests). */
   running(): LanguageServerSession[] {
     return [...this.entries.values()].flatMap((e) => (e.session && !e.session.exited ? [e.session] : []));
