@@ -36,6 +36,12 @@ export function fromNative(err: unknown, what: string): ShadowError {
       return new ShadowError('MOUNT_BUSY', `${what}: busy`, opts);
     case 'ENXIO':
       return new ShadowError('UNKNOWN_AGENT', `${what}: no layer exists for that agent; create it with shadow.layer(agentId)`, opts);
+    case 'EXDEV':
+      return new ShadowError(
+        'CONFLICT',
+        `${what}: it lies under a directory the layer deleted, replaced or moved; only that whole directory can go back to the folder`,
+        opts,
+      );
     case 'EROFS':
       return new ShadowError('NO_ACTIVE_LAYER', `${what}: no layer is active, the shadow shows the folder read-only`, opts);
     default:

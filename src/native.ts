@@ -89,6 +89,29 @@ export interface NativeShadow {
    * again at each mount (`mount` counts them).
    */
   folderChanges(since: number): NativeFolderChanges | null;
+  // One layer's tree as that layer shows it (pinned for the call; the shared mount is not switched).
+  stat(layer: string, path: string): Promise<NativeStat>;
+  readdir(layer: string, path: string): Promise<NativeDirEntry[]>;
+  readlink(layer: string, path: string): Promise<string>;
+  symlink(layer: string, target: string, path: string, uid: number, gid: number): Promise<void>;
+  mkdir(layer: string, path: string, mode: number, uid: number, gid: number): Promise<void>;
+  chmod(layer: string, path: string, mode: number): Promise<void>;
+  /** Drops the layer's own entry at path so the folder shows through (EXDEV under a deleted/opaque/moved directory). */
+  revert(layer: string, path: string): Promise<void>;
+}
+
+export interface NativeStat {
+  type: NativeChange['type'];
+  /** Permission bits (0o7777). */
+  mode: number;
+  size: number;
+  mtimeMs: number;
+  ino: number;
+}
+
+export interface NativeDirEntry {
+  name: string;
+  type: NativeChange['type'];
 }
 
 export interface NativeFolderChanges {
@@ -102,6 +125,8 @@ interface Addon {
   /** Records the options only: nothing is opened or mounted until mount(). */
   Shadow: new (backend: string, lower: string, mountPoint: string, options: NativeMountOptions) => NativeShadow;
   backends: string[];
+  /** The 64-bit content hash (16 hex digits) a layer records as a file's base. */
+  contentHash(data: Buffer): string;
 }
 
 let cached: Addon | undefined;

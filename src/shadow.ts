@@ -4,7 +4,7 @@ import * as crypto from 'crypto';
 import * as fs from 'fs';
 import * as path from 'path';
 import { fromNative, ShadowError } from './errors';
-import { addon, LayerStats, NativeChange, NativeFolderChanges, NativeShadow } from './native';
+import { addon, LayerStats, NativeChange, NativeDirEntry, NativeFolderChanges, NativeShadow, NativeStat } from './native';
 import * as os from 'os';
 import { constants as osConstants } from 'os';
 import { normalizeRelPath } from './paths';
@@ -186,6 +186,61 @@ export class Layer {
   /** Memory and paths this layer holds. */
   async stats(): Promise<LayerStats> {
     return this.shadow.call(`read the stats of ${this.agentId}`, (n) => n.stats(this.agentId));
+  }
+
+  // The tree as this layer shows it, active or not, without switching the shared mount.
+
+  /** Type, permission bits, size and mtime of a path as this layer shows it (symlinks not followed). */
+  async stat(relPath: string): Promise<NativeStat> {
+    const p = normalizeRelPath(relPath, { allowRoot: true });
+    return this.shadow.call(`stat ${p || '.'} in the layer of ${this.agentId}`, (n) => n.stat(this.agentId, p));
+  }
+
+  /** A directory's entries as this layer shows it (unsorted; no "." or ".."). */
+  async readdir(relPath: string): Promise<NativeDirEntry[]> {
+    const p = normalizeRelPath(relPath, { allowRoot: true });
+    return this.shadow.call(`list ${p || '.'} in the layer of ${this.agentId}`, (n) => n.readdir(this.agentId, p));
+  }
+
+  /** A symlink's target as this layer shows it. */
+  async readlink(relPath: string): Promise<string> {
+    const p = normalizeRelPath(relPath);
+    return this.shadow.call(`read the link ${p} in the layer of ${this.agentId}`, (n) => n.readlink(this.agentId, p));
+  }
+
+  /** Makes a symlink in this layer (the layer is created if needed). */
+  async symlink(target: string, relPath: string): Promise<void> {
+    const p = normalizeRelPath(relPath);
+    if (typeof target !== 'string' || target === '' || target.includes('\0'))
+      throw new ShadowError('INVALID_ARGUMENT', 'a symlink target must be a non-empty string without NUL');
+    await this.shadow.ensureLayer(this.agentId);
+    await this.shadow.call(`make the link ${p}`, (n) => n.symlink(this.agentId, target, p, process.getuid?.() ?? 0, process.getgid?.() ?? 0));
+  }
+
+  /** Makes a directory in this layer (the layer is created if needed). */
+  async mkdir(relPath: string, options: { mode?: number } = {}): Promise<void> {
+    const p = normalizeRelPath(relPath);
+    const mode = checkMode(options.mode ?? 0o755);
+    await this.shadow.ensureLayer(this.agentId);
+    await this.shadow.call(`make the directory ${p}`, (n) => n.mkdir(this.agentId, p, mode, process.getuid?.() ?? 0, process.getgid?.() ?? 0));
+  }
+
+  /**
+   * Drops this layer's own entry at a path (and everything under it), so the folder shows
+   * through there again; used after apply wrote the folder. Refused (EXDEV → CONFLICT) under a
+   * directory the layer deleted, replaced or moved: only that directory as a whole can go back.
+   */
+  async revert(relPath: string): Promise<void> {
+    const p = normalizeRelPath(relPath);
+    await this.shadow.call(`give ${p} back to the folder`, (n) => n.revert(this.agentId, p));
+  }
+
+  /** Changes a path's permission bits in this layer (the layer is created if needed). */
+  async chmod(relPath: string, mode: number): Promise<void> {
+    const p = normalizeRelPath(relPath);
+    checkMode(mode);
+    await this.shadow.ensureLayer(this.agentId);
+    await this.shadow.call(`change the mode of ${p}`, (n) => n.chmod(this.agentId, p, mode));
   }
 }
 

@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "../core/backend.h"
+#include "../core/hash.h"
 #include "../core/path.h"
 #include "backends.h"
 
@@ -62,6 +63,7 @@ const char* errnoName(int e) {
     case EROFS: return "EROFS";
     case ENOSYS: return "ENOSYS";
     case ENOMEM: return "ENOMEM";
+    case EXDEV: return "EXDEV";  // revert under a moved/opaque directory
     default: return "EUNKNOWN";
   }
 }
@@ -142,6 +144,13 @@ class Shadow : public Napi::ObjectWrap<Shadow> {
                         InstanceMethod("remount", &Shadow::Remount),
                         InstanceMethod("activity", &Shadow::Activity),
                         InstanceMethod("folderChanges", &Shadow::FolderChanges),
+                        InstanceMethod("stat", &Shadow::Stat),
+                        InstanceMethod("readdir", &Shadow::Readdir),
+                        InstanceMethod("readlink", &Shadow::Readlink),
+                        InstanceMethod("symlink", &Shadow::Symlink),
+                        InstanceMethod("mkdir", &Shadow::Mkdir),
+                        InstanceMethod("chmod", &Shadow::Chmod),
+                        InstanceMethod("revert", &Shadow::Revert),
                         InstanceAccessor("active", &Shadow::Active, nullptr),
                         InstanceAccessor("mounted", &Shadow::Mounted, nullptr)});
   }
@@ -533,6 +542,167 @@ class Shadow : public Napi::ObjectWrap<Shadow> {
     });
   }
 
+  // --- One layer's tree as that layer shows it, without switching the shared mount: the same
+  // file-system operations the backends serve, on the layer pinned for the call. ---
+
+  // Worker thread: runs `fn` on layer `layer` pinned (ENXIO when there is no such layer).
+  template <typename F>
+  Outcome onLayer(const std::string& layer, F fn) {
+    if (!live()) return notMounted();
+    Layer* L = ov_->pin(layer);
+    if (!L) return Outcome{ENXIO, "no layer " + layer, {}};
+    Outcome out;
+    try {
+      out = fn(L);
+    } catch (...) {
+      ov_->unpin(L);
+      throw;
+    }
+    ov_->unpin(L);
+    return out;
+  }
+
+  static Napi::Object attrObject(Napi::Env env, const Attr& a) {
+    Napi::Object o = Napi::Object::New(env);
+    o.Set("type", typeName(a.type));
+    o.Set("mode", static_cast<double>(a.perm & 07777));
+    o.Set("size", static_cast<double>(a.size));
+    o.Set("mtimeMs", static_cast<double>(a.mtime.sec) * 1e3 + static_cast<double>(a.mtime.nsec) / 1e6);
+    o.Set("ino", static_cast<double>(a.ino));
+    return o;
+  }
+
+  // JS thread: stat(layer, path) -> Promise<{ type, mode, size, mtimeMs, ino }> (symlinks not
+  // followed).
+  Napi::Value Stat(const Napi::CallbackInfo& info) {
+    std::string layer, path;
+    if (!stringArg(info, 0, &layer)) return rejected(info.Env(), EINVAL, "stat: expected a layer name");
+    if (!pathArg(info, 1, &path)) return rejectedPath(info.Env(), "stat: invalid path");
+    return enqueue(info.Env(), [this, layer, path] {  // worker thread
+      return onLayer(layer, [&](Layer* L) {
+        Attr a;
+        int e = ov_->getattr(L, path, &a);
+        if (e) return fail(e, "cannot stat " + (path.empty() ? std::string(".") : path));
+        return okValue([a](Napi::Env env) -> Napi::Value { return attrObject(env, a); });
+      });
+    });
+  }
+
+  // JS thread: readdir(layer, path) -> Promise<{ name, type }[]> (no "." or "..").
+  Napi::Value Readdir(const Napi::CallbackInfo& info) {
+    std::string layer, path;
+    if (!stringArg(info, 0, &layer)) return rejected(info.Env(), EINVAL, "readdir: expected a layer name");
+    if (!pathArg(info, 1, &path)) return rejectedPath(info.Env(), "readdir: invalid path");
+    return enqueue(info.Env(), [this, layer, path] {  // worker thread
+      return onLayer(layer, [&](Layer* L) {
+        auto list = std::make_shared<std::vector<DirEntry>>();
+        int e = ov_->readdir(L, path, list.get());
+        if (e) return fail(e, "cannot list " + (path.empty() ? std::string(".") : path));
+        return okValue([list](Napi::Env env) -> Napi::Value {  // JS thread
+          Napi::Array a = Napi::Array::New(env);
+          uint32_t i = 0;
+          for (const DirEntry& d : *list) {
+            if (d.name == "." || d.name == "..") continue;
+            Napi::Object o = Napi::Object::New(env);
+            o.Set("name", d.name);
+            o.Set("type", typeName(d.type));
+            a.Set(i++, o);
+          }
+          return a;
+        });
+      });
+    });
+  }
+
+  // JS thread: readlink(layer, path) -> Promise<string>.
+  Napi::Value Readlink(const Napi::CallbackInfo& info) {
+    std::string layer, path;
+    if (!stringArg(info, 0, &layer)) return rejected(info.Env(), EINVAL, "readlink: expected a layer name");
+    if (!pathArg(info, 1, &path)) return rejectedPath(info.Env(), "readlink: invalid path");
+    return enqueue(info.Env(), [this, layer, path] {  // worker thread
+      return onLayer(layer, [&](Layer* L) {
+        auto target = std::make_shared<std::string>();
+        int e = ov_->readlink(L, path, target.get());
+        if (e) return fail(e, "cannot read the link " + path);
+        return okValue([target](Napi::Env env) -> Napi::Value { return Napi::String::New(env, *target); });
+      });
+    });
+  }
+
+  // JS thread: symlink(layer, target, path, uid, gid) -> Promise<void>.
+  Napi::Value Symlink(const Napi::CallbackInfo& info) {
+    std::string layer, target, path;
+    if (!stringArg(info, 0, &layer) || !stringArg(info, 1, &target) || info.Length() < 5 ||
+        !info[3].IsNumber() || !info[4].IsNumber())
+      return rejected(info.Env(), EINVAL, "symlink(layer, target, path, uid, gid)");
+    if (!pathArg(info, 2, &path)) return rejectedPath(info.Env(), "symlink: invalid path");
+    Caller who{info[3].As<Napi::Number>().Uint32Value(), info[4].As<Napi::Number>().Uint32Value()};
+    return enqueue(info.Env(), [this, layer, target, path, who] {  // worker thread
+      Outcome o = onLayer(layer, [&](Layer* L) {
+        Attr a;
+        int e = ov_->symlink(L, target, path, who, &a);
+        return e ? fail(e, "cannot make the link " + path) : ok();
+      });
+      if (!o.err) layerChanged(layer, {path}, false);
+      return o;
+    });
+  }
+
+  // JS thread: mkdir(layer, path, mode, uid, gid) -> Promise<void>.
+  Napi::Value Mkdir(const Napi::CallbackInfo& info) {
+    std::string layer, path;
+    if (!stringArg(info, 0, &layer) || info.Length() < 5 || !info[2].IsNumber() ||
+        !info[3].IsNumber() || !info[4].IsNumber())
+      return rejected(info.Env(), EINVAL, "mkdir(layer, path, mode, uid, gid)");
+    if (!pathArg(info, 1, &path)) return rejectedPath(info.Env(), "mkdir: invalid path");
+    uint32_t mode = info[2].As<Napi::Number>().Uint32Value() & 07777;
+    Caller who{info[3].As<Napi::Number>().Uint32Value(), info[4].As<Napi::Number>().Uint32Value()};
+    return enqueue(info.Env(), [this, layer, path, mode, who] {  // worker thread
+      Outcome o = onLayer(layer, [&](Layer* L) {
+        Attr a;
+        int e = ov_->mkdir(L, path, mode, who, &a);
+        return e ? fail(e, "cannot make the directory " + path) : ok();
+      });
+      if (!o.err) layerChanged(layer, {path}, false);
+      return o;
+    });
+  }
+
+  // JS thread: chmod(layer, path, mode) -> Promise<void>.
+  Napi::Value Chmod(const Napi::CallbackInfo& info) {
+    std::string layer, path;
+    if (!stringArg(info, 0, &layer) || info.Length() < 3 || !info[2].IsNumber())
+      return rejected(info.Env(), EINVAL, "chmod(layer, path, mode)");
+    if (!pathArg(info, 1, &path)) return rejectedPath(info.Env(), "chmod: invalid path");
+    uint32_t mode = info[2].As<Napi::Number>().Uint32Value() & 07777;
+    return enqueue(info.Env(), [this, layer, path, mode] {  // worker thread
+      Outcome o = onLayer(layer, [&](Layer* L) {
+        Attr values, out;
+        values.perm = mode;
+        int e = ov_->setattr(L, path, nullptr, kSetMode, values, &out);
+        return e ? fail(e, "cannot change the mode of " + path) : ok();
+      });
+      if (!o.err) layerChanged(layer, {path}, false);
+      return o;
+    });
+  }
+
+  // JS thread: revert(layer, path) -> Promise<void>: the folder shows through at `path` again
+  // (EXDEV under a deleted, opaque or moved directory of the layer).
+  Napi::Value Revert(const Napi::CallbackInfo& info) {
+    std::string layer, path;
+    if (!stringArg(info, 0, &layer)) return rejected(info.Env(), EINVAL, "revert: expected a layer name");
+    if (!pathArg(info, 1, &path)) return rejectedPath(info.Env(), "revert: invalid path");
+    return enqueue(info.Env(), [this, layer, path] {  // worker thread
+      if (!live()) return notMounted();
+      bool wasDir = false;
+      int e = ov_->revert(layer, path, &wasDir);
+      if (e) return fail(e, "cannot give " + path + " back to the folder");
+      layerChanged(layer, {path}, wasDir);
+      return ok();
+    });
+  }
+
   // JS thread: reset(layer) -> Promise<number> (paths the layer held).
   Napi::Value Reset(const Napi::CallbackInfo& info) {
     std::string layer;
@@ -789,8 +959,26 @@ void settleOnJs(Napi::Env env, Napi::Function, Shadow* shadow, Job* job) {
 
 }  // namespace
 
+// JS thread, synchronous: contentHash(buffer) -> 16 hex digits, the hash a layer records as a
+// file's base (so apply can tell whether the folder's file still has the bytes the agent
+// started from).
+Napi::Value ContentHashOf(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 1 || !info[0].IsBuffer()) {
+    Napi::TypeError::New(env, "contentHash(buffer)").ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
+  auto buf = info[0].As<Napi::Buffer<char>>();
+  ContentHash h;
+  h.update(buf.Data(), buf.Length());
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h.digest()));
+  return Napi::String::New(env, hex);
+}
+
 Napi::Object InitAll(Napi::Env env, Napi::Object exports) {
   exports.Set("Shadow", Shadow::Init(env));
+  exports.Set("contentHash", Napi::Function::New(env, ContentHashOf, "contentHash"));
   Napi::Array names = Napi::Array::New(env);
   uint32_t i = 0;
   for (const char* n : backendNames()) names.Set(i++, n);

@@ -157,6 +157,11 @@ class Overlay {
               uint32_t perm, const Caller& who);
   // Removes a file or a whole directory tree from what the layer shows.
   int remove(const std::string& layer, const std::string& path);
+  // Drops the layer's own entry at `path` (a file, symlink, deletion, or a directory with all
+  // it holds), so the folder shows through there again (after apply wrote the folder). 0 also
+  // when the layer holds nothing there; EXDEV when an ancestor is deleted, opaque or moved in
+  // the layer (only that whole directory can go back). *wasDir: a directory went.
+  int revert(const std::string& layer, const std::string& path, bool* wasDir);
   // Reads a whole regular file as the layer shows it (active or not).
   int readFile(const std::string& layer, const std::string& path, std::string* out);
   // Drops every change of the layer; `paths` gets what it held, for cache invalidation.

@@ -347,6 +347,39 @@ int Overlay::removeAt(Layer& L, const std::string& path) {
   return 0;
 }
 
+int Overlay::revert(const std::string& layer, const std::string& path, bool* wasDir) {
+  *wasDir = false;
+  if (path.empty()) return EBUSY;
+  std::shared_ptr<Layer> lp = byName(layer);
+  if (!lp) return ENXIO;
+  Layer& L = *lp;
+  WriteLock lock(L.mu, LockRank::Layer);
+  Node* dir = L.root.get();
+  auto comps = components(path);
+  for (size_t i = 0; i + 1 < comps.size(); ++i) {
+    auto it = dir->children.find(comps[i]);
+    if (it == dir->children.end()) return 0;  // the layer holds nothing there
+    Node* c = it->second.get();
+    // Under a deleted, opaque or moved directory the folder's entry would stay hidden (or be
+    // looked for elsewhere): only the whole directory can go back to the folder's.
+    if (c->whiteout() || !c->dir() || c->opaque || c->redirect) return EXDEV;
+    dir = c;
+  }
+  auto it = dir->children.find(comps.back());
+  if (it == dir->children.end()) return 0;
+  *wasDir = it->second->dir();
+  dropNames(this, it->second.get(), &Overlay::touch);
+  dir->children.erase(it);
+  // Copies made from the folder's file there (or below) are no longer this layer's.
+  for (auto c = L.copied.begin(); c != L.copied.end();) {
+    const std::string& k = c->first;
+    bool under = k == path || (k.size() > path.size() && k.compare(0, path.size(), path) == 0 &&
+                               k[path.size()] == '/');
+    c = under ? L.copied.erase(c) : std::next(c);
+  }
+  return 0;
+}
+
 // Takes the object at `path` out of the tree (leaving a whiteout where A has something) and
 // returns it as a free-standing node. A directory that merged with A keeps doing so through
 // an explicit redirect; one that has nothing in A becomes opaque.
