@@ -214,7 +214,9 @@ export class Layer {
     if (typeof target !== 'string' || target === '' || target.includes('\0'))
       throw new ShadowError('INVALID_ARGUMENT', 'a symlink target must be a non-empty string without NUL');
     await this.shadow.ensureLayer(this.agentId);
-    await this.shadow.call(`make the link ${p}`, (n) => n.symlink(this.agentId, target, p, process.getuid?.() ?? 0, process.getgid?.() ?? 0));
+    await this.shadow.call(`make the link ${p}`, (n) =>
+      n.symlink(this.agentId, target, p, process.getuid?.() ?? 0, process.getgid?.() ?? 0),
+    );
   }
 
   /** Makes a directory in this layer (the layer is created if needed). */
@@ -222,7 +224,9 @@ export class Layer {
     const p = normalizeRelPath(relPath);
     const mode = checkMode(options.mode ?? 0o755);
     await this.shadow.ensureLayer(this.agentId);
-    await this.shadow.call(`make the directory ${p}`, (n) => n.mkdir(this.agentId, p, mode, process.getuid?.() ?? 0, process.getgid?.() ?? 0));
+    await this.shadow.call(`make the directory ${p}`, (n) =>
+      n.mkdir(this.agentId, p, mode, process.getuid?.() ?? 0, process.getgid?.() ?? 0),
+    );
   }
 
   /**

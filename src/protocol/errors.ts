@@ -41,7 +41,8 @@ export const ErrorCodes = {
   NOT_SUPPORTED: 'This operation is not available in this version or on this platform.',
   NATIVE_UNAVAILABLE: 'The native module (which mounts shadows) cannot be loaded: it is not built for this system, or the build is broken.',
   WINFSP_MISSING: 'WinFsp, which shadowfs mounts through on Windows, is not installed.',
-  CONFLICT: "The folder's file changed since the agent's copy was taken (or the layer's change cannot be given back on its own); nothing was written for it: say how to resolve it.",
+  CONFLICT:
+    "The folder's file changed since the agent's copy was taken (or the layer's change cannot be given back on its own); nothing was written for it: say how to resolve it.",
   NO_MATCH: 'The text to replace does not occur in the file.',
   AMBIGUOUS_MATCH: 'The text to replace occurs more than once; give more context, or ask to replace every occurrence.',
   UNKNOWN_CHECKPOINT: 'No checkpoint of that name exists for the agent.',
