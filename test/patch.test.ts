@@ -233,6 +233,8 @@ function fixtureBefore(): Tree {
     ['link2', symlink('src/lib')],
     ['asset.bin', file(randomBytes(random, 700))],
     ['mode-and-move.txt', file(lines(6, 'plain'))],
+    // Text, but not UTF-8: it cannot travel in a JS string, so it goes out as a binary patch.
+    ['latin1.txt', file(Buffer.from('caf\xe9\n', 'latin1'))],
   ]);
 }
 
@@ -277,6 +279,7 @@ function fixtureAfter(before: Tree): Tree {
   after.set('new-empty.txt', file(''));
   after.set('ñew "q" ünicode.txt', file('added\n'));
   after.set('tab\tname.txt', file('a tab in the name\n'));
+  after.set('latin1.txt', file(Buffer.from('caf\xe9 cr\xe8me\n', 'latin1')));
   after.set('tools/tool.sh', exec('#!/bin/sh\necho new tool\n'));
   after.delete('link2');
   after.set('moved/link2', before.get('link2') as Side);
@@ -352,6 +355,7 @@ describe('patch: git-format patches from in-memory contents, checked with real g
       { path: 'make-exec.sh', status: 'modified', oldMode: 0o100644, newMode: 0o100755, binary: false, additions: 0, deletions: 0 },
     );
     assert.strictEqual(byPath.get('image.bin')?.binary, true);
+    assert.strictEqual(byPath.get('latin1.txt')?.binary, true);
     assert.deepStrictEqual([byPath.get('README.md')?.additions, byPath.get('README.md')?.deletions], [2, 2]);
   });
 
