@@ -31,6 +31,21 @@ export function runtimeDir(): string {
   return base;
 }
 
+/**
+ * The per-user directory for what must outlive the daemon and a reboot (checkpoints):
+ * $SHADOWFS_STATE_DIR, else $XDG_STATE_HOME/shadowfs or ~/.local/state/shadowfs on Linux, and
+ * %LOCALAPPDATA%\shadowfs\state on Windows. Private to the user (0700 on Linux).
+ */
+export function stateDir(): string {
+  let dir: string;
+  if (process.env.SHADOWFS_STATE_DIR) dir = process.env.SHADOWFS_STATE_DIR;
+  else if (process.platform === 'win32') dir = path.join(runtimeDir(), 'state');
+  else dir = path.join(process.env.XDG_STATE_HOME || path.join(os.homedir(), '.local', 'state'), 'shadowfs');
+  fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+  if (process.platform !== 'win32') fs.chmodSync(dir, 0o700);
+  return dir;
+}
+
 /** Mount points currently in the kernel's mount table (Linux). */
 export function mountedPaths(): Set<string> {
   const out = new Set<string>();

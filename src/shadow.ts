@@ -4,7 +4,7 @@ import * as crypto from 'crypto';
 import * as fs from 'fs';
 import * as path from 'path';
 import { fromNative, ShadowError } from './errors';
-import { addon, LayerStats, NativeChange, NativeDirEntry, NativeFolderChanges, NativeShadow, NativeStat } from './native';
+import { addon, type ChangeBase, LayerStats, NativeChange, NativeDirEntry, NativeFolderChanges, NativeShadow, NativeStat } from './native';
 import * as os from 'os';
 import { constants as osConstants } from 'os';
 import { normalizeRelPath } from './paths';
@@ -176,6 +176,8 @@ export class Layer {
   /** Drops every change of this layer. */
   async reset(): Promise<void> {
     await this.shadow.call(`reset the layer of ${this.agentId}`, (n) => n.reset(this.agentId));
+    this.shadow.setLayerSince(this.agentId, Date.now());
+    this.shadow.clearBaseOverrides(this.agentId);
   }
 
   /** What this layer changed, relative to the folder, in path order. */
@@ -303,6 +305,8 @@ export class Shadow {
   private readonly createdMountPoint: boolean;
   /** Layers known to exist: created, cloned or activated through this object (the only way to make one). */
   private readonly known = new Set<string>();
+  private readonly since = new Map<string, number>();
+  private readonly overrides = new Map<string, Map<string, { base: ChangeBase; blob?: string }>>();
   /** @internal */
   readonly views = new Set<View>();
   // Jobs activate their layer themselves (see withLayer), so a scratch layer can stand in.
@@ -369,6 +373,53 @@ export class Shadow {
     if (this.known.has(id)) return;
     await this.call(`create the layer of ${id}`, (n) => n.createLayer(id));
     this.known.add(id);
+    if (!this.since.has(id)) this.since.set(id, Date.now());
+  }
+
+  /**
+   * @internal When the agent's layer started (created, reset, or the start recorded in the
+   * checkpoint it was restored from), in ms since the epoch; undefined when unknown. Apply uses
+   * it where the layer recorded no base: a folder file changed after it is one the agent never saw.
+   */
+  layerSince(id: string): number | undefined {
+    return this.since.get(id);
+  }
+
+  /**
+   * @internal Base records carried over from the checkpoint a layer was restored from (the
+   * layer's own records then name the folder file at restore time, not the one the agent
+   * started from), with the checkpoint blob of that base's content when it was kept.
+   */
+  baseOverride(agent: string, rel: string): ChangeBase | undefined {
+    return this.overrides.get(agent)?.get(rel)?.base;
+  }
+
+  /** @internal see baseOverride */
+  baseBlob(agent: string, rel: string): string | undefined {
+    return this.overrides.get(agent)?.get(rel)?.blob;
+  }
+
+  /** @internal see baseOverride */
+  baseOverrides(agent: string): Map<string, { base: ChangeBase; blob?: string }> {
+    return this.overrides.get(agent) ?? new Map();
+  }
+
+  /** @internal see baseOverride */
+  setBaseOverride(agent: string, rel: string, base: ChangeBase, blob?: string): void {
+    let m = this.overrides.get(agent);
+    if (!m) this.overrides.set(agent, (m = new Map()));
+    m.set(rel, blob === undefined ? { base } : { base, blob });
+  }
+
+  /** @internal see baseOverride */
+  clearBaseOverrides(agent: string): void {
+    this.overrides.delete(agent);
+  }
+
+  /** @internal see layerSince */
+  setLayerSince(id: string, ms: number | undefined): void {
+    if (ms === undefined) this.since.delete(id);
+    else this.since.set(id, ms);
   }
 
   /** Makes `to` a copy of `from`'s layer (later changes to either stay apart). LAYER_EXISTS if `to` has a layer. */
@@ -391,6 +442,7 @@ export class Shadow {
       throw err;
     }
     this.known.add(b);
+    this.setLayerSince(b, this.since.get(a));
     return new Layer(this, b);
   }
 
@@ -415,6 +467,8 @@ export class Shadow {
       throw err;
     } finally {
       this.known.delete(id);
+      this.since.delete(id);
+      this.overrides.delete(id);
     }
   }
 

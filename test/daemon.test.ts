@@ -275,10 +275,13 @@ describe('the shadowfs daemon', function () {
     json(['list']); // and the owner is served as before
   });
 
-  it('after kill -9 of the daemon, the next command starts a new one that cleans the stale mounts and their empty directories', async () => {
+  it('after kill -9 of the daemon, the next command starts a new one that cleans the stale mounts, removes the directories it made, and mounts the shadow again with its layer back from autosave', async () => {
     const lower = makeProject();
     const guard = new FolderGuard(lower);
     const info = json<{ mountPoint: string }>(['mount', lower, '--name', 'crashy']);
+    // The agent's work, saved by the daemon's autosave (every 30 s by default; asked for here).
+    json(['layer', 'write', 'crashy', 'alice', 'src/work.js'], 'module.exports = "kept";\n');
+    json(['checkpoint', 'crashy', '--agent', 'alice', '--name', 'autosave']);
     const view = json<{ mountPoint: string }>(['view', 'open', 'crashy', 'viewer']);
     // A mount directory the user gave (--at) is the user's: it is unmounted, never removed.
     const userDir = path.join(tempDir('dmnt'), 'mine');
@@ -306,9 +309,16 @@ describe('the shadowfs daemon', function () {
     const st = json<{ pid: number; recovered: string[]; shadows: unknown[] }>(['status']);
     assert.notStrictEqual(st.pid, pid);
     assert.deepStrictEqual([...st.recovered].sort(), [info.mountPoint, view.mountPoint, userView.mountPoint].sort());
-    assert.deepStrictEqual(st.shadows, []);
-    for (const mp of [info.mountPoint, view.mountPoint, userView.mountPoint]) assert.ok(!mountedPaths().has(mp), `${mp} is unmounted`);
-    assert.ok(!fs.existsSync(info.mountPoint), 'the mount directory the daemon made is removed');
+    // The shadow is back under its name, a fresh mount, with alice's layer from its autosave
+    // (views are not reopened).
+    const back = st.shadows as Array<{ name: string; agents: string[] }>;
+    assert.deepStrictEqual(
+      back.map((x) => x.name),
+      ['crashy'],
+    );
+    assert.ok(back[0].agents.includes('alice'), JSON.stringify(back));
+    assert.strictEqual(cli(['layer', 'cat', 'crashy', 'alice', 'src/work.js']).stdout, 'module.exports = "kept";\n');
+    for (const mp of [view.mountPoint, userView.mountPoint]) assert.ok(!mountedPaths().has(mp), `${mp} is unmounted`);
     assert.ok(!fs.existsSync(view.mountPoint), 'the view directory the daemon made is removed');
     assert.ok(fs.existsSync(userDir), 'a directory the user gave is kept');
     assert.match(cli(['status']).stdout, /cleaned stale mounts left by a crashed daemon/);
@@ -355,6 +365,125 @@ describe('the shadowfs daemon', function () {
     } finally {
       daemon.kill('SIGTERM');
       await new Promise((r) => daemon.once('exit', r));
+    }
+  });
+
+  it('diff, patch, apply, checkpoints and the file tools from the CLI; the change feed reports writes made through the mount', async () => {
+    const lower = makeProject();
+    const info = json<{ mountPoint: string }>(['mount', lower, '--name', 'cliwork']);
+    const client = await ShadowClient.connect({ autostart: false });
+    const events: Array<{ event: string; agent: string | null; changes?: Array<{ path: string; kind: string }> }> = [];
+    client.on('layer/changed', (p) => events.push(p));
+    try {
+      const guard = new FolderGuard(lower);
+      json(['activate', 'cliwork', 'bob']);
+      fs.writeFileSync(path.join(info.mountPoint, 'src', 'math.js'), 'module.exports = { add: (a, b) => a + b + 0 };\n');
+      fs.writeFileSync(path.join(info.mountPoint, 'new.txt'), 'new\n');
+      await eventually(
+        () =>
+          events.some(
+            (e) => e.event === 'changed' && e.agent === 'bob' && !!e.changes?.some((c) => c.path === 'new.txt' && c.kind === 'added'),
+          ),
+        15_000,
+        `a "changed" event for a write made through the mount (got ${JSON.stringify(events)})`,
+      );
+      // The file tools see bob's layer; edit refuses an ambiguous match with its code.
+      assert.match(cli(['file', 'read', 'cliwork', 'src/math.js', '--agent', 'bob']).stdout, /a \+ b \+ 0/);
+      const grep = json<{ matches: Array<{ path: string }> }>(['file', 'grep', 'cliwork', 'a \\+ b', '--agent', 'bob']);
+      assert.ok(grep.matches.some((m) => m.path === 'src/math.js'));
+      const amb = cli(['file', 'edit', 'cliwork', 'src/math.js', '--agent', 'bob', '--old', 'a', '--new', 'x']);
+      assert.strictEqual(amb.status, 1);
+      assert.match(amb.stderr, /AMBIGUOUS_MATCH/);
+      json(['file', 'edit', 'cliwork', 'src/math.js', '--agent', 'bob', '--old', ' + 0', '--new', '']);
+      const diff = cli(['diff', 'cliwork', '--agent', 'bob']);
+      assert.strictEqual(diff.status, 0, diff.stderr);
+      assert.match(diff.stdout, /^\+new$/m);
+      const patchFile = path.join(tempDir('cli-patch'), 'bob.patch');
+      assert.strictEqual(cli(['patch', 'cliwork', '--agent', 'bob', '-o', patchFile]).status, 0);
+      assert.match(fs.readFileSync(patchFile, 'utf8'), /^diff --git a\/new\.txt b\/new\.txt\nnew file mode 100644/m);
+      const cp = json<{ name: string; files: number }>(['checkpoint', 'cliwork', '--agent', 'bob', '--name', 'before-apply']);
+      assert.strictEqual(cp.files, 2);
+      assert.ok(
+        json<{ checkpoints: Array<{ name: string }> }>(['checkpoints', 'cliwork', '--agent', 'bob']).checkpoints.some(
+          (c) => c.name === 'before-apply',
+        ),
+      );
+      const dry = json<{ applied: Array<{ path: string }> }>(['apply', 'cliwork', '--agent', 'bob', '--dry-run']);
+      assert.deepStrictEqual(dry.applied.map((a) => a.path).sort(), ['new.txt', 'src/math.js']);
+      await guard.check(); // nothing above wrote the folder
+      // You edit math.js yourself: apply writes new.txt, reports math.js (exit status 6).
+      fs.writeFileSync(path.join(lower, 'src', 'math.js'), '// yours\n');
+      const ap = cli(['apply', 'cliwork', '--agent', 'bob']);
+      assert.strictEqual(ap.status, 6, ap.stdout + ap.stderr);
+      assert.match(ap.stdout, /CONFLICT +src\/math\.js/);
+      assert.strictEqual(fs.readFileSync(path.join(lower, 'new.txt'), 'utf8'), 'new\n');
+      assert.strictEqual(fs.readFileSync(path.join(lower, 'src', 'math.js'), 'utf8'), '// yours\n');
+      assert.strictEqual(cli(['apply', 'cliwork', '--agent', 'bob', '--take', 'src/math.js']).status, 0);
+      assert.strictEqual(fs.readFileSync(path.join(lower, 'src', 'math.js'), 'utf8'), 'module.exports = { add: (a, b) => a + b };\n');
+      await eventually(() => events.some((e) => e.event === 'applied' && e.agent === 'bob'), 5000, 'the "applied" notification');
+      // The checkpoint still holds bob's work as it was.
+      json(['restore', 'cliwork', '--agent', 'bob', '--name', 'before-apply']);
+      assert.strictEqual(
+        fs.readFileSync(path.join(info.mountPoint, 'src', 'math.js'), 'utf8'),
+        'module.exports = { add: (a, b) => a + b };\n',
+      );
+      assert.strictEqual(cli(['restore', 'cliwork', '--agent', 'bob', '--name', 'nosuch']).status, 1);
+    } finally {
+      client.close();
+    }
+  });
+
+  it('a SIGKILL of the daemon mid-work loses at most what autosave had not saved: the next daemon mounts the shadow again with the layer back', async () => {
+    stopTestDaemon();
+    const spawnDaemon = () =>
+      spawn(process.execPath, [cliPath, 'serve', '--foreground', '--autosave', '1', '--exit-after', '600', '--no-console'], {
+        stdio: 'ignore',
+      });
+    const first = spawnDaemon();
+    const lower = makeProject();
+    const guard = new FolderGuard(lower);
+    try {
+      await eventually(() => fs.existsSync(daemonPaths().socket), 10_000, 'the daemon to listen');
+      const info = json<{ mountPoint: string }>(['mount', lower, '--name', 'killed']);
+      // The agent works through the mount, as its programs would.
+      json(['activate', 'killed', 'agent']);
+      fs.writeFileSync(path.join(info.mountPoint, 'src', 'math.js'), 'module.exports = { work: "in progress" };\n');
+      fs.mkdirSync(path.join(info.mountPoint, 'generated'));
+      fs.writeFileSync(path.join(info.mountPoint, 'generated', 'out.txt'), 'output\n');
+      fs.rmSync(path.join(info.mountPoint, 'notes'), { recursive: true });
+      // Autosave (every second here) saves it; then the daemon dies without a word.
+      await eventually(
+        () =>
+          json<{ checkpoints: Array<{ name: string; files: number }> }>(['checkpoints', 'killed', '--agent', 'agent']).checkpoints.some(
+            (c) => c.name === 'autosave' && c.files === 2,
+          ),
+        20_000,
+        'an autosave with both files',
+      );
+      first.kill('SIGKILL');
+      await new Promise((r) => first.once('exit', r));
+      // The next command starts a daemon that mounts "killed" again and brings the layer back.
+      assert.strictEqual(cli(['list']).status, 0);
+      const st = json<{ shadows: Array<{ name: string; agents: string[]; mountPoint: string }> }>(['status']);
+      assert.deepStrictEqual(
+        st.shadows.map((x) => x.name),
+        ['killed'],
+      );
+      assert.ok(st.shadows[0].agents.includes('agent'), JSON.stringify(st.shadows));
+      const again = st.shadows[0].mountPoint;
+      json(['activate', 'killed', 'agent']);
+      assert.strictEqual(fs.readFileSync(path.join(again, 'src', 'math.js'), 'utf8'), 'module.exports = { work: "in progress" };\n');
+      assert.strictEqual(fs.readFileSync(path.join(again, 'generated', 'out.txt'), 'utf8'), 'output\n');
+      assert.ok(!fs.existsSync(path.join(again, 'notes')), 'the deletion came back too');
+      // Unmounting on purpose drops the layers, and their autosave with them.
+      assert.strictEqual(cli(['unmount', 'killed']).status, 0);
+      const remounted = json<{ agents: string[] }>(['mount', lower, '--name', 'killed']);
+      assert.ok(!remounted.agents.includes('agent'), 'a deliberate unmount does not come back');
+      assert.strictEqual(cli(['unmount', 'killed']).status, 0);
+      await guard.check();
+    } finally {
+      guard.stop();
+      if (first.exitCode === null && first.signalCode === null) first.kill('SIGKILL');
     }
   });
 

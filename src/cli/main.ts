@@ -12,6 +12,9 @@ import { serveCommand } from './commands/serve';
 import { statusCommand } from './commands/status';
 import { unmountCommand } from './commands/unmount';
 import { viewCommand } from './commands/view';
+import { applyCommand, checkpointCommand, checkpointsCommand, diffCommand, patchCommand, restoreCommand } from './commands/work';
+import { fileCommand } from './commands/file';
+import { mcpCommand } from './commands/mcp';
 import { ExitCode } from './output';
 
 export function main(argv: string[]): void {
@@ -25,6 +28,14 @@ export function main(argv: string[]): void {
     .command(viewCommand)
     .command(runCommand)
     .command(lintsCommand)
+    .command(diffCommand)
+    .command(patchCommand)
+    .command(applyCommand)
+    .command(checkpointCommand)
+    .command(restoreCommand)
+    .command(checkpointsCommand)
+    .command(fileCommand)
+    .command(mcpCommand)
     .command(statusCommand)
     .command(serveCommand)
     .command(doctorCommand)

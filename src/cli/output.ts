@@ -1,10 +1,10 @@
 // How CLI commands report results and errors: human lines, or one JSON object per line with
 // --json. Exit codes: 0 success, 1 failure (the message carries an error code), 2 bad usage,
 // 3 the daemon is not running (status only), 4 lints: the change introduced errors, 5 lints: a
-// file got no fresh answer (timeout or server error).
+// file got no fresh answer (timeout or server error), 6 apply: conflicts (nothing written for them).
 import { ShadowError } from '../errors';
 
-export const ExitCode = { OK: 0, FAILURE: 1, USAGE: 2, NOT_RUNNING: 3, INTRODUCED_ERRORS: 4, NOT_FRESH: 5 } as const;
+export const ExitCode = { OK: 0, FAILURE: 1, USAGE: 2, NOT_RUNNING: 3, INTRODUCED_ERRORS: 4, NOT_FRESH: 5, CONFLICTS: 6 } as const;
 
 export interface OutputOptions {
   json?: boolean;

@@ -10,12 +10,15 @@ import { mountedPaths } from '../platform';
 import type { NotificationName, NotificationParamsOf, ShadowInfo } from '../protocol/methods';
 import { DiagnosticsService } from '../diagnostics/service';
 import { mount, Shadow } from '../shadow';
+import { AUTOSAVE_NAME, WorkService } from '../work/service';
 
 interface Entry {
   name: string;
   shadow: Shadow;
   /** Its language servers, started on the first lints/lsp request. */
   diagnostics?: DiagnosticsService;
+  /** Diffs, apply, checkpoints and autosave. */
+  work: WorkService;
   lastUsed: number;
   lastActivity: number;
 }
@@ -39,12 +42,15 @@ export interface ManagerOptions {
   /** Unmount (keeping layers) a shadow nobody used for this long. */
   idleMs: number;
   log: Logger;
+  /** Save every changed layer as its "autosave" checkpoint this often (0: never). */
+  autosaveMs?: number;
   notify: <N extends NotificationName>(method: N, params: NotificationParamsOf<N>) => void;
 }
 
 export class ShadowManager {
   private readonly entries = new Map<string, Entry>();
   private idleTimer: NodeJS.Timeout | undefined;
+  private feedTimer: NodeJS.Timeout | undefined;
 
   constructor(private readonly opts: ManagerOptions) {}
 
@@ -59,12 +65,8 @@ export class ShadowManager {
    * the folders never are. Returns the mounts it cleaned.
    */
   static recoverStale(statePath: string, log: Logger): string[] {
-    let state: StateFile;
-    try {
-      state = JSON.parse(fs.readFileSync(statePath, 'utf8')) as StateFile;
-    } catch {
-      return [];
-    }
+    const state = ShadowManager.readState(statePath);
+    if (!state) return [];
     const recovered: string[] = [];
     const mounted = mountedPaths();
     for (const s of state.shadows ?? []) {
@@ -101,6 +103,57 @@ export class ShadowManager {
     return recovered;
   }
 
+  /** The state file a previous daemon left, if any. */
+  static readState(statePath: string): StateFile | undefined {
+    try {
+      const st = JSON.parse(fs.readFileSync(statePath, 'utf8')) as StateFile;
+      return st && Array.isArray(st.shadows) ? st : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+
+  /**
+   * Mounts again, under their names, the shadows a crashed daemon served (after recoverStale
+   * cleaned their mounts); mount() brings their layers back from autosave. A folder that is
+   * gone, or a mount that fails, is logged and left out.
+   */
+  async remountAfterCrash(state: StateFile | undefined): Promise<string[]> {
+    const back: string[] = [];
+    for (const s of state?.shadows ?? []) {
+      if (typeof s?.lower !== 'string' || typeof s.name !== 'string' || this.entries.has(s.name)) continue;
+      try {
+        const mp = typeof s.mountPoint === 'string' && !mountedPaths().has(s.mountPoint) ? s.mountPoint : undefined;
+        await this.mount({ folder: s.lower, name: s.name, ...(mp && s.createdMountPoint !== true ? { mountPoint: mp } : {}) });
+        back.push(s.name);
+        this.opts.log.warn('mounted again after a crash of the previous daemon', { name: s.name, lower: s.lower });
+      } catch (err) {
+        this.opts.log.error('could not mount again after a crash', { name: s.name, lower: s.lower, error: (err as Error).message });
+      }
+    }
+    return back;
+  }
+
+  /** Watches every mounted shadow's layers and notifies "layer/changed" (event "changed") about once a second, coalesced. */
+  startChangeFeed(intervalMs = 1000, wanted: () => boolean = () => true): void {
+    let busy = false;
+    this.feedTimer = setInterval(() => {
+      if (busy || !wanted()) return;
+      busy = true;
+      void (async () => {
+        for (const e of this.entries.values()) {
+          try {
+            for (const a of await e.work.pollChanges())
+              this.opts.notify('layer/changed', { shadow: e.name, agent: a.agent, event: 'changed', changes: a.changes });
+          } catch (err) {
+            this.opts.log.debug('change feed', { name: e.name, error: (err as Error).message });
+          }
+        }
+      })().finally(() => (busy = false));
+    }, intervalMs);
+    this.feedTimer.unref();
+  }
+
   startIdleChecks(intervalMs: number): void {
     this.idleTimer = setInterval(() => void this.idleTick(), intervalMs);
     this.idleTimer.unref();
@@ -113,6 +166,8 @@ export class ShadowManager {
     cacheTimeout?: number;
     backend?: string;
     allowOther?: boolean;
+    /** Bring back agents' layers from their autosave checkpoints for this folder (default true). */
+    restore?: boolean;
   }): Promise<ShadowInfo> {
     if (params.name !== undefined && !NAME_RE.test(params.name)) {
       throw new ShadowError(
@@ -131,12 +186,29 @@ export class ShadowManager {
     });
     const name = params.name ?? this.freeName(path.basename(shadow.lower));
     const now = Date.now();
-    const entry: Entry = { name, shadow, lastUsed: now, lastActivity: shadow.activity() };
+    const work = new WorkService(shadow, {
+      autosaveMs: this.opts.autosaveMs,
+      log: (line) => this.opts.log.warn(line, { shadow: name }),
+    });
+    const entry: Entry = { name, shadow, work, lastUsed: now, lastActivity: shadow.activity() };
     this.entries.set(name, entry);
     this.saveState();
-    this.opts.log.info('mounted', { name, lower: shadow.lower, mountPoint: shadow.mountPoint });
+    // Layers a crash (or a reboot) took away come back from their autosave checkpoints.
+    const restored: string[] = [];
+    if (params.restore !== false) {
+      for (const agent of work.store.agents()) {
+        if (!work.store.list(agent).some((c) => c.name === AUTOSAVE_NAME)) continue;
+        try {
+          await work.restore(agent, AUTOSAVE_NAME);
+          restored.push(agent);
+        } catch (err) {
+          this.opts.log.error('could not restore a layer from its autosave', { name, agent, error: (err as Error).message });
+        }
+      }
+    }
+    this.opts.log.info('mounted', { name, lower: shadow.lower, mountPoint: shadow.mountPoint, ...(restored.length ? { restored } : {}) });
     this.opts.notify('shadow/changed', { shadow: name, event: 'mounted' });
-    return await this.info(entry);
+    return { ...(await this.info(entry)), ...(restored.length ? { restored } : {}) };
   }
 
   /** Finds a shadow by name or by (a path inside) its mount point. */
@@ -172,6 +244,13 @@ export class ShadowManager {
     return e.diagnostics;
   }
 
+  /** The shadow's diffs, apply and checkpoints, mounting it again if idle. */
+  async work(nameOrDir: string): Promise<WorkService> {
+    const e = this.get(nameOrDir);
+    await this.use(e);
+    return e.work;
+  }
+
   /** Stops a shadow's language servers (before its mount goes away). */
   private async stopServers(e: Entry): Promise<void> {
     const d = e.diagnostics;
@@ -184,7 +263,11 @@ export class ShadowManager {
   async unmount(nameOrDir: string, lazy: boolean): Promise<string> {
     const e = this.get(nameOrDir);
     await this.stopServers(e);
+    const agents = e.shadow.mounted ? await e.shadow.agents().catch(() => []) : [];
     await e.shadow.unmount({ lazy });
+    // Unmounting drops the layers on purpose: their autosaves must not bring them back.
+    await e.work.dispose(false);
+    for (const a of new Set([...agents, ...e.work.store.agents()])) e.work.store.remove(a, AUTOSAVE_NAME);
     this.entries.delete(e.name);
     this.saveState();
     this.opts.log.info('unmounted', { name: e.name, lazy });
@@ -216,8 +299,11 @@ export class ShadowManager {
   /** Unmounts everything (lazily: the daemon is going away). */
   async shutdown(): Promise<void> {
     clearInterval(this.idleTimer);
+    clearInterval(this.feedTimer);
     for (const e of this.entries.values()) {
       await this.stopServers(e);
+      // The layers go with this daemon: their last state is saved for the next mount.
+      await e.work.dispose(true);
       try {
         await e.shadow.unmount({ lazy: true });
       } catch (err) {

@@ -28,6 +28,7 @@ import {
 import { RunPolicy } from '../run/policy';
 import { runInShadow } from '../run/runner';
 import { ShadowManager } from './manager';
+import * as files from '../work/files';
 import { checkPeer } from './peer';
 import { openConnection, type RpcConnection } from './rpc';
 
@@ -44,6 +45,8 @@ export interface DaemonOptions {
   maxMessageBytes?: number;
   /** Which commands `run` may start. */
   policy?: RunPolicy;
+  /** Autosave changed layers this often (0: never). Default 30 s. */
+  autosaveMs?: number;
 }
 
 /** What a handler knows about the connection that asked. */
@@ -61,6 +64,11 @@ interface Client {
   /** Windows: set by a hello whose proof matched; Linux: the kernel vouched for the peer. */
   trusted: boolean;
   closed: AbortController;
+}
+
+/** A checkpoint name from the time: cp-20261122-104501. */
+function defaultCheckpointName(): string {
+  return `cp-${new Date().toISOString().replace(/[-:]/g, '').replace('T', '-').slice(0, 15)}`;
 }
 
 /** Methods a Windows client may call before its hello proved who it is. */
@@ -92,6 +100,7 @@ export class Daemon {
     this.manager = new ShadowManager({
       statePath: opts.paths.state,
       idleMs: opts.idleMs,
+      autosaveMs: opts.autosaveMs ?? 30_000,
       log: opts.log,
       notify: (method, params) => this.broadcast(method, params),
     });
@@ -191,6 +200,80 @@ export class Daemon {
         return { agent: p.agent };
       },
       'layer.changes': async (p) => ({ changes: await (await shadowOf(p)).layer(p.agent).changes() }),
+      'layer.diff': async (p) => (await m.work(p.shadow)).diff(p.agent, p.paths),
+      'layer.patch': async (p) => (await m.work(p.shadow)).patch(p.agent, p.paths),
+      'layer.apply': async (p) => {
+        const r = await (await m.work(p.shadow)).apply(p.agent, { paths: p.paths, dryRun: p.dryRun === true, resolutions: p.resolutions });
+        if (!r.dryRun && r.applied.length)
+          this.broadcast('layer/changed', {
+            shadow: p.shadow,
+            agent: p.agent,
+            event: 'applied',
+            changes: r.applied.map((a) => ({ path: a.path, kind: a.action === 'delete' ? 'deleted' : 'modified', type: 'file' })),
+          });
+        this.opts.log.info('applied a layer to the folder', {
+          shadow: p.shadow,
+          agent: p.agent,
+          dryRun: r.dryRun,
+          applied: r.applied.length,
+          conflicts: r.conflicts.length,
+        });
+        return r;
+      },
+      'layer.checkpoint': async (p) => {
+        const w = await m.work(p.shadow);
+        await w.shadow.createLayer(p.agent);
+        return w.checkpoint(p.agent, p.name ?? defaultCheckpointName());
+      },
+      'layer.restore': async (p) => {
+        const w = await m.work(p.shadow);
+        const name = p.name ?? w.checkpoints(p.agent).at(-1)?.name;
+        if (!name)
+          throw new ShadowError(
+            'UNKNOWN_CHECKPOINT',
+            `agent ${p.agent} has no checkpoint for this folder (make one with "shadowfs checkpoint")`,
+          );
+        const r = await w.restore(p.agent, name);
+        this.broadcast('layer/changed', { shadow: p.shadow, agent: p.agent, event: 'restored' });
+        return r;
+      },
+      'layer.checkpoints': async (p) => ({ checkpoints: (await m.work(p.shadow)).checkpoints(p.agent) }),
+      'file.read': async (p) => files.readText((await shadowOf(p)).layer(p.agent), p.path, { startLine: p.startLine, endLine: p.endLine }),
+      'file.write': async (p) => {
+        const r = await files.writeText(
+          await (await shadowOf(p)).createLayer(p.agent),
+          p.path,
+          p.content,
+          p.mode === undefined ? {} : { mode: p.mode },
+        );
+        this.broadcast('layer/changed', { shadow: p.shadow, agent: p.agent, event: 'written', path: r.path });
+        return r;
+      },
+      'file.edit': async (p) => {
+        const r = await files.editText(await (await shadowOf(p)).createLayer(p.agent), p.path, p.oldText, p.newText, {
+          replaceAll: p.replaceAll === true,
+        });
+        this.broadcast('layer/changed', { shadow: p.shadow, agent: p.agent, event: 'written', path: r.path });
+        return r;
+      },
+      'file.list': async (p) =>
+        files.list((await shadowOf(p)).layer(p.agent), p.path ?? '', {
+          recursive: p.recursive,
+          includeIgnored: p.includeIgnored,
+          limit: p.limit,
+        }),
+      'file.glob': async (p) =>
+        files.glob((await shadowOf(p)).layer(p.agent), p.pattern, { cwd: p.cwd, includeIgnored: p.includeIgnored, limit: p.limit }),
+      'file.grep': async (p) =>
+        files.grep((await shadowOf(p)).layer(p.agent), p.pattern, {
+          path: p.path,
+          glob: p.glob,
+          ignoreCase: p.ignoreCase,
+          fixedStrings: p.fixedStrings,
+          context: p.context,
+          includeIgnored: p.includeIgnored,
+          maxMatches: p.maxMatches,
+        }),
       activate: async (p) => {
         const s = await shadowOf(p);
         if (p.agent !== null) await s.createLayer(p.agent);
@@ -272,7 +355,10 @@ export class Daemon {
   async start(): Promise<void> {
     const { paths, log } = this.opts;
     await this.takeLock();
+    const previous = ShadowManager.readState(paths.state);
     this.recovered = ShadowManager.recoverStale(paths.state, log);
+    // What the crashed daemon served is mounted again, its layers back from autosave.
+    if (previous && previous.pid !== process.pid) await this.manager.remountAfterCrash(previous);
     this.server = net.createServer((socket) => this.accept(socket));
     this.server.maxConnections = MAX_CLIENTS;
     if (process.platform === 'win32') {
@@ -300,6 +386,8 @@ export class Daemon {
       this.endpoint = paths.socket;
     }
     this.manager.startIdleChecks(Math.max(250, Math.min(30_000, this.opts.idleMs / 4)));
+    // The change feed runs while somebody is connected to hear it.
+    this.manager.startChangeFeed(1000, () => this.clients.size > 0);
     this.armExit();
     log.info('daemon listening', { endpoint: this.endpoint, pid: process.pid, recovered: this.recovered, native: nativeStatus() });
   }

@@ -54,6 +54,7 @@ export const ShadowInfo = z.object({
   agents: z.array(z.string()),
   views: z.array(z.object({ id: z.number().int(), agent: z.string(), mountPoint: z.string() })),
   idleSeconds: z.number(),
+  restored: z.array(z.string()).optional().describe('mount only: agents whose layers came back from their autosave checkpoints.'),
 });
 export type ShadowInfo = z.infer<typeof ShadowInfo>;
 
@@ -171,6 +172,72 @@ const atPositionErrors: ErrorCode[] = ['UNKNOWN_SHADOW', 'INVALID_AGENT', 'INVAL
 const shadowOnly = z.strictObject({ shadow: shadowRef });
 const shadowAgent = z.strictObject({ shadow: shadowRef, agent: agentId });
 
+// ---- getting work out (#14) ------------------------------------------------------------------
+
+export const PatchFileInfo = z.object({
+  path: z.string(),
+  oldPath: z.string().optional().describe('For renames: where the file was.'),
+  status: z.enum(['added', 'modified', 'deleted', 'renamed', 'type-changed']),
+  binary: z.boolean(),
+  additions: z.number().int(),
+  deletions: z.number().int(),
+  oldMode: z.number().int().optional(),
+  newMode: z.number().int().optional(),
+});
+
+export const DiffResult = z.object({
+  text: z.string().describe('The diff or patch text.'),
+  files: z.array(PatchFileInfo),
+  skipped: z.array(z.string()).describe('Paths left out (devices, fifos, sockets).'),
+});
+
+export const Resolution = z
+  .union([z.enum(['agent', 'folder', 'merged']), z.strictObject({ content: z.string() })])
+  .describe(
+    '"agent": write the agent\'s version anyway; "folder": keep the folder\'s and drop the agent\'s change; "merged": write the three-way merge (only when it merged cleanly); {content}: write this.',
+  );
+
+export const ApplyResult = z.object({
+  dryRun: z.boolean(),
+  applied: z.array(z.object({ path: z.string(), action: z.enum(['write', 'create', 'delete', 'mode', 'keep-folder', 'same']) })),
+  conflicts: z.array(
+    z.object({
+      path: z.string(),
+      reason: z.string(),
+      folder: z.string().nullable().describe("The folder's version now (null: absent or binary)."),
+      agent: z.string().nullable().describe("The agent's version (null: deleted or binary)."),
+      binary: z.boolean(),
+      merged: z.string().nullable().describe('Three-way merge with conflict markers, when the base the agent started from is known.'),
+      mergeConflicts: z.number().int().describe('Conflicting regions in merged (0: clean).'),
+      mergeBase: z
+        .enum(['recorded', 'git-head'])
+        .optional()
+        .describe(
+          "The merge's common version: the one the agent started from, or git's HEAD version (a guess, when the layer did not record it).",
+        ),
+    }),
+  ),
+  kept: z.array(z.string()).describe('Written to the folder, but still held by the layer (under a directory the layer replaced).'),
+  skipped: z.array(z.string()),
+});
+
+export const CheckpointInfo = z.object({
+  name: z.string(),
+  createdAt: z.string(),
+  auto: z.boolean().describe('Made by autosave.'),
+  files: z.number().int(),
+  bytes: z.number(),
+});
+
+const checkpointName = z
+  .string()
+  .regex(/^[A-Za-z0-9._-]{1,64}$/, 'a checkpoint name is 1 to 64 letters, digits, ".", "_" or "-"')
+  .describe('Checkpoint name.');
+const pathList = z.array(relPath).optional().describe('Only these paths (files or directories); default: all.');
+const toolsFlags = {
+  includeIgnored: z.boolean().optional().describe('Also look at what .gitignore ignores (and .git).'),
+};
+
 const mountErrors: ErrorCode[] = [
   'INVALID_ARGUMENT',
   'INVALID_PATH',
@@ -268,6 +335,10 @@ export const Requests = {
         .boolean()
         .optional()
         .describe('Let other users use the shadow (FUSE allow_other); a non-root daemon needs user_allow_other in /etc/fuse.conf.'),
+      restore: z
+        .boolean()
+        .optional()
+        .describe("Bring back agents' layers from the autosave checkpoints a crash or reboot left for this folder (default true)."),
     }),
     result: ShadowInfo,
     errors: mountErrors,
@@ -338,6 +409,154 @@ export const Requests = {
     params: shadowAgent,
     result: z.object({ changes: z.array(ChangeInfo) }),
     errors: ['UNKNOWN_SHADOW', 'INVALID_AGENT', 'UNKNOWN_AGENT', 'NOT_MOUNTED'],
+  }),
+  'layer.diff': request({
+    summary: "A unified diff of an agent's layer against the folder (renames detected; binary files named, not shown).",
+    params: z.strictObject({ shadow: shadowRef, agent: agentId, paths: pathList }),
+    result: DiffResult,
+    errors: ['UNKNOWN_SHADOW', 'INVALID_AGENT', 'UNKNOWN_AGENT', 'INVALID_PATH', 'NOT_MOUNTED'],
+  }),
+  'layer.patch': request({
+    summary:
+      "A git-format patch of an agent's layer (binary hunks included) that git apply in a clean checkout of the folder reproduces byte for byte.",
+    params: z.strictObject({ shadow: shadowRef, agent: agentId, paths: pathList }),
+    result: DiffResult,
+    errors: ['UNKNOWN_SHADOW', 'INVALID_AGENT', 'UNKNOWN_AGENT', 'INVALID_PATH', 'NOT_MOUNTED'],
+  }),
+  'layer.apply': request({
+    summary:
+      "Writes an agent's changes into the folder (the one request that writes it): each file atomically; a file the folder changed since the agent's copy is a conflict, written only as resolutions say; applied paths leave the layer.",
+    params: z.strictObject({
+      shadow: shadowRef,
+      agent: agentId,
+      paths: pathList,
+      dryRun: z.boolean().optional().describe('Report what would be written; write nothing.'),
+      resolutions: z.record(z.string(), Resolution).optional().describe('How to resolve conflicts, by path.'),
+    }),
+    result: ApplyResult,
+    errors: ['UNKNOWN_SHADOW', 'INVALID_AGENT', 'UNKNOWN_AGENT', 'INVALID_PATH', 'NOT_MOUNTED'],
+  }),
+  'layer.checkpoint': request({
+    summary: "Saves an agent's layer as a named checkpoint in the per-user state directory (contents stored once).",
+    params: z.strictObject({ shadow: shadowRef, agent: agentId, name: checkpointName.optional().describe('Default: a timestamp.') }),
+    result: CheckpointInfo,
+    errors: ['UNKNOWN_SHADOW', 'INVALID_AGENT', 'UNKNOWN_AGENT', 'INVALID_ARGUMENT', 'NOT_MOUNTED'],
+  }),
+  'layer.restore': request({
+    summary: "Makes an agent's layer what a checkpoint holds (its current changes are dropped).",
+    params: z.strictObject({ shadow: shadowRef, agent: agentId, name: checkpointName.optional().describe('Default: the newest.') }),
+    result: z.object({ name: z.string(), paths: z.number().int() }),
+    errors: ['UNKNOWN_SHADOW', 'INVALID_AGENT', 'UNKNOWN_CHECKPOINT', 'NOT_MOUNTED'],
+  }),
+  'layer.checkpoints': request({
+    summary: "An agent's checkpoints for this shadow's folder, oldest first.",
+    params: shadowAgent,
+    result: z.object({ checkpoints: z.array(CheckpointInfo) }),
+    errors: ['UNKNOWN_SHADOW', 'INVALID_AGENT'],
+  }),
+  'file.read': request({
+    summary: "Reads a text file (or a line range) as the agent's layer shows it, without switching the shared mount.",
+    params: z.strictObject({
+      shadow: shadowRef,
+      agent: agentId,
+      path: relPath,
+      startLine: z.number().int().min(1).optional().describe('First line, 1-based.'),
+      endLine: z.number().int().min(1).optional().describe('Last line, inclusive.'),
+    }),
+    result: z.object({
+      path: z.string(),
+      content: z.string(),
+      totalLines: z.number().int(),
+      startLine: z.number().int(),
+      endLine: z.number().int(),
+      binary: z.boolean(),
+    }),
+    errors: ['UNKNOWN_SHADOW', 'INVALID_AGENT', 'INVALID_PATH', 'NOT_FOUND', 'IS_DIRECTORY', 'INVALID_ARGUMENT', 'NOT_MOUNTED'],
+  }),
+  'file.write': request({
+    summary: "Writes a whole text file into the agent's layer (parents made; an existing file keeps its mode).",
+    params: z.strictObject({
+      shadow: shadowRef,
+      agent: agentId,
+      path: relPath,
+      content: z.string(),
+      mode: z.number().int().min(0).max(0o7777).optional(),
+    }),
+    result: z.object({ path: z.string(), bytes: z.number().int(), created: z.boolean() }),
+    errors: ['UNKNOWN_SHADOW', 'INVALID_AGENT', 'INVALID_PATH', 'IS_DIRECTORY', 'NOT_MOUNTED'],
+  }),
+  'file.edit': request({
+    summary:
+      "Replaces exact text in a file of the agent's layer: NO_MATCH when it does not occur, AMBIGUOUS_MATCH when it occurs more than once (unless replaceAll).",
+    params: z.strictObject({
+      shadow: shadowRef,
+      agent: agentId,
+      path: relPath,
+      oldText: z.string().min(1),
+      newText: z.string(),
+      replaceAll: z.boolean().optional(),
+    }),
+    result: z.object({ path: z.string(), replacements: z.number().int() }),
+    errors: ['UNKNOWN_SHADOW', 'INVALID_AGENT', 'INVALID_PATH', 'NOT_FOUND', 'NO_MATCH', 'AMBIGUOUS_MATCH', 'NOT_MOUNTED'],
+  }),
+  'file.list': request({
+    summary: "Lists a directory (or a tree) as the agent's layer shows it; .gitignore'd entries left out unless asked.",
+    params: z.strictObject({
+      shadow: shadowRef,
+      agent: agentId,
+      path: relPath.optional().describe('Default: the root.'),
+      recursive: z.boolean().optional(),
+      limit: z.number().int().min(1).max(100000).optional(),
+      ...toolsFlags,
+    }),
+    result: z.object({
+      entries: z.array(z.object({ path: z.string(), type: z.string(), size: z.number().optional() })),
+      truncated: z.boolean(),
+    }),
+    errors: ['UNKNOWN_SHADOW', 'INVALID_AGENT', 'INVALID_PATH', 'NOT_FOUND', 'NOT_A_DIRECTORY', 'NOT_MOUNTED'],
+  }),
+  'file.glob': request({
+    summary: "Paths matching a glob (picomatch syntax, e.g. src/**/*.ts) as the agent's layer shows the tree.",
+    params: z.strictObject({
+      shadow: shadowRef,
+      agent: agentId,
+      pattern: z.string().min(1),
+      cwd: relPath.optional(),
+      limit: z.number().int().min(1).max(100000).optional(),
+      ...toolsFlags,
+    }),
+    result: z.object({ paths: z.array(z.string()), truncated: z.boolean() }),
+    errors: ['UNKNOWN_SHADOW', 'INVALID_AGENT', 'INVALID_PATH', 'INVALID_ARGUMENT', 'NOT_MOUNTED'],
+  }),
+  'file.grep': request({
+    summary:
+      "Searches file contents (a JavaScript regular expression, or fixed strings) as the agent's layer shows them; binary and .gitignore'd files skipped unless asked.",
+    params: z.strictObject({
+      shadow: shadowRef,
+      agent: agentId,
+      pattern: z.string().min(1),
+      path: relPath.optional().describe('A file or directory to search; default: everything.'),
+      glob: z.string().optional().describe('Only files whose path matches this glob.'),
+      ignoreCase: z.boolean().optional(),
+      fixedStrings: z.boolean().optional(),
+      context: z.number().int().min(0).max(20).optional().describe('Lines of context before and after each match.'),
+      maxMatches: z.number().int().min(1).max(10000).optional(),
+      ...toolsFlags,
+    }),
+    result: z.object({
+      matches: z.array(
+        z.object({
+          path: z.string(),
+          line: z.number().int(),
+          text: z.string(),
+          before: z.array(z.string()).optional(),
+          after: z.array(z.string()).optional(),
+        }),
+      ),
+      filesSearched: z.number().int(),
+      truncated: z.boolean(),
+    }),
+    errors: ['UNKNOWN_SHADOW', 'INVALID_AGENT', 'INVALID_PATH', 'INVALID_ARGUMENT', 'NOT_MOUNTED'],
   }),
   activate: request({
     summary: "Shows an agent's layer on the shared mount (creating it), or the folder read-only for null.",
@@ -475,12 +694,19 @@ export const Notifications = {
     params: z.object({ shadow: z.string(), event: z.enum(['mounted', 'unmounted', 'idle-unmounted', 'remounted']) }),
   },
   'layer/changed': {
-    summary: 'To every client: a layer changed through the daemon (writes through the mount are not reported).',
+    summary:
+      'To every client: a layer changed. Events from the daemon\'s own requests come at once; "changed" reports, coalesced, what the layer changed by any means (writes through the mount included), about once a second.',
     params: z.object({
       shadow: z.string(),
       agent: z.string().nullable(),
-      event: z.enum(['written', 'removed', 'reset', 'dropped', 'cloned', 'activated']),
+      event: z.enum(['written', 'removed', 'reset', 'dropped', 'cloned', 'activated', 'changed', 'applied', 'restored']),
       path: z.string().optional(),
+      changes: z
+        .array(z.object({ path: z.string(), kind: z.enum(['added', 'modified', 'deleted', 'metadata', 'reverted']), type: z.string() }))
+        .optional()
+        .describe(
+          'For "changed": what changed in the layer since the last notification (coalesced), however it was written; "reverted": the layer no longer changes that path. For "applied": the paths written to the folder.',
+        ),
       from: z.string().optional().describe('For "cloned": the layer it was copied from.'),
     }),
   },

@@ -11,6 +11,8 @@ import { FolderGuard, leakedTestMounts, removeTempDirs } from './fixtures';
 const runtime = fs.mkdtempSync(path.join(os.tmpdir(), 'shadowfs-test-rt-'));
 fs.chmodSync(runtime, 0o700);
 process.env.XDG_RUNTIME_DIR = runtime;
+// Checkpoints the tests make stay in this run's directory too.
+process.env.SHADOWFS_STATE_DIR = path.join(runtime, 'state');
 // Daemons the tests start check every result against the protocol's schema.
 process.env.SHADOWFS_CHECK_RESULTS = '1';
 

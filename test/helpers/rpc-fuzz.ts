@@ -141,6 +141,12 @@ export const MUTATING: ReadonlySet<string> = new Set<MethodName>([
   'lsp.definition',
   'lsp.references',
   'lsp.hover',
+  // These write the folder (apply), the layer, or the per-user state directory.
+  'layer.apply',
+  'layer.checkpoint',
+  'layer.restore',
+  'file.write',
+  'file.edit',
 ]);
 
 /** Names of shadows that do not exist and cannot resolve to a path inside one ("/" and "." excluded). */
@@ -349,6 +355,7 @@ const FIELDS: Record<MethodName, Fields> = {
     ['cacheTimeout', 'number', 'optional'],
     ['backend', 'string', 'optional'],
     ['allowOther', 'boolean', 'optional'],
+    ['restore', 'boolean', 'optional'],
   ],
   unmount: [
     ['shadow', 'string', 'required'],
@@ -363,6 +370,46 @@ const FIELDS: Record<MethodName, Fields> = {
   'layer.read': shadowAgentPath,
   'layer.reset': shadowAgent,
   'layer.changes': shadowAgent,
+  'layer.diff': [...shadowAgent, ['paths', 'strings', 'optional']],
+  'layer.patch': [...shadowAgent, ['paths', 'strings', 'optional']],
+  'layer.apply': [...shadowAgent, ['paths', 'strings', 'optional'], ['dryRun', 'boolean', 'optional']],
+  'layer.checkpoint': [...shadowAgent, ['name', 'string', 'optional']],
+  'layer.restore': [...shadowAgent, ['name', 'string', 'optional']],
+  'layer.checkpoints': shadowAgent,
+  'file.read': [...shadowAgentPath, ['startLine', 'int', 'optional'], ['endLine', 'int', 'optional']],
+  'file.write': [...shadowAgentPath, ['content', 'string', 'required'], ['mode', 'int', 'optional']],
+  'file.edit': [
+    ...shadowAgentPath,
+    ['oldText', 'string', 'required'],
+    ['newText', 'string', 'required'],
+    ['replaceAll', 'boolean', 'optional'],
+  ],
+  'file.list': [
+    ['shadow', 'string', 'required'],
+    ['agent', 'string', 'required'],
+    ['path', 'string', 'optional'],
+    ['recursive', 'boolean', 'optional'],
+    ['limit', 'int', 'optional'],
+    ['includeIgnored', 'boolean', 'optional'],
+  ],
+  'file.glob': [
+    ...shadowAgent,
+    ['pattern', 'string', 'required'],
+    ['cwd', 'string', 'optional'],
+    ['limit', 'int', 'optional'],
+    ['includeIgnored', 'boolean', 'optional'],
+  ],
+  'file.grep': [
+    ...shadowAgent,
+    ['pattern', 'string', 'required'],
+    ['path', 'string', 'optional'],
+    ['glob', 'string', 'optional'],
+    ['ignoreCase', 'boolean', 'optional'],
+    ['fixedStrings', 'boolean', 'optional'],
+    ['context', 'int', 'optional'],
+    ['maxMatches', 'int', 'optional'],
+    ['includeIgnored', 'boolean', 'optional'],
+  ],
   activate: [
     ['shadow', 'string', 'required'],
     ['agent', 'agent-or-null', 'required'],

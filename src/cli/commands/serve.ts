@@ -9,6 +9,7 @@ import type { LogLevel } from '../../log';
 import * as fs from 'fs';
 import { parsePolicy } from '../../run/policy';
 import { emit, reportError } from '../output';
+import { ShadowError } from '../../errors';
 
 interface Args {
   foreground: boolean;
@@ -17,6 +18,7 @@ interface Args {
   'log-level': LogLevel;
   console: boolean;
   policy?: string;
+  autosave: number;
   json: boolean;
 }
 
@@ -48,6 +50,14 @@ export const serveCommand: CommandModule<object, Args> = {
         default: process.env.SHADOWFS_RUN_POLICY,
         describe: 'JSON file {"allow": [programs], "deny": [[argv prefix], ...]} for "run" [env SHADOWFS_RUN_POLICY]',
       })
+      .option('autosave', {
+        type: 'number',
+        default:
+          Number.isFinite(Number(process.env.SHADOWFS_AUTOSAVE)) && process.env.SHADOWFS_AUTOSAVE
+            ? Number(process.env.SHADOWFS_AUTOSAVE)
+            : 30,
+        describe: 'seconds between autosaves of changed layers (what a crash can lose at most); 0 turns it off [env SHADOWFS_AUTOSAVE]',
+      })
       .option('json', { type: 'boolean', default: false, describe: 'print one JSON object per event' }) as Argv<Args>,
   handler: async (args) => {
     try {
@@ -65,7 +75,15 @@ export const serveCommand: CommandModule<object, Args> = {
       const paths = daemonPaths();
       const log = createDaemonLogger(paths.log, { level: args['log-level'], console: args.console });
       const policy = args.policy ? parsePolicy(fs.readFileSync(args.policy, 'utf8'), args.policy) : undefined;
-      const daemon = new Daemon({ paths, log, idleMs: args['idle-timeout'] * 1000, exitAfterMs: args['exit-after'] * 1000, policy });
+      if (!(args.autosave >= 0)) throw new ShadowError('INVALID_ARGUMENT', `--autosave takes seconds (0 or more), got ${args.autosave}`);
+      const daemon = new Daemon({
+        paths,
+        log,
+        idleMs: args['idle-timeout'] * 1000,
+        exitAfterMs: args['exit-after'] * 1000,
+        policy,
+        autosaveMs: args.autosave * 1000,
+      });
       await daemon.start();
       const stop = (): void => void daemon.stop();
       process.once('SIGINT', stop);

@@ -1,0 +1,62 @@
+// `shadowfs mcp --shadow S --agent A [--allow-apply]`: an MCP server on standard input/output
+// for one agent on one shadow (see src/mcp/server.ts). Logs go to standard error only: standard
+// output carries the protocol.
+import * as fs from 'fs';
+import * as path from 'path';
+import type { Argv, CommandModule } from 'yargs';
+import { ShadowClient } from '../../client';
+import { reportError } from '../output';
+
+interface Args {
+  shadow: string;
+  agent: string;
+  'allow-apply': boolean;
+}
+
+export const mcpCommand: CommandModule<object, Args> = {
+  command: 'mcp',
+  describe: 'Serve MCP (stdio) for one agent on one shadow: file tools, run, lints, diff, patch, checkpoints (apply with --allow-apply)',
+  builder: (y: Argv) =>
+    y
+      .option('shadow', { type: 'string', demandOption: true, describe: 'the shadow (name or mount point)' })
+      .option('agent', { type: 'string', demandOption: true, describe: 'the agent id whose layer the tools use' })
+      .option('allow-apply', {
+        type: 'boolean',
+        default: false,
+        describe: "offer the apply tool, which writes the agent's changes into the user's folder",
+      }) as Argv<Args>,
+  handler: async (args) => {
+    let client: ShadowClient | undefined;
+    try {
+      client = await ShadowClient.connect();
+      // Fail at once (on stderr) when the shadow does not exist, rather than at the first tool call.
+      await client.request('layer.list', { shadow: args.shadow });
+      // The session is this agent's: its layer exists from the start (empty: the folder as it is).
+      await client.request('layer.create', { shadow: args.shadow, agent: args.agent });
+      const version = (
+        JSON.parse(fs.readFileSync(path.join(__dirname, '..', '..', '..', '..', 'package.json'), 'utf8')) as { version: string }
+      ).version;
+      // Loaded here, not at start-up: the SDK is large and only this command needs it.
+      /* eslint-disable @typescript-eslint/no-require-imports */
+      const { createMcpServer } = require('../../mcp/server') as typeof import('../../mcp/server');
+      const { StdioServerTransport } =
+        require('@modelcontextprotocol/sdk/server/stdio.js') as typeof import('@modelcontextprotocol/sdk/server/stdio.js');
+      /* eslint-enable @typescript-eslint/no-require-imports */
+      const server = createMcpServer(client, { shadow: args.shadow, agent: args.agent, allowApply: args['allow-apply'], version });
+      const transport = new StdioServerTransport();
+      await server.connect(transport);
+      // Ends when the client closes the transport or standard input.
+      await new Promise<void>((resolve) => {
+        server.server.onclose = () => resolve();
+        process.stdin.once('end', () => resolve());
+        process.stdin.once('close', () => resolve());
+      });
+      await server.close().catch(() => undefined);
+    } catch (err) {
+      // Standard output belongs to the protocol: errors go to standard error.
+      reportError({ json: false }, err);
+    } finally {
+      client?.close();
+    }
+  },
+};

@@ -1,0 +1,196 @@
+// Getting work out of a layer from the command line: `diff`, `patch`, `apply` (the one command
+// that writes your folder), `checkpoint`, `restore`, `checkpoints`.
+import * as fs from 'fs';
+import type { Argv, CommandModule } from 'yargs';
+import type { ParamsOf, ResultOf } from '../../protocol/methods';
+import { withClient } from '../daemon-call';
+import { ExitCode } from '../output';
+
+interface Base {
+  shadow: string;
+  agent: string;
+  json: boolean;
+}
+interface PathArgs extends Base {
+  paths?: string[];
+}
+
+const shadowAgent = <T extends Base>(y: Argv): Argv<T> =>
+  y
+    .positional('shadow', { type: 'string', demandOption: true, describe: 'the shadow (name or mount point)' })
+    .option('agent', { type: 'string', demandOption: true, describe: 'whose layer' })
+    .option('json', { type: 'boolean', default: false }) as unknown as Argv<T>;
+
+const withPaths = <T extends PathArgs>(y: Argv): Argv<T> =>
+  shadowAgent<T>(y).positional('paths', { type: 'string', array: true, describe: 'only these files or directories' }) as Argv<T>;
+
+function pathsOf(a: PathArgs): { paths?: string[] } {
+  return a.paths && a.paths.length ? { paths: a.paths } : {};
+}
+
+function summary(r: ResultOf<'layer.diff'>): string {
+  if (!r.files.length) return '';
+  return r.files
+    .map(
+      (f) =>
+        `${f.status.padEnd(12)} ${f.oldPath ? `${f.oldPath} -> ` : ''}${f.path}${f.binary ? ' (binary)' : ` +${f.additions} -${f.deletions}`}`,
+    )
+    .join('\n');
+}
+
+export const diffCommand: CommandModule<object, PathArgs & { stat: boolean }> = {
+  command: 'diff <shadow> [paths..]',
+  describe: "A unified diff of an agent's layer against the folder",
+  builder: (y) =>
+    withPaths<PathArgs & { stat: boolean }>(y).option('stat', { type: 'boolean', default: false, describe: 'list the files only' }),
+  handler: (args) =>
+    withClient(
+      args,
+      (c) => c.request('layer.diff', { shadow: args.shadow, agent: args.agent, ...pathsOf(args) }),
+      (r) => (args.stat ? summary(r) : r.text.replace(/\n$/, '')),
+    ),
+};
+
+export const patchCommand: CommandModule<object, PathArgs & { output?: string }> = {
+  command: 'patch <shadow> [paths..]',
+  describe: "A git-format patch of an agent's layer (binary files included) for git apply",
+  builder: (y) =>
+    withPaths<PathArgs & { output?: string }>(y).option('output', {
+      alias: 'o',
+      type: 'string',
+      describe: 'write the patch to this file instead of standard output',
+    }),
+  handler: (args) =>
+    withClient(
+      args,
+      async (c) => {
+        const r = await c.request('layer.patch', { shadow: args.shadow, agent: args.agent, ...pathsOf(args) });
+        if (args.output) fs.writeFileSync(args.output, r.text);
+        return r;
+      },
+      (r) =>
+        args.output
+          ? `wrote ${r.files.length} file${r.files.length === 1 ? '' : 's'} of changes to ${args.output}`
+          : r.text.replace(/\n$/, ''),
+    ),
+};
+
+interface ApplyArgs extends PathArgs {
+  'dry-run': boolean;
+  take: string[];
+  keep: string[];
+  merged: string[];
+  'show-merge': boolean;
+}
+
+function renderApply(r: ResultOf<'layer.apply'>, showMerge: boolean): string {
+  const lines: string[] = [];
+  for (const a of r.applied) lines.push(`${r.dryRun ? 'would ' : ''}${a.action.padEnd(11)} ${a.path}`);
+  for (const k of r.kept) lines.push(`kept in the layer (written to the folder too): ${k}`);
+  for (const x of r.conflicts) {
+    lines.push(`CONFLICT    ${x.path}: ${x.reason}`);
+    if (x.merged !== null)
+      lines.push(
+        x.mergeConflicts === 0
+          ? '            a three-way merge is clean: take it with --merged ' + x.path
+          : `            three-way merge has ${x.mergeConflicts} conflicting region${x.mergeConflicts === 1 ? '' : 's'}${showMerge ? ':' : ' (--show-merge to see it)'}`,
+      );
+    if (showMerge && x.merged !== null) lines.push(x.merged);
+  }
+  if (r.conflicts.length)
+    lines.push(
+      `${r.conflicts.length} conflict${r.conflicts.length === 1 ? '' : 's'}: nothing was written for ${r.conflicts.length === 1 ? 'it' : 'them'}; resolve with --take (the agent's), --keep (yours) or --merged PATH`,
+    );
+  if (!r.applied.length && !r.conflicts.length) lines.push('nothing to apply');
+  return lines.join('\n');
+}
+
+export const applyCommand: CommandModule<object, ApplyArgs> = {
+  command: 'apply <shadow> [paths..]',
+  describe: "Writes an agent's changes into your folder (the one command that does); files you changed meanwhile are conflicts",
+  builder: (y) =>
+    withPaths<ApplyArgs>(y)
+      .option('dry-run', { type: 'boolean', default: false, describe: 'show what would be written; write nothing' })
+      .option('take', {
+        type: 'string',
+        array: true,
+        default: [],
+        describe: "conflicting PATH: write the agent's version anyway (repeatable)",
+      })
+      .option('keep', {
+        type: 'string',
+        array: true,
+        default: [],
+        describe: "conflicting PATH: keep your version, drop the agent's change (repeatable)",
+      })
+      .option('merged', {
+        type: 'string',
+        array: true,
+        default: [],
+        describe: 'conflicting PATH: write the clean three-way merge (repeatable)',
+      })
+      .option('show-merge', { type: 'boolean', default: false, describe: 'print the three-way merges of conflicts' }) as Argv<ApplyArgs>,
+  handler: (args) =>
+    withClient(
+      args,
+      async (c) => {
+        const resolutions: NonNullable<ParamsOf<'layer.apply'>['resolutions']> = {};
+        for (const p of args.take) resolutions[p] = 'agent';
+        for (const p of args.keep) resolutions[p] = 'folder';
+        for (const p of args.merged) resolutions[p] = 'merged';
+        const r = await c.request('layer.apply', {
+          shadow: args.shadow,
+          agent: args.agent,
+          ...pathsOf(args),
+          dryRun: args['dry-run'],
+          ...(Object.keys(resolutions).length ? { resolutions } : {}),
+        });
+        if (r.conflicts.length) process.exitCode = ExitCode.CONFLICTS;
+        return r;
+      },
+      (r) => renderApply(r, args['show-merge']),
+    ),
+};
+
+export const checkpointCommand: CommandModule<object, Base & { name?: string }> = {
+  command: 'checkpoint <shadow>',
+  describe: "Saves an agent's layer as a checkpoint (kept in your state directory, across crashes and reboots)",
+  builder: (y) =>
+    shadowAgent<Base & { name?: string }>(y).option('name', { type: 'string', describe: 'checkpoint name (default: a timestamp)' }),
+  handler: (args) =>
+    withClient(
+      args,
+      (c) => c.request('layer.checkpoint', { shadow: args.shadow, agent: args.agent, ...(args.name ? { name: args.name } : {}) }),
+      (r) => `checkpoint ${r.name}: ${r.files} file${r.files === 1 ? '' : 's'}, ${r.bytes} bytes`,
+    ),
+};
+
+export const restoreCommand: CommandModule<object, Base & { name?: string }> = {
+  command: 'restore <shadow>',
+  describe: "Makes an agent's layer what a checkpoint holds (its current changes are dropped)",
+  builder: (y) =>
+    shadowAgent<Base & { name?: string }>(y).option('name', { type: 'string', describe: 'checkpoint name (default: the newest)' }),
+  handler: (args) =>
+    withClient(
+      args,
+      (c) => c.request('layer.restore', { shadow: args.shadow, agent: args.agent, ...(args.name ? { name: args.name } : {}) }),
+      (r) => `restored ${r.name} (${r.paths} path${r.paths === 1 ? '' : 's'})`,
+    ),
+};
+
+export const checkpointsCommand: CommandModule<object, Base> = {
+  command: 'checkpoints <shadow>',
+  describe: "Lists an agent's checkpoints for the shadow's folder",
+  builder: (y) => shadowAgent<Base>(y),
+  handler: (args) =>
+    withClient(
+      args,
+      (c) => c.request('layer.checkpoints', { shadow: args.shadow, agent: args.agent }),
+      (r) =>
+        r.checkpoints.length
+          ? r.checkpoints
+              .map((x) => `${x.name}\t${x.createdAt}\t${x.files} files\t${x.bytes} bytes${x.auto ? '\t(autosave)' : ''}`)
+              .join('\n')
+          : 'no checkpoints',
+    ),
+};

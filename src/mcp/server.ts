@@ -1,0 +1,148 @@
+// The MCP face of shadowfs: one agent's tools on one shadow, over stdio, built on the official
+// MCP TypeScript SDK. Every tool is a thin call to the daemon through shadowfs/client; its input
+// schema is the protocol's own parameter schema with the shadow and agent taken out (they are
+// fixed when the server starts), so MCP clients see the same names, types and descriptions as
+// the JSON-RPC protocol. Writing the user's folder (apply) is offered only when the server was
+// started with it allowed.
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import type { ShadowClient } from '../client';
+import { ShadowError } from '../errors';
+import { Requests, type MethodName, type ParamsOf } from '../protocol/methods';
+
+export interface McpOptions {
+  shadow: string;
+  agent: string;
+  /** Offer the apply tool (writes the user's folder). */
+  allowApply?: boolean;
+  version: string;
+}
+
+interface ToolDef {
+  name: string;
+  method: MethodName;
+  title: string;
+  description?: string;
+  /** Protocol parameters the tool does not expose besides shadow and agent. */
+  hide?: string[];
+  /** Shapes the answer for the model (default: the result as JSON). */
+  render?: (result: unknown) => string;
+  readOnly?: boolean;
+  destructive?: boolean;
+}
+
+const json = (r: unknown): string => JSON.stringify(r, null, 1);
+
+const TOOLS: ToolDef[] = [
+  {
+    name: 'read_file',
+    method: 'file.read',
+    title: 'Read a file',
+    readOnly: true,
+    render: (r) => {
+      const x = r as { path: string; content: string; startLine: number; endLine: number; totalLines: number; binary: boolean };
+      if (x.binary) return `${x.path} is a binary file`;
+      return `${x.path} lines ${x.startLine}-${x.endLine} of ${x.totalLines}:\n${x.content}`;
+    },
+  },
+  { name: 'write_file', method: 'file.write', title: 'Write a file', hide: ['mode'] },
+  { name: 'edit_file', method: 'file.edit', title: 'Replace exact text in a file' },
+  { name: 'list_directory', method: 'file.list', title: 'List a directory', readOnly: true },
+  { name: 'glob', method: 'file.glob', title: 'Find files by glob', readOnly: true },
+  { name: 'grep', method: 'file.grep', title: 'Search file contents', readOnly: true },
+  {
+    name: 'run_command',
+    method: 'run',
+    title: 'Run a command in the shadow',
+    description:
+      "Runs a command (argv) in the shadow with this agent's changes visible, taking turns with other agents; the folder itself is never written. Output comes back when it ends.",
+    hide: ['runId', 'atOriginalPath', 'originalPath', 'unprotected', 'discardWrites'],
+    render: (r) => {
+      const x = r as {
+        exitCode: number | null;
+        signal: string | null;
+        stdout: string;
+        stderr: string;
+        timedOut: boolean;
+        durationMs: number;
+      };
+      return [
+        `exit code ${x.exitCode ?? 'none'}${x.signal ? ` (signal ${x.signal})` : ''}${x.timedOut ? ' (timed out)' : ''}, ${x.durationMs} ms`,
+        x.stdout ? `--- stdout\n${x.stdout}` : '',
+        x.stderr ? `--- stderr\n${x.stderr}` : '',
+      ]
+        .filter(Boolean)
+        .join('\n');
+    },
+  },
+  { name: 'lints', method: 'lints', title: 'Diagnostics for the change', readOnly: false },
+  {
+    name: 'diff',
+    method: 'layer.diff',
+    title: 'Diff of the changes',
+    readOnly: true,
+    render: (r) => (r as { text: string }).text || '(no changes)',
+  },
+  {
+    name: 'patch',
+    method: 'layer.patch',
+    title: 'Git patch of the changes',
+    readOnly: true,
+    render: (r) => (r as { text: string }).text || '(no changes)',
+  },
+  { name: 'checkpoint', method: 'layer.checkpoint', title: 'Save a checkpoint' },
+  { name: 'restore_checkpoint', method: 'layer.restore', title: 'Restore a checkpoint', destructive: true },
+  { name: 'list_checkpoints', method: 'layer.checkpoints', title: 'List checkpoints', readOnly: true },
+];
+
+const APPLY: ToolDef = {
+  name: 'apply',
+  method: 'layer.apply',
+  title: "Apply the changes to the user's folder",
+  description:
+    "Writes this agent's changes into the user's real folder (the only tool that does). Files the user changed meanwhile come back as conflicts and are not written unless resolutions say how.",
+  destructive: true,
+};
+
+/** The protocol's parameter schema of `method` without shadow, agent and `hide`. */
+function inputSchemaOf(def: ToolDef) {
+  const omit: Record<string, true> = { shadow: true, agent: true };
+  for (const h of def.hide ?? []) omit[h] = true;
+  const params = Requests[def.method].params as unknown as { omit: (m: Record<string, true>) => unknown };
+  return params.omit(omit) as never;
+}
+
+function errorResult(err: unknown): CallToolResult {
+  const e = err instanceof ShadowError ? err : new ShadowError('INTERNAL', (err as Error)?.message ?? String(err));
+  return { isError: true, content: [{ type: 'text', text: `${e.code}: ${e.message}` }] };
+}
+
+export function createMcpServer(client: ShadowClient, opts: McpOptions): McpServer {
+  const server = new McpServer(
+    { name: 'shadowfs', version: opts.version },
+    {
+      instructions: `Tools on shadow "${opts.shadow}" as agent "${opts.agent}": your edits go to your own layer, never to the user's folder${opts.allowApply ? ' (except the apply tool, when asked)' : ''}. Paths are relative to the project root.`,
+    },
+  );
+  for (const def of opts.allowApply ? [...TOOLS, APPLY] : TOOLS) {
+    server.registerTool(
+      def.name,
+      {
+        title: def.title,
+        description: def.description ?? Requests[def.method].summary,
+        inputSchema: inputSchemaOf(def),
+        annotations: { readOnlyHint: def.readOnly === true, destructiveHint: def.destructive === true, openWorldHint: false },
+      },
+      (async (args: Record<string, unknown>): Promise<CallToolResult> => {
+        try {
+          const params = { ...args, shadow: opts.shadow, agent: opts.agent } as ParamsOf<typeof def.method>;
+          const result = await (client.request as (m: MethodName, p: unknown) => Promise<unknown>)(def.method, params);
+          return { content: [{ type: 'text', text: (def.render ?? json)(result) }] };
+        } catch (err) {
+          return errorResult(err);
+        }
+      }) as never,
+    );
+  }
+  return server;
+}

@@ -1,0 +1,183 @@
+// What an agent's layer changed, as whole before/after pairs per path: the input of diffs,
+// patches, apply and checkpoints. The layer's change list names paths (a deleted directory is
+// one entry; a directory the agent deleted and made again hides the folder's files in it); here
+// every file and symlink that differs is listed once, with the folder's side as it is now and
+// the agent's side as its layer shows it. Directories themselves are not listed (git tracks
+// none); the directories the agent made or removed are returned apart, for apply.
+import * as fs from 'fs';
+import * as path from 'path';
+import type { ChangeBase } from '../native';
+import type { Layer, Shadow } from '../shadow';
+
+/** One side of a path: a file's bytes or a symlink's target, with git's mode. */
+export interface Side {
+  kind: 'file' | 'symlink';
+  /** 0o100644 or 0o100755 for files, 0o120000 for symlinks. */
+  mode: number;
+  data: Buffer;
+}
+
+export interface FileChange {
+  path: string;
+  /** The folder's side now (null: nothing there). */
+  old: Side | null;
+  /** The agent's side (null: deleted in the layer). */
+  new: Side | null;
+}
+
+export interface Collected {
+  /** Paths whose sides differ, in path order. */
+  files: FileChange[];
+  /** Base records of files the layer copied from the folder (what the folder's file was then). */
+  bases: Map<string, ChangeBase>;
+  /** Directories the layer made (not in the folder now) and those it removed (in the folder now). */
+  dirsAdded: string[];
+  dirsRemoved: string[];
+  /** Paths left out: devices, fifos and sockets have no content to diff. */
+  skipped: string[];
+}
+
+const FILE = 0o100644;
+const EXEC = 0o100755;
+const LINK = 0o120000;
+
+function gitMode(perm: number): number {
+  return perm & 0o111 ? EXEC : FILE;
+}
+
+/** The folder's side at `rel` now, 'dir' for a directory, or null. */
+export async function folderSide(lower: string, rel: string): Promise<Side | 'dir' | 'other' | null> {
+  const abs = path.join(lower, rel);
+  let st: fs.Stats;
+  try {
+    st = await fs.promises.lstat(abs);
+  } catch {
+    return null;
+  }
+  if (st.isDirectory()) return 'dir';
+  if (st.isSymbolicLink()) return { kind: 'symlink', mode: LINK, data: Buffer.from(await fs.promises.readlink(abs)) };
+  if (st.isFile()) return { kind: 'file', mode: gitMode(st.mode), data: await fs.promises.readFile(abs) };
+  return 'other';
+}
+
+/** The agent's side at `rel` as its layer shows it, 'dir', or null. */
+export async function layerSide(layer: Layer, rel: string): Promise<Side | 'dir' | 'other' | null> {
+  let st;
+  try {
+    st = await layer.stat(rel);
+  } catch (err) {
+    if ((err as { code?: string }).code === 'NOT_FOUND' || (err as { code?: string }).code === 'NOT_A_DIRECTORY') return null;
+    throw err;
+  }
+  if (st.type === 'directory') return 'dir';
+  if (st.type === 'symlink') return { kind: 'symlink', mode: LINK, data: Buffer.from(await layer.readlink(rel)) };
+  if (st.type === 'file') return { kind: 'file', mode: gitMode(st.mode), data: await layer.readFile(rel) };
+  return 'other';
+}
+
+export function sameSide(a: Side | null, b: Side | null): boolean {
+  if (!a || !b) return a === b;
+  return a.kind === b.kind && a.mode === b.mode && a.data.equals(b.data);
+}
+
+/** Whether `p` is `scope` or lies under it. */
+function within(p: string, scope: string): boolean {
+  return p === scope || p.startsWith(scope + '/');
+}
+
+/** Every file and symlink under the folder's directory `rel` (depth first, path order). */
+async function folderFiles(lower: string, rel: string, out: string[], dirs?: string[]): Promise<void> {
+  let names: fs.Dirent[];
+  try {
+    names = await fs.promises.readdir(path.join(lower, rel), { withFileTypes: true });
+  } catch {
+    return;
+  }
+  dirs?.push(rel);
+  for (const d of names.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))) {
+    const child = rel ? `${rel}/${d.name}` : d.name;
+    if (d.isDirectory()) await folderFiles(lower, child, out, dirs);
+    else out.push(child);
+  }
+}
+
+/**
+ * The changes of `agent`'s layer (or only those at or under `only`'s paths), read from the layer
+ * and the folder without switching the shared mount.
+ */
+export async function collect(shadow: Shadow, agent: string, only?: string[]): Promise<Collected> {
+  const layer = shadow.layer(agent);
+  const changes = (await layer.changes()).filter(
+    (c) => !only || only.length === 0 || only.some((s) => within(c.path, s) || within(s, c.path)),
+  );
+  const candidates = new Set<string>();
+  const bases = new Map<string, ChangeBase>();
+  const dirsAdded: string[] = [];
+  const dirsRemoved = new Set<string>();
+  const skipped: string[] = [];
+  for (const c of changes) {
+    if (c.base) bases.set(c.path, c.base);
+    if (c.type === 'special') {
+      skipped.push(c.path);
+      continue;
+    }
+    if (c.type !== 'directory') {
+      candidates.add(c.path);
+      // A file where the folder has a directory: the folder's files under it go.
+      if ((await folderSide(shadow.lower, c.path)) === 'dir') {
+        const gone: string[] = [];
+        const dirs: string[] = [];
+        await folderFiles(shadow.lower, c.path, gone, dirs);
+        gone.forEach((g) => candidates.add(g));
+        dirs.forEach((d) => dirsRemoved.add(d));
+      }
+      continue;
+    }
+    const inFolder = (await folderSide(shadow.lower, c.path)) === 'dir';
+    const inLayer = (await layerSide(layer, c.path)) === 'dir';
+    if (inLayer && !inFolder) dirsAdded.push(c.path);
+    if (!inFolder) continue;
+    if (!inLayer) {
+      // Deleted (or replaced by a file): every folder file under it.
+      const gone: string[] = [];
+      const dirs: string[] = [];
+      await folderFiles(shadow.lower, c.path, gone, dirs);
+      gone.forEach((g) => candidates.add(g));
+      dirs.forEach((d) => dirsRemoved.add(d));
+      continue;
+    }
+    // Both have it: a directory the agent emptied and refilled hides the folder's entries, which
+    // the change list does not name. Compare the two listings.
+    const mine = new Set((await layer.readdir(c.path)).map((e) => e.name));
+    for (const d of await fs.promises.readdir(path.join(shadow.lower, c.path), { withFileTypes: true }).catch(() => [])) {
+      if (mine.has(d.name)) continue;
+      const child = `${c.path}/${d.name}`;
+      if (d.isDirectory()) {
+        const gone: string[] = [];
+        const dirs: string[] = [];
+        await folderFiles(shadow.lower, child, gone, dirs);
+        gone.forEach((g) => candidates.add(g));
+        dirs.forEach((x) => dirsRemoved.add(x));
+      } else candidates.add(child);
+    }
+  }
+  const files: FileChange[] = [];
+  for (const rel of [...candidates].sort(byteOrder)) {
+    if (only && only.length && !only.some((s) => within(rel, s))) continue;
+    const before = await folderSide(shadow.lower, rel);
+    const after = await layerSide(layer, rel);
+    if (before === 'other' || after === 'other') {
+      skipped.push(rel);
+      continue;
+    }
+    const old = before === 'dir' ? null : before;
+    const now = after === 'dir' ? null : after;
+    if (!sameSide(old, now)) files.push({ path: rel, old, new: now });
+  }
+  return { files, bases, dirsAdded: dirsAdded.sort(byteOrder), dirsRemoved: [...dirsRemoved].sort(byteOrder), skipped };
+}
+
+/** Byte-wise order of '/'-separated paths (git's order). */
+export function byteOrder(a: string, b: string): number {
+  return Buffer.compare(Buffer.from(a), Buffer.from(b));
+}

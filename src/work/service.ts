@@ -1,0 +1,182 @@
+// Getting work out of one shadow: diffs and patches of an agent's layer, apply-back, and
+// checkpoints with autosave. One WorkService per shadow, owned by the daemon's manager (or made
+// directly by SDK users of Shadow).
+import type { Shadow } from '../shadow';
+import { formatPatch, type PatchFile } from '../patch';
+import { applyLayer, type ApplyOptions, type ApplyResult } from './apply';
+import { CheckpointStore, type CheckpointInfo } from './checkpoints';
+import { collect } from './collect';
+
+export const AUTOSAVE_NAME = 'autosave';
+
+export interface DiffResult {
+  text: string;
+  files: PatchFile[];
+  skipped: string[];
+}
+
+export class WorkService {
+  readonly store: CheckpointStore;
+  private timer: NodeJS.Timeout | undefined;
+  /** Per agent: a fingerprint of the layer's change list at the last autosave. */
+  private readonly saved = new Map<string, string>();
+  private saving: Promise<void> | undefined;
+
+  constructor(
+    readonly shadow: Shadow,
+    private readonly opts: { autosaveMs?: number; log?: (line: string) => void } = {},
+  ) {
+    this.store = new CheckpointStore(shadow.lower);
+    if (opts.autosaveMs && opts.autosaveMs > 0) {
+      this.timer = setInterval(() => void this.autosave(), opts.autosaveMs);
+      this.timer.unref();
+    }
+  }
+
+  /** A unified diff (binary files named, not shown) of the agent's layer against the folder. */
+  async diff(agent: string, paths?: string[]): Promise<DiffResult> {
+    const c = await collect(this.shadow, agent, paths);
+    const p = formatPatch(c.files, { binary: false });
+    return { text: p.text, files: p.files, skipped: c.skipped };
+  }
+
+  /** A git-format patch (binary hunks included) that `git apply` reproduces byte for byte. */
+  async patch(agent: string, paths?: string[]): Promise<DiffResult> {
+    const c = await collect(this.shadow, agent, paths);
+    const p = formatPatch(c.files, { binary: true });
+    return { text: p.text, files: p.files, skipped: c.skipped };
+  }
+
+  async apply(agent: string, opts: Omit<ApplyOptions, 'baseOverrides' | 'baseContents'> = {}): Promise<ApplyResult> {
+    const overrides = this.shadow.baseOverrides(agent);
+    const baseContents = new Map<string, Buffer>();
+    for (const [p, o] of overrides) {
+      const b = o.blob ? this.store.baseContent(o.blob) : null;
+      if (b) baseContents.set(p, b);
+    }
+    const r = await applyLayer(this.shadow, agent, {
+      ...opts,
+      baseOverrides: new Map([...overrides].map(([p, o]) => [p, o.base])),
+      baseContents,
+    });
+    this.saved.delete(agent);
+    return r;
+  }
+
+  async checkpoint(agent: string, name: string): Promise<CheckpointInfo> {
+    return this.store.save(this.shadow, agent, name);
+  }
+
+  async restore(agent: string, name: string): Promise<{ name: string; paths: number }> {
+    const r = await this.store.restore(this.shadow, agent, name);
+    this.saved.delete(agent);
+    return r;
+  }
+
+  checkpoints(agent: string): CheckpointInfo[] {
+    return this.store.list(agent);
+  }
+
+  /**
+   * Saves every layer that changed since its last autosave as checkpoint "autosave" (one at a
+   * time; a call while one runs waits for it).
+   */
+  async autosave(): Promise<string[]> {
+    while (this.saving) await this.saving;
+    const done: string[] = [];
+    let release!: () => void;
+    this.saving = new Promise<void>((r) => (release = r));
+    try {
+      if (!this.shadow.mounted) return done;
+      for (const agent of await this.shadow.agents()) {
+        const changes = await this.shadow.layer(agent).changes();
+        // Sizes and times are not in the change list: read what it says plus each file's stat.
+        const parts: string[] = [];
+        for (const c of changes) {
+          const st =
+            c.type === 'file' && c.kind !== 'deleted'
+              ? await this.shadow
+                  .layer(agent)
+                  .stat(c.path)
+                  .catch(() => null)
+              : null;
+          parts.push(`${c.path}|${c.kind}|${c.type}|${st ? `${st.size}:${st.mtimeMs}:${st.mode}` : ''}`);
+        }
+        const print = parts.join('\n');
+        if (this.saved.get(agent) === print) continue;
+        if (changes.length === 0 && !this.saved.has(agent) && !this.store.latest(agent)) {
+          this.saved.set(agent, print);
+          continue;
+        }
+        await this.store.save(this.shadow, agent, AUTOSAVE_NAME, true);
+        this.saved.set(agent, print);
+        done.push(agent);
+      }
+    } catch (err) {
+      this.opts.log?.(`autosave of ${this.shadow.mountPoint} failed: ${(err as Error).message}`);
+    } finally {
+      this.saving = undefined;
+      release();
+    }
+    return done;
+  }
+
+  /** Per agent: path → what it looked like at the last pollChanges (kind, type, size, mtime, mode). */
+  private readonly lastSeen = new Map<string, Map<string, { kind: string; type: string; sig: string }>>();
+  private lastActivity = -1;
+  private lastPoll = 0;
+
+  /**
+   * What changed in the layers since the last call, by any means (programs writing through the
+   * mount included): per agent, the paths whose change entry appeared, went ("reverted": the
+   * layer no longer changes them) or whose content or mode changed again. Cheap when nothing
+   * happened: the mount's request counter has to move, or five seconds pass (API writes do not
+   * go through the mount).
+   */
+  async pollChanges(): Promise<
+    Array<{
+      agent: string;
+      changes: Array<{ path: string; kind: 'added' | 'modified' | 'deleted' | 'metadata' | 'reverted'; type: string }>;
+    }>
+  > {
+    if (!this.shadow.mounted) return [];
+    const activity = this.shadow.activity();
+    const now = Date.now();
+    if (activity === this.lastActivity && now - this.lastPoll < 5000) return [];
+    this.lastActivity = activity;
+    this.lastPoll = now;
+    const out: Array<{
+      agent: string;
+      changes: Array<{ path: string; kind: 'added' | 'modified' | 'deleted' | 'metadata' | 'reverted'; type: string }>;
+    }> = [];
+    const agents = await this.shadow.agents();
+    for (const gone of [...this.lastSeen.keys()]) if (!agents.includes(gone)) this.lastSeen.delete(gone);
+    for (const agent of agents) {
+      const layer = this.shadow.layer(agent);
+      const next = new Map<string, { kind: string; type: string; sig: string }>();
+      for (const c of await layer.changes().catch(() => [])) {
+        const st = c.kind !== 'deleted' && c.type !== 'directory' ? await layer.stat(c.path).catch(() => null) : null;
+        next.set(c.path, { kind: c.kind, type: c.type, sig: st ? `${st.size}:${st.mtimeMs}:${st.mode}` : '' });
+      }
+      // A layer not seen before starts empty: everything it holds is news.
+      const before = this.lastSeen.get(agent) ?? new Map<string, { kind: string; type: string; sig: string }>();
+      this.lastSeen.set(agent, next);
+      const changes: Array<{ path: string; kind: 'added' | 'modified' | 'deleted' | 'metadata' | 'reverted'; type: string }> = [];
+      for (const [p, n] of next) {
+        const b = before.get(p);
+        if (!b || b.kind !== n.kind || b.sig !== n.sig)
+          changes.push({ path: p, kind: n.kind as 'added' | 'modified' | 'deleted' | 'metadata', type: n.type });
+      }
+      for (const [p, b] of before) if (!next.has(p)) changes.push({ path: p, kind: 'reverted', type: b.type });
+      if (changes.length) out.push({ agent, changes: changes.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0)) });
+    }
+    return out;
+  }
+
+  /** Stops autosave; with `flush`, saves once more first. */
+  async dispose(flush = false): Promise<void> {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = undefined;
+    if (flush) await this.autosave();
+  }
+}
