@@ -215,6 +215,27 @@ describe('work: diffs, git patches, apply and checkpoints', function () {
     );
   });
 
+  it('apply never writes through a symbolic link of the folder (one made after the agent started is a conflict)', async () => {
+    const repo = makeRepo();
+    const outside = tempDir('work-outside');
+    await withWork(
+      repo,
+      async (w, shadow) => {
+        await shadow.layer('agent').write('made/new.txt', 'agent\n');
+        // You make "made" a link to a directory elsewhere before the agent's work is applied.
+        fs.symlinkSync(outside, path.join(repo, 'made'));
+        const r = await w.apply('agent');
+        assert.deepStrictEqual(
+          r.conflicts.map((c) => c.path),
+          ['made/new.txt'],
+        );
+        assert.match(r.conflicts[0].reason, /symbolic link/);
+        assert.deepStrictEqual(fs.readdirSync(outside), [], 'nothing was written through the link');
+      },
+      false,
+    );
+  });
+
   it('checkpoints restore a layer exactly (files, modes, links, deletions, directories) and share unchanged content', async () => {
     const repo = makeRepo();
     await withWork(repo, async (w, shadow, mp) => {

@@ -137,6 +137,18 @@ function mergeText(folder: string, base: string, agent: string): { merged: strin
   return { merged: out.join('\n'), conflicts };
 }
 
+/** The first ancestor of `rel` in the folder that is a symlink (a write there would land elsewhere), or null. */
+function symlinkAncestor(lower: string, rel: string): string | null {
+  const parts = rel.split('/');
+  for (let i = 1; i < parts.length; i++) {
+    const anc = parts.slice(0, i).join('/');
+    const st = fs.lstatSync(path.join(lower, anc), { throwIfNoEntry: false });
+    if (!st) return null;
+    if (st.isSymbolicLink()) return anc;
+  }
+  return null;
+}
+
 /** Writes `side` at `abs` atomically: beside it under a temporary name, then renamed over. */
 function writeAtomic(abs: string, side: Side): void {
   fs.mkdirSync(path.dirname(abs), { recursive: true });
@@ -235,6 +247,21 @@ export async function applyLayer(shadow: Shadow, agent: string, opts: ApplyOptio
   for (const w of writes) {
     const abs = path.join(shadow.lower, w.f.path);
     // Checked again right before writing: the folder may have changed while we looked.
+    // Never through a symlink of the folder: the write would land outside the path it names.
+    const link = symlinkAncestor(shadow.lower, w.f.path);
+    if (link !== null) {
+      res.conflicts.push({
+        path: w.f.path,
+        reason: `${link} is a symbolic link in the folder now; shadowfs does not write through links`,
+        folder: null,
+        agent: text(w.f.new),
+        binary: false,
+        merged: null,
+        mergeConflicts: 0,
+      });
+      give.splice(give.indexOf(w.f.path), 1);
+      continue;
+    }
     const now = await folderSide(shadow.lower, w.f.path);
     const stillOld = now === 'dir' ? w.f.old === null : now === 'other' ? false : sameSide(now, w.f.old);
     if (!stillOld && !resolutions.has(w.f.path)) {
