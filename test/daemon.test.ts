@@ -487,6 +487,32 @@ describe('the shadowfs daemon', function () {
     }
   });
 
+  it('a daemon that stops (as at a reboot) saves every layer; mounting the folder again brings them back', async () => {
+    stopTestDaemon();
+    const lower = makeProject();
+    const guard = new FolderGuard(lower);
+    const d = spawn(process.execPath, [cliPath, 'serve', '--foreground', '--autosave', '0', '--exit-after', '600', '--no-console'], {
+      stdio: 'ignore',
+    });
+    try {
+      await eventually(() => fs.existsSync(daemonPaths().socket), 10_000, 'the daemon to listen');
+      json(['mount', lower, '--name', 'rebooted']);
+      json(['layer', 'write', 'rebooted', 'carol', 'src/carol.js'], 'module.exports = "carol";\n');
+      d.kill('SIGTERM');
+      await new Promise((r) => d.once('exit', r));
+      // A new daemon (started by the next command) serves nothing until you mount the folder again.
+      assert.deepStrictEqual(json<{ shadows: unknown[] }>(['list']).shadows, []);
+      const back = json<{ agents: string[]; restored?: string[] }>(['mount', lower, '--name', 'rebooted']);
+      assert.deepStrictEqual(back.restored, ['carol']);
+      assert.strictEqual(cli(['layer', 'cat', 'rebooted', 'carol', 'src/carol.js']).stdout, 'module.exports = "carol";\n');
+      assert.strictEqual(cli(['unmount', 'rebooted']).status, 0);
+      await guard.check();
+    } finally {
+      guard.stop();
+      if (d.exitCode === null && d.signalCode === null) d.kill('SIGKILL');
+    }
+  });
+
   it('exits by itself when it has had no shadow and no client for --exit-after', async () => {
     stopTestDaemon();
     const daemon = spawn(process.execPath, [cliPath, 'serve', '--foreground', '--exit-after', '1', '--no-console'], { stdio: 'ignore' });

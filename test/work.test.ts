@@ -8,7 +8,7 @@ import * as fs from 'fs';
 import * as path from 'path';
 import type { Shadow } from '../src/shadow';
 import { WorkService } from '../src/work/service';
-import { FolderGuard, tempDir, withShadow } from './helpers/fixtures';
+import { FolderGuard, repoRoot, tempDir, withShadow } from './helpers/fixtures';
 
 function git(cwd: string, ...args: string[]): string {
   return execFileSync('git', args, { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
@@ -124,6 +124,37 @@ describe('work: diffs, git patches, apply and checkpoints', function () {
       // Only some paths.
       const part = await w.patch('agent', ['src']);
       assert.deepStrictEqual(part.files.map((f) => f.path).sort(), ['src/main.js', 'src/moved.txt']);
+    });
+  });
+
+  it('on a real project (this repository at HEAD), a patch of edits made by real tools applies byte for byte', async () => {
+    const repo = tempDir('work-real');
+    git(repo, 'clone', '-q', '--no-hardlinks', '--depth', '1', `file://${repoRoot}`, '.');
+    await withWork(repo, async (w, shadow, mp) => {
+      await shadow.createLayer('agent');
+      await shadow.activate('agent');
+      // sed rewrites every TypeScript file under src/protocol in place, git mv-like moves, a
+      // deletion and a new binary file: the kinds of edits an agent's tools make.
+      execFileSync(
+        'sh',
+        [
+          '-c',
+          "sed -i 's/shadowfs/SHADOWFS/g' src/protocol/*.ts && mv LICENSE LICENCE.txt && rm -r examples && head -c 3000 /dev/urandom > blob.bin && chmod +x bench/*.ts",
+        ],
+        {
+          cwd: mp,
+        },
+      );
+      const expected = snapshot(mp);
+      const patch = await w.patch('agent');
+      assert.ok(patch.files.length > 10, `${patch.files.length} files`);
+      assert.ok(patch.files.some((f) => f.status === 'renamed' && f.oldPath === 'LICENSE'));
+      const clone = tempDir('work-real-clone');
+      git(clone, 'clone', '-q', '--no-hardlinks', repo, '.');
+      const file = path.join(tempDir('work-patch'), 'real.patch');
+      fs.writeFileSync(file, patch.text);
+      git(clone, 'apply', '--index', file);
+      assert.deepStrictEqual(snapshot(clone), expected);
     });
   });
 
