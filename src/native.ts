@@ -2,7 +2,6 @@
 import * as fs from 'fs';
 import * as path from 'path';
 import { ShadowError } from './errors';
-import { winfspInstallDir } from './platform';
 
 export interface NativeMountOptions {
   entryTimeout?: number;
@@ -127,40 +126,90 @@ interface Addon {
   backends: string[];
   /** The 64-bit content hash (16 hex digits) a layer records as a file's base. */
   contentHash(data: Buffer): string;
+  /** Windows: WinFsp as the module found it (registry InstallDir, DLL loaded by full path); null elsewhere. */
+  winfsp(): WinFspStatus | null;
+}
+
+export interface WinFspStatus {
+  available: boolean;
+  installDir: string;
+  dll: string;
+  /** Why it is not available, with what to install. */
+  error: string;
+  resolved: string[];
+  missing: string[];
 }
 
 let cached: Addon | undefined;
 let failure: ShadowError | undefined;
 
+let loaded: Addon | undefined;
+
 /**
- * The addon, loaded on first use. Throws WINFSP_MISSING on Windows without WinFsp, and
- * NATIVE_UNAVAILABLE when the module is not built for this system or does not load; the daemon
- * keeps answering everything that does not mount (see nativeStatus()).
+ * Where the module is: build/Release (a native build: cmake-js on Linux, MSVC on Windows), and on
+ * Windows also build-win/Release (the MinGW cross build, npm run build:win). Overridden by
+ * $SHADOWFS_NATIVE_MODULE.
+ */
+export function nativeModuleCandidates(): string[] {
+  if (process.env.SHADOWFS_NATIVE_MODULE) return [process.env.SHADOWFS_NATIVE_MODULE];
+  const root = path.join(__dirname, '..', '..');
+  const native = path.join(root, 'build', 'Release', 'shadowfs.node');
+  const cross = path.join(root, 'build-win', 'Release', 'shadowfs.node');
+  return process.platform === 'win32' ? [cross, native] : [native];
+}
+
+/**
+ * The module itself, whether or not it can mount (on Windows it loads without WinFsp). Throws
+ * NATIVE_UNAVAILABLE when it is not built for this system or does not load.
+ */
+export function nativeModule(): Addon {
+  if (loaded) return loaded;
+  const candidates = nativeModuleCandidates();
+  const present = candidates.filter((f) => fs.existsSync(f));
+  let lastErr: unknown;
+  for (const file of present) {
+    try {
+      // eslint-disable-next-line @typescript-eslint/no-require-imports
+      loaded = require(file) as Addon;
+      return loaded;
+    } catch (err) {
+      lastErr = err; // e.g. the Linux build in build/Release, seen from Windows
+    }
+  }
+  throw new ShadowError(
+    'NATIVE_UNAVAILABLE',
+    present.length
+      ? `the native module ${present.join(' or ')} does not load on this system (${(lastErr as Error).message}); rebuild it with "npm run build"`
+      : `the native module is not built for ${process.platform}-${process.arch} (${candidates[0]} is missing); build it with "npm run build" (needs cmake and a C++ compiler, and libfuse3-dev on Linux)`,
+    { cause: lastErr },
+  );
+}
+
+/**
+ * The addon, ready to mount, loaded on first use. Throws NATIVE_UNAVAILABLE when the module is
+ * not built for this system or does not load, and WINFSP_MISSING on Windows when the module
+ * finds no usable WinFsp; the daemon keeps answering everything that does not mount (see
+ * nativeStatus()).
  */
 export function addon(): Addon {
   if (cached) return cached;
   if (failure) throw failure;
-  const file = path.join(__dirname, '..', '..', 'build', 'Release', 'shadowfs.node');
-  if (process.platform === 'win32' && winfspInstallDir() === undefined) {
+  let m: Addon;
+  try {
+    m = nativeModule();
+  } catch (err) {
+    failure = err as ShadowError;
+    throw failure;
+  }
+  const w = process.platform === 'win32' && typeof m.winfsp === 'function' ? m.winfsp() : null;
+  if (w && !w.available) {
     failure = new ShadowError(
       'WINFSP_MISSING',
-      'WinFsp is not installed, and shadowfs mounts through it on Windows: install WinFsp 2.x (https://winfsp.dev/rel/, or "winget install WinFsp.WinFsp"), then retry',
+      `${w.error || 'WinFsp cannot be used'}; shadowfs mounts through WinFsp 2.x on Windows (https://winfsp.dev/rel/, or "winget install WinFsp.WinFsp")`,
     );
     throw failure;
   }
-  try {
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
-    cached = require(file) as Addon;
-  } catch (err) {
-    failure = new ShadowError(
-      'NATIVE_UNAVAILABLE',
-      fs.existsSync(file)
-        ? `the native module ${file} does not load on this system (${(err as Error).message}); rebuild it with "npm run build"`
-        : `the native module is not built for ${process.platform}-${process.arch} (${file} is missing); build it with "npm run build" (needs cmake and a C++ compiler, and libfuse3-dev on Linux)`,
-      { cause: err },
-    );
-    throw failure;
-  }
+  cached = m;
   return cached;
 }
 

@@ -37,6 +37,9 @@
 
 #include "../core/backend.h"
 #include "../core/hash.h"
+#if defined(_WIN32)
+#include "../platform/win32_winfsp.h"
+#endif
 #include "../core/path.h"
 #include "backends.h"
 
@@ -976,9 +979,34 @@ Napi::Value ContentHashOf(const Napi::CallbackInfo& info) {
   return Napi::String::New(env, hex);
 }
 
+// JS thread, synchronous: winfsp() -> { available, installDir, dll, error, resolved, missing }
+// on Windows (WinFsp found through the registry and loaded by full path); null elsewhere.
+Napi::Value WinFspOf(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+#if defined(_WIN32)
+  const WinFspLoad& l = loadWinFsp();
+  Napi::Object o = Napi::Object::New(env);
+  o.Set("available", l.available);
+  o.Set("installDir", l.installDir);
+  o.Set("dll", l.dll);
+  o.Set("error", l.error);
+  auto list = [&](const std::vector<std::string>& v) {
+    Napi::Array a = Napi::Array::New(env, v.size());
+    for (size_t i = 0; i < v.size(); ++i) a.Set(static_cast<uint32_t>(i), v[i]);
+    return a;
+  };
+  o.Set("resolved", list(l.resolved));
+  o.Set("missing", list(l.missing));
+  return o;
+#else
+  return env.Null();
+#endif
+}
+
 Napi::Object InitAll(Napi::Env env, Napi::Object exports) {
   exports.Set("Shadow", Shadow::Init(env));
   exports.Set("contentHash", Napi::Function::New(env, ContentHashOf, "contentHash"));
+  exports.Set("winfsp", Napi::Function::New(env, WinFspOf, "winfsp"));
   Napi::Array names = Napi::Array::New(env);
   uint32_t i = 0;
   for (const char* n : backendNames()) names.Set(i++, n);

@@ -49,8 +49,11 @@ std::shared_ptr<Overlay> createOverlay(const std::string& lower, const std::stri
   ov->setLogger([](const std::string& line) { std::fprintf(stderr, "shadowfs: %s\n", line.c_str()); });
   return ov;
 #else
+  (void)lower;
+  (void)spillDir;
+  (void)spillThreshold;
   *err = ENOSYS;
-  *message = "this build cannot read folders on this platform";
+  *message = "this build cannot read folders on this platform yet (no Windows LowerFs: see README \"Windows\")";
   return nullptr;
 #endif
 }
@@ -68,6 +71,11 @@ std::unique_ptr<MountBackend> createBackend(const std::string& name, std::shared
   if (name == "default" || name == "fuse_hl")
     return mountFuseHL(std::move(ov), view, lower, mountPoint, opts, err, message);
 #endif
+  (void)ov;
+  (void)view;
+  (void)lower;
+  (void)mountPoint;
+  (void)opts;
   *err = ENOSYS;
   *message = "backend '" + name + "' is not part of this build";
   return nullptr;

@@ -2,7 +2,7 @@
 import { execFileSync } from 'child_process';
 import type { Argv, CommandModule } from 'yargs';
 import { ShadowClient } from '../../client';
-import { addon } from '../../native';
+import { addon, nativeModule, type WinFspStatus } from '../../native';
 import { winfspInstallDir } from '../../platform';
 import { probeFuseDevice, probeInotify, probeKernel, ProbeResult } from '../../probe';
 import { emit, ExitCode } from '../output';
@@ -24,14 +24,31 @@ export const doctorCommand: CommandModule<object, Args> = {
     const checks: Check[] = [];
     const add = (name: string, required: boolean, r: ProbeResult): void => void checks.push({ name, required, ...r });
     if (process.platform === 'win32') {
+      // The module's own look (registry, then the DLL by full path, then its entry points) when
+      // it loads; the registry alone otherwise.
+      let w: WinFspStatus | null = null;
+      try {
+        w = nativeModule().winfsp();
+      } catch {
+        w = null;
+      }
       const dir = winfspInstallDir();
       add(
         'winfsp',
         true,
-        dir
-          ? { ok: true, detail: `installed in ${dir}` }
-          : { ok: false, detail: 'WinFsp is not installed: install WinFsp 2.x from https://winfsp.dev/rel/' },
+        w
+          ? w.available
+            ? { ok: true, detail: `${w.dll} loaded; FUSE3 entry points found: ${w.resolved.length}` }
+            : { ok: false, detail: w.error }
+          : dir
+            ? { ok: true, detail: `installed in ${dir}` }
+            : { ok: false, detail: 'WinFsp is not installed: install WinFsp 2.x from https://winfsp.dev/rel/' },
       );
+      add('antivirus', false, {
+        ok: true,
+        detail:
+          'real-time scanning of the mount points (under %LOCALAPPDATA%\\shadowfs\\mounts) scans every file a build reads twice; exclude that folder if builds in a shadow are slow',
+      });
     } else {
       add('fuse-device', true, probeFuseDevice());
       try {

@@ -1,0 +1,98 @@
+// The native module built for Windows (npm run build:win, MinGW) on a Windows node.exe under
+// wine: it loads without WinFsp and says WINFSP_MISSING with what to install; it loads in a host
+// that is not called node.exe (the delay-load hook, as VS Code's Code.exe needs); and it finds
+// WinFsp through the registry and resolves its FUSE3 entry points by name. For that last part a
+// stand-in winfsp-x64.dll (test/native/win32/winfsp_standin.cc, exports only) is put where the
+// registry points: a loader test. WinFsp's driver cannot run under wine, so nothing here mounts.
+import * as assert from 'assert';
+import { spawnSync } from 'child_process';
+import * as fs from 'fs';
+import * as os from 'os';
+import * as path from 'path';
+import { addon, nativeModule, nativeStatus } from '../../src/native';
+
+const repoRoot = path.join(__dirname, '..', '..', '..');
+const moduleFile = path.join(repoRoot, 'build-win', 'Release', 'shadowfs.node');
+const standin = (kind: 'full' | 'partial') => path.join(repoRoot, 'build-win', 'standin', kind);
+const KEY = 'HKLM\\SOFTWARE\\WOW6432Node\\WinFsp';
+
+function reg(...args: string[]): void {
+  const r = spawnSync('reg', args, { encoding: 'utf8', windowsHide: true });
+  assert.strictEqual(r.status, 0, `reg ${args.join(' ')}: ${r.stdout}${r.stderr}`);
+}
+
+/** Runs `script` in a fresh node (same executable unless `exe`), returning its JSON output. */
+function inNode<T>(script: string, exe = process.execPath): T {
+  const r = spawnSync(exe, ['-e', script], {
+    encoding: 'utf8',
+    timeout: 60_000,
+    env: { ...process.env, SHADOWFS_NATIVE_MODULE: moduleFile },
+  });
+  assert.strictEqual(r.status, 0, `${exe} -e ...: status ${r.status}\n${r.stdout}\n${r.stderr}`);
+  return JSON.parse(r.stdout) as T;
+}
+
+describe('the native module built for Windows, on node.exe under wine (loads; WinFsp found or missing; no mount)', function () {
+  this.timeout(120_000);
+  before(function () {
+    if (process.platform !== 'win32') throw new Error('these tests run on a Windows node.exe: npm run test:windows');
+    assert.ok(fs.existsSync(moduleFile), `${moduleFile} is missing: build it with npm run build:win`);
+  });
+
+  it('loads without WinFsp: no backends yet, the same content hash as on Linux, and WINFSP_MISSING saying what to install', () => {
+    const m = nativeModule();
+    assert.deepStrictEqual(m.backends, []);
+    // The base hash a layer records must be the same on every platform.
+    assert.strictEqual(m.contentHash(Buffer.from('abc')), 'e07e2f388280f41c');
+    const w = m.winfsp();
+    assert.ok(w && !w.available);
+    assert.match(w.error, /WinFsp is not installed.*winfsp\.dev/);
+    assert.throws(() => addon(), { code: 'WINFSP_MISSING' });
+    const st = nativeStatus();
+    assert.strictEqual(st.code, 'WINFSP_MISSING');
+    assert.match(st.message ?? '', /winget install WinFsp\.WinFsp/);
+  });
+
+  it('loads in a host that is not called node.exe (the delay-load hook finds Node-API in the running program)', () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'shadowfs-host-'));
+    const host = path.join(dir, 'Code.exe');
+    fs.copyFileSync(process.execPath, host);
+    try {
+      const out = inNode<{ backends: string[]; hash: string; exe: string }>(
+        `const m = require(${JSON.stringify(moduleFile)}); console.log(JSON.stringify({ backends: m.backends, hash: m.contentHash(Buffer.from('abc')), exe: require('path').basename(process.execPath) }))`,
+        host,
+      );
+      assert.deepStrictEqual(out, { backends: [], hash: 'e07e2f388280f41c', exe: 'Code.exe' });
+    } finally {
+      try {
+        fs.rmSync(dir, { recursive: true, force: true });
+      } catch {
+        // wine may still hold the copied program for a moment: the temporary folder can stay
+      }
+    }
+  });
+
+  it('finds WinFsp through the registry and resolves its FUSE3 entry points; a DLL lacking one is reported (stand-in DLL: a loader test)', () => {
+    const probe = `const m = require(${JSON.stringify(moduleFile)}); console.log(JSON.stringify(m.winfsp()))`;
+    try {
+      reg('add', KEY, '/v', 'InstallDir', '/t', 'REG_SZ', '/d', `${standin('full')}\\`, '/f');
+      const full = inNode<{ available: boolean; dll: string; resolved: string[]; missing: string[] }>(probe);
+      assert.strictEqual(full.available, true, JSON.stringify(full));
+      assert.strictEqual(path.normalize(full.dll).toLowerCase(), path.join(standin('full'), 'bin', 'winfsp-x64.dll').toLowerCase());
+      assert.deepStrictEqual(full.missing, []);
+      assert.ok(full.resolved.includes('fsp_fuse3_new_30') && full.resolved.includes('fsp_fuse3_loop_mt_31'));
+      reg('add', KEY, '/v', 'InstallDir', '/t', 'REG_SZ', '/d', `${standin('partial')}\\`, '/f');
+      const partial = inNode<{ available: boolean; error: string; missing: string[] }>(probe);
+      assert.strictEqual(partial.available, false);
+      assert.deepStrictEqual(partial.missing, ['fsp_fuse3_get_context']);
+      assert.match(partial.error, /lacks the FUSE3 entry points/);
+      // A key pointing at a folder with no DLL: never a bare-name load from elsewhere.
+      reg('add', KEY, '/v', 'InstallDir', '/t', 'REG_SZ', '/d', `${os.tmpdir()}\\`, '/f');
+      const none = inNode<{ available: boolean; error: string }>(probe);
+      assert.strictEqual(none.available, false);
+      assert.match(none.error, /cannot load .*winfsp-x64\.dll/);
+    } finally {
+      spawnSync('reg', ['delete', KEY, '/f'], { windowsHide: true });
+    }
+  });
+});
