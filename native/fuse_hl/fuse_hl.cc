@@ -27,7 +27,11 @@
 #include "fuse_hl.h"
 
 #include <fcntl.h>
+#if defined(_WIN32)
+#include "../platform/winfsp_fuse3.h"
+#else
 #include <fuse.h>
+#endif
 
 #include <atomic>
 #include <cerrno>

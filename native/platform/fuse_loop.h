@@ -5,7 +5,11 @@
 #pragma once
 
 #include <fcntl.h>
-#include <fuse_opt.h>  // libfuse3's and WinFsp's alike
+#if defined(_WIN32)
+#include "winfsp_fuse3.h"  // WinFsp's FUSE3 API, declared by this project
+#else
+#include <fuse_opt.h>
+#endif
 
 #include <functional>
 #include <mutex>
@@ -20,9 +24,18 @@ namespace shadowfs {
 
 // argv for fuse_session_new / fuse_new: the folder in the mount table, permission checks left
 // to the kernel, other users let in when asked, and -d when asked. Free with fuse_opt_free_args.
+// WinFsp takes its own options instead: files owned by the user who mounts (uid/gid -1), how
+// long Windows may cache file information (FileInfoTimeout, ms: 0, as fuse_hl caches nothing),
+// and the volume label Explorer shows.
 inline struct fuse_args mountArgs(const std::string& lower, bool debug, bool allowOther = false) {
+#if defined(_WIN32)
+  (void)lower;
+  (void)allowOther;
+  std::string opts = "uid=-1,gid=-1,umask=022,FileInfoTimeout=0,volname=shadowfs";
+#else
   std::string opts = "default_permissions,fsname=shadowfs:" + escapeOpt(lower) + ",subtype=shadowfs";
   if (allowOther) opts += ",allow_other";
+#endif
   struct fuse_args args = FUSE_ARGS_INIT(0, nullptr);
   fuse_opt_add_arg(&args, "shadowfs");
   fuse_opt_add_arg(&args, "-o");

@@ -12,7 +12,7 @@ namespace {
 // The FUSE3 entry points fuse_hl will call (WinFsp exports them with an fsp_ prefix and an
 // environment argument first).
 const char* const kEntryPoints[] = {
-    "fsp_fuse3_new_30", "fsp_fuse3_mount", "fsp_fuse3_unmount", "fsp_fuse3_destroy",
+    "fsp_fuse3_new", "fsp_fuse3_mount", "fsp_fuse3_unmount", "fsp_fuse3_destroy",
     "fsp_fuse3_loop_mt_31", "fsp_fuse3_exit", "fsp_fuse3_get_context",
 };
 

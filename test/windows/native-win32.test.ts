@@ -39,9 +39,9 @@ describe('the native module built for Windows, on node.exe under wine (loads; Wi
     assert.ok(fs.existsSync(moduleFile), `${moduleFile} is missing: build it with npm run build:win`);
   });
 
-  it('loads without WinFsp: no backends yet, the same content hash as on Linux, and WINFSP_MISSING saying what to install', () => {
+  it('loads without WinFsp: the FUSE3 backend built in, the same content hash as on Linux, and WINFSP_MISSING saying what to install', () => {
     const m = nativeModule();
-    assert.deepStrictEqual(m.backends, []);
+    assert.deepStrictEqual(m.backends, ['fuse_hl']);
     // The base hash a layer records must be the same on every platform.
     assert.strictEqual(m.contentHash(Buffer.from('abc')), 'e07e2f388280f41c');
     const w = m.winfsp();
@@ -62,7 +62,7 @@ describe('the native module built for Windows, on node.exe under wine (loads; Wi
         `const m = require(${JSON.stringify(moduleFile)}); console.log(JSON.stringify({ backends: m.backends, hash: m.contentHash(Buffer.from('abc')), exe: require('path').basename(process.execPath) }))`,
         host,
       );
-      assert.deepStrictEqual(out, { backends: [], hash: 'e07e2f388280f41c', exe: 'Code.exe' });
+      assert.deepStrictEqual(out, { backends: ['fuse_hl'], hash: 'e07e2f388280f41c', exe: 'Code.exe' });
     } finally {
       try {
         fs.rmSync(dir, { recursive: true, force: true });
@@ -80,7 +80,7 @@ describe('the native module built for Windows, on node.exe under wine (loads; Wi
       assert.strictEqual(full.available, true, JSON.stringify(full));
       assert.strictEqual(path.normalize(full.dll).toLowerCase(), path.join(standin('full'), 'bin', 'winfsp-x64.dll').toLowerCase());
       assert.deepStrictEqual(full.missing, []);
-      assert.ok(full.resolved.includes('fsp_fuse3_new_30') && full.resolved.includes('fsp_fuse3_loop_mt_31'));
+      assert.ok(full.resolved.includes('fsp_fuse3_new') && full.resolved.includes('fsp_fuse3_loop_mt_31'));
       reg('add', KEY, '/v', 'InstallDir', '/t', 'REG_SZ', '/d', `${standin('partial')}\\`, '/f');
       const partial = inNode<{ available: boolean; error: string; missing: string[] }>(probe);
       assert.strictEqual(partial.available, false);
