@@ -63,6 +63,8 @@ export function mountedPaths(): Set<string> {
 }
 
 export function checkFuseDevice(): void {
+  // Windows mounts through WinFsp: the native module checks it (WINFSP_MISSING).
+  if (process.platform === 'win32') return;
   if (process.platform !== 'linux') {
     throw new ShadowError('NOT_SUPPORTED', `shadowfs mounts only on Linux in this version (this is ${process.platform})`);
   }
@@ -121,4 +123,49 @@ export function winfspInstallDir(): string | undefined {
   if (!m) return undefined;
   const dir = m[1].trim();
   return fs.existsSync(path.join(dir, 'bin', 'winfsp-x64.dll')) ? dir : undefined;
+}
+
+/**
+ * Windows mount points, as WinFsp takes them: a drive letter ("X:", which must be free), or a
+ * directory that does not exist yet (WinFsp creates it, and removes it at unmount; an existing
+ * empty one is removed first, a non-empty one refused). Without a request: a new directory
+ * under %LOCALAPPDATA%\shadowfs\mounts. Nothing is created here; `created` says WinFsp will
+ * create (and remove) the directory.
+ */
+export function prepareWin32MountPoint(
+  requested: string | undefined,
+  lower: string,
+  name: string,
+  inside: (child: string, parent: string) => boolean,
+): { mountPoint: string; created: boolean } {
+  if (requested !== undefined && /^[A-Za-z]:$/.test(requested)) {
+    const letter = requested.toUpperCase();
+    if (fs.existsSync(`${letter}\\`))
+      throw new ShadowError('MOUNTPOINT_IN_USE', `the drive ${letter} is in use; pick a free drive letter or a new directory`);
+    return { mountPoint: letter, created: false };
+  }
+  const mp =
+    requested === undefined
+      ? path.join(runtimeDir(), 'mounts', `${name}-${Date.now().toString(36)}${process.pid.toString(36)}`)
+      : path.resolve(requested);
+  const probe = path.resolve(mp);
+  if (inside(lower, probe))
+    throw new ShadowError('LOWER_INSIDE_MOUNTPOINT', `the folder ${lower} is inside the mount point ${probe}; mount somewhere outside it`);
+  if (inside(probe, lower))
+    throw new ShadowError(
+      'MOUNTPOINT_INSIDE_LOWER',
+      `the mount point ${probe} is inside the folder it would shadow (${lower}); mount somewhere outside it`,
+    );
+  const st = fs.lstatSync(probe, { throwIfNoEntry: false });
+  if (st) {
+    if (!st.isDirectory()) throw new ShadowError('MOUNTPOINT_NOT_DIRECTORY', `the mount point ${probe} exists and is not a directory`);
+    if (fs.readdirSync(probe).length > 0)
+      throw new ShadowError(
+        'MOUNTPOINT_NOT_EMPTY',
+        `the mount point ${probe} is not empty; give a new directory (WinFsp creates it) or a drive letter`,
+      );
+    fs.rmdirSync(probe); // WinFsp mounts only where nothing is
+  }
+  fs.mkdirSync(path.dirname(probe), { recursive: true });
+  return { mountPoint: probe, created: true };
 }

@@ -8,7 +8,7 @@ import { addon, type ChangeBase, LayerStats, NativeChange, NativeDirEntry, Nativ
 import * as os from 'os';
 import { constants as osConstants } from 'os';
 import { normalizeRelPath } from './paths';
-import { checkAllowOther, checkFuseDevice, mountedPaths, runtimeDir } from './platform';
+import { checkAllowOther, checkFuseDevice, mountedPaths, prepareWin32MountPoint, runtimeDir } from './platform';
 import { JobOptions, LayerScheduler, SchedulerStats } from './scheduler';
 
 export interface MountOptions {
@@ -59,6 +59,7 @@ function checkLower(lowerDir: string): string {
 
 /** Returns the real mount point path and whether we created it (then we remove it on unmount). */
 function prepareMountPoint(requested: string | undefined, lower: string, name?: string): { mountPoint: string; created: boolean } {
+  if (process.platform === 'win32') return prepareWin32MountPoint(requested, lower, name ?? (path.basename(lower) || 'root'), isInside);
   let mp: string;
   let created = false;
   if (requested === undefined) {

@@ -1,0 +1,51 @@
+// Windows mount-point conventions (src/platform.ts prepareWin32MountPoint), on a Windows
+// node.exe under wine: a free drive letter, a directory WinFsp will create (an empty one is
+// removed first, a non-empty one refused), nesting refused both ways. Nothing mounts here.
+import * as assert from 'assert';
+import * as fs from 'fs';
+import * as os from 'os';
+import * as path from 'path';
+import { prepareWin32MountPoint } from '../../src/platform';
+
+const inside = (child: string, parent: string): boolean => {
+  const rel = path.relative(parent, child);
+  return rel === '' || (!rel.startsWith('..') && !path.isAbsolute(rel));
+};
+
+describe('Windows mount points (drive letters, directories WinFsp creates), under wine', () => {
+  before(function () {
+    if (process.platform !== 'win32') throw new Error('these tests run on a Windows node.exe: npm run test:windows');
+  });
+
+  it('takes a free drive letter, refuses one in use, and wants a new directory it leaves to WinFsp to create', () => {
+    const lower = fs.mkdtempSync(path.join(os.tmpdir(), 'shadowfs-mp-lower-'));
+    const base = fs.mkdtempSync(path.join(os.tmpdir(), 'shadowfs-mp-'));
+    try {
+      assert.throws(() => prepareWin32MountPoint('C:', lower, 'x', inside), { code: 'MOUNTPOINT_IN_USE' });
+      const free = 'QRSTUVWXY'.split('').find((l) => !fs.existsSync(`${l}:\\`));
+      assert.ok(free, 'a free drive letter');
+      assert.deepStrictEqual(prepareWin32MountPoint(`${free!.toLowerCase()}:`, lower, 'x', inside), {
+        mountPoint: `${free}:`,
+        created: false,
+      });
+      const fresh = path.join(base, 'deep', 'mnt');
+      assert.deepStrictEqual(prepareWin32MountPoint(fresh, lower, 'x', inside), { mountPoint: fresh, created: true });
+      assert.ok(!fs.existsSync(fresh) && fs.existsSync(path.dirname(fresh)), 'the parent is made, the mount directory is left to WinFsp');
+      const empty = path.join(base, 'empty');
+      fs.mkdirSync(empty);
+      prepareWin32MountPoint(empty, lower, 'x', inside);
+      assert.ok(!fs.existsSync(empty), 'an empty directory is removed so that WinFsp can create it');
+      const full = path.join(base, 'full');
+      fs.mkdirSync(full);
+      fs.writeFileSync(path.join(full, 'f'), 'x');
+      assert.throws(() => prepareWin32MountPoint(full, lower, 'x', inside), { code: 'MOUNTPOINT_NOT_EMPTY' });
+      assert.throws(() => prepareWin32MountPoint(path.join(lower, 'in'), lower, 'x', inside), { code: 'MOUNTPOINT_INSIDE_LOWER' });
+      assert.throws(() => prepareWin32MountPoint(path.dirname(lower), lower, 'x', inside), { code: 'LOWER_INSIDE_MOUNTPOINT' });
+      const dflt = prepareWin32MountPoint(undefined, lower, 'proj', inside);
+      assert.match(dflt.mountPoint, /\\shadowfs\\mounts\\proj-/);
+    } finally {
+      fs.rmSync(base, { recursive: true, force: true });
+      fs.rmSync(lower, { recursive: true, force: true });
+    }
+  });
+});
