@@ -136,6 +136,8 @@ export interface WinFspStatus {
   dll: string;
   /** Why it is not available, with what to install. */
   error: string;
+  /** The DLL's file version ("2.0.23075.0"), "" when it carries none. */
+  version: string;
   resolved: string[];
   missing: string[];
 }

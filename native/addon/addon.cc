@@ -990,6 +990,7 @@ Napi::Value WinFspOf(const Napi::CallbackInfo& info) {
   o.Set("installDir", l.installDir);
   o.Set("dll", l.dll);
   o.Set("error", l.error);
+  o.Set("version", l.version);
   auto list = [&](const std::vector<std::string>& v) {
     Napi::Array a = Napi::Array::New(env, v.size());
     for (size_t i = 0; i < v.size(); ++i) a.Set(static_cast<uint32_t>(i), v[i]);

@@ -48,6 +48,21 @@ std::string lastError() {
   return "Windows error " + std::to_string(e) + (text.empty() ? "" : ": " + text);
 }
 
+// The file version from the DLL's version resource, "" when it has none.
+std::string fileVersion(const std::wstring& file) {
+  DWORD ignored = 0;
+  DWORD size = GetFileVersionInfoSizeW(file.c_str(), &ignored);
+  if (size == 0) return std::string();
+  std::string buf(size, '\0');
+  if (!GetFileVersionInfoW(file.c_str(), 0, size, buf.data())) return std::string();
+  VS_FIXEDFILEINFO* info = nullptr;
+  UINT len = 0;
+  if (!VerQueryValueW(buf.data(), L"\\", reinterpret_cast<void**>(&info), &len) || !info || len < sizeof *info)
+    return std::string();
+  return std::to_string(HIWORD(info->dwFileVersionMS)) + "." + std::to_string(LOWORD(info->dwFileVersionMS)) + "." +
+         std::to_string(HIWORD(info->dwFileVersionLS)) + "." + std::to_string(LOWORD(info->dwFileVersionLS));
+}
+
 WinFspLoad load() {
   WinFspLoad r;
   std::wstring dir;
@@ -68,6 +83,7 @@ WinFspLoad load() {
     return r;
   }
   r.module = m;
+  r.version = fileVersion(dll);
   for (const char* name : kEntryPoints) {
     if (GetProcAddress(m, name)) r.resolved.push_back(name);
     else r.missing.push_back(name);

@@ -15,6 +15,7 @@ struct WinFspLoad {
   std::string installDir;  // from the registry ("" when the key or value is absent)
   std::string dll;         // the DLL path tried
   std::string error;       // why it is not available
+  std::string version;     // the DLL's file version ("2.0.23075.0"), "" when it has none
   std::vector<std::string> resolved;  // entry points found
   std::vector<std::string> missing;   // entry points the DLL lacks
   void* module = nullptr;             // HMODULE, kept loaded for the process's life

@@ -76,8 +76,9 @@ describe('the native module built for Windows, on node.exe under wine (loads; Wi
     const probe = `const m = require(${JSON.stringify(moduleFile)}); console.log(JSON.stringify(m.winfsp()))`;
     try {
       reg('add', KEY, '/v', 'InstallDir', '/t', 'REG_SZ', '/d', `${standin('full')}\\`, '/f');
-      const full = inNode<{ available: boolean; dll: string; resolved: string[]; missing: string[] }>(probe);
+      const full = inNode<{ available: boolean; dll: string; version: string; resolved: string[]; missing: string[] }>(probe);
       assert.strictEqual(full.available, true, JSON.stringify(full));
+      assert.strictEqual(full.version, '2.0.99.7', "the version from the DLL's version resource");
       assert.strictEqual(path.normalize(full.dll).toLowerCase(), path.join(standin('full'), 'bin', 'winfsp-x64.dll').toLowerCase());
       assert.deepStrictEqual(full.missing, []);
       assert.ok(full.resolved.includes('fsp_fuse3_new') && full.resolved.includes('fsp_fuse3_loop_mt_31'));

@@ -38,7 +38,10 @@ export const doctorCommand: CommandModule<object, Args> = {
         true,
         w
           ? w.available
-            ? { ok: true, detail: `${w.dll} loaded; FUSE3 entry points found: ${w.resolved.length}` }
+            ? {
+                ok: true,
+                detail: `${w.dll}${w.version ? ` (version ${w.version})` : ' (no version resource)'} loaded; FUSE3 entry points found: ${w.resolved.length}`,
+              }
             : { ok: false, detail: w.error }
           : dir
             ? { ok: true, detail: `installed in ${dir}` }
