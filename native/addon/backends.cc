@@ -12,6 +12,9 @@
 #if defined(SHADOWFS_HAVE_FUSE_HL)
 #include "../fuse_hl/fuse_hl.h"
 #endif
+#if defined(_WIN32)
+#include "../platform/win32_lower.h"
+#endif
 
 namespace shadowfs {
 
@@ -48,12 +51,30 @@ std::shared_ptr<Overlay> createOverlay(const std::string& lower, const std::stri
   // changing) goes to stderr: for a daemon started by a client, daemon.log.start beside its log.
   ov->setLogger([](const std::string& line) { std::fprintf(stderr, "shadowfs: %s\n", line.c_str()); });
   return ov;
+#elif defined(_WIN32)
+  auto fs = openWin32Lower(lower, err);
+  if (!fs) {
+    *message = "cannot open the folder " + lower + ": " + std::strerror(*err);
+    return nullptr;
+  }
+  std::unique_ptr<SpillStore> spill;
+  if (!spillDir.empty()) {
+    spill = openWin32Spill(spillDir, err);
+    if (!spill) {
+      *message = "cannot create temporary files in the spill directory " + spillDir + ": " +
+                 std::strerror(*err);
+      return nullptr;
+    }
+  }
+  auto ov = std::make_shared<Overlay>(std::move(fs), std::move(spill), spillThreshold);
+  ov->setLogger([](const std::string& line) { std::fprintf(stderr, "shadowfs: %s\n", line.c_str()); });
+  return ov;
 #else
   (void)lower;
   (void)spillDir;
   (void)spillThreshold;
   *err = ENOSYS;
-  *message = "this build cannot read folders on this platform yet (no Windows LowerFs: see README \"Windows\")";
+  *message = "this build cannot read folders on this platform yet";
   return nullptr;
 #endif
 }

@@ -1,0 +1,820 @@
+// Windows implementation of LowerFs and SpillStore (see win32_lower.h). Every object of the
+// folder is reached by an absolute \\?\ path built from the root's final path, so paths longer
+// than MAX_PATH work and no Win32 path rewriting ("." / ".." / trailing dots) happens behind our
+// back. Handles are opened with all three share modes, so the developer can still write,
+// rename and delete a file the shadow is reading; metadata handles carry no data access at all.
+#if defined(_WIN32)
+#include "win32_lower.h"
+
+#include <windows.h>
+#include <winioctl.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <mutex>
+#include <shared_mutex>
+#include <unordered_map>
+#include <vector>
+
+namespace shadowfs {
+
+namespace win32 {
+
+int errnoFromWin32(uint32_t error) {
+  switch (error) {
+    case ERROR_SUCCESS: return 0;
+    case ERROR_FILE_NOT_FOUND:
+    case ERROR_PATH_NOT_FOUND:
+    case ERROR_INVALID_DRIVE:
+    case ERROR_BAD_NETPATH:
+    case ERROR_BAD_NET_NAME:
+    case ERROR_BAD_PATHNAME:
+    case ERROR_DELETE_PENDING:  // being deleted: already gone as POSIX sees it
+      return ENOENT;
+    case ERROR_ACCESS_DENIED:
+    case ERROR_CANT_ACCESS_FILE:
+    case ERROR_NETWORK_ACCESS_DENIED:
+      return EACCES;
+    case ERROR_PRIVILEGE_NOT_HELD: return EPERM;
+    case ERROR_SHARING_VIOLATION:
+    case ERROR_LOCK_VIOLATION:
+    case ERROR_BUSY:
+      return EBUSY;
+    case ERROR_DIRECTORY: return ENOTDIR;
+    case ERROR_INVALID_NAME:
+    case ERROR_INVALID_PARAMETER:
+    case ERROR_NOT_A_REPARSE_POINT:
+    case ERROR_INVALID_REPARSE_DATA:
+    case ERROR_INVALID_FUNCTION:  // e.g. a reparse-point request on a file system without them
+    case ERROR_NEGATIVE_SEEK:
+      return EINVAL;
+    case ERROR_FILENAME_EXCED_RANGE: return ENAMETOOLONG;
+    case ERROR_INVALID_HANDLE: return EBADF;
+    case ERROR_NOT_ENOUGH_MEMORY:
+    case ERROR_OUTOFMEMORY:
+    case ERROR_NOT_ENOUGH_QUOTA:
+      return ENOMEM;
+    case ERROR_DISK_FULL:
+    case ERROR_HANDLE_DISK_FULL:
+      return ENOSPC;
+    case ERROR_FILE_EXISTS:
+    case ERROR_ALREADY_EXISTS:
+      return EEXIST;
+    case ERROR_DIR_NOT_EMPTY: return ENOTEMPTY;
+    case ERROR_NOT_SAME_DEVICE: return EXDEV;
+    case ERROR_TOO_MANY_OPEN_FILES: return EMFILE;
+    case ERROR_WRITE_PROTECT: return EROFS;
+    case ERROR_NOT_SUPPORTED: return ENOTSUP;
+    case ERROR_CALL_NOT_IMPLEMENTED: return ENOSYS;
+    case ERROR_CANT_RESOLVE_FILENAME:  // too many reparse points on the way
+    case 681:  // ERROR_STOPPED_ON_SYMLINK (not in every SDK's headers)
+      return ELOOP;
+    case ERROR_INSUFFICIENT_BUFFER: return ERANGE;
+    case ERROR_NOACCESS: return EFAULT;
+    default: return EIO;
+  }
+}
+
+bool toWide(const std::string& utf8, std::wstring* out) {
+  out->clear();
+  out->reserve(utf8.size());
+  const auto* s = reinterpret_cast<const unsigned char*>(utf8.data());
+  const size_t n = utf8.size();
+  bool lastWasLoneLead = false;  // a lead surrogate that came as its own 3-byte sequence
+  for (size_t i = 0; i < n;) {
+    unsigned char b = s[i];
+    uint32_t cp;
+    size_t len;
+    if (b == 0) return false;
+    if (b < 0x80) {
+      cp = b;
+      len = 1;
+    } else if (b >= 0xC2 && b <= 0xDF) {
+      cp = b & 0x1F;
+      len = 2;
+    } else if (b >= 0xE0 && b <= 0xEF) {
+      cp = b & 0x0F;
+      len = 3;
+    } else if (b >= 0xF0 && b <= 0xF4) {
+      cp = b & 0x07;
+      len = 4;
+    } else {
+      return false;
+    }
+    if (i + len > n) return false;
+    for (size_t k = 1; k < len; ++k) {
+      if ((s[i + k] & 0xC0) != 0x80) return false;
+      cp = (cp << 6) | (s[i + k] & 0x3F);
+    }
+    // Overlong forms and code points past U+10FFFF.
+    if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10FFFF))) return false;
+    if (cp >= 0xD800 && cp <= 0xDFFF) {
+      // WTF-8: a lone surrogate. A lead followed by a trail is a pair spelt the CESU-8 way,
+      // which would alias the 4-byte spelling of the same name: refused.
+      if (cp >= 0xDC00 && lastWasLoneLead) return false;
+      out->push_back(static_cast<wchar_t>(cp));
+      lastWasLoneLead = cp < 0xDC00;
+    } else if (cp >= 0x10000) {
+      cp -= 0x10000;
+      out->push_back(static_cast<wchar_t>(0xD800 + (cp >> 10)));
+      out->push_back(static_cast<wchar_t>(0xDC00 + (cp & 0x3FF)));
+      lastWasLoneLead = false;
+    } else {
+      out->push_back(static_cast<wchar_t>(cp));
+      lastWasLoneLead = false;
+    }
+    i += len;
+  }
+  return true;
+}
+
+std::string toUtf8(const wchar_t* s, size_t n) {
+  std::string out;
+  out.reserve(n);
+  for (size_t i = 0; i < n; ++i) {
+    uint32_t cp = static_cast<uint16_t>(s[i]);
+    if (cp >= 0xD800 && cp < 0xDC00 && i + 1 < n && s[i + 1] >= 0xDC00 && s[i + 1] <= 0xDFFF) {
+      cp = 0x10000 + ((cp - 0xD800) << 10) + (static_cast<uint16_t>(s[i + 1]) - 0xDC00);
+      ++i;
+    }
+    if (cp < 0x80) {
+      out.push_back(static_cast<char>(cp));
+    } else if (cp < 0x800) {
+      out.push_back(static_cast<char>(0xC0 | (cp >> 6)));
+      out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+    } else if (cp < 0x10000) {  // lone surrogates too (WTF-8)
+      out.push_back(static_cast<char>(0xE0 | (cp >> 12)));
+      out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+      out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+    } else {
+      out.push_back(static_cast<char>(0xF0 | (cp >> 18)));
+      out.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
+      out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+      out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+    }
+  }
+  return out;
+}
+
+namespace {
+
+bool startsWith(const std::wstring& s, const wchar_t* prefix) {
+  size_t n = std::wcslen(prefix);
+  return s.size() >= n && s.compare(0, n, prefix) == 0;
+}
+
+// "\\?\C:\" (a drive's root) keeps its separator; anything else loses a trailing one.
+void trimTrailingSeparator(std::wstring* p) {
+  auto driveRoot = [p] {
+    size_t n = p->size();
+    return n >= 3 && (*p)[n - 2] == L':' && (n == 3 || (n == 7 && startsWith(*p, L"\\\\?\\")));
+  };
+  while (p->size() > 1 && p->back() == L'\\' && !driveRoot()) p->pop_back();
+}
+
+}  // namespace
+
+std::wstring longPath(const std::wstring& path) {
+  if (path.empty()) {
+    SetLastError(ERROR_INVALID_NAME);
+    return {};
+  }
+  std::wstring out;
+  if (startsWith(path, L"\\\\?\\") || startsWith(path, L"\\??\\")) {
+    out = path;
+    out[1] = L'\\';  // "\??\" (NT form) reads as "\\?\" to Win32
+  } else {
+    DWORD need = GetFullPathNameW(path.c_str(), 0, nullptr, nullptr);
+    if (need == 0) return {};
+    std::wstring full(need, L'\0');
+    DWORD got = GetFullPathNameW(path.c_str(), need, full.data(), nullptr);
+    if (got == 0 || got >= need) return {};
+    full.resize(got);
+    if (startsWith(full, L"\\\\.\\")) {
+      out = full;  // a device path: already past Win32 path rules
+    } else if (startsWith(full, L"\\\\")) {
+      out = L"\\\\?\\UNC\\" + full.substr(2);
+    } else {
+      out = L"\\\\?\\" + full;
+    }
+  }
+  trimTrailingSeparator(&out);
+  return out;
+}
+
+}  // namespace win32
+
+namespace {
+
+using win32::errnoFromWin32;
+
+constexpr DWORD kShareAll = FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE;
+// 100 ns intervals between 1601-01-01 (FILETIME's epoch) and 1970-01-01.
+constexpr int64_t kUnixEpochInFileTime = 116444736000000000LL;
+
+int lastErrno() { return errnoFromWin32(GetLastError()); }
+
+// Owns one HANDLE. Move-only.
+class Win32Handle {
+ public:
+  Win32Handle() = default;
+  explicit Win32Handle(HANDLE h) : h_(h) {}
+  ~Win32Handle() { reset(); }
+  Win32Handle(Win32Handle&& o) noexcept : h_(o.release()) {}
+  Win32Handle& operator=(Win32Handle&& o) noexcept {
+    if (this != &o) {
+      reset();
+      h_ = o.release();
+    }
+    return *this;
+  }
+  Win32Handle(const Win32Handle&) = delete;
+  Win32Handle& operator=(const Win32Handle&) = delete;
+  HANDLE get() const { return h_; }
+  bool valid() const { return h_ != INVALID_HANDLE_VALUE; }
+  HANDLE release() {
+    HANDLE h = h_;
+    h_ = INVALID_HANDLE_VALUE;
+    return h;
+  }
+  void reset(HANDLE h = INVALID_HANDLE_VALUE) {
+    if (h_ != INVALID_HANDLE_VALUE) CloseHandle(h_);
+    h_ = h;
+  }
+
+ private:
+  HANDLE h_ = INVALID_HANDLE_VALUE;
+};
+
+Timespec fromFileTime(int64_t t) {
+  int64_t d = t - kUnixEpochInFileTime;
+  int64_t sec = d / 10000000, rem = d % 10000000;
+  if (rem < 0) {  // before 1970: floor, so nsec stays in [0, 1e9)
+    rem += 10000000;
+    --sec;
+  }
+  return {sec, rem * 100};
+}
+
+Timespec fromFileTime(const FILETIME& ft) {
+  return fromFileTime(static_cast<int64_t>((static_cast<uint64_t>(ft.dwHighDateTime) << 32) |
+                                           ft.dwLowDateTime));
+}
+
+// Files Windows runs by name: shown executable, so a program run from the shadow may start.
+bool looksExecutable(const std::string& rel) {
+  static const char* const kExts[] = {".exe", ".com", ".cmd", ".bat", ".dll", ".node"};
+  for (const char* ext : kExts) {
+    size_t n = std::strlen(ext);
+    if (rel.size() <= n) continue;
+    bool same = true;
+    for (size_t i = 0; i < n && same; ++i) {
+      char c = rel[rel.size() - n + i];
+      if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+      same = c == ext[i];
+    }
+    if (same) return true;
+  }
+  return false;
+}
+
+// --- Reparse points. REPARSE_DATA_BUFFER is a kernel-mode (ntifs.h) type: read by offset. ---
+
+bool isLinkTag(DWORD tag) { return tag == IO_REPARSE_TAG_SYMLINK || tag == IO_REPARSE_TAG_MOUNT_POINT; }
+
+constexpr DWORD kSymlinkFlagRelative = 1;  // SYMLINK_FLAG_RELATIVE
+
+}  // namespace
+
+namespace win32 {
+
+namespace {
+uint16_t word(const char* b, size_t at) {
+  uint16_t v;
+  std::memcpy(&v, b + at, sizeof v);
+  return v;
+}
+}  // namespace
+
+bool linkTarget(const void* data, size_t size, std::string* out) {
+  const char* b = static_cast<const char*>(data);
+  if (size < 8) return false;
+  DWORD tag;
+  std::memcpy(&tag, b, sizeof tag);
+  size_t pathAt;
+  bool relative = false;
+  if (tag == IO_REPARSE_TAG_SYMLINK) {
+    if (size < 20) return false;
+    DWORD flags;
+    std::memcpy(&flags, b + 16, sizeof flags);
+    relative = (flags & kSymlinkFlagRelative) != 0;
+    pathAt = 20;
+  } else if (tag == IO_REPARSE_TAG_MOUNT_POINT) {
+    if (size < 16) return false;
+    pathAt = 16;
+  } else {
+    return false;
+  }
+  auto name = [&](size_t field, std::wstring* s) {
+    size_t off = word(b, field), len = word(b, field + 2);
+    if (pathAt + off + len > size || len % 2) return false;
+    s->resize(len / 2);
+    if (len) std::memcpy(&(*s)[0], b + pathAt + off, len);  // memcpy: no alignment assumed
+    return true;
+  };
+  std::wstring sub, print;
+  if (!name(8, &sub) || !name(12, &print)) return false;
+  std::wstring t = sub.empty() ? print : sub;
+  if (relative) {
+    std::replace(t.begin(), t.end(), L'\\', L'/');
+  } else if (t.compare(0, 4, L"\\??\\") == 0) {
+    std::wstring rest = t.substr(4);
+    if (rest.size() >= 4 && rest.compare(0, 4, L"UNC\\") == 0)
+      t = L"\\\\" + rest.substr(4);
+    else if (rest.size() >= 2 && rest[1] == L':')
+      t = rest;
+    else
+      t = L"\\\\?\\" + rest;  // \\?\Volume{...}\ and other device forms
+  }
+  *out = toUtf8(t);
+  return true;
+}
+
+}  // namespace win32
+
+namespace {
+
+// FSCTL_GET_REPARSE_POINT on `h` into *buf; returns the bytes it filled, 0 on failure.
+DWORD readReparse(HANDLE h, std::vector<char>* buf) {
+  buf->resize(MAXIMUM_REPARSE_DATA_BUFFER_SIZE);
+  DWORD got = 0;
+  if (!DeviceIoControl(h, FSCTL_GET_REPARSE_POINT, nullptr, 0, buf->data(),
+                       static_cast<DWORD>(buf->size()), &got, nullptr))
+    return 0;
+  return got;
+}
+
+DWORD reparseTag(const std::vector<char>& b, DWORD size) {
+  DWORD tag = 0;
+  if (size >= 4) std::memcpy(&tag, b.data(), sizeof tag);
+  return tag;
+}
+
+// A handle for attributes only (no data access), on the object itself even when it is a
+// reparse point, directories included.
+int openMeta(const std::wstring& p, Win32Handle* out) {
+  out->reset(CreateFileW(p.c_str(), FILE_READ_ATTRIBUTES, kShareAll, nullptr, OPEN_EXISTING,
+                         FILE_FLAG_BACKUP_SEMANTICS | FILE_FLAG_OPEN_REPARSE_POINT, nullptr));
+  return out->valid() ? 0 : lastErrno();
+}
+
+// Directory, Regular, or Symlink (symlinks and junctions) for a handle from openMeta().
+int typeOf(HANDLE h, FileType* out) {
+  BY_HANDLE_FILE_INFORMATION bi;
+  if (!GetFileInformationByHandle(h, &bi)) return lastErrno();
+  *out = (bi.dwFileAttributes & FILE_ATTRIBUTE_DIRECTORY) ? FileType::Directory : FileType::Regular;
+  if (bi.dwFileAttributes & FILE_ATTRIBUTE_REPARSE_POINT) {
+    std::vector<char> buf;
+    DWORD n = readReparse(h, &buf);
+    if (n && isLinkTag(reparseTag(buf, n))) *out = FileType::Symlink;
+  }
+  return 0;
+}
+
+// ReadFile at an offset (an OVERLAPPED on a synchronous handle: the call still blocks, and
+// concurrent calls on one handle each read their own range) until `size` bytes or end of file.
+int readAt(HANDLE h, char* buf, size_t size, uint64_t off, size_t* got) {
+  size_t done = 0;
+  while (done < size) {
+    DWORD want = static_cast<DWORD>(std::min<size_t>(size - done, 1u << 30));
+    OVERLAPPED ov{};
+    uint64_t at = off + done;
+    ov.Offset = static_cast<DWORD>(at);
+    ov.OffsetHigh = static_cast<DWORD>(at >> 32);
+    DWORD n = 0;
+    if (!ReadFile(h, buf + done, want, &n, &ov)) {
+      DWORD e = GetLastError();
+      if (e == ERROR_HANDLE_EOF) break;
+      *got = done;
+      return errnoFromWin32(e);
+    }
+    if (n == 0) break;
+    done += n;
+  }
+  *got = done;
+  return 0;
+}
+
+int writeAt(HANDLE h, const char* buf, size_t size, uint64_t off) {
+  size_t done = 0;
+  while (done < size) {
+    DWORD want = static_cast<DWORD>(std::min<size_t>(size - done, 1u << 30));
+    OVERLAPPED ov{};
+    uint64_t at = off + done;
+    ov.Offset = static_cast<DWORD>(at);
+    ov.OffsetHigh = static_cast<DWORD>(at >> 32);
+    DWORD n = 0;
+    if (!WriteFile(h, buf + done, want, &n, &ov)) return lastErrno();
+    if (n == 0) return EIO;
+    done += n;
+  }
+  return 0;
+}
+
+// An open file of the folder. Shared by the handle table and the preads in progress, so a
+// close() racing a pread never closes the HANDLE under it.
+struct OpenFile {
+  Win32Handle h;
+  bool exe = false;
+};
+
+class Win32Lower final : public LowerFs {
+ public:
+  Win32Lower(std::wstring root, bool useFileIdInfo)
+      : root_(std::move(root)), useFileIdInfo_(useFileIdInfo) {}
+
+  int stat(const std::string& rel, Attr* out) override {
+    std::wstring p;
+    if (int e = win32::joinRel(root_, rel, &p)) return e;
+    Win32Handle h;
+    if (int e = openMeta(p, &h)) return e;
+    return fill(h.get(), looksExecutable(rel), out);
+  }
+
+  int fstat(LowerHandle h, Attr* out) override {
+    auto f = find(h);
+    if (!f) return EBADF;
+    return fill(f->h.get(), f->exe, out);
+  }
+
+  // FindFirstFileExW lists through a link; the directory itself is checked first (without
+  // following it) so a symlink or junction is ENOTDIR, as O_NOFOLLOW | O_DIRECTORY gives.
+  int readdir(const std::string& rel, std::vector<DirEntry>* out) override {
+    std::wstring p;
+    if (int e = win32::joinRel(root_, rel, &p)) return e;
+    if (int e = win32::checkDirectory(p)) return e;
+    if (p.back() != L'\\') p.push_back(L'\\');
+    p.push_back(L'*');
+    WIN32_FIND_DATAW d;
+    HANDLE f = FindFirstFileExW(p.c_str(), FindExInfoBasic, &d, FindExSearchNameMatch, nullptr,
+                                FIND_FIRST_EX_LARGE_FETCH);
+    if (f == INVALID_HANDLE_VALUE) {
+      DWORD e = GetLastError();
+      return e == ERROR_FILE_NOT_FOUND || e == ERROR_NO_MORE_FILES ? 0 : errnoFromWin32(e);
+    }
+    DWORD e = ERROR_NO_MORE_FILES;
+    do {
+      const wchar_t* n = d.cFileName;
+      if (n[0] == L'.' && (n[1] == 0 || (n[1] == L'.' && n[2] == 0))) continue;
+      FileType t = FileType::Regular;
+      if ((d.dwFileAttributes & FILE_ATTRIBUTE_REPARSE_POINT) && isLinkTag(d.dwReserved0))
+        t = FileType::Symlink;
+      else if (d.dwFileAttributes & FILE_ATTRIBUTE_DIRECTORY)
+        t = FileType::Directory;
+      out->push_back(DirEntry{win32::toUtf8(n, std::wcslen(n)), 0, t});
+    } while (FindNextFileW(f, &d) || (e = GetLastError()) != ERROR_NO_MORE_FILES);
+    FindClose(f);
+    return e == ERROR_NO_MORE_FILES ? 0 : errnoFromWin32(e);
+  }
+
+  int readlink(const std::string& rel, std::string* out) override {
+    std::wstring p;
+    if (int e = win32::joinRel(root_, rel, &p)) return e;
+    Win32Handle h;
+    if (int e = openMeta(p, &h)) return e;
+    BY_HANDLE_FILE_INFORMATION bi;
+    if (!GetFileInformationByHandle(h.get(), &bi)) return lastErrno();
+    if (!(bi.dwFileAttributes & FILE_ATTRIBUTE_REPARSE_POINT)) return EINVAL;
+    std::vector<char> buf;
+    DWORD n = readReparse(h.get(), &buf);
+    if (n == 0) return lastErrno();
+    return win32::linkTarget(buf.data(), n, out) ? 0 : EINVAL;
+  }
+
+  int open(const std::string& rel, LowerHandle* out) override {
+    std::wstring p;
+    if (int e = win32::joinRel(root_, rel, &p)) return e;
+    // No FILE_FLAG_BACKUP_SEMANTICS: it is for directories, and it would let a process holding
+    // the backup privilege read files its user may not.
+    Win32Handle h(CreateFileW(p.c_str(), GENERIC_READ, kShareAll, nullptr, OPEN_EXISTING,
+                              FILE_FLAG_OPEN_REPARSE_POINT, nullptr));
+    if (!h.valid()) {
+      DWORD e = GetLastError();
+      if (e == ERROR_ACCESS_DENIED) {  // also what a directory gives without backup semantics
+        Win32Handle m;
+        FileType t = FileType::Regular;
+        if (openMeta(p, &m) == 0 && typeOf(m.get(), &t) == 0 && t == FileType::Directory)
+          return EISDIR;
+      }
+      return errnoFromWin32(e);
+    }
+    BY_HANDLE_FILE_INFORMATION bi;
+    if (!GetFileInformationByHandle(h.get(), &bi)) return lastErrno();
+    if (bi.dwFileAttributes & FILE_ATTRIBUTE_DIRECTORY) return EISDIR;
+    if (bi.dwFileAttributes & FILE_ATTRIBUTE_REPARSE_POINT) {
+      std::vector<char> buf;
+      DWORD n = readReparse(h.get(), &buf);
+      if (n && isLinkTag(reparseTag(buf, n))) return ELOOP;  // O_NOFOLLOW's answer
+      // Another kind of reparse point (a cloud placeholder, a deduplicated file...): its data
+      // comes through the file system's filter, so open it the ordinary way, and make sure the
+      // path still names the same file.
+      Win32Handle data(CreateFileW(p.c_str(), GENERIC_READ, kShareAll, nullptr, OPEN_EXISTING, 0,
+                                   nullptr));
+      if (!data.valid()) return lastErrno();
+      BY_HANDLE_FILE_INFORMATION di;
+      if (!GetFileInformationByHandle(data.get(), &di)) return lastErrno();
+      if (di.nFileIndexHigh != bi.nFileIndexHigh || di.nFileIndexLow != bi.nFileIndexLow ||
+          di.dwVolumeSerialNumber != bi.dwVolumeSerialNumber)
+        return ELOOP;  // replaced by something else (a link?) in between
+      h = std::move(data);
+    }
+    auto f = std::make_shared<OpenFile>();
+    f->h = std::move(h);
+    f->exe = looksExecutable(rel);
+    std::lock_guard lock(mu_);
+    LowerHandle id = nextHandle_++;
+    files_.emplace(id, std::move(f));
+    *out = id;
+    return 0;
+  }
+
+  int pread(LowerHandle h, char* buf, size_t size, uint64_t off, size_t* got) override {
+    auto f = find(h);
+    if (!f) return EBADF;
+    return readAt(f->h.get(), buf, size, off, got);
+  }
+
+  void close(LowerHandle h) override {
+    std::shared_ptr<OpenFile> f;  // closed here, outside the lock, unless a pread still uses it
+    std::lock_guard lock(mu_);
+    auto it = files_.find(h);
+    if (it == files_.end()) return;
+    f = std::move(it->second);
+    files_.erase(it);
+  }
+
+  int readAll(const std::string& rel, std::string* out) override {
+    LowerHandle h = -1;
+    if (int e = open(rel, &h)) return e;
+    auto f = find(h);
+    LARGE_INTEGER size;
+    if (f && GetFileSizeEx(f->h.get(), &size) && size.QuadPart > 0)
+      out->reserve(static_cast<size_t>(size.QuadPart));
+    std::vector<char> buf(1 << 16);
+    int e = 0;
+    for (uint64_t off = 0;;) {
+      size_t got = 0;
+      e = pread(h, buf.data(), buf.size(), off, &got);
+      if (e || got == 0) break;
+      out->append(buf.data(), got);
+      off += got;
+    }
+    close(h);
+    return e;
+  }
+
+  // Windows has no user extended attributes of the POSIX kind (its EAs and alternate data
+  // streams are not offered as such): an empty list, and no attribute of any name. The core
+  // resolves the path before it asks, so these need not look at the file.
+  int listxattr(const std::string&, std::vector<std::string>*) override { return 0; }
+  int getxattr(const std::string&, const std::string&, std::string*) override { return ENODATA; }
+
+  int statfs(FsStats* out) override {
+    std::wstring dir = root_;
+    if (dir.back() != L'\\') dir.push_back(L'\\');
+    ULARGE_INTEGER avail, total, free;
+    if (!GetDiskFreeSpaceExW(dir.c_str(), &avail, &total, &free)) return lastErrno();
+    out->bsize = out->frsize = 4096;
+    out->blocks = total.QuadPart / 4096;
+    out->bfree = free.QuadPart / 4096;
+    out->bavail = avail.QuadPart / 4096;
+    out->files = out->ffree = 0;  // NTFS has no fixed inode table
+    out->namemax = 255;
+    return 0;
+  }
+
+ private:
+  int fill(HANDLE h, bool exe, Attr* out) const {
+    BY_HANDLE_FILE_INFORMATION bi;
+    if (!GetFileInformationByHandle(h, &bi)) return lastErrno();
+    const DWORD attrs = bi.dwFileAttributes;
+    *out = Attr{};
+    out->type = (attrs & FILE_ATTRIBUTE_DIRECTORY) ? FileType::Directory : FileType::Regular;
+    out->size = (static_cast<uint64_t>(bi.nFileSizeHigh) << 32) | bi.nFileSizeLow;
+    if (attrs & FILE_ATTRIBUTE_REPARSE_POINT) {
+      std::vector<char> buf;
+      DWORD n = readReparse(h, &buf);
+      std::string target;
+      if (n && win32::linkTarget(buf.data(), n, &target)) {
+        out->type = FileType::Symlink;
+        out->size = target.size();  // what lstat(2) says of a symlink
+      }
+    }
+    if (out->type == FileType::Directory)
+      out->perm = 0755;
+    else if (out->type == FileType::Symlink)
+      out->perm = 0777;
+    else
+      out->perm = (attrs & FILE_ATTRIBUTE_READONLY) ? (exe ? 0555 : 0444) : (exe ? 0755 : 0644);
+    out->nlink = bi.nNumberOfLinks ? bi.nNumberOfLinks : 1;
+    out->ino = (static_cast<uint64_t>(bi.nFileIndexHigh) << 32) | bi.nFileIndexLow;
+    FILE_ID_INFO id;
+    if (useFileIdInfo_ && GetFileInformationByHandleEx(h, FileIdInfo, &id, sizeof id)) {
+      // 128-bit IDs (ReFS) folded to 64 bits; on NTFS the high half is zero and this is the
+      // file index above.
+      uint64_t lo, hi;
+      std::memcpy(&lo, id.FileId.Identifier, 8);
+      std::memcpy(&hi, id.FileId.Identifier + 8, 8);
+      out->ino = lo ^ hi;
+    }
+    out->blocks = (out->size + 511) / 512;
+    out->atime = fromFileTime(bi.ftLastAccessTime);
+    out->mtime = fromFileTime(bi.ftLastWriteTime);
+    // ctime is the change time (metadata or content), which FILE_BASIC_INFO has; the creation
+    // time would never move.
+    FILE_BASIC_INFO basic;
+    if (GetFileInformationByHandleEx(h, FileBasicInfo, &basic, sizeof basic))
+      out->ctime = fromFileTime(basic.ChangeTime.QuadPart);
+    else
+      out->ctime = out->mtime;
+    return 0;
+  }
+
+  std::shared_ptr<OpenFile> find(LowerHandle h) {
+    std::shared_lock lock(mu_);
+    auto it = files_.find(h);
+    return it == files_.end() ? nullptr : it->second;
+  }
+
+  const std::wstring root_;  // \\?\ form, no trailing separator (except a drive's root)
+  const bool useFileIdInfo_;
+
+  std::shared_mutex mu_;  // guards the handle table
+  LowerHandle nextHandle_ = 1;
+  std::unordered_map<LowerHandle, std::shared_ptr<OpenFile>> files_;
+};
+
+class Win32SpillFile final : public SpillFile {
+ public:
+  explicit Win32SpillFile(Win32Handle h) : h_(std::move(h)) {}
+
+  int pread(char* buf, size_t size, uint64_t off, size_t* got) override {
+    return readAt(h_.get(), buf, size, off, got);
+  }
+  int pwrite(const char* buf, size_t size, uint64_t off) override {
+    return writeAt(h_.get(), buf, size, off);
+  }
+  int truncate(uint64_t size) override {
+    FILE_END_OF_FILE_INFO eof;
+    eof.EndOfFile.QuadPart = static_cast<LONGLONG>(size);
+    return SetFileInformationByHandle(h_.get(), FileEndOfFileInfo, &eof, sizeof eof) ? 0 : lastErrno();
+  }
+
+ private:
+  Win32Handle h_;  // closing it deletes the file (FILE_FLAG_DELETE_ON_CLOSE)
+};
+
+class Win32Spill final : public SpillStore {
+ public:
+  explicit Win32Spill(std::wstring dir) : dir_(std::move(dir)) {}
+
+  int create(std::unique_ptr<SpillFile>* out) override {
+    Win32Handle h;
+    if (int e = createFile(&h)) return e;
+    *out = std::make_unique<Win32SpillFile>(std::move(h));
+    return 0;
+  }
+
+  // A new, empty file in the directory that goes when its last handle closes (a crash
+  // included). Its name exists meanwhile; it is unique to this process and store.
+  int createFile(Win32Handle* out) {
+    for (int attempt = 0; attempt < 100; ++attempt) {
+      std::wstring name = dir_;
+      if (name.back() != L'\\') name.push_back(L'\\');
+      name += L"shadowfs-spill-" + std::to_wstring(GetCurrentProcessId()) + L"-" +
+              std::to_wstring(reinterpret_cast<uintptr_t>(this)) + L"-" +
+              std::to_wstring(counter_++) + L".tmp";
+      out->reset(CreateFileW(name.c_str(), GENERIC_READ | GENERIC_WRITE | DELETE, kShareAll,
+                             nullptr, CREATE_NEW,
+                             FILE_ATTRIBUTE_TEMPORARY | FILE_FLAG_DELETE_ON_CLOSE, nullptr));
+      if (out->valid()) return 0;
+      DWORD e = GetLastError();
+      if (e != ERROR_FILE_EXISTS && e != ERROR_ALREADY_EXISTS) return errnoFromWin32(e);
+    }
+    return EEXIST;
+  }
+
+ private:
+  const std::wstring dir_;
+  std::atomic<uint64_t> counter_{0};
+};
+
+}  // namespace
+
+namespace win32 {
+
+int resolveRoot(const std::string& rootUtf8, std::wstring* out) {
+  std::wstring w;
+  if (rootUtf8.empty()) return ENOENT;
+  if (!toWide(rootUtf8, &w)) return EINVAL;
+  std::wstring root = longPath(w);
+  if (root.empty()) return lastErrno();
+  // Followed here (as open(2) follows a link named as the root), then never again.
+  Win32Handle h(CreateFileW(root.c_str(), FILE_READ_ATTRIBUTES, kShareAll, nullptr, OPEN_EXISTING,
+                            FILE_FLAG_BACKUP_SEMANTICS, nullptr));
+  if (!h.valid()) return lastErrno();
+  BY_HANDLE_FILE_INFORMATION bi;
+  if (!GetFileInformationByHandle(h.get(), &bi)) return lastErrno();
+  if (!(bi.dwFileAttributes & FILE_ATTRIBUTE_DIRECTORY)) return ENOTDIR;
+  std::wstring final(32768, L'\0');
+  DWORD n = GetFinalPathNameByHandleW(h.get(), final.data(), static_cast<DWORD>(final.size()),
+                                      FILE_NAME_NORMALIZED | VOLUME_NAME_DOS);
+  if (n > 0 && n < final.size()) {
+    final.resize(n);
+    std::wstring canon = longPath(final);
+    if (!canon.empty()) root = canon;
+  }
+  *out = std::move(root);
+  return 0;
+}
+
+int joinRel(const std::wstring& root, const std::string& rel, std::wstring* out) {
+  std::wstring w;
+  if (!win32::toWide(rel, &w)) return ENOENT;
+  out->reserve(root.size() + 1 + w.size());
+  *out = root;
+  if (w.empty()) return 0;
+  if (out->back() != L'\\') out->push_back(L'\\');
+  size_t start = 0;
+  for (size_t i = 0; i <= w.size(); ++i) {
+    wchar_t c = i < w.size() ? w[i] : L'/';
+    if (c == L'/') {
+      size_t len = i - start;
+      if (len == 0) return EINVAL;
+      if (w[start] == L'.' && (len == 1 || (len == 2 && w[start + 1] == L'.'))) return EINVAL;
+      if (i < w.size()) out->push_back(L'\\');
+      start = i + 1;
+      continue;
+    }
+    if (c < 0x20 || c == L'\\' || c == L':' || c == L'*' || c == L'?' || c == L'"' ||
+        c == L'<' || c == L'>' || c == L'|')
+      return ENOENT;
+    out->push_back(c);
+  }
+  return 0;
+}
+
+int checkDirectory(const std::wstring& path) {
+  Win32Handle h;
+  if (int e = openMeta(path, &h)) return e;
+  FileType t = FileType::Regular;
+  if (int e = typeOf(h.get(), &t)) return e;
+  return t == FileType::Directory ? 0 : ENOTDIR;
+}
+
+}  // namespace win32
+
+std::unique_ptr<LowerFs> openWin32Lower(const std::string& rootUtf8, int* err) {
+  std::wstring root;
+  if (int e = win32::resolveRoot(rootUtf8, &root)) {
+    *err = e;
+    return nullptr;
+  }
+  Win32Handle h(CreateFileW(root.c_str(), FILE_READ_ATTRIBUTES, kShareAll, nullptr, OPEN_EXISTING,
+                            FILE_FLAG_BACKUP_SEMANTICS, nullptr));
+  if (!h.valid()) {
+    *err = lastErrno();
+    return nullptr;
+  }
+  // FileIdInfo (Windows 8+; 128-bit IDs on ReFS) when the folder's file system answers it,
+  // decided once so inode numbers never change form during a mount.
+  FILE_ID_INFO id;
+  bool useIdInfo = GetFileInformationByHandleEx(h.get(), FileIdInfo, &id, sizeof id) != 0;
+  return std::make_unique<Win32Lower>(std::move(root), useIdInfo);
+}
+
+std::unique_ptr<SpillStore> openWin32Spill(const std::string& dirUtf8, int* err) {
+  std::wstring w;
+  if (!win32::toWide(dirUtf8, &w) || w.empty()) {
+    *err = dirUtf8.empty() ? ENOENT : EINVAL;
+    return nullptr;
+  }
+  std::wstring dir = win32::longPath(w);
+  if (dir.empty()) {
+    *err = lastErrno();
+    return nullptr;
+  }
+  // Probe once so a bad directory is reported at mount time, not at the first big write.
+  auto store = std::make_unique<Win32Spill>(dir);
+  Win32Handle probe;
+  if (int e = store->createFile(&probe)) {
+    *err = e;
+    return nullptr;
+  }
+  return store;
+}
+
+}  // namespace shadowfs
+#endif  // _WIN32
