@@ -12,7 +12,7 @@ import { ShadowError } from '../errors';
 import { addon, type ChangeBase } from '../native';
 import { normalizeRelPath } from '../paths';
 import type { Shadow } from '../shadow';
-import { byteOrder, collect, folderSide, sameSide, type FileChange, type Side } from './collect';
+import { byteOrder, collect, folderSide, sameIdentity, sameSide, type FileChange, type Side } from './collect';
 
 // node-diff3 ships ESM typings only; its CommonJS build is what require() loads (when a merge is needed).
 type Diff3Region = { ok?: string[]; conflict?: { a: string[]; o: string[]; b: string[] } };
@@ -72,18 +72,7 @@ function text(side: Side | null): string | null {
 
 /** Whether the folder's file at `abs` is still what `base` recorded (identity, else content hash). */
 function unchangedSince(abs: string, base: ChangeBase, now: Side | null): boolean {
-  try {
-    const st = fs.lstatSync(abs, { bigint: true });
-    if (
-      Number(st.ino) === base.ino &&
-      Number(st.size) === base.size &&
-      String(st.mtimeNs) === base.mtimeNs &&
-      String(st.ctimeNs) === base.ctimeNs
-    )
-      return true;
-  } catch {
-    return false;
-  }
+  if (sameIdentity(abs, base)) return true;
   return !!(base.hash && now && now.kind === 'file' && addon().contentHash(now.data) === base.hash);
 }
 
@@ -247,34 +236,21 @@ export async function applyLayer(shadow: Shadow, agent: string, opts: ApplyOptio
   for (const w of writes) {
     const abs = path.join(shadow.lower, w.f.path);
     // Checked again right before writing: the folder may have changed while we looked.
+    // A write refused at the last moment is a conflict, and the path stays in the layer.
+    const refuse = (reason: string): void => {
+      res.conflicts.push({ path: w.f.path, reason, folder: null, agent: text(w.f.new), binary: false, merged: null, mergeConflicts: 0 });
+      give.splice(give.indexOf(w.f.path), 1);
+    };
     // Never through a symlink of the folder: the write would land outside the path it names.
     const link = symlinkAncestor(shadow.lower, w.f.path);
     if (link !== null) {
-      res.conflicts.push({
-        path: w.f.path,
-        reason: `${link} is a symbolic link in the folder now; shadowfs does not write through links`,
-        folder: null,
-        agent: text(w.f.new),
-        binary: false,
-        merged: null,
-        mergeConflicts: 0,
-      });
-      give.splice(give.indexOf(w.f.path), 1);
+      refuse(`${link} is a symbolic link in the folder now; shadowfs does not write through links`);
       continue;
     }
     const now = await folderSide(shadow.lower, w.f.path);
     const stillOld = now === 'dir' ? w.f.old === null : now === 'other' ? false : sameSide(now, w.f.old);
     if (!stillOld && !resolutions.has(w.f.path)) {
-      res.conflicts.push({
-        path: w.f.path,
-        reason: 'the folder file changed while apply ran',
-        folder: null,
-        agent: text(w.f.new),
-        binary: false,
-        merged: null,
-        mergeConflicts: 0,
-      });
-      give.splice(give.indexOf(w.f.path), 1);
+      refuse('the folder file changed while apply ran');
       continue;
     }
     if (w.side) {

@@ -18,7 +18,7 @@ import { ShadowError } from '../errors';
 import type { ChangeBase } from '../native';
 import { stateDir } from '../platform';
 import type { Shadow } from '../shadow';
-import { collect, folderSide } from './collect';
+import { collect, folderSide, sameIdentity } from './collect';
 
 const NAME_RE = /^[A-Za-z0-9._-]{1,64}$/;
 
@@ -145,7 +145,7 @@ export class CheckpointStore {
           else {
             // The folder's file is still the one the agent started from: keep its content.
             const now = await folderSide(shadow.lower, ch.path);
-            if (now && typeof now === 'object' && now.kind === 'file' && sameBase(path.join(shadow.lower, ch.path), base))
+            if (now && typeof now === 'object' && now.kind === 'file' && sameIdentity(path.join(shadow.lower, ch.path), base))
               e.baseBlob = this.putBlob(now.data);
           }
         }
@@ -274,19 +274,5 @@ export class CheckpointStore {
   remove(agent: string, name: string): void {
     checkName(name);
     fs.rmSync(this.manifestPath(agent, name), { force: true });
-  }
-}
-
-function sameBase(abs: string, base: ChangeBase): boolean {
-  try {
-    const st = fs.lstatSync(abs, { bigint: true });
-    return (
-      Number(st.ino) === base.ino &&
-      Number(st.size) === base.size &&
-      String(st.mtimeNs) === base.mtimeNs &&
-      String(st.ctimeNs) === base.ctimeNs
-    );
-  } catch {
-    return false;
   }
 }

@@ -7,23 +7,12 @@
 import * as fs from 'fs';
 import * as path from 'path';
 import type { ChangeBase } from '../native';
+import type { FileChange, Side } from '../patch';
 import type { Layer, Shadow } from '../shadow';
 
-/** One side of a path: a file's bytes or a symlink's target, with git's mode. */
-export interface Side {
-  kind: 'file' | 'symlink';
-  /** 0o100644 or 0o100755 for files, 0o120000 for symlinks. */
-  mode: number;
-  data: Buffer;
-}
-
-export interface FileChange {
-  path: string;
-  /** The folder's side now (null: nothing there). */
-  old: Side | null;
-  /** The agent's side (null: deleted in the layer). */
-  new: Side | null;
-}
+// One side of a path and one path's change, as the patch module takes them: `old` is the folder's
+// side now (null: nothing there), `new` the agent's (null: deleted in the layer).
+export type { FileChange, Side } from '../patch';
 
 export interface Collected {
   /** Paths whose sides differ, in path order. */
@@ -75,6 +64,21 @@ export async function layerSide(layer: Layer, rel: string): Promise<Side | 'dir'
   return 'other';
 }
 
+/** Whether the folder's object at `abs` is the one `base` recorded (inode, size, mtime, ctime). */
+export function sameIdentity(abs: string, base: ChangeBase): boolean {
+  try {
+    const st = fs.lstatSync(abs, { bigint: true });
+    return (
+      Number(st.ino) === base.ino &&
+      Number(st.size) === base.size &&
+      String(st.mtimeNs) === base.mtimeNs &&
+      String(st.ctimeNs) === base.ctimeNs
+    );
+  } catch {
+    return false;
+  }
+}
+
 export function sameSide(a: Side | null, b: Side | null): boolean {
   if (!a || !b) return a === b;
   return a.kind === b.kind && a.mode === b.mode && a.data.equals(b.data);
@@ -101,6 +105,15 @@ async function folderFiles(lower: string, rel: string, out: string[], dirs?: str
   }
 }
 
+/** Adds every file under the folder's directory `rel` to `files`, and it and its subdirectories to `dirs`. */
+async function folderTree(lower: string, rel: string, files: Set<string>, dirs: Set<string>): Promise<void> {
+  const gone: string[] = [];
+  const sub: string[] = [];
+  await folderFiles(lower, rel, gone, sub);
+  gone.forEach((g) => files.add(g));
+  sub.forEach((d) => dirs.add(d));
+}
+
 /**
  * The changes of `agent`'s layer (or only those at or under `only`'s paths), read from the layer
  * and the folder without switching the shared mount.
@@ -124,13 +137,7 @@ export async function collect(shadow: Shadow, agent: string, only?: string[]): P
     if (c.type !== 'directory') {
       candidates.add(c.path);
       // A file where the folder has a directory: the folder's files under it go.
-      if ((await folderSide(shadow.lower, c.path)) === 'dir') {
-        const gone: string[] = [];
-        const dirs: string[] = [];
-        await folderFiles(shadow.lower, c.path, gone, dirs);
-        gone.forEach((g) => candidates.add(g));
-        dirs.forEach((d) => dirsRemoved.add(d));
-      }
+      if ((await folderSide(shadow.lower, c.path)) === 'dir') await folderTree(shadow.lower, c.path, candidates, dirsRemoved);
       continue;
     }
     const inFolder = (await folderSide(shadow.lower, c.path)) === 'dir';
@@ -139,11 +146,7 @@ export async function collect(shadow: Shadow, agent: string, only?: string[]): P
     if (!inFolder) continue;
     if (!inLayer) {
       // Deleted (or replaced by a file): every folder file under it.
-      const gone: string[] = [];
-      const dirs: string[] = [];
-      await folderFiles(shadow.lower, c.path, gone, dirs);
-      gone.forEach((g) => candidates.add(g));
-      dirs.forEach((d) => dirsRemoved.add(d));
+      await folderTree(shadow.lower, c.path, candidates, dirsRemoved);
       continue;
     }
     // Both have it: a directory the agent emptied and refilled hides the folder's entries, which
@@ -152,13 +155,8 @@ export async function collect(shadow: Shadow, agent: string, only?: string[]): P
     for (const d of await fs.promises.readdir(path.join(shadow.lower, c.path), { withFileTypes: true }).catch(() => [])) {
       if (mine.has(d.name)) continue;
       const child = `${c.path}/${d.name}`;
-      if (d.isDirectory()) {
-        const gone: string[] = [];
-        const dirs: string[] = [];
-        await folderFiles(shadow.lower, child, gone, dirs);
-        gone.forEach((g) => candidates.add(g));
-        dirs.forEach((x) => dirsRemoved.add(x));
-      } else candidates.add(child);
+      if (d.isDirectory()) await folderTree(shadow.lower, child, candidates, dirsRemoved);
+      else candidates.add(child);
     }
   }
   const files: FileChange[] = [];
