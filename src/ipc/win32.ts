@@ -44,6 +44,7 @@ const ERROR_NAMES: Record<number, string> = {
   161: 'ERROR_BAD_PATHNAME',
   [ERROR_PIPE_BUSY]: 'ERROR_PIPE_BUSY',
   233: 'ERROR_PIPE_NOT_CONNECTED',
+  234: 'ERROR_MORE_DATA',
   1008: 'ERROR_NO_TOKEN',
 };
 
@@ -54,7 +55,7 @@ export interface Win32Error extends Error {
   code?: string;
 }
 
-function win32Error(call: string, what: string, lastError: number, text?: string): Win32Error {
+export function win32Error(call: string, what: string, lastError: number, text?: string): Win32Error {
   const name = ERROR_NAMES[lastError];
   const detail = text ? text.replace(/ \(os error \d+\)$/, '').replace(/\.$/, '') : undefined;
   const why = [name, detail].filter(Boolean).join(': ');

@@ -231,7 +231,11 @@ async function spawnAndWait(
   const out = { stdout: [] as Buffer[], stderr: [] as Buffer[], bytes: { stdout: 0, stderr: 0 }, truncated: false };
   let timedOut = false;
   let cancelled = false;
-  const child = spawn(full[0], full.slice(1), { cwd: workdir, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  // Windows: started through the run's Job Object (ProcessTracker.launch), so the command is in it
+  // before it can start anything.
+  const child = tracker.job
+    ? await tracker.launch(full, { cwd: workdir, env })
+    : spawn(full[0], full.slice(1), { cwd: workdir, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
   const collect = (stream: 'stdout' | 'stderr') => (chunk: Buffer) => {
     opts.onOutput?.(stream, chunk);
     if (out.bytes[stream] < max) {

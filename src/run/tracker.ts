@@ -2,8 +2,13 @@
 // (daemonised, setsid). Linux: a cgroup v2 per run, killed with cgroup.kill; where no writable
 // cgroup v2 hierarchy exists, a marker in the environment of every process of the run, found
 // by scanning /proc. (A process that clears its environment escapes the fallback only.)
+// Windows: a Job Object per run (src/run/win32-job.ts), which the command is started inside.
+import type { ChildProcessByStdio } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
+import type { Readable, Writable } from 'stream';
+import { ShadowError } from '../errors';
+import { type LaunchOptions, Win32Job } from './win32-job';
 
 export const RUN_MARKER = 'SHADOWFS_RUN_ID';
 
@@ -22,8 +27,11 @@ function cgroup2Root(): string | undefined {
 export class ProcessTracker {
   /** The cgroup directory of this run, when cgroups are usable. */
   readonly cgroup: string | undefined;
+  /** Windows: the Job Object of this run; start the command with `job.launch` so it is born in it. */
+  readonly job: Win32Job | undefined;
 
   constructor(readonly runId: string) {
+    this.job = process.platform === 'win32' ? new Win32Job() : undefined;
     // SHADOWFS_NO_CGROUP=1 forces the /proc fallback (used by the tests to cover it).
     const root = process.platform === 'linux' && process.env.SHADOWFS_NO_CGROUP !== '1' ? cgroup2Root() : undefined;
     let dir: string | undefined;
@@ -45,8 +53,35 @@ export class ProcessTracker {
     return this.cgroup ? `echo $$ > '${this.cgroup}/cgroup.procs' || exit 125; ` : '';
   }
 
+  /**
+   * Windows: starts `argv` inside the run's Job Object, through the launcher (see win32-job.ts), so
+   * that it and everything it starts belong to the run before it can start anything. When the
+   * launcher cannot be put in the job the command is not started, the job is closed, and this
+   * throws INTERNAL.
+   */
+  async launch(argv: string[], opts: LaunchOptions): Promise<ChildProcessByStdio<Writable, Readable, Readable>> {
+    if (!this.job) throw new Error('ProcessTracker.launch: only Windows runs start through a Job Object');
+    try {
+      return this.job.launch(argv, opts);
+    } catch (err) {
+      await this.dispose();
+      throw new ShadowError(
+        'INTERNAL',
+        `cannot put ${argv[0]} in the Job Object of the run, so it was not started: ${(err as Error).message}`,
+        { cause: err },
+      );
+    }
+  }
+
   /** Processes of this run still alive. */
   alive(): number[] {
+    if (this.job) {
+      try {
+        return this.job.alive();
+      } catch {
+        return [];
+      }
+    }
     if (this.cgroup) {
       try {
         return fs.readFileSync(path.join(this.cgroup, 'cgroup.procs'), 'utf8').split('\n').filter(Boolean).map(Number);
@@ -69,6 +104,14 @@ export class ProcessTracker {
 
   /** Kills every process of the run and waits (up to 5 s) until none is left. Returns how many were killed. */
   async killAll(): Promise<number> {
+    if (this.job) {
+      try {
+        return await this.job.killAll();
+      } catch {
+        // The job could not be read or terminated; closing it in dispose() still kills what is in it.
+        return 0;
+      }
+    }
     let killed = 0;
     const deadline = Date.now() + 5000;
     for (;;) {
@@ -94,9 +137,10 @@ export class ProcessTracker {
     }
   }
 
-  /** Kills what is left and removes the cgroup. */
+  /** Kills what is left and removes the cgroup (Windows: closes the job). */
   async dispose(): Promise<number> {
     const n = await this.killAll();
+    this.job?.close();
     if (this.cgroup) {
       for (let i = 0; i < 50; i++) {
         try {
