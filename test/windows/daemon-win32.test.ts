@@ -232,6 +232,7 @@ describe('daemon on Windows: named pipe, proofs both ways, no WinFsp', function 
     const winfsp = checks.find((c) => c.name === 'winfsp');
     assert.strictEqual(winfsp?.ok, false, doctor.out);
     assert.match(winfsp?.detail ?? '', /winfsp\.dev/);
+    assert.match(checks.find((c) => c.name === 'antivirus')?.detail ?? '', /exclude/);
     assert.match(checks.find((c) => c.name === 'daemon')?.detail ?? '', new RegExp(`running \\(pid ${endpoint.pid}\\)`));
     const st = cli(['status', '--json'], env);
     assert.strictEqual(st.status, 0, st.out);

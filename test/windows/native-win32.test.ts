@@ -82,6 +82,20 @@ describe('the native module built for Windows, on node.exe under wine (loads; Wi
       assert.strictEqual(path.normalize(full.dll).toLowerCase(), path.join(standin('full'), 'bin', 'winfsp-x64.dll').toLowerCase());
       assert.deepStrictEqual(full.missing, []);
       assert.ok(full.resolved.includes('fsp_fuse3_new') && full.resolved.includes('fsp_fuse3_loop_mt_31'));
+      // doctor reports it so, with the DLL's version, and the module with its backend.
+      const doc = spawnSync(process.execPath, [path.join(repoRoot, 'bin', 'shadowfs.js'), 'doctor', '--json'], {
+        encoding: 'utf8',
+        timeout: 60_000,
+        env: { ...process.env, SHADOWFS_NATIVE_MODULE: moduleFile },
+      });
+      const checks = (JSON.parse(doc.stdout) as { checks: Array<{ name: string; ok: boolean; detail: string }> }).checks;
+      const w = checks.find((c) => c.name === 'winfsp');
+      assert.strictEqual(w?.ok, true, doc.stdout);
+      assert.match(w?.detail ?? '', /winfsp-x64\.dll \(version 2\.0\.99\.7\) loaded/);
+      assert.deepStrictEqual(
+        checks.find((c) => c.name === 'native-module'),
+        { name: 'native-module', required: true, ok: true, detail: 'backends: fuse_hl' },
+      );
       reg('add', KEY, '/v', 'InstallDir', '/t', 'REG_SZ', '/d', `${standin('partial')}\\`, '/f');
       const partial = inNode<{ available: boolean; error: string; missing: string[] }>(probe);
       assert.strictEqual(partial.available, false);
