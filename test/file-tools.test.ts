@@ -358,6 +358,11 @@ describe('file tools: one agent layer as it shows the tree, without switching th
         return true;
       });
       await assert.rejects(grep(a, ''), { code: 'INVALID_ARGUMENT' });
+      // A glob too big for a regular expression (picomatch compiles it only when first used; the
+      // RPC fuzzer found this one as an internal error).
+      const huge = 'é'.repeat(50_000);
+      await assert.rejects(grep(a, 'x', { glob: huge }), { code: 'INVALID_ARGUMENT' });
+      await assert.rejects(glob(a, huge), { code: 'INVALID_ARGUMENT' });
       await assert.rejects(grep(a, 'x', { context: -1 }), { code: 'INVALID_ARGUMENT' });
       await assert.rejects(grep(a, 'x', { path: 'nothing' }), { code: 'NOT_FOUND' });
       assertMountShowsB(mp, shadow);

@@ -400,6 +400,7 @@ export async function glob(
   let isMatch: (p: string) => boolean;
   try {
     isMatch = picomatch(pat, PICOMATCH_OPTIONS);
+    isMatch('x'); // picomatch compiles lazily: a pattern too big for a RegExp fails here, not later
   } catch (err) {
     throw new ShadowError('INVALID_ARGUMENT', `invalid glob ${JSON.stringify(pat)}: ${(err as Error).message}`);
   }
@@ -540,6 +541,7 @@ export async function grep(
     let m: (p: string) => boolean;
     try {
       m = picomatch(g, { ...PICOMATCH_OPTIONS, basename: !g.includes('/') });
+      m('x'); // compiled lazily: make a pattern too big for a RegExp fail here, as INVALID_ARGUMENT
     } catch (err) {
       throw new ShadowError('INVALID_ARGUMENT', `invalid glob ${JSON.stringify(g)}: ${(err as Error).message}`);
     }
