@@ -123,7 +123,8 @@ function watchLaunch(child: ChildProcess): Launched {
     child,
     stdout: '',
     stderr: '',
-    exit: new Promise((resolve) => child.once('exit', (code) => resolve(code))),
+    // 'close', not 'exit': the exit can be reported before the last output has been read.
+    exit: new Promise((resolve) => child.once('close', (code) => resolve(code))),
   };
   child.stdout?.on('data', (d: Buffer) => (l.stdout += d.toString()));
   child.stderr?.on('data', (d: Buffer) => (l.stderr += d.toString()));
