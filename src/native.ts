@@ -11,6 +11,8 @@ export interface NativeMountOptions {
   useEpoch?: boolean;
   /** FUSE allow_other: users other than the mounter may use the mount. */
   allowOther?: boolean;
+  /** Names match ignoring case, keeping it (Windows' behaviour); fuse_hl only (fuse_ll refuses it). */
+  caseInsensitive?: boolean;
   /** Directory for spill files (unlinked temporary files); empty keeps everything in memory. */
   spillDir?: string;
   /** Files larger than this many bytes move to a spill file. */

@@ -28,6 +28,14 @@ export interface MountOptions {
   spillDir?: string;
   /** Let other users use the shadow (FUSE allow_other), the kernel checking permissions as on any file system. A mounter other than root needs "user_allow_other" in /etc/fuse.conf (else ALLOW_OTHER_DENIED). */
   allowOther?: boolean;
+  /**
+   * Case-insensitive, case-preserving names, as Windows users expect: `Foo.txt` and `foo.txt` are one entry, spelt the
+   * way it was created (or the way the folder spells it); a rename to another case changes the spelling. Applies to the
+   * mount and to every path the API takes. ASCII letters are folded (names the folder holds follow the folder's own
+   * rules on Windows). Default: true on Windows, false elsewhere. Needs the fuse_hl backend: the Linux kernel caches
+   * names by their exact spelling, so fuse_ll refuses it (INVALID_ARGUMENT).
+   */
+  caseInsensitive?: boolean;
 }
 
 export type { LayerStats };
@@ -740,8 +748,17 @@ export async function mount(lowerDir: string, options: MountOptions = {}): Promi
       `the spill directory ${spillDir} is inside the folder being shadowed; the folder is never written, pick another`,
     );
   }
+  const caseInsensitive = options.caseInsensitive ?? process.platform === 'win32';
+  if (typeof caseInsensitive !== 'boolean')
+    throw new ShadowError('INVALID_ARGUMENT', `caseInsensitive must be true or false, got ${String(caseInsensitive)}`);
   const lib = addon();
   const backend = pickBackend(options.backend, lib.backends);
+  if (caseInsensitive && backend !== 'fuse_hl') {
+    throw new ShadowError(
+      'INVALID_ARGUMENT',
+      `caseInsensitive needs the fuse_hl backend (this mount would use ${backend}: the Linux kernel caches names by their exact spelling)`,
+    );
+  }
   const { mountPoint, created } = prepareMountPoint(options.mountPoint, lower);
   const native = new lib.Shadow(backend, lower, mountPoint, {
     entryTimeout: timeout,
@@ -749,6 +766,7 @@ export async function mount(lowerDir: string, options: MountOptions = {}): Promi
     negativeTimeout: timeout,
     useEpoch: options.useEpoch ?? true,
     allowOther: options.allowOther === true,
+    caseInsensitive,
     spillThreshold,
     spillDir,
   });

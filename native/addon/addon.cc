@@ -159,8 +159,9 @@ class Shadow : public Napi::ObjectWrap<Shadow> {
   }
 
   // JS thread. new Shadow(backend, lower, mountPoint, { entryTimeout, attrTimeout,
-  // negativeTimeout, useEpoch, spillThreshold, spillDir, debug }): only records the options and
-  // starts the worker; nothing is opened or mounted until mount() (a job, like every I/O).
+  // negativeTimeout, useEpoch, allowOther, caseInsensitive, spillThreshold, spillDir, debug }):
+  // only records the options and starts the worker; nothing is opened or mounted until mount()
+  // (a job, like every I/O).
   explicit Shadow(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Shadow>(info) {
     Napi::Env env = info.Env();
     if (info.Length() < 4 || !info[0].IsString() || !info[1].IsString() || !info[2].IsString() ||
@@ -184,6 +185,7 @@ class Shadow : public Napi::ObjectWrap<Shadow> {
     flag("useEpoch", &opts_.useEpoch);
     flag("allowOther", &opts_.allowOther);
     flag("debug", &opts_.debug);
+    flag("caseInsensitive", &opts_.caseInsensitive);
     double threshold = -1;
     num("spillThreshold", &threshold);
     spillThreshold_ = threshold >= 0 ? static_cast<uint64_t>(threshold) : UINT64_MAX;
@@ -383,7 +385,8 @@ class Shadow : public Napi::ObjectWrap<Shadow> {
     int err = 0;
     std::string message;
     if (!ov_) {
-      ov_ = createOverlay(lower_, spillDir_, spillThreshold_, &err, &message);
+      ov_ = createOverlay(lower_, spillDir_, spillThreshold_, opts_.caseInsensitive, &err,
+                          &message);
       if (!ov_) return Outcome{err ? err : EIO, message, {}};
     }
     auto b = createBackend(backendName_, ov_, nullptr, lower_, mp, opts_, &err, &message);

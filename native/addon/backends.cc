@@ -30,7 +30,9 @@ std::vector<const char*> backendNames() {
 }
 
 std::shared_ptr<Overlay> createOverlay(const std::string& lower, const std::string& spillDir,
-                                       uint64_t spillThreshold, int* err, std::string* message) {
+                                       uint64_t spillThreshold, bool caseInsensitive, int* err,
+                                       std::string* message) {
+  const NameMatch names = caseInsensitive ? NameMatch::IgnoreCase : NameMatch::Exact;
 #if defined(SHADOWFS_HAVE_FUSE_LL)
   auto fs = openPosixLower(lower, err);
   if (!fs) {
@@ -46,7 +48,7 @@ std::shared_ptr<Overlay> createOverlay(const std::string& lower, const std::stri
       return nullptr;
     }
   }
-  auto ov = std::make_shared<Overlay>(std::move(fs), std::move(spill), spillThreshold);
+  auto ov = std::make_shared<Overlay>(std::move(fs), std::move(spill), spillThreshold, names);
   // What the core cannot say through an errno (a copy-up that gave up on a file that kept
   // changing) goes to stderr: for a daemon started by a client, daemon.log.start beside its log.
   ov->setLogger([](const std::string& line) { std::fprintf(stderr, "shadowfs: %s\n", line.c_str()); });
@@ -66,13 +68,14 @@ std::shared_ptr<Overlay> createOverlay(const std::string& lower, const std::stri
       return nullptr;
     }
   }
-  auto ov = std::make_shared<Overlay>(std::move(fs), std::move(spill), spillThreshold);
+  auto ov = std::make_shared<Overlay>(std::move(fs), std::move(spill), spillThreshold, names);
   ov->setLogger([](const std::string& line) { std::fprintf(stderr, "shadowfs: %s\n", line.c_str()); });
   return ov;
 #else
   (void)lower;
   (void)spillDir;
   (void)spillThreshold;
+  (void)names;
   *err = ENOSYS;
   *message = "this build cannot read folders on this platform yet";
   return nullptr;
@@ -85,8 +88,17 @@ std::unique_ptr<MountBackend> createBackend(const std::string& name, std::shared
                                             const MountOptions& opts, int* err,
                                             std::string* message) {
 #if defined(SHADOWFS_HAVE_FUSE_LL)
-  if (name == "default" || name == "fuse_ll")
+  if (name == "default" || name == "fuse_ll") {
+    // The Linux kernel caches names by their exact spelling (its dentry cache): `foo` and `FOO`
+    // would be cached apart, and what fuse_ll tells it to forget reaches one spelling only.
+    if (opts.caseInsensitive) {
+      *err = EINVAL;
+      *message = "case-insensitive names need the fuse_hl backend (fuse_ll: the kernel caches "
+                 "names by their exact spelling)";
+      return nullptr;
+    }
     return mountFuseLL(std::move(ov), view, lower, mountPoint, opts, err, message);
+  }
 #endif
 #if defined(SHADOWFS_HAVE_FUSE_HL)
   if (name == "default" || name == "fuse_hl")

@@ -11,9 +11,11 @@
 namespace shadowfs {
 
 std::vector<const char*> backendNames();
-// `spillDir` empty: keep every file in memory.
+// `spillDir` empty: keep every file in memory. `caseInsensitive`: names match ignoring case
+// (NameMatch::IgnoreCase).
 std::shared_ptr<Overlay> createOverlay(const std::string& lower, const std::string& spillDir,
-                                       uint64_t spillThreshold, int* err, std::string* message);
+                                       uint64_t spillThreshold, bool caseInsensitive, int* err,
+                                       std::string* message);
 std::unique_ptr<MountBackend> createBackend(const std::string& name, std::shared_ptr<Overlay> ov,
                                             Layer* view, const std::string& lower,
                                             const std::string& mountPoint,

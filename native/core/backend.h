@@ -24,6 +24,10 @@ struct MountOptions {
   // permissions, default_permissions being always on). fusermount3 refuses it to a mounter
   // other than root unless /etc/fuse.conf has user_allow_other; TypeScript checks that first.
   bool allowOther = false;
+  // Names match ignoring case, keeping it (Windows' behaviour; the overlay is built with
+  // NameMatch::IgnoreCase, see overlay.h). fuse_hl on Windows also tells WinFsp the file system
+  // is case-insensitive; fuse_ll refuses it (the Linux kernel caches names by exact spelling).
+  bool caseInsensitive = false;
 };
 
 class MountBackend {

@@ -1,6 +1,11 @@
 // One function per file-system operation. Each takes the layer its request resolved (see
 // overlay.h), holds that layer's lock only for the tree work, does content work under the
 // file's own content lock, and returns 0 or an errno from one place.
+//
+// Paths: an operation names its path parameter `asked` and, once it holds the layer's lock,
+// works on `path = canon(L, asked, ...)`, which is `asked` itself unless names are matched
+// ignoring case (overlay.h, NameMatch). Creating operations pass `respellAs` too, and give a new
+// entry the caller's spelling when it took the place of a deletion spelt otherwise.
 #include <cerrno>
 
 #include "model.h"
@@ -14,9 +19,11 @@ namespace shadowfs {
   if (!(view)) hold_ = current(nullptr);          \
   Layer& L = (view) ? *(view) : *hold_;
 
-int Overlay::getattr(Layer* view, const std::string& path, Attr* out) {
+int Overlay::getattr(Layer* view, const std::string& asked, Attr* out) {
   SFS_AT(view);
   ReadLock lock(L.mu, LockRank::Layer);
+  std::string cbuf;
+  const std::string& path = canon(L, asked, &cbuf);
   Res r;
   int e = resolve(L, path, &r);
   if (e) return e;
@@ -28,23 +35,25 @@ int Overlay::getattr(Layer* view, const std::string& path, Attr* out) {
   return 0;
 }
 
-int Overlay::readdir(Layer* view, const std::string& path, std::vector<DirEntry>* out) {
+int Overlay::readdir(Layer* view, const std::string& asked, std::vector<DirEntry>* out) {
   SFS_AT(view);
   ListPlan plan;
   {
     ReadLock lock(L.mu, LockRank::Layer);
-    int e = planList(L, path, &plan);
+    std::string cbuf;
+    int e = planList(L, canon(L, asked, &cbuf), &plan);
     if (e) return e;
   }
   return runList(plan, out);
 }
 
-int Overlay::list(Layer* view, const std::string& path, DirStream* d) {
+int Overlay::list(Layer* view, const std::string& asked, DirStream* d) {
   SFS_AT(view);
   ListPlan plan;
   {
     ReadLock lock(L.mu, LockRank::Layer);
-    int e = planList(L, path, &plan);
+    std::string cbuf;
+    int e = planList(L, canon(L, asked, &cbuf), &plan);
     if (e) return e;
   }
   std::vector<DirEntry> fresh;
@@ -56,9 +65,11 @@ int Overlay::list(Layer* view, const std::string& path, DirStream* d) {
   return 0;
 }
 
-int Overlay::readlink(Layer* view, const std::string& path, std::string* out) {
+int Overlay::readlink(Layer* view, const std::string& asked, std::string* out) {
   SFS_AT(view);
   ReadLock lock(L.mu, LockRank::Layer);
+  std::string cbuf;
+  const std::string& path = canon(L, asked, &cbuf);
   Res r;
   int e = resolve(L, path, &r);
   if (e) return e;
@@ -71,34 +82,40 @@ int Overlay::readlink(Layer* view, const std::string& path, std::string* out) {
   return lower_->readlink(r.low, out);
 }
 
-int Overlay::mknod(Layer* view, const std::string& path, FileType type, uint32_t perm,
+int Overlay::mknod(Layer* view, const std::string& asked, FileType type, uint32_t perm,
                    uint64_t rdev, const Caller& who, Attr* out) {
   SFS_AT(view);
   if (!L.writable) return EROFS;
   auto in = newInode(type, perm, who);
   in->snap.rdev = rdev;
   WriteLock lock(L.mu, LockRank::Layer);
+  std::string cbuf, respellAs;
+  const std::string& path = canon(L, asked, &cbuf, &respellAs);
   Node* n;
   int e = placeNew(L, path, in, &n);
+  if (!e && !respellAs.empty()) e = respell(L, path, respellAs);
   if (e) return e;
   nodeAttr(n, false, std::string(), out);
   return 0;
 }
 
-int Overlay::mkdir(Layer* view, const std::string& path, uint32_t perm, const Caller& who,
+int Overlay::mkdir(Layer* view, const std::string& asked, uint32_t perm, const Caller& who,
                    Attr* out) {
   SFS_AT(view);
   if (!L.writable) return EROFS;
   auto in = newInode(FileType::Directory, perm, who);
   WriteLock lock(L.mu, LockRank::Layer);
+  std::string cbuf, respellAs;
+  const std::string& path = canon(L, asked, &cbuf, &respellAs);
   Node* n;
   int e = placeNew(L, path, in, &n);
+  if (!e && !respellAs.empty()) e = respell(L, path, respellAs);
   if (e) return e;
   nodeAttr(n, false, std::string(), out);
   return 0;
 }
 
-int Overlay::symlink(Layer* view, const std::string& target, const std::string& path,
+int Overlay::symlink(Layer* view, const std::string& target, const std::string& asked,
                      const Caller& who, Attr* out) {
   SFS_AT(view);
   if (!L.writable) return EROFS;
@@ -106,17 +123,24 @@ int Overlay::symlink(Layer* view, const std::string& target, const std::string& 
   in->target = target;
   in->snap.size = target.size();
   WriteLock lock(L.mu, LockRank::Layer);
+  std::string cbuf, respellAs;
+  const std::string& path = canon(L, asked, &cbuf, &respellAs);
   Node* n;
   int e = placeNew(L, path, in, &n);
+  if (!e && !respellAs.empty()) e = respell(L, path, respellAs);
   if (e) return e;
   nodeAttr(n, false, std::string(), out);
   return 0;
 }
 
-int Overlay::link(Layer* view, const std::string& from, const std::string& to, Attr* out) {
+int Overlay::link(Layer* view, const std::string& fromAsked, const std::string& toAsked,
+                  Attr* out) {
   SFS_AT(view);
   if (!L.writable) return EROFS;
   WriteLock lock(L.mu, LockRank::Layer);
+  std::string fbuf, tbuf, respellAs;
+  const std::string& from = canon(L, fromAsked, &fbuf);
+  const std::string& to = canon(L, toAsked, &tbuf, &respellAs);
   Res r;
   Node* src;
   int e = materializeNode(L, from, &src, &r);
@@ -125,6 +149,7 @@ int Overlay::link(Layer* view, const std::string& from, const std::string& to, A
   std::shared_ptr<Inode> in = src->inode;
   Node* n;
   e = placeNew(L, to, in, &n);
+  if (!e && !respellAs.empty()) e = respell(L, to, respellAs);
   if (e) return e;
   ensureOwnMeta(in.get(), false, std::string());
   touch(in.get(), false);
@@ -132,10 +157,12 @@ int Overlay::link(Layer* view, const std::string& from, const std::string& to, A
   return 0;
 }
 
-int Overlay::unlink(Layer* view, const std::string& path) {
+int Overlay::unlink(Layer* view, const std::string& asked) {
   SFS_AT(view);
   if (!L.writable) return EROFS;
   WriteLock lock(L.mu, LockRank::Layer);
+  std::string cbuf;
+  const std::string& path = canon(L, asked, &cbuf);
   Res r;
   int e = resolve(L, path, &r);
   if (e) return e;
@@ -144,11 +171,13 @@ int Overlay::unlink(Layer* view, const std::string& path) {
   return removeAt(L, path);
 }
 
-int Overlay::rmdir(Layer* view, const std::string& path) {
+int Overlay::rmdir(Layer* view, const std::string& asked) {
   SFS_AT(view);
   if (!L.writable) return EROFS;
-  if (path.empty()) return EBUSY;
+  if (asked.empty()) return EBUSY;
   WriteLock lock(L.mu, LockRank::Layer);
+  std::string cbuf;
+  const std::string& path = canon(L, asked, &cbuf);
   ListPlan plan;
   int e = planList(L, path, &plan);
   if (e) return e;
@@ -159,15 +188,31 @@ int Overlay::rmdir(Layer* view, const std::string& path) {
   return removeAt(L, path);
 }
 
-int Overlay::rename(Layer* view, const std::string& from, const std::string& to, uint32_t flags) {
+int Overlay::rename(Layer* view, const std::string& fromAsked, const std::string& toAsked,
+                    uint32_t flags) {
   SFS_AT(view);
   if (!L.writable) return EROFS;
   if ((flags & kRenameNoReplace) && (flags & kRenameExchange)) return EINVAL;
-  if (from.empty() || to.empty()) return EBUSY;
+  if (fromAsked.empty() || toAsked.empty()) return EBUSY;
   WriteLock lock(L.mu, LockRank::Layer);
+  std::string fbuf, tbuf, respellAs;
+  const std::string& from = canon(L, fromAsked, &fbuf);
+  const std::string& to = canon(L, toAsked, &tbuf, &respellAs);
   Res rf;
   int e = resolve(L, from, &rf);
   if (e) return e;
+  if (ignoreCase_ && from == to) {
+    // Both names are one entry: a rename to another case of its own name (`foo` -> `Foo`)
+    // changes its spelling to the one given for the target, as on Windows. The caller giving
+    // the same last name twice changes nothing (rename(2) of a name onto itself), whatever the
+    // entry's spelling. Exchanging an entry with itself does nothing either; NoReplace has
+    // nothing it could replace.
+    std::string dir, fromName, toName;
+    splitLast(fromAsked, &dir, &fromName);
+    splitLast(toAsked, &dir, &toName);
+    if ((flags & kRenameExchange) || fromName == toName) return 0;
+    return respell(L, from, toName);
+  }
   if (isInside(to, from)) return EINVAL;
   std::string tparent, tname;
   splitLast(to, &tparent, &tname);
@@ -239,7 +284,10 @@ int Overlay::rename(Layer* view, const std::string& from, const std::string& to,
   Res a;
   auto na = detach(L, from, a);
   if (!na) return EIO;
-  return attach(L, to, std::move(na));
+  e = attach(L, to, std::move(na));
+  // To a name the layer deleted in another case: the entry takes the caller's spelling.
+  if (!e && !respellAs.empty()) e = respell(L, to, respellAs);
+  return e;
 }
 
 namespace {
@@ -256,7 +304,7 @@ void applyAttrs(Attr* s, uint32_t mask, const Attr& v, Timespec t) {
 }
 }  // namespace
 
-int Overlay::setattr(Layer* view, const std::string& path, Handle* h, uint32_t mask,
+int Overlay::setattr(Layer* view, const std::string& asked, Handle* h, uint32_t mask,
                      const Attr& v, Attr* out) {
   SFS_AT(view);
   if (!L.writable) return EROFS;
@@ -265,6 +313,8 @@ int Overlay::setattr(Layer* view, const std::string& path, Handle* h, uint32_t m
     in = h->inode;
   } else {
     WriteLock lock(L.mu, LockRank::Layer);
+    std::string cbuf;
+    const std::string& path = canon(L, asked, &cbuf);
     Node* n;
     Res r;
     int e = materializeNode(L, path, &n, &r);
@@ -350,12 +400,14 @@ int Overlay::openOnNode(Layer& L, const std::shared_ptr<Inode>& in, const OpenIn
   return 0;
 }
 
-int Overlay::open(Layer* view, const std::string& path, const OpenIntent& intent, Handle** out,
+int Overlay::open(Layer* view, const std::string& asked, const OpenIntent& intent, Handle** out,
                   Attr* attr) {
   SFS_AT(view);
   std::shared_ptr<Inode> in;
+  std::string cbuf;
   if (!intent.write && !intent.truncate) {
     ReadLock lock(L.mu, LockRank::Layer);
+    const std::string& path = canon(L, asked, &cbuf);
     Res r;
     int e = resolve(L, path, &r);
     if (e) return e;
@@ -377,6 +429,7 @@ int Overlay::open(Layer* view, const std::string& path, const OpenIntent& intent
   } else {
     if (!L.writable) return EROFS;
     WriteLock lock(L.mu, LockRank::Layer);
+    const std::string& path = canon(L, asked, &cbuf);
     Res r;
     Node* n;
     int e = materializeNode(L, path, &n, &r);
@@ -388,13 +441,15 @@ int Overlay::open(Layer* view, const std::string& path, const OpenIntent& intent
   return openOnNode(L, in, intent, out, attr);
 }
 
-int Overlay::create(Layer* view, const std::string& path, uint32_t perm, const OpenIntent& intent,
+int Overlay::create(Layer* view, const std::string& asked, uint32_t perm, const OpenIntent& intent,
                     const Caller& who, Handle** out, Attr* attr) {
   SFS_AT(view);
   if (!L.writable) return EROFS;
   std::shared_ptr<Inode> in;
   {
     WriteLock lock(L.mu, LockRank::Layer);
+    std::string cbuf, respellAs;
+    const std::string& path = canon(L, asked, &cbuf, &respellAs);
     Res r;
     int e = resolve(L, path, &r);
     if (e == 0) {
@@ -408,6 +463,7 @@ int Overlay::create(Layer* view, const std::string& path, uint32_t perm, const O
     } else if (e == ENOENT) {
       Node* n;
       e = placeNew(L, path, newInode(FileType::Regular, perm, who), &n);
+      if (!e && !respellAs.empty()) e = respell(L, path, respellAs);
       if (e) return e;
       in = n->inode;
     } else {
@@ -490,10 +546,12 @@ void Overlay::release(Handle* h) {
   delete h;
 }
 
-int Overlay::getxattr(Layer* view, const std::string& path, const std::string& name,
+int Overlay::getxattr(Layer* view, const std::string& asked, const std::string& name,
                       std::string* value) {
   SFS_AT(view);
   ReadLock lock(L.mu, LockRank::Layer);
+  std::string cbuf;
+  const std::string& path = canon(L, asked, &cbuf);
   Res r;
   int e = resolve(L, path, &r);
   if (e) return e;
@@ -512,9 +570,11 @@ int Overlay::getxattr(Layer* view, const std::string& path, const std::string& n
   return lower_->getxattr(src, name, value);
 }
 
-int Overlay::listxattr(Layer* view, const std::string& path, std::vector<std::string>* names) {
+int Overlay::listxattr(Layer* view, const std::string& asked, std::vector<std::string>* names) {
   SFS_AT(view);
   ReadLock lock(L.mu, LockRank::Layer);
+  std::string cbuf;
+  const std::string& path = canon(L, asked, &cbuf);
   Res r;
   int e = resolve(L, path, &r);
   if (e) return e;
@@ -558,8 +618,10 @@ void ownXattrs(LowerFs* lower, Inode* in, const std::string* src) {
 // setxattr and removexattr: the layer takes over the object and its xattr list, then `change`
 // edits the list under the inode's metadata lock and returns 0 or an errno.
 template <typename Change>
-int Overlay::editXattrs(Layer& L, const std::string& path, Change change) {
+int Overlay::editXattrs(Layer& L, const std::string& asked, Change change) {
   WriteLock lock(L.mu, LockRank::Layer);
+  std::string cbuf;
+  const std::string& path = canon(L, asked, &cbuf);
   Res r;
   Node* n;
   int e = materializeNode(L, path, &n, &r);

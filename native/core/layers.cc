@@ -9,8 +9,11 @@
 namespace shadowfs {
 
 Overlay::Overlay(std::unique_ptr<LowerFs> lower, std::unique_ptr<SpillStore> spill,
-                 uint64_t spillThreshold)
-    : lower_(std::move(lower)), spill_(std::move(spill)), spillThreshold_(spillThreshold) {
+                 uint64_t spillThreshold, NameMatch names)
+    : lower_(std::move(lower)),
+      spill_(std::move(spill)),
+      spillThreshold_(spillThreshold),
+      ignoreCase_(names == NameMatch::IgnoreCase) {
   rootAttr_.type = FileType::Directory;
   rootAttr_.perm = 0755;
   lower_->stat("", &rootAttr_);
@@ -174,9 +177,9 @@ void Overlay::unpin(Layer* layer) {
   if (layer && layer->pins > 0) layer->pins--;
 }
 
-int Overlay::putFile(const std::string& layer, const std::string& path, const std::string& data,
+int Overlay::putFile(const std::string& layer, const std::string& asked, const std::string& data,
                      uint32_t perm, const Caller& who) {
-  if (path.empty()) return EISDIR;
+  if (asked.empty()) return EISDIR;
   std::shared_ptr<Layer> lp = byName(layer);
   if (!lp) return ENXIO;
   Layer& L = *lp;
@@ -187,6 +190,8 @@ int Overlay::putFile(const std::string& layer, const std::string& path, const st
   std::shared_ptr<Inode> in;
   {
     WriteLock lock(L.mu, LockRank::Layer);
+    std::string cbuf, respellAs;
+    const std::string& path = canon(L, asked, &cbuf, &respellAs);
     std::string parent, name;
     splitLast(path, &parent, &name);
     int e = checkParents(L, parent, &who);
@@ -196,7 +201,11 @@ int Overlay::putFile(const std::string& layer, const std::string& path, const st
     if (e) return e;
     Res r;
     e = resolve(L, path, &r);
-    if (e == ENOENT) return placeNew(L, path, fresh, nullptr);
+    if (e == ENOENT) {
+      e = placeNew(L, path, fresh, nullptr);
+      if (!e && !respellAs.empty()) e = respell(L, path, respellAs);
+      return e;
+    }
     if (e) return e;
     FileType t = r.node ? r.node->inode->type : r.lowerAttr.type;
     if (t == FileType::Directory) return EISDIR;
@@ -222,12 +231,14 @@ int Overlay::putFile(const std::string& layer, const std::string& path, const st
   return 0;
 }
 
-int Overlay::remove(const std::string& layer, const std::string& path) {
-  if (path.empty()) return EBUSY;
+int Overlay::remove(const std::string& layer, const std::string& asked) {
+  if (asked.empty()) return EBUSY;
   std::shared_ptr<Layer> lp = byName(layer);
   if (!lp) return ENXIO;
   Layer& L = *lp;
   WriteLock lock(L.mu, LockRank::Layer);
+  std::string cbuf;
+  const std::string& path = canon(L, asked, &cbuf);
   std::string parent, name;
   splitLast(path, &parent, &name);
   Node* p;
@@ -239,7 +250,7 @@ int Overlay::remove(const std::string& layer, const std::string& path) {
   return removeAt(L, path);
 }
 
-int Overlay::readFile(const std::string& layer, const std::string& path, std::string* out) {
+int Overlay::readFile(const std::string& layer, const std::string& asked, std::string* out) {
   out->clear();
   std::shared_ptr<Layer> lp = byName(layer);
   if (!lp) return ENXIO;
@@ -248,6 +259,8 @@ int Overlay::readFile(const std::string& layer, const std::string& path, std::st
   std::string lowerPath;
   {
     ReadLock lock(L.mu, LockRank::Layer);
+    std::string cbuf;
+    const std::string& path = canon(L, asked, &cbuf);
     // Same checks as writes: no path through a symlink.
     std::string parent, name;
     splitLast(path, &parent, &name);

@@ -1,6 +1,7 @@
 // The read-only view of the user's folder A that the overlay is built on.
 // The core never touches the OS itself: a platform module implements this interface
-// (native/platform/posix_lower.cc on Linux). Every method returns 0 or a positive errno.
+// (native/platform/posix_lower.cc on Linux, win32_lower.cc on Windows). Every method returns 0
+// or a positive errno.
 // Paths are normalised and relative to A's root ("" is the root itself).
 // Implementations must be safe to call from many threads at once and must never write.
 #pragma once
@@ -33,6 +34,24 @@ class LowerFs {
   virtual int listxattr(const std::string& rel, std::vector<std::string>* names) = 0;
   virtual int getxattr(const std::string& rel, const std::string& name, std::string* value) = 0;
   virtual int statfs(FsStats* out) = 0;
+
+  // --- Names (asked only by an overlay that matches names ignoring case, see overlay.h) ---
+  // Whether this folder finds an entry whatever the case of the name asked (NTFS: stat("FOO")
+  // finds "foo"). Then an exact-case hit says nothing about how the entry is spelled, so the
+  // overlay asks storedName() for the spelling instead of listing directories. POSIX folders
+  // answer false (Linux's per-directory casefold and macOS's default case-insensitive APFS are
+  // not detected: their entries are then found by listing, which still works).
+  virtual bool caseInsensitive() const { return false; }
+  // The name of the folder's entry at `rel` as its directory stores it (the last component of
+  // `rel`, spelled as the folder spells it); 0, ENOENT when there is none, or another errno.
+  // This default fits a case-sensitive folder, where a hit is spelled as asked.
+  virtual int storedName(const std::string& rel, std::string* name) {
+    Attr a;
+    if (int e = stat(rel, &a)) return e;
+    auto slash = rel.rfind('/');
+    *name = slash == std::string::npos ? rel : rel.substr(slash + 1);
+    return 0;
+  }
 };
 
 }  // namespace shadowfs

@@ -27,6 +27,7 @@
 #include <optional>
 #include <shared_mutex>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "dir_stream.h"
@@ -76,11 +77,26 @@ struct LayerStats {
 // a rename over its path. A file opened in layer X keeps reading and writing X's copy; a file
 // of A opened for reading keeps reading A (or X's copy, once X copies it up). New opens see
 // the layer that is active when they happen.
+//
+// Names: byte for byte by default (POSIX). With NameMatch::IgnoreCase the overlay matches names
+// as Windows does, ignoring case but keeping it (the fold is in casefold.h: ASCII letters):
+// - every operation that takes a path first spells it the way the layer and the folder already
+//   spell it (canon(), under the layer's lock), then runs exactly as in the default mode: a
+//   component the layer holds takes the layer's spelling (a live entry before a deletion), one
+//   below a position that merges the folder takes the folder's spelling, and a name found
+//   nowhere keeps the caller's (a new entry has the case it was created with);
+// - a listing shows one entry per name: the layer's entries and deletions hide the folder's
+//   entries of that name in any case;
+// - a rename to another case of the same entry (`foo` -> `Foo`) changes its spelling, and an
+//   entry created where the layer deleted the name in another case takes the caller's case.
+// The option is fixed at construction; with the default, nothing of this runs.
+enum class NameMatch { Exact, IgnoreCase };
+
 class Overlay {
  public:
   // Files whose content grows past `spillThreshold` bytes move to `spill` (if given).
   explicit Overlay(std::unique_ptr<LowerFs> lower, std::unique_ptr<SpillStore> spill = nullptr,
-                   uint64_t spillThreshold = UINT64_MAX);
+                   uint64_t spillThreshold = UINT64_MAX, NameMatch names = NameMatch::Exact);
   ~Overlay();
   Overlay(const Overlay&) = delete;
   Overlay& operator=(const Overlay&) = delete;
@@ -125,6 +141,8 @@ class Overlay {
   int statfs(FsStats* out);
   // Lists a directory into `d` (see DirStream for when), with the directory's own inode number.
   int list(Layer* view, const std::string& path, DirStream* d);
+
+  bool ignoresCase() const { return ignoreCase_; }
 
   // Where the core reports what a caller cannot see in an errno (a copy-up that gave up, ...).
   // Called on the thread where it happened; must not call back into the overlay.
@@ -203,6 +221,15 @@ class Overlay {
   std::unique_ptr<Node> detach(Layer& L, const std::string& path, Res& r);
   int attach(Layer& L, const std::string& path, std::unique_ptr<Node> n);
   int xattrSource(const Res& r, std::string* src) const;
+  // Case-insensitive names (NameMatch::IgnoreCase; the caller holds L's lock). canon() returns
+  // `path` spelled as the layer and the folder spell it (in *buf), or `path` itself when names
+  // are exact. *respellAs (if given) gets the caller's last name when that name matched only a
+  // deletion of the layer spelled otherwise: an entry created there then takes it (respell()).
+  const std::string& canon(const Layer& L, const std::string& path, std::string* buf,
+                           std::string* respellAs = nullptr) const;
+  bool lowerSpelling(const std::string& dir, std::string_view name, std::string* real) const;
+  // Gives the layer's entry at `path` the name `name` in the same directory (a rename).
+  int respell(Layer& L, const std::string& path, const std::string& name);
   // What a listing needs from the layer, taken under its lock so A is read without it.
   struct ListPlan;
   int planList(Layer& L, const std::string& path, ListPlan* plan);
@@ -234,6 +261,7 @@ class Overlay {
   std::unique_ptr<LowerFs> lower_;
   std::unique_ptr<SpillStore> spill_;
   uint64_t spillThreshold_;
+  const bool ignoreCase_;  // NameMatch::IgnoreCase
   Attr rootAttr_;  // A's root at mount time, for layer roots when A's root cannot be read
   std::function<void(const std::string&)> log_;
   // The registry (rank 1, see model.h): layers_, active_, every Layer::pins. Held briefly.

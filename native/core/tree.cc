@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <chrono>
 
+#include "casefold.h"
 #include "model.h"
 #include "path.h"
 
@@ -112,6 +113,131 @@ int Overlay::resolve(Layer& L, const std::string& path, Res* r) const {
     return e;
   }
   return 0;
+}
+
+// Case-insensitive names: the one place that decides how a path the caller spelt is spelt in
+// the layer and the folder. Every later step (resolve, materialise, place, remove...) then
+// works byte for byte on the result, exactly as with exact names, so the rest of the core has
+// no second notion of "same name". Walks like resolve():
+// - at a layer node, a child of the same name in any case: a live entry first (the exact
+//   spelling before another), else a deletion (whiteout), which ends the walk since nothing
+//   lives below it. Scanning the children costs O(entries the layer holds in that directory)
+//   when the exact spelling misses; the layer holds only what it changed, so that stays small;
+// - below the layer's nodes, where the folder merges, the folder's own spelling
+//   (lowerSpelling()); a case-sensitive folder that has the rest of the path exactly as asked
+//   needs no more than one stat for all of it;
+// - a name found nowhere ends the walk: it and what follows keep the caller's spelling.
+const std::string& Overlay::canon(const Layer& L, const std::string& path, std::string* buf,
+                                  std::string* respellAs) const {
+  if (respellAs) respellAs->clear();
+  if (!ignoreCase_ || path.empty()) return path;
+  auto comps = components(path);
+  buf->clear();
+  auto append = [buf](std::string_view c) {
+    if (!buf->empty()) buf->push_back('/');
+    buf->append(c);
+  };
+  const Node* cur = L.root.get();
+  bool lv = true;
+  std::string low;
+  size_t i = 0;
+  for (; i < comps.size(); ++i) {
+    const std::string_view c = comps[i];
+    if (c.size() > kNameMax) break;  // resolve() refuses it
+    if (cur) {
+      if (!cur->dir()) break;  // resolve() answers ENOTDIR
+      const Node* live = nullptr;
+      const Node* dead = nullptr;
+      std::string_view liveName, deadName;
+      auto it = cur->children.find(c);
+      if (it != cur->children.end() && !it->second->whiteout()) {
+        live = it->second.get();
+        liveName = it->first;
+      } else {
+        if (it != cur->children.end()) {
+          dead = it->second.get();
+          deadName = it->first;
+        }
+        for (const auto& [name, child] : cur->children) {
+          if (!sameName(name, c)) continue;
+          if (!child->whiteout()) {
+            live = child.get();
+            liveName = name;
+            break;
+          }
+          if (!dead) {
+            dead = child.get();
+            deadName = name;
+          }
+        }
+      }
+      if (live) {
+        append(liveName);
+        descend(live, liveName, &lv, &low);
+        cur = live;
+        continue;
+      }
+      if (dead) {
+        append(deadName);
+        if (i + 1 == comps.size() && respellAs && deadName != c) *respellAs = std::string(c);
+        ++i;
+        break;
+      }
+      cur = nullptr;
+      if (!lv) break;  // a directory of the layer's own: nothing of the folder below
+      if (!lower_->caseInsensitive()) {
+        Attr a;
+        const size_t at = static_cast<size_t>(c.data() - path.data());
+        if (lower_->stat(joinPath(low, std::string_view(path).substr(at)), &a) == 0)
+          break;  // the rest is spelt as the folder spells it
+      }
+    }
+    std::string real;
+    if (!lowerSpelling(low, c, &real)) break;
+    append(real);
+    low = joinPath(low, real);
+  }
+  for (; i < comps.size(); ++i) append(comps[i]);
+  return *buf;
+}
+
+// The folder's spelling of `name` in its directory `dir`: as asked when the folder has that
+// exactly, else the entry that matches ignoring case (of several in a case-sensitive folder,
+// the first in byte order). A case-insensitive folder tells it in one call (storedName); a
+// case-sensitive one is listed, which only happens when the exact spelling is missing. False
+// when the folder has no such entry.
+bool Overlay::lowerSpelling(const std::string& dir, std::string_view name,
+                            std::string* real) const {
+  const std::string at = joinPath(dir, name);
+  if (lower_->caseInsensitive()) return lower_->storedName(at, real) == 0;
+  Attr a;
+  if (lower_->stat(at, &a) == 0) {
+    *real = std::string(name);
+    return true;
+  }
+  std::vector<DirEntry> ls;
+  if (lower_->readdir(dir, &ls) != 0) return false;
+  bool found = false;
+  for (auto& d : ls) {
+    if (sameName(d.name, name) && (!found || d.name < *real)) {
+      *real = d.name;
+      found = true;
+    }
+  }
+  return found;
+}
+
+// A rename within one directory, by the same steps as rename(): the entry keeps its inode,
+// content and (for a directory of the folder, through a redirect) its merge with the folder;
+// the old name becomes a whiteout where the folder has something under it.
+int Overlay::respell(Layer& L, const std::string& path, const std::string& name) {
+  std::string parent, old;
+  splitLast(path, &parent, &old);
+  if (old == name) return 0;
+  Res r;
+  auto n = detach(L, path, r);
+  if (!n) return EIO;
+  return attach(L, joinPath(parent, name), std::move(n));
 }
 
 // Makes sure every directory along `path` has a layer node (copying up directories of A as
@@ -347,13 +473,15 @@ int Overlay::removeAt(Layer& L, const std::string& path) {
   return 0;
 }
 
-int Overlay::revert(const std::string& layer, const std::string& path, bool* wasDir) {
+int Overlay::revert(const std::string& layer, const std::string& asked, bool* wasDir) {
   *wasDir = false;
-  if (path.empty()) return EBUSY;
+  if (asked.empty()) return EBUSY;
   std::shared_ptr<Layer> lp = byName(layer);
   if (!lp) return ENXIO;
   Layer& L = *lp;
   WriteLock lock(L.mu, LockRank::Layer);
+  std::string cbuf;
+  const std::string& path = canon(L, asked, &cbuf);
   Node* dir = L.root.get();
   auto comps = components(path);
   for (size_t i = 0; i + 1 < comps.size(); ++i) {
@@ -364,6 +492,25 @@ int Overlay::revert(const std::string& layer, const std::string& path, bool* was
     // looked for elsewhere): only the whole directory can go back to the folder's.
     if (c->whiteout() || !c->dir() || c->opaque || c->redirect) return EXDEV;
     dir = c;
+  }
+  if (ignoreCase_) {
+    // Every spelling the layer has for the name goes: after a case-only rename the layer holds
+    // the new name and a whiteout of the old, and the folder's entry is back only once both are.
+    bool any = false;
+    for (auto it = dir->children.begin(); it != dir->children.end();) {
+      if (!sameName(it->first, comps.back())) {
+        ++it;
+        continue;
+      }
+      any = true;
+      *wasDir = *wasDir || it->second->dir();
+      dropNames(this, it->second.get(), &Overlay::touch);
+      it = dir->children.erase(it);
+    }
+    if (!any) return 0;
+    for (auto c = L.copied.begin(); c != L.copied.end();)
+      c = sameOrInsideFolded(c->first, path) ? L.copied.erase(c) : std::next(c);
+    return 0;
   }
   auto it = dir->children.find(comps.back());
   if (it == dir->children.end()) return 0;
@@ -480,9 +627,11 @@ int Overlay::planList(Layer& L, const std::string& path, ListPlan* plan) {
   plan->readLower = r.lv;
   plan->low = r.low;
   for (auto& [name, c] : r.node->children) {
-    if (r.lv) plan->hidden.push_back(name);
+    if (r.lv) plan->hidden.push_back(ignoreCase_ ? foldName(name) : name);
     if (!c->whiteout()) plan->own.push_back(DirEntry{name, c->inode->ino, c->inode->type});
   }
+  // Case-insensitive names: the layer's names hide the folder's in any case (folded, sorted).
+  if (ignoreCase_) std::sort(plan->hidden.begin(), plan->hidden.end());
   return 0;
 }
 
@@ -493,10 +642,17 @@ int Overlay::runList(const ListPlan& plan, std::vector<DirEntry>* out) {
     std::vector<DirEntry> ls;
     if (lower_->readdir(plan.low, &ls) == 0) {
       out->reserve(ls.size() + plan.own.size());
-      // plan.hidden is sorted (it comes from an ordered map).
-      for (auto& d : ls) {
-        if (!std::binary_search(plan.hidden.begin(), plan.hidden.end(), d.name))
-          out->push_back(std::move(d));
+      // plan.hidden is sorted (it comes from an ordered map, or was sorted once folded).
+      if (!ignoreCase_) {
+        for (auto& d : ls) {
+          if (!std::binary_search(plan.hidden.begin(), plan.hidden.end(), d.name))
+            out->push_back(std::move(d));
+        }
+      } else {
+        for (auto& d : ls) {
+          if (!std::binary_search(plan.hidden.begin(), plan.hidden.end(), foldName(d.name)))
+            out->push_back(std::move(d));
+        }
       }
     }
   }

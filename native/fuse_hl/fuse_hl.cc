@@ -199,7 +199,10 @@ void* HLMount::opInit(struct fuse_conn_info* conn, struct fuse_config* cfg) {
   // Locks stay in the kernel (local to this machine), as with fuse_ll.
   conn->want &= ~(FUSE_CAP_POSIX_LOCKS | FUSE_CAP_FLOCK_LOCKS);
 #else
-  (void)conn;
+  // Case-insensitive names (MountOptions::caseInsensitive): WinFsp learns it here as well as
+  // from CaseInsensitiveSearch in the mount arguments.
+  auto* m = static_cast<HLMount*>(fuse_get_context()->private_data);
+  if (m->opts_.caseInsensitive) conn->want |= FUSE_CAP_CASE_INSENSITIVE;
 #endif
   return fuse_get_context()->private_data;
 }
@@ -518,7 +521,7 @@ const struct fuse_operations kOps = [] {
 }  // namespace
 
 int HLMount::start(int* err, std::string* message) {
-  struct fuse_args args = mountArgs(lower_, opts_.debug, opts_.allowOther);
+  struct fuse_args args = mountArgs(lower_, opts_.debug, opts_.allowOther, opts_.caseInsensitive);
   f_ = fuse_new(&args, &kOps, sizeof kOps, this);
   fuse_opt_free_args(&args);
   if (!f_) {

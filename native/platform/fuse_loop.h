@@ -26,13 +26,18 @@ namespace shadowfs {
 // to the kernel, other users let in when asked, and -d when asked. Free with fuse_opt_free_args.
 // WinFsp takes its own options instead: files owned by the user who mounts (uid/gid -1), how
 // long Windows may cache file information (FileInfoTimeout, ms: 0, as fuse_hl caches nothing),
-// and the volume label Explorer shows.
-inline struct fuse_args mountArgs(const std::string& lower, bool debug, bool allowOther = false) {
+// the volume label Explorer shows, and with `caseInsensitive` that names match in any case
+// (CaseInsensitiveSearch: Windows then looks names up ignoring case; the core does the same).
+// libfuse has no such option: `caseInsensitive` is not passed on Linux.
+inline struct fuse_args mountArgs(const std::string& lower, bool debug, bool allowOther = false,
+                                  bool caseInsensitive = false) {
 #if defined(_WIN32)
   (void)lower;
   (void)allowOther;
   std::string opts = "uid=-1,gid=-1,umask=022,FileInfoTimeout=0,volname=shadowfs";
+  if (caseInsensitive) opts += ",CaseInsensitiveSearch";
 #else
+  (void)caseInsensitive;
   std::string opts = "default_permissions,fsname=shadowfs:" + escapeOpt(lower) + ",subtype=shadowfs";
   if (allowOther) opts += ",allow_other";
 #endif

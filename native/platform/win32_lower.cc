@@ -479,6 +479,28 @@ class Win32Lower final : public LowerFs {
     return e == ERROR_NO_MORE_FILES ? 0 : errnoFromWin32(e);
   }
 
+  // Windows finds a name in any case (NTFS folds with the volume's upcase table).
+  bool caseInsensitive() const override { return true; }
+
+  // FindFirstFileExW on the path itself (no wildcard: joinRel refuses '*', '?', '<', '>' and
+  // '"', which it would take as patterns) answers with the entry's name as its directory stores
+  // it, in one call, whichever case `rel` used. The long name also when `rel` gave the short
+  // (8.3) one.
+  int storedName(const std::string& rel, std::string* name) override {
+    if (rel.empty()) return EINVAL;
+    std::wstring p;
+    if (int e = win32::joinRel(root_, rel, &p)) return e;
+    WIN32_FIND_DATAW d;
+    HANDLE f = FindFirstFileExW(p.c_str(), FindExInfoBasic, &d, FindExSearchNameMatch, nullptr, 0);
+    if (f == INVALID_HANDLE_VALUE) {
+      DWORD e = GetLastError();
+      return e == ERROR_NO_MORE_FILES ? ENOENT : errnoFromWin32(e);
+    }
+    FindClose(f);
+    *name = win32::toUtf8(d.cFileName, std::wcslen(d.cFileName));
+    return 0;
+  }
+
   int readlink(const std::string& rel, std::string* out) override {
     std::wstring p;
     if (int e = win32::joinRel(root_, rel, &p)) return e;

@@ -24,6 +24,12 @@ namespace shadowfs {
 // aliases...) are ordinary files or directories to the shadow; readlink() on them is EINVAL.
 //
 // readdir() entries carry ino 0 (FindFirstFileExW has no file IDs); stat() has the real one.
+//
+// Names are found in any case, as Windows finds them (caseInsensitive() is true), and
+// storedName() tells how the folder spells an entry: an overlay that matches names ignoring
+// case (NameMatch::IgnoreCase) keeps the folder's spelling with it. A directory made
+// case-sensitive (fsutil file setCaseSensitiveInfo) is still asked as one that is not: its
+// names are then found only as spelt.
 std::unique_ptr<LowerFs> openWin32Lower(const std::string& rootUtf8, int* err);
 
 // Spill files: FILE_FLAG_DELETE_ON_CLOSE temporary files in `dirUtf8`, which must exist and

@@ -42,8 +42,11 @@ describe('the Windows backend driven by a stand-in for WinFsp (under wine; no ke
         for (let i = 0; i < 400 && !/"call":"read"/.test(fs.existsSync(${JSON.stringify(log)}) ? fs.readFileSync(${JSON.stringify(log)}, 'utf8') : ''); i++)
           await new Promise((r) => setTimeout(r, 25));
         await s.layer('agent').write('new.txt', 'layer');
+        // Case-insensitive names (the default here): the folder's src/a.js, spelt as the folder spells it.
+        await s.layer('agent').write('SRC/A.JS', 'agent');
+        const changes = (await s.layer('agent').changes()).map((c) => c.kind + ' ' + c.path);
         await s.unmount();
-        console.log(JSON.stringify({ ok: true }));
+        console.log(JSON.stringify({ ok: true, changes }));
       })().catch((e) => { console.error(e); process.exit(1); });`;
     try {
       const reg = spawnSync('reg', ['add', KEY, '/v', 'InstallDir', '/t', 'REG_SZ', '/d', `${standin}\\`, '/f'], { encoding: 'utf8' });
@@ -51,9 +54,11 @@ describe('the Windows backend driven by a stand-in for WinFsp (under wine; no ke
       const r = spawnSync(process.execPath, ['-e', script], {
         encoding: 'utf8',
         timeout: 90_000,
-        env: { ...process.env, SHADOWFS_NATIVE_MODULE: moduleFile, SHADOWFS_STANDIN_LOG: log, SHADOWFS_STANDIN_READ: '/package.json' },
+        env: { ...process.env, SHADOWFS_NATIVE_MODULE: moduleFile, SHADOWFS_STANDIN_LOG: log, SHADOWFS_STANDIN_READ: '/Package.JSON' },
       });
       assert.strictEqual(r.status, 0, `${r.stdout}\n${r.stderr}`);
+      const out = JSON.parse(r.stdout.trim().split('\n').pop()!) as { changes: string[] };
+      assert.deepStrictEqual(out.changes, ['added new.txt', 'modified src/a.js']);
       const entries = fs
         .readFileSync(log, 'utf8')
         .split('\n')
@@ -63,20 +68,28 @@ describe('the Windows backend driven by a stand-in for WinFsp (under wine; no ke
       const created = of('new')!;
       assert.strictEqual(created.env, 'W', 'a Windows C runtime environment');
       assert.strictEqual(created.opsize, 40 * 8, 'the size of the FUSE3 operations table WinFsp expects');
-      assert.deepStrictEqual(created.argv, ['shadowfs', '-o', 'uid=-1,gid=-1,umask=022,FileInfoTimeout=0,volname=shadowfs']);
+      // Names match ignoring case by default on Windows (MountOptions.caseInsensitive).
+      assert.deepStrictEqual(created.argv, [
+        'shadowfs',
+        '-o',
+        'uid=-1,gid=-1,umask=022,FileInfoTimeout=0,volname=shadowfs,CaseInsensitiveSearch',
+      ]);
       for (const op of ['getattr', 'readdir', 'open', 'read', 'write', 'create', 'rename', 'unlink', 'init', 'statfs', 'utimens'])
         assert.ok((created.ops as string[]).includes(op), `${op} is handed over`);
       assert.strictEqual(of('mount')!.mountpoint, mp);
       const init = of('init')!;
       assert.deepStrictEqual([init.use_ino, init.hard_remove, init.attr_timeout], [1, 1, 0]);
+      assert.ok(((init.want as number) & (1 << 29)) !== 0, 'FUSE_CAP_CASE_INSENSITIVE is asked for');
       assert.strictEqual(of('getattr')!.rc, 0);
       assert.strictEqual((of('getattr')!.mode as number) & 0o170000, 0o040000, 'the root is a directory');
       const names = of('readdir')!.names as string[];
       assert.ok(names.includes('package.json') && names.includes('src'), JSON.stringify(names));
+      // Read under another case than the folder's: found (by the folder and by the core alike).
       const read = of('read')!;
       assert.deepStrictEqual([read.rc, read.text], [0, '{ "name": "from-the-folder" }\n']);
       assert.ok(of('exit') && of('loop-ended'), 'unmount ends the loop through fuse_exit');
       assert.ok(!fs.existsSync(path.join(lower, 'new.txt')), 'the folder is never written');
+      assert.strictEqual(fs.readFileSync(path.join(lower, 'src', 'a.js'), 'utf8'), 'a\n');
     } finally {
       spawnSync('reg', ['delete', KEY, '/f']);
       try {

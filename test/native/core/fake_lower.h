@@ -5,11 +5,13 @@
 //
 // Semantics follow the POSIX implementation: stat does not follow symlinks, open only opens
 // regular files, an open handle keeps the object it opened (like an fd) even after A replaces
-// or deletes the path, pread reads that object's current bytes.
+// or deletes the path, pread reads that object's current bytes. With `ignoreCase` set, names are
+// found whatever their case (ASCII letters), as NTFS finds them, and keep the stored spelling.
 #pragma once
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -103,6 +105,10 @@ class FakeLower final : public LowerFs {
   // takes several steps whichever call the core uses.
   size_t readChunk = 4;
 
+  // Plays a case-insensitive folder (NTFS): every lookup matches names ignoring the case of
+  // ASCII letters, listings and storedName() give the stored spelling. Set before use.
+  bool ignoreCase = false;
+
   // Calls the core made, for tests that check what was (not) asked of A.
   std::atomic<int> statCalls{0}, readdirCalls{0}, openCalls{0}, preadCalls{0};
   int openHandles() {
@@ -126,10 +132,12 @@ class FakeLower final : public LowerFs {
     auto o = find(rel);
     if (!o) return errnoOf(rel);
     if (o->attr.type != FileType::Directory) return ENOTDIR;
+    const std::string dir = stored(rel);
     for (const auto& [path, child] : objects_) {
-      if (!isBelow(path, rel) || path.find('/', rel.empty() ? 0 : rel.size() + 1) != std::string::npos)
+      if (!isBelow(path, dir) ||
+          path.find('/', dir.empty() ? 0 : dir.size() + 1) != std::string::npos)
         continue;
-      out->push_back(DirEntry{path.substr(rel.empty() ? 0 : rel.size() + 1), child->attr.ino,
+      out->push_back(DirEntry{path.substr(dir.empty() ? 0 : dir.size() + 1), child->attr.ino,
                               child->attr.type});
     }
     return 0;
@@ -223,6 +231,17 @@ class FakeLower final : public LowerFs {
     return 0;
   }
 
+  bool caseInsensitive() const override { return ignoreCase; }
+
+  int storedName(const std::string& rel, std::string* name) override {
+    std::lock_guard lock(mu_);
+    if (!find(rel)) return errnoOf(rel);
+    const std::string key = stored(rel);
+    auto slash = key.rfind('/');
+    *name = slash == std::string::npos ? key : key.substr(slash + 1);
+    return 0;
+  }
+
   int statfs(FsStats* out) override {
     out->blocks = 1000;
     out->bfree = out->bavail = 500;
@@ -261,14 +280,27 @@ class FakeLower final : public LowerFs {
   // The object at `rel`, or null. Only directories may be passed through on the way (like the
   // POSIX implementation, which never follows a symlink of A).
   std::shared_ptr<Object> find(const std::string& rel) {
-    auto it = objects_.find(rel);
+    auto it = objects_.find(stored(rel));
     if (it == objects_.end()) return nullptr;
     return it->second;
+  }
+  // The key `rel` is stored under: itself, or with `ignoreCase` the one that matches it
+  // ignoring case (the exact one first).
+  std::string stored(const std::string& rel) const {
+    if (!ignoreCase || objects_.count(rel)) return rel;
+    auto lower = [](std::string s) {
+      for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      return s;
+    };
+    const std::string want = lower(rel);
+    for (const auto& [key, o] : objects_)
+      if (key.size() == rel.size() && lower(key) == want) return key;
+    return rel;
   }
   int errnoOf(const std::string& rel) {
     // ENOTDIR when a proper prefix is a non-directory, else ENOENT.
     for (size_t slash = rel.find('/'); slash != std::string::npos; slash = rel.find('/', slash + 1)) {
-      auto it = objects_.find(rel.substr(0, slash));
+      auto it = objects_.find(stored(rel.substr(0, slash)));
       if (it == objects_.end()) return ENOENT;
       if (it->second->attr.type != FileType::Directory) return ENOTDIR;
     }

@@ -635,3 +635,58 @@ TEST(win32_overlay_on_a_real_folder_writes_only_its_layer) {
   ov.unpin(L);
   CHECK_OK(ov.dropLayer("a"));
 }
+
+TEST(win32_lower_stored_names_keep_the_folder_spelling) {
+  TempDir folder;
+  REQUIRE(folder.mkdir("Src"));
+  REQUIRE(folder.write("Src/Math.js", "math\n"));
+  auto fs = lowerOf(folder);
+  CHECK(fs->caseInsensitive());
+  std::string name;
+  CHECK_OK(fs->storedName("src/MATH.JS", &name));
+  CHECK_EQ(name, "Math.js");
+  CHECK_OK(fs->storedName("SRC", &name));
+  CHECK_EQ(name, "Src");
+  CHECK_ERR(fs->storedName("src/none.js", &name), ENOENT);
+  CHECK_ERR(fs->storedName("src/m*.js", &name), ENOENT);  // never a pattern
+  CHECK_ERR(fs->storedName("none/x", &name), ENOENT);
+}
+
+TEST(win32_overlay_with_case_insensitive_names_keeps_the_folder_spelling) {
+  TempDir folder;
+  REQUIRE(folder.mkdir("src"));
+  REQUIRE(folder.write("src/math.js", "math\n"));
+  REQUIRE(folder.write("README.md", "read me\n"));
+  Overlay ov(lowerOf(folder), nullptr, UINT64_MAX, NameMatch::IgnoreCase);
+  REQUIRE_OK(ov.createLayer("a"));
+  Layer* L = ov.pin("a");
+  REQUIRE(L != nullptr);
+  Handle* h = nullptr;
+  Attr at;
+  OpenIntent intent;
+  intent.write = true;
+  intent.truncate = true;
+  REQUIRE_OK(ov.open(L, "Src/Math.JS", intent, &h, &at));
+  const std::string data = "// the agent\n";
+  CHECK_OK(ov.write(h, data.data(), data.size(), 0));
+  ov.release(h);
+  std::vector<DirEntry> ls;
+  CHECK_OK(ov.readdir(L, "SRC", &ls));
+  CHECK_EQ(sortedNames(ls), (std::vector<std::string>{"math.js"}));
+  std::string out;
+  CHECK_OK(ov.readFile("a", "src/math.js", &out));
+  CHECK_EQ(out, data);
+  // A deletion hides the folder's file, which Windows would find in any case.
+  CHECK_OK(ov.unlink(L, "readme.MD"));
+  CHECK_ERR(ov.getattr(L, "README.md", &at), ENOENT);
+  CHECK_OK(ov.readdir(L, "", &ls));
+  CHECK_EQ(sortedNames(ls), (std::vector<std::string>{"src"}));
+  std::vector<Change> cs;
+  CHECK_OK(ov.changes("a", &cs));
+  std::vector<std::string> got;
+  for (auto& c : cs) got.push_back(c.path);
+  std::sort(got.begin(), got.end());
+  CHECK_EQ(got, (std::vector<std::string>{"README.md", "src/math.js"}));
+  CHECK_EQ(folder.read("src/math.js"), "math\n");
+  ov.unpin(L);
+}

@@ -102,7 +102,8 @@ __declspec(dllexport) int fsp_fuse3_loop_mt_31(fsp_fuse_env*, struct fuse* f, in
   if (g.ops->init) g.ctx.private_data = g.ops->init(&conn, &cfg);
   log("{\"call\":\"init\",\"use_ino\":" + std::to_string(cfg.use_ino) + ",\"hard_remove\":" +
       std::to_string(cfg.hard_remove) + ",\"attr_timeout\":" + std::to_string(cfg.attr_timeout) +
-      ",\"entry_timeout\":" + std::to_string(cfg.entry_timeout) + "}");
+      ",\"entry_timeout\":" + std::to_string(cfg.entry_timeout) +
+      ",\"want\":" + std::to_string(conn.want) + "}");
   struct fuse_stat st{};
   int rc = g.ops->getattr("/", &st, nullptr);
   log("{\"call\":\"getattr\",\"path\":\"/\",\"rc\":" + std::to_string(rc) + ",\"mode\":" + std::to_string(st.st_mode) + "}");
