@@ -33,15 +33,24 @@ std::shared_ptr<Overlay> createOverlay(const std::string& lower, const std::stri
                                        uint64_t spillThreshold, bool caseInsensitive, int* err,
                                        std::string* message) {
   const NameMatch names = caseInsensitive ? NameMatch::IgnoreCase : NameMatch::Exact;
-#if defined(SHADOWFS_HAVE_FUSE_LL)
+#if defined(SHADOWFS_HAVE_FUSE_LL) || defined(_WIN32)
+  // The folder and the spill files through this OS's platform module; the rest is the same.
+#if defined(_WIN32)
+  auto fs = openWin32Lower(lower, err);
+#else
   auto fs = openPosixLower(lower, err);
+#endif
   if (!fs) {
     *message = "cannot open the folder " + lower + ": " + std::strerror(*err);
     return nullptr;
   }
   std::unique_ptr<SpillStore> spill;
   if (!spillDir.empty()) {
+#if defined(_WIN32)
+    spill = openWin32Spill(spillDir, err);
+#else
     spill = openPosixSpill(spillDir, err);
+#endif
     if (!spill) {
       *message = "cannot create temporary files in the spill directory " + spillDir + ": " +
                  std::strerror(*err);
@@ -51,24 +60,6 @@ std::shared_ptr<Overlay> createOverlay(const std::string& lower, const std::stri
   auto ov = std::make_shared<Overlay>(std::move(fs), std::move(spill), spillThreshold, names);
   // What the core cannot say through an errno (a copy-up that gave up on a file that kept
   // changing) goes to stderr: for a daemon started by a client, daemon.log.start beside its log.
-  ov->setLogger([](const std::string& line) { std::fprintf(stderr, "shadowfs: %s\n", line.c_str()); });
-  return ov;
-#elif defined(_WIN32)
-  auto fs = openWin32Lower(lower, err);
-  if (!fs) {
-    *message = "cannot open the folder " + lower + ": " + std::strerror(*err);
-    return nullptr;
-  }
-  std::unique_ptr<SpillStore> spill;
-  if (!spillDir.empty()) {
-    spill = openWin32Spill(spillDir, err);
-    if (!spill) {
-      *message = "cannot create temporary files in the spill directory " + spillDir + ": " +
-                 std::strerror(*err);
-      return nullptr;
-    }
-  }
-  auto ov = std::make_shared<Overlay>(std::move(fs), std::move(spill), spillThreshold, names);
   ov->setLogger([](const std::string& line) { std::fprintf(stderr, "shadowfs: %s\n", line.c_str()); });
   return ov;
 #else
