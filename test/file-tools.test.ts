@@ -363,6 +363,8 @@ describe('file tools: one agent layer as it shows the tree, without switching th
       const huge = 'é'.repeat(50_000);
       await assert.rejects(grep(a, 'x', { glob: huge }), { code: 'INVALID_ARGUMENT' });
       await assert.rejects(glob(a, huge), { code: 'INVALID_ARGUMENT' });
+      // Likewise a regular expression too big for V8 (compiled on first use too).
+      await assert.rejects(grep(a, '\u0000'.repeat(50_000)), { code: 'INVALID_ARGUMENT' });
       await assert.rejects(grep(a, 'x', { context: -1 }), { code: 'INVALID_ARGUMENT' });
       await assert.rejects(grep(a, 'x', { path: 'nothing' }), { code: 'NOT_FOUND' });
       assertMountShowsB(mp, shadow);

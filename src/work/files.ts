@@ -531,6 +531,7 @@ export async function grep(
   let re: RegExp;
   try {
     re = new RegExp(fixed ? escapeRegExp(pattern) : pattern, ignoreCase ? 'i' : '');
+    re.test(''); // V8 compiles on first use: a pattern too big for it fails here, not mid-search
   } catch (err) {
     throw new ShadowError('INVALID_ARGUMENT', `invalid regular expression ${JSON.stringify(pattern)}: ${(err as Error).message}`);
   }
