@@ -383,16 +383,21 @@ int typeOf(HANDLE h, FileType* out) {
   return 0;
 }
 
+// An OVERLAPPED that names only a file offset (for ReadFile/WriteFile on a synchronous handle).
+OVERLAPPED overlappedAt(uint64_t at) {
+  OVERLAPPED ov{};
+  ov.Offset = static_cast<DWORD>(at);
+  ov.OffsetHigh = static_cast<DWORD>(at >> 32);
+  return ov;
+}
+
 // ReadFile at an offset (an OVERLAPPED on a synchronous handle: the call still blocks, and
 // concurrent calls on one handle each read their own range) until `size` bytes or end of file.
 int readAt(HANDLE h, char* buf, size_t size, uint64_t off, size_t* got) {
   size_t done = 0;
   while (done < size) {
     DWORD want = static_cast<DWORD>(std::min<size_t>(size - done, 1u << 30));
-    OVERLAPPED ov{};
-    uint64_t at = off + done;
-    ov.Offset = static_cast<DWORD>(at);
-    ov.OffsetHigh = static_cast<DWORD>(at >> 32);
+    OVERLAPPED ov = overlappedAt(off + done);
     DWORD n = 0;
     if (!ReadFile(h, buf + done, want, &n, &ov)) {
       DWORD e = GetLastError();
@@ -411,10 +416,7 @@ int writeAt(HANDLE h, const char* buf, size_t size, uint64_t off) {
   size_t done = 0;
   while (done < size) {
     DWORD want = static_cast<DWORD>(std::min<size_t>(size - done, 1u << 30));
-    OVERLAPPED ov{};
-    uint64_t at = off + done;
-    ov.Offset = static_cast<DWORD>(at);
-    ov.OffsetHigh = static_cast<DWORD>(at >> 32);
+    OVERLAPPED ov = overlappedAt(off + done);
     DWORD n = 0;
     if (!WriteFile(h, buf + done, want, &n, &ov)) return lastErrno();
     if (n == 0) return EIO;
