@@ -76,24 +76,29 @@ export function freePort(): Promise<number> {
 /**
  * The environment code-server runs in (and so its extension host, whose process.env has these):
  * ours without what would confuse a Node 24 program or a nested VS Code (NODE_OPTIONS, npm's and
- * VS Code's own variables), HOME and XDG_{CONFIG,DATA,CACHE,STATE}_HOME in `home` (code-server
- * and Chromium write there even with explicit profile folders), then the caller's `extra`.
- * XDG_RUNTIME_DIR is kept: a daemon the tests start has its socket there.
+ * VS Code's own variables); HOME, XDG_{CONFIG,DATA,CACHE,STATE}_HOME, XDG_RUNTIME_DIR and TMPDIR
+ * in `base` (code-server and Chromium write there even with explicit profile folders; VS Code's
+ * sockets, left behind when it is killed, go to XDG_RUNTIME_DIR or TMPDIR); then the caller's
+ * `extra`. Short names: a Unix socket's path has at most 107 bytes.
  */
-function isolatedEnv(home: string, extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
+function isolatedEnv(base: string, extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
   for (const [k, v] of Object.entries(process.env)) {
     if (v === undefined || /^(NODE_OPTIONS|NODE_PATH|npm_|VSCODE_|ELECTRON_)/.test(k)) continue;
     env[k] = v;
   }
-  Object.assign(env, {
+  const home = path.join(base, 'home');
+  const own = {
     HOME: home,
     XDG_CONFIG_HOME: path.join(home, '.config'),
     XDG_DATA_HOME: path.join(home, '.local', 'share'),
     XDG_CACHE_HOME: path.join(home, '.cache'),
     XDG_STATE_HOME: path.join(home, '.local', 'state'),
-  });
-  return { ...env, ...extra };
+    XDG_RUNTIME_DIR: path.join(base, 'r'),
+    TMPDIR: path.join(base, 't'),
+  };
+  for (const d of Object.values(own)) fs.mkdirSync(d, { recursive: true, mode: 0o700 });
+  return { ...env, ...own, ...extra };
 }
 
 function tail(file: string, lines = 60): string {
@@ -107,7 +112,11 @@ function tail(file: string, lines = 60): string {
 export interface CodeServerOptions {
   /** The folder the workbench opens when a URL names none. */
   workspace?: string;
-  /** Variables added to code-server's environment; its extension host's process.env has them. */
+  /**
+   * Variables added to code-server's environment; its extension host's process.env has them. HOME,
+   * XDG_* and TMPDIR are the server's own unless given here (e.g. the XDG_RUNTIME_DIR of a daemon
+   * the extension should reach).
+   */
   env?: NodeJS.ProcessEnv;
   /**
    * Let VS Code resolve a login shell's environment for the extension host (as it does by default):
@@ -201,9 +210,9 @@ export async function startCodeServer(opts: CodeServerOptions = {}): Promise<Cod
   const dir = opts.dir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'shadowfs-vscode-'));
   const userDataDir = path.join(dir, 'user-data');
   const extensionsDir = opts.extensionsDir ?? path.join(dir, 'extensions');
-  const home = path.join(dir, 'home');
+  const home = path.join(dir, 'home'); // isolatedEnv(dir) makes it
   const logPath = path.join(dir, 'code-server.log');
-  for (const d of [userDataDir, extensionsDir, home]) fs.mkdirSync(d, { recursive: true });
+  for (const d of [userDataDir, extensionsDir]) fs.mkdirSync(d, { recursive: true });
   if (opts.settings) {
     fs.mkdirSync(path.join(userDataDir, 'User'), { recursive: true });
     fs.writeFileSync(path.join(userDataDir, 'User', 'settings.json'), JSON.stringify(opts.settings, null, 2));
@@ -243,7 +252,7 @@ export async function startCodeServer(opts: CodeServerOptions = {}): Promise<Cod
       // detached: a new session and process group, which stop() kills as a whole.
       child = spawn(toolchain.node, args, {
         cwd: dir,
-        env: isolatedEnv(home, opts.env),
+        env: isolatedEnv(dir, opts.env),
         detached: true,
         stdio: ['ignore', logFd, logFd],
       });
@@ -306,7 +315,8 @@ function remoteUri(host: string, port: number, absPath: string): string {
 export interface ExtensionTarget {
   extensionsDir: string;
   userDataDir?: string;
-  home?: string;
+  /** Where the install command's HOME, XDG_* and TMPDIR go (default a temp dir, removed after). */
+  dir?: string;
   toolchain?: Toolchain;
 }
 
@@ -317,8 +327,8 @@ export interface ExtensionTarget {
  */
 export function installVsix(target: ExtensionTarget | CodeServer, vsixPath: string): Promise<void> {
   const toolchain = target.toolchain ?? resolveToolchain();
-  const tmpHome = target.home ? undefined : fs.mkdtempSync(path.join(os.tmpdir(), 'shadowfs-vsix-home-'));
-  const home = target.home ?? (tmpHome as string);
+  const tmpBase = target.dir ? undefined : fs.mkdtempSync(path.join(os.tmpdir(), 'shadowfs-vsix-'));
+  const base = target.dir ?? (tmpBase as string);
   const args = [
     toolchain.codeServer,
     '--extensions-dir',
@@ -330,13 +340,13 @@ export function installVsix(target: ExtensionTarget | CodeServer, vsixPath: stri
     '--force',
   ];
   return new Promise<void>((resolve, reject) => {
-    const child = spawn(toolchain.node, args, { env: isolatedEnv(home), stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(toolchain.node, args, { env: isolatedEnv(base), stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     child.stdout.on('data', (d: Buffer) => (out += d.toString()));
     child.stderr.on('data', (d: Buffer) => (out += d.toString()));
     child.on('error', reject);
     child.on('close', (code, signal) => {
-      if (tmpHome) fs.rmSync(tmpHome, { recursive: true, force: true });
+      if (tmpBase) fs.rmSync(tmpBase, { recursive: true, force: true });
       if (code === 0 && !/Failed Installing Extensions/.test(out)) resolve();
       else reject(new Error(`code-server --install-extension ${vsixPath} failed (${code ?? signal}):\n${out}`));
     });
@@ -355,20 +365,20 @@ export const chromiumArgs = [
   '--disable-quic',
 ];
 
-/** Debian's Chromium through playwright-core, headless, its HOME in a temp dir removed when it closes. The caller closes it. */
+/** Debian's Chromium through playwright-core, headless, its HOME (and XDG_*, TMPDIR) in a temp dir removed when it closes. The caller closes it. */
 export async function openBrowser(opts: { headless?: boolean; executablePath?: string } = {}): Promise<Browser> {
-  const home = fs.mkdtempSync(path.join(os.tmpdir(), 'shadowfs-chromium-home-'));
+  const base = fs.mkdtempSync(path.join(os.tmpdir(), 'shadowfs-chromium-'));
   try {
     const browser = await chromium.launch({
       executablePath: opts.executablePath ?? '/usr/bin/chromium',
       headless: opts.headless ?? true,
       args: chromiumArgs,
-      env: isolatedEnv(home),
+      env: isolatedEnv(base),
     });
-    browser.on('disconnected', () => fs.rmSync(home, { recursive: true, force: true }));
+    browser.on('disconnected', () => fs.rmSync(base, { recursive: true, force: true }));
     return browser;
   } catch (err) {
-    fs.rmSync(home, { recursive: true, force: true });
+    fs.rmSync(base, { recursive: true, force: true });
     throw err;
   }
 }
