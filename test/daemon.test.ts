@@ -288,6 +288,10 @@ describe('the shadowfs daemon', function () {
     fs.mkdirSync(userDir);
     const userView = json<{ mountPoint: string }>(['view', 'open', 'crashy', 'other', '--at', userDir]);
     const pid = json<{ pid: number }>(['status']).pid;
+    // A connected client (the VS Code extension is one) hears that its daemon is gone.
+    const watcher = await ShadowClient.connect({ autostart: false });
+    const closed: string[] = [];
+    watcher.onClose((reason) => closed.push(reason.code));
     process.kill(pid, 'SIGKILL');
     await eventually(
       () => {
@@ -301,6 +305,9 @@ describe('the shadowfs daemon', function () {
       5000,
       'the daemon to die',
     );
+    await eventually(() => closed.length > 0, 5000, "the client's close event");
+    assert.deepStrictEqual(closed, ['DAEMON_UNAVAILABLE']);
+    await assert.rejects(watcher.request('list'), (err: { code?: string }) => err.code === 'DAEMON_UNAVAILABLE');
     for (const mp of [info.mountPoint, view.mountPoint, userView.mountPoint])
       assert.ok(mountedPaths().has(mp), `the crashed daemon left its mount ${mp} behind`);
     const next = cli(['list']);

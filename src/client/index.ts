@@ -51,6 +51,7 @@ type AnyListener = (method: string, params: unknown) => void;
 
 export class ShadowClient {
   private readonly listeners = new Set<AnyListener>();
+  private readonly closeListeners = new Set<(reason: ShadowError) => void>();
   private closed = false;
   private closeReason: ShadowError | undefined;
   /** True when connect() had to start the daemon. */
@@ -130,12 +131,22 @@ export class ShadowClient {
     return () => this.listeners.delete(fn);
   }
 
+  /** Called once when the connection closes (the daemon went away, or close() was called). */
+  onClose(fn: (reason: ShadowError) => void): () => void {
+    this.closeListeners.add(fn);
+    return () => this.closeListeners.delete(fn);
+  }
+
   get isClosed(): boolean {
     return this.closed;
   }
 
   close(): void {
-    this.closed = true;
+    if (!this.closed) {
+      this.closed = true;
+      this.closeReason = new ShadowError('DAEMON_UNAVAILABLE', 'the connection to the daemon is closed');
+      this.fireClose();
+    }
     this.connection.dispose();
     this.socket.end();
     this.socket.destroy();
@@ -148,6 +159,13 @@ export class ShadowClient {
       'DAEMON_UNAVAILABLE',
       'the daemon closed the connection (did it crash? see its log, "shadowfs status")',
     );
+    this.fireClose();
+  }
+
+  private fireClose(): void {
+    const reason = this.closeReason ?? new ShadowError('DAEMON_UNAVAILABLE', 'the connection to the daemon is closed');
+    for (const l of [...this.closeListeners]) l(reason);
+    this.closeListeners.clear();
   }
 
   private toShadowError(err: unknown, method: string, signal: AbortSignal | undefined): ShadowError {
