@@ -1,0 +1,68 @@
+// The read-only `shadowfs:` documents: an agent's version of a file, read through the daemon
+// (layer.read), never written anywhere the user's editor or language servers look; the empty side
+// of an added or deleted file; and texts the extension holds (a conflict's merge).
+import * as vscode from 'vscode';
+import type { Daemon } from './daemon';
+import { fromUriParts, SCHEME, toUriParts, type DocRef } from './uris';
+
+export function docUri(ref: DocRef): vscode.Uri {
+  return vscode.Uri.from({ scheme: SCHEME, ...toUriParts(ref) });
+}
+
+export function refOf(uri: vscode.Uri): DocRef | undefined {
+  return uri.scheme === SCHEME ? fromUriParts(uri.path, uri.query) : undefined;
+}
+
+/** Text of a file's bytes, or a line saying it is binary. */
+export function textOf(data: Buffer): string {
+  if (data.subarray(0, 8000).includes(0)) return `(binary file, ${data.length} bytes)`;
+  return data.toString('utf8');
+}
+
+export class ShadowContentProvider implements vscode.TextDocumentContentProvider, vscode.Disposable {
+  private readonly changed = new vscode.EventEmitter<vscode.Uri>();
+  readonly onDidChange = this.changed.event;
+  private readonly memory = new Map<string, string>();
+  private nextId = 1;
+
+  constructor(private readonly daemon: Daemon) {}
+
+  /** Holds a text (a merge) for a document; returns its URI. */
+  hold(path: string, text: string): vscode.Uri {
+    const id = String(this.nextId++);
+    this.memory.set(id, text);
+    return docUri({ kind: 'memory', id, path });
+  }
+
+  /** Tells open documents of a layer (or of one path of it) that their content changed. */
+  layerChanged(shadow: string, agent: string | null, paths?: readonly string[]): void {
+    for (const doc of vscode.workspace.textDocuments) {
+      const ref = refOf(doc.uri);
+      if (ref?.kind !== 'agent' || ref.shadow !== shadow || (agent !== null && ref.agent !== agent)) continue;
+      if (paths && !paths.includes(ref.path)) continue;
+      this.changed.fire(doc.uri);
+    }
+  }
+
+  async provideTextDocumentContent(uri: vscode.Uri): Promise<string> {
+    const ref = refOf(uri);
+    if (!ref) return `shadowfs: ${uri.toString()} is not a document this extension knows`;
+    if (ref.kind === 'empty') return '';
+    if (ref.kind === 'memory') return this.memory.get(ref.id) ?? '';
+    try {
+      const client = await this.daemon.get();
+      const r = await client.request('layer.read', { shadow: ref.shadow, agent: ref.agent, path: ref.path });
+      return textOf(Buffer.from(r.data, 'base64'));
+    } catch (err) {
+      const code = (err as { code?: string }).code;
+      // The agent deleted it: its side of the diff is empty.
+      if (code === 'NOT_FOUND') return '';
+      return `shadowfs: cannot read ${ref.path} as agent ${ref.agent} sees it: ${(err as Error).message}${code ? ` (${code})` : ''}`;
+    }
+  }
+
+  dispose(): void {
+    this.changed.dispose();
+    this.memory.clear();
+  }
+}

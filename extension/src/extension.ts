@@ -1,0 +1,573 @@
+// The shadowfs extension: shows what agents changed in shadows of the user's folders, compares
+// it with the user's files, checks it with the shadow's language servers and applies it when the
+// user says so. All of it through the daemon (the installed package's shadowfs/client); nothing
+// here writes the user's folder except the apply commands.
+import * as crypto from 'crypto';
+import * as vscode from 'vscode';
+import type { ResultOf, ShadowInfo } from 'shadowfs/client';
+import { docUri, ShadowContentProvider } from './content';
+import { Daemon, type DaemonState } from './daemon';
+import { locate, type Installation } from './locate';
+import { baseName, type FileNode, type LayerNode, type Node } from './model';
+import { uniqueAgentName } from './names';
+import { LintsProvider, samePath, ShadowsProvider, type LintNode } from './views';
+
+/** Options a command takes as its last argument when scripted (tests, keybindings). */
+export interface CommandOptions {
+  /** false: no confirmation dialog. */
+  confirm?: boolean;
+  /** apply: how to resolve conflicts, by path, without asking. */
+  resolutions?: Record<string, 'agent' | 'folder' | 'merged' | { content: string }>;
+  /** run: the command line, without asking. */
+  commandLine?: string;
+  /** checkpoint: the name, without asking. restore: the checkpoint. */
+  name?: string;
+  /** run: cancels the run too (besides the notification's Cancel button). */
+  cancellation?: vscode.CancellationToken;
+}
+
+/** What activate() returns: the extension's parts, for other extensions and for its tests. */
+export interface ShadowfsApi {
+  daemon: Daemon;
+  shadows: ShadowsProvider;
+  lints: LintsProvider;
+  content: ShadowContentProvider;
+  installation(): Installation | undefined;
+}
+
+type ApplyResult = ResultOf<'layer.apply'>;
+type RunResult = ResultOf<'run'>;
+
+let output: vscode.OutputChannel;
+
+export async function activate(context: vscode.ExtensionContext): Promise<ShadowfsApi> {
+  output = vscode.window.createOutputChannel('shadowfs');
+  context.subscriptions.push(output);
+  let installation: Installation | undefined;
+  let locateError: string | undefined;
+
+  const settings = (): { installation: Installation; idleTimeoutSeconds: number; clientName: string } => {
+    const cfg = vscode.workspace.getConfiguration('shadowfs');
+    installation = locate(cfg.get<string>('path', ''), process.env.PATH);
+    return {
+      installation,
+      idleTimeoutSeconds: cfg.get<number>('idleTimeout', 900),
+      clientName: `shadowfs-vscode ${String(context.extension.packageJSON.version)} (VS Code ${vscode.version})`,
+    };
+  };
+
+  const daemon = new Daemon(() => {
+    try {
+      const s = settings();
+      locateError = undefined;
+      return s;
+    } catch (err) {
+      locateError = (err as Error).message;
+      throw err;
+    }
+  });
+  context.subscriptions.push({ dispose: () => daemon.dispose() });
+
+  const content = new ShadowContentProvider(daemon);
+  const shadows = new ShadowsProvider(daemon);
+  const lints = new LintsProvider();
+  const shadowsView = vscode.window.createTreeView('shadowfs.shadows', { treeDataProvider: shadows, showCollapseAll: true });
+  const lintsView = vscode.window.createTreeView('shadowfs.lints', { treeDataProvider: lints });
+  context.subscriptions.push(
+    content,
+    shadows,
+    lints,
+    shadowsView,
+    lintsView,
+    vscode.workspace.registerTextDocumentContentProvider('shadowfs', content),
+    vscode.window.registerFileDecorationProvider(shadows),
+  );
+
+  // ---- status bar ----
+  const status = vscode.window.createStatusBarItem('shadowfs.status', vscode.StatusBarAlignment.Left, 10);
+  status.name = 'shadowfs';
+  status.command = 'shadowfs.focus';
+  context.subscriptions.push(status);
+  const updateStatus = (): void => {
+    const s: DaemonState = daemon.state;
+    if (locateError) {
+      status.text = '$(warning) shadowfs';
+      status.tooltip = locateError;
+    } else if (s.kind === 'connecting') {
+      status.text = '$(sync~spin) shadowfs';
+      status.tooltip = 'Connecting to the shadowfs daemon…';
+    } else if (s.kind === 'disconnected') {
+      status.text = '$(debug-disconnect) shadowfs';
+      status.tooltip = `The shadowfs daemon is not connected: ${s.reason}\nClick to open the Shadows view (refreshing it connects again).`;
+    } else {
+      const mine = workspaceShadow();
+      const list = shadows.model.shadowList();
+      status.text = mine
+        ? `$(layers) ${mine.name}: ${mine.active ?? 'folder'}`
+        : `$(layers) shadowfs${list.length ? ` (${list.length})` : ''}`;
+      status.tooltip = `shadowfs daemon ${s.pid}${s.started ? ' (started by VS Code)' : ''}\n${
+        mine
+          ? `this folder's shadow ${mine.name} shows ${mine.active === null ? 'the folder, read-only' : `agent ${mine.active}'s layer`}`
+          : `${list.length} shadow(s); none of this folder`
+      }`;
+    }
+    status.show();
+  };
+  const workspaceShadow = (): ShadowInfo | undefined => {
+    for (const f of vscode.workspace.workspaceFolders ?? []) {
+      if (f.uri.scheme !== 'file') continue;
+      const s = shadows.model.shadowOfFolder(f.uri.fsPath, samePath);
+      if (s) return s;
+    }
+    return undefined;
+  };
+  context.subscriptions.push(
+    shadows.onDidChangeTreeData(() => {
+      updateStatus();
+      void vscode.commands.executeCommand('setContext', 'shadowfs.hasWorkspaceShadow', workspaceShadow() !== undefined);
+    }),
+  );
+  const stopState = daemon.onState((s) => {
+    updateStatus();
+    if (s.kind === 'connected') shadows.shadowsChanged();
+    if (s.kind === 'disconnected') shadows.shadowsChanged();
+  });
+  context.subscriptions.push({ dispose: stopState });
+
+  // ---- the change feed ----
+  const stopFeed = daemon.onNotification((method, params) => {
+    if (method === 'shadow/changed') {
+      shadows.shadowsChanged();
+    } else if (method === 'layer/changed') {
+      const p = params as { shadow: string; agent: string | null; event: string; path?: string; changes?: Array<{ path: string }> };
+      if (
+        p.agent === null ||
+        ['dropped', 'cloned', 'activated', 'restored', 'reset'].includes(p.event) ||
+        !shadows.model.shadow(p.shadow)?.agents.includes(p.agent)
+      ) {
+        shadows.shadowsChanged();
+      } else {
+        shadows.layerChanged(p.shadow, p.agent);
+      }
+      const paths = p.changes?.map((c) => c.path) ?? (p.path ? [p.path] : undefined);
+      content.layerChanged(p.shadow, p.agent, p.event === 'written' || p.event === 'removed' || p.event === 'changed' ? paths : undefined);
+    }
+  });
+  context.subscriptions.push({ dispose: stopFeed });
+
+  context.subscriptions.push(
+    vscode.workspace.onDidChangeConfiguration((e) => {
+      if (!e.affectsConfiguration('shadowfs')) return;
+      daemon.reconfigure();
+      updateStatus();
+      shadows.shadowsChanged();
+    }),
+  );
+
+  // ---- commands ----
+  const command = (id: string, fn: (...args: never[]) => unknown): void => {
+    context.subscriptions.push(
+      vscode.commands.registerCommand(id, async (...args: never[]) => {
+        try {
+          return await fn(...args);
+        } catch (err) {
+          const code = (err as { code?: unknown }).code;
+          const message = `shadowfs: ${(err as Error).message}${typeof code === 'string' ? ` (${code})` : ''}`;
+          output.appendLine(`${id}: ${message}`);
+          void vscode.window.showErrorMessage(message);
+          // A scripted call (it passed { confirm: false }) gets the error itself.
+          if (args.some((a) => isScripted(a))) throw err;
+          return undefined;
+        }
+      }),
+    );
+  };
+  const confirm = async (opts: CommandOptions | undefined, message: string, detail: string, action: string): Promise<boolean> => {
+    if (opts?.confirm === false) return true;
+    const answer = await vscode.window.showWarningMessage(message, { modal: true, detail }, action);
+    return answer === action;
+  };
+
+  command('shadowfs.focus', () => vscode.commands.executeCommand('shadowfs.shadows.focus'));
+  command('shadowfs.refresh', async () => {
+    await daemon.get();
+    await shadows.refresh();
+  });
+
+  command('shadowfs.mount', async (arg?: vscode.Uri) => {
+    const folders = (vscode.workspace.workspaceFolders ?? []).filter((f) => f.uri.scheme === 'file');
+    let folder = arg instanceof vscode.Uri ? arg.fsPath : undefined;
+    if (!folder) {
+      if (folders.length === 0) throw new Error('open a folder first: the shadow is made of a folder on this machine');
+      folder =
+        folders.length === 1
+          ? folders[0].uri.fsPath
+          : (await vscode.window.showWorkspaceFolderPick({ placeHolder: 'Which folder should get a shadow?' }))?.uri.fsPath;
+      if (!folder) return undefined;
+    }
+    const client = await daemon.get();
+    const info = await vscode.window.withProgress(
+      { location: vscode.ProgressLocation.Notification, title: `Mounting a shadow of ${folder}…` },
+      () => client.request('mount', { folder }),
+    );
+    await shadows.refresh();
+    const restored = info.restored?.length ? ` Restored from autosave: ${info.restored.join(', ')}.` : '';
+    void vscode.window.showInformationMessage(`Shadow ${info.name} of ${info.lower} is mounted at ${info.mountPoint}.${restored}`);
+    return info;
+  });
+
+  command('shadowfs.unmount', async (node?: Node, opts?: CommandOptions) => {
+    const shadow = node?.kind === 'shadow' ? node.info.name : (await pickShadow())?.name;
+    if (!shadow) return undefined;
+    const info = shadows.model.shadow(shadow);
+    const agents = info?.agents.length ?? 0;
+    if (
+      !(await confirm(
+        opts,
+        `Unmount shadow ${shadow}?`,
+        `Its ${agents} agent layer(s) are dropped with it; your folder is not touched.`,
+        'Unmount',
+      ))
+    )
+      return undefined;
+    const client = await daemon.get();
+    const r = await client.request('unmount', { shadow });
+    await shadows.refresh();
+    return r;
+  });
+
+  command('shadowfs.activate', async (node?: Node) => {
+    const layer = node?.kind === 'layer' ? node : await pickLayer('Which agent’s layer should the shared mount show?');
+    if (!layer) return undefined;
+    const client = await daemon.get();
+    const r = await client.request('activate', { shadow: layer.shadow, agent: layer.agent });
+    await shadows.refresh();
+    return r;
+  });
+
+  command('shadowfs.showFolder', async (node?: Node) => {
+    const shadow = node?.kind === 'shadow' ? node.info.name : (await pickShadow())?.name;
+    if (!shadow) return undefined;
+    const client = await daemon.get();
+    const r = await client.request('activate', { shadow, agent: null });
+    await shadows.refresh();
+    return r;
+  });
+
+  command('shadowfs.reset', async (node?: Node, opts?: CommandOptions) => {
+    const layer = node?.kind === 'layer' ? node : await pickLayer('Which agent’s layer should be emptied?');
+    if (!layer) return undefined;
+    if (
+      !(await confirm(
+        opts,
+        `Reset ${layer.agent}'s layer in ${layer.shadow}?`,
+        'Everything the agent changed is dropped (checkpoints are kept). Your folder is not touched.',
+        'Reset',
+      ))
+    )
+      return undefined;
+    const client = await daemon.get();
+    const r = await client.request('layer.reset', { shadow: layer.shadow, agent: layer.agent });
+    await shadows.refresh();
+    return r;
+  });
+
+  command('shadowfs.checkpoint', async (node?: Node, opts?: CommandOptions) => {
+    const layer = node?.kind === 'layer' ? node : await pickLayer('Checkpoint which agent’s layer?');
+    if (!layer) return undefined;
+    let name = opts?.name;
+    if (name === undefined) {
+      name = await vscode.window.showInputBox({
+        title: `Checkpoint ${layer.agent}'s layer`,
+        prompt: 'A name (letters, digits, ".", "_", "-"); empty for a timestamp',
+        validateInput: (v) => (v === '' || /^[A-Za-z0-9._-]{1,64}$/.test(v) ? undefined : 'use 1 to 64 letters, digits, ".", "_" or "-"'),
+      });
+      if (name === undefined) return undefined;
+    }
+    const client = await daemon.get();
+    const r = await client.request('layer.checkpoint', { shadow: layer.shadow, agent: layer.agent, ...(name ? { name } : {}) });
+    void vscode.window.showInformationMessage(`Checkpoint ${r.name}: ${r.files} file(s) of ${layer.agent}'s layer saved.`);
+    return r;
+  });
+
+  command('shadowfs.restore', async (node?: Node, opts?: CommandOptions) => {
+    const layer = node?.kind === 'layer' ? node : await pickLayer('Restore which agent’s layer?');
+    if (!layer) return undefined;
+    const client = await daemon.get();
+    let name = opts?.name;
+    if (name === undefined) {
+      const { checkpoints } = await client.request('layer.checkpoints', { shadow: layer.shadow, agent: layer.agent });
+      if (checkpoints.length === 0) {
+        void vscode.window.showInformationMessage(`${layer.agent} has no checkpoints in ${layer.shadow}.`);
+        return undefined;
+      }
+      const picked = await vscode.window.showQuickPick(
+        [...checkpoints].reverse().map((c) => ({
+          label: c.name,
+          description: `${new Date(c.createdAt).toLocaleString()}${c.auto ? ' · autosave' : ''}`,
+          detail: `${c.files} file(s), ${c.bytes} bytes`,
+        })),
+        { title: `Restore ${layer.agent}'s layer from a checkpoint`, placeHolder: 'Its current changes are replaced' },
+      );
+      if (!picked) return undefined;
+      name = picked.label;
+    }
+    if (
+      !(await confirm(
+        opts,
+        `Restore ${layer.agent}'s layer from ${name}?`,
+        'The layer becomes what the checkpoint holds; its current changes are dropped.',
+        'Restore',
+      ))
+    )
+      return undefined;
+    const r = await client.request('layer.restore', { shadow: layer.shadow, agent: layer.agent, name });
+    await shadows.refresh();
+    return r;
+  });
+
+  command('shadowfs.openDiff', async (node?: FileNode) => {
+    if (node?.kind !== 'file') throw new Error('choose a changed file in the Shadows view');
+    const { change, shadow, agent, lower } = node;
+    const mine = change.kind === 'added' ? docUri({ kind: 'empty', path: change.path }) : vscode.Uri.file(joinRel(lower, change.path));
+    const theirs = docUri(
+      change.kind === 'deleted' ? { kind: 'empty', path: change.path } : { kind: 'agent', shadow, agent, path: change.path },
+    );
+    await vscode.commands.executeCommand('vscode.diff', mine, theirs, `${baseName(change.path)} (yours ↔ ${agent})`, { preview: true });
+    return { left: mine.toString(), right: theirs.toString() };
+  });
+
+  command('shadowfs.openAgentVersion', async (node?: FileNode) => {
+    if (node?.kind !== 'file') throw new Error('choose a changed file in the Shadows view');
+    const uri = docUri({ kind: 'agent', shadow: node.shadow, agent: node.agent, path: node.change.path });
+    await vscode.window.showTextDocument(uri, { preview: true });
+  });
+
+  command('shadowfs.showPatch', async (node?: Node) => {
+    const layer = node?.kind === 'layer' ? node : await pickLayer('Show which agent’s change as a patch?');
+    if (!layer) return undefined;
+    const client = await daemon.get();
+    const r = await client.request('layer.patch', { shadow: layer.shadow, agent: layer.agent });
+    const doc = await vscode.workspace.openTextDocument({ content: r.text || '# no changes\n', language: 'diff' });
+    await vscode.window.showTextDocument(doc, { preview: true });
+    return r;
+  });
+
+  const apply = async (
+    shadow: string,
+    agent: string,
+    paths: string[] | undefined,
+    opts: CommandOptions | undefined,
+  ): Promise<ApplyResult | undefined> => {
+    const client = await daemon.get();
+    const what = paths ? (paths.length === 1 ? paths[0] : `${paths.length} files`) : `every change of ${agent}`;
+    const lower = shadows.model.shadow(shadow)?.lower ?? 'your folder';
+    if (
+      !(await confirm(
+        opts,
+        `Write ${what} into ${lower}?`,
+        'Files you changed since the agent copied them are not written; you choose what happens to each.',
+        'Apply',
+      ))
+    )
+      return undefined;
+    let result = await client.request('layer.apply', {
+      shadow,
+      agent,
+      ...(paths ? { paths } : {}),
+      ...(opts?.resolutions ? { resolutions: opts.resolutions } : {}),
+    });
+    output.appendLine(`apply ${agent} (${shadow}): ${result.applied.length} written, ${result.conflicts.length} conflict(s)`);
+    if (result.conflicts.length && opts?.resolutions === undefined && opts?.confirm !== false) {
+      result = await resolveConflicts(shadow, agent, result);
+    } else if (result.conflicts.length) {
+      void vscode.window.showWarningMessage(
+        `shadowfs: ${result.conflicts.length} file(s) not applied; you changed them since ${agent} copied them: ${result.conflicts.map((c) => c.path).join(', ')}`,
+      );
+    } else {
+      void vscode.window.showInformationMessage(`Applied ${result.applied.length} change(s) of ${agent} to ${lower}.`);
+    }
+    await shadows.refresh();
+    return result;
+  };
+
+  /** Shows each conflict (your file beside the merge or the agent's version) and asks what to do. */
+  const resolveConflicts = async (shadow: string, agent: string, first: ApplyResult): Promise<ApplyResult> => {
+    const client = await daemon.get();
+    const resolutions: Record<string, 'agent' | 'folder' | 'merged' | { content: string }> = {};
+    const lower = shadows.model.shadow(shadow)?.lower ?? '';
+    for (const c of first.conflicts) {
+      const right = c.merged !== null ? content.hold(c.path, c.merged) : docUri({ kind: 'agent', shadow, agent, path: c.path });
+      const left = c.folder !== null ? vscode.Uri.file(joinRel(lower, c.path)) : docUri({ kind: 'empty', path: c.path });
+      await vscode.commands.executeCommand(
+        'vscode.diff',
+        left,
+        right,
+        `${baseName(c.path)} (yours ↔ ${c.merged !== null ? `merged with ${agent}'s` : `${agent}'s`})`,
+        { preview: false },
+      );
+      const items: Array<vscode.QuickPickItem & { value: 'agent' | 'folder' | 'merged' | 'markers' | 'skip' }> = [];
+      if (c.merged !== null && c.mergeConflicts === 0)
+        items.push({ label: 'Take the merge', description: 'both changes merged cleanly', value: 'merged' });
+      items.push({ label: `Take ${agent}'s version`, description: 'overwrites your changes to this file', value: 'agent' });
+      items.push({ label: 'Keep yours', description: `drops ${agent}'s change to this file`, value: 'folder' });
+      if (c.merged !== null && c.mergeConflicts > 0)
+        items.push({
+          label: 'Write the merge with conflict markers',
+          description: `${c.mergeConflicts} region(s) to fix by hand in your file`,
+          value: 'markers',
+        });
+      items.push({ label: 'Decide later', description: `leaves it in ${agent}'s layer`, value: 'skip' });
+      const picked = await vscode.window.showQuickPick(items, {
+        title: `${c.path}: ${c.reason}`,
+        placeHolder: 'You changed this file since the agent copied it',
+        ignoreFocusOut: true,
+      });
+      if (!picked || picked.value === 'skip') continue;
+      resolutions[c.path] = picked.value === 'markers' ? { content: c.merged ?? '' } : picked.value;
+    }
+    const paths = Object.keys(resolutions);
+    if (paths.length === 0) return first;
+    const second = await client.request('layer.apply', { shadow, agent, paths, resolutions });
+    return {
+      ...first,
+      applied: [...first.applied, ...second.applied],
+      conflicts: first.conflicts.filter((c) => !paths.includes(c.path)).concat(second.conflicts),
+    };
+  };
+
+  command('shadowfs.applyLayer', async (node?: Node, opts?: CommandOptions) => {
+    const layer = node?.kind === 'layer' ? node : await pickLayer('Apply which agent’s change to your folder?');
+    if (!layer) return undefined;
+    return apply(layer.shadow, layer.agent, undefined, opts);
+  });
+
+  command('shadowfs.applyFile', async (node?: FileNode, opts?: CommandOptions) => {
+    if (node?.kind !== 'file') throw new Error('choose a changed file in the Shadows view');
+    return apply(node.shadow, node.agent, [node.change.path], opts);
+  });
+
+  command('shadowfs.lints', async (node?: Node) => {
+    const layer = node?.kind === 'layer' ? node : await pickLayer('Check which agent’s change?');
+    if (!layer) return undefined;
+    const client = await daemon.get();
+    const r = await vscode.window.withProgress({ location: { viewId: 'shadowfs.lints' }, title: `Checking ${layer.agent}'s change…` }, () =>
+      client.request('lints', { shadow: layer.shadow, agent: layer.agent, timeoutMs: 60_000 }),
+    );
+    lints.show(layer.shadow, layer.agent, r);
+    await vscode.commands.executeCommand('shadowfs.lints.focus');
+    return r;
+  });
+
+  command('shadowfs.openLint', async (node?: LintNode) => {
+    if (node?.kind !== 'diag') return;
+    const { start, end } = node.diag.range;
+    const uri = docUri({ kind: 'agent', shadow: node.shadow, agent: node.agent, path: node.path });
+    await vscode.window.showTextDocument(uri, {
+      preview: true,
+      selection: new vscode.Range(start.line, start.character, end.line, end.character),
+    });
+  });
+
+  let lastCommandLine = '';
+  command('shadowfs.run', async (node?: Node, opts?: CommandOptions): Promise<RunResult | undefined> => {
+    const layer = node?.kind === 'layer' ? { shadow: node.shadow, agent: node.agent } : await pickLayerOrNew('Run as which agent?');
+    if (!layer) return undefined;
+    let line = opts?.commandLine;
+    if (line === undefined) {
+      line = await vscode.window.showInputBox({
+        title: `Run in shadow ${layer.shadow} as ${layer.agent}`,
+        prompt: 'A shell command line; it sees the agent’s layer, and its writes go there',
+        value: lastCommandLine,
+      });
+      if (!line) return undefined;
+      lastCommandLine = line;
+    }
+    const client = await daemon.get();
+    const runId = `vscode-${crypto.randomBytes(6).toString('hex')}`;
+    output.show(true);
+    output.appendLine(`$ ${line}    [shadow ${layer.shadow}, agent ${layer.agent}, run ${runId}]`);
+    const decoder = { stdout: new TextDecoder(), stderr: new TextDecoder() };
+    const stop = client.on('run/output', (p) => {
+      if (p.runId === runId) output.append(decoder[p.stream].decode(Buffer.from(p.data, 'base64'), { stream: true }));
+    });
+    try {
+      const r = await vscode.window.withProgress(
+        { location: vscode.ProgressLocation.Notification, title: `shadowfs: ${line} (as ${layer.agent})`, cancellable: true },
+        (_progress, token) => {
+          const cancel = (): void => void client.request('run.cancel', { runId }).catch(() => undefined);
+          token.onCancellationRequested(cancel);
+          opts?.cancellation?.onCancellationRequested(cancel);
+          return client.request('run', { shadow: layer.shadow, agent: layer.agent, argv: [line], shell: true, runId });
+        },
+      );
+      const how = r.cancelled ? 'cancelled' : r.timedOut ? 'timed out' : r.signal ? `killed by ${r.signal}` : `exit code ${r.exitCode}`;
+      output.appendLine(
+        `[${how} after ${Math.round(r.durationMs)} ms${r.queuedMs > 50 ? `, waited ${Math.round(r.queuedMs)} ms for the shadow` : ''}]`,
+      );
+      return r;
+    } finally {
+      stop();
+    }
+  });
+
+  // ---- pickers for palette use ----
+  const pickShadow = async (): Promise<ShadowInfo | undefined> => {
+    await daemon.get();
+    await shadows.refresh();
+    const list = shadows.model.shadowList();
+    if (list.length === 0) throw new Error('there are no shadows; mount this folder first (shadowfs: Mount This Folder)');
+    if (list.length === 1) return list[0];
+    const mine = workspaceShadow();
+    const picked = await vscode.window.showQuickPick(
+      list.map((s) => ({ label: s.name, description: s.lower, picked: s === mine, info: s })),
+      { placeHolder: 'Which shadow?' },
+    );
+    return picked?.info;
+  };
+  const pickLayer = async (title: string): Promise<LayerNode | undefined> => {
+    const shadow = await pickShadow();
+    if (!shadow) return undefined;
+    const layers = shadows.model.layers(shadow.name);
+    if (layers.length === 0) throw new Error(`no agent has a layer in ${shadow.name} yet`);
+    if (layers.length === 1) return layers[0];
+    const picked = await vscode.window.showQuickPick(
+      layers.map((l) => ({ label: l.agent, description: l.active ? 'active' : '', layer: l })),
+      { title },
+    );
+    return picked?.layer;
+  };
+  const pickLayerOrNew = async (title: string): Promise<{ shadow: string; agent: string } | undefined> => {
+    const shadow = await pickShadow();
+    if (!shadow) return undefined;
+    const layers = shadows.model.layers(shadow.name);
+    const fresh = uniqueAgentName('vscode', shadow.agents);
+    const picked = await vscode.window.showQuickPick(
+      [...layers.map((l) => ({ label: l.agent, description: l.active ? 'active' : '' })), { label: fresh, description: 'a new layer' }],
+      { title },
+    );
+    return picked ? { shadow: shadow.name, agent: picked.label } : undefined;
+  };
+
+  updateStatus();
+  // Connect now: the view fills in, and the daemon starts if it is not running.
+  void shadows.refresh().then(() => {
+    if (shadows.error) output.appendLine(`could not reach the daemon: ${shadows.error}`);
+    updateStatus();
+  });
+
+  return { daemon, shadows, lints, content, installation: () => installation };
+}
+
+export function deactivate(): void {
+  // Disposables registered on the context close the connection; the daemon keeps running for
+  // other clients and exits on its own when nothing uses it.
+}
+
+function isScripted(arg: unknown): boolean {
+  return typeof arg === 'object' && arg !== null && !Array.isArray(arg) && (arg as CommandOptions).confirm === false;
+}
+
+function joinRel(root: string, rel: string): string {
+  return vscode.Uri.joinPath(vscode.Uri.file(root), ...rel.split('/')).fsPath;
+}

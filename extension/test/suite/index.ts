@@ -1,0 +1,327 @@
+// The in-editor tests: loaded by a real VS Code (code-server's workbench with the smoke-test
+// driver, see test/vscode in the repository) as the extension's test module, they drive the
+// extension through its commands and read its views, against a real daemon that the extension
+// starts itself and a real mount of the workspace folder. Mocha comes from the repository;
+// results go to the JSON file named by $SHADOWFS_VSCODE_RESULTS.
+import * as assert from 'assert';
+import * as crypto from 'crypto';
+import * as fs from 'fs';
+import * as path from 'path';
+import * as vscode from 'vscode';
+import type { ShadowInfo } from 'shadowfs/client';
+import type { CommandOptions, ShadowfsApi } from '../../src/extension';
+import type { FileNode, LayerNode, Node } from '../../src/model';
+
+export function run(): Promise<void> {
+  // Mocha 12 is an ES module: required from CommonJS, its class is the namespace's Mocha.
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const mod = require('mocha') as { Mocha?: typeof import('mocha'); default?: typeof import('mocha') };
+  const Mocha = mod.Mocha ?? mod.default ?? (mod as unknown as typeof import('mocha'));
+  const results = process.env.SHADOWFS_VSCODE_RESULTS;
+  const mocha = new Mocha({
+    ui: 'bdd',
+    timeout: 120_000,
+    color: false,
+    ...(results ? { reporter: 'json', reporterOptions: { output: results } } : {}),
+  });
+  mocha.suite.emit('pre-require', globalThis, 'suite', mocha);
+  defineTests();
+  return new Promise((resolve, reject) => {
+    mocha.run((failures) => (failures ? reject(new Error(`${failures} in-editor test(s) failed`)) : resolve()));
+  });
+}
+
+const AGENT = 'claude';
+const conf: CommandOptions = { confirm: false };
+
+/** Polls until `probe` gives a value (not undefined/false) or the time is up. */
+async function eventually<T>(what: string, probe: () => T | undefined | false | Promise<T | undefined | false>, ms = 30_000): Promise<T> {
+  const deadline = Date.now() + ms;
+  let last: unknown;
+  for (;;) {
+    try {
+      const v = await probe();
+      if (v !== undefined && v !== false) return v;
+    } catch (err) {
+      last = err;
+    }
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last ? ` (last error: ${(last as Error).message})` : ''}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** Every file of a folder (but .git) with its content's hash. */
+function fingerprint(dir: string): Map<string, string> {
+  const out = new Map<string, string>();
+  const walk = (rel: string): void => {
+    for (const e of fs.readdirSync(path.join(dir, rel), { withFileTypes: true })) {
+      const r = rel ? `${rel}/${e.name}` : e.name;
+      if (r === '.git') continue;
+      if (e.isDirectory()) walk(r);
+      else
+        out.set(
+          r,
+          crypto
+            .createHash('sha256')
+            .update(fs.readFileSync(path.join(dir, r)))
+            .digest('hex'),
+        );
+    }
+  };
+  walk('');
+  return out;
+}
+
+/** The paths whose content differs between two fingerprints. */
+function differing(a: Map<string, string>, b: Map<string, string>): string[] {
+  const keys = new Set([...a.keys(), ...b.keys()]);
+  return [...keys].filter((k) => a.get(k) !== b.get(k)).sort();
+}
+
+function defineTests(): void {
+  describe('the shadowfs extension in a real VS Code', function () {
+    let api: ShadowfsApi;
+    let folder: string;
+    let shadow: ShadowInfo;
+    let initial: Map<string, string>;
+
+    const layerNode = async (): Promise<LayerNode> =>
+      eventually(`agent ${AGENT}'s layer in the Shadows view`, async () => {
+        const roots = await api.shadows.getChildren();
+        const s = roots.find((r) => r.kind === 'shadow' && r.info.name === shadow.name);
+        if (!s) return undefined;
+        return (await api.shadows.getChildren(s)).find((l): l is LayerNode => l.kind === 'layer' && l.agent === AGENT);
+      });
+    /** The view's file items of the agent's layer, once `ready` says they are what is expected. */
+    const fileNodes = async (what: string, ready: (files: FileNode[]) => boolean): Promise<FileNode[]> =>
+      eventually(what, async () => {
+        const files = (await api.shadows.getChildren(await layerNode())).filter((n): n is FileNode => n.kind === 'file');
+        return ready(files) ? files : undefined;
+      });
+    const kinds = (files: FileNode[]): string[] => files.map((f) => `${f.change.kind} ${f.change.path}`);
+    const runAsAgent = async (line: string): Promise<void> => {
+      const r = await vscode.commands.executeCommand<{ exitCode: number | null; stderr: string }>('shadowfs.run', await layerNodeOrNew(), {
+        ...conf,
+        commandLine: line,
+      });
+      assert.ok(r, 'the run command answered');
+      assert.strictEqual(r.exitCode, 0, `"${line}" failed: ${r.stderr}`);
+    };
+    const layerNodeOrNew = async (): Promise<Node> => {
+      const roots = await api.shadows.getChildren();
+      const s = roots.find((r) => r.kind === 'shadow' && r.info.name === shadow.name);
+      const existing = s ? (await api.shadows.getChildren(s)).find((l) => l.kind === 'layer' && l.agent === AGENT) : undefined;
+      return existing ?? { kind: 'layer', shadow: shadow.name, agent: AGENT, active: false, changes: undefined };
+    };
+
+    before(async function () {
+      const ext = vscode.extensions.getExtension<ShadowfsApi>('shadowfs.shadowfs-vscode');
+      assert.ok(ext, 'the extension is loaded');
+      api = await ext.activate();
+      folder = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath ?? '';
+      assert.ok(folder, 'a workspace folder is open');
+      initial = fingerprint(folder);
+    });
+
+    it('starts the daemon itself when none is running, and connects to it', async () => {
+      const state = await eventually('a connection to the daemon', () =>
+        api.daemon.state.kind === 'connected' ? api.daemon.state : undefined,
+      );
+      assert.strictEqual(state.started, true, 'no daemon ran before this test: the extension had to start it');
+      assert.ok(state.pid > 0);
+      assert.strictEqual(api.installation()?.packageRoot, process.env.SHADOWFS_REPO);
+    });
+
+    it('mounts the workspace folder, and the view lists the shadow', async () => {
+      const info = await vscode.commands.executeCommand<ShadowInfo>('shadowfs.mount');
+      assert.ok(info, 'mount answered');
+      shadow = info;
+      assert.strictEqual(info.lower, folder);
+      const roots = await api.shadows.getChildren();
+      assert.deepStrictEqual(
+        roots.map((r) => (r.kind === 'shadow' ? r.info.name : r.kind)),
+        [info.name],
+      );
+      assert.ok(fs.readFileSync(path.join(info.mountPoint, 'src', 'app.ts'), 'utf8').includes('greet'), 'the mount shows the folder');
+    });
+
+    it("shows an agent's change (made through the mount by a command run as the agent) live, from the change feed", async () => {
+      await runAsAgent(
+        `sed -i 's/Hello/Howdy/' src/app.ts && printf 'notes by the agent\\n' > notes.md && rm old.txt && mkdir -p docs && echo guide > docs/guide.md`,
+      );
+      const files = await fileNodes('the three changes in the view', (f) => f.length === 4);
+      assert.deepStrictEqual(kinds(files), ['added docs/guide.md', 'added notes.md', 'deleted old.txt', 'modified src/app.ts']);
+      const layer = await layerNode();
+      assert.match(api.shadows.getTreeItem(layer).description as string, /2 added, 1 modified, 1 deleted/);
+      // A later write through the mount reaches the view without anyone refreshing it.
+      await vscode.commands.executeCommand('shadowfs.activate', layer);
+      await eventually('the layer marked active', async () => (await layerNode()).active);
+      fs.writeFileSync(path.join(shadow.mountPoint, 'later.txt'), 'written through the mount\n');
+      await runAsAgent('echo more >> later.txt');
+      await fileNodes('later.txt in the view', (f) => f.some((n) => n.change.path === 'later.txt'));
+      assert.deepStrictEqual(differing(initial, fingerprint(folder)), [], "nothing reached the user's folder");
+    });
+
+    it("opens the diff editor between the user's file and the agent's version, which is never a file", async () => {
+      const files = await fileNodes('src/app.ts in the view', (f) => f.some((n) => n.change.path === 'src/app.ts'));
+      const app = files.find((f) => f.change.path === 'src/app.ts');
+      assert.ok(app);
+      await vscode.commands.executeCommand('shadowfs.openDiff', app);
+      const tab = await eventually('the diff tab', () => {
+        const input = vscode.window.tabGroups.activeTabGroup.activeTab?.input;
+        return input instanceof vscode.TabInputTextDiff ? input : undefined;
+      });
+      assert.strictEqual(tab.original.scheme, 'file');
+      assert.strictEqual(tab.original.fsPath, path.join(folder, 'src', 'app.ts'));
+      assert.strictEqual(tab.modified.scheme, 'shadowfs');
+      const left = await vscode.workspace.openTextDocument(tab.original);
+      const right = await vscode.workspace.openTextDocument(tab.modified);
+      assert.strictEqual(left.getText(), fs.readFileSync(path.join(folder, 'src', 'app.ts'), 'utf8'));
+      assert.ok(left.getText().includes('Hello') && !left.getText().includes('Howdy'));
+      assert.strictEqual(right.getText(), left.getText().replace('Hello', 'Howdy'), "the agent's version, read through the daemon");
+      assert.strictEqual(right.languageId, 'typescript', 'the language follows the path');
+      // Deleted and added files diff against an empty side.
+      const old = files.find((f) => f.change.path === 'old.txt');
+      await vscode.commands.executeCommand('shadowfs.openDiff', old);
+      const del = await eventually('the deleted file diff', () => {
+        const input = vscode.window.tabGroups.activeTabGroup.activeTab?.input;
+        return input instanceof vscode.TabInputTextDiff && input.original.fsPath.endsWith('old.txt') ? input : undefined;
+      });
+      assert.strictEqual((await vscode.workspace.openTextDocument(del.modified)).getText(), '');
+      const opened = vscode.workspace.textDocuments.filter((d) => d.uri.scheme === 'file' && d.uri.fsPath.startsWith(shadow.mountPoint));
+      assert.deepStrictEqual(
+        opened.map((d) => d.uri.fsPath),
+        [],
+        "the agent's versions are never opened as files",
+      );
+      await vscode.commands.executeCommand('workbench.action.closeAllEditors');
+    });
+
+    it("shows the language servers' findings on the agent's change in its own view, not in Problems", async () => {
+      await runAsAgent(`printf 'export const count: number = "three";\\n' >> src/util.ts`);
+      await fileNodes('src/util.ts in the view', (f) => f.some((n) => n.change.path === 'src/util.ts'));
+      const r = await vscode.commands.executeCommand<{
+        files: Array<{ path: string; status: string; introduced: Array<{ message: string }> }>;
+      }>('shadowfs.lints', await layerNode());
+      assert.ok(r, 'lints answered');
+      const util = r.files.find((f) => f.path === 'src/util.ts');
+      assert.ok(util, `src/util.ts was checked: ${JSON.stringify(r.files.map((f) => [f.path, f.status]))}`);
+      assert.strictEqual(util.status, 'fresh');
+      assert.ok(
+        util.introduced.some((d) => /not assignable to type 'number'/.test(d.message)),
+        `the agent's type error is reported: ${JSON.stringify(util.introduced)}`,
+      );
+      // The Agent Lints view shows it.
+      const [runNode] = api.lints.getChildren();
+      assert.ok(runNode, 'the view has the result');
+      const fileNode = api.lints.getChildren(runNode).find((n) => n.kind === 'file' && n.file.path === 'src/util.ts');
+      assert.ok(fileNode);
+      const diags = api.lints.getChildren(fileNode).filter((n) => n.kind === 'diag' && !n.existing);
+      assert.ok(diags.some((n) => /not assignable/.test(String(api.lints.getTreeItem(n).label))));
+      // ...and the user's Problems do not.
+      const problems = vscode.languages.getDiagnostics().flatMap(([uri, ds]) => ds.map((d) => `${uri.toString()}: ${d.message}`));
+      assert.deepStrictEqual(
+        problems.filter((p) => p.startsWith('shadowfs:') || /"three"/.test(p)),
+        [],
+      );
+    });
+
+    it('runs a command as the agent with its output in the output channel, and cancels it', async () => {
+      const source = new vscode.CancellationTokenSource();
+      const started = path.join(shadow.mountPoint, 'started.txt');
+      const pending = vscode.commands.executeCommand<{ cancelled: boolean; exitCode: number | null; stdout: string }>(
+        'shadowfs.run',
+        await layerNode(),
+        { ...conf, commandLine: 'echo started > started.txt; echo running; sleep 120', cancellation: source.token },
+      );
+      // The run has the shadow (its layer active) once its first write shows through the mount.
+      await eventually('the run to start', () => fs.existsSync(started));
+      source.cancel();
+      const r = await pending;
+      assert.ok(r);
+      assert.strictEqual(r.cancelled, true, 'the run was cancelled, not left to finish');
+      assert.match(r.stdout, /running/);
+      await runAsAgent('rm started.txt');
+    });
+
+    it('checkpoints and restores a layer', async () => {
+      const layer = await layerNode();
+      const cp = await vscode.commands.executeCommand<{ name: string; files: number }>('shadowfs.checkpoint', layer, {
+        ...conf,
+        name: 'before-reset',
+      });
+      assert.strictEqual(cp?.name, 'before-reset');
+      await vscode.commands.executeCommand('shadowfs.reset', layer, conf);
+      await fileNodes('an empty layer after reset', (f) => f.length === 0);
+      await vscode.commands.executeCommand('shadowfs.restore', await layerNode(), { ...conf, name: 'before-reset' });
+      const files = await fileNodes('the restored changes', (f) => f.length === 6);
+      assert.deepStrictEqual(kinds(files), [
+        'added docs/guide.md',
+        'added later.txt',
+        'added notes.md',
+        'deleted old.txt',
+        'modified src/app.ts',
+        'modified src/util.ts',
+      ]);
+      assert.deepStrictEqual(differing(initial, fingerprint(folder)), []);
+    });
+
+    it('applies a file to the folder only when asked, and reports a conflict when the user changed the same file', async () => {
+      let files = await fileNodes('notes.md in the view', (f) => f.some((n) => n.change.path === 'notes.md'));
+      const notes = files.find((f) => f.change.path === 'notes.md');
+      assert.deepStrictEqual(differing(initial, fingerprint(folder)), [], 'nothing written before apply');
+      const applied = await vscode.commands.executeCommand<{ applied: Array<{ path: string }>; conflicts: unknown[] }>(
+        'shadowfs.applyFile',
+        notes,
+        conf,
+      );
+      assert.deepStrictEqual(
+        applied?.applied.map((a) => a.path),
+        ['notes.md'],
+      );
+      assert.strictEqual(fs.readFileSync(path.join(folder, 'notes.md'), 'utf8'), 'notes by the agent\n');
+      assert.deepStrictEqual(differing(initial, fingerprint(folder)), ['notes.md'], 'apply wrote that one file');
+      await fileNodes('notes.md gone from the layer', (f) => !f.some((n) => n.change.path === 'notes.md'));
+
+      // The user edits src/app.ts (another line) while the agent's version waits.
+      const appPath = path.join(folder, 'src', 'app.ts');
+      const mine = fs.readFileSync(appPath, 'utf8').replace('return', 'return /* mine */');
+      fs.writeFileSync(appPath, mine);
+      const afterEdit = fingerprint(folder);
+      files = await fileNodes('src/app.ts in the view', (f) => f.some((n) => n.change.path === 'src/app.ts'));
+      const app = files.find((f) => f.change.path === 'src/app.ts');
+      const r = await vscode.commands.executeCommand<{
+        applied: unknown[];
+        conflicts: Array<{ path: string; merged: string | null; mergeConflicts: number }>;
+      }>('shadowfs.applyFile', app, conf);
+      assert.ok(r);
+      assert.deepStrictEqual(r.applied, []);
+      assert.deepStrictEqual(
+        r.conflicts.map((c) => c.path),
+        ['src/app.ts'],
+      );
+      assert.strictEqual(fs.readFileSync(appPath, 'utf8'), mine, "the user's edit is kept: nothing written for a conflict");
+      assert.deepStrictEqual(differing(afterEdit, fingerprint(folder)), []);
+      assert.strictEqual(r.conflicts[0].mergeConflicts, 0, 'different lines merge cleanly');
+
+      // Resolved as "take the merge": both changes land.
+      const merged = await vscode.commands.executeCommand<{ applied: Array<{ path: string }> }>('shadowfs.applyFile', app, {
+        ...conf,
+        resolutions: { 'src/app.ts': 'merged' },
+      });
+      assert.deepStrictEqual(
+        merged?.applied.map((a) => a.path),
+        ['src/app.ts'],
+      );
+      const text = fs.readFileSync(appPath, 'utf8');
+      assert.ok(text.includes('Howdy') && text.includes('/* mine */'), text);
+      assert.deepStrictEqual(differing(initial, fingerprint(folder)), ['notes.md', 'src/app.ts']);
+    });
+
+    it('unmounts the shadow', async () => {
+      const roots = await api.shadows.getChildren();
+      await vscode.commands.executeCommand('shadowfs.unmount', roots[0], conf);
+      await eventually('an empty Shadows view', async () => (await api.shadows.getChildren()).length === 0);
+    });
+  });
+}
