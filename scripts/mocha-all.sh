@@ -4,7 +4,8 @@
 # integration test again on the portable FUSE3 backend (fuse_hl, the code Windows runs through
 # WinFsp), then the protocol, client, daemon and CLI tests on Windows' own runtime (a Windows
 # node.exe under wine, scripts/wine-node.sh, which installs wine on first use; nothing mounts
-# there). All always run; the last line totals them ("N passed, N failed, N skipped"):
+# there), then the VS Code extension in a real VS Code (code-server driven by Chromium; npm run
+# test:vscode). All always run; the last line totals them ("N passed, N failed, N skipped"):
 # the C++ runner adds its counts to $SHADOWFS_TEST_STATS like each mocha pass does.
 # .mocharc.json names no files, so `npx mocha dist/test/ops.test.js` runs just that file.
 set -uo pipefail
@@ -32,11 +33,11 @@ else
   echo '{"passes":0,"failures":1,"pending":0}' >"$SHADOWFS_TEST_STATS"
   status=1
 fi
-echo "== pass 1 of 3: backend fuse_ll (all tests)"
+echo "== pass 1 of 4: backend fuse_ll (all tests)"
 SHADOWFS_BACKEND=fuse_ll bounded node_modules/.bin/mocha 'dist/test/**/*.test.js' || status=1
-echo "== pass 2 of 3: backend fuse_hl (integration tests)"
+echo "== pass 2 of 4: backend fuse_hl (integration tests)"
 SHADOWFS_BACKEND=fuse_hl bounded node_modules/.bin/mocha 'dist/test/*.test.js' || status=1
-echo "== pass 3 of 3: Windows under wine: the module and C++ tests cross-built with MinGW, then a Windows node.exe (named pipe, client, daemon, CLI, the module; no WinFsp driver here)"
+echo "== pass 3 of 4: Windows under wine: the module and C++ tests cross-built with MinGW, then a Windows node.exe (named pipe, client, daemon, CLI, the module; no WinFsp driver here)"
 if bounded bash scripts/build-win.sh; then
   # The C++ runner adds its counts to the stats file; a Windows program names it by drive Z:.
   SHADOWFS_TEST_STATS="Z:${SHADOWFS_TEST_STATS//\//\\}" bounded bash scripts/wine/run.sh build-win/unit/shadowfs_unit_tests.exe || status=1
@@ -45,4 +46,6 @@ else
   status=1
 fi
 bounded bash scripts/wine-node.sh node_modules/mocha/bin/mocha.js --config test/windows/.mocharc.json || status=1
+echo "== pass 4 of 4: the VS Code extension: unit tests, then in a real VS Code (code-server + Chromium, scripts/vscode/setup.sh installs them) against a real daemon and mount"
+bounded bash scripts/vscode/test.sh || status=1
 exit $status

@@ -1,0 +1,270 @@
+// The VS Code extension in a real VS Code: code-server (VS Code for the browser; its extension
+// host runs here in Node) driven by Debian's Chromium. First the extension's in-editor suite
+// (extension/test/suite) runs inside the extension host against a real daemon, which the
+// extension starts itself, and a real mount of the workspace; then the packaged .vsix is
+// installed and the view, a diff and the status bar are checked and photographed through the
+// browser. The user's folder is watched throughout: only what apply wrote may change.
+// Needs the toolchain of scripts/vscode/setup.sh and a built extension (npm run test:vscode
+// does both).
+import * as assert from 'assert';
+import { execFileSync } from 'child_process';
+import * as fs from 'fs';
+import * as path from 'path';
+import { repoRoot, tempDir } from '../helpers/fixtures';
+import { stopTestDaemon } from '../helpers/hooks';
+import {
+  installVsix,
+  openBrowser,
+  openWorkbench,
+  resolveToolchain,
+  runExtensionTests,
+  screenshot,
+  startCodeServer,
+  type CodeServer,
+} from './harness';
+
+const extensionDir = path.join(repoRoot, 'extension');
+const outputDir = path.join(repoRoot, 'test-output', 'vscode');
+const cli = path.join(repoRoot, 'bin', 'shadowfs.js');
+
+/** A small TypeScript project under git: the user's folder. */
+function makeWorkspace(label: string): string {
+  const dir = tempDir(label);
+  const files: Record<string, string> = {
+    'README.md': '# greeter\n\nA tiny project the tests shadow.\n',
+    'tsconfig.json':
+      JSON.stringify({ compilerOptions: { strict: true, target: 'ES2022', module: 'commonjs', noEmit: true }, include: ['src'] }, null, 2) +
+      '\n',
+    'src/app.ts': [
+      "import { shout } from './util';",
+      '',
+      'export function greet(name: string): string {',
+      "  const greeting = 'Hello';",
+      "  const punctuation = '!';",
+      "  const separator = ', ';",
+      '  const loud = false;',
+      '  const text = greeting + separator + name + punctuation;',
+      '  return loud ? shout(text) : text;',
+      '}',
+      '',
+    ].join('\n'),
+    'src/util.ts': 'export function shout(s: string): string {\n  return s.toUpperCase();\n}\n',
+    'old.txt': 'an old file the agent deletes\n',
+  };
+  for (const [rel, text] of Object.entries(files)) {
+    fs.mkdirSync(path.dirname(path.join(dir, rel)), { recursive: true });
+    fs.writeFileSync(path.join(dir, rel), text);
+  }
+  const git = (...args: string[]): void => {
+    execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@example.com', ...args], { cwd: dir, stdio: 'ignore' });
+  };
+  git('init', '-q');
+  git('add', '-A');
+  git('commit', '-q', '-m', 'initial');
+  return dir;
+}
+
+/** Every path under `dir` that changes while it runs (inotify, recursive), .git aside. */
+class FolderWatch {
+  private readonly seen = new Set<string>();
+  private readonly watcher: fs.FSWatcher;
+  constructor(dir: string) {
+    this.watcher = fs.watch(dir, { recursive: true, persistent: false }, (_ev, name) => {
+      const rel = String(name);
+      if (rel !== '.git' && !rel.startsWith('.git/')) this.seen.add(rel);
+    });
+  }
+  async stop(): Promise<string[]> {
+    await new Promise((r) => setTimeout(r, 200));
+    this.watcher.close();
+    return [...this.seen].sort();
+  }
+}
+
+/** Adds the in-editor suite's counts to the run's total (see test/helpers/reporter.ts). */
+function addToStats(passes: number, failures: number, pending: number): void {
+  const file = process.env.SHADOWFS_TEST_STATS;
+  if (!file) return;
+  let before = { passes: 0, failures: 0, pending: 0 };
+  try {
+    const text = fs.readFileSync(file, 'utf8');
+    if (text.trim()) before = JSON.parse(text) as typeof before;
+  } catch {
+    // no earlier pass
+  }
+  fs.writeFileSync(
+    file,
+    JSON.stringify({ passes: before.passes + passes, failures: before.failures + failures, pending: before.pending + pending }),
+  );
+}
+
+interface MochaJson {
+  stats: { passes: number; failures: number; pending: number; tests: number };
+  tests: Array<{ fullTitle: string; err: { message?: string; stack?: string } }>;
+}
+
+describe('the VS Code extension, in a real VS Code (code-server + Chromium)', function () {
+  this.timeout(600_000);
+
+  before(function () {
+    // Missing prerequisites fail here, with what to run.
+    resolveToolchain();
+    for (const f of ['dist/extension.js', 'dist/test/suite.js']) {
+      assert.ok(
+        fs.existsSync(path.join(extensionDir, f)),
+        `extension/${f} is missing: build the extension (npm run test:vscode builds it)`,
+      );
+    }
+    fs.mkdirSync(outputDir, { recursive: true });
+  });
+
+  afterEach(() => stopTestDaemon());
+
+  it('passes its in-editor tests inside the extension host, against a daemon it starts and a real mount', async function () {
+    const workspace = makeWorkspace('vscode-ws');
+    const watch = new FolderWatch(workspace);
+    const results = path.join(tempDir('vscode-results'), 'results.json');
+    const logs: string[] = [];
+    let exit: number;
+    try {
+      exit = await runExtensionTests({
+        workspace,
+        extensionDevelopmentPath: extensionDir,
+        extensionTestsPath: path.join(extensionDir, 'dist', 'test', 'suite.js'),
+        serverOptions: {
+          env: {
+            SHADOWFS_VSCODE_RESULTS: results,
+            SHADOWFS_REPO: repoRoot,
+            // The daemon the extension starts lives in this run's private runtime and state
+            // directories (test/helpers/hooks.ts), where the hooks stop it.
+            XDG_RUNTIME_DIR: process.env.XDG_RUNTIME_DIR,
+            SHADOWFS_STATE_DIR: process.env.SHADOWFS_STATE_DIR,
+          },
+          settings: { 'shadowfs.path': cli, 'shadowfs.idleTimeout': 600 },
+        },
+        timeoutMs: 420_000,
+        screenshotDir: outputDir,
+        logsDir: path.join(outputDir, 'suite-logs'),
+        onLog: (l) => logs.push(l),
+      });
+    } finally {
+      const touched = await watch.stop();
+      // apply writes each file beside itself under a temporary name, then renames it over.
+      const unexpected = touched.filter((p) => !/^(notes\.md|src\/app\.ts|(src\/)?\.(notes\.md|app\.ts)\.shadowfs-[0-9a-f]+|src)$/.test(p));
+      assert.deepStrictEqual(
+        unexpected,
+        [],
+        `only apply (notes.md, src/app.ts) and the user's own edit may touch the folder; seen: ${touched.join(', ')}`,
+      );
+    }
+    assert.ok(
+      fs.existsSync(results),
+      `the in-editor suite wrote no results (exit code ${exit}); last log lines:\n${logs.slice(-40).join('\n')}`,
+    );
+    const json = JSON.parse(fs.readFileSync(results, 'utf8')) as MochaJson;
+    for (const t of json.tests) process.stdout.write(`      ${t.err?.message ? '✗' : '✓'} [in VS Code] ${t.fullTitle}\n`);
+    addToStats(json.stats.passes, json.stats.failures, json.stats.pending);
+    const failed = json.tests.filter((t) => t.err?.message);
+    assert.deepStrictEqual(
+      failed.map((t) => `${t.fullTitle}: ${t.err.stack ?? t.err.message}`),
+      [],
+      'in-editor tests failed',
+    );
+    assert.strictEqual(json.stats.pending, 0, 'nothing may be skipped');
+    assert.ok(json.stats.passes >= 8, `all in-editor tests ran (${json.stats.passes} passed)`);
+    assert.strictEqual(exit, 0, 'the workbench reported success');
+  });
+
+  it('installs from its .vsix and shows the Shadows view, a diff and the status bar (screenshots in test-output/vscode)', async function () {
+    const vsix = fs.readdirSync(path.join(extensionDir, 'dist')).find((f) => f.endsWith('.vsix'));
+    assert.ok(vsix, 'the .vsix is built (npm run test:vscode packages it)');
+    const workspace = makeWorkspace('vscode-ui');
+    const run = (...args: string[]): string => execFileSync(process.execPath, [cli, ...args], { encoding: 'utf8' });
+    // An agent's work, done the way agents do it: through the CLI, in the shadow.
+    const events = run('mount', workspace, '--name', 'greeter', '--json').trim().split('\n');
+    const info = JSON.parse(events[events.length - 1]) as { mountPoint: string };
+    let server: CodeServer | undefined;
+    const browser = await openBrowser();
+    try {
+      run(
+        'run',
+        'greeter',
+        '--agent',
+        'claude',
+        '--',
+        'sh',
+        '-c',
+        "sed -i 's/Hello/Howdy/' src/app.ts && printf 'notes\\n' > notes.md && rm old.txt",
+      );
+      run('activate', 'greeter', 'claude');
+      assert.ok(fs.readFileSync(path.join(info.mountPoint, 'src', 'app.ts'), 'utf8').includes('Howdy'));
+
+      const dir = tempDir('vscode-ui-server');
+      const extensionsDir = path.join(dir, 'extensions');
+      await installVsix(
+        { extensionsDir, userDataDir: path.join(dir, 'user-data'), home: path.join(dir, 'home') },
+        path.join(extensionDir, 'dist', vsix),
+      );
+      assert.ok(
+        fs.readdirSync(extensionsDir).some((d) => d.startsWith('shadowfs.shadowfs-vscode-')),
+        'the .vsix installed into the extensions folder',
+      );
+      server = await startCodeServer({
+        dir,
+        extensionsDir,
+        keep: true,
+        smokeTestDriver: false,
+        env: { XDG_RUNTIME_DIR: process.env.XDG_RUNTIME_DIR, SHADOWFS_STATE_DIR: process.env.SHADOWFS_STATE_DIR },
+        settings: {
+          'shadowfs.path': cli,
+          'workbench.startupEditor': 'none',
+          'workbench.tips.enabled': false,
+          // The screenshots show the extension, not the editor's chat panel.
+          'chat.disableAIFeatures': true,
+          'workbench.secondarySideBar.defaultVisibility': 'hidden',
+        },
+      });
+      const page = await openWorkbench(browser, server, workspace);
+      await page.locator('.activitybar [aria-label^="shadowfs"]').first().click();
+      const tree = page.locator('[id="workbench.view.extension.shadowfs"] .monaco-list-row, .pane-body .monaco-list-row');
+      await tree.filter({ hasText: 'claude' }).first().waitFor({ timeout: 60_000 });
+      const row = tree.filter({ hasText: 'app.ts' }).first();
+      await row.waitFor({ timeout: 30_000 });
+      const rows = await tree.allInnerTexts();
+      const text = rows.join('\n');
+      assert.match(text, /greeter/);
+      assert.match(text, /claude[\s\S]*active/);
+      assert.match(text, /app\.ts/);
+      assert.match(text, /notes\.md/);
+      assert.match(text, /old\.txt/);
+      const status = page.locator('.statusbar-item', { hasText: 'greeter: claude' });
+      await status.first().waitFor({ timeout: 30_000 });
+      await screenshot(page, path.join(outputDir, 'shadows-view.png'));
+
+      await row.click();
+      const diff = page.locator('.monaco-diff-editor');
+      await diff.first().waitFor({ timeout: 30_000 });
+      await page.locator('.monaco-diff-editor .modified-in-monaco-diff-editor', { hasText: 'Howdy' }).first().waitFor({ timeout: 30_000 });
+      await page.locator('.monaco-diff-editor .original-in-monaco-diff-editor', { hasText: 'Hello' }).first().waitFor({ timeout: 30_000 });
+      const tab = await page.locator('.tabs-container .tab.active').innerText();
+      assert.match(tab, /app\.ts \(yours ↔ claude\)/);
+      await screenshot(page, path.join(outputDir, 'diff.png'));
+    } catch (err) {
+      if (server) {
+        const pages = browser.contexts().flatMap((c) => c.pages());
+        if (pages[0]) await screenshot(pages[0], path.join(outputDir, 'ui-failure.png')).catch(() => undefined);
+        (err as Error).message += `\ncode-server log: ${server.logPath}`;
+      }
+      throw err;
+    } finally {
+      await browser.close().catch(() => undefined);
+      await server?.stop();
+      try {
+        run('unmount', 'greeter');
+      } catch {
+        // stopTestDaemon takes the mount down with the daemon
+      }
+    }
+    assert.strictEqual(fs.existsSync(path.join(workspace, 'notes.md')), false, "the agent's work stayed in its layer");
+  });
+});
