@@ -175,7 +175,7 @@ describe('the VS Code extension, in a real VS Code (code-server + Chromium)', fu
     assert.strictEqual(exit, 0, 'the workbench reported success');
   });
 
-  it('installs from its .vsix and shows the Shadows view, a diff and the status bar (screenshots in test-output/vscode)', async function () {
+  it('installs from its .vsix; the Shadows view, a diff, the status bar, a run started from the palette and cancelled from its notification, and an apply with a conflict work in the page (screenshots in test-output/vscode)', async function () {
     const vsix = fs.readdirSync(path.join(extensionDir, 'dist')).find((f) => f.endsWith('.vsix'));
     assert.ok(vsix, 'the .vsix is built (npm run test:vscode packages it)');
     const workspace = makeWorkspace('vscode-ui');
@@ -249,6 +249,54 @@ describe('the VS Code extension, in a real VS Code (code-server + Chromium)', fu
       const tab = await page.locator('.tabs-container .tab.active').innerText();
       assert.match(tab, /app\.ts \(yours ↔ claude\)/);
       await screenshot(page, path.join(outputDir, 'diff.png'));
+
+      // From the palette: run a command as the agent, watch its output, cancel it from its
+      // notification.
+      const quick = page.locator('.quick-input-widget');
+      const quickInput = quick.locator('input');
+      await page.keyboard.press('F1');
+      await quickInput.waitFor({ state: 'visible', timeout: 15_000 });
+      await quickInput.fill('>shadowfs: Run a Command in the Shadow as an Agent');
+      await quick.locator('.monaco-list-row').first().filter({ hasText: 'Run a Command in the Shadow' }).waitFor({ timeout: 15_000 });
+      await page.keyboard.press('Enter');
+      await quick.locator('.monaco-list-row', { hasText: 'a new layer' }).first().waitFor({ timeout: 15_000 });
+      await quickInput.fill('claude');
+      await quick.locator('.monaco-list-row').first().filter({ hasText: 'claude' }).waitFor({ timeout: 15_000 });
+      await page.keyboard.press('Enter');
+      await quick.getByText('A shell command line').first().waitFor({ timeout: 15_000 });
+      await quickInput.fill('echo started-by-the-ui; sleep 120');
+      await page.keyboard.press('Enter');
+      const panel = page.locator('.part.panel');
+      await panel.getByText('started-by-the-ui').first().waitFor({ timeout: 30_000 });
+      const toast = page.locator('.notification-toast', { hasText: 'started-by-the-ui' });
+      await toast.first().waitFor({ timeout: 30_000 });
+      await screenshot(page, path.join(outputDir, 'run.png'));
+      await toast.locator('.monaco-button', { hasText: 'Cancel' }).first().click();
+      await panel
+        .getByText(/\[cancelled\s+after\s+\d+\s+ms/) /* Monaco renders spaces as no-break spaces */
+        .first()
+        .waitFor({ timeout: 30_000 });
+      await screenshot(page, path.join(outputDir, 'run-cancelled.png'));
+
+      // The user edits the file the agent changed; applying the agent's version from the view
+      // shows the conflict (the user's file beside the merge) and writes only what is chosen.
+      const appPath = path.join(workspace, 'src', 'app.ts');
+      const mine = fs.readFileSync(appPath, 'utf8').replace('return', 'return /* mine */');
+      fs.writeFileSync(appPath, mine);
+      await row.hover();
+      await row.locator('.action-label[aria-label="Apply File to Your Folder"]').click();
+      const dialog = page.locator('.monaco-dialog-box');
+      await dialog.getByText('Write src/app.ts into').first().waitFor({ timeout: 15_000 });
+      await dialog.locator('.monaco-button', { hasText: 'Apply' }).first().click();
+      await page.locator('.tabs-container .tab.active', { hasText: "app.ts (yours ↔ merged with claude's)" }).waitFor({ timeout: 30_000 });
+      await quick.locator('.monaco-list-row', { hasText: 'Take the merge' }).first().waitFor({ timeout: 15_000 });
+      assert.strictEqual(fs.readFileSync(appPath, 'utf8'), mine, 'nothing is written while the user decides');
+      await page.locator('.monaco-diff-editor .modified-in-monaco-diff-editor', { hasText: 'mine' }).first().waitFor({ timeout: 15_000 });
+      await screenshot(page, path.join(outputDir, 'conflict.png'));
+      await quick.locator('.monaco-list-row', { hasText: 'Take the merge' }).first().click();
+      await tree.filter({ hasText: 'app.ts' }).first().waitFor({ state: 'detached', timeout: 30_000 });
+      const merged = fs.readFileSync(appPath, 'utf8');
+      assert.ok(merged.includes('Howdy') && merged.includes('/* mine */'), merged);
     } catch (err) {
       if (server) {
         const pages = browser.contexts().flatMap((c) => c.pages());
@@ -265,6 +313,7 @@ describe('the VS Code extension, in a real VS Code (code-server + Chromium)', fu
         // stopTestDaemon takes the mount down with the daemon
       }
     }
-    assert.strictEqual(fs.existsSync(path.join(workspace, 'notes.md')), false, "the agent's work stayed in its layer");
+    assert.strictEqual(fs.existsSync(path.join(workspace, 'notes.md')), false, 'what was not applied stayed in the layer');
+    assert.ok(fs.existsSync(path.join(workspace, 'old.txt')), 'what was not applied stayed in the layer');
   });
 });

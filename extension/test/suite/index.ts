@@ -129,6 +129,13 @@ function defineTests(): void {
       );
       assert.strictEqual(state.started, true, 'no daemon ran before this test: the extension had to start it');
       assert.ok(state.pid > 0);
+      // Started with the configured executable and idle timeout (the settings the harness wrote).
+      const argv = fs.readFileSync(`/proc/${state.pid}/cmdline`, 'utf8').split('\0');
+      assert.ok(
+        argv.some((a) => a.endsWith('bin/shadowfs.js')),
+        argv.join(' '),
+      );
+      assert.deepStrictEqual(argv.slice(argv.indexOf('serve')), ['serve', '--foreground', '--no-console', '--idle-timeout', '600', '']);
       assert.strictEqual(api.installation()?.packageRoot, process.env.SHADOWFS_REPO);
     });
 
