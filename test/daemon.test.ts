@@ -282,6 +282,8 @@ describe('the shadowfs daemon', function () {
     // The agent's work, saved by the daemon's autosave (every 30 s by default; asked for here).
     json(['layer', 'write', 'crashy', 'alice', 'src/work.js'], 'module.exports = "kept";\n');
     json(['checkpoint', 'crashy', '--agent', 'alice', '--name', 'autosave']);
+    // The shared mount shows alice's layer; after the crash it shows it again.
+    json(['activate', 'crashy', 'alice']);
     const view = json<{ mountPoint: string }>(['view', 'open', 'crashy', 'viewer']);
     // A mount directory the user gave (--at) is the user's: it is unmounted, never removed.
     const userDir = path.join(tempDir('dmnt'), 'mine');
@@ -318,12 +320,14 @@ describe('the shadowfs daemon', function () {
     assert.deepStrictEqual([...st.recovered].sort(), [info.mountPoint, view.mountPoint, userView.mountPoint].sort());
     // The shadow is back under its name, a fresh mount, with alice's layer from its autosave
     // (views are not reopened).
-    const back = st.shadows as Array<{ name: string; agents: string[] }>;
+    const back = st.shadows as Array<{ name: string; agents: string[]; active: string | null; mountPoint: string }>;
     assert.deepStrictEqual(
       back.map((x) => x.name),
       ['crashy'],
     );
     assert.ok(back[0].agents.includes('alice'), JSON.stringify(back));
+    assert.strictEqual(back[0].active, 'alice', 'the shared mount shows the layer it showed before the crash');
+    assert.strictEqual(fs.readFileSync(path.join(back[0].mountPoint, 'src/work.js'), 'utf8'), 'module.exports = "kept";\n');
     assert.strictEqual(cli(['layer', 'cat', 'crashy', 'alice', 'src/work.js']).stdout, 'module.exports = "kept";\n');
     for (const mp of [view.mountPoint, userView.mountPoint]) assert.ok(!mountedPaths().has(mp), `${mp} is unmounted`);
     assert.ok(!fs.existsSync(view.mountPoint), 'the view directory the daemon made is removed');

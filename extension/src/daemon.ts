@@ -54,7 +54,12 @@ export class Daemon {
     } catch {
       file = undefined;
     }
-    if (file !== this.loadedFrom) this.client?.close();
+    if (file !== this.loadedFrom && this.client) {
+      // A deliberate close: the next use connects with the new installation.
+      this.closing = true;
+      this.client.close();
+      this.closing = false;
+    }
   }
 
   onState(fn: (s: DaemonState) => void): () => void {
@@ -94,14 +99,35 @@ export class Daemon {
         if (this.client !== client) return;
         this.client = undefined;
         this.setState({ kind: 'disconnected', reason: reason.message });
+        // The daemon went away (a crash, a restart): connect again, which starts a new one;
+        // it mounts the crashed one's shadows again with their layers from autosave.
+        if (!this.disposed && !this.closing) this.retry(0);
       });
       this.client = client;
+      this.retries = 0;
       this.setState({ kind: 'connected', pid: client.daemonPid, started: client.startedDaemon });
       return client;
     } catch (err) {
       this.setState({ kind: 'disconnected', reason: (err as Error).message });
       throw err;
     }
+  }
+
+  private retries = 0;
+  private retryTimer: NodeJS.Timeout | undefined;
+  private closing = false;
+
+  /** Connects again after a delay that grows with each failure (1 s, 2 s, 4 s … 60 s). */
+  private retry(delayMs = Math.min(60_000, 1000 * 2 ** this.retries)): void {
+    if (this.retryTimer || this.disposed) return;
+    this.retryTimer = setTimeout(() => {
+      this.retryTimer = undefined;
+      if (this.disposed || this.current()) return;
+      this.get().catch(() => {
+        this.retries++;
+        this.retry();
+      });
+    }, delayMs);
   }
 
   private setState(s: DaemonState): void {
@@ -111,6 +137,7 @@ export class Daemon {
 
   dispose(): void {
     this.disposed = true;
+    if (this.retryTimer) clearTimeout(this.retryTimer);
     this.client?.close();
     this.client = undefined;
     this.events.removeAllListeners();

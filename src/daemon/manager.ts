@@ -32,6 +32,8 @@ interface StateFile {
     /** The daemon made the mount point, so it removes it (when empty) with the mount. */
     createdMountPoint?: boolean;
     views?: Array<{ mountPoint: string; createdMountPoint: boolean }>;
+    /** The agent the shared mount showed (null: the folder), so a crash does not change it. */
+    active?: string | null;
   }>;
 }
 
@@ -124,7 +126,13 @@ export class ShadowManager {
       if (typeof s?.lower !== 'string' || typeof s.name !== 'string' || this.entries.has(s.name)) continue;
       try {
         const mp = typeof s.mountPoint === 'string' && !mountedPaths().has(s.mountPoint) ? s.mountPoint : undefined;
-        await this.mount({ folder: s.lower, name: s.name, ...(mp && s.createdMountPoint !== true ? { mountPoint: mp } : {}) });
+        const info = await this.mount({ folder: s.lower, name: s.name, ...(mp && s.createdMountPoint !== true ? { mountPoint: mp } : {}) });
+        // The shared mount shows again what it showed: the agent whose layer came back, or the folder.
+        const wanted = s.active;
+        if (wanted !== undefined && wanted !== info.active && (wanted === null || info.agents.includes(wanted))) {
+          await this.entries.get(s.name)?.shadow.activate(wanted);
+          this.saveState();
+        }
         back.push(s.name);
         this.opts.log.warn('mounted again after a crash of the previous daemon', { name: s.name, lower: s.lower });
       } catch (err) {
@@ -356,6 +364,7 @@ export class ShadowManager {
         mountPoint: e.shadow.mountPoint,
         createdMountPoint: e.shadow.ownsMountPoint,
         views: [...e.shadow.views].map((v) => ({ mountPoint: v.mountPoint, createdMountPoint: v.ownsMountPoint })),
+        ...(e.shadow.mounted ? { active: e.shadow.active } : {}),
       })),
     };
     const tmp = `${this.opts.statePath}.${process.pid}.tmp`;

@@ -278,6 +278,7 @@ export class Daemon {
         const s = await shadowOf(p);
         if (p.agent !== null) await s.createLayer(p.agent);
         const r = await s.activate(p.agent);
+        m.saveState(); // a crash brings the shadow back showing this layer
         this.broadcast('layer/changed', { shadow: p.shadow, agent: p.agent, event: 'activated' });
         return { active: s.active, ...r };
       },

@@ -139,6 +139,8 @@ describe('the VS Code extension, in a real VS Code (code-server + Chromium)', fu
             // directories (test/helpers/hooks.ts), where the hooks stop it.
             XDG_RUNTIME_DIR: process.env.XDG_RUNTIME_DIR,
             SHADOWFS_STATE_DIR: process.env.SHADOWFS_STATE_DIR,
+            // The crash test needs the layer saved soon.
+            SHADOWFS_AUTOSAVE: '1',
           },
           settings: { 'shadowfs.path': cli, 'shadowfs.idleTimeout': 600 },
         },

@@ -325,6 +325,26 @@ function defineTests(): void {
       assert.deepStrictEqual(differing(initial, fingerprint(folder)), ['notes.md', 'src/app.ts']);
     });
 
+    it('comes back by itself after the daemon crashes: a new daemon, the shadow mounted again, the layer from autosave', async () => {
+      const before = api.daemon.state;
+      assert.strictEqual(before.kind, 'connected');
+      await runAsAgent('echo saved > after-crash.txt');
+      // Autosave runs every second in this test (SHADOWFS_AUTOSAVE=1, set by the harness).
+      await new Promise((r) => setTimeout(r, 2500));
+      process.kill(before.pid, 'SIGKILL');
+      const after = await eventually('a connection to a new daemon', () =>
+        api.daemon.state.kind === 'connected' && api.daemon.state.pid !== before.pid ? api.daemon.state : undefined,
+      );
+      assert.strictEqual(after.started, true, 'the extension started the new daemon');
+      await vscode.commands.executeCommand('shadowfs.refresh');
+      const files = await fileNodes('the layer back after the crash', (f) => f.some((n) => n.change.path === 'after-crash.txt'));
+      assert.ok(files.some((n) => n.change.path === 'src/util.ts'));
+      const again = api.shadows.model.shadow(shadow.name);
+      assert.ok(again?.mounted, 'the shadow is mounted again');
+      assert.ok(fs.existsSync(path.join(again.mountPoint, 'after-crash.txt')), 'its mount shows the layer');
+      shadow = again;
+    });
+
     it('unmounts the shadow', async () => {
       const roots = await api.shadows.getChildren();
       await vscode.commands.executeCommand('shadowfs.unmount', roots[0], conf);
