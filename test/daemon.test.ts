@@ -439,6 +439,20 @@ describe('the shadowfs daemon', function () {
         'module.exports = { add: (a, b) => a + b };\n',
       );
       assert.strictEqual(cli(['restore', 'cliwork', '--agent', 'bob', '--name', 'nosuch']).status, 1);
+      // layer revert gives a path back to the folder (the layer drops its own version).
+      fs.writeFileSync(path.join(info.mountPoint, 'README.md'), 'bob was here\n');
+      assert.deepStrictEqual(json<{ path: string }>(['layer', 'revert', 'cliwork', 'bob', 'README.md']), { path: 'README.md' });
+      assert.strictEqual(
+        fs.readFileSync(path.join(info.mountPoint, 'README.md'), 'utf8'),
+        fs.readFileSync(path.join(lower, 'README.md'), 'utf8'),
+      );
+      await eventually(() => events.some((e) => e.event === 'reverted' && e.agent === 'bob'), 5000, 'the "reverted" notification');
+      const noAgent = cli(['layer', 'revert', 'cliwork', 'nobody', 'README.md', '--json']);
+      assert.strictEqual(noAgent.status, 1);
+      assert.strictEqual((JSON.parse(noAgent.stdout) as { error: { code: string } }).error.code, 'UNKNOWN_AGENT');
+      const outside = cli(['layer', 'revert', 'cliwork', 'bob', '../x', '--json']);
+      assert.strictEqual(outside.status, 1);
+      assert.strictEqual((JSON.parse(outside.stdout) as { error: { code: string } }).error.code, 'INVALID_PATH');
     } finally {
       client.close();
     }

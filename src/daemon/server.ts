@@ -190,6 +190,12 @@ export class Daemon {
         this.broadcast('layer/changed', { shadow: p.shadow, agent: p.agent, event: 'removed', path: rel(p) });
         return { path: rel(p) };
       },
+      'layer.revert': async (p) => {
+        const shadow = await shadowOf(p);
+        await shadow.layer(p.agent).revert(rel(p));
+        this.broadcast('layer/changed', { shadow: p.shadow, agent: p.agent, event: 'reverted', path: rel(p) });
+        return { path: rel(p) };
+      },
       'layer.read': async (p) => ({
         path: rel(p),
         data: (await (await shadowOf(p)).layer(p.agent).readFile(rel(p))).toString('base64'),

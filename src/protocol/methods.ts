@@ -392,6 +392,13 @@ export const Requests = {
     result: z.object({ path: z.string() }),
     errors: [...pathErrors, 'NOT_FOUND', 'NOT_A_DIRECTORY'],
   }),
+  'layer.revert': request({
+    summary:
+      "Drops an agent's own entry at a path (and everything under it), so the folder shows through there again; refused (CONFLICT) under a directory the layer deleted, replaced or moved.",
+    params: z.strictObject({ shadow: shadowRef, agent: agentId, path: relPath }),
+    result: z.object({ path: z.string() }),
+    errors: [...pathErrors, 'UNKNOWN_AGENT', 'CONFLICT'],
+  }),
   'layer.read': request({
     summary: 'Reads a file as an agent sees it (its layer over the folder).',
     params: z.strictObject({ shadow: shadowRef, agent: agentId, path: relPath }),
@@ -699,7 +706,7 @@ export const Notifications = {
     params: z.object({
       shadow: z.string(),
       agent: z.string().nullable(),
-      event: z.enum(['written', 'removed', 'reset', 'dropped', 'cloned', 'activated', 'changed', 'applied', 'restored']),
+      event: z.enum(['written', 'removed', 'reverted', 'reset', 'dropped', 'cloned', 'activated', 'changed', 'applied', 'restored']),
       path: z.string().optional(),
       changes: z
         .array(z.object({ path: z.string(), kind: z.enum(['added', 'modified', 'deleted', 'metadata', 'reverted']), type: z.string() }))

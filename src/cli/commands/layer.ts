@@ -1,4 +1,4 @@
-// `shadowfs layer <write|rm|reset|changes|cat|drop> <shadow> <agent> ...`: one agent's layer.
+// `shadowfs layer <write|rm|revert|reset|changes|cat|drop|clone> <shadow> <agent> ...`: one agent's layer.
 import * as fs from 'fs';
 import type { Argv, CommandModule } from 'yargs';
 import { withClient } from '../daemon-call';
@@ -54,6 +54,18 @@ const rm: CommandModule<object, Base & { path: string }> = {
       a,
       (c) => c.request('layer.remove', { shadow: a.shadow, agent: a.agent, path: a.path }),
       (r) => `Removed ${r.path}.`,
+    ),
+};
+
+const revert: CommandModule<object, Base & { path: string }> = {
+  command: 'revert <shadow> <agent> <path>',
+  describe: "Give a path back to the folder: drop the layer's own version of it (and of everything under it)",
+  builder: (y: Argv) => base(y).positional('path', { type: 'string', demandOption: true }) as Argv<Base & { path: string }>,
+  handler: (a) =>
+    withClient(
+      a,
+      (c) => c.request('layer.revert', { shadow: a.shadow, agent: a.agent, path: a.path }),
+      (r) => `${r.path} shows the folder's version again.`,
     ),
 };
 
@@ -127,11 +139,12 @@ const cat: CommandModule<object, Base & { path: string }> = {
 
 export const layerCommand: CommandModule = {
   command: 'layer <command>',
-  describe: "Work on an agent's layer: write, rm, reset, changes, cat, drop, clone",
+  describe: "Work on an agent's layer: write, rm, revert, reset, changes, cat, drop, clone",
   builder: (y: Argv) =>
     y
       .command(write as unknown as CommandModule)
       .command(rm as unknown as CommandModule)
+      .command(revert as unknown as CommandModule)
       .command(reset as unknown as CommandModule)
       .command(changes as unknown as CommandModule)
       .command(cat as unknown as CommandModule)
