@@ -6,10 +6,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/bootstrap.sh
-if ! command -v fuse-overlayfs >/dev/null 2>&1; then
-  echo "bench: installing fuse-overlayfs with apt-get" >&2
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
-  apt-get install -y -qq --no-install-recommends fuse-overlayfs >/dev/null
-fi
+source scripts/lib/apt.sh
+command -v fuse-overlayfs >/dev/null 2>&1 || apt_install bench fuse-overlayfs
 exec node dist/bench/bench.js "$@"

@@ -8,6 +8,7 @@ cd "$(dirname "$0")/.."
 
 say() { printf 'bootstrap: %s\n' "$*" >&2; }
 
+source "$(dirname "${BASH_SOURCE[0]}")/lib/apt.sh"
 need=()
 command -v cmake >/dev/null 2>&1 || need+=(cmake)
 command -v g++ >/dev/null 2>&1 || need+=(g++)
@@ -19,21 +20,7 @@ command -v git >/dev/null 2>&1 || need+=(git)
 command -v tar >/dev/null 2>&1 || need+=(tar)
 command -v ip >/dev/null 2>&1 || need+=(iproute2)          # loopback in --no-network runs
 command -v unshare >/dev/null 2>&1 || need+=(util-linux)   # namespaces, setpriv in tests
-if ((${#need[@]})); then
-  if ! command -v apt-get >/dev/null 2>&1; then
-    say "missing system packages: ${need[*]}; install them with your package manager (this script knows apt-get only)"
-    exit 1
-  fi
-  sudo=()
-  if [ "$(id -u)" -ne 0 ]; then
-    command -v sudo >/dev/null 2>&1 || { say "missing system packages: ${need[*]}; run as root or install them"; exit 1; }
-    sudo=(sudo)
-  fi
-  say "installing ${need[*]} with apt-get"
-  export DEBIAN_FRONTEND=noninteractive
-  "${sudo[@]}" apt-get update -qq
-  "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
-fi
+apt_install bootstrap "${need[@]}"
 
 if ! command -v node >/dev/null 2>&1; then
   say "Node.js is not installed; shadowfs needs Node.js 20.19 or newer (https://nodejs.org or your distribution's nodejs package)"

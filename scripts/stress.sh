@@ -7,10 +7,6 @@ bash scripts/bootstrap.sh
 missing=()
 command -v stress-ng >/dev/null 2>&1 || missing+=(stress-ng)
 command -v fio >/dev/null 2>&1 || missing+=(fio)
-if ((${#missing[@]})); then
-  echo "stress: installing ${missing[*]} with apt-get" >&2
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
-  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-fi
+source scripts/lib/apt.sh
+apt_install stress "${missing[@]}"
 exec node dist/test/stress/main.js "$@"

@@ -58,25 +58,12 @@ cs_entry="$cs_dir/out/node/entry.js"
 stamp="$cache/.stamp"
 
 # System packages. Checked on every run; each check is cheap.
+source "$(dirname "${BASH_SOURCE[0]}")/../lib/apt.sh"
 need=()
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
 command -v pkg-config >/dev/null 2>&1 || need+=(pkg-config)
 pkg-config --exists krb5-gssapi 2>/dev/null || need+=(libkrb5-dev)
-if ((${#need[@]})); then
-  if ! command -v apt-get >/dev/null 2>&1; then
-    say "missing system packages: ${need[*]}; install them with your package manager (this script knows apt-get only)"
-    exit 1
-  fi
-  sudo=()
-  if [ "$(id -u)" -ne 0 ]; then
-    command -v sudo >/dev/null 2>&1 || { say "missing system packages: ${need[*]}; run as root or install them"; exit 1; }
-    sudo=(sudo)
-  fi
-  say "installing ${need[*]} with apt-get"
-  export DEBIAN_FRONTEND=noninteractive
-  "${sudo[@]}" apt-get update -qq
-  "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
-fi
+apt_install vscode-setup "${need[@]}"
 
 emit_env() {
   if ((print_env)); then
