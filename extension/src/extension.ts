@@ -30,6 +30,7 @@ export interface CommandOptions {
 export interface ShadowfsApi {
   daemon: Daemon;
   shadows: ShadowsProvider;
+  shadowsView: vscode.TreeView<Node>;
   lints: LintsProvider;
   content: ShadowContentProvider;
   installation(): Installation | undefined;
@@ -123,6 +124,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<Shadow
   };
   context.subscriptions.push(
     shadows.onDidChangeTreeData(() => {
+      // Said in the view itself, so that an unreachable daemon does not look like "no shadows".
+      shadowsView.message = shadows.error ? `Cannot reach the shadowfs daemon: ${shadows.error}` : undefined;
       updateStatus();
       void vscode.commands.executeCommand('setContext', 'shadowfs.hasWorkspaceShadow', workspaceShadow() !== undefined);
     }),
@@ -556,7 +559,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<Shadow
     updateStatus();
   });
 
-  return { daemon, shadows, lints, content, installation: () => installation };
+  return { daemon, shadows, shadowsView, lints, content, installation: () => installation };
 }
 
 export function deactivate(): void {

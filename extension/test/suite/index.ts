@@ -350,5 +350,25 @@ function defineTests(): void {
       await vscode.commands.executeCommand('shadowfs.unmount', roots[0], conf);
       await eventually('an empty Shadows view', async () => (await api.shadows.getChildren()).length === 0);
     });
+
+    it('says in the view, with the code, when the shadowfs setting names no installation; works again once fixed', async () => {
+      const cfg = vscode.workspace.getConfiguration('shadowfs');
+      const good = cfg.get<string>('path');
+      await cfg.update('path', '/nonexistent/shadowfs', vscode.ConfigurationTarget.Global);
+      try {
+        await assert.rejects(Promise.resolve(vscode.commands.executeCommand('shadowfs.refresh', conf)), (err: Error) =>
+          /\/nonexistent\/shadowfs, which does not exist/.test(err.message),
+        );
+        await vscode.commands.executeCommand('shadowfs.refresh').then(undefined, () => undefined);
+        await eventually('the message in the view', () =>
+          /Cannot reach the shadowfs daemon: .*does not exist/.test(api.shadowsView.message ?? ''),
+        );
+      } finally {
+        await cfg.update('path', good, vscode.ConfigurationTarget.Global);
+      }
+      await vscode.commands.executeCommand('shadowfs.refresh');
+      await eventually('the message gone', () => api.shadowsView.message === undefined);
+      assert.strictEqual(api.daemon.state.kind, 'connected');
+    });
   });
 }
