@@ -43,6 +43,8 @@ export interface CliCommand {
   positionals: CliArg[];
   options: CliOption[];
   subcommands: CliCommand[];
+  /** The yargs command module itself. */
+  module: CommandModule;
 }
 
 /** The top-level command modules, in the order src/cli/main.ts registers them. */
@@ -134,6 +136,7 @@ function record(mod: CommandModule, parent: string[]): CliCommand {
     }),
     options,
     subcommands: subModules.map((m) => record(m, path)),
+    module: mod,
   };
 }
 

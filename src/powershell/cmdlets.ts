@@ -274,10 +274,9 @@ export const CMDLETS: CmdletSpec[] = [
   {
     name: 'Remove-ShadowOverride',
     command: ['layer', 'revert'],
-    method: 'layer.revert' as MethodName,
-    synopsis: "Drops an agent's change to one path, so its layer shows the folder's version there again",
+    method: 'layer.revert',
     description:
-      "Reverts one path of an agent's layer: whatever the layer wrote, created or deleted there is dropped and the folder's own file shows through again. Only that path's change goes; the rest of the layer stays.",
+      "Reverts one path of an agent's layer, and everything under it: whatever the layer wrote, created or deleted there is dropped and the folder's own version shows through again; the rest of the layer stays. CONFLICT under a directory the layer deleted, replaced or moved (only that whole directory can be given back).",
     changes: { impact: 'Medium', action: 'Drop the change of $($Agent)', target: '$($Path) in shadow $($Shadow)' },
     params: [shadowPos(), agentPos(), layerPath()],
     output: { kind: 'none' },
@@ -455,11 +454,11 @@ export const CMDLETS: CmdletSpec[] = [
     exitStatusIsResult: true,
     examples: [
       {
-        code: 'Invoke-ShadowCommand -Shadow myproject -Agent alice -Command npm, test',
+        code: 'Invoke-ShadowCommand -Shadow myproject -Agent alice -Command "npm", "test"',
         remarks: "Runs npm test on alice's version of the project.",
       },
       {
-        code: "(Invoke-ShadowCommand myproject alice node, -e, 'console.log(1)' -TimeoutSec 60).stdout",
+        code: "(Invoke-ShadowCommand myproject alice -Command 'node', '-e', 'console.log(1)' -TimeoutSec 60).stdout",
         remarks: 'Prints what the command wrote to its standard output.',
       },
     ],
@@ -757,7 +756,7 @@ export const CMDLETS: CmdletSpec[] = [
         help: 'A file or directory to search, relative to the shadow root; default: everything.',
       },
       { name: 'Include', type: 'string', cli: { option: 'glob' }, protocolParam: 'glob' },
-      { name: 'IgnoreCase', type: 'switch', cli: { option: 'ignore-case' } },
+      { name: 'IgnoreCase', type: 'switch', cli: { option: 'ignore-case' }, help: 'Match letters whatever their case.' },
       {
         name: 'SimpleMatch',
         type: 'switch',
@@ -812,6 +811,8 @@ export const UNMAPPED_OPTIONS: Record<string, string> = {
   'mount --foreground': 'mounts in the calling process until Ctrl-C; the module mounts through the daemon',
   'apply --show-merge': "changes the human output only; the JSON result's conflicts carry the merge",
   'run --at-original-path': 'hidden: the old name of what is the default now',
+  'file edit --old': '-OldText goes through --old-file (a temporary file): no command-line quoting between it and shadowfs',
+  'file edit --new': '-NewText goes through --new-file, for the same reason',
   'lints --edit': "writes the agent's layer, which a Get- cmdlet must not; write with Set-ShadowOverride first",
 };
 

@@ -32,6 +32,18 @@ export function argvOrder(c: CmdletSpec): ParamSpec[] {
   return [...positionals, ...options, ...trailing];
 }
 
+/**
+ * The argument a given switch passes: `--option`, or `--no-option` for a negated one. An option
+ * whose own name starts with "no-" (run's --no-network) is passed as `--no-x=true`: yargs reads a
+ * bare `--no-network` as the negation of an option "network", which strict parsing then refuses
+ * ("Unknown argument: network"); with a value it sets the option itself.
+ */
+export function switchArg(p: ParamSpec): string {
+  if (p.type !== 'switch' || !('option' in p.cli)) throw new Error(`-${p.name} is not a switch option`);
+  const name = p.cli.option;
+  return p.cli.negated ? `--no-${name}` : name.startsWith('no-') ? `--${name}=true` : `--${name}`;
+}
+
 /** The arguments the module passes to shadowfs for a call with these bound parameters. */
 export function buildArgv(c: CmdletSpec, bound: Bound, io: PassIo): string[] {
   const argv = [...c.command, '--json'];
@@ -40,7 +52,7 @@ export function buildArgv(c: CmdletSpec, bound: Bound, io: PassIo): string[] {
     if (!Object.prototype.hasOwnProperty.call(bound, p.name)) continue;
     const v = bound[p.name];
     if (p.type === 'switch') {
-      if (v === true && 'option' in p.cli) argv.push(`--${p.cli.negated ? 'no-' : ''}${p.cli.option}`);
+      if (v === true) argv.push(switchArg(p));
       continue;
     }
     const raw = Array.isArray(v) ? v.map(String) : [String(v)];
@@ -124,7 +136,15 @@ export function interpretCli(
     if (out.status !== 0 && results.length && !c.exitStatusIsResult)
       warnings.push(`shadowfs exited with status ${out.status}: ${exitMeanings[out.status] ?? 'see its result'}`);
   }
-  return { emitted: results.flatMap((r) => shape(c, r, bound)), errors, warnings };
+  const emitted = results.flatMap((r) => shape(c, r, bound));
+  // Get-ShadowLayer -Shadow X when the list has no such shadow.
+  if (shapeFor(c, bound).kind === 'layers' && bound.Shadow !== undefined && results.length > 0) {
+    const want = String(bound.Shadow);
+    const shadows = results.flatMap((r) => r.shadows as { name: string; mountPoint: string }[]);
+    if (!shadows.some((f) => f.name === want || f.mountPoint.toLowerCase() === want.toLowerCase()))
+      error('UNKNOWN_SHADOW', `no shadow has the name or mount point '${want}'`);
+  }
+  return { emitted, errors, warnings };
 }
 
 /** The output shape in force for these bound parameters. */
@@ -164,7 +184,7 @@ export function shape(c: CmdletSpec, result: Record<string, unknown>, bound: Bou
       const shadows = result.shadows as { name: string; mountPoint: string; agents: string[]; active: string | null }[];
       const want = bound.Shadow;
       return shadows
-        .filter((f) => want === undefined || f.name === want || f.mountPoint === want)
+        .filter((f) => want === undefined || f.name === want || f.mountPoint.toLowerCase() === String(want).toLowerCase())
         .flatMap((f) =>
           f.agents.map((a) => ({
             typeName: 'ShadowFS.Layer',

@@ -11,7 +11,7 @@ import { ErrorCodes } from '../protocol/errors';
 import { ExitCode } from '../cli/output';
 import { findCliCommand } from './cli-spec';
 import { CMDLETS, type CmdletSpec, type OutputShape, type ParamSpec } from './cmdlets';
-import { argvOrder } from './invocation';
+import { argvOrder, switchArg } from './invocation';
 
 /** The module's identity in the PowerShell Gallery and in Import-Module: never change it. */
 export const MODULE_GUID = 'be982e79-6c69-43ab-83b4-a69b63eaa25d';
@@ -95,7 +95,7 @@ export const ERROR_CATEGORY: Record<keyof typeof ErrorCodes | 'USAGE' | 'CLI_FAI
   NOT_SUPPORTED: 'NotImplemented',
   NATIVE_UNAVAILABLE: 'NotInstalled',
   WINFSP_MISSING: 'NotInstalled',
-  CONFLICT: 'WriteError',
+  CONFLICT: 'InvalidOperation',
   NO_MATCH: 'ObjectNotFound',
   AMBIGUOUS_MATCH: 'InvalidArgument',
   UNKNOWN_CHECKPOINT: 'ObjectNotFound',
@@ -284,6 +284,7 @@ export function outputTypes(c: CmdletSpec): string[] {
 }
 
 function paramBlock(c: CmdletSpec): string[] {
+  if (!c.params.length) return [`${I1}param()`];
   const out: string[] = [`${I1}param(`];
   c.params.forEach((p, i) => {
     const attrs: string[] = [];
@@ -304,34 +305,33 @@ function paramBlock(c: CmdletSpec): string[] {
 
 /** Mirrors buildArgv (invocation.ts). */
 function argvCode(c: CmdletSpec): string[] {
-  const out: string[] = [`${I3}$argv = @(${[...c.command, '--json'].map(psQuote).join(', ')})`];
+  const out: string[] = [`${I3}$sfsArgv = @(${[...c.command, '--json'].map(psQuote).join(', ')})`];
   const trailing = c.params.some((p) => 'afterDoubleDash' in p.cli);
-  if (trailing) out.push(`${I3}$trailing = @()`);
+  if (trailing) out.push(`${I3}$sfsTrailing = @()`);
   for (const p of argvOrder(c)) {
     if (p.type === 'switch') {
-      if ('option' in p.cli)
-        out.push(`${I3}if ($${p.name}) {`, `${I4}$argv += ${psQuote(`--${p.cli.negated ? 'no-' : ''}${p.cli.option}`)}`, `${I3}}`);
+      out.push(`${I3}if ($${p.name}) {`, `${I4}$sfsArgv += ${psQuote(switchArg(p))}`, `${I3}}`);
       continue;
     }
     const value =
       p.pass === 'fullPath'
-        ? '$PSCmdlet.GetUnresolvedProviderPathFromPSPath([string]$value)'
+        ? '$PSCmdlet.GetUnresolvedProviderPathFromPSPath([string]$sfsValue)'
         : p.pass === 'tempFile'
-          ? '$file'
-          : '[string]$value';
+          ? '$sfsFile'
+          : '[string]$sfsValue';
     const body: string[] = [];
-    if (p.pass === 'tempFile') body.push(`${I5}$file = New-ShadowFSTempFile -Text $value`, `${I5}$temporary += $file`);
-    if ('option' in p.cli) body.push(`${I5}$argv += ${psQuote(`--${p.cli.option}`)}`);
-    body.push('afterDoubleDash' in p.cli ? `${I5}$trailing += ${value}` : `${I5}$argv += ${value}`);
+    if (p.pass === 'tempFile') body.push(`${I5}$sfsFile = New-ShadowFSTempFile -Text $sfsValue`, `${I5}$sfsTemporary += $sfsFile`);
+    if ('option' in p.cli) body.push(`${I5}$sfsArgv += ${psQuote(`--${p.cli.option}`)}`);
+    body.push('afterDoubleDash' in p.cli ? `${I5}$sfsTrailing += ${value}` : `${I5}$sfsArgv += ${value}`);
     out.push(
       `${I3}if ($PSBoundParameters.ContainsKey(${psQuote(p.name)})) {`,
-      `${I4}foreach ($value in @($${p.name})) {`,
+      `${I4}foreach ($sfsValue in @($${p.name})) {`,
       ...body,
       `${I4}}`,
       `${I3}}`,
     );
   }
-  if (trailing) out.push(`${I3}if ($trailing.Count -gt 0) {`, `${I4}$argv += '--'`, `${I4}$argv += $trailing`, `${I3}}`);
+  if (trailing) out.push(`${I3}if ($sfsTrailing.Count -gt 0) {`, `${I4}$sfsArgv += '--'`, `${I4}$sfsArgv += $sfsTrailing`, `${I3}}`);
   return out;
 }
 
@@ -345,31 +345,31 @@ function shapeCode(s: OutputShape, indent: string): string[] {
     case 'none':
       return [];
     case 'object':
-      return [`${indent}Add-ShadowFSMember -Object $result -TypeName ${psQuote(s.type)} -Property ${extraTable(s.add)}`];
+      return [`${indent}Add-ShadowFSMember -Object $sfsResult -TypeName ${psQuote(s.type)} -Property ${extraTable(s.add)}`];
     case 'value':
-      return [`${indent}$result.${s.property}`];
+      return [`${indent}$sfsResult.${s.property}`];
     case 'items':
       return [
-        `${indent}foreach ($item in @($result.${s.property})) {`,
+        `${indent}foreach ($sfsItem in @($sfsResult.${s.property})) {`,
         s.type
-          ? `${indent}${I1}Add-ShadowFSMember -Object $item -TypeName ${psQuote(s.type)} -Property ${extraTable(s.add)}`
-          : `${indent}${I1}$item`,
+          ? `${indent}${I1}Add-ShadowFSMember -Object $sfsItem -TypeName ${psQuote(s.type)} -Property ${extraTable(s.add)}`
+          : `${indent}${I1}$sfsItem`,
         `${indent}}`,
       ];
     case 'layers':
       return [
-        `${indent}foreach ($folder in @($result.shadows)) {`,
-        `${indent}${I1}if ($PSBoundParameters.ContainsKey('Shadow') -and $folder.name -cne $Shadow -and $folder.mountPoint -ne $Shadow) {`,
+        `${indent}foreach ($sfsFolder in @($sfsResult.shadows)) {`,
+        `${indent}${I1}if ($PSBoundParameters.ContainsKey('Shadow') -and $sfsFolder.name -cne $Shadow -and $sfsFolder.mountPoint -ne $Shadow) {`,
         `${indent}${I2}continue`,
         `${indent}${I1}}`,
-        `${indent}${I1}$found = $true`,
-        `${indent}${I1}foreach ($agent in @($folder.agents)) {`,
+        `${indent}${I1}$sfsFound = $true`,
+        `${indent}${I1}foreach ($sfsAgent in @($sfsFolder.agents)) {`,
         `${indent}${I2}[pscustomobject]@{`,
         `${indent}${I3}PSTypeName = 'ShadowFS.Layer'`,
-        `${indent}${I3}Shadow = $folder.name`,
-        `${indent}${I3}Agent = $agent`,
-        `${indent}${I3}Active = ($agent -ceq $folder.active)`,
-        `${indent}${I3}MountPoint = $folder.mountPoint`,
+        `${indent}${I3}Shadow = $sfsFolder.name`,
+        `${indent}${I3}Agent = $sfsAgent`,
+        `${indent}${I3}Active = ($sfsAgent -ceq $sfsFolder.active)`,
+        `${indent}${I3}MountPoint = $sfsFolder.mountPoint`,
         `${indent}${I2}}`,
         `${indent}${I1}}`,
         `${indent}}`,
@@ -379,13 +379,13 @@ function shapeCode(s: OutputShape, indent: string): string[] {
 
 /** The call and what is emitted, inside the ShouldProcess check when there is one. */
 function callCode(c: CmdletSpec): string[] {
-  const cli = `Invoke-ShadowFSCli -Caller $PSCmdlet -Arguments $argv${c.exitStatusIsResult ? ' -ExitStatusIsResult' : ''}`;
+  const cli = `Invoke-ShadowFSCli -Caller $PSCmdlet -Arguments $sfsArgv${c.exitStatusIsResult ? ' -ExitStatusIsResult' : ''}`;
   const inner: string[] = [];
   const o = c.output;
   if (!('whenBound' in o) && o.kind === 'none') inner.push(`$null = ${cli}`);
   else {
-    if (!('whenBound' in o) && o.kind === 'layers') inner.push('$found = $false');
-    inner.push(`$results = @(${cli})`, 'foreach ($result in $results) {');
+    if (!('whenBound' in o) && o.kind === 'layers') inner.push('$sfsFound = $false');
+    inner.push(`$sfsResults = @(${cli})`, 'foreach ($sfsResult in $sfsResults) {');
     if ('whenBound' in o) {
       const p = c.params.find((x) => x.name === o.whenBound);
       const test = p?.type === 'switch' ? `$${o.whenBound}` : `$PSBoundParameters.ContainsKey(${psQuote(o.whenBound)})`;
@@ -394,7 +394,7 @@ function callCode(c: CmdletSpec): string[] {
     inner.push('}');
     if (!('whenBound' in o) && o.kind === 'layers')
       inner.push(
-        "if ($PSBoundParameters.ContainsKey('Shadow') -and -not $found -and $results.Count -gt 0) {",
+        "if ($PSBoundParameters.ContainsKey('Shadow') -and -not $sfsFound -and $sfsResults.Count -gt 0) {",
         `${I1}Write-ShadowFSError -Caller $PSCmdlet -Code 'UNKNOWN_SHADOW' -Message ("no shadow has the name or mount point '{0}'" -f $Shadow) -Target $Shadow`,
         '}',
       );
@@ -417,14 +417,14 @@ function cmdletFunction(c: CmdletSpec): string[] {
     ...paramBlock(c),
     '',
     `${I1}process {`,
-    `${I2}$temporary = @()`,
+    `${I2}$sfsTemporary = @()`,
     `${I2}try {`,
     ...argvCode(c),
     ...callCode(c),
     `${I2}}`,
     `${I2}finally {`,
-    `${I3}foreach ($file in $temporary) {`,
-    `${I4}[System.IO.File]::Delete($file)`,
+    `${I3}foreach ($sfsFile in $sfsTemporary) {`,
+    `${I4}[System.IO.File]::Delete($sfsFile)`,
     `${I3}}`,
     `${I2}}`,
     `${I1}}`,
