@@ -23,7 +23,15 @@ import {
   type Bound,
   type CallOutcome,
 } from '../src/powershell/invocation';
-import { ERROR_CATEGORIES, ERROR_CATEGORY, EXIT_MEANINGS, moduleVersion, renderModule } from '../src/powershell/render';
+import {
+  ERROR_CATEGORIES,
+  ERROR_CATEGORY,
+  EXIT_MEANINGS,
+  moduleVersion,
+  parameterHelp,
+  renderModule,
+  synopsis,
+} from '../src/powershell/render';
 import { APPROVED_VERBS, READ_ONLY_VERBS, VERBS_SINCE_PS6, isApprovedVerb } from '../src/powershell/verbs';
 import { FolderGuard, makeProject, repoRoot, tempDir } from './helpers/fixtures';
 import { stopTestDaemon } from './helpers/hooks';
@@ -263,6 +271,13 @@ describe('PowerShell module (ShadowFS, generated)', function () {
         assert.match(noun ?? '', /^Shadow[A-Z][A-Za-z]*$/, `${c.name}: the noun starts with Shadow`);
       }
       assert.strictEqual(new Set(CMDLETS.map((c) => c.name)).size, CMDLETS.length, 'a cmdlet name is used twice');
+    });
+
+    it('help speaks PowerShell: no CLI option syntax (--x) in synopses, descriptions or parameter help', () => {
+      for (const c of CMDLETS) {
+        const texts = [synopsis(c), c.description, ...c.params.map((p) => parameterHelp(c, p)), ...c.examples.map((e) => e.remarks)];
+        for (const t of texts) assert.doesNotMatch(t, /(^|[\s(])--[a-z]/, `${c.name}: ${t}`);
+      }
     });
 
     it('parameter names are PascalCase, unique, and not PowerShell common parameters', () => {
@@ -805,7 +820,7 @@ describe('PowerShell module (ShadowFS, generated)', function () {
       return { argv, ...interpretCli(c, { stdout: r.stdout, stderr: r.stderr, status: r.status ?? -1 }, bound, cat, EXIT_MEANINGS) };
     }
     const values = (o: CallOutcome): Record<string, unknown>[] => o.emitted.map((e) => e.value as Record<string, unknown>);
-    const clean = (o: CallOutcome & { argv: string[] }): CallOutcome => {
+    const clean = (o: CallOutcome & { argv: string[] }): CallOutcome & { argv: string[] } => {
       assert.deepStrictEqual(o.errors, [], `shadowfs ${o.argv.join(' ')}`);
       return o;
     };
@@ -870,6 +885,16 @@ describe('PowerShell module (ShadowFS, generated)', function () {
       assert.strictEqual(saved.emitted[0]?.typeName, 'ShadowFS.Patch');
       assert.match(fs.readFileSync(path.join(scratch, 'alice.patch'), 'utf8'), /^diff --git a\/src\/greeting\.js/);
       assert.doesNotMatch(fs.readFileSync(path.join(scratch, 'alice.patch'), 'utf8'), /tool\.sh/);
+
+      // Invoke-ShadowCommand, with the switch whose CLI option needs the --no-network=true form.
+      const ran = clean(
+        call('Invoke-ShadowCommand', { Shadow: 'psproj', Agent: 'alice', Command: ['cat', 'src/greeting.js'], NoNetwork: true }),
+      );
+      assert.ok(ran.argv.includes('--no-network=true'));
+      assert.deepStrictEqual(
+        ran.emitted.map((e) => [e.typeName, (e.value as { exitCode: number }).exitCode, (e.value as { stdout: string }).stdout]),
+        [['ShadowFS.RunResult', 0, text]],
+      );
 
       // A shadowfs error becomes an ErrorRecord with the code as its id.
       const unknown = call('Get-ShadowChange', { Shadow: 'nope', Agent: 'alice' });

@@ -137,6 +137,7 @@ export const CMDLETS: CmdletSpec[] = [
     name: 'Mount-ShadowFolder',
     command: ['mount'],
     method: 'mount',
+    synopsis: 'Mounts a shadow of a folder: reads pass through live, writes stay in memory',
     description:
       'The daemon (started when it is not running) mounts a shadow of the folder: reads show the folder live, writes go to in-memory layers, one per agent, and never reach the folder. The folder is never written.',
     changes: { impact: 'Low', action: 'Mount a shadow', target: 'folder $($Path)' },
@@ -225,6 +226,7 @@ export const CMDLETS: CmdletSpec[] = [
     name: 'Set-ShadowOverride',
     command: ['layer', 'write'],
     method: 'layer.write',
+    synopsis: "Writes a file into an agent's layer (content from -Value or -SourcePath); the folder keeps its own",
     description:
       "Puts a file into an agent's layer: the agent (and the shared mount while its layer is active) sees this content at the path; the folder keeps its own. Give the content as a string (-Value, written as UTF-8) or as a file of this machine (-SourcePath, any bytes).",
     changes: { impact: 'Low', action: 'Write into the layer of $($Agent)', target: '$($Path) in shadow $($Shadow)' },
@@ -353,6 +355,7 @@ export const CMDLETS: CmdletSpec[] = [
     name: 'Switch-ShadowLayer',
     command: ['activate'],
     method: 'activate',
+    synopsis: "Shows an agent's layer on the shared mount (-None: the folder exactly, read-only)",
     description: "Makes the shared mount show an agent's layer (created when missing), or with -None the folder exactly, read-only.",
     changes: { impact: 'Low', action: 'Show on the shared mount', target: 'shadow $($Shadow)' },
     defaultSet: 'Agent',
@@ -421,6 +424,7 @@ export const CMDLETS: CmdletSpec[] = [
     name: 'Invoke-ShadowCommand',
     command: ['run'],
     method: 'run',
+    synopsis: "Runs a command inside a shadow with an agent's layer",
     description:
       "Runs a command inside the shadow with the agent's layer (taking turns with other agents on the shared mount, or in the agent's view if it has one); what it writes stays in the layer. Returns its exit code, output and timings once it ends.",
     changes: { impact: 'Low', action: 'Run $($Command -join " ") as $($Agent)', target: 'shadow $($Shadow)' },
@@ -628,6 +632,7 @@ export const CMDLETS: CmdletSpec[] = [
     name: 'Get-ShadowContent',
     command: ['file', 'read'],
     method: 'file.read',
+    synopsis: "A text file (or some of its lines) as an agent's layer shows it",
     description:
       "A text file (or some of its lines) as an agent's layer shows it, without switching the shared mount: an object with content, totalLines, startLine, endLine and binary.",
     params: [
@@ -649,6 +654,7 @@ export const CMDLETS: CmdletSpec[] = [
     name: 'Edit-ShadowContent',
     command: ['file', 'edit'],
     method: 'file.edit',
+    synopsis: "Replaces exact text in a file of an agent's layer (an error when it occurs 0 or several times, unless -All)",
     description:
       "Replaces exact text in a file of an agent's layer: NO_MATCH when the text does not occur, AMBIGUOUS_MATCH when it occurs more than once (unless -All).",
     changes: { impact: 'Low', action: 'Edit in the layer of $($Agent)', target: '$($Path) in shadow $($Shadow)' },

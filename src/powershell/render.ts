@@ -166,7 +166,7 @@ function sentence(text: string): string {
   const t = text.trim();
   if (!t) return t;
   const s = t[0]?.toUpperCase() + t.slice(1);
-  return /[.!?)]$/.test(s) ? s : `${s}.`;
+  return /[.!?]$/.test(s) ? s : `${s}.`;
 }
 
 // ---- help text from the CLI and the protocol ------------------------------------------------
@@ -561,7 +561,9 @@ function Invoke-ShadowFSCli {
     $exe = Get-ShadowFSExecutable -Caller $Caller
     Write-Verbose -Message ('{0} {1}' -f $exe, ($Arguments -join ' '))
     # Standard error of a native command must not stop this function (Windows PowerShell with
-    # ErrorActionPreference Stop; PowerShell 7.4's PSNativeCommandUseErrorActionPreference).
+    # ErrorActionPreference Stop; PowerShell 7.4's PSNativeCommandUseErrorActionPreference). The
+    # caller's preference is back in force for the errors written below.
+    $savedPreference = $ErrorActionPreference
     $ErrorActionPreference = 'Continue'
     $PSNativeCommandUseErrorActionPreference = $false
     # shadowfs writes UTF-8; PowerShell decodes a native command's output with this encoding.
@@ -578,6 +580,7 @@ function Invoke-ShadowFSCli {
         $status = $LASTEXITCODE
     }
     finally {
+        $ErrorActionPreference = $savedPreference
         if ($null -ne $savedEncoding) {
             [Console]::OutputEncoding = $savedEncoding
         }
