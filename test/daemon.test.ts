@@ -439,6 +439,20 @@ describe('the shadowfs daemon', function () {
         'module.exports = { add: (a, b) => a + b };\n',
       );
       assert.strictEqual(cli(['restore', 'cliwork', '--agent', 'bob', '--name', 'nosuch']).status, 1);
+      // run --no-network: the command sees loopback only.
+      const offline = json<{ exitCode: number; stdout: string }>([
+        'run',
+        'cliwork',
+        '--agent',
+        'bob',
+        '--no-network',
+        '--json',
+        '--',
+        'sh',
+        '-c',
+        'ip -o link | cut -d: -f2 | tr -d " "',
+      ]);
+      assert.deepStrictEqual([offline.exitCode, offline.stdout.trim()], [0, 'lo']);
       // layer revert gives a path back to the folder (the layer drops its own version).
       fs.writeFileSync(path.join(info.mountPoint, 'README.md'), 'bob was here\n');
       assert.deepStrictEqual(json<{ path: string }>(['layer', 'revert', 'cliwork', 'bob', 'README.md']), { path: 'README.md' });

@@ -886,11 +886,11 @@ describe('PowerShell module (ShadowFS, generated)', function () {
       assert.match(fs.readFileSync(path.join(scratch, 'alice.patch'), 'utf8'), /^diff --git a\/src\/greeting\.js/);
       assert.doesNotMatch(fs.readFileSync(path.join(scratch, 'alice.patch'), 'utf8'), /tool\.sh/);
 
-      // Invoke-ShadowCommand, with the switch whose CLI option needs the --no-network=true form.
+      // Invoke-ShadowCommand, with a negated switch (-NoNetwork: --no-network).
       const ran = clean(
         call('Invoke-ShadowCommand', { Shadow: 'psproj', Agent: 'alice', Command: ['cat', 'src/greeting.js'], NoNetwork: true }),
       );
-      assert.ok(ran.argv.includes('--no-network=true'));
+      assert.ok(ran.argv.includes('--no-network'));
       assert.deepStrictEqual(
         ran.emitted.map((e) => [e.typeName, (e.value as { exitCode: number }).exitCode, (e.value as { stdout: string }).stdout]),
         [['ShadowFS.RunResult', 0, text]],

@@ -452,7 +452,7 @@ export const CMDLETS: CmdletSpec[] = [
         help: "Linux: do not show the shadow at the folder's own path; the command then runs unprotected (it could write the folder through its absolute path).",
       },
       { name: 'Unprotected', type: 'switch', cli: { option: 'unprotected' } },
-      { name: 'NoNetwork', type: 'switch', cli: { option: 'no-network' } },
+      { name: 'NoNetwork', type: 'switch', cli: { option: 'network', negated: true } },
     ],
     output: { kind: 'object', type: 'ShadowFS.RunResult', add: agentAdd },
     exitStatusIsResult: true,

@@ -32,16 +32,10 @@ export function argvOrder(c: CmdletSpec): ParamSpec[] {
   return [...positionals, ...options, ...trailing];
 }
 
-/**
- * The argument a given switch passes: `--option`, or `--no-option` for a negated one. An option
- * whose own name starts with "no-" (run's --no-network) is passed as `--no-x=true`: yargs reads a
- * bare `--no-network` as the negation of an option "network", which strict parsing then refuses
- * ("Unknown argument: network"); with a value it sets the option itself.
- */
+/** The argument a given switch passes: `--option`, or `--no-option` for a negated one. */
 export function switchArg(p: ParamSpec): string {
   if (p.type !== 'switch' || !('option' in p.cli)) throw new Error(`-${p.name} is not a switch option`);
-  const name = p.cli.option;
-  return p.cli.negated ? `--no-${name}` : name.startsWith('no-') ? `--${name}=true` : `--${name}`;
+  return p.cli.negated ? `--no-${p.cli.option}` : `--${p.cli.option}`;
 }
 
 /** The arguments the module passes to shadowfs for a call with these bound parameters. */

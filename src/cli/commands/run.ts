@@ -19,7 +19,7 @@ interface Args {
   'original-path': boolean;
   'at-original-path': boolean;
   unprotected: boolean;
-  'no-network': boolean;
+  network: boolean;
   json: boolean;
   '--'?: string[];
   command?: string[];
@@ -50,7 +50,11 @@ export const runCommand: CommandModule<object, Args> = {
         default: false,
         describe: 'where the mount namespace cannot be made, run without it instead of refusing with NAMESPACE_UNAVAILABLE',
       })
-      .option('no-network', { type: 'boolean', default: false, describe: 'Linux: only loopback (network namespace)' })
+      .option('network', {
+        type: 'boolean',
+        default: true,
+        describe: 'Linux: --no-network gives the command only loopback (network namespace)',
+      })
       .option('json', {
         type: 'boolean',
         default: false,
@@ -86,7 +90,7 @@ export const runCommand: CommandModule<object, Args> = {
         originalPath: args['original-path'],
         ...(args['at-original-path'] ? { atOriginalPath: true } : {}),
         unprotected: args.unprotected,
-        noNetwork: args['no-network'],
+        noNetwork: !args.network,
       });
       process.off('SIGINT', cancel);
       process.off('SIGTERM', cancel);
