@@ -528,7 +528,7 @@ describe('the Windows installer (MSI built with wixl; installed, run, upgraded a
   });
 
   describe('under wine', function () {
-    it('installs: files in place, bin\\ on the system PATH, the installed shadowfs runs and loads its native module; uninstalls: all of it gone', function () {
+    it('installs: files in place, bin\\ on the system PATH, the installed shadowfs runs, loads its native module, starts its daemon; uninstalls: all of it gone', function () {
       const p = prefix('install');
       p.regAdd(WINFSP_KEY, 'InstallDir', 'C:\\Program Files (x86)\\WinFsp\\');
       const pathBefore = p.regValue(ENV_KEY, 'Path') ?? '';
@@ -615,6 +615,30 @@ console.log(JSON.stringify({ execPath: process.execPath, status, loaded: Object.
       assert.strictEqual(w.status.available, false);
       assert.strictEqual(w.status.code, 'WINFSP_MISSING');
       assert.match(w.status.message ?? '', /winfsp-x64\.dll.*winfsp\.dev\/rel/);
+
+      // The installed CLI starts the installed daemon (a named pipe) and talks to it; a mount
+      // needs WinFsp and says so. The daemon is stopped before the uninstall (no command does that).
+      const cli = (...args: string[]) => {
+        const r = p.wine(['cmd', '/c', SHIM, ...args, '--json']);
+        return { status: r.status, json: JSON.parse(r.stdout || r.stderr || 'null') as Record<string, unknown>, text: r.stdout + r.stderr };
+      };
+      const list = cli('list');
+      assert.strictEqual(list.status, 0, list.text);
+      assert.deepStrictEqual(list.json, { shadows: [] });
+      const status = cli('status');
+      assert.strictEqual(status.status, 0, status.text);
+      assert.strictEqual(status.json.running, true, status.text);
+      assert.match(String(status.json.socket), /^\\\\\.\\pipe\\shadowfs-[0-9a-f]{32}$/);
+      assert.strictEqual((status.json.native as { code?: string }).code, 'WINFSP_MISSING', status.text);
+      const folder = path.join(p.dir, 'project');
+      fs.mkdirSync(folder);
+      fs.writeFileSync(path.join(folder, 'a.txt'), 'a\n');
+      const mount = cli('mount', winPath(folder));
+      assert.notStrictEqual(mount.status, 0, mount.text);
+      assert.strictEqual((mount.json.error as { code?: string }).code, 'WINFSP_MISSING', mount.text);
+      const kill = p.wine(['taskkill', '/f', '/pid', String(status.json.pid)]);
+      assert.strictEqual(kill.status, 0, kill.stdout + kill.stderr);
+      assert.strictEqual(cli('status').json.running, false);
 
       t = Date.now();
       const un = p.msiexec('/x', msiFile, 'uninstall.log');
