@@ -15,10 +15,12 @@
 # and the PowerShell module into Program Files\WindowsPowerShell\Modules\ShadowFS. It refuses to
 # install without WinFsp (launch condition on its registry InstallDir). See installer/.
 #
-# Steps: tools; the TypeScript build and the Windows native module when missing or older than
-# their sources; the .vsix; staging into build-msi/stage/ (the dependencies are installed once per
-# package-lock.json into build-msi/cache/); installer/generate-files.js writes the file lists;
-# wixl; then msibuild adds the PATH entry (wixl 0.101 has no Environment element).
+# Steps: tools; the TypeScript build when missing or older than its sources; the PowerShell module
+# (dist/src/powershell/generate.js); the Windows native module when missing or older than its
+# sources; the .vsix; staging into build-msi/stage/ (node.exe and the dependencies are fetched
+# once into build-msi/cache/, the dependencies again when package-lock.json changes);
+# installer/generate-files.js writes the file lists; wixl; then msibuild adds the PATH entry
+# (wixl 0.101 has no Environment element). Prints the MSI's path on stdout.
 #
 # Environment:
 #   SHADOWFS_MSI_VERSION        the MSI's ProductVersion instead of package.json's version (tests
@@ -82,6 +84,23 @@ if newer_than dist/src/cli/main.js src bin tsconfig.json || [ ! -f dist/protocol
   node scripts/protocol-schema.js
   say "compiled TypeScript in $(took "$t")"
 fi
+# The PowerShell module (before the slower steps: without it there is no MSI).
+PS_DIR=$OUT/powershell
+rm -rf "$PS_DIR"
+if [ -n "${SHADOWFS_MSI_PS_MODULE_DIR:-}" ]; then
+  [ -f "$SHADOWFS_MSI_PS_MODULE_DIR/ShadowFS.psd1" ] && [ -f "$SHADOWFS_MSI_PS_MODULE_DIR/ShadowFS.psm1" ] ||
+    die "SHADOWFS_MSI_PS_MODULE_DIR=$SHADOWFS_MSI_PS_MODULE_DIR must be a ShadowFS module folder (ShadowFS.psd1 and ShadowFS.psm1 in it)"
+  say "PowerShell module: taken from SHADOWFS_MSI_PS_MODULE_DIR=$SHADOWFS_MSI_PS_MODULE_DIR"
+  mkdir -p "$PS_DIR"
+  cp -R "$SHADOWFS_MSI_PS_MODULE_DIR" "$PS_DIR/ShadowFS"
+elif [ -f dist/src/powershell/generate.js ]; then
+  node dist/src/powershell/generate.js "$PS_DIR" >&2
+  [ -f "$PS_DIR/ShadowFS/ShadowFS.psd1" ] && [ -f "$PS_DIR/ShadowFS/ShadowFS.psm1" ] ||
+    die "node dist/src/powershell/generate.js $PS_DIR did not write ShadowFS/ShadowFS.psd1 and ShadowFS.psm1"
+else
+  die "the PowerShell module cannot be made: dist/src/powershell/generate.js does not exist (src/powershell is not in this checkout, or TypeScript is not built). Set SHADOWFS_MSI_PS_MODULE_DIR to a ShadowFS module folder to ship that one instead."
+fi
+
 if newer_than build-win/Release/shadowfs.node native CMakeLists.txt cmake; then
   t=$(now)
   say "cross-building the native module for Windows (scripts/build-win.sh)"
@@ -133,23 +152,6 @@ if [ ! -d "$DEPS/node_modules" ]; then
   say "installed the dependencies in $(took "$t")"
 fi
 
-# --- the PowerShell module ----------------------------------------------------------------------
-PS_DIR=$OUT/powershell
-rm -rf "$PS_DIR"
-if [ -n "${SHADOWFS_MSI_PS_MODULE_DIR:-}" ]; then
-  [ -f "$SHADOWFS_MSI_PS_MODULE_DIR/ShadowFS.psd1" ] && [ -f "$SHADOWFS_MSI_PS_MODULE_DIR/ShadowFS.psm1" ] ||
-    die "SHADOWFS_MSI_PS_MODULE_DIR=$SHADOWFS_MSI_PS_MODULE_DIR must be a ShadowFS module folder (ShadowFS.psd1 and ShadowFS.psm1 in it)"
-  say "PowerShell module: taken from SHADOWFS_MSI_PS_MODULE_DIR=$SHADOWFS_MSI_PS_MODULE_DIR"
-  mkdir -p "$PS_DIR"
-  cp -R "$SHADOWFS_MSI_PS_MODULE_DIR" "$PS_DIR/ShadowFS"
-elif [ -f dist/src/powershell/generate.js ]; then
-  node dist/src/powershell/generate.js "$PS_DIR" >&2
-  [ -f "$PS_DIR/ShadowFS/ShadowFS.psd1" ] && [ -f "$PS_DIR/ShadowFS/ShadowFS.psm1" ] ||
-    die "node dist/src/powershell/generate.js $PS_DIR did not write ShadowFS/ShadowFS.psd1 and ShadowFS.psm1"
-else
-  die "the PowerShell module cannot be made: dist/src/powershell/generate.js does not exist (src/powershell is not in this checkout, or TypeScript is not built). Set SHADOWFS_MSI_PS_MODULE_DIR to a ShadowFS module folder to ship that one instead."
-fi
-
 # --- stage ----------------------------------------------------------------------------------------
 t=$(now)
 rm -rf "$STAGE"
@@ -167,7 +169,7 @@ cp "$VSIX" "$app/vscode/"
 # Hard links: the cache is not modified, and 100+ MB are not copied on every build.
 cp -al "$DEPS/node_modules" "$app/node_modules"
 mv "$PS_DIR/ShadowFS" "$STAGE/ShadowFS"
-rmdir "$PS_DIR"
+rm -rf "$PS_DIR"
 say "staged $(du -sh --apparent-size "$STAGE" | cut -f1) in $STAGE ($(find "$STAGE" -type f | wc -l) files; node_modules $(du -sh --apparent-size "$app/node_modules" | cut -f1)) in $(took "$t")"
 
 # --- WiX ------------------------------------------------------------------------------------------
