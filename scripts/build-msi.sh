@@ -48,18 +48,8 @@ command -v wixl >/dev/null 2>&1 || need+=(wixl)
 for t in msibuild msidump msiinfo; do
   command -v "$t" >/dev/null 2>&1 || { need+=(msitools); break; }
 done
-if ((${#need[@]})); then
-  command -v apt-get >/dev/null 2>&1 || die "missing ${need[*]} (wixl, msibuild, msidump); install them with your package manager (this script knows apt-get only)"
-  sudo=()
-  if [ "$(id -u)" -ne 0 ]; then
-    command -v sudo >/dev/null 2>&1 || die "missing system packages: ${need[*]}; run as root or install them"
-    sudo=(sudo)
-  fi
-  say "installing ${need[*]} with apt-get"
-  export DEBIAN_FRONTEND=noninteractive
-  "${sudo[@]}" apt-get update -qq
-  "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
-fi
+source scripts/lib/apt.sh
+apt_install build-msi "${need[@]}"
 
 pkg() { node -p "const p = require('./package.json'); String($1 ?? '')"; }
 VERSION=${SHADOWFS_MSI_VERSION:-$(pkg p.version)}

@@ -4,7 +4,7 @@
 # integration test again on the portable FUSE3 backend (fuse_hl, the code Windows runs through
 # WinFsp), then the protocol, client, daemon and CLI tests on Windows' own runtime (a Windows
 # node.exe under wine, scripts/wine-node.sh, which installs wine on first use; nothing mounts
-# there), then the VS Code extension in a real VS Code (code-server driven by Chromium; npm run
+# there) and the MSI under wine's msiexec, then the VS Code extension in a real VS Code (code-server driven by Chromium; npm run
 # test:vscode). All always run; the last line totals them ("N passed, N failed, N skipped"):
 # the C++ runner adds its counts to $SHADOWFS_TEST_STATS like each mocha pass does.
 # .mocharc.json names no files, so `npx mocha dist/test/ops.test.js` runs just that file.
@@ -46,6 +46,8 @@ else
   status=1
 fi
 bounded bash scripts/wine-node.sh node_modules/mocha/bin/mocha.js --config test/windows/.mocharc.json || status=1
+echo "== pass 3 (continued): the MSI (npm run build:msi, wixl), its tables against goldens, then installed, run, upgraded and removed by wine's msiexec"
+bounded node_modules/.bin/mocha --config test/msi.mocharc.json || status=1
 echo "== pass 4 of 4: the VS Code extension: unit tests, then in a real VS Code (code-server + Chromium, scripts/vscode/setup.sh installs them) against a real daemon and mount"
 bounded bash scripts/vscode/test.sh || status=1
 exit $status
