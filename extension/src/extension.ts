@@ -209,6 +209,13 @@ export async function activate(context: vscode.ExtensionContext): Promise<Shadow
       if (!folder) return undefined;
     }
     const client = await daemon.get();
+    await shadows.refresh();
+    const existing = shadows.model.shadowOfFolder(folder, samePath);
+    if (existing) {
+      // One shadow per folder is what a person means; a second would split the agents' layers.
+      void vscode.window.showInformationMessage(`${folder} already has shadow ${existing.name}, mounted at ${existing.mountPoint}.`);
+      return existing;
+    }
     const info = await vscode.window.withProgress(
       { location: vscode.ProgressLocation.Notification, title: `Mounting a shadow of ${folder}…` },
       () => client.request('mount', { folder }),

@@ -150,6 +150,10 @@ function defineTests(): void {
         [info.name],
       );
       assert.ok(fs.readFileSync(path.join(info.mountPoint, 'src', 'app.ts'), 'utf8').includes('greet'), 'the mount shows the folder');
+      // Asking again gives the same shadow, not a second one.
+      const again = await vscode.commands.executeCommand<ShadowInfo>('shadowfs.mount');
+      assert.strictEqual(again?.name, info.name);
+      assert.strictEqual((await api.shadows.getChildren()).length, 1);
     });
 
     it("shows an agent's change (made through the mount by a command run as the agent) live, from the change feed", async () => {
