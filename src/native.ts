@@ -84,6 +84,8 @@ export interface NativeShadow {
   remount(mountPoint: string): Promise<void>;
   /** File-system requests served so far, for idle detection (synchronous, cheap). */
   activity(): number;
+  /** The shared mount's requests by kind (fuse_ll counts lookup, getattr, open, opendir, readdir, readdirplus, forget). */
+  requestCounts(): Record<string, number>;
   /**
    * Folder changes the shared mount's watcher reported after sequence number `since`
    * (synchronous, in memory), or null when its backend has no watcher. Sequence numbers start

@@ -619,6 +619,15 @@ export class Shadow {
   }
 
   /**
+   * The shared mount's FUSE requests by kind since it was mounted: `lookup`, `getattr`, `open`,
+   * `opendir`, `readdir`, `readdirplus`, `forget` on fuse_ll; empty on a backend that does not
+   * count them. For measuring round trips (tests, benchmarks).
+   */
+  requestCounts(): Record<string, number> {
+    return this.native?.requestCounts() ?? {};
+  }
+
+  /**
    * @internal The folder changes the shared mount's own watcher saw after `since` (see
    * NativeShadow.folderChanges); null when its backend has none (use FolderChanges, which falls
    * back to a watcher of its own).

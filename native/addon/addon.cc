@@ -146,6 +146,7 @@ class Shadow : public Napi::ObjectWrap<Shadow> {
                         InstanceMethod("unmount", &Shadow::Unmount),
                         InstanceMethod("remount", &Shadow::Remount),
                         InstanceMethod("activity", &Shadow::Activity),
+                        InstanceMethod("requestCounts", &Shadow::RequestCounts),
                         InstanceMethod("folderChanges", &Shadow::FolderChanges),
                         InstanceMethod("stat", &Shadow::Stat),
                         InstanceMethod("readdir", &Shadow::Readdir),
@@ -868,6 +869,16 @@ class Shadow : public Napi::ObjectWrap<Shadow> {
       dispose(std::move(b));
       return ok();
     });
+  }
+
+  // JS thread, synchronous: the shared mount's requests by kind since it was mounted (an
+  // object of counts; empty for a backend that counts none).
+  Napi::Value RequestCounts(const Napi::CallbackInfo& info) {
+    std::lock_guard<std::mutex> lock(infoMu_);
+    Napi::Object out = Napi::Object::New(info.Env());
+    if (main_)
+      for (auto& [name, n] : main_->requestCounts()) out.Set(name, Napi::Number::New(info.Env(), static_cast<double>(n)));
+    return out;
   }
 
   // JS thread, synchronous: file-system requests served by the shared mount and the views,

@@ -5,6 +5,7 @@
 
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "change_journal.h"
@@ -49,6 +50,8 @@ class MountBackend {
   virtual bool mounted() const = 0;
   // File-system requests served so far (for idle detection).
   virtual uint64_t requests() const = 0;
+  /** Requests served by kind, for the kinds this backend counts (none by default). */
+  virtual std::vector<std::pair<std::string, uint64_t>> requestCounts() const { return {}; }
   // The folder changes this backend's watcher saw (see change_journal.h), or null when it has
   // no watcher (then edits in the folder show only after the cache timeouts, and nobody can be
   // told of them).

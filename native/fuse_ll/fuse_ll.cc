@@ -61,6 +61,7 @@ void LLMount::opInit(void* userdata, struct fuse_conn_info* conn) {
 
 void LLMount::opLookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
   LLMount* m = self(req);
+  m->count(Op::Lookup);
   std::string path;
   std::shared_ptr<Layer> layer;
   if (int pe = m->childAt(parent, name, &path, &layer)) return (void)fuse_reply_err(req, pe);
@@ -77,18 +78,22 @@ void LLMount::opLookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
 }
 
 void LLMount::opForget(fuse_req_t req, fuse_ino_t ino, uint64_t n) {
-  self(req)->forget(ino, n);
+  LLMount* m = self(req);
+  m->count(Op::Forget);
+  m->forget(ino, n);
   fuse_reply_none(req);
 }
 
 void LLMount::opForgetMulti(fuse_req_t req, size_t count, struct fuse_forget_data* forgets) {
   LLMount* m = self(req);
+  m->count(Op::Forget);
   for (size_t i = 0; i < count; ++i) m->forget(forgets[i].ino, forgets[i].nlookup);
   fuse_reply_none(req);
 }
 
 void LLMount::opGetattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info* fi) {
   LLMount* m = self(req);
+  m->count(Op::Getattr);
   Attr a;
   Handle* h = fi && fi->fh ? reinterpret_cast<Handle*>(fi->fh) : nullptr;
   if (h && m->ov_->fgetattr(h, &a) == 0) {
@@ -258,6 +263,7 @@ void LLMount::opLink(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const
 
 void LLMount::opOpen(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info* fi) {
   LLMount* m = self(req);
+  m->count(Op::Open);
   std::string path;
   std::shared_ptr<Layer> layer;
   if (int pe = m->nodeAt(ino, &path, &layer)) return (void)fuse_reply_err(req, pe);
@@ -347,6 +353,7 @@ void LLMount::opFallocate(fuse_req_t req, fuse_ino_t, int mode, off_t offset, of
 
 void LLMount::opOpendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info* fi) {
   LLMount* m = self(req);
+  m->count(Op::Opendir);
   std::string path;
   std::shared_ptr<Layer> layer;
   if (int pe = m->nodeAt(ino, &path, &layer)) return (void)fuse_reply_err(req, pe);
@@ -365,6 +372,7 @@ void LLMount::opOpendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info* f
 
 void LLMount::opReaddir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
                         struct fuse_file_info* fi) {
+  self(req)->count(Op::Readdir);
   DirStream& d = reinterpret_cast<DirHandle*>(fi->fh)->stream;
   if (d.needsFill(static_cast<uint64_t>(off))) {
     LLMount* m = self(req);
@@ -391,6 +399,58 @@ void LLMount::opReaddir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
     pos += len;
   }
   fuse_reply_buf(req, buf.data(), pos);
+}
+
+// READDIRPLUS: the listing with each entry's attributes, so that one round trip fills the
+// kernel's dentry and attribute caches (ls -l, git status and stat-heavy tools then send no
+// LOOKUP per name). Each entry given with a node id counts as a lookup the kernel will FORGET,
+// exactly as a LOOKUP reply does; "." and "..", and an entry that vanished since the listing
+// was taken, go without one (node id 0: the kernel uses only the name and type).
+void LLMount::opReaddirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+                            struct fuse_file_info* fi) {
+  LLMount* m = self(req);
+  m->count(Op::Readdirplus);
+  DirStream& d = reinterpret_cast<DirHandle*>(fi->fh)->stream;
+  std::string path;
+  std::shared_ptr<Layer> layer;
+  int ne = m->nodeAt(ino, &path, &layer);
+  if (d.needsFill(static_cast<uint64_t>(off))) {
+    int e = ne ? ne : m->ov_->list(layer.get(), path, &d);
+    if (e && !d.loaded) return (void)fuse_reply_err(req, e);  // else: keep the listing it had
+  }
+  std::vector<char> buf(size);
+  std::vector<uint64_t> taken;  // node ids handed to the kernel, one lookup each
+  size_t pos = 0;
+  for (size_t i = static_cast<size_t>(off); i < d.count(); ++i) {
+    const char* name;
+    uint64_t entIno;
+    FileType type;
+    d.at(i, &name, &entIno, &type);
+    if (fuse_add_direntry_plus(req, nullptr, 0, name, nullptr, 0) > size - pos) break;
+    struct fuse_entry_param e;
+    std::memset(&e, 0, sizeof e);
+    Attr a;
+    if (i >= 2 && ne == 0 && m->ov_->getattr(layer.get(), joinPath(path, name), &a) == 0) {
+      m->fillEntry(&e, m->remember(ino, name, a.type, a.ino, a.nlink, layer), a);
+      taken.push_back(e.ino);
+    } else {
+      e.attr.st_ino = i < 2 ? ino : entIno;
+      e.attr.st_mode = modeOf(type);
+    }
+    pos += fuse_add_direntry_plus(req, buf.data() + pos, size - pos, name, &e,
+                                  static_cast<off_t>(i + 1));
+  }
+  if (fuse_reply_buf(req, buf.data(), pos) == -ENOENT) {
+    // Interrupted: the kernel took none of the references.
+    for (uint64_t id : taken) m->forget(id, 1);
+  }
+}
+
+std::vector<std::pair<std::string, uint64_t>> LLMount::requestCounts() const {
+  static const char* const names[] = {"lookup", "getattr", "open", "opendir", "readdir", "readdirplus", "forget"};
+  std::vector<std::pair<std::string, uint64_t>> out;
+  for (size_t i = 0; i < opCounts_.size(); ++i) out.emplace_back(names[i], opCounts_[i].load(std::memory_order_relaxed));
+  return out;
 }
 
 void LLMount::opReleasedir(fuse_req_t req, fuse_ino_t, struct fuse_file_info* fi) {
@@ -495,6 +555,7 @@ static const struct fuse_lowlevel_ops kOps = [] {
   o.fsync = LLMount::opFsync;
   o.opendir = LLMount::opOpendir;
   o.readdir = LLMount::opReaddir;
+  o.readdirplus = LLMount::opReaddirplus;
   o.releasedir = LLMount::opReleasedir;
   o.statfs = LLMount::opStatfs;
   o.setxattr = LLMount::opSetxattr;

@@ -11,6 +11,7 @@
 #define FUSE_USE_VERSION 312
 #include <fuse_lowlevel.h>
 
+#include <array>
 #include <atomic>
 #include <memory>
 #include <mutex>
@@ -96,6 +97,10 @@ class LLMount final : public LoopedMount {
     return m;
   }
   uint64_t requests() const override { return requests_.load(std::memory_order_relaxed); }
+  // The requests whose numbers tell how many round trips a workload costs.
+  enum class Op { Lookup, Getattr, Open, Opendir, Readdir, Readdirplus, Forget, Count };
+  void count(Op op) { opCounts_[static_cast<size_t>(op)].fetch_add(1, std::memory_order_relaxed); }
+  std::vector<std::pair<std::string, uint64_t>> requestCounts() const override;
   const ChangeJournal* folderChanges() const override { return watcher_ ? &journal_ : nullptr; }
   static void opInit(void* userdata, struct fuse_conn_info* conn);
   static void opLookup(fuse_req_t req, fuse_ino_t parent, const char* name);
@@ -125,6 +130,8 @@ class LLMount final : public LoopedMount {
   static void opOpendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info* fi);
   static void opFallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset, off_t length,
                           struct fuse_file_info* fi);
+  static void opReaddirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+                            struct fuse_file_info* fi);
   static void opReaddir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
                         struct fuse_file_info* fi);
   static void opReleasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info* fi);
@@ -188,6 +195,7 @@ class LLMount final : public LoopedMount {
   std::atomic<bool> mounted_{false};
   std::atomic<bool> epochWorks_{false};  // the kernel took FUSE_NOTIFY_INC_EPOCH (7.44+)
   std::atomic<uint64_t> requests_{0};
+  std::array<std::atomic<uint64_t>, static_cast<size_t>(Op::Count)> opCounts_{};
 
   // Live view of A: a watch on A's directory behind every directory node the kernel holds
   // (native/platform's FolderWatcher). A reported change invalidates what the kernel cached for
