@@ -80,6 +80,8 @@ function generateTree(dir: string): void {
 
 const NPM_CI = 'npm ci --prefer-offline --no-audit --no-fund --loglevel=error';
 const TSC = 'node node_modules/typescript/bin/tsc -p tsconfig.json';
+/** The build `npm run build:ts` does: tsc, then the protocol schema (the unit tests read it). */
+const TSC_BUILD = `${TSC} && node scripts/protocol-schema.js`;
 const TSC_CHECK = `node node_modules/typescript/bin/tsc -p ${quick ? 'tsconfig.quick.json' : 'tsconfig.json'} --noEmit`;
 
 /**
@@ -98,8 +100,7 @@ function tsProject(dir: string): number {
   fs.writeFileSync(path.join(dir, 'tsconfig.quick.json'), JSON.stringify({ extends: './tsconfig.json', include: ['src/**/*.ts'] }));
   sh(`${GIT} init -q && ${GIT} add -A && ${GIT} commit -qm snapshot`, dir);
   sh(NPM_CI, dir);
-  // Built as `npm run build:ts` builds it: the unit tests read the protocol schema it writes.
-  sh(`${TSC} && node scripts/protocol-schema.js`, dir);
+  sh(TSC_BUILD, dir);
   return Number(sh('find . -path ./.git -prune -o -type f -print | wc -l', dir).out.trim());
 }
 
@@ -303,7 +304,8 @@ async function main(): Promise<void> {
     }
     // A copy without the build output (a fresh worktree) builds before its tests can run.
     for (const [name, env] of Object.entries(envs.ts)) {
-      if (!fs.existsSync(path.join(env.dir, 'dist'))) notes[`${name}: build needed before the tests can run (ms)`] = sh(TSC, env.dir).ms;
+      if (!fs.existsSync(path.join(env.dir, 'dist')))
+        notes[`${name}: build needed before the tests can run (ms)`] = sh(TSC_BUILD, env.dir).ms;
     }
     for (const w of workloads) {
       const here = contenders.filter((c) => envs[w.tree][c.name]);
