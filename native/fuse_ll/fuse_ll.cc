@@ -372,10 +372,10 @@ void LLMount::opOpendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info* f
 
 void LLMount::opReaddir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
                         struct fuse_file_info* fi) {
-  self(req)->count(Op::Readdir);
+  LLMount* m = self(req);
+  m->count(Op::Readdir);
   DirStream& d = reinterpret_cast<DirHandle*>(fi->fh)->stream;
   if (d.needsFill(static_cast<uint64_t>(off))) {
-    LLMount* m = self(req);
     std::string path;
     std::shared_ptr<Layer> layer;
     int e = m->nodeAt(ino, &path, &layer);
