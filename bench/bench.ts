@@ -1,8 +1,16 @@
 // `npm run bench [-- --quick]`: shadowfs against the native folder and the alternatives, side by
 // side in one run, interleaved and repeated; medians and ratios to native go to bench/results/
-// as JSON, a Markdown table and an SVG chart. Needs root (mounts, drop_caches).
+// as JSON, a Markdown table and an SVG chart, with issue 18's targets table (bench/targets.ts)
+// and each shadowfs contender's FUSE requests per workload (bench/requests.ts). Needs root
+// (mounts, drop_caches). Trees: `generated` (node_modules-like, git ignores that part), `ts`
+// (this repository at HEAD, npm ci, built) and `repo50k` (every file tracked by git).
 // `npm run bench -- [--quick] --only responsiveness` runs only the event-loop section
-// (bench/responsiveness.ts) and writes bench/results/<time>-responsiveness.{json,md}.
+// (bench/responsiveness.ts) and writes bench/results/<time>-responsiveness.{json,md};
+// `--only lints` likewise for the lints section.
+// `npm run bench -- [--quick] --only=TEXT [--only=TEXT2 ...]` runs only the rows whose name
+// contains one of the texts (case-insensitive; e.g. `--only=grep --only=repo50k`), builds only
+// the trees they need, skips the shadowfs-only sections and writes bench/results/<time>-rows.{json,md}
+// (latest.* left as they are).
 import { spawnSync } from 'child_process';
 import * as fs from 'fs';
 import * as os from 'os';
@@ -10,7 +18,9 @@ import * as path from 'path';
 import { mount, Shadow, ShadowClient } from '../src';
 import { addon } from '../src/native';
 import { lintsBench, lintsMarkdown } from './lints';
+import { addRun, countsDelta, countsLine, Counts, perRun, RequestCounts, requestCountsMarkdown } from './requests';
 import { responsiveness, responsivenessMarkdown, ResponsivenessRow, TARGET_MAX_DELAY_MS } from './responsiveness';
+import { ResultRow, targetRows, targets, targetsMarkdown, TARGET_CONTENDER, Tree, workloadNames } from './targets';
 
 const quick = process.argv.includes('--quick');
 // Quick mode stays under 3 minutes on a 2-core machine: a smaller tree, fewer repetitions, and
@@ -22,13 +32,23 @@ const SMALL_FILES = quick ? 1_000 : 10_000;
 const RESP_MIB = quick ? 256 : 1024;
 // One-line edits per lints measurement.
 const LINT_EDITS = quick ? 10 : 30;
-const onlyArg = process.argv.findIndex((a) => a === '--only' || a.startsWith('--only='));
-const only =
-  onlyArg < 0 ? undefined : process.argv[onlyArg].startsWith('--only=') ? process.argv[onlyArg].slice(7) : process.argv[onlyArg + 1];
-if (only !== undefined && only !== 'responsiveness' && only !== 'lints') {
-  console.error(`bench: --only knows two sections, "responsiveness" and "lints"; got ${JSON.stringify(only)}`);
+// Every --only value (`--only X` or `--only=X`, repeatable): one section name alone, or texts
+// that pick rows by name.
+const onlyValues = process.argv.flatMap((a, i) =>
+  a === '--only' ? [process.argv[i + 1] ?? ''] : a.startsWith('--only=') ? [a.slice(7)] : [],
+);
+const SECTIONS = ['responsiveness', 'lints'];
+const only = onlyValues.find((v) => SECTIONS.includes(v));
+if ((only !== undefined && onlyValues.length > 1) || onlyValues.some((v) => v.trim() === '')) {
+  console.error(
+    `bench: --only takes one section ("responsiveness" or "lints") alone, or texts that pick rows by name; got ${JSON.stringify(onlyValues)}`,
+  );
   process.exit(2);
 }
+/** The row filter (`--only=TEXT`), or undefined for a full run. */
+const rowFilter = only === undefined && onlyValues.length ? onlyValues.map((v) => v.toLowerCase()) : undefined;
+const selected = (row: string): boolean => !rowFilter || rowFilter.some((f) => row.toLowerCase().includes(f));
+const W = workloadNames(SMALL_FILES);
 const repo = path.join(__dirname, '..', '..');
 const work = fs.mkdtempSync(path.join(os.tmpdir(), 'shadowfs-bench-'));
 // However the run ends (done, failed, or stopped by a signal the run handles), the work
@@ -41,11 +61,16 @@ process.on('exit', () => {
   if (!mounted) fs.rmSync(work, { recursive: true, force: true });
 });
 
-function sh(cmd: string, cwd?: string): { ms: number; out: string } {
+/**
+ * Runs a bash command; returns its time and output. A non-zero exit throws, unless its status is
+ * in `okStatus` (grep exits 1 when nothing matched).
+ */
+function sh(cmd: string, cwd?: string, opts: { okStatus?: number[] } = {}): { ms: number; out: string } {
   const t0 = process.hrtime.bigint();
   const r = spawnSync('bash', ['-c', cmd], { cwd, encoding: 'utf8', maxBuffer: 256 * 1024 * 1024 });
   const ms = Number(process.hrtime.bigint() - t0) / 1e6;
-  if (r.status !== 0) throw new Error(`${cmd} (in ${cwd}) failed: ${r.stderr.slice(0, 500)}`);
+  const ok = r.status === 0 || (r.status !== null && (opts.okStatus ?? []).includes(r.status));
+  if (!ok) throw new Error(`${cmd} (in ${cwd}) failed (${r.status ?? r.signal ?? r.error}): ${r.stderr.slice(0, 500)}`);
   return { ms, out: r.stdout };
 }
 
@@ -56,16 +81,18 @@ function median(xs: number[]): number {
   return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
 }
 
+/** A small source-like module, 90 to 720 bytes. */
+const moduleBody = (n: number): string =>
+  `// generated module ${n}\nexport function f${n}(x: number): number {\n  return x * ${n} + ${n % 7};\n}\n`.repeat(1 + (n % 8));
+
 /** A source-like tree with a node_modules-like deep tree, committed to git. */
 function generateTree(dir: string): void {
   fs.mkdirSync(dir, { recursive: true });
-  const body = (n: number): string =>
-    `// generated module ${n}\nexport function f${n}(x: number): number {\n  return x * ${n} + ${n % 7};\n}\n`.repeat(1 + (n % 8));
   const srcFiles = Math.floor(FILES * 0.3);
   for (let i = 0; i < srcFiles; i++) {
     const d = path.join(dir, 'src', `mod${i % 40}`, `sub${i % 7}`);
     fs.mkdirSync(d, { recursive: true });
-    fs.writeFileSync(path.join(d, `file${i}.ts`), body(i));
+    fs.writeFileSync(path.join(d, `file${i}.ts`), moduleBody(i));
   }
   for (let i = 0; i < FILES - srcFiles; i++) {
     const pkg = `pkg${i % 300}`;
@@ -76,6 +103,28 @@ function generateTree(dir: string): void {
   }
   fs.writeFileSync(path.join(dir, '.gitignore'), 'node_modules/\n');
   sh(`${GIT} init -q && ${GIT} add -A && ${GIT} commit -qm init`, dir);
+}
+
+/** The word the grep rows look for: in one repo50k file of 50, in no generated file. */
+const NEEDLE = 'needle';
+
+/**
+ * repo50k: a source repository of FILES files, every one tracked by git (the generated tree's git
+ * ignores its node_modules part): packages of source and test folders, 20 files a folder, one
+ * file in 50 mentioning NEEDLE. Committed once; the index is then refreshed a second later so
+ * that no entry is racily clean (git would read such files again on every status).
+ */
+function generateRepo(dir: string): void {
+  fs.mkdirSync(dir, { recursive: true });
+  for (let i = 0; i < FILES; i++) {
+    const folder = Math.floor(i / 20);
+    const d = path.join(dir, 'packages', `pkg${folder % 40}`, folder % 5 === 0 ? 'test' : 'src', `m${folder}`);
+    if (i % 20 === 0) fs.mkdirSync(d, { recursive: true });
+    const text = moduleBody(i) + (i % 50 === 7 ? `// TODO(${NEEDLE}): revisit f${i}\n` : '');
+    fs.writeFileSync(path.join(d, i % 10 === 9 ? `notes${i}.md` : `file${i}.ts`), text);
+  }
+  fs.writeFileSync(path.join(dir, 'README.md'), `# repo50k\n\n${FILES} generated files, all tracked.\n`);
+  sh(`${GIT} init -q && ${GIT} add -A && ${GIT} commit -qm init && sleep 1 && git update-index -q --refresh`, dir);
 }
 
 const NPM_CI = 'npm ci --prefer-offline --no-audit --no-fund --loglevel=error';
@@ -104,14 +153,25 @@ function tsProject(dir: string): number {
   return Number(sh('find . -path ./.git -prune -o -type f -print | wc -l', dir).out.trim());
 }
 
-type Tree = 'generated' | 'ts';
+/** A ready copy: its path, how to tear it down, and for shadowfs its FUSE request counts. */
+interface Env {
+  dir: string;
+  teardown: () => Promise<void>;
+  requestCounts?: () => Counts;
+}
 
 interface Contender {
   name: string;
-  /** The trees it applies to (default: both). */
+  /** The trees it applies to (default: all). */
   trees?: Tree[];
-  /** Makes a ready, runnable copy of `lower`; returns its path and how to tear it down. */
-  setup(lower: string, tag: string): Promise<{ dir: string; teardown: () => Promise<void> }>;
+  /** Makes a ready, runnable copy of `lower`. */
+  setup(lower: string, tag: string): Promise<Env>;
+}
+
+/** The shadow's request counter, if this build's Shadow has one (it may be fuse_ll's alone). */
+function requestCounter(s: Shadow): (() => Counts) | undefined {
+  const f = (s as { requestCounts?: () => Counts }).requestCounts;
+  return typeof f === 'function' ? () => f.call(s) : undefined;
 }
 
 const contenders: Contender[] = [
@@ -121,7 +181,7 @@ const contenders: Contender[] = [
     name: `shadowfs (${backend})`,
     setup: async (lower, tag) => {
       const s: Shadow = await mount(lower, { mountPoint: path.join(work, `sfs-${backend}-${tag}`), backend });
-      return { dir: s.mountPoint, teardown: () => s.unmount({ lazy: true }) };
+      return { dir: s.mountPoint, teardown: () => s.unmount({ lazy: true }), requestCounts: requestCounter(s) };
     },
   })),
   {
@@ -186,32 +246,46 @@ interface Workload {
   run(dir: string): number;
   warmup?: boolean;
   cold?: boolean;
+  /** Needs the project's build output (a copy without it builds first, timed as a note). */
+  needsBuild?: boolean;
 }
 
+const statAll = (d: string): number => sh("find . -printf '%s\\n' > /dev/null", d).ms;
+const gitStatus = (d: string): number => sh('git status --porcelain > /dev/null', d).ms;
+// -I skips binary files; -c prints a count per file. Nothing found is exit 1, not a failure.
+const grep = (d: string): number => sh(`grep -rI -c ${NEEDLE} . > /dev/null`, d, { okStatus: [0, 1] }).ms;
+
+// The row order is the report's. The grep rows come before create+write, which adds files to
+// the native folder (the lower of every other contender).
 const workloads: Workload[] = [
-  { name: 'stat every file (warm)', tree: 'generated', warmup: true, run: (d) => sh("find . -printf '%s\\n' > /dev/null", d).ms },
-  { name: 'stat every file (cold caches)', tree: 'generated', cold: true, run: (d) => sh("find . -printf '%s\\n' > /dev/null", d).ms },
+  { name: W.statWarm, tree: 'generated', warmup: true, run: statAll },
+  { name: W.statCold, tree: 'generated', cold: true, run: statAll },
   {
-    name: 'read every file (warm)',
+    name: W.readWarm,
     tree: 'generated',
     warmup: true,
     run: (d) => sh('find . -type f -print0 | xargs -0 cat > /dev/null', d).ms,
   },
-  { name: 'git status (warm)', tree: 'generated', warmup: true, run: (d) => sh('git status --porcelain > /dev/null', d).ms },
+  { name: W.gitStatus, tree: 'generated', warmup: true, run: gitStatus },
+  { name: W.gitStatusRepo50k, tree: 'repo50k', warmup: true, run: gitStatus },
+  { name: W.grepGenerated, tree: 'generated', warmup: true, run: grep },
+  { name: W.grepRepo50k, tree: 'repo50k', warmup: true, run: grep },
+  { name: W.grepTs, tree: 'ts', warmup: true, run: grep },
   {
-    name: 'tsc --noEmit (warm)',
+    name: W.tsc,
     tree: 'ts',
     warmup: true,
     run: (d) => sh(TSC_CHECK, d).ms,
   },
   {
-    name: 'test suite: mocha unit tests (warm)',
+    name: W.tests,
     tree: 'ts',
     warmup: true,
+    needsBuild: true,
     run: (d) => sh("node node_modules/mocha/bin/mocha.js --no-config --reporter dot 'dist/test/unit/*.test.js'", d).ms,
   },
   {
-    name: `create+write ${SMALL_FILES} small files`,
+    name: W.createWrite,
     tree: 'generated',
     run: (d) => {
       const out = path.join(d, `out-${Date.now()}-${Math.random().toString(16).slice(2)}`);
@@ -221,6 +295,11 @@ const workloads: Workload[] = [
     },
   },
 ];
+
+// bench/targets.ts names the rows (for the targets table and its unit test): each must run here.
+for (const name of Object.values(W)) {
+  if (name !== W.rmTree && !workloads.some((w) => w.name === name)) throw new Error(`bench/targets.ts names a row bench.ts lacks: ${name}`);
+}
 
 const machine = `${os.cpus().length} × ${os.cpus()[0]?.model ?? 'cpu'}, ${Math.round(os.totalmem() / 2 ** 30)} GiB, Linux ${os.release()}`;
 const outDir = path.join(repo, 'bench', 'results');
@@ -265,28 +344,66 @@ const onlyLints = (): Promise<void> =>
     return { data: { lints: b }, markdown: lintsMarkdown(b, quick) };
   });
 
+const ALL_TREES: Tree[] = ['generated', 'ts', 'repo50k'];
+const READY_TS = 'ready copy of the TypeScript project';
+
 async function main(): Promise<void> {
   if (only === 'responsiveness') return onlyResponsiveness();
   if (only === 'lints') return onlyLints();
   if (process.getuid?.() !== 0) throw new Error('the benchmark mounts overlayfs and drops caches: run it as root');
   const started = new Date();
-  console.error(`shadowfs bench (${quick ? 'quick' : 'full'}): ${FILES} generated files, ${REPS} repetitions, work dir ${work}`);
-  const trees: Record<Tree, string> = { generated: path.join(work, 'generated'), ts: path.join(work, 'ts') };
-  generateTree(trees.generated);
-  const tsFiles = tsProject(trees.ts);
+  const readyGenerated = `ready copy of ${FILES} files`;
+  // What runs: every row, or those --only=TEXT picks; and only the trees they need.
+  const readyTrees = (
+    [
+      ['generated', readyGenerated],
+      ['ts', READY_TS],
+    ] as const
+  )
+    .filter(([, n]) => selected(n))
+    .map(([t]) => t);
+  const chosen = workloads.filter((w) => selected(w.name));
+  const rmRow = selected(W.rmTree);
+  const needed = new Set<Tree>([...readyTrees, ...chosen.map((w) => w.tree), ...(rmRow ? ['generated' as const] : [])]);
+  if (!needed.size) {
+    const rows = [readyGenerated, READY_TS, ...workloads.map((w) => w.name), W.rmTree];
+    throw new Error(`--only ${JSON.stringify(onlyValues)} picks no row; the rows are:\n  ${rows.join('\n  ')}`);
+  }
+  const trees: Record<Tree, string> = {
+    generated: path.join(work, 'generated'),
+    ts: path.join(work, 'ts'),
+    repo50k: path.join(work, 'repo50k'),
+  };
+  const used = ALL_TREES.filter((t) => needed.has(t));
+  console.error(
+    `shadowfs bench (${quick ? 'quick' : 'full'}): ${FILES} generated files, ${REPS} repetitions, trees ${used.join(', ')}${rowFilter ? `, ${chosen.length + readyTrees.length + (rmRow ? 1 : 0)} rows matching ${JSON.stringify(onlyValues)}` : ''}, work dir ${work}`,
+  );
+  if (needed.has('generated')) generateTree(trees.generated);
+  if (needed.has('repo50k')) generateRepo(trees.repo50k);
+  const tsFiles = needed.has('ts') ? tsProject(trees.ts) : 0;
   const results: Record<string, Record<string, number[]>> = {};
   const record = (w: string, c: string, ms: number): void => void ((results[w] ??= {})[c] ??= []).push(ms);
+  // The shadowfs contenders' FUSE requests, per workload (measured runs only).
+  const requests: RequestCounts = {};
+  /** Runs `fn` on `env`, adding the FUSE requests it caused (if the env counts them). */
+  const counted = <T>(env: Env, contender: string, workload: string, fn: () => T): T => {
+    const before = env.requestCounts?.();
+    const out = fn();
+    const after = env.requestCounts?.();
+    if (before && after) addRun(requests, contender, workload, countsDelta(before, after));
+    return out;
+  };
   // shadowfs's own measurements, and notes on the other contenders.
   const extra: Record<string, number> = {};
   const notes: Record<string, number> = {};
-  const treeNames: Record<Tree, string> = {
-    generated: `ready copy of ${FILES} files`,
-    ts: `ready copy of the TypeScript project (${tsFiles} files)`,
+  const treeNames: Record<'generated' | 'ts', string> = {
+    generated: readyGenerated,
+    ts: `${READY_TS} (${tsFiles} files)`,
   };
 
   // Time until a ready, runnable copy exists (and tear down), interleaved.
-  for (let r = 0; r < REPS; r++) {
-    for (const tree of ['generated', 'ts'] as const) {
+  for (let r = 0; r < REPS && readyTrees.length; r++) {
+    for (const tree of readyTrees) {
       for (const c of contenders.filter((x) => appliesTo(x, tree))) {
         const t0 = process.hrtime.bigint();
         const env = await c.setup(trees[tree], `ready${r}`);
@@ -295,41 +412,53 @@ async function main(): Promise<void> {
       }
     }
   }
-  console.error('  ready copies: done');
+  if (readyTrees.length) console.error('  ready copies: done');
   // Workloads on one long-lived copy per contender and tree.
-  const envs: Record<Tree, Record<string, { dir: string; teardown: () => Promise<void> }>> = { generated: {}, ts: {} };
+  const envs: Record<Tree, Record<string, Env>> = { generated: {}, ts: {}, repo50k: {} };
   try {
-    for (const tree of ['generated', 'ts'] as const) {
+    for (const tree of ALL_TREES.filter((t) => chosen.some((w) => w.tree === t))) {
       for (const c of contenders.filter((x) => appliesTo(x, tree))) envs[tree][c.name] = await c.setup(trees[tree], `${tree}`);
     }
     // A copy without the build output (a fresh worktree) builds before its tests can run.
-    for (const [name, env] of Object.entries(envs.ts)) {
-      if (!fs.existsSync(path.join(env.dir, 'dist')))
-        notes[`${name}: build needed before the tests can run (ms)`] = sh(TSC_BUILD, env.dir).ms;
+    if (chosen.some((w) => w.needsBuild)) {
+      for (const [name, env] of Object.entries(envs.ts)) {
+        if (!fs.existsSync(path.join(env.dir, 'dist')))
+          notes[`${name}: build needed before the tests can run (ms)`] = sh(TSC_BUILD, env.dir).ms;
+      }
     }
-    for (const w of workloads) {
+    for (const w of chosen) {
       const here = contenders.filter((c) => envs[w.tree][c.name]);
       for (const c of here) if (w.warmup) w.run(envs[w.tree][c.name].dir);
       for (let r = 0; r < REPS; r++) {
         for (const c of here) {
           if (w.cold) dropCaches();
-          record(w.name, c.name, w.run(envs[w.tree][c.name].dir));
+          const env = envs[w.tree][c.name];
+          record(
+            w.name,
+            c.name,
+            counted(env, c.name, w.name, () => w.run(env.dir)),
+          );
         }
       }
       console.error(`  ${w.name}: done`);
     }
     // rm -rf of a node_modules-like tree: destructive, on fresh copies.
-    for (let r = 0; r < REPS; r++) {
+    for (let r = 0; r < REPS && rmRow; r++) {
       for (const c of contenders.filter((x) => appliesTo(x, 'generated'))) {
         const env = await c.setup(trees.generated, `rm${r}`);
-        record('rm -rf node_modules tree', c.name, sh('rm -rf node_modules', env.dir).ms);
+        record(
+          W.rmTree,
+          c.name,
+          counted(env, c.name, W.rmTree, () => sh('rm -rf node_modules', env.dir).ms),
+        );
         await env.teardown();
       }
     }
   } finally {
-    for (const tree of ['generated', 'ts'] as const) for (const env of Object.values(envs[tree])) await env.teardown();
+    for (const tree of ALL_TREES) for (const env of Object.values(envs[tree])) await env.teardown();
   }
 
+  if (rowFilter) return report(started, { results, requests, notes, tsFiles });
   // shadowfs only: layer switch latency (each backend) and memory per layer.
   for (const backend of addon().backends) {
     const shadow = await mount(trees.generated, { mountPoint: path.join(work, `switch-${backend}`), backend });
@@ -395,37 +524,65 @@ async function main(): Promise<void> {
     }
   }
 
-  const table: Array<{ workload: string; medians: Record<string, number>; ratios: Record<string, number> }> = [];
-  for (const [w, byC] of Object.entries(results)) {
+  return report(started, { results, requests, notes, tsFiles, extra, resp, lints });
+}
+
+/** What a run measured; the shadowfs-only sections are absent from a row-filtered run. */
+interface Measurements {
+  results: Record<string, Record<string, number[]>>;
+  requests: RequestCounts;
+  notes: Record<string, number>;
+  tsFiles: number;
+  extra?: Record<string, number>;
+  resp?: ResponsivenessRow[];
+  lints?: Awaited<ReturnType<typeof lintsBench>>;
+}
+
+/**
+ * Writes the results: bench/results/<time>.{json,md} and latest.{md,json,svg} for a full run,
+ * <time>-rows.{json,md} alone for a row-filtered one; prints the Markdown.
+ */
+function report(started: Date, m: Measurements): void {
+  const table: ResultRow[] = [];
+  for (const [w, byC] of Object.entries(m.results)) {
     const medians: Record<string, number> = {};
     for (const [c, xs] of Object.entries(byC)) medians[c] = median(xs);
     // A "ready copy" of the folder is the folder itself for native: no ratio there.
     const base = w.startsWith('ready') ? NaN : medians.native;
     const ratios: Record<string, number> = {};
-    for (const [c, m] of Object.entries(medians)) ratios[c] = base > 0 ? m / base : NaN;
+    for (const [c, x] of Object.entries(medians)) ratios[c] = base > 0 ? x / base : NaN;
     table.push({ workload: w, medians, ratios });
   }
+  const verdicts = targetRows(table, targets(SMALL_FILES));
+  /** A missed row's FUSE requests, one run of the target contender. */
+  const why = (workload: string): string => {
+    const c = m.requests[TARGET_CONTENDER]?.[workload];
+    return c ? `${TARGET_CONTENDER} per run: ${countsLine(perRun(c))}` : '';
+  };
   fs.mkdirSync(outDir, { recursive: true });
-  const stamp = stampOf(started);
+  const stamp = stampOf(started) + (rowFilter ? '-rows' : '');
   const json = {
     started: started.toISOString(),
     mode: quick ? 'quick' : 'full',
+    ...(rowFilter ? { only: onlyValues } : {}),
     files: FILES,
     reps: REPS,
     machine,
     results: table,
-    raw: results,
-    shadowfs: extra,
-    responsiveness: { fileMiB: RESP_MIB, targetMaxDelayMs: TARGET_MAX_DELAY_MS, rows: resp },
-    lints,
-    notes,
+    raw: m.results,
+    targets: verdicts,
+    requestCounts: m.requests,
+    ...(m.extra ? { shadowfs: m.extra } : {}),
+    ...(m.resp ? { responsiveness: { fileMiB: RESP_MIB, targetMaxDelayMs: TARGET_MAX_DELAY_MS, rows: m.resp } } : {}),
+    ...(m.lints ? { lints: m.lints } : {}),
+    notes: m.notes,
   };
   fs.writeFileSync(path.join(outDir, `${stamp}.json`), JSON.stringify(json, null, 2));
   const names = contenders.map((c) => c.name);
   const md = [
-    `# shadowfs benchmark, ${started.toISOString().slice(0, 10)} (${json.mode})`,
+    `# shadowfs benchmark, ${started.toISOString().slice(0, 10)} (${json.mode}${rowFilter ? `, only rows matching ${onlyValues.map((v) => JSON.stringify(v)).join(' or ')}` : ''})`,
     '',
-    `Machine: ${machine}. Generated tree: ${FILES} files (30% source-like, 70% node_modules-like, in git). TypeScript project: shadowfs's own repository at HEAD as a git repository, dependencies installed with \`npm ci\` from its lockfile (npm cache warm), built with tsc; \`tsc --noEmit\` checks ${quick ? 'its src/ (quick mode)' : 'the whole project'}; its test suite is its mocha unit tests. Medians of ${REPS} interleaved runs; ratio to native in parentheses (lower is better).`,
+    `Machine: ${machine}. Generated tree: ${FILES} files (30% source-like, 70% node_modules-like, in git, which ignores the node_modules part). repo50k: ${FILES} source-like files in 20-file folders, every one tracked by git (50,000 in a full run), one in 50 containing the word the grep rows look for (\`grep -rI -c ${NEEDLE} .\`; the generated tree has none). TypeScript project: shadowfs's own repository at HEAD as a git repository${m.tsFiles ? ` (${m.tsFiles} files)` : ''}, dependencies installed with \`npm ci\` from its lockfile (npm cache warm), built with tsc; \`tsc --noEmit\` checks ${quick ? 'its src/ (quick mode)' : 'the whole project'}; its test suite is its mocha unit tests. Medians of ${REPS} interleaved runs; ratio to native in parentheses (lower is better).`,
     '',
     `| workload | ${names.join(' | ')} |`,
     `| --- | ${names.map(() => '---:').join(' | ')} |`,
@@ -440,23 +597,28 @@ async function main(): Promise<void> {
           .join(' | ')} |`,
     ),
     '',
-    ...Object.entries(extra).map(([k, v]) => `- shadowfs ${k}: ${v.toFixed(3).replace(/\.?0+$/, '')}`),
-    ...Object.entries(notes).map(([k, v]) => `- ${k}: ${v.toFixed(0)}`),
+    ...Object.entries(m.extra ?? {}).map(([k, v]) => `- shadowfs ${k}: ${v.toFixed(3).replace(/\.?0+$/, '')}`),
+    ...Object.entries(m.notes).map(([k, v]) => `- ${k}: ${v.toFixed(0)}`),
     '',
-    ...responsivenessMarkdown(resp, RESP_MIB, quick),
+    ...targetsMarkdown(verdicts, why),
     '',
-    ...lintsMarkdown(lints, quick),
+    ...requestCountsMarkdown(m.requests),
+    ...(m.resp ? ['', ...responsivenessMarkdown(m.resp, RESP_MIB, quick)] : []),
+    ...(m.lints ? ['', ...lintsMarkdown(m.lints, quick)] : []),
+    '',
   ].join('\n');
   fs.writeFileSync(path.join(outDir, `${stamp}.md`), md);
-  fs.writeFileSync(path.join(outDir, 'latest.md'), md);
-  fs.writeFileSync(
-    path.join(outDir, 'latest.svg'),
-    chart(
-      table,
-      names.filter((n) => n !== 'native'),
-    ),
-  );
-  fs.writeFileSync(path.join(outDir, 'latest.json'), JSON.stringify(json, null, 2));
+  if (!rowFilter) {
+    fs.writeFileSync(path.join(outDir, 'latest.md'), md);
+    fs.writeFileSync(
+      path.join(outDir, 'latest.svg'),
+      chart(
+        table,
+        names.filter((n) => n !== 'native'),
+      ),
+    );
+    fs.writeFileSync(path.join(outDir, 'latest.json'), JSON.stringify(json, null, 2));
+  }
   process.stdout.write(md);
   fs.rmSync(work, { recursive: true, force: true });
 }
