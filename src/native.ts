@@ -13,6 +13,8 @@ export interface NativeMountOptions {
   allowOther?: boolean;
   /** Names match ignoring case, keeping it (Windows' behaviour); fuse_hl only (fuse_ll refuses it). */
   caseInsensitive?: boolean;
+  /** fuse_ll: send the kernel an OPEN/OPENDIR/CREATE round trip per open (the "open" I/O mode) instead of letting it open without asking. */
+  openRoundTrips?: boolean;
   /** Directory for spill files (unlinked temporary files); empty keeps everything in memory. */
   spillDir?: string;
   /** Files larger than this many bytes move to a spill file. */

@@ -36,7 +36,17 @@ export interface MountOptions {
    * names by their exact spelling, so fuse_ll refuses it (INVALID_ARGUMENT).
    */
   caseInsensitive?: boolean;
+  /**
+   * How the fuse_ll backend serves opens. "cached" (the default): the kernel opens files and directories without asking
+   * the daemon and keeps their pages and listings until the daemon says they changed (layer switches, API writes, edits
+   * in the folder); reads and writes come by node. "open": one OPEN (or OPENDIR) and one RELEASE round trip per open
+   * file, as before issue #18 (for comparison, and a fallback should the cached mode misbehave somewhere). Default:
+   * $SHADOWFS_IO, else "open" for now. fuse_hl always opens.
+   */
+  io?: IoMode;
 }
+
+export type IoMode = 'cached' | 'open';
 
 export type { LayerStats };
 
@@ -310,6 +320,8 @@ export class Shadow {
   readonly lower: string;
   /** The mount backend serving it (and its views). */
   readonly backend: string;
+  /** How fuse_ll serves opens (MountOptions.io); fuse_hl always answers "open". */
+  readonly io: IoMode;
   private native: NativeShadow | undefined;
   private readonly createdMountPoint: boolean;
   /** Layers known to exist: created, cloned or activated through this object (the only way to make one). */
@@ -322,10 +334,11 @@ export class Shadow {
   private readonly scheduler = new LayerScheduler(async () => undefined);
 
   /** @internal use mount() */
-  constructor(native: NativeShadow, lower: string, mountPoint: string, createdMountPoint: boolean, backend: string) {
+  constructor(native: NativeShadow, lower: string, mountPoint: string, createdMountPoint: boolean, backend: string, io: IoMode = 'open') {
     this.native = native;
     this.lower = lower;
     this.backend = backend;
+    this.io = backend === 'fuse_ll' ? io : 'open';
     this.mountPoint = mountPoint;
     this.createdMountPoint = createdMountPoint;
   }
@@ -768,8 +781,12 @@ export async function mount(lowerDir: string, options: MountOptions = {}): Promi
       `caseInsensitive needs the fuse_hl backend (this mount would use ${backend}: the Linux kernel caches names by their exact spelling)`,
     );
   }
+  const io = options.io ?? (process.env.SHADOWFS_IO || 'open');
+  if (io !== 'cached' && io !== 'open')
+    throw new ShadowError('INVALID_ARGUMENT', `io must be "cached" or "open" (from the option or $SHADOWFS_IO), got ${JSON.stringify(io)}`);
   const { mountPoint, created } = prepareMountPoint(options.mountPoint, lower);
   const native = new lib.Shadow(backend, lower, mountPoint, {
+    openRoundTrips: io === 'open',
     entryTimeout: timeout,
     attrTimeout: timeout,
     negativeTimeout: timeout,
@@ -795,7 +812,7 @@ export async function mount(lowerDir: string, options: MountOptions = {}): Promi
       cause: err,
     });
   }
-  const shadow = new Shadow(native, lower, mountPoint, created, backend);
+  const shadow = new Shadow(native, lower, mountPoint, created, backend, io);
   if (layer !== null) {
     try {
       await shadow.createLayer(layer);

@@ -1,6 +1,7 @@
 // Round trips to the FUSE server, counted by the fuse_ll backend itself (Shadow.requestCounts):
 // what a workload costs in requests, and that the answers that spare requests are right. These
-// tests mount fuse_ll explicitly (the counts are that backend's), in every pass.
+// tests mount fuse_ll explicitly (the counts are that backend's), in every pass, and pick its I/O
+// mode (MountOptions.io) per test: "cached" (no OPEN/OPENDIR/CREATE round trips), "open".
 import * as assert from 'assert';
 import { spawnSync } from 'child_process';
 import * as fs from 'fs';
@@ -13,6 +14,38 @@ function lsLong(dir: string): string {
   const r = spawnSync('ls', ['-ln', '--time-style=+%s.%N', dir], { encoding: 'utf8' });
   assert.strictEqual(r.status, 0, r.stderr);
   return r.stdout;
+}
+
+function cat(files: string[]): string {
+  const r = spawnSync('cat', files, { encoding: 'utf8', maxBuffer: 64 << 20 });
+  assert.strictEqual(r.status, 0, r.stderr);
+  return r.stdout;
+}
+
+function ls(dir: string): string[] {
+  const r = spawnSync('ls', ['-a', dir], { encoding: 'utf8' });
+  assert.strictEqual(r.status, 0, r.stderr);
+  return r.stdout.split('\n').filter((l) => l !== '');
+}
+
+/** A folder of `n` files f<i>.txt holding "file <i>\n", in sub/. */
+function manyFiles(label: string, n: number): string {
+  const lower = tempDir(label);
+  fs.mkdirSync(path.join(lower, 'sub'));
+  for (let i = 0; i < n; i++) fs.writeFileSync(path.join(lower, 'sub', `f${i}.txt`), `file ${i}\n`);
+  return lower;
+}
+
+/** The counts once no request has come for a while: the kernel sends RELEASE after close() returns. */
+async function settled(shadow: { requestCounts(): Record<string, number> }): Promise<Record<string, number>> {
+  let last = JSON.stringify(shadow.requestCounts());
+  for (let i = 0; i < 100; i++) {
+    await new Promise((r) => setTimeout(r, 100));
+    const now = shadow.requestCounts();
+    if (JSON.stringify(now) === last) return now;
+    last = JSON.stringify(now);
+  }
+  throw new Error(`requests kept coming for 10 s with nothing running: ${last}`);
 }
 
 function delta(before: Record<string, number>, after: Record<string, number>): Record<string, number> {
@@ -49,6 +82,89 @@ describe('round trips (fuse_ll)', function () {
         assert.strictEqual(lsLong(path.join(mp, 'many')), listed);
       },
       { backend: 'fuse_ll' },
+    );
+  });
+
+  it('cached I/O: opening, reading and listing warm files costs no OPEN, RELEASE, OPENDIR or READ, and answers as the folder does', async () => {
+    const n = 200;
+    const lower = manyFiles('noopen', n);
+    const files = (mp: string): string[] => Array.from({ length: n }, (_, i) => path.join(mp, 'sub', `f${i}.txt`));
+    const expected = Array.from({ length: n }, (_, i) => `file ${i}\n`).join('');
+    await withShadow(
+      lower,
+      async (shadow, mp) => {
+        assert.strictEqual(shadow.io, 'cached');
+        // The first open of each kind is answered ENOSYS: the kernel stops asking from then on.
+        assert.strictEqual(cat(files(mp)), expected);
+        assert.deepStrictEqual(ls(path.join(mp, 'sub')), ls(path.join(lower, 'sub')));
+        const before = await settled(shadow);
+        assert.strictEqual(cat(files(mp)), expected);
+        assert.deepStrictEqual(ls(path.join(mp, 'sub')), ls(path.join(lower, 'sub')));
+        const d = delta(before, await settled(shadow));
+        for (const k of ['open', 'release', 'opendir', 'releasedir', 'read', 'readdir', 'readdirplus', 'flush'])
+          assert.strictEqual(d[k], 0, `${k}: ${JSON.stringify(d)}`);
+      },
+      { backend: 'fuse_ll', io: 'cached' },
+    );
+  });
+
+  it("cached I/O: changes behind the kernel's back still show (API writes, layer switches, edits in the folder), O_TRUNC truncates, and the folder is never written", async () => {
+    const lower = manyFiles('noopen-fresh', 5);
+    const snapshot = (): Record<string, string> =>
+      Object.fromEntries(fs.readdirSync(path.join(lower, 'sub')).map((n) => [n, fs.readFileSync(path.join(lower, 'sub', n), 'utf8')]));
+    const was = snapshot();
+    await withShadow(
+      lower,
+      async (shadow, mp) => {
+        const f = path.join(mp, 'sub', 'f1.txt');
+        assert.strictEqual(cat([f]), 'file 1\n');
+        await shadow.layer('default').write('sub/f1.txt', 'written through the API\n');
+        assert.strictEqual(cat([f]), 'written through the API\n');
+        await shadow.createLayer('other');
+        await shadow.activate('other');
+        assert.strictEqual(cat([f]), 'file 1\n');
+        fs.writeFileSync(path.join(lower, 'sub', 'f2.txt'), 'edited in the folder\n');
+        const f2 = path.join(mp, 'sub', 'f2.txt');
+        const deadline = Date.now() + 10_000;
+        while (cat([f2]) !== 'edited in the folder\n' && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+        assert.strictEqual(cat([f2]), 'edited in the folder\n');
+        // Shell redirection: open(O_WRONLY|O_CREAT|O_TRUNC) on a folder file, then one write.
+        const r = spawnSync('sh', ['-c', `printf x > '${path.join(mp, 'sub', 'f3.txt')}'`]);
+        assert.strictEqual(r.status, 0, String(r.stderr));
+        assert.strictEqual(cat([path.join(mp, 'sub', 'f3.txt')]), 'x');
+        assert.strictEqual(fs.readFileSync(path.join(lower, 'sub', 'f3.txt'), 'utf8'), 'file 3\n');
+        // New files: made with MKNOD after the one CREATE answered ENOSYS; no RELEASE each.
+        const before = await settled(shadow);
+        for (let i = 0; i < 20; i++) fs.writeFileSync(path.join(mp, 'sub', `new${i}.txt`), `new ${i}\n`);
+        const d = delta(before, await settled(shadow));
+        assert.ok(d.create <= 1 && d.release <= 1, `no CREATE or RELEASE per new file: ${JSON.stringify(d)}`);
+        assert.ok(d.mknod >= 19, `new files are made with MKNOD: ${JSON.stringify(d)}`);
+        assert.strictEqual(cat([path.join(mp, 'sub', 'new7.txt')]), 'new 7\n');
+        assert.strictEqual((await shadow.layer('other').readFile('sub/new7.txt')).toString(), 'new 7\n');
+        // The test itself edits f2.txt in the folder (so the usual guard is off); nothing else changed there.
+        assert.deepStrictEqual(snapshot(), { ...was, 'f2.txt': 'edited in the folder\n' });
+      },
+      { backend: 'fuse_ll', io: 'cached', guard: false },
+    );
+  });
+
+  it('open I/O (MountOptions.io "open"): one OPEN and one RELEASE per opened file, as before', async () => {
+    const n = 50;
+    const lower = manyFiles('open-mode', n);
+    await withShadow(
+      lower,
+      async (shadow, mp) => {
+        assert.strictEqual(shadow.io, 'open');
+        const files = Array.from({ length: n }, (_, i) => path.join(mp, 'sub', `f${i}.txt`));
+        cat(files);
+        await settled(shadow);
+        const before = shadow.requestCounts();
+        cat(files);
+        const d = delta(before, await settled(shadow));
+        assert.strictEqual(d.open, n, JSON.stringify(d));
+        assert.strictEqual(d.release, n, JSON.stringify(d));
+      },
+      { backend: 'fuse_ll', io: 'open' },
     );
   });
 });

@@ -29,6 +29,13 @@ struct MountOptions {
   // NameMatch::IgnoreCase, see overlay.h). fuse_hl on Windows also tells WinFsp the file system
   // is case-insensitive; fuse_ll refuses it (the Linux kernel caches names by exact spelling).
   bool caseInsensitive = false;
+  // How fuse_ll serves open files and directories (fuse_hl ignores it: WinFsp and libfuse's
+  // high-level loop always open). Cached: OPEN, OPENDIR and CREATE are answered ENOSYS once,
+  // after which the kernel opens files and directories without a round trip and keeps their
+  // pages and listings until told to drop them; reads and writes then come by node, and are
+  // served from the node's path in its layer. Open: every open is a request with a handle (the
+  // behaviour before #18, kept for comparison and as a fallback).
+  bool openRoundTrips = false;
 };
 
 class MountBackend {

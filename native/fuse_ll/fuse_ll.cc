@@ -48,9 +48,23 @@ void LLMount::replyEntry(fuse_req_t req, uint64_t parent, const std::string& nam
 // Request handlers. Each one: ids -> path, one overlay call, one reply.
 
 void LLMount::opInit(void* userdata, struct fuse_conn_info* conn) {
-  (void)userdata;
+  auto* m = static_cast<LLMount*>(userdata);
+  if (!m->opts_.openRoundTrips) {
+    // No open round trips: OPEN and OPENDIR are answered ENOSYS (see opOpen), which the kernel
+    // takes as "open without asking from now on". O_TRUNC then reaches us as a SETATTR, so
+    // ATOMIC_O_TRUNC (truncation folded into OPEN) must stay off.
+    m->noOpen_ = (conn->capable & FUSE_CAP_NO_OPEN_SUPPORT) != 0;
+    m->noOpendir_ = (conn->capable & FUSE_CAP_NO_OPENDIR_SUPPORT) != 0;
+    if (m->noOpen_) conn->want |= FUSE_CAP_NO_OPEN_SUPPORT;
+    if (m->noOpendir_) conn->want |= FUSE_CAP_NO_OPENDIR_SUPPORT;
+  }
   // O_TRUNC arrives with open(), so truncation needs no separate setattr round trip.
-  if (conn->capable & FUSE_CAP_ATOMIC_O_TRUNC) conn->want |= FUSE_CAP_ATOMIC_O_TRUNC;
+  if (!m->noOpen_ && (conn->capable & FUSE_CAP_ATOMIC_O_TRUNC))
+    conn->want |= FUSE_CAP_ATOMIC_O_TRUNC;
+  else
+    conn->want &= ~FUSE_CAP_ATOMIC_O_TRUNC;
+  // Symlink targets stay in the kernel's page cache (dropped with the inode on invalidation).
+  if (conn->capable & FUSE_CAP_CACHE_SYMLINKS) conn->want |= FUSE_CAP_CACHE_SYMLINKS;
   // The kernel drops cached pages when it sees a file's mtime or size change (edits in A).
   if (conn->capable & FUSE_CAP_AUTO_INVAL_DATA) conn->want |= FUSE_CAP_AUTO_INVAL_DATA;
   // Locks stay in the kernel (local to this machine), as DESIGN.md asks.
@@ -126,9 +140,20 @@ void LLMount::opGetattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info* f
 void LLMount::opSetattr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int toSet,
                         struct fuse_file_info* fi) {
   LLMount* m = self(req);
+  m->count(Op::Setattr);
   Handle* h = fi && fi->fh ? reinterpret_cast<Handle*>(fi->fh) : nullptr;
   std::string path;
   int pe = m->pathOf(ino, &path);
+  bool own = false;
+  if (pe && !h && m->nodeHandle(ino, true, &h, &own) != 0) h = nullptr;  // unlinked, pinned
+  struct Releaser {
+    Overlay* ov;
+    Handle* h;
+    bool own;
+    ~Releaser() {
+      if (own) ov->release(h);
+    }
+  } releaser{m->ov_.get(), h, own};
   if (pe && !(h && h->inode)) return (void)fuse_reply_err(req, pe);
   std::shared_ptr<Layer> layer;
   if (h && h->inode) {
@@ -172,6 +197,7 @@ void LLMount::opReadlink(fuse_req_t req, fuse_ino_t ino) {
 void LLMount::opMknod(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode,
                       dev_t rdev) {
   LLMount* m = self(req);
+  m->count(Op::Mknod);
   std::string path;
   std::shared_ptr<Layer> layer;
   if (int pe = m->childAt(parent, name, &path, &layer)) return (void)fuse_reply_err(req, pe);
@@ -200,6 +226,7 @@ void LLMount::opUnlink(fuse_req_t req, fuse_ino_t parent, const char* name) {
   std::string path;
   std::shared_ptr<Layer> layer;
   if (int pe = m->childAt(parent, name, &path, &layer)) return (void)fuse_reply_err(req, pe);
+  m->pinBeforeRemove(parent, name);
   int e = m->ov_->unlink(layer.get(), path);
   if (!e) m->unlinkName(parent, name);
   fuse_reply_err(req, e);
@@ -242,6 +269,7 @@ void LLMount::opRename(fuse_req_t req, fuse_ino_t parent, const char* name, fuse
   if (flags & RENAME_NOREPLACE) f |= kRenameNoReplace;
   if (flags & RENAME_EXCHANGE) f |= kRenameExchange;
   if (flags & ~(RENAME_NOREPLACE | RENAME_EXCHANGE)) return (void)fuse_reply_err(req, EINVAL);
+  if (!(f & (kRenameNoReplace | kRenameExchange))) m->pinBeforeRemove(newparent, newname);
   int e = m->ov_->rename(layer.get(), from, to, f);
   if (!e && from != to) m->moveName(parent, name, newparent, newname, f & kRenameExchange);
   fuse_reply_err(req, e);
@@ -264,6 +292,9 @@ void LLMount::opLink(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const
 void LLMount::opOpen(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info* fi) {
   LLMount* m = self(req);
   m->count(Op::Open);
+  // ENOSYS: the kernel now opens every file without asking (fuse_file_open, fs/fuse/file.c),
+  // keeping cached pages across opens; reads and writes come by node (see nodeHandle).
+  if (m->noOpen()) return (void)fuse_reply_err(req, ENOSYS);
   std::string path;
   std::shared_ptr<Layer> layer;
   if (int pe = m->nodeAt(ino, &path, &layer)) return (void)fuse_reply_err(req, pe);
@@ -294,13 +325,20 @@ void LLMount::opOpen(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info* fi) 
   }
 }
 
-void LLMount::opRead(fuse_req_t req, fuse_ino_t, size_t size, off_t off,
+void LLMount::opRead(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
                      struct fuse_file_info* fi) {
+  LLMount* m = self(req);
+  m->count(Op::Read);
+  Handle* h = reinterpret_cast<Handle*>(fi->fh);
+  bool own = false;
+  if (!h) {
+    if (int e = m->nodeHandle(ino, false, &h, &own)) return (void)fuse_reply_err(req, e);
+  }
   thread_local std::vector<char> buf;
   if (buf.size() < size) buf.resize(size);
   size_t got = 0;
-  int e = self(req)->ov_->read(reinterpret_cast<Handle*>(fi->fh), buf.data(), size,
-                              static_cast<uint64_t>(off), &got);
+  int e = m->ov_->read(h, buf.data(), size, static_cast<uint64_t>(off), &got);
+  if (own) m->ov_->release(h);
   if (e) return (void)fuse_reply_err(req, e);
   fuse_reply_buf(req, buf.data(), got);
 }
@@ -308,7 +346,14 @@ void LLMount::opRead(fuse_req_t req, fuse_ino_t, size_t size, off_t off,
 void LLMount::opWrite(fuse_req_t req, fuse_ino_t ino, const char* buf, size_t size, off_t off,
                       struct fuse_file_info* fi) {
   LLMount* m = self(req);
-  int e = m->ov_->write(reinterpret_cast<Handle*>(fi->fh), buf, size, static_cast<uint64_t>(off));
+  m->count(Op::Write);
+  Handle* h = reinterpret_cast<Handle*>(fi->fh);
+  bool own = false;
+  if (!h) {
+    if (int e = m->nodeHandle(ino, true, &h, &own)) return (void)fuse_reply_err(req, e);
+  }
+  int e = m->ov_->write(h, buf, size, static_cast<uint64_t>(off));
+  if (own) m->ov_->release(h);
   if (e) return (void)fuse_reply_err(req, e);
   {
     // Our own write changed mtime; the next open must not take that for a change in A, but
@@ -320,13 +365,20 @@ void LLMount::opWrite(fuse_req_t req, fuse_ino_t ino, const char* buf, size_t si
   fuse_reply_write(req, size);
 }
 
+// FLUSH comes only without open round trips (opens set noflush): ENOSYS makes the kernel stop
+// sending it (fc->no_flush), as there is nothing to flush.
 void LLMount::opFlush(fuse_req_t req, fuse_ino_t, struct fuse_file_info*) {
-  fuse_reply_err(req, 0);
+  LLMount* m = self(req);
+  m->count(Op::Flush);
+  fuse_reply_err(req, m->noOpen() ? ENOSYS : 0);
 }
 
 void LLMount::opRelease(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info* fi) {
   LLMount* m = self(req);
+  m->count(Op::Release);
   Handle* h = reinterpret_cast<Handle*>(fi->fh);
+  // The one file opened by the OPEN that was answered ENOSYS is released with no handle.
+  if (!h) return (void)fuse_reply_err(req, 0);
   m->trackHandle(ino, h, false);
   m->ov_->release(h);
   fuse_reply_err(req, 0);
@@ -339,21 +391,29 @@ void LLMount::opFsync(fuse_req_t req, fuse_ino_t, int, struct fuse_file_info*) {
 
 // Overlay::fallocate has the semantics; punching holes and the other modes are refused as file
 // systems without them refuse them.
-void LLMount::opFallocate(fuse_req_t req, fuse_ino_t, int mode, off_t offset, off_t length,
+void LLMount::opFallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset, off_t length,
                           struct fuse_file_info* fi) {
   LLMount* m = self(req);
   if (mode & ~FALLOC_FL_KEEP_SIZE) return (void)fuse_reply_err(req, EOPNOTSUPP);
   auto* h = reinterpret_cast<Handle*>(fi->fh);
+  bool own = false;
+  if (!h) {
+    if (int e = m->nodeHandle(ino, true, &h, &own)) return (void)fuse_reply_err(req, e);
+  }
   std::shared_ptr<Layer> layer = h->layer.lock();
-  if (!layer) return (void)fuse_reply_err(req, ESTALE);
-  fuse_reply_err(req, m->ov_->fallocate(layer.get(), h, (mode & FALLOC_FL_KEEP_SIZE) != 0,
-                                        static_cast<uint64_t>(offset),
-                                        static_cast<uint64_t>(length)));
+  int e = layer ? m->ov_->fallocate(layer.get(), h, (mode & FALLOC_FL_KEEP_SIZE) != 0,
+                                    static_cast<uint64_t>(offset), static_cast<uint64_t>(length))
+                : ESTALE;
+  if (own) m->ov_->release(h);
+  fuse_reply_err(req, e);
 }
 
 void LLMount::opOpendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info* fi) {
   LLMount* m = self(req);
   m->count(Op::Opendir);
+  // ENOSYS: the kernel opens directories without asking from now on, and keeps their
+  // listings (FOPEN_CACHE_DIR) until an invalidation of the directory drops them.
+  if (m->noOpendir()) return (void)fuse_reply_err(req, ENOSYS);
   std::string path;
   std::shared_ptr<Layer> layer;
   if (int pe = m->nodeAt(ino, &path, &layer)) return (void)fuse_reply_err(req, pe);
@@ -374,8 +434,13 @@ void LLMount::opReaddir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
                         struct fuse_file_info* fi) {
   LLMount* m = self(req);
   m->count(Op::Readdir);
-  DirStream& d = reinterpret_cast<DirHandle*>(fi->fh)->stream;
-  if (d.needsFill(static_cast<uint64_t>(off))) {
+  std::shared_ptr<DirStream> held;  // no-opendir: the node's listing
+  if (!fi->fh) {
+    if (int e = m->nodeListing(ino, static_cast<uint64_t>(off), &held))
+      return (void)fuse_reply_err(req, e);
+  }
+  DirStream& d = held ? *held : reinterpret_cast<DirHandle*>(fi->fh)->stream;
+  if (!held && d.needsFill(static_cast<uint64_t>(off))) {
     std::string path;
     std::shared_ptr<Layer> layer;
     int e = m->nodeAt(ino, &path, &layer);
@@ -395,9 +460,13 @@ void LLMount::opReaddir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
     st.st_mode = modeOf(type);
     size_t len = fuse_add_direntry(req, buf.data() + pos, size - pos, name, &st,
                                    static_cast<off_t>(i + 1));
-    if (len > size - pos) break;
+    if (len > size - pos) {
+      held = nullptr;  // more to come: keep the node's listing for the next request
+      break;
+    }
     pos += len;
   }
+  if (held) m->doneListing(ino, held);
   fuse_reply_buf(req, buf.data(), pos);
 }
 
@@ -410,11 +479,16 @@ void LLMount::opReaddirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t o
                             struct fuse_file_info* fi) {
   LLMount* m = self(req);
   m->count(Op::Readdirplus);
-  DirStream& d = reinterpret_cast<DirHandle*>(fi->fh)->stream;
+  std::shared_ptr<DirStream> held;  // no-opendir: the node's listing
+  if (!fi->fh) {
+    if (int e = m->nodeListing(ino, static_cast<uint64_t>(off), &held))
+      return (void)fuse_reply_err(req, e);
+  }
+  DirStream& d = held ? *held : reinterpret_cast<DirHandle*>(fi->fh)->stream;
   std::string path;
   std::shared_ptr<Layer> layer;
   int ne = m->nodeAt(ino, &path, &layer);
-  if (d.needsFill(static_cast<uint64_t>(off))) {
+  if (!held && d.needsFill(static_cast<uint64_t>(off))) {
     int e = ne ? ne : m->ov_->list(layer.get(), path, &d);
     if (e && !d.loaded) return (void)fuse_reply_err(req, e);  // else: keep the listing it had
   }
@@ -426,7 +500,10 @@ void LLMount::opReaddirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t o
     uint64_t entIno;
     FileType type;
     d.at(i, &name, &entIno, &type);
-    if (fuse_add_direntry_plus(req, nullptr, 0, name, nullptr, 0) > size - pos) break;
+    if (fuse_add_direntry_plus(req, nullptr, 0, name, nullptr, 0) > size - pos) {
+      held = nullptr;  // more to come: keep the node's listing for the next request
+      break;
+    }
     struct fuse_entry_param e;
     std::memset(&e, 0, sizeof e);
     Attr a;
@@ -440,6 +517,7 @@ void LLMount::opReaddirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t o
     pos += fuse_add_direntry_plus(req, buf.data() + pos, size - pos, name, &e,
                                   static_cast<off_t>(i + 1));
   }
+  if (held) m->doneListing(ino, held);
   if (fuse_reply_buf(req, buf.data(), pos) == -ENOENT) {
     // Interrupted: the kernel took none of the references.
     for (uint64_t id : taken) m->forget(id, 1);
@@ -447,13 +525,18 @@ void LLMount::opReaddirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t o
 }
 
 std::vector<std::pair<std::string, uint64_t>> LLMount::requestCounts() const {
-  static const char* const names[] = {"lookup", "getattr", "open", "opendir", "readdir", "readdirplus", "forget"};
+  static const char* const names[] = {"lookup",  "getattr",    "setattr", "open",    "create",
+                                      "mknod",   "release",    "flush",   "read",    "write",
+                                      "opendir", "readdir",    "readdirplus", "releasedir",
+                                      "getxattr", "forget"};
+  static_assert(sizeof names / sizeof names[0] == static_cast<size_t>(Op::Count));
   std::vector<std::pair<std::string, uint64_t>> out;
   for (size_t i = 0; i < opCounts_.size(); ++i) out.emplace_back(names[i], opCounts_[i].load(std::memory_order_relaxed));
   return out;
 }
 
 void LLMount::opReleasedir(fuse_req_t req, fuse_ino_t, struct fuse_file_info* fi) {
+  self(req)->count(Op::Releasedir);
   delete reinterpret_cast<DirHandle*>(fi->fh);
   fuse_reply_err(req, 0);
 }
@@ -478,6 +561,7 @@ void LLMount::opSetxattr(fuse_req_t req, fuse_ino_t ino, const char* name, const
 
 void LLMount::opGetxattr(fuse_req_t req, fuse_ino_t ino, const char* name, size_t size) {
   LLMount* m = self(req);
+  m->count(Op::Getxattr);
   std::string path, value;
   std::shared_ptr<Layer> layer;
   if (int pe = m->nodeAt(ino, &path, &layer)) return (void)fuse_reply_err(req, pe);
@@ -508,6 +592,10 @@ void LLMount::opRemovexattr(fuse_req_t req, fuse_ino_t ino, const char* name) {
 void LLMount::opCreate(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode,
                        struct fuse_file_info* fi) {
   LLMount* m = self(req);
+  m->count(Op::Create);
+  // ENOSYS: the kernel makes the file with MKNOD and opens it without asking (it stops sending
+  // CREATE), which spares the RELEASE a created file's handle would cost.
+  if (m->noOpen()) return (void)fuse_reply_err(req, ENOSYS);
   std::string path;
   std::shared_ptr<Layer> layer;
   if (int pe = m->childAt(parent, name, &path, &layer)) return (void)fuse_reply_err(req, pe);

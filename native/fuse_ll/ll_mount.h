@@ -49,6 +49,14 @@ struct FNode {
   Timespec mtime;
   uint64_t size = 0;
   std::vector<Handle*> handles;  // open files, for fstat after the last name is gone
+  // Without open round trips (MountOptions::openRoundTrips false) the kernel holds no handle
+  // of ours, so I/O comes by node. `pinned`: a handle taken just before the node's last name
+  // went away (unlink, rename over it), so that descriptors still open on it go on reading
+  // it; released when the kernel forgets the node. Also in `handles`.
+  Handle* pinned = nullptr;
+  // The directory's listing between the READDIR requests of one pass (no-opendir has no
+  // handle to keep it in): taken at offset 0, dropped when a reply reaches its end.
+  std::shared_ptr<DirStream> listing;
 };
 
 struct DirHandle {
@@ -98,9 +106,16 @@ class LLMount final : public LoopedMount {
   }
   uint64_t requests() const override { return requests_.load(std::memory_order_relaxed); }
   // The requests whose numbers tell how many round trips a workload costs.
-  enum class Op { Lookup, Getattr, Open, Opendir, Readdir, Readdirplus, Forget, Count };
+  enum class Op {
+    Lookup, Getattr, Setattr, Open, Create, Mknod, Release, Flush, Read, Write, Opendir,
+    Readdir, Readdirplus, Releasedir, Getxattr, Forget, Count
+  };
   void count(Op op) { opCounts_[static_cast<size_t>(op)].fetch_add(1, std::memory_order_relaxed); }
   std::vector<std::pair<std::string, uint64_t>> requestCounts() const override;
+  // The kernel opens files (noOpen_) and directories (noOpendir_) without asking: set at INIT
+  // when it offers that and the mount did not ask for open round trips.
+  bool noOpen() const { return noOpen_.load(std::memory_order_relaxed); }
+  bool noOpendir() const { return noOpendir_.load(std::memory_order_relaxed); }
   const ChangeJournal* folderChanges() const override { return watcher_ ? &journal_ : nullptr; }
   static void opInit(void* userdata, struct fuse_conn_info* conn);
   static void opLookup(fuse_req_t req, fuse_ino_t parent, const char* name);
@@ -162,6 +177,16 @@ class LLMount final : public LoopedMount {
   int childAt(uint64_t parent, const char* name, std::string* path, std::shared_ptr<Layer>* layer,
               const std::shared_ptr<Layer>& active = nullptr);
   void replyXattr(fuse_req_t req, const std::string& value, size_t size);
+  // A handle for one READ/WRITE/fallocate that came without one (no-open): opened from the
+  // node's path in its layer, or the node's pinned handle once its names are gone. *own says
+  // whether the caller releases it.
+  int nodeHandle(uint64_t id, bool write, Handle** h, bool* own);
+  // Before a name that may be the last one of a regular file goes away: pin a handle on its node
+  // (see FNode::pinned). No-open only; a no-op when the kernel does not know the name.
+  void pinBeforeRemove(uint64_t parent, const char* name);
+  // The listing to answer a READDIR(PLUS) at `off` from when the kernel holds no handle.
+  int nodeListing(uint64_t id, uint64_t off, std::shared_ptr<DirStream>* out);
+  void doneListing(uint64_t id, const std::shared_ptr<DirStream>& d);
   uint64_t remember(uint64_t parent, const std::string& name, FileType type, uint64_t ino,
                     uint32_t nlink, const std::shared_ptr<Layer>& seenIn);
   uint64_t rememberLocked(uint64_t parent, const std::string& name, FileType type, uint64_t ino,
@@ -172,6 +197,9 @@ class LLMount final : public LoopedMount {
   // object they saw, never from a mix. Null if neither holds it (the caller answers ESTALE).
   std::shared_ptr<Layer> layerFor(uint64_t id, const std::string& path,
                                   std::shared_ptr<Layer> active = nullptr);
+  // Whether `layer` holds its own object at `path` (created there, or a copy of the folder's
+  // file) rather than showing the folder's file.
+  bool layerOwns(Layer* layer, const std::string& path);
   void dropNameLocked(uint64_t id, uint64_t parent, const std::string& name);
   void trackHandle(uint64_t id, Handle* h, bool add);
   // A copy of one of the node's open handles (with its own descriptor of A's file, if any:
@@ -194,6 +222,8 @@ class LLMount final : public LoopedMount {
   struct fuse_session* se_ = nullptr;
   std::atomic<bool> mounted_{false};
   std::atomic<bool> epochWorks_{false};  // the kernel took FUSE_NOTIFY_INC_EPOCH (7.44+)
+  std::atomic<bool> noOpen_{false};
+  std::atomic<bool> noOpendir_{false};
   std::atomic<uint64_t> requests_{0};
   std::array<std::atomic<uint64_t>, static_cast<size_t>(Op::Count)> opCounts_{};
 

@@ -61,7 +61,32 @@ int LLMount::childAt(uint64_t parent, const char* name, std::string* path,
 
 uint64_t LLMount::remember(uint64_t parent, const std::string& name, FileType type,
                            uint64_t ino, uint32_t nlink, const std::shared_ptr<Layer>& seenIn) {
+  // A name the kernel knows from another layer (a switch in between) leads to the same node
+  // only if both layers show the same object: the folder's file, taken by neither. Asked
+  // before the table lock is taken (it calls into the overlay), and only in that case.
+  bool sameObject = true;
+  if (!view_ && type != FileType::Directory) {
+    std::shared_ptr<Layer> before;
+    {
+      std::lock_guard lock(tmu_);
+      auto it = byName_.find(key(parent, name));
+      if (it != byName_.end()) before = nodes_[it->second]->seenIn.lock();
+    }
+    if (before && before != seenIn) {
+      std::string dir;
+      if (pathOf(parent, &dir) == 0) {
+        const std::string path = joinPath(dir, name);
+        sameObject = !layerOwns(seenIn.get(), path) && !layerOwns(before.get(), path);
+      }
+    }
+  }
   std::lock_guard lock(tmu_);
+  if (!sameObject) {
+    // A new node for the other layer's object; the old one keeps its names for the open files
+    // and requests still on their way to it.
+    auto it = byName_.find(key(parent, name));
+    if (it != byName_.end() && nodes_[it->second]->seenIn.lock() != seenIn) byName_.erase(it);
+  }
   uint64_t id = rememberLocked(parent, name, type, ino, nlink, seenIn);
   FNode* n = nodes_[id].get();
   if (!view_) n->seenIn = seenIn;
@@ -159,6 +184,7 @@ void LLMount::forget(uint64_t id, uint64_t count) {
   if (bi != byIno_.end() && bi->second == id) byIno_.erase(bi);
   if (n->watch && watcher_) watcher_->unwatch(n->watch);
   n->watch = 0;
+  if (n->pinned) ov_->release(n->pinned);  // closes A's descriptor at most: no overlay lock
   nodes_.erase(it);
 }
 
@@ -204,11 +230,26 @@ std::shared_ptr<Layer> LLMount::layerFor(uint64_t id, const std::string& path,
   }
   // Looked up in the layer that is still active: the usual case, no extra work.
   if (seen == active) return active;
+  // After a switch: the active layer serves the node only if it shows the same object, which
+  // is the folder's own file, unchanged by either layer. A copy a layer took keeps the folder's
+  // inode number, so the number alone would take x's copy for y's.
   Attr a;
-  if (ov_->getattr(active.get(), path, &a) == 0 && a.ino == ino) return active;
+  if (ov_->getattr(active.get(), path, &a) == 0 && a.ino == ino &&
+      (a.type == FileType::Directory || (!layerOwns(active.get(), path) &&
+                                         !(seen && layerOwns(seen.get(), path)))))
+    return active;
   if (seen && seen != active && ov_->getattr(seen.get(), path, &a) == 0 && a.ino == ino)
     return seen;
   return nullptr;
+}
+
+bool LLMount::layerOwns(Layer* layer, const std::string& path) {
+  Handle* h = nullptr;
+  Attr a;
+  if (ov_->open(layer, path, OpenIntent{}, &h, &a) != 0) return false;
+  const bool owns = h->inode != nullptr;
+  ov_->release(h);
+  return owns;
 }
 
 // True when the node's every name was unlinked (an open file is all that keeps it).
@@ -251,6 +292,93 @@ void LLMount::trackHandle(uint64_t id, Handle* h, bool add) {
   }
 }
 
+int LLMount::nodeHandle(uint64_t id, bool write, Handle** h, bool* own) {
+  std::string path;
+  std::shared_ptr<Layer> layer;
+  int e = nodeAt(id, &path, &layer);
+  if (e == 0) {
+    OpenIntent intent;
+    intent.write = write;
+    Attr a;
+    e = ov_->open(layer.get(), path, intent, h, &a);
+    *own = e == 0;
+    if (e != ENOENT && e != ESTALE) return e;
+  }
+  std::lock_guard lock(tmu_);
+  auto it = nodes_.find(id);
+  if (it == nodes_.end() || !it->second->pinned) return e;
+  Handle* p = it->second->pinned;
+  if (write && !p->writable) return EBADF;
+  *h = p;
+  *own = false;
+  return 0;
+}
+
+void LLMount::pinBeforeRemove(uint64_t parent, const char* name) {
+  if (!noOpen()) return;
+  uint64_t id;
+  {
+    std::lock_guard lock(tmu_);
+    auto it = byName_.find(key(parent, name));
+    if (it == byName_.end()) return;
+    id = it->second;
+    FNode* n = nodes_[id].get();
+    if (n->type != FileType::Regular || n->pinned) return;
+  }
+  std::string path;
+  std::shared_ptr<Layer> layer;
+  if (nodeAt(id, &path, &layer)) return;
+  // Read-only first: that never copies anything. A file the layer already holds is pinned
+  // writable (opening it so copies nothing either), so a program can go on writing an unlinked
+  // temporary file; a file still in the folder stays read-only once unlinked.
+  Handle* h = nullptr;
+  Attr a;
+  if (ov_->open(layer.get(), path, OpenIntent{}, &h, &a)) return;
+  if (h->inode) {  // EROFS in a read-only layer: stays read-only
+    OpenIntent w;
+    w.write = true;
+    Handle* hw = nullptr;
+    if (ov_->open(layer.get(), path, w, &hw, &a) == 0) {
+      ov_->release(h);
+      h = hw;
+    }
+  }
+  std::lock_guard lock(tmu_);
+  auto it = nodes_.find(id);
+  if (it == nodes_.end() || it->second->pinned) {
+    ov_->release(h);
+    return;
+  }
+  it->second->pinned = h;
+  it->second->handles.push_back(h);
+}
+
+int LLMount::nodeListing(uint64_t id, uint64_t off, std::shared_ptr<DirStream>* out) {
+  if (off != 0) {
+    std::lock_guard lock(tmu_);
+    auto it = nodes_.find(id);
+    if (it != nodes_.end() && it->second->listing) {
+      *out = it->second->listing;
+      return 0;
+    }
+  }
+  std::string path;
+  std::shared_ptr<Layer> layer;
+  if (int e = nodeAt(id, &path, &layer)) return e;
+  auto d = std::make_shared<DirStream>();
+  if (int e = ov_->list(layer.get(), path, d.get())) return e;
+  std::lock_guard lock(tmu_);
+  auto it = nodes_.find(id);
+  if (it != nodes_.end()) it->second->listing = d;
+  *out = std::move(d);
+  return 0;
+}
+
+void LLMount::doneListing(uint64_t id, const std::shared_ptr<DirStream>& d) {
+  std::lock_guard lock(tmu_);
+  auto it = nodes_.find(id);
+  if (it != nodes_.end() && it->second->listing == d) it->second->listing.reset();
+}
 
 }  // namespace ll
 }  // namespace shadowfs
