@@ -181,14 +181,29 @@ function requestCounter(s: Shadow): (() => Counts) | undefined {
 
 const contenders: Contender[] = [
   { name: 'native', setup: async (lower) => ({ dir: lower, teardown: async () => undefined }) },
-  // Every backend this build has: fuse_ll (Linux) and fuse_hl (the portable one Windows uses).
-  ...addon().backends.map((backend): Contender => ({
-    name: `shadowfs (${backend})`,
-    setup: async (lower, tag) => {
-      const s: Shadow = await mount(lower, { mountPoint: path.join(work, `sfs-${backend}-${tag}`), backend });
-      return { dir: s.mountPoint, teardown: () => s.unmount({ lazy: true }), requestCounts: requestCounter(s) };
+  // Every backend this build has: fuse_ll (Linux) and fuse_hl (the portable one Windows uses),
+  // each in its default I/O mode; fuse_ll once more with an OPEN round trip per opened file (its
+  // mode before #18), so that one run shows what skipping them gains.
+  ...addon().backends.flatMap((backend): Contender[] => [
+    {
+      name: `shadowfs (${backend})`,
+      setup: async (lower, tag) => {
+        const s: Shadow = await mount(lower, { mountPoint: path.join(work, `sfs-${backend}-${tag}`), backend, io: 'cached' });
+        return { dir: s.mountPoint, teardown: () => s.unmount({ lazy: true }), requestCounts: requestCounter(s) };
+      },
     },
-  })),
+    ...(backend === 'fuse_ll'
+      ? [
+          {
+            name: `shadowfs (${backend}, io: open)`,
+            setup: async (lower: string, tag: string) => {
+              const s: Shadow = await mount(lower, { mountPoint: path.join(work, `sfs-${backend}-open-${tag}`), backend, io: 'open' });
+              return { dir: s.mountPoint, teardown: () => s.unmount({ lazy: true }), requestCounts: requestCounter(s) };
+            },
+          },
+        ]
+      : []),
+  ]),
   {
     name: 'overlayfs (kernel, upper on tmpfs)',
     setup: async (lower, tag) => {

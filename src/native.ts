@@ -86,8 +86,10 @@ export interface NativeShadow {
   remount(mountPoint: string): Promise<void>;
   /** File-system requests served so far, for idle detection (synchronous, cheap). */
   activity(): number;
-  /** The shared mount's requests by kind (fuse_ll counts lookup, getattr, open, opendir, readdir, readdirplus, forget). */
+  /** The shared mount's requests by kind (fuse_ll counts 16 kinds: lookup, getattr, open, read, readdirplus, …; fuse_hl none). */
   requestCounts(): Record<string, number>;
+  /** What the shared mount's kernel connection agreed to (fuse_ll: noOpen, noOpendir, readdirplus, epoch, passthrough, ioUring; fuse_hl: nothing). */
+  transport(): Record<string, boolean>;
   /**
    * Folder changes the shared mount's watcher reported after sequence number `since`
    * (synchronous, in memory), or null when its backend has no watcher. Sequence numbers start

@@ -632,12 +632,22 @@ export class Shadow {
   }
 
   /**
-   * The shared mount's FUSE requests by kind since it was mounted: `lookup`, `getattr`, `open`,
-   * `opendir`, `readdir`, `readdirplus`, `forget` on fuse_ll; empty on a backend that does not
-   * count them. For measuring round trips (tests, benchmarks).
+   * The shared mount's FUSE requests by kind since it was mounted: on fuse_ll `lookup`, `getattr`, `setattr`, `open`,
+   * `create`, `mknod`, `release`, `flush`, `read`, `write`, `opendir`, `readdir`, `readdirplus`, `releasedir`,
+   * `getxattr`, `forget`; empty on a backend that does not count them. For measuring round trips (tests, benchmarks).
    */
   requestCounts(): Record<string, number> {
     return this.native?.requestCounts() ?? {};
+  }
+
+  /**
+   * What the shared mount's kernel connection agreed to, by feature: fuse_ll reports noOpen/noOpendir (opens without a
+   * round trip, MountOptions.io "cached" on a kernel that offers it), readdirplus, epoch (one notification invalidates
+   * every name on a switch; known after the first switch), passthrough and ioUring (not implemented: always false).
+   * Empty for fuse_hl.
+   */
+  transport(): Record<string, boolean> {
+    return this.native?.transport() ?? {};
   }
 
   /**

@@ -94,6 +94,11 @@ describe('round trips (fuse_ll)', function () {
       lower,
       async (shadow, mp) => {
         assert.strictEqual(shadow.io, 'cached');
+        assert.deepStrictEqual(
+          shadow.transport(),
+          { noOpen: true, noOpendir: true, readdirplus: true, epoch: true, passthrough: false, ioUring: false },
+          'this kernel (6.18) offers opens without a round trip and took the epoch notification at the first activation',
+        );
         // The first open of each kind is answered ENOSYS: the kernel stops asking from then on.
         assert.strictEqual(cat(files(mp)), expected);
         assert.deepStrictEqual(ls(path.join(mp, 'sub')), ls(path.join(lower, 'sub')));
@@ -155,6 +160,7 @@ describe('round trips (fuse_ll)', function () {
       lower,
       async (shadow, mp) => {
         assert.strictEqual(shadow.io, 'open');
+        assert.strictEqual(shadow.transport().noOpen, false);
         const files = Array.from({ length: n }, (_, i) => path.join(mp, 'sub', `f${i}.txt`));
         cat(files);
         await settled(shadow);

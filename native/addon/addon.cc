@@ -147,6 +147,7 @@ class Shadow : public Napi::ObjectWrap<Shadow> {
                         InstanceMethod("remount", &Shadow::Remount),
                         InstanceMethod("activity", &Shadow::Activity),
                         InstanceMethod("requestCounts", &Shadow::RequestCounts),
+                        InstanceMethod("transport", &Shadow::Transport),
                         InstanceMethod("folderChanges", &Shadow::FolderChanges),
                         InstanceMethod("stat", &Shadow::Stat),
                         InstanceMethod("readdir", &Shadow::Readdir),
@@ -880,6 +881,16 @@ class Shadow : public Napi::ObjectWrap<Shadow> {
     Napi::Object out = Napi::Object::New(info.Env());
     if (main_)
       for (auto& [name, n] : main_->requestCounts()) out.Set(name, Napi::Number::New(info.Env(), static_cast<double>(n)));
+    return out;
+  }
+
+  // JS thread, synchronous: what the shared mount's kernel connection agreed to (an object of
+  // booleans; empty for a backend that reports none).
+  Napi::Value Transport(const Napi::CallbackInfo& info) {
+    std::lock_guard<std::mutex> lock(infoMu_);
+    Napi::Object out = Napi::Object::New(info.Env());
+    if (main_)
+      for (auto& [name, on] : main_->transport()) out.Set(name, Napi::Boolean::New(info.Env(), on));
     return out;
   }
 

@@ -59,6 +59,9 @@ class MountBackend {
   virtual uint64_t requests() const = 0;
   /** Requests served by kind, for the kinds this backend counts (none by default). */
   virtual std::vector<std::pair<std::string, uint64_t>> requestCounts() const { return {}; }
+  /** What the kernel agreed to, by feature name (none by default): which round trips this
+   *  mount skips and which faster transports it uses. */
+  virtual std::vector<std::pair<std::string, bool>> transport() const { return {}; }
   // The folder changes this backend's watcher saw (see change_journal.h), or null when it has
   // no watcher (then edits in the folder show only after the cache timeouts, and nobody can be
   // told of them).

@@ -63,6 +63,7 @@ void LLMount::opInit(void* userdata, struct fuse_conn_info* conn) {
     conn->want |= FUSE_CAP_ATOMIC_O_TRUNC;
   else
     conn->want &= ~FUSE_CAP_ATOMIC_O_TRUNC;
+  m->readdirplus_ = (conn->want & FUSE_CAP_READDIRPLUS) != 0;
   // Symlink targets stay in the kernel's page cache (dropped with the inode on invalidation).
   if (conn->capable & FUSE_CAP_CACHE_SYMLINKS) conn->want |= FUSE_CAP_CACHE_SYMLINKS;
   // The kernel drops cached pages when it sees a file's mtime or size change (edits in A).

@@ -114,6 +114,13 @@ class LLMount final : public LoopedMount {
   std::vector<std::pair<std::string, uint64_t>> requestCounts() const override;
   // The kernel opens files (noOpen_) and directories (noOpendir_) without asking: set at INIT
   // when it offers that and the mount did not ask for open round trips.
+  std::vector<std::pair<std::string, bool>> transport() const override {
+    // passthrough and io_uring: not implemented (libfuse 3.14 cannot express them; see
+    // docs/fuse-transport-plan.md), reported so that a reader sees they are off.
+    return {{"noOpen", noOpen()},       {"noOpendir", noOpendir()},
+            {"readdirplus", readdirplus_.load()}, {"epoch", epochWorks_.load()},
+            {"passthrough", false},     {"ioUring", false}};
+  }
   bool noOpen() const { return noOpen_.load(std::memory_order_relaxed); }
   bool noOpendir() const { return noOpendir_.load(std::memory_order_relaxed); }
   const ChangeJournal* folderChanges() const override { return watcher_ ? &journal_ : nullptr; }
@@ -224,6 +231,7 @@ class LLMount final : public LoopedMount {
   std::atomic<bool> epochWorks_{false};  // the kernel took FUSE_NOTIFY_INC_EPOCH (7.44+)
   std::atomic<bool> noOpen_{false};
   std::atomic<bool> noOpendir_{false};
+  std::atomic<bool> readdirplus_{false};
   std::atomic<uint64_t> requests_{0};
   std::array<std::atomic<uint64_t>, static_cast<size_t>(Op::Count)> opCounts_{};
 
