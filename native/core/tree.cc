@@ -4,12 +4,319 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstddef>
+#include <cstring>
+#include <new>
 
 #include "casefold.h"
 #include "model.h"
 #include "path.h"
 
 namespace shadowfs {
+
+// --- The data model's own machinery (model.h): lock stripes, counts, names, children ---
+
+namespace stripes {
+namespace {
+struct Table {
+  std::shared_mutex content[kCount];
+  std::mutex meta[kCount];
+};
+Table& table() {
+  static Table t;
+  return t;
+}
+size_t slot(const void* p) {
+  uint64_t v = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(p));
+  v ^= v >> 33;
+  v *= 0xff51afd7ed558ccdull;
+  v ^= v >> 33;
+  return static_cast<size_t>(v & (kCount - 1));
+}
+}  // namespace
+std::shared_mutex& content(const void* p) { return table().content[slot(p)]; }
+std::mutex& meta(const void* p) { return table().meta[slot(p)]; }
+}  // namespace stripes
+
+// Directories' children: a count, a capacity, then that many pointers (each a counted
+// reference), sorted by name.
+struct Kids {
+  uint32_t n;
+  uint32_t cap;
+  Node* v[1];
+};
+
+namespace {
+constexpr size_t kNameAt = offsetof(Inode, nameBytes);
+size_t kidsBytes(uint32_t cap) { return offsetof(Kids, v) + sizeof(Node*) * cap; }
+char* nameAt(Inode* in) { return reinterpret_cast<char*>(in) + kNameAt; }
+const char* nameAt(const Inode* in) { return reinterpret_cast<const char*>(in) + kNameAt; }
+uint64_t pow2ceil(uint64_t v) {
+  uint64_t p = 16;
+  while (p < v && p < (1ull << 62)) p <<= 1;
+  return p < v ? v : p;
+}
+}  // namespace
+
+void retain(const Inode* in) { in->refs.fetch_add(1, std::memory_order_relaxed); }
+
+void dropRef(const Inode* in) {
+  if (in->refs.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+  Node* n = static_cast<Node*>(const_cast<Inode*>(in));
+  n->~Node();
+  ::operator delete(static_cast<void*>(n));
+}
+
+std::shared_ptr<Inode> sharedOf(Inode* in) {
+  if (!in) return nullptr;
+  retain(in);
+  return std::shared_ptr<Inode>(in, [](Inode* p) { dropRef(p); });
+}
+
+void dropLowerDir(LowerDir* d) {
+  if (d && d->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) delete d;
+}
+
+Extra::~Extra() {
+  if (link) dropRef(link);
+  dropLowerDir(lowerDir);
+}
+
+Inode::~Inode() {
+  if (!has(kWhiteout) && type == FileType::Directory) {
+    if (u.kids) {
+      for (uint32_t i = 0; i < u.kids->n; ++i) dropRef(u.kids->v[i]);
+      std::free(u.kids);
+    }
+  } else if (has(kLowerAtName)) {
+    dropLowerDir(u.ldir);
+  } else if (type == FileType::Regular) {
+    std::free(u.data);
+  }
+  delete ex();
+}
+
+const std::string& Inode::target() const {
+  static const std::string none;
+  return ex() ? ex()->target : none;
+}
+
+Attr Inode::snap() const {
+  Attr a;
+  a.ino = ino;
+  a.type = type;
+  a.perm = perm;
+  a.uid = uid;
+  a.gid = gid;
+  a.rdev = ex() ? ex()->rdev : 0;
+  a.size = size;
+  a.blocks = (size + 511) / 512;
+  a.atime = atime();
+  a.mtime = mtime();
+  a.ctime = ctime();
+  return a;
+}
+
+void Inode::setSnap(const Attr& a) {
+  perm = static_cast<uint16_t>(a.perm & 07777);
+  uid = a.uid;
+  gid = a.gid;
+  if (a.rdev || (ex() && ex()->rdev)) extra().rdev = a.rdev;
+  size = a.size;
+  setAtime(a.atime);
+  setMtime(a.mtime);
+  setCtime(a.ctime);
+}
+
+bool Inode::lowerPath(std::string* out) const {
+  const uint16_t f = flags.load(std::memory_order_acquire);
+  if (f & kLowerPath) {
+    *out = *ex()->lowerPath;
+    return true;
+  }
+  if (f & kLowerAtName) {
+    *out = joinPath(u.ldir->path, name());
+    return true;
+  }
+  return false;
+}
+
+void Inode::dropLower() {
+  if (has(kLowerAtName)) {
+    dropLowerDir(u.ldir);
+    u.data = nullptr;
+  }
+  if (ex()) ex()->lowerPath.reset();
+  clear(kLowerAtName | kLowerPath);
+}
+
+void Inode::setLower(const std::string& path, LowerDir* hint) {
+  std::string dir, base;
+  splitLast(path, &dir, &base);
+  if (hint && !has(kNameOut) && hint->path == dir && base == name()) {
+    hint->refs.fetch_add(1, std::memory_order_relaxed);
+    u.ldir = hint;
+    set(kLowerAtName);
+  } else {
+    extra().lowerPath = path;
+    set(kLowerPath);
+  }
+}
+
+uint64_t Inode::dataCap() const { return has(kGrown) ? pow2ceil(size) : size; }
+
+size_t mallocChunk(size_t n) {
+  // glibc on 64-bit: an 8-byte header, 16-byte granules, 32 bytes at least. Close enough for
+  // the other allocators too (the figure is an estimate there).
+  const size_t c = (n + 8 + 15) & ~size_t{15};
+  return c < 32 ? 32 : c;
+}
+
+namespace {
+size_t stringHeap(const std::string& s) { return s.capacity() > 15 ? mallocChunk(s.capacity() + 1) : 0; }
+}  // namespace
+
+uint64_t Inode::footprint(uint64_t* spilled) const {
+  uint64_t bytes = mallocChunk(kNameAt + nameCap);
+  const Node* self = static_cast<const Node*>(this);
+  if (self->dir() && u.kids) bytes += mallocChunk(kidsBytes(u.kids->cap));
+  if (!has(kWhiteout) && type == FileType::Regular && self->inode() == this) {
+    MetaLock m(mmu(), LockRank::Meta);
+    const Extra* e = ex();
+    if (e && e->spill) {
+      *spilled += size;
+    } else if (!inLower() && u.data) {
+      bytes += mallocChunk(static_cast<size_t>(dataCap()));
+    }
+  }
+  if (const Extra* e = ex()) {
+    bytes += mallocChunk(sizeof(Extra)) + stringHeap(e->target) + stringHeap(e->name);
+    if (e->lowerPath) bytes += stringHeap(*e->lowerPath);
+    if (e->redirect) bytes += stringHeap(*e->redirect);
+    for (const auto& [k, v] : e->xattrs)
+      bytes += mallocChunk(32 + 2 * sizeof(std::string)) + stringHeap(k) + stringHeap(v);
+    if (e->lowerDir) bytes += mallocChunk(sizeof(LowerDir)) + stringHeap(e->lowerDir->path);
+  }
+  return bytes;
+}
+
+NodeRef Node::make(FileType type, std::string_view name) {
+  const size_t bytes = std::max(sizeof(Node), kNameAt + name.size());
+  Node* n = new (::operator new(bytes)) Node();
+  n->type = type;
+  n->nameCap = static_cast<uint8_t>(bytes - kNameAt);
+  n->nameLen = static_cast<uint8_t>(name.size());
+  if (!name.empty()) std::memcpy(nameAt(n), name.data(), name.size());
+  return NodeRef(n);
+}
+
+NodeRef Node::makeWhiteout(std::string_view name) {
+  NodeRef n = make(FileType::Regular, name);
+  n->set(kWhiteout);
+  return n;
+}
+
+std::string_view Inode::name() const {
+  if (has(kNameOut)) return ex()->name;
+  return std::string_view(nameAt(this), nameLen);
+}
+
+void Node::rename(std::string_view to) {
+  if (name() == to) return;
+  MetaLock m(mmu(), LockRank::Meta);
+  if (has(kLowerAtName)) {
+    // The folder path was <dir>/<old name>: keep it as a path of its own.
+    std::string path = joinPath(u.ldir->path, name());
+    extra().lowerPath = std::move(path);
+    set(kLowerPath);
+    clear(kLowerAtName);
+    dropLowerDir(u.ldir);
+    u.data = nullptr;
+  }
+  if (to.size() <= nameCap) {
+    std::memcpy(nameAt(this), to.data(), to.size());
+    nameLen = static_cast<uint8_t>(to.size());
+    clear(kNameOut);
+  } else {
+    extra().name = std::string(to);
+    set(kNameOut);
+  }
+}
+
+Node::Span Node::kids() const {
+  if (!dir() || !u.kids) return Span{nullptr, nullptr};
+  return Span{u.kids->v, u.kids->v + u.kids->n};
+}
+
+size_t Node::count() const { return dir() && u.kids ? u.kids->n : 0; }
+
+Node* Node::at(size_t i) const { return u.kids->v[i]; }
+
+size_t Node::lowerBound(std::string_view name) const {
+  size_t lo = 0, hi = count();
+  while (lo < hi) {
+    size_t mid = (lo + hi) / 2;
+    if (at(mid)->name() < name) {
+      lo = mid + 1;
+    } else {
+      hi = mid;
+    }
+  }
+  return lo;
+}
+
+Node* Node::find(std::string_view name) const {
+  const size_t i = lowerBound(name);
+  return i < count() && at(i)->name() == name ? at(i) : nullptr;
+}
+
+void Node::put(std::string_view name, NodeRef n) {
+  SFS_ASSERT(dir());
+  const size_t i = lowerBound(name);
+  if (i < count() && at(i)->name() == name) {
+    Node* old = u.kids->v[i];
+    if (old != n.get()) {
+      n->rename(name);
+      u.kids->v[i] = n.release();
+      dropRef(old);
+    }
+    return;
+  }
+  n->rename(name);
+  const uint32_t cnt = static_cast<uint32_t>(count());
+  if (!u.kids || cnt == u.kids->cap) {
+    const uint32_t cap = cnt + cnt / 8 + 4;
+    void* grown = std::realloc(u.kids, kidsBytes(cap));
+    if (!grown) throw std::bad_alloc();
+    u.kids = static_cast<Kids*>(grown);
+    if (cnt == 0) u.kids->n = 0;
+    u.kids->cap = cap;
+  }
+  Node** v = u.kids->v;
+  std::memmove(v + i + 1, v + i, sizeof(Node*) * (cnt - i));
+  v[i] = n.release();
+  u.kids->n = cnt + 1;
+}
+
+void Node::eraseAt(size_t i) {
+  Node* old = u.kids->v[i];
+  Node** v = u.kids->v;
+  std::memmove(v + i, v + i + 1, sizeof(Node*) * (u.kids->n - i - 1));
+  u.kids->n--;
+  if (u.kids->n == 0) {
+    std::free(u.kids);
+    u.kids = nullptr;
+  }
+  dropRef(old);
+}
+
+NodeRef Node::take(std::string_view name) {
+  const size_t i = lowerBound(name);
+  if (i >= count() || at(i)->name() != name) return NodeRef();
+  NodeRef out(at(i));
+  eraseAt(i);
+  return out;
+}
 
 Timespec nowTime() {
   auto t = std::chrono::system_clock::now().time_since_epoch();
@@ -19,18 +326,16 @@ Timespec nowTime() {
 
 namespace {
 
-std::unique_ptr<Node> makeWhiteout() { return std::make_unique<Node>(); }
-
 // Where A merges below `child` (entered by `name` from a position merging A at *low when *lv):
 // nowhere for files and opaque directories, the redirect target for renamed directories, the
 // natural path otherwise.
 void descend(const Node* child, std::string_view name, bool* lv, std::string* low) {
-  if (!child->dir() || child->opaque) {
+  if (!child->dir() || child->opaque()) {
     *lv = false;
     low->clear();
-  } else if (child->redirect) {
+  } else if (child->redirected()) {
     *lv = true;
-    *low = *child->redirect;
+    *low = *child->ex()->redirect;
   } else if (*lv) {
     *low = joinPath(*low, name);
   }
@@ -45,24 +350,22 @@ void descendInto(const Node* child, std::string_view name, bool* lv, std::string
 
 void Overlay::touch(Inode* in, bool mtime) {
   Timespec t = nowTime();
-  MetaLock m(in->mmu, LockRank::Meta);
-  in->snap.ctime = t;
-  if (mtime) in->snap.mtime = t;
+  MetaLock m(in->mmu(), LockRank::Meta);
+  in->setCtime(t);
+  if (mtime) in->setMtime(t);
 }
 
-std::shared_ptr<Inode> Overlay::newInode(FileType type, uint32_t perm, const Caller& who) {
-  auto in = std::make_shared<Inode>();
+NodeRef Overlay::newInode(FileType type, uint32_t perm, const Caller& who, std::string_view name) {
+  NodeRef in = Node::make(type, name);
   in->ino = nextIno_.fetch_add(1);
-  in->type = type;
-  in->ownMeta = true;
-  in->ownXattrs = true;
-  Attr& s = in->snap;
-  s.ino = in->ino;
-  s.type = type;
-  s.perm = perm & 07777;
-  s.uid = who.uid;
-  s.gid = who.gid;
-  s.atime = s.mtime = s.ctime = nowTime();
+  in->set(Inode::kOwnMeta | Inode::kOwnXattrs);
+  in->perm = static_cast<uint16_t>(perm & 07777);
+  in->uid = who.uid;
+  in->gid = who.gid;
+  const Timespec t = nowTime();
+  in->setAtime(t);
+  in->setMtime(t);
+  in->setCtime(t);
   return in;
 }
 
@@ -83,8 +386,8 @@ int Overlay::resolve(Layer& L, const std::string& path, Res* r) const {
     auto c = comps[i];
     if (c.size() > kNameMax) return ENAMETOOLONG;
     if (!cur->dir()) return ENOTDIR;
-    auto it = cur->children.find(c);
-    if (it == cur->children.end()) {
+    Node* child = cur->find(c);
+    if (!child) {
       cur = nullptr;
       if (!lv) {
         r->parentResolved = last;
@@ -96,7 +399,6 @@ int Overlay::resolve(Layer& L, const std::string& path, Res* r) const {
       low = joinPath(low, std::string_view(path).substr(static_cast<size_t>(c.data() - path.data())));
       break;
     }
-    Node* child = it->second.get();
     if (child->whiteout()) {
       r->parentResolved = last;
       return ENOENT;
@@ -149,24 +451,25 @@ const std::string& Overlay::canon(const Layer& L, const std::string& path, std::
       const Node* live = nullptr;
       const Node* dead = nullptr;
       std::string_view liveName, deadName;
-      auto it = cur->children.find(c);
-      if (it != cur->children.end() && !it->second->whiteout()) {
-        live = it->second.get();
-        liveName = it->first;
+      Node* exact = cur->find(c);
+      if (exact && !exact->whiteout()) {
+        live = exact;
+        liveName = exact->name();
       } else {
-        if (it != cur->children.end()) {
-          dead = it->second.get();
-          deadName = it->first;
+        if (exact) {
+          dead = exact;
+          deadName = exact->name();
         }
-        for (const auto& [name, child] : cur->children) {
+        for (Node* child : cur->kids()) {
+          const std::string_view name = child->name();
           if (!sameName(name, c)) continue;
           if (!child->whiteout()) {
-            live = child.get();
+            live = child;
             liveName = name;
             break;
           }
           if (!dead) {
-            dead = child.get();
+            dead = child;
             deadName = name;
           }
         }
@@ -235,7 +538,7 @@ int Overlay::respell(Layer& L, const std::string& path, const std::string& name)
   splitLast(path, &parent, &old);
   if (old == name) return 0;
   Res r;
-  auto n = detach(L, path, r);
+  NodeRef n = detach(L, path, r);
   if (!n) return EIO;
   return attach(L, joinPath(parent, name), std::move(n));
 }
@@ -248,11 +551,9 @@ int Overlay::materializeDir(Layer& L, const std::string& path, Node** out, bool*
   bool lv = true;
   std::string low;
   for (auto c : components(path)) {
-    auto it = cur->children.find(c);
-    if (it != cur->children.end()) {
-      Node* child = it->second.get();
+    if (Node* child = cur->find(c)) {
       if (child->whiteout()) return ENOENT;
-      if (child->inode->type == FileType::Symlink) return ELOOP;
+      if (child->inode()->type == FileType::Symlink) return ELOOP;
       if (!child->dir()) return ENOTDIR;
       descend(child, c, &lv, &low);
       cur = child;
@@ -265,14 +566,12 @@ int Overlay::materializeDir(Layer& L, const std::string& path, Node** out, bool*
     if (e) return e;
     if (a.type == FileType::Symlink) return ELOOP;
     if (a.type != FileType::Directory) return ENOTDIR;
-    auto node = std::make_unique<Node>();
-    node->inode = std::make_shared<Inode>();
-    node->inode->ino = a.ino;
-    node->inode->type = FileType::Directory;
-    node->inode->snap = a;
-    node->inode->links = 1;
+    NodeRef node = Node::make(FileType::Directory, c);
+    node->ino = a.ino;
+    node->setSnap(a);
+    node->links = 1;
     Node* raw = node.get();
-    cur->children.emplace(std::string(c), std::move(node));
+    cur->put(c, std::move(node));
     cur = raw;
     low = std::move(next);
   }
@@ -299,26 +598,32 @@ int Overlay::materializeNode(Layer& L, const std::string& path, Node** out, Res*
   e = materializeDir(L, parent, &p, &plv, &plow);
   if (e) return e;
   const Attr& a = r->lowerAttr;
-  auto in = std::make_shared<Inode>();
+  NodeRef in = Node::make(a.type, name);
   in->ino = a.ino;
-  in->type = a.type;
-  in->snap = a;
+  in->setSnap(a);
   in->links = 1;
   if (a.type == FileType::Symlink) {
-    e = lower_->readlink(r->low, &in->target);
+    e = lower_->readlink(r->low, &in->extra().target);
     if (e) return e;
-    in->ownMeta = true;
-    in->ownXattrs = true;
+    in->set(Inode::kOwnMeta | Inode::kOwnXattrs);
   } else if (a.type == FileType::Regular) {
-    in->lowerPath = r->low;
+    // Files of one folder directory share that directory's path (LowerDir) and add their name.
+    std::string ldir, base;
+    splitLast(r->low, &ldir, &base);
+    Extra& px = p->extra();
+    if (!px.lowerDir || px.lowerDir->path != ldir) {
+      auto* d = new LowerDir();
+      d->path = ldir;
+      d->refs = 1;
+      dropLowerDir(px.lowerDir);
+      px.lowerDir = d;
+    }
+    in->setLower(r->low, px.lowerDir);
   } else if (a.type != FileType::Directory) {
-    in->ownMeta = true;  // fifos, sockets, devices: nothing to read from A
-    in->ownXattrs = true;
+    in->set(Inode::kOwnMeta | Inode::kOwnXattrs);  // fifos, sockets, devices: nothing in A
   }
-  auto node = std::make_unique<Node>();
-  node->inode = std::move(in);
-  Node* raw = node.get();
-  p->children[name] = std::move(node);
+  Node* raw = in.get();
+  p->put(name, std::move(in));
   r->node = raw;
   // A materialised directory keeps merging with the same A directory; r->lv/low stay valid.
   if (a.type != FileType::Directory) {
@@ -330,18 +635,18 @@ int Overlay::materializeNode(Layer& L, const std::string& path, Node** out, Res*
 }
 
 void Overlay::inodeAttr(const Inode* in, Attr* out) {
-  std::optional<std::string> lowerPath;
-  bool ownMeta;
+  std::string lowerPath;
+  bool inLower, ownMeta;
   {
-    MetaLock m(in->mmu, LockRank::Meta);
-    *out = in->snap;
-    lowerPath = in->lowerPath;
-    ownMeta = in->ownMeta;
+    MetaLock m(in->mmu(), LockRank::Meta);
+    *out = in->snap();
+    inLower = in->lowerPath(&lowerPath);
+    ownMeta = in->ownMeta();
   }
-  if (lowerPath) {
+  if (inLower) {
     // Content (and, unless the layer took them over, attributes) still live in A.
     Attr a;
-    if (lower_->stat(*lowerPath, &a) == 0) {
+    if (lower_->stat(lowerPath, &a) == 0) {
       if (!ownMeta) {
         *out = a;
       } else {
@@ -350,7 +655,7 @@ void Overlay::inodeAttr(const Inode* in, Attr* out) {
       }
     }
   } else if (in->type == FileType::Regular || in->type == FileType::Symlink) {
-    if (in->type == FileType::Symlink) out->size = in->target.size();
+    if (in->type == FileType::Symlink) out->size = in->target().size();
     out->blocks = (out->size + 511) / 512;
   }
   out->ino = in->ino;
@@ -360,27 +665,27 @@ void Overlay::inodeAttr(const Inode* in, Attr* out) {
 }
 
 void Overlay::nodeAttr(const Node* n, bool lv, const std::string& low, Attr* out) {
-  const Inode* in = n->inode.get();
+  const Inode* in = n->inode();
   if (in->type != FileType::Directory) return inodeAttr(in, out);
   Attr a;
   bool merged = lv && lower_->stat(low, &a) == 0 && a.type == FileType::Directory;
   uint32_t lowerLinks = a.nlink;
   {
-    MetaLock m(in->mmu, LockRank::Meta);
-    *out = !in->ownMeta && merged ? a : in->snap;
+    MetaLock m(in->mmu(), LockRank::Meta);
+    *out = !in->ownMeta() && merged ? a : in->snap();
   }
   // The link count is 2 + subdirectories, which tools use to know when they have seen every
   // subdirectory. Exact when only one side has children: A's count while the layer has not
   // touched this directory's entries, the layer's own count for a directory A does not have
   // (or hides). When both contribute, counting would mean merging the listing on every
   // getattr; 1 instead is Linux's "not counted" (btrfs always, ext4 past 65,000), never wrong.
-  if (merged && n->children.empty()) {
+  if (merged && n->empty()) {
     out->nlink = lowerLinks;
   } else if (merged) {
     out->nlink = 1;
   } else {
     uint32_t dirs = 0;
-    for (const auto& [name, c] : n->children) dirs += c->dir() ? 1 : 0;
+    for (const Node* c : n->kids()) dirs += c->dir() ? 1 : 0;
     out->nlink = 2 + dirs;
   }
   out->ino = in->ino;
@@ -388,22 +693,23 @@ void Overlay::nodeAttr(const Node* n, bool lv, const std::string& low, Attr* out
 }
 
 void Overlay::ensureOwnMeta(Inode* in, bool lv, const std::string& low) {
-  std::optional<std::string> src;
+  std::string src;
+  bool any;
   {
-    MetaLock m(in->mmu, LockRank::Meta);
-    if (in->ownMeta) return;
-    src = in->lowerPath ? in->lowerPath : (lv ? std::optional<std::string>(low) : std::nullopt);
+    MetaLock m(in->mmu(), LockRank::Meta);
+    if (in->ownMeta()) return;
+    any = in->lowerPath(&src);
+    if (!any && lv) {
+      src = low;
+      any = true;
+    }
   }
   Attr a;
-  const bool ok = src && lower_->stat(*src, &a) == 0;
-  MetaLock m(in->mmu, LockRank::Meta);
-  if (in->ownMeta) return;
-  if (ok) {
-    uint64_t ino = in->ino;
-    in->snap = a;
-    in->snap.ino = ino;
-  }
-  in->ownMeta = true;
+  const bool ok = any && lower_->stat(src, &a) == 0;
+  MetaLock m(in->mmu(), LockRank::Meta);
+  if (in->ownMeta()) return;
+  if (ok) in->setSnap(a);
+  in->set(Inode::kOwnMeta);
 }
 
 // The place of `path`'s last name: its parent directory as a layer node (materialised) with
@@ -416,7 +722,7 @@ int Overlay::slotOf(Layer& L, const std::string& path, Slot* s) {
 
 bool Overlay::Slot::inLower(Overlay* ov) const { return ov->lowerPresent(lv, low, name); }
 
-int Overlay::placeNew(Layer& L, const std::string& path, std::shared_ptr<Inode> inode, Node** out) {
+int Overlay::placeNew(Layer& L, const std::string& path, NodeRef inode, Node** out) {
   Slot slot;
   std::string parent, name;
   splitLast(path, &parent, &name);
@@ -425,18 +731,16 @@ int Overlay::placeNew(Layer& L, const std::string& path, std::shared_ptr<Inode> 
   int e = slotOf(L, path, &slot);
   if (e) return e == ELOOP ? ENOTDIR : e;
   Node* p = slot.dir;
-  auto it = p->children.find(name);
+  Node* there = p->find(name);
   const bool present = slot.inLower(this);
-  if (it != p->children.end() ? !it->second->whiteout() : present) return EEXIST;
-  auto node = std::make_unique<Node>();
+  if (there ? !there->whiteout() : present) return EEXIST;
   // A directory created where A has something (hidden by a whiteout) must not show A's
   // children.
-  node->opaque = inode->type == FileType::Directory && present;
-  inode->links++;
-  node->inode = std::move(inode);
-  Node* raw = node.get();
-  p->children[name] = std::move(node);
-  touch(p->inode.get(), true);
+  if (inode->type == FileType::Directory && present) inode->set(Inode::kOpaque);
+  inode->inode()->links++;
+  Node* raw = inode.get();
+  p->put(name, std::move(inode));
+  touch(p->inode(), true);
   if (out) *out = raw;
   return 0;
 }
@@ -446,9 +750,10 @@ namespace {
 // ctime moves, which the object's other hard links show.
 void dropNames(Overlay* ov, Node* n, void (Overlay::*touchFn)(Inode*, bool)) {
   if (!n || n->whiteout()) return;
-  if (n->inode->links > 0) n->inode->links--;
-  if (n->inode->type != FileType::Directory) (ov->*touchFn)(n->inode.get(), false);
-  for (auto& [name, c] : n->children) dropNames(ov, c.get(), touchFn);
+  Inode* in = n->inode();
+  if (in->links > 0) in->links--;
+  if (in->type != FileType::Directory) (ov->*touchFn)(in, false);
+  for (Node* c : n->kids()) dropNames(ov, c, touchFn);
 }
 }  // namespace
 
@@ -457,19 +762,14 @@ int Overlay::removeAt(Layer& L, const std::string& path) {
   Slot slot;
   if (int e = slotOf(L, path, &slot)) return e;
   Node* p = slot.dir;
-  auto it = p->children.find(slot.name);
-  if (it != p->children.end()) dropNames(this, it->second.get(), &Overlay::touch);
+  Node* there = p->find(slot.name);
+  if (there) dropNames(this, there, &Overlay::touch);
   if (slot.inLower(this)) {
-    p->children[slot.name] = makeWhiteout();
-  } else if (it != p->children.end()) {
-    p->children.erase(it);
+    p->put(slot.name, Node::makeWhiteout(slot.name));
+  } else if (there) {
+    p->take(slot.name);
   }
-  bool own;
-  {
-    MetaLock m(p->inode->mmu, LockRank::Meta);
-    own = p->inode->ownMeta;
-  }
-  if (own) touch(p->inode.get(), true);
+  if (p->ownMeta()) touch(p, true);
   return 0;
 }
 
@@ -485,38 +785,38 @@ int Overlay::revert(const std::string& layer, const std::string& asked, bool* wa
   Node* dir = L.root.get();
   auto comps = components(path);
   for (size_t i = 0; i + 1 < comps.size(); ++i) {
-    auto it = dir->children.find(comps[i]);
-    if (it == dir->children.end()) return 0;  // the layer holds nothing there
-    Node* c = it->second.get();
+    Node* c = dir->find(comps[i]);
+    if (!c) return 0;  // the layer holds nothing there
     // Under a deleted, opaque or moved directory the folder's entry would stay hidden (or be
     // looked for elsewhere): only the whole directory can go back to the folder's.
-    if (c->whiteout() || !c->dir() || c->opaque || c->redirect) return EXDEV;
+    if (c->whiteout() || !c->dir() || c->opaque() || c->redirected()) return EXDEV;
     dir = c;
   }
   if (ignoreCase_) {
     // Every spelling the layer has for the name goes: after a case-only rename the layer holds
     // the new name and a whiteout of the old, and the folder's entry is back only once both are.
     bool any = false;
-    for (auto it = dir->children.begin(); it != dir->children.end();) {
-      if (!sameName(it->first, comps.back())) {
-        ++it;
+    for (size_t i = 0; i < dir->count();) {
+      Node* c = dir->at(i);
+      if (!sameName(c->name(), comps.back())) {
+        ++i;
         continue;
       }
       any = true;
-      *wasDir = *wasDir || it->second->dir();
-      dropNames(this, it->second.get(), &Overlay::touch);
-      it = dir->children.erase(it);
+      *wasDir = *wasDir || c->dir();
+      dropNames(this, c, &Overlay::touch);
+      dir->eraseAt(i);
     }
     if (!any) return 0;
     for (auto c = L.copied.begin(); c != L.copied.end();)
       c = sameOrInsideFolded(c->first, path) ? L.copied.erase(c) : std::next(c);
     return 0;
   }
-  auto it = dir->children.find(comps.back());
-  if (it == dir->children.end()) return 0;
-  *wasDir = it->second->dir();
-  dropNames(this, it->second.get(), &Overlay::touch);
-  dir->children.erase(it);
+  Node* there = dir->find(comps.back());
+  if (!there) return 0;
+  *wasDir = there->dir();
+  dropNames(this, there, &Overlay::touch);
+  dir->take(comps.back());
   // Copies made from the folder's file there (or below) are no longer this layer's.
   for (auto c = L.copied.begin(); c != L.copied.end();) {
     const std::string& k = c->first;
@@ -530,43 +830,38 @@ int Overlay::revert(const std::string& layer, const std::string& asked, bool* wa
 // Takes the object at `path` out of the tree (leaving a whiteout where A has something) and
 // returns it as a free-standing node. A directory that merged with A keeps doing so through
 // an explicit redirect; one that has nothing in A becomes opaque.
-std::unique_ptr<Node> Overlay::detach(Layer& L, const std::string& path, Res& r) {
+NodeRef Overlay::detach(Layer& L, const std::string& path, Res& r) {
   Node* n;
-  if (materializeNode(L, path, &n, &r)) return nullptr;
-  if (n->dir() && !n->opaque && !n->redirect) {
+  if (materializeNode(L, path, &n, &r)) return NodeRef();
+  if (n->dir() && !n->opaque() && !n->redirected()) {
     Attr a;
     if (r.lv && lower_->stat(r.low, &a) == 0 && a.type == FileType::Directory) {
-      n->redirect = r.low;
-      ensureOwnMeta(n->inode.get(), true, r.low);
+      n->extra().redirect = r.low;
+      ensureOwnMeta(n, true, r.low);
     } else {
-      n->opaque = true;
+      n->set(Inode::kOpaque);
     }
   }
   Slot slot;
-  if (slotOf(L, path, &slot)) return nullptr;
+  if (slotOf(L, path, &slot)) return NodeRef();
   Node* p = slot.dir;
-  auto it = p->children.find(slot.name);
-  std::unique_ptr<Node> out = std::move(it->second);
-  if (slot.inLower(this)) {
-    it->second = makeWhiteout();
-  } else {
-    p->children.erase(it);
-  }
-  touch(p->inode.get(), true);
-  touch(out->inode.get(), false);
+  NodeRef out = p->take(slot.name);
+  if (!out) return out;
+  if (slot.inLower(this)) p->put(slot.name, Node::makeWhiteout(slot.name));
+  touch(p, true);
+  touch(out->inode(), false);
   return out;
 }
 
-int Overlay::attach(Layer& L, const std::string& path, std::unique_ptr<Node> n) {
+int Overlay::attach(Layer& L, const std::string& path, NodeRef n) {
   Slot slot;
   if (int e = slotOf(L, path, &slot)) return e;
   Node* p = slot.dir;
-  auto it = p->children.find(slot.name);
   // Renaming over a file: its other hard links (if any) see its ctime move.
-  if (it != p->children.end()) dropNames(this, it->second.get(), &Overlay::touch);
-  if (n->dir() && !n->redirect && slot.inLower(this)) n->opaque = true;
-  p->children[slot.name] = std::move(n);
-  touch(p->inode.get(), true);
+  if (Node* there = p->find(slot.name)) dropNames(this, there, &Overlay::touch);
+  if (n->dir() && !n->redirected() && slot.inLower(this)) n->set(Inode::kOpaque);
+  p->put(slot.name, std::move(n));
+  touch(p, true);
   return 0;
 }
 
@@ -579,12 +874,14 @@ int Overlay::checkParents(Layer& L, const std::string& dir, const Caller* create
     Res pr;
     int e = resolve(L, prefix, &pr);
     if (e == ENOENT && create) {
-      e = placeNew(L, prefix, newInode(FileType::Directory, 0755, *create), nullptr);
+      std::string pp, pn;
+      splitLast(prefix, &pp, &pn);
+      e = placeNew(L, prefix, newInode(FileType::Directory, 0755, *create, pn), nullptr);
       if (e) return e;
       continue;
     }
     if (e) return e;
-    FileType t = pr.node ? pr.node->inode->type : pr.lowerAttr.type;
+    FileType t = pr.node ? pr.node->inode()->type : pr.lowerAttr.type;
     if (t == FileType::Symlink) return ELOOP;
     if (t != FileType::Directory) return ENOTDIR;
   }
@@ -596,13 +893,10 @@ int Overlay::xattrSource(const Res& r, std::string* src) const {
     *src = r.low;
     return 0;
   }
-  const Inode* in = r.node->inode.get();
+  const Inode* in = r.node->inode();
   {
-    MetaLock m(in->mmu, LockRank::Meta);
-    if (in->lowerPath) {
-      *src = *in->lowerPath;
-      return 0;
-    }
+    MetaLock m(in->mmu(), LockRank::Meta);
+    if (in->lowerPath(src)) return 0;
   }
   if (in->type == FileType::Directory && r.lv) {
     *src = r.low;
@@ -623,12 +917,14 @@ int Overlay::planList(Layer& L, const std::string& path, ListPlan* plan) {
     return 0;
   }
   if (!r.node->dir()) return ENOTDIR;
-  plan->ino = r.node->inode->ino;
+  plan->ino = r.node->inode()->ino;
   plan->readLower = r.lv;
   plan->low = r.low;
-  for (auto& [name, c] : r.node->children) {
-    if (r.lv) plan->hidden.push_back(ignoreCase_ ? foldName(name) : name);
-    if (!c->whiteout()) plan->own.push_back(DirEntry{name, c->inode->ino, c->inode->type});
+  for (const Node* c : r.node->kids()) {
+    const std::string_view name = c->name();
+    if (r.lv) plan->hidden.push_back(ignoreCase_ ? foldName(name) : std::string(name));
+    if (!c->whiteout())
+      plan->own.push_back(DirEntry{std::string(name), c->inode()->ino, c->inode()->type});
   }
   // Case-insensitive names: the layer's names hide the folder's in any case (folded, sorted).
   if (ignoreCase_) std::sort(plan->hidden.begin(), plan->hidden.end());

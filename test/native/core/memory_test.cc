@@ -1,0 +1,211 @@
+// What a layer costs per path in the core's own bookkeeping (issue #18: at most 128 bytes per
+// layer path), measured with glibc's allocator statistics, and what Overlay::stats() says.
+//
+// "Bookkeeping per path" = (bytes the allocator hands out while the layer is built, as
+// mallinfo2().uordblks + hblkhd grow) minus the bytes that are not bookkeeping, divided by the
+// number of paths the layer holds (stats().paths: files, directories, deletions). Not
+// bookkeeping, so subtracted:
+//   - content bytes: the file's size in bytes (200 for every file here). Anything the content
+//     costs beyond its size (a string's terminator, capacity slack, malloc's header and
+//     rounding of that block) stays in the bookkeeping;
+//   - name bytes: the length of each path's own last component ("f00042" = 6), once per path.
+//     Whatever it costs to hold that name beyond its bytes (a std::string's 32 bytes, a map
+//     node, length fields) stays in the bookkeeping.
+// Everything else counts: the tree's nodes, children containers, inode objects, reference
+// counts, locks, malloc headers and rounding, the folder path a copied-up file remembers, the
+// layer's copy-up records. The test's own inputs (the path strings, the file data it passes)
+// are made before the first measurement and freed after the last, so they are not counted.
+//
+// glibc only (mallinfo2); the Windows cross build skips it.
+#include <cstdlib>  // defines __GLIBC__ where it applies
+#if defined(__GLIBC__)
+
+#include <malloc.h>
+
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "../../../native/core/overlay.h"
+#include "../unit/unit.h"
+#include "fake_lower.h"
+
+using namespace shadowfs;
+
+namespace {
+
+constexpr double kMaxPerPath = 128.0;
+constexpr size_t kContent = 200;
+constexpr size_t kPerDir = 100;
+
+size_t allocated() {
+  struct mallinfo2 m = mallinfo2();
+  return m.uordblks + m.hblkhd;
+}
+
+std::string dirName(size_t d) {
+  char b[16];
+  std::snprintf(b, sizeof b, "d%04zu", d);
+  return b;
+}
+std::string fileName(size_t i) {
+  char b[16];
+  std::snprintf(b, sizeof b, "f%06zu", i);
+  return b;
+}
+
+struct Measure {
+  double perPath = 0;       // measured bookkeeping per path
+  double statsPerPath = 0;  // what stats() says, on the same terms
+  uint64_t paths = 0;
+};
+
+// stats() counts content + bookkeeping incl. name bytes; put both numbers on the same terms.
+void report(const char* what, size_t delta, uint64_t contentBytes, uint64_t nameBytes,
+            const LayerStats& st, Measure* m) {
+  m->paths = st.paths;
+  m->perPath = (static_cast<double>(delta) - contentBytes - nameBytes) / st.paths;
+  m->statsPerPath = (static_cast<double>(st.memoryBytes) - contentBytes - nameBytes) / st.paths;
+  std::printf("      memory %s: %llu paths, %.1f B/path measured, %.1f B/path by stats()\n", what,
+              static_cast<unsigned long long>(st.paths), m->perPath, m->statsPerPath);
+}
+
+// `files` new files of kContent bytes written with putFile, kPerDir to a directory.
+Measure newFiles(size_t files) {
+  auto lo = std::make_unique<fake::FakeLower>();
+  Overlay ov(std::move(lo));
+  ov.createLayer("a");
+  std::vector<std::string> paths;
+  paths.reserve(files);
+  uint64_t nameBytes = 0;
+  for (size_t i = 0; i < files; ++i) {
+    if (i % kPerDir == 0) nameBytes += dirName(i / kPerDir).size();
+    paths.push_back(dirName(i / kPerDir) + "/" + fileName(i));
+    nameBytes += fileName(i).size();
+  }
+  const std::string data(kContent, 'x');
+  const size_t before = allocated();
+  for (auto& p : paths) {
+    if (ov.putFile("a", p, data, 0644, Caller{}) != 0) {
+      CHECK(!"putFile failed");
+      return {};
+    }
+  }
+  const size_t after = allocated();
+  LayerStats st;
+  ov.stats("a", &st);
+  CHECK_EQ(st.paths, files + (files + kPerDir - 1) / kPerDir);
+  Measure m;
+  report(("putFile x" + std::to_string(files)).c_str(), after - before, files * kContent,
+         nameBytes, st, &m);
+  return m;
+}
+
+// `files` files of the folder (kPerDir to a directory) taken into the layer by `take`.
+template <typename Take>
+Measure copiedFiles(size_t files, const char* what, bool contentTaken, Take take) {
+  auto lo = std::make_unique<fake::FakeLower>();
+  std::vector<std::string> paths;
+  uint64_t nameBytes = 0;
+  const std::string data(kContent, 'x');
+  for (size_t i = 0; i < files; ++i) {
+    if (i % kPerDir == 0) {
+      lo->addDir(dirName(i / kPerDir));
+      nameBytes += dirName(i / kPerDir).size();
+    }
+    paths.push_back(dirName(i / kPerDir) + "/" + fileName(i));
+    lo->addFile(paths.back(), data);
+    nameBytes += fileName(i).size();
+  }
+  Overlay ov(std::move(lo));
+  ov.createLayer("a");
+  Layer* L = ov.pin("a");
+  // Warm up whatever the first call allocates once (thread-locals, the fake's handle table).
+  take(ov, L, paths[0]);
+  const size_t before = allocated();
+  for (size_t i = 1; i < paths.size(); ++i) {
+    if (!take(ov, L, paths[i])) {
+      CHECK(!"copy-up failed");
+      ov.unpin(L);
+      return {};
+    }
+  }
+  const size_t after = allocated();
+  LayerStats st;
+  ov.stats("a", &st);
+  ov.unpin(L);
+  CHECK_EQ(st.paths, files + (files + kPerDir - 1) / kPerDir);
+  // The first file and its directory were taken before the measurement: leave them out.
+  const uint64_t n = files - 1;
+  const uint64_t contentBytes = contentTaken ? n * kContent : 0;
+  Measure m;
+  const size_t delta = after - before;
+  m.paths = st.paths;
+  const uint64_t paths1 = st.paths - 2;  // the warm-up file and its directory
+  m.perPath = (static_cast<double>(delta) - contentBytes -
+               (nameBytes - fileName(0).size() - dirName(0).size())) /
+              paths1;
+  m.statsPerPath =
+      (static_cast<double>(st.memoryBytes) - (contentTaken ? files * kContent : 0) - nameBytes) /
+      st.paths;
+  std::printf("      memory %s x%zu: %llu paths, %.1f B/path measured, %.1f B/path by stats()\n",
+              what, files, static_cast<unsigned long long>(st.paths), m.perPath, m.statsPerPath);
+  return m;
+}
+
+bool chmodOne(Overlay& ov, Layer* L, const std::string& p) {
+  Attr v, out;
+  v.perm = 0600;
+  return ov.setattr(L, p, nullptr, kSetMode, v, &out) == 0;
+}
+
+bool writeOne(Overlay& ov, Layer* L, const std::string& p) {
+  OpenIntent w;
+  w.write = true;
+  Handle* h = nullptr;
+  Attr a;
+  if (ov.open(L, p, w, &h, &a) != 0) return false;
+  const int e = ov.write(h, "y", 1, 0);
+  ov.release(h);
+  return e == 0;
+}
+
+void checkStats(const Measure& m) {
+  // stats() agrees with the measurement within 10 %.
+  CHECK(m.statsPerPath >= m.perPath * 0.9 && m.statsPerPath <= m.perPath * 1.1);
+}
+
+}  // namespace
+
+TEST(memory_10k_new_files_cost_at_most_128_bytes_per_path) {
+  Measure m = newFiles(10000);
+  CHECK(m.perPath > 0 && m.perPath <= kMaxPerPath);
+  checkStats(m);
+}
+
+TEST(memory_100k_new_files_cost_at_most_128_bytes_per_path) {
+  Measure m = newFiles(100000);
+  CHECK(m.perPath > 0 && m.perPath <= kMaxPerPath);
+  checkStats(m);
+}
+
+TEST(memory_10k_chmodded_folder_files_cost_at_most_128_bytes_per_path) {
+  Measure m = copiedFiles(10000, "chmod of folder files", false, chmodOne);
+  CHECK(m.perPath > 0 && m.perPath <= kMaxPerPath);
+  checkStats(m);
+}
+
+// A file whose content was taken from the folder also records the Base it came from (what
+// changes() and apply-back compare with the folder's file to find conflicts): its identity,
+// size, times and content hash. That record is not path bookkeeping and has no 128-byte
+// budget; this bound keeps it from growing unnoticed.
+constexpr double kMaxPerCopiedContent = 448.0;
+
+TEST(memory_10k_written_folder_files_cost_a_bounded_base_record_more) {
+  Measure m = copiedFiles(10000, "write to folder files", true, writeOne);
+  CHECK(m.perPath > 0 && m.perPath <= kMaxPerCopiedContent);
+  checkStats(m);
+}
+
+#endif  // __GLIBC__
