@@ -60,7 +60,7 @@ int Overlay::changes(const std::string& layer, std::vector<Change>* out) {
           MetaLock m(in->mmu(), LockRank::Meta);
           std::string lp;
           if (in->lowerPath(&lp)) lowerPath = std::move(lp);
-          if (in->ex()) baseOf = in->ex()->base;
+          baseOf = in->base();
         }
         Change::Kind k;
         if (!present) {

@@ -28,7 +28,7 @@ uint64_t pow2at(uint64_t v) {
   return p < v ? v : p;
 }
 
-SpillFile* spillOf(const Inode* in) { return in->ex() ? in->ex()->spill.get() : nullptr; }
+SpillFile* spillOf(const Inode* in) { return in->mo() ? in->mo()->spill.get() : nullptr; }
 
 // The content's size changes: cmu is held exclusively by the caller; mmu for the readers of
 // the attributes.
@@ -71,7 +71,7 @@ int Overlay::spillOut(Inode* in) {
     e = f->pwrite(in->u.data, in->size, 0);
     if (e) return e;
   }
-  in->extra().spill = std::move(f);
+  in->more().spill = std::move(f);
   std::free(in->u.data);
   in->u.data = nullptr;
   in->clear(Inode::kGrown);
@@ -132,7 +132,7 @@ int Overlay::contentRead(const Inode* in, char* buf, size_t size, uint64_t off, 
 }
 
 int Overlay::contentAssign(Inode* in, const std::string& data) {
-  if (in->ex()) in->ex()->spill.reset();
+  if (in->mo()) in->mo()->spill.reset();
   std::free(in->u.data);
   in->u.data = nullptr;
   in->clear(Inode::kGrown);
@@ -244,7 +244,7 @@ int Overlay::copyUp(Inode* in, bool keepContent) {
   in->dropLower();
   in->u.data = bytes;
   in->clear(Inode::kGrown);
-  if (spill) in->extra().spill = std::move(spill);
+  if (spill) in->more().spill = std::move(spill);
   if (!hadOwnMeta && base.hashed) {
     // The attributes the file showed until now were A's live ones: keep those of the version
     // that was copied, not of the one seen before a retry.
@@ -252,7 +252,7 @@ int Overlay::copyUp(Inode* in, bool keepContent) {
     in->setCtime(base.ctime);
   }
   in->size = size;
-  in->extra().base = base;
+  in->setBase(base);
   return 0;
 }
 
@@ -270,14 +270,15 @@ int Overlay::cloneInto(const Inode& in, Inode* c) {
   {
     MetaLock m(in.mmu(), LockRank::Meta);
     const uint16_t keep = Inode::kOwnMeta | Inode::kOwnXattrs;
+    if (auto b = in.base()) c->setBase(*b);
     c->set(in.flags.load() & keep);
     std::string lp;
     inLower = in.lowerPath(&lp);
     if (inLower) c->setLower(lp, in.has(Inode::kLowerAtName) ? in.u.ldir : nullptr);
     c->setSnap(in.snap());
-    if (in.ex()) {
-      if (!in.ex()->xattrs.empty()) c->extra().xattrs = in.ex()->xattrs;
-      if (in.ex()->base) c->extra().base = in.ex()->base;
+    if (in.mo()) {
+      if (!in.mo()->xattrs.empty()) c->more().xattrs = in.mo()->xattrs;
+      
     }
     size = in.size;
   }

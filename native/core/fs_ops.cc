@@ -89,7 +89,7 @@ int Overlay::mknod(Layer* view, const std::string& asked, FileType type, uint32_
   std::string askedDir, askedName;
   splitLast(asked, &askedDir, &askedName);
   NodeRef in = newInode(type, perm, who, askedName);
-  if (rdev) in->extra().rdev = rdev;
+  if (rdev) in->more().rdev = rdev;
   WriteLock lock(L.mu, LockRank::Layer);
   std::string cbuf, respellAs;
   const std::string& path = canon(L, asked, &cbuf, &respellAs);
@@ -126,7 +126,7 @@ int Overlay::symlink(Layer* view, const std::string& target, const std::string& 
   std::string askedDir, askedName;
   splitLast(asked, &askedDir, &askedName);
   NodeRef in = newInode(FileType::Symlink, 0777, who, askedName);
-  in->extra().target = target;
+  in->more().target = target;
   in->size = target.size();
   WriteLock lock(L.mu, LockRank::Layer);
   std::string cbuf, respellAs;
@@ -158,7 +158,7 @@ int Overlay::link(Layer* view, const std::string& fromAsked, const std::string& 
   splitLast(to, &toDir, &toName);
   NodeRef ln = Node::make(in->type, toName);
   ln->ino = in->ino;
-  ln->extra().link = Ref<Inode>(in).release();
+  ln->more().link = Ref<Inode>(in).release();
   Node* n;
   e = placeNew(L, to, std::move(ln), &n);
   if (!e && !respellAs.empty()) e = respell(L, to, respellAs);
@@ -604,9 +604,9 @@ int Overlay::getxattr(Layer* view, const std::string& asked, const std::string& 
     const Inode* in = r.node->inode();
     MetaLock m(in->mmu(), LockRank::Meta);
     if (in->has(Inode::kOwnXattrs)) {
-      if (!in->ex()) return ENODATA;
-      auto it = in->ex()->xattrs.find(name);
-      if (it == in->ex()->xattrs.end()) return ENODATA;
+      if (!in->mo()) return ENODATA;
+      auto it = in->mo()->xattrs.find(name);
+      if (it == in->mo()->xattrs.end()) return ENODATA;
       *value = it->second;
       return 0;
     }
@@ -629,8 +629,8 @@ int Overlay::listxattr(Layer* view, const std::string& asked, std::vector<std::s
     const Inode* in = r.node->inode();
     MetaLock m(in->mmu(), LockRank::Meta);
     if (in->has(Inode::kOwnXattrs)) {
-      if (in->ex())
-        for (auto& [k, v] : in->ex()->xattrs) names->push_back(k);
+      if (in->mo())
+        for (auto& [k, v] : in->mo()->xattrs) names->push_back(k);
       return 0;
     }
   }
@@ -657,7 +657,7 @@ void ownXattrs(LowerFs* lower, Inode* in, const std::string* src) {
   }
   MetaLock m(in->mmu(), LockRank::Meta);
   if (in->has(Inode::kOwnXattrs)) return;
-  in->extra().xattrs = std::move(copy);
+  in->more().xattrs = std::move(copy);
   in->set(Inode::kOwnXattrs);
 }
 }  // namespace
@@ -680,7 +680,7 @@ int Overlay::editXattrs(Layer& L, const std::string& asked, Change change) {
   ensureOwnMeta(in, r.lv, r.low);
   {
     MetaLock m(in->mmu(), LockRank::Meta);
-    if ((e = change(in->extra().xattrs))) return e;
+    if ((e = change(in->more().xattrs))) return e;
   }
   touch(in, false);
   return 0;

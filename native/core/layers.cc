@@ -87,16 +87,16 @@ int Overlay::cloneLayer(const std::string& from, const std::string& to) {
       const Inode* in = n.inode();
       NodeRef out = Node::make(in->type, n.name());
       if (n.opaque()) out->set(Inode::kOpaque);
-      if (n.redirected()) out->extra().redirect = n.ex()->redirect;
+      if (n.redirected()) out->more().redirect = n.mo()->redirect;
       auto it = copies.find(in);
       if (it == copies.end()) {
         out->ino = in->ino;
-        if (in->ex() && !in->ex()->target.empty()) out->extra().target = in->ex()->target;
+        if (in->mo() && !in->mo()->target.empty()) out->more().target = in->mo()->target;
         contents.emplace_back(Ref<Inode>(const_cast<Inode*>(in)), Ref<Inode>(out.get()));
         it = copies.emplace(in, out.get()).first;
       } else {
         retain(it->second);
-        out->extra().link = it->second;
+        out->more().link = it->second;
         out->ino = it->second->ino;
       }
       it->second->links++;
@@ -224,10 +224,10 @@ int Overlay::putFile(const std::string& layer, const std::string& asked, const s
   std::swap(in->u.data, fresh->u.data);
   const bool grown = fresh->has(Inode::kGrown);
   if (in->has(Inode::kGrown)) fresh->set(Inode::kGrown); else fresh->clear(Inode::kGrown);
-  if (fresh->ex() && fresh->ex()->spill) {
-    in->extra().spill = std::move(fresh->ex()->spill);
-  } else if (in->ex()) {
-    in->ex()->spill.reset();
+  if (fresh->mo() && fresh->mo()->spill) {
+    in->more().spill = std::move(fresh->mo()->spill);
+  } else if (in->mo()) {
+    in->mo()->spill.reset();
   }
   Timespec t = nowTime();
   MetaLock m(in->mmu(), LockRank::Meta);

@@ -168,17 +168,16 @@ struct LowerDir {
 };
 void dropLowerDir(LowerDir* d);
 
-// The rare parts of a path, allocated when first needed.
-struct Extra {
-  Extra() = default;
-  Extra(const Extra&) = delete;
-  Extra& operator=(const Extra&) = delete;
-  ~Extra();
+// The rare parts of a path, allocated when first needed (More, behind Extra).
+struct More {
+  More() = default;
+  More(const More&) = delete;
+  More& operator=(const More&) = delete;
+  ~More();
   // --- the inode's (symlink target: set before publication; the rest under mmu) ---
   std::string target;                      // symlinks: the target
   std::optional<std::string> lowerPath;    // the folder's file, when not <ldir>/<name>
   std::map<std::string, std::string> xattrs;
-  std::optional<Base> base;  // what the folder's file was when the content was taken from it
   uint64_t rdev = 0;
   // --- content (under cmu) ---
   std::unique_ptr<SpillFile> spill;  // content of a file that outgrew the spill threshold
@@ -187,6 +186,21 @@ struct Extra {
   Inode* link = nullptr;  // a hard link: the inode this name stands for (a counted reference)
   std::string name;       // the name, when it outgrew the inline bytes (a rename)
   LowerDir* lowerDir = nullptr;  // directories: the LowerDir their files point to
+};
+
+// What a path needs beyond the fixed part, in two steps: the Base of a file whose content was
+// taken from the folder (every such file has one, so it is kept small: 64 bytes with malloc's
+// header), then everything rarer (More).
+struct Extra {
+  Extra() = default;
+  Extra(const Extra&) = delete;
+  Extra& operator=(const Extra&) = delete;
+  ~Extra() { delete more.load(); }
+  // Base (under mmu; present when the inode's kHasBase flag is set, hashed with kBaseHashed).
+  uint64_t baseIno = 0, baseSize = 0, baseHash = 0;
+  int64_t baseMtimeSec = 0, baseCtimeSec = 0;
+  uint32_t baseMtimeNs = 0, baseCtimeNs = 0;
+  std::atomic<More*> more{nullptr};
 };
 
 // One path of a layer (a Node) and, unless it is a whiteout or a second name of a hard-linked
@@ -201,7 +215,10 @@ struct Inode {
     kLowerAtName = 16,  // content in the folder at <u.ldir->path>/<name>
     kLowerPath = 32,    // content in the folder at Extra::lowerPath
     kGrown = 64,        // u.data has room to grow (capacity: next power of two of size)
-    kNameOut = 128,     // the name lives in Extra::name
+    kNameOut = 128,     // the name lives in More::name
+    kHasBase = 256,     // Extra holds a Base
+    kBaseHashed = 512,  // and it is hashed
+    kBigKids = 1024,    // directories: u.kids is a list of runs (Node::kFlatMax)
   };
   Inode(const Inode&) = delete;
   Inode& operator=(const Inode&) = delete;
@@ -249,6 +266,22 @@ struct Inode {
     delete fresh;
     return *e;
   }
+  More* mo() const {
+    Extra* e = ex();
+    return e ? e->more.load(std::memory_order_acquire) : nullptr;
+  }
+  More& more() {
+    Extra& e = extra();
+    More* m = e.more.load(std::memory_order_acquire);
+    if (m) return *m;
+    auto* fresh = new More();
+    if (e.more.compare_exchange_strong(m, fresh, std::memory_order_acq_rel)) return *fresh;
+    delete fresh;
+    return *m;
+  }
+  // The Base (mmu held).
+  std::optional<Base> base() const;
+  void setBase(const Base& b);
   const std::string& target() const;
   std::string_view name() const;
   Timespec atime() const { return {atimeSec, atimeNs}; }
@@ -288,12 +321,12 @@ struct Node : Inode {
 
   bool whiteout() const { return has(kWhiteout); }
   bool opaque() const { return has(kOpaque); }
-  const std::optional<std::string>* redirect() const { return ex() ? &ex()->redirect : nullptr; }
-  bool redirected() const { return ex() && ex()->redirect; }
+  const std::optional<std::string>* redirect() const { return mo() ? &mo()->redirect : nullptr; }
+  bool redirected() const { return mo() && mo()->redirect; }
   bool dir() const { return !whiteout() && type == FileType::Directory; }
   Inode* inode() const {
     if (whiteout()) return nullptr;
-    if (ex() && ex()->link) return ex()->link;
+    if (mo() && mo()->link) return mo()->link;
     return const_cast<Node*>(this);
   }
   Ref<Inode> inodeRef() const { return Ref<Inode>(inode()); }
@@ -302,23 +335,43 @@ struct Node : Inode {
   void rename(std::string_view name);
 
   // Children (directories; the layer's lock held: shared to read, exclusive to change), sorted
-  // by name (byte order).
-  struct Span {
-    Node* const* b;
-    Node* const* e;
-    Node* const* begin() const { return b; }
-    Node* const* end() const { return e; }
+  // by name (byte order). One sorted array of pointers; past kFlatMax children, a list of
+  // sorted arrays of at most kRunMax each (kBigKids), so an insert in a huge directory moves
+  // at most kRunMax pointers plus one per kRunMax/2 children, not half the directory.
+  static constexpr uint32_t kFlatMax = 1024;
+  static constexpr uint32_t kRunMax = 512;
+  class Iter {
+   public:
+    Iter() = default;
+    Iter(Node* const* p, Node* const* e, struct Kids* const* c, struct Kids* const* ce)
+        : p_(p), e_(e), c_(c), ce_(ce) {}
+    Node* operator*() const { return *p_; }
+    Iter& operator++() {
+      if (++p_ == e_) next();
+      return *this;
+    }
+    bool operator!=(const Iter& o) const { return p_ != o.p_; }
+    bool operator==(const Iter& o) const { return p_ == o.p_; }
+
+   private:
+    void next();
+    Node* const* p_ = nullptr;
+    Node* const* e_ = nullptr;
+    struct Kids* const* c_ = nullptr;   // big directories: the run being walked
+    struct Kids* const* ce_ = nullptr;  // and the end of the run list
   };
-  Span kids() const;
+  struct Range {
+    Iter b, e;
+    Iter begin() const { return b; }
+    Iter end() const { return e; }
+  };
+  Range kids() const;
   size_t count() const;
-  Node* at(size_t i) const;
   Node* find(std::string_view name) const;
-  size_t lowerBound(std::string_view name) const;
   bool empty() const { return count() == 0; }
   // Puts `n` under `name` (renaming it to that), replacing what was there.
   void put(std::string_view name, Ref<Node> n);
   Ref<Node> take(std::string_view name);  // removes and returns the child, or null
-  void eraseAt(size_t i);
 
  private:
   Node() = default;

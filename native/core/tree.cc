@@ -77,17 +77,17 @@ void dropLowerDir(LowerDir* d) {
   if (d && d->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) delete d;
 }
 
-Extra::~Extra() {
+More::~More() {
   if (link) dropRef(link);
   dropLowerDir(lowerDir);
 }
 
+void freeKids(Inode* in);
+size_t kidsFootprint(const Inode* in);
+
 Inode::~Inode() {
   if (!has(kWhiteout) && type == FileType::Directory) {
-    if (u.kids) {
-      for (uint32_t i = 0; i < u.kids->n; ++i) dropRef(u.kids->v[i]);
-      std::free(u.kids);
-    }
+    freeKids(this);
   } else if (has(kLowerAtName)) {
     dropLowerDir(u.ldir);
   } else if (type == FileType::Regular) {
@@ -98,7 +98,7 @@ Inode::~Inode() {
 
 const std::string& Inode::target() const {
   static const std::string none;
-  return ex() ? ex()->target : none;
+  return mo() ? mo()->target : none;
 }
 
 Attr Inode::snap() const {
@@ -108,7 +108,7 @@ Attr Inode::snap() const {
   a.perm = perm;
   a.uid = uid;
   a.gid = gid;
-  a.rdev = ex() ? ex()->rdev : 0;
+  a.rdev = mo() ? mo()->rdev : 0;
   a.size = size;
   a.blocks = (size + 511) / 512;
   a.atime = atime();
@@ -121,17 +121,47 @@ void Inode::setSnap(const Attr& a) {
   perm = static_cast<uint16_t>(a.perm & 07777);
   uid = a.uid;
   gid = a.gid;
-  if (a.rdev || (ex() && ex()->rdev)) extra().rdev = a.rdev;
+  if (a.rdev || (mo() && mo()->rdev)) more().rdev = a.rdev;
   size = a.size;
   setAtime(a.atime);
   setMtime(a.mtime);
   setCtime(a.ctime);
 }
 
+std::optional<Base> Inode::base() const {
+  const Extra* e = ex();
+  if (!e || !has(kHasBase)) return std::nullopt;
+  Base b;
+  b.ino = e->baseIno;
+  b.size = e->baseSize;
+  b.mtime = Timespec{e->baseMtimeSec, e->baseMtimeNs};
+  b.ctime = Timespec{e->baseCtimeSec, e->baseCtimeNs};
+  b.hashed = has(kBaseHashed);
+  b.hash = e->baseHash;
+  return b;
+}
+
+void Inode::setBase(const Base& b) {
+  Extra& e = extra();
+  e.baseIno = b.ino;
+  e.baseSize = b.size;
+  e.baseMtimeSec = b.mtime.sec;
+  e.baseMtimeNs = static_cast<uint32_t>(b.mtime.nsec);
+  e.baseCtimeSec = b.ctime.sec;
+  e.baseCtimeNs = static_cast<uint32_t>(b.ctime.nsec);
+  e.baseHash = b.hash;
+  if (b.hashed) {
+    set(kBaseHashed);
+  } else {
+    clear(kBaseHashed);
+  }
+  set(kHasBase);
+}
+
 bool Inode::lowerPath(std::string* out) const {
   const uint16_t f = flags.load(std::memory_order_acquire);
   if (f & kLowerPath) {
-    *out = *ex()->lowerPath;
+    *out = *mo()->lowerPath;
     return true;
   }
   if (f & kLowerAtName) {
@@ -146,7 +176,7 @@ void Inode::dropLower() {
     dropLowerDir(u.ldir);
     u.data = nullptr;
   }
-  if (ex()) ex()->lowerPath.reset();
+  if (mo()) mo()->lowerPath.reset();
   clear(kLowerAtName | kLowerPath);
 }
 
@@ -158,7 +188,7 @@ void Inode::setLower(const std::string& path, LowerDir* hint) {
     u.ldir = hint;
     set(kLowerAtName);
   } else {
-    extra().lowerPath = path;
+    more().lowerPath = path;
     set(kLowerPath);
   }
 }
@@ -179,18 +209,19 @@ size_t stringHeap(const std::string& s) { return s.capacity() > 15 ? mallocChunk
 uint64_t Inode::footprint(uint64_t* spilled) const {
   uint64_t bytes = mallocChunk(kNameAt + nameCap);
   const Node* self = static_cast<const Node*>(this);
-  if (self->dir() && u.kids) bytes += mallocChunk(kidsBytes(u.kids->cap));
+  if (self->dir()) bytes += kidsFootprint(this);
   if (!has(kWhiteout) && type == FileType::Regular && self->inode() == this) {
     MetaLock m(mmu(), LockRank::Meta);
-    const Extra* e = ex();
+    const More* e = mo();
     if (e && e->spill) {
       *spilled += size;
     } else if (!inLower() && u.data) {
       bytes += mallocChunk(static_cast<size_t>(dataCap()));
     }
   }
-  if (const Extra* e = ex()) {
-    bytes += mallocChunk(sizeof(Extra)) + stringHeap(e->target) + stringHeap(e->name);
+  if (ex()) bytes += mallocChunk(sizeof(Extra));
+  if (const More* e = mo()) {
+    bytes += mallocChunk(sizeof(More)) + stringHeap(e->target) + stringHeap(e->name);
     if (e->lowerPath) bytes += stringHeap(*e->lowerPath);
     if (e->redirect) bytes += stringHeap(*e->redirect);
     for (const auto& [k, v] : e->xattrs)
@@ -217,7 +248,7 @@ NodeRef Node::makeWhiteout(std::string_view name) {
 }
 
 std::string_view Inode::name() const {
-  if (has(kNameOut)) return ex()->name;
+  if (has(kNameOut)) return mo()->name;
   return std::string_view(nameAt(this), nameLen);
 }
 
@@ -227,7 +258,7 @@ void Node::rename(std::string_view to) {
   if (has(kLowerAtName)) {
     // The folder path was <dir>/<old name>: keep it as a path of its own.
     std::string path = joinPath(u.ldir->path, name());
-    extra().lowerPath = std::move(path);
+    more().lowerPath = std::move(path);
     set(kLowerPath);
     clear(kLowerAtName);
     dropLowerDir(u.ldir);
@@ -238,25 +269,37 @@ void Node::rename(std::string_view to) {
     nameLen = static_cast<uint8_t>(to.size());
     clear(kNameOut);
   } else {
-    extra().name = std::string(to);
+    more().name = std::string(to);
     set(kNameOut);
   }
 }
 
-Node::Span Node::kids() const {
-  if (!dir() || !u.kids) return Span{nullptr, nullptr};
-  return Span{u.kids->v, u.kids->v + u.kids->n};
+// A big directory's children: `n` in all, in `nc` runs (each a Kids of at most kRunMax, none
+// empty), in name order. Stored in u.kids (cast) when the node has kBigKids.
+struct BigKids {
+  uint32_t n;
+  uint32_t nc;
+  uint32_t cap;
+  uint32_t unused;
+  Kids* c[1];
+};
+
+namespace {
+size_t bigBytes(uint32_t cap) { return offsetof(BigKids, c) + sizeof(Kids*) * cap; }
+
+Kids* newRun(uint32_t cap) {
+  auto* k = static_cast<Kids*>(std::malloc(kidsBytes(cap)));
+  if (!k) throw std::bad_alloc();
+  k->n = 0;
+  k->cap = cap;
+  return k;
 }
 
-size_t Node::count() const { return dir() && u.kids ? u.kids->n : 0; }
-
-Node* Node::at(size_t i) const { return u.kids->v[i]; }
-
-size_t Node::lowerBound(std::string_view name) const {
-  size_t lo = 0, hi = count();
+size_t runLowerBound(const Kids* k, std::string_view name) {
+  size_t lo = 0, hi = k ? k->n : 0;
   while (lo < hi) {
     size_t mid = (lo + hi) / 2;
-    if (at(mid)->name() < name) {
+    if (k->v[mid]->name() < name) {
       lo = mid + 1;
     } else {
       hi = mid;
@@ -265,57 +308,231 @@ size_t Node::lowerBound(std::string_view name) const {
   return lo;
 }
 
+// Inserts `n` at `i` of run *kp, growing it by an eighth (or to `limit` at most).
+void runInsert(Kids** kp, size_t i, Node* n) {
+  Kids* k = *kp;
+  const uint32_t cnt = k ? k->n : 0;
+  if (!k || cnt == k->cap) {
+    const uint32_t cap = cnt + cnt / 8 + 4;
+    void* grown = std::realloc(k, kidsBytes(cap));
+    if (!grown) throw std::bad_alloc();
+    k = static_cast<Kids*>(grown);
+    if (cnt == 0) k->n = 0;
+    k->cap = cap;
+    *kp = k;
+  }
+  std::memmove(k->v + i + 1, k->v + i, sizeof(Node*) * (cnt - i));
+  k->v[i] = n;
+  k->n = cnt + 1;
+}
+
+void runErase(Kids* k, size_t i) {
+  std::memmove(k->v + i, k->v + i + 1, sizeof(Node*) * (k->n - i - 1));
+  k->n--;
+}
+
+// The run of a big directory where `name` is or would go: the first whose last name is not
+// below it (the last run when every name is below).
+size_t runOf(const BigKids* b, std::string_view name) {
+  size_t lo = 0, hi = b->nc;
+  while (lo < hi) {
+    size_t mid = (lo + hi) / 2;
+    const Kids* k = b->c[mid];
+    if (k->v[k->n - 1]->name() < name) {
+      lo = mid + 1;
+    } else {
+      hi = mid;
+    }
+  }
+  return lo < b->nc ? lo : b->nc - 1;
+}
+
+// Inserts run `k` at position `at` of the run list.
+void bigInsertRun(BigKids** bp, size_t at, Kids* k) {
+  BigKids* b = *bp;
+  if (b->nc == b->cap) {
+    const uint32_t cap = b->cap + b->cap / 2 + 4;
+    void* grown = std::realloc(b, bigBytes(cap));
+    if (!grown) throw std::bad_alloc();
+    b = static_cast<BigKids*>(grown);
+    b->cap = cap;
+    *bp = b;
+  }
+  std::memmove(b->c + at + 1, b->c + at, sizeof(Kids*) * (b->nc - at));
+  b->c[at] = k;
+  b->nc++;
+}
+}  // namespace
+
+void Node::Iter::next() {
+  if (c_ && ++c_ != ce_) {
+    p_ = (*c_)->v;
+    e_ = p_ + (*c_)->n;
+  } else {
+    p_ = e_ = nullptr;
+  }
+}
+
+Node::Range Node::kids() const {
+  if (!dir() || !u.kids) return Range{};
+  if (has(kBigKids)) {
+    auto* b = reinterpret_cast<BigKids*>(u.kids);
+    Kids* const* c = b->c;
+    return Range{Iter((*c)->v, (*c)->v + (*c)->n, c, c + b->nc), Iter()};
+  }
+  return Range{Iter(u.kids->v, u.kids->v + u.kids->n, nullptr, nullptr), Iter()};
+}
+
+size_t Node::count() const {
+  if (!dir() || !u.kids) return 0;
+  if (has(kBigKids)) return reinterpret_cast<BigKids*>(u.kids)->n;
+  return u.kids->n;
+}
+
 Node* Node::find(std::string_view name) const {
-  const size_t i = lowerBound(name);
-  return i < count() && at(i)->name() == name ? at(i) : nullptr;
+  if (!dir() || !u.kids) return nullptr;
+  const Kids* k = u.kids;
+  if (has(kBigKids)) {
+    auto* b = reinterpret_cast<BigKids*>(u.kids);
+    k = b->c[runOf(b, name)];
+  }
+  const size_t i = runLowerBound(k, name);
+  return i < k->n && k->v[i]->name() == name ? k->v[i] : nullptr;
 }
 
 void Node::put(std::string_view name, NodeRef n) {
   SFS_ASSERT(dir());
-  const size_t i = lowerBound(name);
-  if (i < count() && at(i)->name() == name) {
-    Node* old = u.kids->v[i];
+  Kids** kp = &u.kids;
+  BigKids* b = nullptr;
+  size_t run = 0;
+  if (u.kids && has(kBigKids)) {
+    b = reinterpret_cast<BigKids*>(u.kids);
+    run = runOf(b, name);
+    kp = &b->c[run];
+  }
+  const size_t i = runLowerBound(*kp, name);
+  if (*kp && i < (*kp)->n && (*kp)->v[i]->name() == name) {
+    Node* old = (*kp)->v[i];
     if (old != n.get()) {
       n->rename(name);
-      u.kids->v[i] = n.release();
+      (*kp)->v[i] = n.release();
       dropRef(old);
     }
     return;
   }
   n->rename(name);
-  const uint32_t cnt = static_cast<uint32_t>(count());
-  if (!u.kids || cnt == u.kids->cap) {
-    const uint32_t cap = cnt + cnt / 8 + 4;
-    void* grown = std::realloc(u.kids, kidsBytes(cap));
-    if (!grown) throw std::bad_alloc();
-    u.kids = static_cast<Kids*>(grown);
-    if (cnt == 0) u.kids->n = 0;
-    u.kids->cap = cap;
+  if (!b) {
+    if (!u.kids || u.kids->n < kFlatMax) {
+      runInsert(&u.kids, i, n.release());
+      return;
+    }
+    // The directory outgrew one array: cut it into runs of half the maximum.
+    Kids* flat = u.kids;
+    const uint32_t runs = (flat->n + kRunMax / 2 - 1) / (kRunMax / 2);
+    b = static_cast<BigKids*>(std::malloc(bigBytes(runs + 4)));
+    if (!b) throw std::bad_alloc();
+    b->n = flat->n;
+    b->nc = 0;
+    b->cap = runs + 4;
+    for (uint32_t at = 0; at < flat->n; at += kRunMax / 2) {
+      const uint32_t len = std::min<uint32_t>(kRunMax / 2, flat->n - at);
+      Kids* k = newRun(len + len / 8 + 4);
+      std::memcpy(k->v, flat->v + at, sizeof(Node*) * len);
+      k->n = len;
+      b->c[b->nc++] = k;
+    }
+    std::free(flat);
+    u.kids = reinterpret_cast<Kids*>(b);
+    set(kBigKids);
+    return put(name, std::move(n));
   }
-  Node** v = u.kids->v;
-  std::memmove(v + i + 1, v + i, sizeof(Node*) * (cnt - i));
-  v[i] = n.release();
-  u.kids->n = cnt + 1;
-}
-
-void Node::eraseAt(size_t i) {
-  Node* old = u.kids->v[i];
-  Node** v = u.kids->v;
-  std::memmove(v + i, v + i + 1, sizeof(Node*) * (u.kids->n - i - 1));
-  u.kids->n--;
-  if (u.kids->n == 0) {
-    std::free(u.kids);
-    u.kids = nullptr;
+  Kids* k = b->c[run];
+  if (k->n < kRunMax) {
+    runInsert(&b->c[run], i, n.release());
+  } else if (run + 1 == b->nc && i == k->n) {
+    // Past the last name: a new run (names created in order fill runs completely).
+    Kids* fresh = newRun(16);
+    fresh->v[0] = n.release();
+    fresh->n = 1;
+    bigInsertRun(&b, run + 1, fresh);
+    u.kids = reinterpret_cast<Kids*>(b);
+  } else {
+    // A full run splits in two halves, then takes the name in the right one.
+    const uint32_t half = k->n / 2;
+    Kids* upper = newRun((k->n - half) + (k->n - half) / 8 + 4);
+    std::memcpy(upper->v, k->v + half, sizeof(Node*) * (k->n - half));
+    upper->n = k->n - half;
+    k->n = half;
+    bigInsertRun(&b, run + 1, upper);
+    u.kids = reinterpret_cast<Kids*>(b);
+    if (i <= half) {
+      runInsert(&b->c[run], i, n.release());
+    } else {
+      runInsert(&b->c[run + 1], i - half, n.release());
+    }
   }
-  dropRef(old);
+  b->n++;
 }
 
 NodeRef Node::take(std::string_view name) {
-  const size_t i = lowerBound(name);
-  if (i >= count() || at(i)->name() != name) return NodeRef();
-  NodeRef out(at(i));
-  eraseAt(i);
+  if (!dir() || !u.kids) return NodeRef();
+  if (!has(kBigKids)) {
+    Kids* k = u.kids;
+    const size_t i = runLowerBound(k, name);
+    if (i >= k->n || k->v[i]->name() != name) return NodeRef();
+    NodeRef out = NodeRef::adopt(k->v[i]);
+    runErase(k, i);
+    if (k->n == 0) {
+      std::free(k);
+      u.kids = nullptr;
+    }
+    return out;
+  }
+  auto* b = reinterpret_cast<BigKids*>(u.kids);
+  const size_t run = runOf(b, name);
+  Kids* k = b->c[run];
+  const size_t i = runLowerBound(k, name);
+  if (i >= k->n || k->v[i]->name() != name) return NodeRef();
+  NodeRef out = NodeRef::adopt(k->v[i]);
+  runErase(k, i);
+  b->n--;
+  if (k->n == 0) {
+    std::free(k);
+    std::memmove(b->c + run, b->c + run + 1, sizeof(Kids*) * (b->nc - run - 1));
+    b->nc--;
+    if (b->nc == 0) {
+      std::free(b);
+      u.kids = nullptr;
+      clear(kBigKids);
+    }
+  }
   return out;
+}
+
+// Frees the children array(s) of a directory, dropping each child's count.
+void freeKids(Inode* in) {
+  if (!in->u.kids) return;
+  auto freeRun = [](Kids* k) {
+    for (uint32_t i = 0; i < k->n; ++i) dropRef(k->v[i]);
+    std::free(k);
+  };
+  if (in->has(Inode::kBigKids)) {
+    auto* b = reinterpret_cast<BigKids*>(in->u.kids);
+    for (uint32_t i = 0; i < b->nc; ++i) freeRun(b->c[i]);
+    std::free(b);
+  } else {
+    freeRun(in->u.kids);
+  }
+  in->u.kids = nullptr;
+}
+
+size_t kidsFootprint(const Inode* in) {
+  if (!in->u.kids) return 0;
+  if (!in->has(Inode::kBigKids)) return mallocChunk(kidsBytes(in->u.kids->cap));
+  auto* b = reinterpret_cast<const BigKids*>(in->u.kids);
+  size_t bytes = mallocChunk(bigBytes(b->cap));
+  for (uint32_t i = 0; i < b->nc; ++i) bytes += mallocChunk(kidsBytes(b->c[i]->cap));
+  return bytes;
 }
 
 Timespec nowTime() {
@@ -335,7 +552,7 @@ void descend(const Node* child, std::string_view name, bool* lv, std::string* lo
     low->clear();
   } else if (child->redirected()) {
     *lv = true;
-    *low = *child->ex()->redirect;
+    *low = *child->mo()->redirect;
   } else if (*lv) {
     *low = joinPath(*low, name);
   }
@@ -603,14 +820,14 @@ int Overlay::materializeNode(Layer& L, const std::string& path, Node** out, Res*
   in->setSnap(a);
   in->links = 1;
   if (a.type == FileType::Symlink) {
-    e = lower_->readlink(r->low, &in->extra().target);
+    e = lower_->readlink(r->low, &in->more().target);
     if (e) return e;
     in->set(Inode::kOwnMeta | Inode::kOwnXattrs);
   } else if (a.type == FileType::Regular) {
     // Files of one folder directory share that directory's path (LowerDir) and add their name.
     std::string ldir, base;
     splitLast(r->low, &ldir, &base);
-    Extra& px = p->extra();
+    More& px = p->more();
     if (!px.lowerDir || px.lowerDir->path != ldir) {
       auto* d = new LowerDir();
       d->path = ldir;
@@ -795,18 +1012,15 @@ int Overlay::revert(const std::string& layer, const std::string& asked, bool* wa
   if (ignoreCase_) {
     // Every spelling the layer has for the name goes: after a case-only rename the layer holds
     // the new name and a whiteout of the old, and the folder's entry is back only once both are.
-    bool any = false;
-    for (size_t i = 0; i < dir->count();) {
-      Node* c = dir->at(i);
-      if (!sameName(c->name(), comps.back())) {
-        ++i;
-        continue;
-      }
-      any = true;
+    std::vector<std::string> names;
+    for (Node* c : dir->kids()) {
+      if (!sameName(c->name(), comps.back())) continue;
+      names.emplace_back(c->name());
       *wasDir = *wasDir || c->dir();
       dropNames(this, c, &Overlay::touch);
-      dir->eraseAt(i);
     }
+    const bool any = !names.empty();
+    for (const auto& name : names) dir->take(name);
     if (!any) return 0;
     for (auto c = L.copied.begin(); c != L.copied.end();)
       c = sameOrInsideFolded(c->first, path) ? L.copied.erase(c) : std::next(c);
@@ -836,7 +1050,7 @@ NodeRef Overlay::detach(Layer& L, const std::string& path, Res& r) {
   if (n->dir() && !n->opaque() && !n->redirected()) {
     Attr a;
     if (r.lv && lower_->stat(r.low, &a) == 0 && a.type == FileType::Directory) {
-      n->extra().redirect = r.low;
+      n->more().redirect = r.low;
       ensureOwnMeta(n, true, r.low);
     } else {
       n->set(Inode::kOpaque);
