@@ -4,7 +4,8 @@
 // Locks, in the only order in which one thread may hold several of them (a lower rank is always
 // taken first; SFS_LOCK checks this in checked builds and aborts on a violation):
 //   1. Overlay::mu_   (registry)  the set of layers, which one is active, pins. Held briefly.
-//   2. Layer::mu      (tree)      one layer's Node tree, its `copied` map, Inode::links.
+//   2. Layer::mu      (tree)      one layer's Node tree (names, children, whiteouts, opaque,
+//                                 redirects, hard links), its `copied` map, Inode::links.
 //                                 Shared for lookups, exclusive for changes to the tree. Never
 //                                 held while a file's content is read from the folder.
 //   3. Inode::cmu()   (content)   one file's content (data/spill). Exclusive while it changes
@@ -205,15 +206,19 @@ struct Extra {
 
 // One path of a layer (a Node) and, unless it is a whiteout or a second name of a hard-linked
 // file, the object at that path (its Inode: attributes, content). One allocation per path: the
-// fixed part below, then the name's bytes.
+// fixed part below (91 bytes on 64-bit), then the name's bytes. Issue #18 allows 128 bytes of
+// bookkeeping per path beyond the content's and the name's bytes (memory_test measures it):
+// with malloc's header and rounding the node is 112 bytes for names up to 13 bytes, then the
+// parent's pointer to it (8, plus an eighth of slack) and malloc's header on the content (8).
+// So before adding a field here, find the bytes to pay for it.
 struct Inode {
   enum Flag : uint16_t {
     kOwnMeta = 1,       // attributes are the layer's (else they mirror the folder live)
-    kOwnXattrs = 2,     // the xattr list is the layer's (Extra::xattrs)
+    kOwnXattrs = 2,     // the xattr list is the layer's (More::xattrs)
     kWhiteout = 4,      // a deletion: hides the folder's object at this name
     kOpaque = 8,        // directories: hide the folder's directory at this place
     kLowerAtName = 16,  // content in the folder at <u.ldir->path>/<name>
-    kLowerPath = 32,    // content in the folder at Extra::lowerPath
+    kLowerPath = 32,    // content in the folder at More::lowerPath
     kGrown = 64,        // u.data has room to grow (capacity: next power of two of size)
     kNameOut = 128,     // the name lives in More::name
     kHasBase = 256,     // Extra holds a Base

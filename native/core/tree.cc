@@ -211,13 +211,19 @@ uint64_t Inode::footprint(uint64_t* spilled) const {
   const Node* self = static_cast<const Node*>(this);
   if (self->dir()) bytes += kidsFootprint(this);
   if (!has(kWhiteout) && type == FileType::Regular && self->inode() == this) {
-    MetaLock m(mmu(), LockRank::Meta);
-    const More* e = mo();
-    if (e && e->spill) {
-      *spilled += size;
-    } else if (!inLower() && u.data) {
-      bytes += mallocChunk(static_cast<size_t>(dataCap()));
+    // A file being written or copied up right now is counted by its size; never wait.
+    std::shared_mutex& c = cmu();
+    const bool content = c.try_lock_shared();
+    {
+      MetaLock m(mmu(), LockRank::Meta);
+      const More* e = mo();
+      if (e && e->spill) {
+        *spilled += size;
+      } else if (!inLower() && (!content || u.data)) {
+        bytes += content ? mallocChunk(static_cast<size_t>(dataCap())) : size;
+      }
     }
+    if (content) c.unlock_shared();
   }
   if (ex()) bytes += mallocChunk(sizeof(Extra));
   if (const More* e = mo()) {
