@@ -180,6 +180,7 @@ struct More {
   std::optional<std::string> lowerPath;    // the folder's file, when not <ldir>/<name>
   std::map<std::string, std::string> xattrs;
   uint64_t rdev = 0;
+  Timespec times[3];  // with kWideTimes: atime, mtime, ctime
   // --- content (under cmu) ---
   std::unique_ptr<SpillFile> spill;  // content of a file that outgrew the spill threshold
   // --- the tree's (under the layer's lock) ---
@@ -206,10 +207,11 @@ struct Extra {
 
 // One path of a layer (a Node) and, unless it is a whiteout or a second name of a hard-linked
 // file, the object at that path (its Inode: attributes, content). One allocation per path: the
-// fixed part below (91 bytes on 64-bit), then the name's bytes. Issue #18 allows 128 bytes of
+// fixed part below (79 bytes on 64-bit), then the name's bytes. Issue #18 allows 128 bytes of
 // bookkeeping per path beyond the content's and the name's bytes (memory_test measures it):
-// with malloc's header and rounding the node is 112 bytes for names up to 13 bytes, then the
-// parent's pointer to it (8, plus an eighth of slack) and malloc's header on the content (8).
+// with malloc's header and rounding the node is 96 bytes for names up to 9 bytes, 112 up to 25,
+// then the parent's pointer to it (8, plus an eighth of slack) and malloc's header on the
+// content (8).
 // So before adding a field here, find the bytes to pay for it.
 struct Inode {
   enum Flag : uint16_t {
@@ -224,6 +226,7 @@ struct Inode {
     kHasBase = 256,     // Extra holds a Base
     kBaseHashed = 512,  // and it is hashed
     kBigKids = 1024,    // directories: u.kids is a list of runs (Node::kFlatMax)
+    kWideTimes = 2048,  // the times live in More::times (one was out of `times`' range)
   };
   Inode(const Inode&) = delete;
   Inode& operator=(const Inode&) = delete;
@@ -238,7 +241,8 @@ struct Inode {
   // size: the content's size once the content lives in the layer (then changed with both cmu
   // and mmu held, so either lock reads it), else the folder's size as last seen.
   uint64_t size = 0;
-  int64_t atimeSec = 0, mtimeSec = 0, ctimeSec = 0;
+  // atime, mtime, ctime in nanoseconds since the epoch (years 1678 to 2262; others, in More)
+  int64_t times[3] = {0, 0, 0};
   union {
     char* data;      // regular files whose content is in memory (under cmu), or null
     struct Kids* kids;  // directories: the children (under the layer's lock), or null
@@ -247,13 +251,12 @@ struct Inode {
   // Rare parts, created on first need (by whichever lock the need comes under: the pointer is
   // set once, atomically) and freed with the inode.
   std::atomic<Extra*> x_{nullptr};
-  uint32_t atimeNs = 0, mtimeNs = 0, ctimeNs = 0;
   uint32_t uid = 0, gid = 0;
   uint16_t perm = 0;
   std::atomic<uint16_t> flags{0};
   FileType type = FileType::Regular;
   uint8_t nameLen = 0, nameCap = 0;
-  char nameBytes[5];  // the name's first bytes; the allocation extends past the struct
+  char nameBytes[1];  // the name's first byte; the allocation extends past the struct
 
   std::shared_mutex& cmu() const { return stripes::content(this); }
   std::mutex& mmu() const { return stripes::meta(this); }
@@ -289,12 +292,15 @@ struct Inode {
   void setBase(const Base& b);
   const std::string& target() const;
   std::string_view name() const;
-  Timespec atime() const { return {atimeSec, atimeNs}; }
-  Timespec mtime() const { return {mtimeSec, mtimeNs}; }
-  Timespec ctime() const { return {ctimeSec, ctimeNs}; }
-  void setAtime(Timespec t) { atimeSec = t.sec, atimeNs = static_cast<uint32_t>(t.nsec); }
-  void setMtime(Timespec t) { mtimeSec = t.sec, mtimeNs = static_cast<uint32_t>(t.nsec); }
-  void setCtime(Timespec t) { ctimeSec = t.sec, ctimeNs = static_cast<uint32_t>(t.nsec); }
+  // Times (mmu held, or unpublished).
+  Timespec atime() const { return timeAt(0); }
+  Timespec mtime() const { return timeAt(1); }
+  Timespec ctime() const { return timeAt(2); }
+  void setAtime(Timespec t) { setTime(0, t); }
+  void setMtime(Timespec t) { setTime(1, t); }
+  void setCtime(Timespec t) { setTime(2, t); }
+  Timespec timeAt(int i) const;
+  void setTime(int i, Timespec t);
   // The attributes as an Attr (mmu held); nlink 1, blocks from size.
   Attr snap() const;
   // Stores an Attr's attributes (mmu held or unpublished); the inode number stays.

@@ -128,6 +128,38 @@ void Inode::setSnap(const Attr& a) {
   setCtime(a.ctime);
 }
 
+namespace {
+constexpr int64_t kNs = 1000000000;
+// Seconds whose time in nanoseconds fits an int64_t (with room for the nanoseconds).
+constexpr int64_t kMaxNsSec = INT64_MAX / kNs - 1;
+}  // namespace
+
+Timespec Inode::timeAt(int i) const {
+  if (has(kWideTimes)) return mo()->times[i];
+  const int64_t ns = times[i];
+  int64_t sec = ns / kNs, nsec = ns % kNs;
+  if (nsec < 0) {
+    nsec += kNs;
+    sec -= 1;
+  }
+  return Timespec{sec, nsec};
+}
+
+void Inode::setTime(int i, Timespec t) {
+  if (has(kWideTimes)) {
+    mo()->times[i] = t;
+    return;
+  }
+  if (t.sec >= -kMaxNsSec && t.sec <= kMaxNsSec && t.nsec >= 0 && t.nsec < kNs) {
+    times[i] = t.sec * kNs + t.nsec;
+    return;
+  }
+  // Out of range (before 1678, after 2262, or odd nanoseconds): all three move to More.
+  More& m = more();
+  for (int j = 0; j < 3; ++j) m.times[j] = j == i ? t : timeAt(j);
+  set(kWideTimes);
+}
+
 std::optional<Base> Inode::base() const {
   const Extra* e = ex();
   if (!e || !has(kHasBase)) return std::nullopt;

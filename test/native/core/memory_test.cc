@@ -114,6 +114,30 @@ TEST(a_big_directory_keeps_every_name_through_inserts_removals_and_renames) {
   ov.unpin(L);
 }
 
+// Times are kept in 64-bit nanoseconds (years 1678 to 2262); others move aside, exactly.
+TEST(times_far_from_now_are_kept_exactly) {
+  Overlay ov(std::make_unique<fake::FakeLower>());
+  ov.createLayer("a");
+  Layer* L = ov.pin("a");
+  REQUIRE_OK(ov.putFile("a", "f", "x", 0644, Caller{}));
+  const Timespec times[] = {{0, 0},           {-1, 999999999},         {1700000000, 123456789},
+                            {-9000000000, 5}, {9000000000, 999999999}, {-40000000000, 7},
+                            {40000000000, 1}, {1, 2}};
+  for (const Timespec& t : times) {
+    Attr v, out;
+    v.mtime = t;
+    v.atime = Timespec{t.sec + 1, t.nsec};
+    REQUIRE_OK(ov.setattr(L, "f", nullptr, kSetMtime | kSetAtime, v, &out));
+    Attr a;
+    REQUIRE_OK(ov.getattr(L, "f", &a));
+    CHECK_EQ(a.mtime.sec, t.sec);
+    CHECK_EQ(a.mtime.nsec, t.nsec);
+    CHECK_EQ(a.atime.sec, t.sec + 1);
+    CHECK_EQ(a.atime.nsec, t.nsec);
+  }
+  ov.unpin(L);
+}
+
 #if defined(__GLIBC__)
 
 #include <malloc.h>
@@ -156,8 +180,12 @@ void report(const char* what, size_t delta, uint64_t contentBytes, uint64_t name
               static_cast<unsigned long long>(st.paths), m->perPath, m->statsPerPath);
 }
 
-// `files` new files of kContent bytes written with putFile, kPerDir to a directory.
-Measure newFiles(size_t files) {
+// `files` new files of kContent bytes written with putFile, kPerDir to a directory; names of
+// `extra` more bytes than fileName() gives when `longNames` (8 to 28 bytes in all).
+Measure newFiles(size_t files, bool longNames = false) {
+  auto nameOf = [&](size_t i) {
+    return longNames ? fileName(i) + std::string(1 + (i * 7) % 21, 'n') : fileName(i);
+  };
   auto lo = std::make_unique<fake::FakeLower>();
   Overlay ov(std::move(lo));
   ov.createLayer("a");
@@ -166,8 +194,8 @@ Measure newFiles(size_t files) {
   uint64_t nameBytes = 0;
   for (size_t i = 0; i < files; ++i) {
     if (i % kPerDir == 0) nameBytes += dirName(i / kPerDir).size();
-    paths.push_back(dirName(i / kPerDir) + "/" + fileName(i));
-    nameBytes += fileName(i).size();
+    paths.push_back(dirName(i / kPerDir) + "/" + nameOf(i));
+    nameBytes += nameOf(i).size();
   }
   const std::string data(kContent, 'x');
   const size_t before = allocated();
@@ -182,7 +210,8 @@ Measure newFiles(size_t files) {
   ov.stats("a", &st);
   CHECK_EQ(st.paths, files + (files + kPerDir - 1) / kPerDir);
   Measure m;
-  report(("putFile x" + std::to_string(files)).c_str(), after - before, files * kContent,
+  report(("putFile x" + std::to_string(files) + (longNames ? " (names of 8-28 bytes)" : "")).c_str(),
+         after - before, files * kContent,
          nameBytes, st, &m);
   return m;
 }
@@ -271,6 +300,12 @@ TEST(memory_10k_new_files_cost_at_most_128_bytes_per_path) {
 
 TEST(memory_100k_new_files_cost_at_most_128_bytes_per_path) {
   Measure m = newFiles(100000);
+  CHECK(m.perPath > 0 && m.perPath <= kMaxPerPath);
+  checkStats(m);
+}
+
+TEST(memory_100k_new_files_with_longer_names_cost_at_most_128_bytes_per_path) {
+  Measure m = newFiles(100000, true);
   CHECK(m.perPath > 0 && m.perPath <= kMaxPerPath);
   checkStats(m);
 }
