@@ -245,19 +245,21 @@ uint64_t Inode::footprint(uint64_t* spilled) const {
   if (!has(kWhiteout) && type == FileType::Regular && self->inode() == this) {
     // A file being written or copied up right now is counted by its size; never wait.
     std::shared_mutex& c = cmu();
-    const bool content = c.try_lock_shared();
-    {
-      MetaLock m(mmu(), LockRank::Meta);
+    if (c.try_lock_shared()) {
       const More* e = mo();
       if (e && e->spill) {
         *spilled += size;
-      } else if (!inLower() && (!content || u.data)) {
-        bytes += content ? mallocChunk(static_cast<size_t>(dataCap())) : size;
+      } else if (!inLower() && u.data) {
+        bytes += mallocChunk(static_cast<size_t>(dataCap()));
       }
+      c.unlock_shared();
+    } else {
+      MetaLock m(mmu(), LockRank::Meta);
+      if (!inLower()) bytes += size;
     }
-    if (content) c.unlock_shared();
   }
   if (ex()) bytes += mallocChunk(sizeof(Extra));
+  MetaLock m(mmu(), LockRank::Meta);  // lowerPath and xattrs change under it
   if (const More* e = mo()) {
     bytes += mallocChunk(sizeof(More)) + stringHeap(e->target) + stringHeap(e->name);
     if (e->lowerPath) bytes += stringHeap(*e->lowerPath);
