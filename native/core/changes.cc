@@ -1,22 +1,19 @@
 // What a layer changed relative to the folder (for `changes`, diffs and apply-back), and what
 // it costs in memory.
 #include <cerrno>
-#include <set>
 
 #include "model.h"
 #include "path.h"
 
 namespace shadowfs {
 
-void descendInto(const Node* child, std::string_view name, bool* lv, std::string* low);
-
 void Overlay::layerPaths(const Layer& L, std::vector<std::string>* out) {
   struct Walk {
     static void run(const Node* n, const std::string& base, std::vector<std::string>* out) {
-      for (auto& [name, c] : n->children) {
-        std::string p = joinPath(base, name);
+      for (const Node* c : n->kids()) {
+        std::string p = joinPath(base, c->name());
         out->push_back(p);
-        run(c.get(), p, out);
+        run(c, p, out);
       }
     }
   };
@@ -31,7 +28,8 @@ int Overlay::changes(const std::string& layer, std::vector<Change>* out) {
     Overlay* self;
     std::vector<Change>* out;
     void run(const Node* n, const std::string& base, bool lv, const std::string& low) {
-      for (auto& [name, c] : n->children) {
+      for (const Node* c : n->kids()) {
+        const std::string_view name = c->name();
         std::string path = joinPath(base, name);
         std::string natural = lv ? joinPath(low, name) : std::string();
         Attr la;
@@ -40,32 +38,29 @@ int Overlay::changes(const std::string& layer, std::vector<Change>* out) {
           if (present) out->push_back({path, Change::Kind::Deleted, la.type, std::nullopt});
           continue;
         }
-        const Inode* in = c->inode.get();
+        const Inode* in = c->inode();
         if (in->type == FileType::Directory) {
           bool clv = lv;
           std::string clow = low;
-          descendInto(c.get(), name, &clv, &clow);
-          bool own;
-          {
-            MetaLock m(in->mmu, LockRank::Meta);
-            own = in->ownMeta;
-          }
+          descendInto(c, name, &clv, &clow);
+          const bool own = in->ownMeta();
           if (!present) {
             out->push_back({path, Change::Kind::Added, in->type, std::nullopt});
-          } else if (la.type != FileType::Directory || c->opaque || c->redirect) {
+          } else if (la.type != FileType::Directory || c->opaque() || c->redirected()) {
             out->push_back({path, Change::Kind::Modified, in->type, std::nullopt});
           } else if (own) {
             out->push_back({path, Change::Kind::Metadata, in->type, std::nullopt});
           }
-          run(c.get(), path, clv, clow);
+          run(c, path, clv, clow);
           continue;
         }
         std::optional<std::string> lowerPath;
         std::optional<Base> baseOf;
         {
-          MetaLock m(in->mmu, LockRank::Meta);
-          lowerPath = in->lowerPath;
-          baseOf = in->base;
+          MetaLock m(in->mmu(), LockRank::Meta);
+          std::string lp;
+          if (in->lowerPath(&lp)) lowerPath = std::move(lp);
+          baseOf = in->base();
         }
         Change::Kind k;
         if (!present) {
@@ -77,7 +72,7 @@ int Overlay::changes(const std::string& layer, std::vector<Change>* out) {
         } else if (in->type == FileType::Symlink) {
           std::string t;
           self->lower_->readlink(natural, &t);
-          k = t == in->target && in->ino == la.ino ? Change::Kind::Metadata
+          k = t == in->target() && in->ino == la.ino ? Change::Kind::Metadata
                                                    : Change::Kind::Modified;
         } else {
           k = Change::Kind::Modified;
@@ -91,35 +86,26 @@ int Overlay::changes(const std::string& layer, std::vector<Change>* out) {
   return 0;
 }
 
+// What the layer costs: every allocation the model makes for it, as the allocator rounds it
+// (memory_test checks this against glibc's own count), plus the contents held in memory.
 int Overlay::stats(const std::string& layer, LayerStats* out) {
   std::shared_ptr<Layer> lp = byName(layer);
   if (!lp) return ENXIO;
   ReadLock lock(lp->mu, LockRank::Layer);
-  std::set<const Inode*> seen;
   struct Walk {
-    static void run(const Node* n, std::set<const Inode*>* seen, LayerStats* st) {
-      for (auto& [name, c] : n->children) {
+    static void run(const Node* n, LayerStats* st) {
+      for (const Node* c : n->kids()) {
         st->paths++;
-        st->memoryBytes += name.size() + sizeof(Node);
-        if (c->inode && seen->insert(c->inode.get()).second) {
-          const Inode* in = c->inode.get();
-          st->memoryBytes += sizeof(Inode) + in->target.size();
-          // A file being written or copied up right now is counted by its size; never wait.
-          if (in->cmu.try_lock_shared()) {
-            st->memoryBytes += in->data.size();
-            st->spilledBytes += in->spillSize;
-            in->cmu.unlock_shared();
-          } else {
-            MetaLock m(in->mmu, LockRank::Meta);
-            st->memoryBytes += in->lowerPath ? 0 : in->snap.size;
-          }
-        }
-        run(c.get(), seen, st);
+        st->memoryBytes += c->footprint(&st->spilledBytes);
+        run(c, st);
       }
     }
   };
   *out = LayerStats{};
-  Walk::run(lp->root.get(), &seen, out);
+  Walk::run(lp->root.get(), out);
+  for (const auto& [path, entry] : lp->copied)
+    out->memoryBytes += mallocChunk(sizeof(void*) * 2 + sizeof(path) + sizeof(entry) + 8) +
+                        (path.size() > 15 ? mallocChunk(path.size() + 1) : 0);
   return 0;
 }
 

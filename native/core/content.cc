@@ -4,6 +4,8 @@
 // except takeContent, which takes it itself; no layer lock is ever held while the folder's file
 // is read.
 #include <cerrno>
+#include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <new>
@@ -16,10 +18,42 @@ namespace shadowfs {
 
 namespace {
 
-uint64_t contentSize(const Inode* in) { return in->spill ? in->spillSize : in->data.size(); }
-
 bool sameVersion(const Attr& a, const Attr& b) {
   return a.ino == b.ino && a.size == b.size && a.mtime == b.mtime && a.ctime == b.ctime;
+}
+
+uint64_t pow2at(uint64_t v) {
+  uint64_t p = 16;
+  while (p < v && p < (1ull << 62)) p <<= 1;
+  return p < v ? v : p;
+}
+
+SpillFile* spillOf(const Inode* in) { return in->mo() ? in->mo()->spill.get() : nullptr; }
+
+// The content's size changes: cmu is held exclusively by the caller; mmu for the readers of
+// the attributes.
+void setContentSize(Inode* in, uint64_t size) {
+  MetaLock m(in->mmu(), LockRank::Meta);
+  in->size = size;
+}
+
+// Makes room for `size` bytes in memory (zero-filling what is new); `exact`: no room to grow.
+int reserveData(Inode* in, uint64_t size, bool exact) {
+  const uint64_t old = in->size;
+  if (size > in->dataCap()) {
+    const uint64_t cap = exact ? size : pow2at(size);
+    if (cap > SIZE_MAX) return ENOSPC;
+    void* p = std::realloc(in->u.data, static_cast<size_t>(cap));
+    if (!p) return ENOSPC;  // out of memory, as tmpfs says
+    in->u.data = static_cast<char*>(p);
+    if (exact) {
+      in->clear(Inode::kGrown);
+    } else {
+      in->set(Inode::kGrown);
+    }
+  }
+  if (size > old) std::memset(in->u.data + old, 0, static_cast<size_t>(size - old));
+  return 0;
 }
 
 }  // namespace
@@ -29,81 +63,85 @@ void Overlay::log(const std::string& line) const {
 }
 
 int Overlay::spillOut(Inode* in) {
-  if (in->spill || !spill_) return 0;
+  if (spillOf(in) || !spill_) return 0;
   std::unique_ptr<SpillFile> f;
   int e = spill_->create(&f);
   if (e) return e;
-  if (!in->data.empty()) {
-    e = f->pwrite(in->data.data(), in->data.size(), 0);
+  if (in->size) {
+    e = f->pwrite(in->u.data, in->size, 0);
     if (e) return e;
   }
-  in->spillSize = in->data.size();
-  in->spill = std::move(f);
-  std::string().swap(in->data);
+  in->more().spill = std::move(f);
+  std::free(in->u.data);
+  in->u.data = nullptr;
+  in->clear(Inode::kGrown);
   return 0;
 }
 
 int Overlay::contentWrite(Inode* in, const char* buf, size_t size, uint64_t off) {
   const uint64_t end = off + size;
-  if (!in->spill && end > spillThreshold_) {
+  if (!spillOf(in) && end > spillThreshold_) {
     int e = spillOut(in);
     if (e) return e;
   }
-  if (in->spill) {
-    int e = in->spill->pwrite(buf, size, off);
+  if (SpillFile* sp = spillOf(in)) {
+    int e = sp->pwrite(buf, size, off);
     if (e) return e;
-    in->spillSize = std::max(in->spillSize, end);
+    if (end > in->size) setContentSize(in, end);
     return 0;
   }
-  try {
-    if (end > in->data.size()) in->data.resize(end);
-  } catch (const std::exception&) {  // bad_alloc, length_error: out of memory, as tmpfs says
-    return ENOSPC;
+  if (end > in->size) {
+    if (int e = reserveData(in, end, false)) return e;
   }
-  if (size) std::memcpy(&in->data[off], buf, size);
+  if (size) std::memcpy(in->u.data + off, buf, size);
+  if (end > in->size) setContentSize(in, end);
   return 0;
 }
 
 int Overlay::contentTruncate(Inode* in, uint64_t size) {
-  if (!in->spill && size > spillThreshold_) {
+  if (!spillOf(in) && size > spillThreshold_) {
     int e = spillOut(in);
     if (e) return e;
   }
-  if (in->spill) {
-    int e = in->spill->truncate(size);
+  if (SpillFile* sp = spillOf(in)) {
+    int e = sp->truncate(size);
     if (e) return e;
-    in->spillSize = size;
+    setContentSize(in, size);
     return 0;
   }
-  try {
-    in->data.resize(size);
-  } catch (const std::exception&) {
-    return ENOSPC;
+  if (size == 0) {
+    std::free(in->u.data);
+    in->u.data = nullptr;
+    in->clear(Inode::kGrown);
+  } else if (size > in->size) {
+    if (int e = reserveData(in, size, true)) return e;
   }
+  setContentSize(in, size);
   return 0;
 }
 
 int Overlay::contentRead(const Inode* in, char* buf, size_t size, uint64_t off, size_t* got) {
   *got = 0;
-  const uint64_t total = contentSize(in);
+  const uint64_t total = in->size;
   if (off >= total) return 0;
   size = static_cast<size_t>(std::min<uint64_t>(size, total - off));
-  if (in->spill) return in->spill->pread(buf, size, off, got);
-  std::memcpy(buf, in->data.data() + off, size);
+  if (SpillFile* sp = spillOf(in)) return sp->pread(buf, size, off, got);
+  std::memcpy(buf, in->u.data + off, size);
   *got = size;
   return 0;
 }
 
 int Overlay::contentAssign(Inode* in, const std::string& data) {
-  in->spill.reset();
-  in->spillSize = 0;
-  in->data.clear();
+  if (in->mo()) in->mo()->spill.reset();
+  std::free(in->u.data);
+  in->u.data = nullptr;
+  in->clear(Inode::kGrown);
+  setContentSize(in, 0);
   if (data.size() > spillThreshold_ && spill_) return contentWrite(in, data.data(), data.size(), 0);
-  try {
-    in->data = data;
-  } catch (const std::exception&) {
-    return ENOSPC;
-  }
+  if (data.empty()) return 0;
+  if (int e = reserveData(in, data.size(), true)) return e;
+  std::memcpy(in->u.data, data.data(), data.size());
+  setContentSize(in, data.size());
   return 0;
 }
 
@@ -113,13 +151,14 @@ int Overlay::contentAssign(Inode* in, const std::string& data) {
 // and a log line rather than leave a file that is half old, half new. With keepContent false
 // (O_TRUNC, a whole-file write) nothing is read, but the base is recorded all the same.
 int Overlay::copyUp(Inode* in, bool keepContent) {
-  SFS_ASSERT(!in->cmu.try_lock());  // the caller holds cmu exclusively
-  if (!in->lowerPath) return 0;
-  const std::string src = *in->lowerPath;
+  SFS_ASSERT(!in->cmu().try_lock());  // the caller holds cmu exclusively
+  if (!in->inLower()) return 0;
+  std::string src;
   bool hadOwnMeta;
   {
-    MetaLock m(in->mmu, LockRank::Meta);
-    hadOwnMeta = in->ownMeta;
+    MetaLock m(in->mmu(), LockRank::Meta);
+    if (!in->lowerPath(&src)) return 0;
+    hadOwnMeta = in->ownMeta();
   }
   ensureOwnMeta(in, false, std::string());
 
@@ -194,49 +233,71 @@ int Overlay::copyUp(Inode* in, bool keepContent) {
       }
     }
   }
-  // Install: content first (we hold cmu), then the metadata that says where it lives.
-  in->data.swap(data);
-  in->spill = std::move(spill);
-  in->spillSize = in->spill ? size : 0;
-  MetaLock m(in->mmu, LockRank::Meta);
-  in->lowerPath.reset();
+  // Install (we hold cmu): the content, and the metadata that says where it lives.
+  char* bytes = nullptr;
+  if (!spill && !data.empty()) {
+    bytes = static_cast<char*>(std::malloc(data.size()));
+    if (!bytes) return ENOSPC;
+    std::memcpy(bytes, data.data(), data.size());
+  }
+  MetaLock m(in->mmu(), LockRank::Meta);
+  in->dropLower();
+  in->u.data = bytes;
+  in->clear(Inode::kGrown);
+  if (spill) in->more().spill = std::move(spill);
   if (!hadOwnMeta && base.hashed) {
     // The attributes the file showed until now were A's live ones: keep those of the version
     // that was copied, not of the one seen before a retry.
-    in->snap.mtime = base.mtime;
-    in->snap.ctime = base.ctime;
+    in->setMtime(base.mtime);
+    in->setCtime(base.ctime);
   }
-  in->snap.size = size;
-  in->base = base;
+  in->size = size;
+  in->setBase(base);
   return 0;
 }
 
 int Overlay::takeContent(Inode* in, bool keepContent) {
-  WriteLock c(in->cmu, LockRank::Content);
+  WriteLock c(in->cmu(), LockRank::Content);
   return copyUp(in, keepContent);
 }
 
+// `c` is new and not yet published: no lock of its own is needed, but the content functions
+// take its metadata stripe to set its size (harmless).
 int Overlay::cloneInto(const Inode& in, Inode* c) {
-  ReadLock content(in.cmu, LockRank::Content);
+  ReadLock content(in.cmu(), LockRank::Content);
+  bool inLower;
+  uint64_t size;
   {
-    MetaLock m(in.mmu, LockRank::Meta);
-    c->ownMeta = in.ownMeta;
-    c->lowerPath = in.lowerPath;
-    c->snap = in.snap;
-    c->ownXattrs = in.ownXattrs;
-    c->xattrs = in.xattrs;
-    c->base = in.base;
+    MetaLock m(in.mmu(), LockRank::Meta);
+    const uint16_t keep = Inode::kOwnMeta | Inode::kOwnXattrs;
+    if (auto b = in.base()) c->setBase(*b);
+    c->set(in.flags.load() & keep);
+    std::string lp;
+    inLower = in.lowerPath(&lp);
+    if (inLower) c->setLower(lp, in.has(Inode::kLowerAtName) ? in.u.ldir : nullptr);
+    c->setSnap(in.snap());
+    if (in.mo()) {
+      if (!in.mo()->xattrs.empty()) c->more().xattrs = in.mo()->xattrs;
+      
+    }
+    size = in.size;
   }
-  try {
-    c->data = in.data;
-  } catch (const std::bad_alloc&) {
-    return ENOSPC;
+  if (inLower) return 0;
+  SpillFile* sp = spillOf(&in);
+  if (!sp) {
+    c->size = 0;
+    if (size == 0) return 0;
+    if (int e = reserveData(c, size, true)) return e;
+    std::memcpy(c->u.data, in.u.data, static_cast<size_t>(size));
+    c->size = size;
+    return 0;
   }
-  if (in.spill) {
+  c->size = 0;
+  {
     std::vector<char> buf(1 << 20);
-    for (uint64_t off = 0; off < in.spillSize;) {
+    for (uint64_t off = 0; off < size;) {
       size_t got = 0;
-      int e = in.spill->pread(buf.data(), buf.size(), off, &got);
+      int e = sp->pread(buf.data(), buf.size(), off, &got);
       if (e) return e;
       if (got == 0) break;
       e = contentWrite(c, buf.data(), got, off);

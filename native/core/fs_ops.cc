@@ -74,8 +74,8 @@ int Overlay::readlink(Layer* view, const std::string& asked, std::string* out) {
   int e = resolve(L, path, &r);
   if (e) return e;
   if (r.node) {
-    if (r.node->inode->type != FileType::Symlink) return EINVAL;
-    *out = r.node->inode->target;
+    if (r.node->inode()->type != FileType::Symlink) return EINVAL;
+    *out = r.node->inode()->target();
     return 0;
   }
   if (r.lowerAttr.type != FileType::Symlink) return EINVAL;
@@ -86,13 +86,15 @@ int Overlay::mknod(Layer* view, const std::string& asked, FileType type, uint32_
                    uint64_t rdev, const Caller& who, Attr* out) {
   SFS_AT(view);
   if (!L.writable) return EROFS;
-  auto in = newInode(type, perm, who);
-  in->snap.rdev = rdev;
+  std::string askedDir, askedName;
+  splitLast(asked, &askedDir, &askedName);
+  NodeRef in = newInode(type, perm, who, askedName);
+  if (rdev) in->more().rdev = rdev;
   WriteLock lock(L.mu, LockRank::Layer);
   std::string cbuf, respellAs;
   const std::string& path = canon(L, asked, &cbuf, &respellAs);
   Node* n;
-  int e = placeNew(L, path, in, &n);
+  int e = placeNew(L, path, std::move(in), &n);
   if (!e && !respellAs.empty()) e = respell(L, path, respellAs);
   if (e) return e;
   nodeAttr(n, false, std::string(), out);
@@ -103,12 +105,14 @@ int Overlay::mkdir(Layer* view, const std::string& asked, uint32_t perm, const C
                    Attr* out) {
   SFS_AT(view);
   if (!L.writable) return EROFS;
-  auto in = newInode(FileType::Directory, perm, who);
+  std::string askedDir, askedName;
+  splitLast(asked, &askedDir, &askedName);
+  NodeRef in = newInode(FileType::Directory, perm, who, askedName);
   WriteLock lock(L.mu, LockRank::Layer);
   std::string cbuf, respellAs;
   const std::string& path = canon(L, asked, &cbuf, &respellAs);
   Node* n;
-  int e = placeNew(L, path, in, &n);
+  int e = placeNew(L, path, std::move(in), &n);
   if (!e && !respellAs.empty()) e = respell(L, path, respellAs);
   if (e) return e;
   nodeAttr(n, false, std::string(), out);
@@ -119,14 +123,16 @@ int Overlay::symlink(Layer* view, const std::string& target, const std::string& 
                      const Caller& who, Attr* out) {
   SFS_AT(view);
   if (!L.writable) return EROFS;
-  auto in = newInode(FileType::Symlink, 0777, who);
-  in->target = target;
-  in->snap.size = target.size();
+  std::string askedDir, askedName;
+  splitLast(asked, &askedDir, &askedName);
+  NodeRef in = newInode(FileType::Symlink, 0777, who, askedName);
+  in->more().target = target;
+  in->size = target.size();
   WriteLock lock(L.mu, LockRank::Layer);
   std::string cbuf, respellAs;
   const std::string& path = canon(L, asked, &cbuf, &respellAs);
   Node* n;
-  int e = placeNew(L, path, in, &n);
+  int e = placeNew(L, path, std::move(in), &n);
   if (!e && !respellAs.empty()) e = respell(L, path, respellAs);
   if (e) return e;
   nodeAttr(n, false, std::string(), out);
@@ -146,9 +152,15 @@ int Overlay::link(Layer* view, const std::string& fromAsked, const std::string& 
   int e = materializeNode(L, from, &src, &r);
   if (e) return e;
   if (src->dir()) return EPERM;
-  std::shared_ptr<Inode> in = src->inode;
+  Ref<Inode> in = src->inodeRef();
+  // The new name is a node of its own that stands for `in` (Extra::link).
+  std::string toDir, toName;
+  splitLast(to, &toDir, &toName);
+  NodeRef ln = Node::make(in->type, toName);
+  ln->ino = in->ino;
+  ln->more().link = Ref<Inode>(in).release();
   Node* n;
-  e = placeNew(L, to, in, &n);
+  e = placeNew(L, to, std::move(ln), &n);
   if (!e && !respellAs.empty()) e = respell(L, to, respellAs);
   if (e) return e;
   ensureOwnMeta(in.get(), false, std::string());
@@ -166,7 +178,7 @@ int Overlay::unlink(Layer* view, const std::string& asked) {
   Res r;
   int e = resolve(L, path, &r);
   if (e) return e;
-  FileType t = r.node ? r.node->inode->type : r.lowerAttr.type;
+  FileType t = r.node ? r.node->inode()->type : r.lowerAttr.type;
   if (t == FileType::Directory) return EISDIR;
   return removeAt(L, path);
 }
@@ -224,17 +236,17 @@ int Overlay::rename(Layer* view, const std::string& fromAsked, const std::string
     Res rp;
     int ep = resolve(L, tparent, &rp);
     if (ep) return ep;
-    FileType pt = rp.node ? rp.node->inode->type : rp.lowerAttr.type;
+    FileType pt = rp.node ? rp.node->inode()->type : rp.lowerAttr.type;
     if (pt != FileType::Directory) return ENOTDIR;
   }
   const bool toExists = et == 0;
   if (from == to) return 0;
-  const FileType ft = rf.node ? rf.node->inode->type : rf.lowerAttr.type;
+  const FileType ft = rf.node ? rf.node->inode()->type : rf.lowerAttr.type;
   if ((flags & kRenameNoReplace) && toExists) return EEXIST;
   // Two names of one file (hard links): POSIX says succeed and do nothing. Linux's VFS stops
   // this before a path-based backend sees it only when both names are one kernel inode.
   if (toExists && ft != FileType::Directory) {
-    const bool sameInLayer = rf.node && rt.node && rf.node->inode == rt.node->inode;
+    const bool sameInLayer = rf.node && rt.node && rf.node->inode() == rt.node->inode();
     const bool sameInLower = !rf.node && !rt.node && rf.lowerAttr.nlink > 1 &&
                              rf.lowerAttr.ino == rt.lowerAttr.ino;
     if (sameInLayer || sameInLower) return 0;
@@ -257,16 +269,16 @@ int Overlay::rename(Layer* view, const std::string& fromAsked, const std::string
     if (isInside(from, to)) return EINVAL;
     if ((e = prepare())) return e;
     Res a, b;
-    auto na = detach(L, from, a);
+    NodeRef na = detach(L, from, a);
     if (!na) return EIO;
-    auto nb = detach(L, to, b);
+    NodeRef nb = detach(L, to, b);
     if (!nb) return EIO;
     e = attach(L, to, std::move(na));
     if (e) return e;
     return attach(L, from, std::move(nb));
   }
   if (toExists) {
-    const FileType tt = rt.node ? rt.node->inode->type : rt.lowerAttr.type;
+    const FileType tt = rt.node ? rt.node->inode()->type : rt.lowerAttr.type;
     const bool fromDir = ft == FileType::Directory, toDir = tt == FileType::Directory;
     if (fromDir && !toDir) return ENOTDIR;
     if (!fromDir && toDir) return EISDIR;
@@ -282,7 +294,7 @@ int Overlay::rename(Layer* view, const std::string& fromAsked, const std::string
   }
   if ((e = prepare())) return e;
   Res a;
-  auto na = detach(L, from, a);
+  NodeRef na = detach(L, from, a);
   if (!na) return EIO;
   e = attach(L, to, std::move(na));
   // To a name the layer deleted in another case: the entry takes the caller's spelling.
@@ -291,16 +303,16 @@ int Overlay::rename(Layer* view, const std::string& fromAsked, const std::string
 }
 
 namespace {
-// The attribute part of setattr (everything but the size), at time `t`.
-void applyAttrs(Attr* s, uint32_t mask, const Attr& v, Timespec t) {
-  if (mask & kSetMode) s->perm = v.perm & 07777;
+// The attribute part of setattr (everything but the size), at time `t` (mmu held).
+void applyAttrs(Inode* s, uint32_t mask, const Attr& v, Timespec t) {
+  if (mask & kSetMode) s->perm = static_cast<uint16_t>(v.perm & 07777);
   if (mask & kSetUid) s->uid = v.uid;
   if (mask & kSetGid) s->gid = v.gid;
-  if (mask & kSetAtimeNow) s->atime = t;
-  else if (mask & kSetAtime) s->atime = v.atime;
-  if (mask & kSetMtimeNow) s->mtime = t;
-  else if (mask & kSetMtime) s->mtime = v.mtime;
-  s->ctime = (mask & kSetCtime) ? v.ctime : t;
+  if (mask & kSetAtimeNow) s->setAtime(t);
+  else if (mask & kSetAtime) s->setAtime(v.atime);
+  if (mask & kSetMtimeNow) s->setMtime(t);
+  else if (mask & kSetMtime) s->setMtime(v.mtime);
+  s->setCtime((mask & kSetCtime) ? v.ctime : t);
 }
 }  // namespace
 
@@ -308,9 +320,9 @@ int Overlay::setattr(Layer* view, const std::string& asked, Handle* h, uint32_t 
                      const Attr& v, Attr* out) {
   SFS_AT(view);
   if (!L.writable) return EROFS;
-  std::shared_ptr<Inode> in;
+  Ref<Inode> in;
   if (h && h->inode) {
-    in = h->inode;
+    in = Ref<Inode>(h->inode.get());
   } else {
     WriteLock lock(L.mu, LockRank::Layer);
     std::string cbuf;
@@ -319,17 +331,17 @@ int Overlay::setattr(Layer* view, const std::string& asked, Handle* h, uint32_t 
     Res r;
     int e = materializeNode(L, path, &n, &r);
     if (e) return e;
-    in = n->inode;
+    in = n->inodeRef();
     ensureOwnMeta(in.get(), r.lv, r.low);
     if (in->type == FileType::Directory) {
       // Directories have no content: everything happens under the tree lock.
       if (mask & kSetSize) return EISDIR;
     }
-    if (mask & kSetSize) noteCopy(L, in);
+    if (mask & kSetSize) noteCopy(L, in.get());
     if (in->type == FileType::Directory) {
       {
-        MetaLock m(in->mmu, LockRank::Meta);
-        applyAttrs(&in->snap, mask, v, nowTime());
+        MetaLock m(in->mmu(), LockRank::Meta);
+        applyAttrs(in.get(), mask, v, nowTime());
       }
       nodeAttr(n, r.lv, r.low, out);
       return 0;
@@ -340,18 +352,17 @@ int Overlay::setattr(Layer* view, const std::string& asked, Handle* h, uint32_t 
   if (mask & kSetSize) {
     if (in->type != FileType::Regular) return EINVAL;
     // A file's content changes under its own lock; a copy-up of a big file stops nobody else.
-    WriteLock c(in->cmu, LockRank::Content);
+    WriteLock c(in->cmu(), LockRank::Content);
     int e = copyUp(in.get(), v.size != 0);
     if (e) return e;
     e = contentTruncate(in.get(), v.size);
     if (e) return e;
-    MetaLock m(in->mmu, LockRank::Meta);
-    in->snap.size = v.size;
-    in->snap.mtime = t;
+    MetaLock m(in->mmu(), LockRank::Meta);
+    in->setMtime(t);
   }
   {
-    MetaLock m(in->mmu, LockRank::Meta);
-    applyAttrs(&in->snap, mask, v, t);
+    MetaLock m(in->mmu(), LockRank::Meta);
+    applyAttrs(in.get(), mask, v, t);
   }
   inodeAttr(in.get(), out);
   return 0;
@@ -359,39 +370,40 @@ int Overlay::setattr(Layer* view, const std::string& asked, Handle* h, uint32_t 
 
 // The part of open/create after the tree work, with no lock held: takes the content from A
 // for a write-open (the long part), truncates, and makes the handle.
-int Overlay::openOnNode(Layer& L, const std::shared_ptr<Inode>& in, const OpenIntent& intent,
+int Overlay::openOnNode(Layer& L, const Ref<Inode>& in, const OpenIntent& intent,
                         Handle** out, Attr* attr) {
   auto h = std::make_unique<Handle>();
-  h->inode = in;
+  h->inode = sharedOf(in.get());
   h->layer = L.weak_from_this();
   h->writable = intent.write;
   if (intent.write || intent.truncate) {
-    WriteLock c(in->cmu, LockRank::Content);
+    WriteLock c(in->cmu(), LockRank::Content);
     int e = copyUp(in.get(), !intent.truncate);
     if (e) return e;
     if (intent.truncate) {
       bool nonEmpty;
       {
-        MetaLock m(in->mmu, LockRank::Meta);
-        nonEmpty = in->snap.size != 0;
+        MetaLock m(in->mmu(), LockRank::Meta);
+        nonEmpty = in->size != 0;
       }
       if (nonEmpty) {
         e = contentTruncate(in.get(), 0);
         if (e) return e;
         Timespec t = nowTime();
-        MetaLock m(in->mmu, LockRank::Meta);
-        in->snap.size = 0;
-        in->snap.mtime = in->snap.ctime = t;
+        MetaLock m(in->mmu(), LockRank::Meta);
+        in->setMtime(t);
+        in->setCtime(t);
       }
     }
   } else {
-    std::optional<std::string> lowerPath;
+    std::string lowerPath;
+    bool inLower;
     {
-      MetaLock m(in->mmu, LockRank::Meta);
-      lowerPath = in->lowerPath;
+      MetaLock m(in->mmu(), LockRank::Meta);
+      inLower = in->lowerPath(&lowerPath);
     }
-    if (lowerPath) {
-      int e = lower_->open(*lowerPath, &h->lower);
+    if (inLower) {
+      int e = lower_->open(lowerPath, &h->lower);
       if (e) return e;
     }
   }
@@ -403,7 +415,7 @@ int Overlay::openOnNode(Layer& L, const std::shared_ptr<Inode>& in, const OpenIn
 int Overlay::open(Layer* view, const std::string& asked, const OpenIntent& intent, Handle** out,
                   Attr* attr) {
   SFS_AT(view);
-  std::shared_ptr<Inode> in;
+  Ref<Inode> in;
   std::string cbuf;
   if (!intent.write && !intent.truncate) {
     ReadLock lock(L.mu, LockRank::Layer);
@@ -413,7 +425,7 @@ int Overlay::open(Layer* view, const std::string& asked, const OpenIntent& inten
     if (e) return e;
     if (r.node) {
       if (r.node->dir()) return EISDIR;
-      in = r.node->inode;
+      in = r.node->inodeRef();
     } else {
       if (r.lowerAttr.type == FileType::Directory) return EISDIR;
       auto h = std::make_unique<Handle>();
@@ -422,6 +434,11 @@ int Overlay::open(Layer* view, const std::string& asked, const OpenIntent& inten
       h->lowerIno = r.lowerAttr.ino;
       h->lowerRel = r.low;
       h->layer = L.weak_from_this();
+      {
+        // A later copy-up of this file in the layer is recorded for this handle (noteCopy).
+        MetaLock rm(L.rmu, LockRank::Meta);
+        L.readers[r.low]++;
+      }
       *attr = r.lowerAttr;
       *out = h.release();
       return 0;
@@ -435,8 +452,8 @@ int Overlay::open(Layer* view, const std::string& asked, const OpenIntent& inten
     int e = materializeNode(L, path, &n, &r);
     if (e) return e;
     if (n->dir()) return EISDIR;
-    in = n->inode;
-    noteCopy(L, in);
+    in = n->inodeRef();
+    noteCopy(L, in.get());
   }
   return openOnNode(L, in, intent, out, attr);
 }
@@ -445,7 +462,7 @@ int Overlay::create(Layer* view, const std::string& asked, uint32_t perm, const 
                     const Caller& who, Handle** out, Attr* attr) {
   SFS_AT(view);
   if (!L.writable) return EROFS;
-  std::shared_ptr<Inode> in;
+  Ref<Inode> in;
   {
     WriteLock lock(L.mu, LockRank::Layer);
     std::string cbuf, respellAs;
@@ -458,14 +475,16 @@ int Overlay::create(Layer* view, const std::string& asked, uint32_t perm, const 
       e = materializeNode(L, path, &n, &r);
       if (e) return e;
       if (n->dir()) return EISDIR;
-      in = n->inode;
-      if (intent.write || intent.truncate) noteCopy(L, in);
+      in = n->inodeRef();
+      if (intent.write || intent.truncate) noteCopy(L, in.get());
     } else if (e == ENOENT) {
       Node* n;
-      e = placeNew(L, path, newInode(FileType::Regular, perm, who), &n);
+      std::string pdir, pname;
+      splitLast(path, &pdir, &pname);
+      e = placeNew(L, path, newInode(FileType::Regular, perm, who, pname), &n);
       if (!e && !respellAs.empty()) e = respell(L, path, respellAs);
       if (e) return e;
-      in = n->inode;
+      in = n->inodeRef();
     } else {
       return e;
     }
@@ -473,32 +492,42 @@ int Overlay::create(Layer* view, const std::string& asked, uint32_t perm, const 
   return openOnNode(L, in, intent, out, attr);
 }
 
-void Overlay::noteCopy(Layer& L, const std::shared_ptr<Inode>& in) {
+// Only a file some read-only handle has open in the folder needs recording (copiedOf); the
+// caller holds L's lock exclusively, so no such handle opens meanwhile.
+void Overlay::noteCopy(Layer& L, Inode* in) {
   if (in->type != FileType::Regular || in->ino >= kFirstLayerIno) return;
-  MetaLock m(in->mmu, LockRank::Meta);
-  if (in->lowerPath) L.copied[*in->lowerPath] = Layer::CopiedFrom{in->ino, in};
+  std::string lowerPath;
+  {
+    MetaLock m(in->mmu(), LockRank::Meta);
+    if (!in->lowerPath(&lowerPath)) return;
+  }
+  {
+    MetaLock rm(L.rmu, LockRank::Meta);
+    if (!L.readers.count(lowerPath)) return;
+  }
+  L.copied[lowerPath] = Layer::CopiedFrom{in->ino, Ref<Inode>(in)};
 }
 
 namespace {
 // A file of A opened for reading: once its layer copied it up, the copy is what it shows.
-std::shared_ptr<Inode> copiedOf(const Handle* h) {
-  if (h->inode) return h->inode;
+Ref<Inode> copiedOf(const Handle* h) {
+  if (h->inode) return Ref<Inode>(h->inode.get());
   auto layer = h->layer.lock();
-  if (!layer) return nullptr;
+  if (!layer) return Ref<Inode>();
   ReadLock lock(layer->mu, LockRank::Layer);
-  if (layer->copied.empty()) return nullptr;
+  if (layer->copied.empty()) return Ref<Inode>();
   auto it = layer->copied.find(h->lowerRel);
-  if (it == layer->copied.end() || it->second.ino != h->lowerIno) return nullptr;
+  if (it == layer->copied.end() || it->second.ino != h->lowerIno) return Ref<Inode>();
   return it->second.inode;
 }
 }  // namespace
 
 int Overlay::read(Handle* h, char* buf, size_t size, uint64_t off, size_t* got) {
   *got = 0;
-  std::shared_ptr<Inode> in = copiedOf(h);
+  Ref<Inode> in = copiedOf(h);
   if (in) {
-    ReadLock c(in->cmu, LockRank::Content);
-    if (!in->lowerPath) {
+    ReadLock c(in->cmu(), LockRank::Content);
+    if (!in->inLower()) {
       if (in->type != FileType::Regular) return EINVAL;
       return contentRead(in.get(), buf, size, off, got);
     }
@@ -510,21 +539,20 @@ int Overlay::read(Handle* h, char* buf, size_t size, uint64_t off, size_t* got) 
 int Overlay::write(Handle* h, const char* buf, size_t size, uint64_t off) {
   Inode* in = h->inode.get();
   if (!in || !h->writable) return EBADF;
-  WriteLock c(in->cmu, LockRank::Content);
+  WriteLock c(in->cmu(), LockRank::Content);
   int e = copyUp(in, true);
   if (e) return e;
   e = contentWrite(in, buf, size, off);
   if (e) return e;
-  const uint64_t size2 = in->spill ? in->spillSize : in->data.size();
   Timespec t = nowTime();
-  MetaLock m(in->mmu, LockRank::Meta);
-  in->snap.size = size2;
-  in->snap.mtime = in->snap.ctime = t;
+  MetaLock m(in->mmu(), LockRank::Meta);
+  in->setMtime(t);
+  in->setCtime(t);
   return 0;
 }
 
 int Overlay::fgetattr(Handle* h, Attr* out) {
-  std::shared_ptr<Inode> in = copiedOf(h);
+  Ref<Inode> in = copiedOf(h);
   if (!in) return h->lower >= 0 ? lower_->fstat(h->lower, out) : ENOENT;
   inodeAttr(in.get(), out);
   return 0;
@@ -543,6 +571,23 @@ int Overlay::fallocate(Layer* view, Handle* h, bool keepSize, uint64_t off, uint
 
 void Overlay::release(Handle* h) {
   if (h->lower >= 0) lower_->close(h->lower);
+  if (!h->inode && !h->lowerRel.empty()) {
+    if (auto layer = h->layer.lock()) {
+      // The handle that open() counted in `readers` goes; with the last one for that path, the
+      // layer's record of its copy (if any) is no longer needed by anyone.
+      WriteLock lock(layer->mu, LockRank::Layer);
+      bool last = false;
+      {
+        MetaLock rm(layer->rmu, LockRank::Meta);
+        auto it = layer->readers.find(h->lowerRel);
+        if (it != layer->readers.end() && --it->second == 0) {
+          layer->readers.erase(it);
+          last = true;
+        }
+      }
+      if (last) layer->copied.erase(h->lowerRel);
+    }
+  }
   delete h;
 }
 
@@ -556,11 +601,12 @@ int Overlay::getxattr(Layer* view, const std::string& asked, const std::string& 
   int e = resolve(L, path, &r);
   if (e) return e;
   if (r.node) {
-    const Inode* in = r.node->inode.get();
-    MetaLock m(in->mmu, LockRank::Meta);
-    if (in->ownXattrs) {
-      auto it = in->xattrs.find(name);
-      if (it == in->xattrs.end()) return ENODATA;
+    const Inode* in = r.node->inode();
+    MetaLock m(in->mmu(), LockRank::Meta);
+    if (in->has(Inode::kOwnXattrs)) {
+      if (!in->mo()) return ENODATA;
+      auto it = in->mo()->xattrs.find(name);
+      if (it == in->mo()->xattrs.end()) return ENODATA;
       *value = it->second;
       return 0;
     }
@@ -580,10 +626,11 @@ int Overlay::listxattr(Layer* view, const std::string& asked, std::vector<std::s
   if (e) return e;
   names->clear();
   if (r.node) {
-    const Inode* in = r.node->inode.get();
-    MetaLock m(in->mmu, LockRank::Meta);
-    if (in->ownXattrs) {
-      for (auto& [k, v] : in->xattrs) names->push_back(k);
+    const Inode* in = r.node->inode();
+    MetaLock m(in->mmu(), LockRank::Meta);
+    if (in->has(Inode::kOwnXattrs)) {
+      if (in->mo())
+        for (auto& [k, v] : in->mo()->xattrs) names->push_back(k);
       return 0;
     }
   }
@@ -596,8 +643,8 @@ namespace {
 // The layer takes over an object's xattr list (copying A's) before its first change.
 void ownXattrs(LowerFs* lower, Inode* in, const std::string* src) {
   {
-    MetaLock m(in->mmu, LockRank::Meta);
-    if (in->ownXattrs) return;
+    MetaLock m(in->mmu(), LockRank::Meta);
+    if (in->has(Inode::kOwnXattrs)) return;
   }
   std::map<std::string, std::string> copy;
   if (src) {
@@ -608,10 +655,10 @@ void ownXattrs(LowerFs* lower, Inode* in, const std::string* src) {
       if (lower->getxattr(*src, k, &v) == 0) copy[k] = v;
     }
   }
-  MetaLock m(in->mmu, LockRank::Meta);
-  if (in->ownXattrs) return;
-  in->xattrs = std::move(copy);
-  in->ownXattrs = true;
+  MetaLock m(in->mmu(), LockRank::Meta);
+  if (in->has(Inode::kOwnXattrs)) return;
+  in->more().xattrs = std::move(copy);
+  in->set(Inode::kOwnXattrs);
 }
 }  // namespace
 
@@ -626,14 +673,14 @@ int Overlay::editXattrs(Layer& L, const std::string& asked, Change change) {
   Node* n;
   int e = materializeNode(L, path, &n, &r);
   if (e) return e;
-  Inode* in = n->inode.get();
+  Inode* in = n->inode();
   std::string src;
   const bool hasSrc = xattrSource(r, &src) == 0;
   ownXattrs(lower_.get(), in, hasSrc ? &src : nullptr);
   ensureOwnMeta(in, r.lv, r.low);
   {
-    MetaLock m(in->mmu, LockRank::Meta);
-    if ((e = change(in->xattrs))) return e;
+    MetaLock m(in->mmu(), LockRank::Meta);
+    if ((e = change(in->more().xattrs))) return e;
   }
   touch(in, false);
   return 0;

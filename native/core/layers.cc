@@ -24,14 +24,11 @@ Overlay::Overlay(std::unique_ptr<LowerFs> lower, std::unique_ptr<SpillStore> spi
 
 Overlay::~Overlay() = default;
 
-std::unique_ptr<Node> Overlay::freshRoot() const {
-  auto root = std::make_unique<Node>();
-  auto in = std::make_shared<Inode>();
-  in->type = FileType::Directory;
-  in->snap = rootAttr_;
-  in->ino = rootAttr_.ino;
-  in->links = 1;
-  root->inode = in;
+NodeRef Overlay::freshRoot() const {
+  NodeRef root = Node::make(FileType::Directory, std::string_view());
+  root->setSnap(rootAttr_);
+  root->ino = rootAttr_.ino;
+  root->links = 1;
   return root;
 }
 
@@ -76,46 +73,47 @@ int Overlay::cloneLayer(const std::string& from, const std::string& to) {
   if (byName(to)) return EEXIST;
   auto L = std::make_shared<Layer>();
   L->name = to;
-  L->root = std::make_unique<Node>();
   // Two steps, so that a file being copied up in the source stops neither the source's other
   // users nor, until it is that file's turn, the clone: the tree under the source's lock (one
   // new inode per inode, so hard links stay hard links), then the contents under each file's
   // own content lock, with no layer lock held.
-  std::vector<std::pair<std::shared_ptr<Inode>, std::shared_ptr<Inode>>> contents;
+  std::vector<std::pair<Ref<Inode>, Ref<Inode>>> contents;
   {
     ReadLock lock(src->mu, LockRank::Layer);
-    std::map<const Inode*, std::shared_ptr<Inode>> copies;
-    std::function<void(const Node&, Node*)> copy = [&](const Node& n, Node* out) {
-      out->opaque = n.opaque;
-      out->redirect = n.redirect;
-      if (n.inode) {
-        auto it = copies.find(n.inode.get());
-        if (it == copies.end()) {
-          auto c = std::make_shared<Inode>();
-          c->ino = n.inode->ino;
-          c->type = n.inode->type;
-          c->target = n.inode->target;
-          contents.emplace_back(n.inode, c);
-          it = copies.emplace(n.inode.get(), std::move(c)).first;
-        }
-        out->inode = it->second;
-        out->inode->links++;
+    // One new inode per inode: the first name met takes it, later names (hard links) link it.
+    std::map<const Inode*, Inode*> copies;
+    std::function<NodeRef(const Node&)> copy = [&](const Node& n) -> NodeRef {
+      if (n.whiteout()) return Node::makeWhiteout(n.name());
+      const Inode* in = n.inode();
+      NodeRef out = Node::make(in->type, n.name());
+      if (n.opaque()) out->set(Inode::kOpaque);
+      if (n.redirected()) out->more().redirect = n.mo()->redirect;
+      auto it = copies.find(in);
+      if (it == copies.end()) {
+        out->ino = in->ino;
+        if (in->mo() && !in->mo()->target.empty()) out->more().target = in->mo()->target;
+        contents.emplace_back(Ref<Inode>(const_cast<Inode*>(in)), Ref<Inode>(out.get()));
+        it = copies.emplace(in, out.get()).first;
+      } else {
+        retain(it->second);
+        out->more().link = it->second;
+        out->ino = it->second->ino;
       }
-      for (auto& [name, child] : n.children) {
-        auto c = std::make_unique<Node>();
-        copy(*child, c.get());
-        out->children.emplace(name, std::move(c));
-      }
+      it->second->links++;
+      for (const Node* child : n.kids()) out->put(child->name(), copy(*child));
+      return out;
     };
-    copy(*src->root, L->root.get());
+    L->root = copy(*src->root);
     for (auto& [path, entry] : src->copied) {
       auto it = copies.find(entry.inode.get());
-      if (it != copies.end()) L->copied[path] = Layer::CopiedFrom{entry.ino, it->second};
+      if (it != copies.end())
+        L->copied[path] = Layer::CopiedFrom{entry.ino, Ref<Inode>(it->second)};
     }
   }
   for (auto& [orig, c] : contents) {
     if (int e = cloneInto(*orig, c.get())) return e;
   }
+  contents.clear();
   WriteLock reg(mu_, LockRank::Registry);
   if (layers_.count(to)) return EEXIST;
   layers_.emplace(to, std::move(L));
@@ -184,10 +182,11 @@ int Overlay::putFile(const std::string& layer, const std::string& asked, const s
   if (!lp) return ENXIO;
   Layer& L = *lp;
   // The new content is prepared before any lock is taken (it may be big, and spill).
-  auto fresh = newInode(FileType::Regular, perm, who);
+  std::string askedDir, askedName;
+  splitLast(asked, &askedDir, &askedName);
+  NodeRef fresh = newInode(FileType::Regular, perm, who, askedName);
   if (int e = contentAssign(fresh.get(), data)) return e;
-  fresh->snap.size = data.size();
-  std::shared_ptr<Inode> in;
+  Ref<Inode> in;
   {
     WriteLock lock(L.mu, LockRank::Layer);
     std::string cbuf, respellAs;
@@ -207,27 +206,36 @@ int Overlay::putFile(const std::string& layer, const std::string& asked, const s
       return e;
     }
     if (e) return e;
-    FileType t = r.node ? r.node->inode->type : r.lowerAttr.type;
+    FileType t = r.node ? r.node->inode()->type : r.lowerAttr.type;
     if (t == FileType::Directory) return EISDIR;
     if (t == FileType::Symlink) return ELOOP;
     if (t != FileType::Regular) return EINVAL;
     Node* n;
     e = materializeNode(L, path, &n, &r);
     if (e) return e;
-    in = n->inode;
-    noteCopy(L, in);
+    in = n->inodeRef();
+    noteCopy(L, in.get());
   }
   // Replace the existing file's content: its inode (number, links, xattrs) stays.
-  WriteLock c(in->cmu, LockRank::Content);
+  WriteLock c(in->cmu(), LockRank::Content);
   int e = copyUp(in.get(), false);  // records the base; reads nothing
   if (e) return e;
-  in->data.swap(fresh->data);
-  in->spill = std::move(fresh->spill);
-  in->spillSize = fresh->spillSize;
+  // `fresh` takes the old content with it.
+  std::swap(in->u.data, fresh->u.data);
+  const bool grown = fresh->has(Inode::kGrown);
+  if (in->has(Inode::kGrown)) fresh->set(Inode::kGrown); else fresh->clear(Inode::kGrown);
+  if (fresh->mo() && fresh->mo()->spill) {
+    in->more().spill = std::move(fresh->mo()->spill);
+  } else if (in->mo()) {
+    in->mo()->spill.reset();
+  }
   Timespec t = nowTime();
-  MetaLock m(in->mmu, LockRank::Meta);
-  in->snap.size = data.size();
-  in->snap.mtime = in->snap.ctime = t;
+  MetaLock m(in->mmu(), LockRank::Meta);
+  if (grown) in->set(Inode::kGrown); else in->clear(Inode::kGrown);
+  fresh->size = in->size;
+  in->size = data.size();
+  in->setMtime(t);
+  in->setCtime(t);
   return 0;
 }
 
@@ -255,7 +263,7 @@ int Overlay::readFile(const std::string& layer, const std::string& asked, std::s
   std::shared_ptr<Layer> lp = byName(layer);
   if (!lp) return ENXIO;
   Layer& L = *lp;
-  std::shared_ptr<Inode> in;
+  Ref<Inode> in;
   std::string lowerPath;
   {
     ReadLock lock(L.mu, LockRank::Layer);
@@ -269,26 +277,30 @@ int Overlay::readFile(const std::string& layer, const std::string& asked, std::s
     Res r;
     e = resolve(L, path, &r);
     if (e) return e;
-    FileType t = r.node ? r.node->inode->type : r.lowerAttr.type;
+    FileType t = r.node ? r.node->inode()->type : r.lowerAttr.type;
     if (t == FileType::Directory) return EISDIR;
     if (t == FileType::Symlink) return ELOOP;
     if (t != FileType::Regular) return EINVAL;
     if (r.node) {
-      in = r.node->inode;
+      in = r.node->inodeRef();
     } else {
       lowerPath = r.low;
     }
   }
   if (in) {
-    ReadLock c(in->cmu, LockRank::Content);
-    if (!in->lowerPath) {
-      out->resize(in->spill ? in->spillSize : in->data.size());
+    ReadLock c(in->cmu(), LockRank::Content);
+    bool inLower;
+    {
+      MetaLock m(in->mmu(), LockRank::Meta);
+      inLower = in->lowerPath(&lowerPath);
+    }
+    if (!inLower) {
+      out->resize(in->size);
       size_t got = 0;
       int ce = contentRead(in.get(), out->data(), out->size(), 0, &got);
       out->resize(got);
       return ce;
     }
-    lowerPath = *in->lowerPath;
   }
   return lower_->readAll(lowerPath, out);
 }
@@ -296,7 +308,7 @@ int Overlay::readFile(const std::string& layer, const std::string& asked, std::s
 int Overlay::reset(const std::string& layer, std::vector<std::string>* paths) {
   std::shared_ptr<Layer> lp = byName(layer);
   if (!lp) return ENXIO;
-  std::unique_ptr<Node> old;
+  NodeRef old;
   {
     WriteLock lock(lp->mu, LockRank::Layer);
     layerPaths(*lp, paths);

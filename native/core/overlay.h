@@ -40,6 +40,8 @@ namespace shadowfs {
 struct Inode;
 struct Node;
 struct Layer;
+template <typename T>
+class Ref;  // model.h
 
 // An open file. Owned by the backend between open/create and release.
 struct Handle {
@@ -193,7 +195,7 @@ class Overlay {
   struct Res;
   Layer* byNameLocked(const std::string& name);
   std::shared_ptr<Layer> byName(const std::string& name);
-  std::unique_ptr<Node> freshRoot() const;
+  Ref<Node> freshRoot() const;
   void log(const std::string& line) const;
 
   // tree.cc: the caller holds the layer's lock (shared for resolve/nodeAttr/lowerPresent,
@@ -209,7 +211,7 @@ class Overlay {
     bool inLower(Overlay* ov) const;  // the folder has something at this name
   };
   int slotOf(Layer& L, const std::string& path, Slot* s);
-  int placeNew(Layer& L, const std::string& path, std::shared_ptr<Inode> inode, Node** out);
+  int placeNew(Layer& L, const std::string& path, Ref<Node> inode, Node** out);
   int removeAt(Layer& L, const std::string& path);
   int checkParents(Layer& L, const std::string& dir, const Caller* create);
   bool lowerPresent(bool lv, const std::string& low, const std::string& name, Attr* a = nullptr);
@@ -217,9 +219,10 @@ class Overlay {
   void inodeAttr(const Inode* in, Attr* out);  // files, symlinks and specials: no tree needed
   void ensureOwnMeta(Inode* in, bool lv, const std::string& low);
   void touch(Inode* in, bool mtime);  // ctime (and mtime) = now
-  std::shared_ptr<Inode> newInode(FileType type, uint32_t perm, const Caller& who);
-  std::unique_ptr<Node> detach(Layer& L, const std::string& path, Res& r);
-  int attach(Layer& L, const std::string& path, std::unique_ptr<Node> n);
+  // A new object named `name` (the last component of where it goes).
+  Ref<Node> newInode(FileType type, uint32_t perm, const Caller& who, std::string_view name);
+  Ref<Node> detach(Layer& L, const std::string& path, Res& r);
+  int attach(Layer& L, const std::string& path, Ref<Node> n);
   int xattrSource(const Res& r, std::string* src) const;
   // Case-insensitive names (NameMatch::IgnoreCase; the caller holds L's lock). canon() returns
   // `path` spelled as the layer and the folder spell it (in *buf), or `path` itself when names
@@ -235,7 +238,7 @@ class Overlay {
   int planList(Layer& L, const std::string& path, ListPlan* plan);
   int runList(const ListPlan& plan, std::vector<DirEntry>* out);
 
-  // content.cc: the caller holds in->cmu exclusively (shared for contentRead).
+  // content.cc: the caller holds in->cmu() exclusively (shared for contentRead).
   int copyUp(Inode* in, bool keepContent);
   int spillOut(Inode* in);
   int contentWrite(Inode* in, const char* buf, size_t size, uint64_t off);
@@ -248,11 +251,11 @@ class Overlay {
   int takeContent(Inode* in, bool keepContent);
 
   // fs_ops.cc
-  int openOnNode(Layer& L, const std::shared_ptr<Inode>& in, const OpenIntent& intent,
+  int openOnNode(Layer& L, const Ref<Inode>& in, const OpenIntent& intent,
                  Handle** out, Attr* attr);
   // Records that `in` (about to take its content from A) stands for A's file from now on, for
   // read-only handles opened on A's file before. The caller holds L's lock exclusively.
-  static void noteCopy(Layer& L, const std::shared_ptr<Inode>& in);
+  static void noteCopy(Layer& L, Inode* in);
   template <typename Change>
   int editXattrs(Layer& L, const std::string& path, Change change);
 
