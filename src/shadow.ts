@@ -41,7 +41,7 @@ export interface MountOptions {
    * the daemon and keeps their pages and listings until the daemon says they changed (layer switches, API writes, edits
    * in the folder); reads and writes come by node. "open": one OPEN (or OPENDIR) and one RELEASE round trip per open
    * file, as before issue #18 (for comparison, and a fallback should the cached mode misbehave somewhere). Default:
-   * $SHADOWFS_IO, else "open" for now. fuse_hl always opens.
+   * $SHADOWFS_IO, else "cached". fuse_hl always opens.
    */
   io?: IoMode;
 }
@@ -791,7 +791,7 @@ export async function mount(lowerDir: string, options: MountOptions = {}): Promi
       `caseInsensitive needs the fuse_hl backend (this mount would use ${backend}: the Linux kernel caches names by their exact spelling)`,
     );
   }
-  const io = options.io ?? (process.env.SHADOWFS_IO || 'open');
+  const io = options.io ?? (process.env.SHADOWFS_IO || 'cached');
   if (io !== 'cached' && io !== 'open')
     throw new ShadowError('INVALID_ARGUMENT', `io must be "cached" or "open" (from the option or $SHADOWFS_IO), got ${JSON.stringify(io)}`);
   const { mountPoint, created } = prepareMountPoint(options.mountPoint, lower);

@@ -282,7 +282,12 @@ int Overlay::cloneInto(const Inode& in, Inode* c) {
     }
     size = in.size;
   }
-  if (inLower) return 0;
+  // Only a regular file has content: a directory's `u` holds its children (the clone has its
+  // own already) and its size is only what stat shows; a symlink's target is in More.
+  if (inLower || in.type != FileType::Regular) {
+    if (in.type != FileType::Regular) c->size = size;
+    return 0;
+  }
   SpillFile* sp = spillOf(&in);
   if (!sp) {
     c->size = 0;

@@ -412,6 +412,48 @@ int Overlay::openOnNode(Layer& L, const Ref<Inode>& in, const OpenIntent& intent
   return 0;
 }
 
+int Overlay::writableCopy(Handle* ro, Handle** out) {
+  std::shared_ptr<Layer> layer = ro->layer.lock();
+  if (!layer) return ESTALE;
+  if (!layer->writable) return EROFS;
+  Ref<Inode> in;
+  if (ro->inode) {
+    in = Ref<Inode>(ro->inode.get());
+  } else {
+    if (ro->lower < 0) return EBADF;
+    Attr a;
+    if (int e = lower_->fstat(ro->lower, &a)) return e;
+    std::string dir, name;
+    splitLast(ro->lowerRel, &dir, &name);
+    NodeRef n = newInode(FileType::Regular, a.perm, Caller{a.uid, a.gid}, name);
+    n->ino = a.ino;  // unpublished: fstat through either handle shows the same file
+    std::string data(a.size, '\0');
+    size_t have = 0;
+    while (have < data.size()) {
+      size_t got = 0;
+      if (int e = lower_->pread(ro->lower, data.data() + have, data.size() - have, have, &got))
+        return e;
+      if (got == 0) break;  // the folder's file shrank meanwhile: take what it has
+      have += got;
+    }
+    data.resize(have);
+    {
+      WriteLock c(n->cmu(), LockRank::Content);
+      if (int e = contentAssign(n.get(), data)) return e;
+    }
+    {
+      MetaLock m(n->mmu(), LockRank::Meta);
+      n->setMtime(a.mtime);
+      n->setAtime(a.atime);
+    }
+    in = Ref<Inode>(n.get());
+  }
+  OpenIntent w;
+  w.write = true;
+  Attr attr;
+  return openOnNode(*layer, in, w, out, &attr);
+}
+
 int Overlay::open(Layer* view, const std::string& asked, const OpenIntent& intent, Handle** out,
                   Attr* attr) {
   SFS_AT(view);

@@ -135,6 +135,12 @@ class Overlay {
   // off + len. Other modes (punching holes...) are refused by the backends with EOPNOTSUPP.
   int fallocate(Layer* view, Handle* h, bool keepSize, uint64_t off, uint64_t len);
   void release(Handle* h);
+  // A writable handle on the object a read-only handle `ro` has open, for a program that goes on
+  // writing a file after its last name was removed (fuse_ll without open round trips learns of
+  // the write only then). A layer file: the same inode. A file of the folder: a nameless copy
+  // of its content, taken from the open descriptor, that only the new handle holds (the folder
+  // is never written). EROFS in a read-only layer, ESTALE once the layer was dropped.
+  int writableCopy(Handle* ro, Handle** out);
   int getxattr(Layer* view, const std::string& path, const std::string& name, std::string* value);
   int listxattr(Layer* view, const std::string& path, std::vector<std::string>* names);
   int setxattr(Layer* view, const std::string& path, const std::string& name,

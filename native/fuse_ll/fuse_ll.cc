@@ -72,6 +72,9 @@ void LLMount::opInit(void* userdata, struct fuse_conn_info* conn) {
   conn->want &= ~(FUSE_CAP_POSIX_LOCKS | FUSE_CAP_FLOCK_LOCKS);
   // Writeback caching would let the kernel hold writes we must see at once for API reads.
   conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
+  std::lock_guard lock(m->initMu_);
+  m->initDone_ = true;
+  m->initCv_.notify_all();
 }
 
 void LLMount::opLookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
@@ -688,6 +691,11 @@ int ll::LLMount::start(int* err, std::string* message) {
     fuse_session_loop_mt(se_, cfg);
     fuse_loop_cfg_destroy(cfg);
   });
+  // The kernel sends INIT as soon as the mount exists; what it agreed to (transport()) is known
+  // once the loop has answered it. Not waiting forever: a kernel that never sends it leaves a
+  // mount that fails on first use, which is reported there.
+  std::unique_lock lock(initMu_);
+  initCv_.wait_for(lock, std::chrono::seconds(10), [this] { return initDone_; });
   return 0;
 }
 

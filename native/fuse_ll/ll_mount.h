@@ -12,6 +12,7 @@
 #include <fuse_lowlevel.h>
 
 #include <array>
+#include <condition_variable>
 #include <atomic>
 #include <memory>
 #include <mutex>
@@ -54,6 +55,7 @@ struct FNode {
   // went away (unlink, rename over it), so that descriptors still open on it go on reading
   // it; released when the kernel forgets the node. Also in `handles`.
   Handle* pinned = nullptr;
+  Handle* retired = nullptr;  // the read-only pinned handle a write replaced (nodeHandle)
   // The directory's listing between the READDIR requests of one pass (no-opendir has no
   // handle to keep it in): taken at offset 0, dropped when a reply reaches its end.
   std::shared_ptr<DirStream> listing;
@@ -232,6 +234,10 @@ class LLMount final : public LoopedMount {
   std::atomic<bool> noOpen_{false};
   std::atomic<bool> noOpendir_{false};
   std::atomic<bool> readdirplus_{false};
+  // INIT answered: start() waits for it, so that transport() tells the truth once mount returns.
+  std::mutex initMu_;
+  std::condition_variable initCv_;
+  bool initDone_ = false;
   std::atomic<uint64_t> requests_{0};
   std::array<std::atomic<uint64_t>, static_cast<size_t>(Op::Count)> opCounts_{};
 

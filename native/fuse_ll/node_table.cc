@@ -184,7 +184,9 @@ void LLMount::forget(uint64_t id, uint64_t count) {
   if (bi != byIno_.end() && bi->second == id) byIno_.erase(bi);
   if (n->watch && watcher_) watcher_->unwatch(n->watch);
   n->watch = 0;
-  if (n->pinned) ov_->release(n->pinned);  // closes A's descriptor at most: no overlay lock
+  // Closing A's descriptor and dropping a nameless copy take no overlay lock.
+  if (n->pinned) ov_->release(n->pinned);
+  if (n->retired) ov_->release(n->retired);
   nodes_.erase(it);
 }
 
@@ -304,12 +306,37 @@ int LLMount::nodeHandle(uint64_t id, bool write, Handle** h, bool* own) {
     *own = e == 0;
     if (e != ENOENT && e != ESTALE) return e;
   }
+  Handle* p;
+  {
+    std::lock_guard lock(tmu_);
+    auto it = nodes_.find(id);
+    if (it == nodes_.end() || !it->second->pinned) return e;
+    p = it->second->pinned;
+    if (!write || p->writable) {
+      *h = p;
+      *own = false;
+      return 0;
+    }
+  }
+  // The first write after the last name went: the pinned handle becomes a writable one on a
+  // copy only it holds (a file of the folder) or on the layer's inode. `p` stays valid: only
+  // forget() releases a pinned handle, and the kernel forgets no node it is still writing to.
+  Handle* w = nullptr;
+  if (int we = ov_->writableCopy(p, &w)) return we;
   std::lock_guard lock(tmu_);
   auto it = nodes_.find(id);
-  if (it == nodes_.end() || !it->second->pinned) return e;
-  Handle* p = it->second->pinned;
-  if (write && !p->writable) return EBADF;
-  *h = p;
+  FNode* n = it != nodes_.end() ? it->second.get() : nullptr;
+  if (!n || n->pinned != p || n->pinned->writable) {
+    ov_->release(w);  // another writer got there first
+    if (!n || !n->pinned) return ESTALE;
+    *h = n->pinned;
+  } else {
+    for (auto& x : n->handles)
+      if (x == p) x = w;
+    n->pinned = w;
+    n->retired = p;  // a reader may still be using it: released with the node
+    *h = w;
+  }
   *own = false;
   return 0;
 }

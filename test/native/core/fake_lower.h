@@ -41,13 +41,17 @@ class FakeLower final : public LowerFs {
     root->attr.type = FileType::Directory;
     root->attr.perm = 0755;
     root->attr.nlink = 2;
+    root->attr.size = 4096;  // as ext4 reports directories (a layer directory copies it)
     root->attr.ino = nextIno_++;
     objects_[""] = root;
   }
 
   // --- Building and changing A (the test's side). Parents must exist. ---
   uint64_t addDir(const std::string& path, uint32_t perm = 0755) {
-    return put(path, FileType::Directory, perm, "");
+    uint64_t ino = put(path, FileType::Directory, perm, "");
+    std::lock_guard lock(mu_);
+    objects_[path]->attr.size = 4096;  // as ext4 reports directories
+    return ino;
   }
   uint64_t addFile(const std::string& path, const std::string& data, uint32_t perm = 0644) {
     return put(path, FileType::Regular, perm, data);

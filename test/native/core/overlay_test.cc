@@ -253,6 +253,97 @@ TEST(copy_up_on_write_open_keeps_the_inode_number_and_spares_the_folder) {
   CHECK_EQ(w.lower->openHandles(), 0);
 }
 
+TEST(a_removed_file_open_for_reading_can_be_written_through_a_writable_copy) {
+  World w(project);
+  const uint64_t ino = w.stat(w.a, "README.md").ino;
+  Handle* ro = nullptr;
+  Attr at;
+  REQUIRE_OK(w.ov->open(w.a, "README.md", OpenIntent{}, &ro, &at));
+  REQUIRE_OK(w.ov->unlink(w.a, "README.md"));
+  Handle* rw = nullptr;
+  REQUIRE_OK(w.ov->writableCopy(ro, &rw));
+  CHECK(rw->writable);
+  CHECK_OK(w.ov->write(rw, "#!", 2, 0));
+  char buf[16];
+  size_t got = 0;
+  CHECK_OK(w.ov->read(rw, buf, sizeof buf, 0, &got));
+  CHECK_EQ(std::string(buf, got), "#!readme\n");
+  Attr a;
+  CHECK_OK(w.ov->fgetattr(rw, &a));
+  CHECK_EQ(a.ino, ino);
+  CHECK_EQ(a.size, uint64_t{9});
+  w.ov->release(rw);
+  w.ov->release(ro);
+  // Nameless: the layer has only the deletion, and the folder is untouched.
+  CHECK_EQ(w.changes("a"), (Names{"deleted README.md"}));
+  CHECK_EQ(w.lower->content("README.md"), "# readme\n");
+  CHECK_EQ(w.lower->openHandles(), 0);
+  // A layer file: the same inode, writable.
+  REQUIRE_OK(w.create(w.a, "new.txt", "new"));
+  REQUIRE_OK(w.ov->open(w.a, "new.txt", OpenIntent{}, &ro, &at));
+  REQUIRE_OK(w.ov->unlink(w.a, "new.txt"));
+  REQUIRE_OK(w.ov->writableCopy(ro, &rw));
+  CHECK_OK(w.ov->write(rw, "N", 1, 0));
+  CHECK_OK(w.ov->read(ro, buf, sizeof buf, 0, &got));
+  CHECK_EQ(std::string(buf, got), "New");
+  w.ov->release(rw);
+  w.ov->release(ro);
+  // A read-only view refuses.
+  Layer* none = nullptr;
+  REQUIRE_OK(w.ov->open(none, "src/b.js", OpenIntent{}, &ro, &at));
+  CHECK_ERR(w.ov->writableCopy(ro, &rw), EROFS);
+  w.ov->release(ro);
+}
+
+TEST(dropping_a_clone_leaves_the_source_layer_whole) {
+  World w(project);
+  Attr at;
+  REQUIRE_OK(w.ov->mkdir(w.a, "dist", 0755, kWho, &at));
+  REQUIRE_OK(w.create(w.a, "dist/out.js", "built\n"));
+  REQUIRE_OK(w.ov->unlink(w.a, "README.md"));
+  const Names before = w.changes("a");
+  CHECK_EQ(before, (Names{"added dist", "added dist/out.js", "deleted README.md"}));
+  REQUIRE_OK(w.ov->cloneLayer("a", "s"));
+  CHECK_EQ(w.changes("s"), before);
+  {
+    Layer* s = w.ov->pin("s");
+    REQUIRE_OK(w.create(s, "scratch.txt", "tmp\n"));
+    CHECK_EQ(w.read(s, "dist/out.js"), "built\n");
+    w.ov->unpin(s);
+  }
+  REQUIRE_OK(w.ov->dropLayer("s"));
+  CHECK_EQ(w.changes("a"), before);
+  CHECK_EQ(w.read(w.a, "dist/out.js"), "built\n");
+}
+
+TEST(dropping_a_clone_of_the_active_layer_leaves_it_whole) {
+  World w(project);
+  REQUIRE_OK(w.ov->createLayer("b"));
+  std::vector<std::string> changed;
+  REQUIRE_OK(w.ov->activate("b", &changed));
+  Attr at;
+  REQUIRE_OK(w.ov->mkdir(nullptr, "dist", 0755, kWho, &at));
+  REQUIRE_OK(w.create(nullptr, "dist/out.js", "built\n"));
+  // Directories made for an API write (their size is not 0), and a symlink.
+  REQUIRE_OK(w.ov->putFile("b", "deep/er/file.txt", "deep\n", 0644, kWho));
+  REQUIRE_OK(w.ov->symlink(nullptr, "dist/out.js", "ln", kWho, &at));
+  const Names before = w.changes("b");
+  CHECK_EQ(before, (Names{"added deep", "added deep/er", "added deep/er/file.txt", "added dist",
+                          "added dist/out.js", "added ln"}));
+  REQUIRE_OK(w.ov->cloneLayer("b", "s"));
+  CHECK_EQ(w.changes("s"), before);
+  Layer* s = w.ov->pin("s");
+  CHECK_EQ(w.read(s, "deep/er/file.txt"), "deep\n");
+  std::string target;
+  CHECK_OK(w.ov->readlink(s, "ln", &target));
+  CHECK_EQ(target, std::string("dist/out.js"));
+  w.ov->unpin(s);
+  REQUIRE_OK(w.ov->dropLayer("s"));
+  CHECK_EQ(w.changes("b"), before);
+  CHECK_EQ(w.read(nullptr, "deep/er/file.txt"), "deep\n");
+  REQUIRE_OK(w.ov->activate("", &changed));
+}
+
 TEST(reset_drops_every_change_of_the_layer) {
   World w(project);
   Attr at;
