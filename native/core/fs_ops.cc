@@ -414,7 +414,7 @@ int Overlay::openOnNode(Layer& L, const Ref<Inode>& in, const OpenIntent& intent
 
 int Overlay::writableCopy(Handle* ro, Handle** out) {
   std::shared_ptr<Layer> layer = ro->layer.lock();
-  if (!layer) return ESTALE;
+  if (!layer) return ENOENT;  // the layer was dropped (ESTALE is not portable: MinGW lacks it)
   if (!layer->writable) return EROFS;
   Ref<Inode> in;
   if (ro->inode) {

@@ -139,7 +139,7 @@ class Overlay {
   // writing a file after its last name was removed (fuse_ll without open round trips learns of
   // the write only then). A layer file: the same inode. A file of the folder: a nameless copy
   // of its content, taken from the open descriptor, that only the new handle holds (the folder
-  // is never written). EROFS in a read-only layer, ESTALE once the layer was dropped.
+  // is never written). EROFS in a read-only layer, ENOENT once the layer was dropped.
   int writableCopy(Handle* ro, Handle** out);
   int getxattr(Layer* view, const std::string& path, const std::string& name, std::string* value);
   int listxattr(Layer* view, const std::string& path, std::vector<std::string>* names);
