@@ -97,6 +97,7 @@ class LLMount final : public LoopedMount {
   bool usesEpoch() const override { return epochWorks_.load(); }
   bool mounted() const override { return mounted_.load(); }
   void invalidatePaths(const std::vector<std::string>& paths) override;
+  void invalidateNames(const std::vector<std::string>& paths, bool filePages);
   void invalidateAll() override;
   int unmount(bool lazy) override;
 

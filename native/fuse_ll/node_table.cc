@@ -355,13 +355,14 @@ void LLMount::pinBeforeRemove(uint64_t parent, const char* name) {
   std::string path;
   std::shared_ptr<Layer> layer;
   if (nodeAt(id, &path, &layer)) return;
-  // Read-only first: that never copies anything. A file the layer already holds is pinned
-  // writable (opening it so copies nothing either), so a program can go on writing an unlinked
-  // temporary file; a file still in the folder stays read-only once unlinked.
+  // Read-only first: that never copies anything. A file whose content the layer already holds
+  // is pinned writable (opening it so copies nothing either), so a program can go on writing an
+  // unlinked temporary file. One whose content is still the folder's (its own or a chmod'ed
+  // copy's: the handle reads A) stays read-only; a first write takes a copy (nodeHandle).
   Handle* h = nullptr;
   Attr a;
   if (ov_->open(layer.get(), path, OpenIntent{}, &h, &a)) return;
-  if (h->inode) {  // EROFS in a read-only layer: stays read-only
+  if (h->inode && h->lower < 0) {  // EROFS in a read-only layer: stays read-only
     OpenIntent w;
     w.write = true;
     Handle* hw = nullptr;
