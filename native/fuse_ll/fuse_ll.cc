@@ -145,19 +145,11 @@ void LLMount::opSetattr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int t
                         struct fuse_file_info* fi) {
   LLMount* m = self(req);
   m->count(Op::Setattr);
-  Handle* h = fi && fi->fh ? reinterpret_cast<Handle*>(fi->fh) : nullptr;
+  IoHandle io(m, fi ? fi->fh : 0);
   std::string path;
   int pe = m->pathOf(ino, &path);
-  bool own = false;
-  if (pe && !h && m->nodeHandle(ino, true, &h, &own) != 0) h = nullptr;  // unlinked, pinned
-  struct Releaser {
-    Overlay* ov;
-    Handle* h;
-    bool own;
-    ~Releaser() {
-      if (own) ov->release(h);
-    }
-  } releaser{m->ov_.get(), h, own};
+  if (pe && !io.h) io.fromNode(ino, true);  // unlinked: its pinned handle, if any
+  Handle* h = io.h;
   if (pe && !(h && h->inode)) return (void)fuse_reply_err(req, pe);
   std::shared_ptr<Layer> layer;
   if (h && h->inode) {
@@ -333,16 +325,14 @@ void LLMount::opRead(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
                      struct fuse_file_info* fi) {
   LLMount* m = self(req);
   m->count(Op::Read);
-  Handle* h = reinterpret_cast<Handle*>(fi->fh);
-  bool own = false;
-  if (!h) {
-    if (int e = m->nodeHandle(ino, false, &h, &own)) return (void)fuse_reply_err(req, e);
+  IoHandle io(m, fi->fh);
+  if (!io.h) {
+    if (int e = io.fromNode(ino, false)) return (void)fuse_reply_err(req, e);
   }
   thread_local std::vector<char> buf;
   if (buf.size() < size) buf.resize(size);
   size_t got = 0;
-  int e = m->ov_->read(h, buf.data(), size, static_cast<uint64_t>(off), &got);
-  if (own) m->ov_->release(h);
+  int e = m->ov_->read(io.h, buf.data(), size, static_cast<uint64_t>(off), &got);
   if (e) return (void)fuse_reply_err(req, e);
   fuse_reply_buf(req, buf.data(), got);
 }
@@ -351,13 +341,11 @@ void LLMount::opWrite(fuse_req_t req, fuse_ino_t ino, const char* buf, size_t si
                       struct fuse_file_info* fi) {
   LLMount* m = self(req);
   m->count(Op::Write);
-  Handle* h = reinterpret_cast<Handle*>(fi->fh);
-  bool own = false;
-  if (!h) {
-    if (int e = m->nodeHandle(ino, true, &h, &own)) return (void)fuse_reply_err(req, e);
+  IoHandle io(m, fi->fh);
+  if (!io.h) {
+    if (int e = io.fromNode(ino, true)) return (void)fuse_reply_err(req, e);
   }
-  int e = m->ov_->write(h, buf, size, static_cast<uint64_t>(off));
-  if (own) m->ov_->release(h);
+  int e = m->ov_->write(io.h, buf, size, static_cast<uint64_t>(off));
   if (e) return (void)fuse_reply_err(req, e);
   {
     // Our own write changed mtime; the next open must not take that for a change in A, but
@@ -399,16 +387,14 @@ void LLMount::opFallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset
                           struct fuse_file_info* fi) {
   LLMount* m = self(req);
   if (mode & ~FALLOC_FL_KEEP_SIZE) return (void)fuse_reply_err(req, EOPNOTSUPP);
-  auto* h = reinterpret_cast<Handle*>(fi->fh);
-  bool own = false;
-  if (!h) {
-    if (int e = m->nodeHandle(ino, true, &h, &own)) return (void)fuse_reply_err(req, e);
+  IoHandle io(m, fi->fh);
+  if (!io.h) {
+    if (int e = io.fromNode(ino, true)) return (void)fuse_reply_err(req, e);
   }
-  std::shared_ptr<Layer> layer = h->layer.lock();
-  int e = layer ? m->ov_->fallocate(layer.get(), h, (mode & FALLOC_FL_KEEP_SIZE) != 0,
+  std::shared_ptr<Layer> layer = io.h->layer.lock();
+  int e = layer ? m->ov_->fallocate(layer.get(), io.h, (mode & FALLOC_FL_KEEP_SIZE) != 0,
                                     static_cast<uint64_t>(offset), static_cast<uint64_t>(length))
                 : ESTALE;
-  if (own) m->ov_->release(h);
   fuse_reply_err(req, e);
 }
 

@@ -191,6 +191,24 @@ class LLMount final : public LoopedMount {
   // node's path in its layer, or the node's pinned handle once its names are gone. *own says
   // whether the caller releases it.
   int nodeHandle(uint64_t id, bool write, Handle** h, bool* own);
+  // The handle one READ/WRITE/SETATTR/fallocate works through: the kernel's (`fh`), else one
+  // fromNode() takes (nodeHandle), released with this object when it is ours.
+  struct IoHandle {
+    LLMount* m;
+    Handle* h;
+    bool own = false;
+    IoHandle(LLMount* mount, uint64_t fh) : m(mount), h(reinterpret_cast<Handle*>(fh)) {}
+    IoHandle(const IoHandle&) = delete;
+    IoHandle& operator=(const IoHandle&) = delete;
+    ~IoHandle() {
+      if (own) m->ov_->release(h);
+    }
+    int fromNode(uint64_t ino, bool write) {
+      int e = m->nodeHandle(ino, write, &h, &own);
+      if (e) h = nullptr, own = false;
+      return e;
+    }
+  };
   // Before a name that may be the last one of a regular file goes away: pin a handle on its node
   // (see FNode::pinned). No-open only; a no-op when the kernel does not know the name.
   void pinBeforeRemove(uint64_t parent, const char* name);
