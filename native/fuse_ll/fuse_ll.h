@@ -1,5 +1,5 @@
-// Linux backend: the libfuse3 low-level API, served by libfuse's multi-threaded loop on native
-// threads that never call into JavaScript.
+// Linux backend: the kernel's FUSE protocol spoken directly on /dev/fuse (libfuse3 mounts and
+// unmounts), served by native threads that never call into JavaScript.
 #pragma once
 
 #include <memory>

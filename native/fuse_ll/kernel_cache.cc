@@ -28,7 +28,7 @@ void LLMount::startWatcher() {
       &err);
   if (!watcher_) return;  // no live view: edits in A show after the cache timeout
   std::lock_guard lock(tmu_);
-  watcher_->watch(std::string(), &nodes_[FUSE_ROOT_ID]->watch);
+  watcher_->watch(std::string(), &nodes_[abi::kRootId]->watch);
 }
 
 void LLMount::stopWatcher() {
@@ -46,14 +46,14 @@ void LLMount::invalidatePaths(const std::vector<std::string>& paths) {
 // wait for a copy-up that WRITE is doing (measured: 2.7 s for 1 GiB). Directories always lose
 // their cached listing.
 void LLMount::invalidateNames(const std::vector<std::string>& paths, bool filePages) {
-  if (!mounted_.load() || !se_) return;
+  if (!mounted_.load() || fd_ < 0) return;
   std::vector<std::pair<uint64_t, std::string>> entries;
   std::vector<uint64_t> inodes;
   std::vector<uint64_t> fileInodes;  // attributes only, unless filePages
   {
     std::lock_guard lock(tmu_);
     for (const std::string& p : paths) {
-      uint64_t id = FUSE_ROOT_ID;
+      uint64_t id = abi::kRootId;
       auto comps = components(p);
       for (size_t i = 0; i < comps.size(); ++i) {
         std::string name(comps[i]);
@@ -72,30 +72,17 @@ void LLMount::invalidateNames(const std::vector<std::string>& paths, bool filePa
     }
   }
   for (auto& [parent, name] : entries)
-    fuse_lowlevel_notify_inval_entry(se_, parent, name.c_str(), name.size());
-  for (uint64_t id : inodes) fuse_lowlevel_notify_inval_inode(se_, id, 0, 0);
-  for (uint64_t id : fileInodes) fuse_lowlevel_notify_inval_inode(se_, id, -1, 0);
+    wire::notifyInvalEntry(fd_, parent, name);
+  for (uint64_t id : inodes) wire::notifyInvalInode(fd_, id, 0, 0);
+  for (uint64_t id : fileInodes) wire::notifyInvalInode(fd_, id, -1, 0);
 }
 
-namespace {
-// FUSE_NOTIFY_INC_EPOCH (kernel protocol 7.44): one message that makes every name the kernel
-// has cached, including negative entries, invalid at its next use. libfuse 3.14 has no call for
-// it, so it is written to /dev/fuse by hand: a bare fuse_out_header with unique 0 and the
-// notification code in `error`.
-constexpr int32_t kNotifyIncEpoch = 8;
-struct NotifyHeader {
-  uint32_t len;
-  int32_t error;
-  uint64_t unique;
-};
-}  // namespace
-
 void LLMount::invalidateForSwitch(const std::vector<std::string>& paths) {
-  if (!mounted_.load() || !se_) return;
+  if (!mounted_.load() || fd_ < 0) return;
   if (opts_.useEpoch) {
-    NotifyHeader h{sizeof(NotifyHeader), kNotifyIncEpoch, 0};
-    ssize_t n = ::write(fuse_session_fd(se_), &h, sizeof h);
-    epochWorks_ = n == static_cast<ssize_t>(sizeof h);
+    // FUSE_NOTIFY_INC_EPOCH (7.44): every name the kernel has cached, negative entries too,
+    // becomes invalid at its next use. An older kernel refuses it.
+    epochWorks_ = wire::notifyIncEpoch(fd_) == 0;
   }
   if (!epochWorks_.load()) {
     invalidateNames(paths, false);
@@ -109,7 +96,7 @@ void LLMount::invalidateForSwitch(const std::vector<std::string>& paths) {
   {
     std::lock_guard lock(tmu_);
     for (const std::string& p : paths) {
-      uint64_t id = FUSE_ROOT_ID;
+      uint64_t id = abi::kRootId;
       for (auto c : components(p)) {
         inodes.push_back(id);
         auto it = byName_.find(key(id, std::string(c)));
@@ -124,12 +111,12 @@ void LLMount::invalidateForSwitch(const std::vector<std::string>& paths) {
   }
   std::sort(inodes.begin(), inodes.end());
   inodes.erase(std::unique(inodes.begin(), inodes.end()), inodes.end());
-  for (uint64_t id : inodes) fuse_lowlevel_notify_inval_inode(se_, id, 0, 0);
-  for (uint64_t id : fileInodes) fuse_lowlevel_notify_inval_inode(se_, id, -1, 0);
+  for (uint64_t id : inodes) wire::notifyInvalInode(fd_, id, 0, 0);
+  for (uint64_t id : fileInodes) wire::notifyInvalInode(fd_, id, -1, 0);
 }
 
 void LLMount::invalidateAll() {
-  if (!mounted_.load() || !se_) return;
+  if (!mounted_.load() || fd_ < 0) return;
   std::vector<std::pair<uint64_t, std::string>> entries;
   std::vector<uint64_t> inodes;
   {
@@ -140,8 +127,8 @@ void LLMount::invalidateAll() {
     }
   }
   for (auto& [parent, name] : entries)
-    fuse_lowlevel_notify_inval_entry(se_, parent, name.c_str(), name.size());
-  for (uint64_t id : inodes) fuse_lowlevel_notify_inval_inode(se_, id, 0, 0);
+    wire::notifyInvalEntry(fd_, parent, name);
+  for (uint64_t id : inodes) wire::notifyInvalInode(fd_, id, 0, 0);
 }
 
 

@@ -1,15 +1,13 @@
-// fuse_ll's mount object, shared by its three files: node_table.cc (the kernel's node ids and
+// fuse_ll's mount object, shared by its files: node_table.cc (the kernel's node ids and
 // the names and layers behind them), kernel_cache.cc (telling the kernel what to forget: layer
-// switches, API writes, edits in the folder seen by the watcher) and fuse_ll.cc (one handler per
-// request, the session and its loop).
+// switches, API writes, edits in the folder seen by the watcher), fuse_ll.cc (one handler per
+// request, the session) and dev_loop.cc (the request loop and decoder).
 //
-// Threads: every op* handler runs on a libfuse loop thread (several at once); the public
-// MountBackend methods run on whichever thread the addon calls them from; the folder watcher
+// Threads: every op* handler runs on a request loop thread (dev_loop.cc; several at once); the
+// public MountBackend methods run on whichever thread the addon calls them from; the folder watcher
 // calls back on its own thread. Lock order: the table mutex (tmu_) is never held while calling
 // into the overlay or into the kernel (notify calls), so neither can wait on the other.
 #pragma once
-#define FUSE_USE_VERSION 312
-#include <fuse_lowlevel.h>
 
 #include <array>
 #include <condition_variable>
@@ -25,6 +23,10 @@
 #include "../core/overlay.h"
 #include "../core/watcher.h"
 #include "../platform/fuse_loop.h"
+#include "kernel_abi.h"
+#include "wire.h"
+
+struct fuse_session;
 
 namespace shadowfs {
 namespace ll {
@@ -61,6 +63,21 @@ struct FNode {
   std::shared_ptr<DirStream> listing;
 };
 
+// What OPEN, CREATE and the I/O requests say of an open file: the handle we gave (fh, 0 for a
+// file the kernel opened without asking), the open(2) flags, and what the reply tells the
+// kernel about its caches.
+struct FileInfo {
+  uint64_t fh = 0;
+  int flags = 0;
+  bool keep_cache = false;     // keep the cached pages (FOPEN_KEEP_CACHE)
+  bool cache_readdir = false;  // keep the listing (FOPEN_CACHE_DIR)
+  bool noflush = false;        // no FLUSH at close (FOPEN_NOFLUSH)
+  uint32_t openFlags() const {
+    return (keep_cache ? abi::kOpenKeepCache : 0) | (cache_readdir ? abi::kOpenCacheDir : 0) |
+           (noflush ? abi::kOpenNoflush : 0);
+  }
+};
+
 struct DirHandle {
   DirStream stream;
 };
@@ -77,15 +94,12 @@ class LLMount final : public LoopedMount {
     auto root = std::make_unique<FNode>();
     root->type = FileType::Directory;
     root->nlookup = 1;
-    nodes_.emplace(FUSE_ROOT_ID, std::move(root));
+    nodes_.emplace(abi::kRootId, std::move(root));
   }
   ~LLMount() override {
     stopWatcher();
     joinLoop();
-    if (se_) {
-      fuse_session_unmount(se_);
-      fuse_session_destroy(se_);
-    }
+    closeSession();
     if (view_) ov_->unpin(view_);
   }
   LLMount(const LLMount&) = delete;
@@ -102,8 +116,8 @@ class LLMount final : public LoopedMount {
   int unmount(bool lazy) override;
 
   // --- request handlers (loop threads) ---
-  static LLMount* self(fuse_req_t req) {
-    auto* m = static_cast<LLMount*>(fuse_req_userdata(req));
+  static LLMount* self(Req* req) {
+    LLMount* m = req->m;
     m->requests_.fetch_add(1, std::memory_order_relaxed);
     return m;
   }
@@ -127,49 +141,50 @@ class LLMount final : public LoopedMount {
   bool noOpen() const { return noOpen_.load(std::memory_order_relaxed); }
   bool noOpendir() const { return noOpendir_.load(std::memory_order_relaxed); }
   const ChangeJournal* folderChanges() const override { return watcher_ ? &journal_ : nullptr; }
-  static void opInit(void* userdata, struct fuse_conn_info* conn);
-  static void opLookup(fuse_req_t req, fuse_ino_t parent, const char* name);
-  static void opForget(fuse_req_t req, fuse_ino_t ino, uint64_t n);
-  static void opForgetMulti(fuse_req_t req, size_t count, struct fuse_forget_data* forgets);
-  static void opGetattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info* fi);
-  static void opSetattr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int toSet,
-                        struct fuse_file_info* fi);
-  static void opReadlink(fuse_req_t req, fuse_ino_t ino);
-  static void opMknod(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode,
+  // INIT: what this mount asks of the kernel, given what it offers (flags | flags2 << 32).
+  uint64_t negotiate(uint64_t offered);
+  static void opLookup(Req* req, uint64_t parent, const char* name);
+  static void opForget(Req* req, uint64_t ino, uint64_t n);
+  static void opForgetMulti(Req* req, size_t count, const abi::ForgetOne* forgets);
+  static void opGetattr(Req* req, uint64_t ino, FileInfo* fi);
+  static void opSetattr(Req* req, uint64_t ino, const abi::SetattrIn& in, FileInfo* fi);
+  static void opReadlink(Req* req, uint64_t ino);
+  static void opMknod(Req* req, uint64_t parent, const char* name, mode_t mode,
                       dev_t rdev);
-  static void opMkdir(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode);
-  static void opUnlink(fuse_req_t req, fuse_ino_t parent, const char* name);
-  static void opRmdir(fuse_req_t req, fuse_ino_t parent, const char* name);
-  static void opSymlink(fuse_req_t req, const char* target, fuse_ino_t parent, const char* name);
-  static void opRename(fuse_req_t req, fuse_ino_t parent, const char* name, fuse_ino_t newparent,
+  static void opMkdir(Req* req, uint64_t parent, const char* name, mode_t mode);
+  static void opUnlink(Req* req, uint64_t parent, const char* name);
+  static void opRmdir(Req* req, uint64_t parent, const char* name);
+  static void opSymlink(Req* req, const char* target, uint64_t parent, const char* name);
+  static void opRename(Req* req, uint64_t parent, const char* name, uint64_t newparent,
                        const char* newname, unsigned int flags);
-  static void opLink(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char* newname);
-  static void opOpen(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info* fi);
-  static void opRead(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
-                     struct fuse_file_info* fi);
-  static void opWrite(fuse_req_t req, fuse_ino_t ino, const char* buf, size_t size, off_t off,
-                      struct fuse_file_info* fi);
-  static void opFlush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info* fi);
-  static void opRelease(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info* fi);
-  static void opFsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info* fi);
-  static void opOpendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info* fi);
-  static void opFallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset, off_t length,
-                          struct fuse_file_info* fi);
-  static void opReaddirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
-                            struct fuse_file_info* fi);
-  static void opReaddir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
-                        struct fuse_file_info* fi);
-  static void opReleasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info* fi);
-  static void opStatfs(fuse_req_t req, fuse_ino_t ino);
-  static void opSetxattr(fuse_req_t req, fuse_ino_t ino, const char* name, const char* value,
+  static void opLink(Req* req, uint64_t ino, uint64_t newparent, const char* newname);
+  static void opOpen(Req* req, uint64_t ino, FileInfo* fi);
+  static void opRead(Req* req, uint64_t ino, size_t size, off_t off,
+                     FileInfo* fi);
+  static void opWrite(Req* req, uint64_t ino, const char* buf, size_t size, off_t off,
+                      FileInfo* fi);
+  static void opFlush(Req* req, uint64_t ino, FileInfo* fi);
+  static void opRelease(Req* req, uint64_t ino, FileInfo* fi);
+  static void opFsync(Req* req, uint64_t ino, int datasync, FileInfo* fi);
+  static void opOpendir(Req* req, uint64_t ino, FileInfo* fi);
+  static void opFallocate(Req* req, uint64_t ino, int mode, off_t offset, off_t length,
+                          FileInfo* fi);
+  static void opReaddirplus(Req* req, uint64_t ino, size_t size, off_t off,
+                            FileInfo* fi);
+  static void opReaddir(Req* req, uint64_t ino, size_t size, off_t off,
+                        FileInfo* fi);
+  static void opReleasedir(Req* req, uint64_t ino, FileInfo* fi);
+  static void opStatfs(Req* req, uint64_t ino);
+  static void opSetxattr(Req* req, uint64_t ino, const char* name, const char* value,
                          size_t size, int flags);
-  static void opGetxattr(fuse_req_t req, fuse_ino_t ino, const char* name, size_t size);
-  static void opListxattr(fuse_req_t req, fuse_ino_t ino, size_t size);
-  static void opRemovexattr(fuse_req_t req, fuse_ino_t ino, const char* name);
-  static void opCreate(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode,
-                       struct fuse_file_info* fi);
+  static void opGetxattr(Req* req, uint64_t ino, const char* name, size_t size);
+  static void opListxattr(Req* req, uint64_t ino, size_t size);
+  static void opRemovexattr(Req* req, uint64_t ino, const char* name);
+  static void opCreate(Req* req, uint64_t parent, const char* name, mode_t mode,
+                       FileInfo* fi);
 
  private:
+  friend struct WireTestAccess;  // test/native/fuse_ll/wire_test.cc feeds dispatch() directly
   static std::string key(uint64_t parent, const std::string& name) {
     std::string k(reinterpret_cast<const char*>(&parent), sizeof parent);
     k += name;
@@ -186,7 +201,7 @@ class LLMount final : public LoopedMount {
   // The same for a name in directory `parent`: the directory's layer, and the child's path.
   int childAt(uint64_t parent, const char* name, std::string* path, std::shared_ptr<Layer>* layer,
               const std::shared_ptr<Layer>& active = nullptr);
-  void replyXattr(fuse_req_t req, const std::string& value, size_t size);
+  void replyXattr(Req* req, const std::string& value, size_t size);
   // A handle for one READ/WRITE/fallocate that came without one (no-open): opened from the
   // node's path in its layer, or the node's pinned handle once its names are gone. *own says
   // whether the caller releases it.
@@ -238,16 +253,30 @@ class LLMount final : public LoopedMount {
   void unlinkName(uint64_t parent, const std::string& name);
   void moveName(uint64_t parent, const std::string& name, uint64_t newparent,
                 const std::string& newname, bool exchange);
-  void replyEntry(fuse_req_t req, uint64_t parent, const std::string& name, const Attr& a,
+  void replyEntry(Req* req, uint64_t parent, const std::string& name, const Attr& a,
                   const std::shared_ptr<Layer>& seenIn);
-  void fillEntry(struct fuse_entry_param* e, uint64_t id, const Attr& a);
+  void fillEntry(abi::EntryOut* e, uint64_t id, const Attr& a);
 
   std::shared_ptr<Overlay> ov_;
   Layer* view_;  // pinned layer of a view, or null: the active layer
   std::string lowerPath_;
   std::string mountPoint_;
   MountOptions opts_;
-  struct fuse_session* se_ = nullptr;
+  struct fuse_session* se_ = nullptr;  // libfuse's: mounts and unmounts, never reads
+  int fd_ = -1;                         // /dev/fuse of this mount (owned by se_)
+  void closeSession();
+  // The request loop (dev_loop.cc): threads reading /dev/fuse, one request each at a time,
+  // more started while all are busy (up to kMaxWorkers), so that a long request (a copy-up)
+  // never holds up the others.
+  static constexpr int kMaxWorkers = 16;
+  void serve();
+  void worker();
+  void dispatch(const char* buf, size_t size);
+  void startWorkerIfAllBusy();
+  std::mutex workersMu_;
+  std::vector<std::thread> workers_;  // beside the loop thread, which serves too
+  bool stopping_ = false;             // under workersMu_: the loop ended, start no more
+  std::atomic<int> idle_{0};          // workers waiting in read()
   std::atomic<bool> mounted_{false};
   std::atomic<bool> epochWorks_{false};  // the kernel took FUSE_NOTIFY_INC_EPOCH (7.44+)
   std::atomic<bool> noOpen_{false};
@@ -275,7 +304,7 @@ class LLMount final : public LoopedMount {
   std::unordered_map<uint64_t, std::unique_ptr<FNode>> nodes_;
   std::unordered_map<std::string, uint64_t> byName_;  // (parent id, name) -> node id
   std::unordered_map<uint64_t, uint64_t> byIno_;       // overlay inode number -> node id
-  uint64_t nextId_ = FUSE_ROOT_ID + 1;  // never reused, so generation can stay 0
+  uint64_t nextId_ = abi::kRootId + 1;  // never reused, so generation can stay 0
 };
 
 }  // namespace ll

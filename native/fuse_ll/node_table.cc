@@ -21,7 +21,7 @@ int LLMount::pathOf(uint64_t id, std::string* out) {
 // A hard-linked file has several names; a name whose parent directory the kernel has forgotten
 // (and looked up again under a new node) is dead and is pruned, so any live name will do.
 int LLMount::pathOfLocked(uint64_t id, std::string* out, int depth) {
-  if (id == FUSE_ROOT_ID) {
+  if (id == abi::kRootId) {
     out->clear();
     return 0;
   }
@@ -29,7 +29,7 @@ int LLMount::pathOfLocked(uint64_t id, std::string* out, int depth) {
   if (it == nodes_.end() || depth > 4096) return ENOENT;
   auto& names = it->second->names;
   for (auto n = names.begin(); n != names.end();) {
-    if (n->parent != FUSE_ROOT_ID && nodes_.find(n->parent) == nodes_.end()) {
+    if (n->parent != abi::kRootId && nodes_.find(n->parent) == nodes_.end()) {
       n = names.erase(n);
       continue;
     }
@@ -172,7 +172,7 @@ void LLMount::dropNameLocked(uint64_t id, uint64_t parent, const std::string& na
 void LLMount::forget(uint64_t id, uint64_t count) {
   std::lock_guard lock(tmu_);
   auto it = nodes_.find(id);
-  if (it == nodes_.end() || id == FUSE_ROOT_ID) return;
+  if (it == nodes_.end() || id == abi::kRootId) return;
   FNode* n = it->second.get();
   n->nlookup = count >= n->nlookup ? 0 : n->nlookup - count;
   if (n->nlookup) return;
@@ -220,7 +220,7 @@ void LLMount::moveName(uint64_t parent, const std::string& name, uint64_t newpar
 std::shared_ptr<Layer> LLMount::layerFor(uint64_t id, const std::string& path,
                                          std::shared_ptr<Layer> active) {
   if (!active) active = ov_->current(view_);
-  if (id == FUSE_ROOT_ID || view_) return active;
+  if (id == abi::kRootId || view_) return active;
   uint64_t ino;
   std::shared_ptr<Layer> seen;
   {
@@ -258,7 +258,7 @@ bool LLMount::layerOwns(Layer* layer, const std::string& path) {
 bool LLMount::unlinked(uint64_t id) {
   std::lock_guard lock(tmu_);
   auto it = nodes_.find(id);
-  return id != FUSE_ROOT_ID && it != nodes_.end() && it->second->names.empty();
+  return id != abi::kRootId && it != nodes_.end() && it->second->names.empty();
 }
 
 bool LLMount::anyHandle(uint64_t id, Handle* out) {
