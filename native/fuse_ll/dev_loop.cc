@@ -94,11 +94,11 @@ void LLMount::worker() {
       return;
     }
     startWorkerIfAllBusy();
-    dispatch(buf.data(), static_cast<size_t>(n));
+    dispatch(buf.data(), static_cast<size_t>(n), nullptr);
   }
 }
 
-void LLMount::dispatch(const char* buf, size_t size) {
+void LLMount::dispatch(const char* buf, size_t size, ReplySink* sink) {
   abi::InHeader h;
   if (size < sizeof h) return;
   std::memcpy(&h, buf, sizeof h);
@@ -107,7 +107,7 @@ void LLMount::dispatch(const char* buf, size_t size) {
   const size_t ext = static_cast<size_t>(h.totalExtlen) * 8;  // extensions, never asked for
   if (ext > argLen) return;
   argLen -= ext;
-  Req r{this, fd_, h.unique, h.uid, h.gid, h.pid};
+  Req r{this, fd_, h.unique, h.uid, h.gid, h.pid, sink};
   Req* req = &r;
   Args a(buf + sizeof h, argLen);
   const uint64_t ino = h.nodeid;

@@ -271,7 +271,9 @@ class LLMount final : public LoopedMount {
   static constexpr int kMaxWorkers = 16;
   void serve();
   void worker();
-  void dispatch(const char* buf, size_t size);
+  // One request laid out as /dev/fuse delivers it (header, then arguments); its reply goes to
+  // `sink`, or to /dev/fuse when null.
+  void dispatch(const char* buf, size_t size, ReplySink* sink);
   void startWorkerIfAllBusy();
   std::mutex workersMu_;
   std::vector<std::thread> workers_;  // beside the loop thread, which serves too

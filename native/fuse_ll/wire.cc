@@ -63,17 +63,19 @@ void fillEntry(abi::EntryOut* e, uint64_t id, const Attr& a, double entryTimeout
 }
 
 int send(const Req* r, int error, const struct iovec* payload, int count) {
+  if (count > 3) count = 3;
   struct iovec iov[4];
   abi::OutHeader h;
   h.len = sizeof h;
   h.error = error ? -error : 0;
   h.unique = r->unique;
   iov[0] = {&h, sizeof h};
-  for (int i = 0; i < count && i < 3; ++i) {
+  for (int i = 0; i < count; ++i) {
     iov[i + 1] = payload[i];
     h.len += static_cast<uint32_t>(payload[i].iov_len);
   }
-  ssize_t n = ::writev(r->fd, iov, 1 + (count < 3 ? count : 3));
+  if (r->sink) return r->sink->reply(h, payload, count);
+  ssize_t n = ::writev(r->fd, iov, 1 + count);
   if (n < 0) return -errno;
   return 0;
 }

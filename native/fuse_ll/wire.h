@@ -21,6 +21,15 @@ namespace ll {
 
 class LLMount;
 
+// Where a reply goes when it does not go to /dev/fuse: a transport that carries requests by
+// other means (an io_uring queue entry) takes the out header and payload of the one reply to
+// its request. Returns 0 or -errno, as a write to /dev/fuse would.
+class ReplySink {
+ public:
+  virtual ~ReplySink() = default;
+  virtual int reply(const abi::OutHeader& h, const struct iovec* payload, int count) = 0;
+};
+
 struct Req {
   LLMount* m;
   int fd;
@@ -28,6 +37,7 @@ struct Req {
   uint32_t uid;
   uint32_t gid;
   uint32_t pid;
+  ReplySink* sink = nullptr;  // null: the reply is written to fd
 };
 
 namespace wire {

@@ -29,7 +29,7 @@ namespace ll {
 struct WireTestAccess {
   static void feed(LLMount* m, int fd, const std::vector<char>& req) {
     m->fd_ = fd;
-    m->dispatch(req.data(), req.size());
+    m->dispatch(req.data(), req.size(), nullptr);
     m->fd_ = -1;
   }
 };
