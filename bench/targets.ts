@@ -3,7 +3,7 @@
 // import it without running the benchmark.
 
 /** The trees the workloads run on (bench/bench.ts builds them). */
-export type Tree = 'generated' | 'ts' | 'repo50k';
+export type Tree = 'generated' | 'ts' | 'repo50k' | 'big';
 
 /**
  * Every workload row of bench/bench.ts by a stable key. Rows on the `generated` tree keep their
@@ -15,6 +15,7 @@ export function workloadNames(smallFiles: number) {
     statWarm: 'stat every file (warm)',
     statCold: 'stat every file (cold caches)',
     readWarm: 'read every file (warm)',
+    readBigCold: 'read a 256 MiB file (cold caches)',
     gitStatus: 'git status (warm)',
     gitStatusRepo50k: 'git status, repo50k (warm)',
     grepGenerated: 'grep -r, generated tree (warm)',

@@ -40,13 +40,16 @@ export interface MountOptions {
    * How the fuse_ll backend serves opens. "cached" (the default): the kernel opens files and directories without asking
    * the daemon and keeps their pages and listings until the daemon says they changed (layer switches, API writes, edits
    * in the folder); reads and writes come by node. "open": one OPEN (or OPENDIR) and one RELEASE round trip per open
-   * file, as before issue #18 (for comparison, and a fallback should the cached mode misbehave somewhere). Default:
-   * $SHADOWFS_IO, else "cached". fuse_hl always opens.
+   * file, as before issue #18 (for comparison, and a fallback should the cached mode misbehave somewhere).
+   * "passthrough": like "open", and a read-only open of a file whose content is still the folder's is handed to the
+   * kernel as the folder's own file (FUSE passthrough, Linux 6.9+, needs CAP_SYS_ADMIN), so its reads never reach the
+   * daemon; where the kernel or the privileges do not allow it, the mount behaves as "open" and `transport().passthrough`
+   * is false. Default: $SHADOWFS_IO, else "cached". fuse_hl always opens.
    */
   io?: IoMode;
 }
 
-export type IoMode = 'cached' | 'open';
+export type IoMode = 'cached' | 'open' | 'passthrough';
 
 export type { LayerStats };
 
@@ -792,11 +795,15 @@ export async function mount(lowerDir: string, options: MountOptions = {}): Promi
     );
   }
   const io = options.io ?? (process.env.SHADOWFS_IO || 'cached');
-  if (io !== 'cached' && io !== 'open')
-    throw new ShadowError('INVALID_ARGUMENT', `io must be "cached" or "open" (from the option or $SHADOWFS_IO), got ${JSON.stringify(io)}`);
+  if (io !== 'cached' && io !== 'open' && io !== 'passthrough')
+    throw new ShadowError(
+      'INVALID_ARGUMENT',
+      `io must be "cached", "open" or "passthrough" (from the option or $SHADOWFS_IO), got ${JSON.stringify(io)}`,
+    );
   const { mountPoint, created } = prepareMountPoint(options.mountPoint, lower);
   const native = new lib.Shadow(backend, lower, mountPoint, {
-    openRoundTrips: io === 'open',
+    openRoundTrips: io !== 'cached',
+    passthrough: io === 'passthrough',
     entryTimeout: timeout,
     attrTimeout: timeout,
     negativeTimeout: timeout,

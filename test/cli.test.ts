@@ -71,6 +71,9 @@ describe('shadowfs CLI', function () {
     const badBackend = run('mount', makeProject(), '--backend', 'winfsp', '--foreground', '--json');
     assert.strictEqual(badBackend.status, 1);
     assert.strictEqual((JSON.parse(badBackend.stdout) as { error: { code: string } }).error.code, 'UNKNOWN_BACKEND');
+    const badIo = run('mount', makeProject(), '--io', 'fast', '--foreground');
+    assert.strictEqual(badIo.status, 2);
+    assert.match(badIo.stderr, /Invalid values:[\s\S]*io[\s\S]*Choices: "cached", "open", "passthrough"/);
     assert.strictEqual(run().status, 2);
     assert.strictEqual(run('no-such-command').status, 2);
   });

@@ -430,6 +430,7 @@ describe('PowerShell module (ShadowFS, generated)', function () {
         if (p.type === 'double') return 1.5;
         if (p.type === 'string[]') return [`${p.name.toLowerCase()}-1`, `${p.name.toLowerCase()}-2`];
         if (c.name === 'Set-ShadowOverride' && p.name === 'Mode') return '755';
+        if (c.name === 'Mount-ShadowFolder' && p.name === 'Io') return 'passthrough';
         return `${p.name.toLowerCase()}-value`;
       };
       for (const c of CMDLETS) {

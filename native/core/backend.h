@@ -36,6 +36,11 @@ struct MountOptions {
   // served from the node's path in its layer. Open: every open is a request with a handle (the
   // behaviour before #18, kept for comparison and as a fallback).
   bool openRoundTrips = false;
+  // Passthrough (fuse_ll, with openRoundTrips): a read-only open of a file whose content is the
+  // folder's is answered with FOPEN_PASSTHROUGH on the folder's own file, so the kernel reads it
+  // directly (no READ requests, one page cache). Needs a kernel that offers FUSE_PASSTHROUGH
+  // (6.9+) and CAP_SYS_ADMIN; without them the mount serves opens as `openRoundTrips` alone does.
+  bool passthrough = false;
 };
 
 class MountBackend {

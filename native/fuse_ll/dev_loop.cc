@@ -149,6 +149,9 @@ void LLMount::dispatch(const char* buf, size_t size, ReplySink* sink) {
       if (want >> 32) want |= abi::kInitExt;
       out.flags = static_cast<uint32_t>(want);
       out.flags2 = static_cast<uint32_t>(want >> 32);
+      // Backing files for passthrough may live on a file system that is itself stacked once
+      // (A on overlayfs); the kernel refuses deeper ones at BACKING_OPEN.
+      if (want & abi::kPassthrough) out.maxStackDepth = 2;
       out.maxReadahead = in.maxReadahead;
       out.maxWrite = kMaxWrite;
       out.maxPages = static_cast<uint16_t>(kMaxWrite / 4096);

@@ -12,7 +12,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <sys/ioctl.h>
+
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 #include "../core/path.h"
@@ -22,6 +25,26 @@
 
 namespace shadowfs {
 namespace ll {
+
+namespace {
+// Whether this process has CAP_SYS_ADMIN in its effective set (bit 21 of CapEff), which the
+// kernel asks of whoever registers a backing file.
+bool haveSysAdmin() {
+  FILE* f = std::fopen("/proc/self/status", "r");
+  if (!f) return false;
+  char line[256];
+  unsigned long long caps = 0;
+  bool found = false;
+  while (std::fgets(line, sizeof line, f)) {
+    if (std::sscanf(line, "CapEff: %llx", &caps) == 1) {
+      found = true;
+      break;
+    }
+  }
+  std::fclose(f);
+  return found && (caps & (1ull << 21)) != 0;
+}
+}  // namespace
 
 void LLMount::replyXattr(Req* req, const std::string& value, size_t size) {
   long n = xattrReplySize(value.size(), size);
@@ -65,6 +88,16 @@ uint64_t LLMount::negotiate(uint64_t offered) {
     noOpen_ = (offered & abi::kNoOpenSupport) != 0;
     noOpendir_ = (offered & abi::kNoOpendirSupport) != 0;
     want |= offered & (abi::kNoOpenSupport | abi::kNoOpendirSupport);
+  } else if (opts_.passthrough) {
+    // Passthrough is decided per OPEN, so files keep their round trips; directories need none.
+    noOpendir_ = (offered & abi::kNoOpendirSupport) != 0;
+    want |= offered & abi::kNoOpendirSupport;
+  }
+  // Passthrough: only if the kernel offers it and this process may register backing files
+  // (CAP_SYS_ADMIN); otherwise opens are served as in the "open" mode.
+  if (opts_.passthrough && (offered & abi::kPassthrough) && haveSysAdmin()) {
+    want |= abi::kPassthrough;
+    passthrough_ = true;
   }
   // O_TRUNC arrives with open(), so truncation needs no separate setattr round trip.
   if (!noOpen_ && (offered & abi::kAtomicOTrunc)) want |= abi::kAtomicOTrunc;
@@ -296,6 +329,18 @@ void LLMount::opOpen(Req* req, uint64_t ino, FileInfo* fi) {
   // flush does nothing here, and a close() that waits for a FLUSH answer deadlocks a process
   // that exits while holding files open on its own mount: tell the kernel not to send it.
   fi->noflush = 1;
+  // Passthrough: decided and recorded under ptMu_, together with the handle's tracking below,
+  // so that two opens of one node cannot pick different modes.
+  std::unique_lock<std::mutex> pt;
+  uint32_t backingId = 0;
+  if (m->passthrough_.load()) {
+    pt = std::unique_lock<std::mutex>(m->ptMu_);
+    if (int pe = m->passthroughOpen(ino, h, &backingId)) {
+      pt.unlock();
+      m->ov_->release(h);
+      return (void)wire::replyErr(req, pe);
+    }
+  }
   {
     // Keep the kernel's cached pages only when the content is what the last open saw.
     std::lock_guard lock(m->tmu_);
@@ -309,10 +354,103 @@ void LLMount::opOpen(Req* req, uint64_t ino, FileInfo* fi) {
       n->handles.push_back(h);
     }
   }
-  if (wire::replyOpen(req, fi->fh, fi->openFlags()) == -ENOENT) {
+  if (pt.owns_lock()) pt.unlock();
+  // The kernel refuses (EIO) a passthrough open that also asks to keep cached pages: the pages
+  // are the backing file's.
+  if (backingId) fi->keep_cache = false;
+  const uint32_t flags = fi->openFlags() | (backingId ? abi::kOpenPassthrough : 0);
+  if (wire::replyOpen(req, fi->fh, flags, backingId) == -ENOENT) {
+    if (backingId) m->passthroughRelease(h);
     m->trackHandle(ino, h, false);
     m->ov_->release(h);
   }
+}
+
+int LLMount::passthroughOpen(uint64_t ino, Handle* h, uint32_t* backingId) {
+  *backingId = 0;
+  // Only content that is the folder's own file, opened read-only: the backing file is then
+  // the descriptor of A's file the handle holds, and nothing the layer must see goes past us.
+  const bool eligible = !h->inode && h->lower >= 0 && !h->writable;
+  uint32_t existing = 0;
+  bool othersOpen = false;
+  {
+    std::lock_guard lock(tmu_);
+    auto it = nodes_.find(ino);
+    if (it == nodes_.end()) return 0;
+    FNode* n = it->second.get();
+    existing = n->backingId;
+    othersOpen = !n->handles.empty();
+    if (existing && (!eligible || h->lowerIno != n->backingIno)) {
+      // Open for writing (a copy-up follows), the layer has its own content now, or the
+      // folder's name leads to another file than the backing one (replaced in A): a new
+      // object, which the kernel must not see through this inode (it would refuse the open:
+      // one backing file per inode, no mixed modes). Its names go to a new node at the next
+      // lookup; the readers keep this one and the file they opened.
+      for (auto& nm : n->names) {
+        auto b = byName_.find(key(nm.parent, nm.name));
+        if (b != byName_.end() && b->second == ino) byName_.erase(b);
+      }
+      return ESTALE;
+    }
+  }
+  if (existing) {
+    std::lock_guard lock(tmu_);
+    auto it = nodes_.find(ino);
+    if (it == nodes_.end() || it->second->backingId != existing) return 0;
+    it->second->ptOpens++;
+    ptHandles_[h] = ino;
+    *backingId = existing;
+    return 0;
+  }
+  // A node already open without passthrough stays so until those files close.
+  if (!eligible || othersOpen) return 0;
+  abi::BackingMap map{static_cast<int32_t>(h->lower), 0, 0};
+  int id = ::ioctl(fd_, abi::kIocBackingOpen, &map);
+  if (id <= 0) {
+    const int e = errno;
+    if (e == EPERM || e == EINVAL || e == ENOTTY || e == EOPNOTSUPP) {
+      // Not allowed or not supported after all: the mount goes on as "open" does.
+      if (passthrough_.exchange(false))
+        std::fprintf(stderr, "shadowfs: FUSE passthrough refused (%s); serving reads through the daemon\n",
+                     std::strerror(e));
+    }
+    return 0;  // any other failure (a backing file stacked too deep): this open only
+  }
+  std::lock_guard lock(tmu_);
+  auto it = nodes_.find(ino);
+  if (it == nodes_.end()) {
+    uint32_t idv = static_cast<uint32_t>(id);
+    ::ioctl(fd_, abi::kIocBackingClose, &idv);
+    return 0;
+  }
+  it->second->backingId = static_cast<uint32_t>(id);
+  it->second->backingIno = h->lowerIno;
+  it->second->ptOpens = 1;
+  ptHandles_[h] = ino;
+  *backingId = static_cast<uint32_t>(id);
+  return 0;
+}
+
+void LLMount::passthroughRelease(Handle* h) {
+  std::lock_guard pl(ptMu_);
+  auto p = ptHandles_.find(h);
+  if (p == ptHandles_.end()) return;
+  const uint64_t ino = p->second;
+  ptHandles_.erase(p);
+  uint32_t closeId = 0;
+  {
+    std::lock_guard lock(tmu_);
+    auto it = nodes_.find(ino);
+    if (it == nodes_.end()) return;
+    FNode* n = it->second.get();
+    if (n->ptOpens > 0 && --n->ptOpens == 0) {
+      closeId = n->backingId;
+      n->backingId = 0;
+    }
+  }
+  // The kernel holds its own reference to the backing file while files use it; the id is
+  // ours to drop once the last of them is released.
+  if (closeId) ::ioctl(fd_, abi::kIocBackingClose, &closeId);
 }
 
 void LLMount::opRead(Req* req, uint64_t ino, size_t size, off_t off,
@@ -365,6 +503,7 @@ void LLMount::opRelease(Req* req, uint64_t ino, FileInfo* fi) {
   Handle* h = reinterpret_cast<Handle*>(fi->fh);
   // The one file opened by the OPEN that was answered ENOSYS is released with no handle.
   if (!h) return (void)wire::replyErr(req, 0);
+  m->passthroughRelease(h);
   m->trackHandle(ino, h, false);
   m->ov_->release(h);
   wire::replyErr(req, 0);

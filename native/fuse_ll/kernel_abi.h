@@ -79,6 +79,7 @@ constexpr uint32_t kOpenDirectIo = 1u << 0;
 constexpr uint32_t kOpenKeepCache = 1u << 1;
 constexpr uint32_t kOpenCacheDir = 1u << 3;
 constexpr uint32_t kOpenNoflush = 1u << 5;
+constexpr uint32_t kOpenPassthrough = 1u << 7;
 
 // fuse_setattr_in.valid
 constexpr uint32_t kSetMode = 1u << 0;
@@ -391,6 +392,20 @@ constexpr size_t direntSize(size_t namelen) { return (sizeof(Dirent) + namelen +
 constexpr size_t direntPlusSize(size_t namelen) {
   return (sizeof(DirentPlus) + namelen + 7) & ~size_t{7};
 }
+
+// Passthrough: ioctls on /dev/fuse registering a file of ours as the backing file of opens
+// (FUSE_DEV_IOC_BACKING_OPEN returns its id) and releasing that id (BACKING_CLOSE).
+struct BackingMap {
+  int32_t fd;
+  uint32_t flags;
+  uint64_t padding;
+};
+static_assert(sizeof(BackingMap) == 16);
+constexpr unsigned long iocWrite(unsigned nr, unsigned long size) {
+  return (1ul << 30) | (size << 16) | (229ul << 8) | nr;  // _IOW(FUSE_DEV_IOC_MAGIC, nr, type)
+}
+constexpr unsigned long kIocBackingOpen = iocWrite(1, sizeof(BackingMap));
+constexpr unsigned long kIocBackingClose = iocWrite(2, sizeof(uint32_t));
 
 struct NotifyInvalInode {
   uint64_t ino;

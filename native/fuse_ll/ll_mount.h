@@ -61,6 +61,12 @@ struct FNode {
   // The directory's listing between the READDIR requests of one pass (no-opendir has no
   // handle to keep it in): taken at offset 0, dropped when a reply reaches its end.
   std::shared_ptr<DirStream> listing;
+  // Passthrough (under LLMount::ptMu_): the backing id the kernel reads this node's open files
+  // through, and how many open files use it. The kernel wants one backing file per inode, and
+  // no open without passthrough while it has one.
+  uint32_t backingId = 0;
+  uint32_t ptOpens = 0;
+  uint64_t backingIno = 0;  // A's inode number of the backing file
 };
 
 // What OPEN, CREATE and the I/O requests say of an open file: the handle we gave (fh, 0 for a
@@ -132,11 +138,11 @@ class LLMount final : public LoopedMount {
   // The kernel opens files (noOpen_) and directories (noOpendir_) without asking: set at INIT
   // when it offers that and the mount did not ask for open round trips.
   std::vector<std::pair<std::string, bool>> transport() const override {
-    // passthrough and io_uring: not implemented (libfuse 3.14 cannot express them; see
-    // docs/fuse-transport-plan.md), reported so that a reader sees they are off.
+    // io_uring: not implemented (docs/fuse-transport-plan.md), reported so that a reader sees
+    // it is off.
     return {{"noOpen", noOpen()},       {"noOpendir", noOpendir()},
             {"readdirplus", readdirplus_.load()}, {"epoch", epochWorks_.load()},
-            {"passthrough", false},     {"ioUring", false}};
+            {"passthrough", passthrough_.load()},     {"ioUring", false}};
   }
   bool noOpen() const { return noOpen_.load(std::memory_order_relaxed); }
   bool noOpendir() const { return noOpendir_.load(std::memory_order_relaxed); }
@@ -284,6 +290,17 @@ class LLMount final : public LoopedMount {
   std::atomic<bool> noOpen_{false};
   std::atomic<bool> noOpendir_{false};
   std::atomic<bool> readdirplus_{false};
+  // Passthrough: asked for, agreed at INIT, and not refused since (the first BACKING_OPEN that
+  // fails for lack of privilege or support turns it off for the mount).
+  std::atomic<bool> passthrough_{false};
+  std::mutex ptMu_;  // taken before tmu_
+  std::unordered_map<Handle*, uint64_t> ptHandles_;  // open files read through a backing file
+  // For an OPEN: whether `h` (just opened on node `ino`) is read through a backing file, and
+  // which (*backingId, 0 if not). ESTALE when it cannot be and the node already has one: the
+  // node's names are detached, so the kernel's retry of the open (with revalidation) looks the
+  // name up again and gets a new node for the new object.
+  int passthroughOpen(uint64_t ino, Handle* h, uint32_t* backingId);
+  void passthroughRelease(Handle* h);
   // INIT answered: start() waits for it, so that transport() tells the truth once mount returns.
   std::mutex initMu_;
   std::condition_variable initCv_;

@@ -99,8 +99,8 @@ int replyAttr(const Req* r, const Attr& a, double timeout) {
   return send(r, 0, &v, 1);
 }
 
-int replyOpen(const Req* r, uint64_t fh, uint32_t openFlags) {
-  abi::OpenOut o{fh, openFlags, 0};
+int replyOpen(const Req* r, uint64_t fh, uint32_t openFlags, uint32_t backingId) {
+  abi::OpenOut o{fh, openFlags, static_cast<int32_t>(backingId)};
   struct iovec v{&o, sizeof o};
   return send(r, 0, &v, 1);
 }

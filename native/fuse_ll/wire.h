@@ -53,7 +53,7 @@ inline int replyErr(const Req* r, int err) { return send(r, err, nullptr, 0); }
 int replyBuf(const Req* r, const void* data, size_t size);
 int replyEntry(const Req* r, const abi::EntryOut& e);
 int replyAttr(const Req* r, const Attr& a, double timeout);
-int replyOpen(const Req* r, uint64_t fh, uint32_t openFlags);
+int replyOpen(const Req* r, uint64_t fh, uint32_t openFlags, uint32_t backingId = 0);
 int replyCreate(const Req* r, const abi::EntryOut& e, uint64_t fh, uint32_t openFlags);
 int replyWrite(const Req* r, uint32_t size);
 int replyStatfs(const Req* r, const FsStats& s);

@@ -10,6 +10,7 @@ import { mountedPaths } from '../platform';
 import type { NotificationName, NotificationParamsOf, ShadowInfo } from '../protocol/methods';
 import { DiagnosticsService } from '../diagnostics/service';
 import { mount, Shadow } from '../shadow';
+import type { IoMode } from '../shadow';
 import { AUTOSAVE_NAME, WorkService } from '../work/service';
 
 interface Entry {
@@ -173,6 +174,7 @@ export class ShadowManager {
     name?: string;
     cacheTimeout?: number;
     backend?: string;
+    io?: IoMode;
     allowOther?: boolean;
     /** Bring back agents' layers from their autosave checkpoints for this folder (default true). */
     restore?: boolean;
@@ -190,6 +192,7 @@ export class ShadowManager {
       mountPoint: params.mountPoint,
       cacheTimeout: params.cacheTimeout,
       backend: params.backend,
+      ...(params.io ? { io: params.io } : {}),
       allowOther: params.allowOther === true,
     });
     const name = params.name ?? this.freeName(path.basename(shadow.lower));
@@ -296,6 +299,8 @@ export class ShadowManager {
       lower: e.shadow.lower,
       mountPoint: e.shadow.mountPoint,
       backend: e.shadow.backend,
+      io: e.shadow.io,
+      ...(mounted ? { transport: e.shadow.transport() } : {}),
       mounted,
       active: mounted ? e.shadow.active : null,
       agents,

@@ -157,6 +157,7 @@ export const CMDLETS: CmdletSpec[] = [
       { name: 'Name', type: 'string', cli: { option: 'name' } },
       { name: 'CacheTimeout', type: 'double', cli: { option: 'cache-timeout' } },
       { name: 'Backend', type: 'string', cli: { option: 'backend' } },
+      { name: 'Io', type: 'string', cli: { option: 'io' } },
       { name: 'AllowOther', type: 'switch', cli: { option: 'allow-other' } },
     ],
     output: { kind: 'object', type: 'ShadowFS.Folder' },

@@ -49,6 +49,11 @@ export const ShadowInfo = z.object({
   lower: z.string().describe('The folder the shadow shows.'),
   mountPoint: z.string(),
   backend: z.string().describe('The mount backend serving it ("fuse_ll", "fuse_hl").'),
+  io: z.enum(['cached', 'open', 'passthrough']).optional().describe('How the backend serves opens (see mount); fuse_hl always "open".'),
+  transport: z
+    .record(z.string(), z.boolean())
+    .optional()
+    .describe('What the kernel agreed to while mounted (fuse_ll: noOpen, noOpendir, readdirplus, epoch, passthrough, ioUring).'),
   mounted: z.boolean().describe('false while unmounted for being idle; the next request mounts it again, layers intact.'),
   active: z.string().nullable().describe('The agent whose layer the shared mount shows; null: the folder, read-only.'),
   agents: z.array(z.string()),
@@ -331,6 +336,12 @@ export const Requests = {
       name: text('Name of the shadow (1-64 letters, digits, ".", "_", "-"); default: the folder\'s name.').optional(),
       cacheTimeout: z.number().min(0).describe('Seconds the kernel may cache names and attributes.').optional(),
       backend: text('Mount backend (see version.backends); default: the best one.').optional(),
+      io: z
+        .enum(['cached', 'open', 'passthrough'])
+        .optional()
+        .describe(
+          'How fuse_ll serves opens: "cached" (no open round trips; the default), "open" (one per open file), "passthrough" (reads of the folder\'s files go straight to them; root, Linux 6.9+).',
+        ),
       allowOther: z
         .boolean()
         .optional()

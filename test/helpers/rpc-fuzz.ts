@@ -355,6 +355,7 @@ const FIELDS: Record<MethodName, Fields> = {
     ['name', 'string', 'optional'],
     ['cacheTimeout', 'number', 'optional'],
     ['backend', 'string', 'optional'],
+    ['io', 'string', 'optional'],
     ['allowOther', 'boolean', 'optional'],
     ['restore', 'boolean', 'optional'],
   ],

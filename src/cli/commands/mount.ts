@@ -6,6 +6,7 @@ import { ShadowError } from '../../errors';
 import { withClient } from '../daemon-call';
 import { createLogger } from '../../log';
 import { mount } from '../../shadow';
+import type { IoMode } from '../../shadow';
 import { emit, reportError } from '../output';
 
 interface Args {
@@ -16,6 +17,7 @@ interface Args {
   json: boolean;
   'cache-timeout': number;
   backend?: string;
+  io?: string;
   'allow-other': boolean;
 }
 
@@ -41,6 +43,13 @@ export const mountCommand: CommandModule<object, Args> = {
         describe:
           'mount backend: fuse_ll (Linux, fastest) or fuse_hl (the portable FUSE3 backend Windows uses); default $SHADOWFS_BACKEND, else fuse_ll',
       })
+      .option('io', {
+        type: 'string',
+        choices: ['cached', 'open', 'passthrough'],
+        describe:
+          'how fuse_ll serves opens: cached (no open round trips), open (one per open file), passthrough (reads of the ' +
+          "folder's files go straight to them; root, Linux 6.9+); default $SHADOWFS_IO, else cached",
+      })
       .option('allow-other', {
         type: 'boolean',
         default: false,
@@ -61,6 +70,7 @@ export const mountCommand: CommandModule<object, Args> = {
             ...(args.name ? { name: args.name } : {}),
             cacheTimeout: args['cache-timeout'],
             ...(args.backend ? { backend: args.backend } : {}),
+            ...(args.io ? { io: args.io as IoMode } : {}),
             ...(args['allow-other'] ? { allowOther: true } : {}),
           }),
         (r) => `${r.name}\t${r.mountPoint}`,
@@ -79,6 +89,7 @@ export const mountCommand: CommandModule<object, Args> = {
         mountPoint: args.at,
         cacheTimeout: args['cache-timeout'],
         backend: args.backend,
+        ...(args.io ? { io: args.io as IoMode } : {}),
         allowOther: args['allow-other'],
       });
       emit(

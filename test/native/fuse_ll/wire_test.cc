@@ -4,6 +4,7 @@
 // through a pipe standing in for /dev/fuse (each reply is read back from the pipe).
 #include <fcntl.h>
 #include <linux/fuse.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -129,6 +130,10 @@ TEST(kernel_abi_matches_the_system_header_where_it_has_the_same_messages) {
   CHECK_EQ(abi::kSetCtime, static_cast<uint32_t>(FATTR_CTIME));
   CHECK_EQ(abi::kGetattrFh, static_cast<uint32_t>(FUSE_GETATTR_FH));
   CHECK_EQ(abi::kNotifyInvalInode, static_cast<int32_t>(FUSE_NOTIFY_INVAL_INODE));
+  // The passthrough ioctls (protocol 7.40, newer than the system header) encoded as _IOW does.
+  CHECK_EQ(abi::kIocBackingOpen, static_cast<unsigned long>(_IOW(FUSE_DEV_IOC_MAGIC, 1, abi::BackingMap)));
+  CHECK_EQ(abi::kIocBackingClose, static_cast<unsigned long>(_IOW(FUSE_DEV_IOC_MAGIC, 2, uint32_t)));
+  CHECK_EQ(static_cast<unsigned long>(FUSE_DEV_IOC_CLONE), static_cast<unsigned long>(_IOR(FUSE_DEV_IOC_MAGIC, 0, uint32_t)));
   CHECK_EQ(abi::kNotifyInvalEntry, static_cast<int32_t>(FUSE_NOTIFY_INVAL_ENTRY));
   CHECK_EQ(abi::direntSize(5), FUSE_DIRENT_ALIGN(FUSE_NAME_OFFSET + 5));
   CHECK_EQ(abi::direntPlusSize(9), FUSE_DIRENT_ALIGN(FUSE_NAME_OFFSET_DIRENTPLUS + 9));

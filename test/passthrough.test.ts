@@ -1,0 +1,160 @@
+// FUSE passthrough on fuse_ll (io: 'passthrough', issue #18): read-only opens of files whose
+// content is the folder's are handed to the kernel as the folder's own file, so their reads
+// never reach the daemon. Counted by the backend itself (Shadow.requestCounts). These tests
+// mount fuse_ll in every pass; they need root (CAP_SYS_ADMIN registers backing files) and a
+// kernel with FUSE passthrough (6.9+), and fail saying so when either is missing.
+import * as assert from 'assert';
+import { spawnSync } from 'child_process';
+import * as crypto from 'crypto';
+import * as fs from 'fs';
+import * as path from 'path';
+import { repoRoot, tempDir, withShadow } from './helpers/fixtures';
+import { asNobody, chownTree, nobodyDir } from './helpers/unprivileged';
+
+function sh(script: string, cwd: string): string {
+  const r = spawnSync('sh', ['-c', script], { cwd, encoding: 'utf8', maxBuffer: 64 << 20 });
+  assert.strictEqual(r.status, 0, `${script}: ${r.stderr}`);
+  return r.stdout;
+}
+
+function delta(before: Record<string, number>, after: Record<string, number>): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const k of Object.keys(after)) out[k] = (after[k] ?? 0) - (before[k] ?? 0);
+  return out;
+}
+
+const md5 = (b: Buffer | string): string => crypto.createHash('md5').update(b).digest('hex');
+
+/** A folder with a 6 MiB file of varied bytes and 100 small files. */
+function folder(label: string): string {
+  const lower = tempDir(label);
+  const big = Buffer.alloc(6 << 20);
+  for (let i = 0; i < big.length; i += 4) big.writeUInt32LE((i * 2654435761) >>> 0, i);
+  fs.writeFileSync(path.join(lower, 'big.bin'), big);
+  fs.mkdirSync(path.join(lower, 'src'));
+  for (let i = 0; i < 100; i++) fs.writeFileSync(path.join(lower, 'src', `m${i}.js`), `module.exports = ${i};\n`);
+  return lower;
+}
+
+describe('FUSE passthrough (fuse_ll, io: passthrough)', function () {
+  before(function () {
+    if (process.geteuid?.() !== 0)
+      throw new Error('the passthrough tests need root: registering a backing file with the kernel takes CAP_SYS_ADMIN');
+  });
+
+  it("reads of the folder's files reach the kernel's own file (no READ requests), layer files are served by the daemon, and the folder is never written", async () => {
+    const lower = folder('pt-read');
+    await withShadow(
+      lower,
+      async (shadow, mp) => {
+        const t = shadow.transport();
+        assert.strictEqual(
+          t.passthrough,
+          true,
+          `this kernel should take FUSE passthrough (Linux 6.9+ with CONFIG_FUSE_PASSTHROUGH; uname -r: ${spawnSync('uname', ['-r'], { encoding: 'utf8' }).stdout.trim()}): ${JSON.stringify(t)}`,
+        );
+        assert.strictEqual(t.noOpen, false, 'passthrough is decided per OPEN, so files keep their OPEN round trip');
+        let before = shadow.requestCounts();
+        assert.strictEqual(sh('md5sum < big.bin', mp).split(' ')[0], md5(fs.readFileSync(path.join(lower, 'big.bin'))));
+        assert.strictEqual(sh('cat src/*.js', mp), sh('cat src/*.js', lower));
+        let d = delta(before, shadow.requestCounts());
+        assert.strictEqual(d.read, 0, `6 MiB and 100 files read with no READ request: ${JSON.stringify(d)}`);
+        assert.ok(d.open >= 101, `one OPEN per opened file: ${JSON.stringify(d)}`);
+        // Again (the backing registration is per open; the second round must work the same).
+        before = shadow.requestCounts();
+        assert.strictEqual(sh('cat src/*.js', mp), sh('cat src/*.js', lower));
+        assert.strictEqual(delta(before, shadow.requestCounts()).read, 0);
+
+        // A file the layer holds is the daemon's to serve.
+        await shadow.layer('default').write('src/m7.js', 'changed by the agent\n');
+        before = shadow.requestCounts();
+        assert.strictEqual(sh('cat src/m7.js', mp), 'changed by the agent\n');
+        d = delta(before, shadow.requestCounts());
+        assert.ok(d.read >= 1, `layer content comes by READ: ${JSON.stringify(d)}`);
+        // Written through the mount: the layer has it, the folder does not.
+        sh('printf "new\\n" > src/new.js && printf "more\\n" >> src/m8.js', mp);
+        assert.strictEqual(sh('cat src/new.js src/m8.js', mp), 'new\nmodule.exports = 8;\nmore\n');
+        assert.strictEqual((await shadow.layer('default').readFile('src/m8.js')).toString(), 'module.exports = 8;\nmore\n');
+        assert.strictEqual(fs.readFileSync(path.join(lower, 'src', 'm8.js'), 'utf8'), 'module.exports = 8;\n');
+        // An edit in the folder shows at once through a passthrough open (it is the folder's file).
+        fs.writeFileSync(path.join(lower, 'src', 'm9.js'), 'edited in the folder\n');
+        assert.strictEqual(sh('cat src/m9.js', mp), 'edited in the folder\n');
+      },
+      { backend: 'fuse_ll', io: 'passthrough', guard: false },
+    );
+  });
+
+  it('a file open for reading through passthrough and then written: the writer gets the layer copy, the reader keeps the folder file, and neither open fails', async () => {
+    const lower = folder('pt-clash');
+    const hashBefore = md5(fs.readFileSync(path.join(lower, 'src', 'm3.js')));
+    await withShadow(
+      lower,
+      async (shadow, mp) => {
+        assert.strictEqual(shadow.transport().passthrough, true);
+        const f = path.join(mp, 'src', 'm3.js');
+        // The reader: a descriptor held open by this process (a passthrough open).
+        const fd = fs.openSync(f, 'r');
+        try {
+          const buf = Buffer.alloc(64);
+          const n0 = fs.readSync(fd, buf, 0, 64, 0);
+          assert.strictEqual(buf.subarray(0, n0).toString(), 'module.exports = 3;\n');
+          // The writer: the kernel may not mix a passthrough open and a cached one on one inode,
+          // so this open is sent to a new node (its first answer is ESTALE, which the kernel
+          // retries after looking the name up again).
+          sh(`printf 'appended\\n' >> '${f}'`, mp);
+          assert.strictEqual(sh(`cat '${f}'`, mp), 'module.exports = 3;\nappended\n');
+          const n1 = fs.readSync(fd, buf, 0, 64, 0);
+          assert.strictEqual(buf.subarray(0, n1).toString(), 'module.exports = 3;\n', 'the open reader still reads the folder file');
+        } finally {
+          fs.closeSync(fd);
+        }
+        assert.strictEqual((await shadow.layer('default').readFile('src/m3.js')).toString(), 'module.exports = 3;\nappended\n');
+      },
+      { backend: 'fuse_ll', io: 'passthrough' },
+    );
+    assert.strictEqual(md5(fs.readFileSync(path.join(lower, 'src', 'm3.js'))), hashBefore, 'the folder file is untouched');
+  });
+
+  it('shadowfs mount --io passthrough (daemon, RPC) mounts in that mode and says so in the shadow\'s info', async () => {
+    const lower = folder('pt-cli');
+    const cliPath = path.join(repoRoot, 'bin', 'shadowfs.js');
+    const cli = (...args: string[]) => spawnSync(process.execPath, [cliPath, ...args], { encoding: 'utf8', timeout: 60_000 });
+    const name = `pt-cli-${process.pid}`;
+    const r = cli('mount', lower, '--name', name, '--io', 'passthrough', '--json');
+    try {
+      assert.strictEqual(r.status, 0, r.stderr);
+      const info = JSON.parse(r.stdout) as { mountPoint: string; io: string; transport: Record<string, boolean> };
+      assert.strictEqual(info.io, 'passthrough');
+      assert.strictEqual(info.transport.passthrough, true, JSON.stringify(info.transport));
+      assert.strictEqual(sh('cat src/m4.js', info.mountPoint), 'module.exports = 4;\n');
+    } finally {
+      cli('unmount', name);
+    }
+  });
+
+  it('without CAP_SYS_ADMIN (a mount by nobody) passthrough is off, said so by transport(), and reads are served by the daemon', async () => {
+    const lower = folder('pt-nobody');
+    chownTree(lower);
+    fs.chmodSync(lower, 0o755);
+    const mp = path.join(nobodyDir('pt-nobody-mnt'), 'm');
+    const script = `
+      const { mount } = require(${JSON.stringify(path.join(repoRoot, 'dist', 'src'))});
+      const { execSync } = require('child_process');
+      (async () => {
+        const s = await mount(${JSON.stringify(lower)}, { mountPoint: ${JSON.stringify(mp)}, backend: 'fuse_ll', io: 'passthrough' });
+        try {
+          const before = s.requestCounts().read;
+          const text = execSync('cat src/m1.js src/m2.js', { cwd: s.mountPoint, encoding: 'utf8' });
+          console.log(JSON.stringify({ transport: s.transport(), text, reads: s.requestCounts().read - before }));
+        } finally {
+          await s.unmount();
+        }
+      })().catch((e) => { console.error(e); process.exit(1); });`;
+    const r = await asNobody([process.execPath, '-e', script]);
+    assert.strictEqual(r.status, 0, r.stderr);
+    const out = JSON.parse(r.stdout) as { transport: Record<string, boolean>; text: string; reads: number };
+    assert.strictEqual(out.transport.passthrough, false, JSON.stringify(out.transport));
+    assert.strictEqual(out.text, 'module.exports = 1;\nmodule.exports = 2;\n');
+    assert.ok(out.reads >= 2, `reads came to the daemon: ${out.reads}`);
+  });
+});
