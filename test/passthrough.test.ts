@@ -115,7 +115,7 @@ describe('FUSE passthrough (fuse_ll, io: passthrough)', function () {
     assert.strictEqual(md5(fs.readFileSync(path.join(lower, 'src', 'm3.js'))), hashBefore, 'the folder file is untouched');
   });
 
-  it('shadowfs mount --io passthrough (daemon, RPC) mounts in that mode and says so in the shadow\'s info', async () => {
+  it("shadowfs mount --io passthrough (daemon, RPC) mounts in that mode and says so in the shadow's info", async () => {
     const lower = folder('pt-cli');
     const cliPath = path.join(repoRoot, 'bin', 'shadowfs.js');
     const cli = (...args: string[]) => spawnSync(process.execPath, [cliPath, ...args], { encoding: 'utf8', timeout: 60_000 });
