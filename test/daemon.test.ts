@@ -278,7 +278,8 @@ describe('the shadowfs daemon', function () {
   it('after kill -9 of the daemon, the next command starts a new one that cleans the stale mounts, removes the directories it made, and mounts the shadow again with its layer back from autosave', async () => {
     const lower = makeProject();
     const guard = new FolderGuard(lower);
-    const info = json<{ mountPoint: string }>(['mount', lower, '--name', 'crashy']);
+    // Mounted in a mode other than the default: the new daemon mounts it the same way.
+    const info = json<{ mountPoint: string }>(['mount', lower, '--name', 'crashy', '--io', 'open']);
     // The agent's work, saved by the daemon's autosave (every 30 s by default; asked for here).
     json(['layer', 'write', 'crashy', 'alice', 'src/work.js'], 'module.exports = "kept";\n');
     json(['checkpoint', 'crashy', '--agent', 'alice', '--name', 'autosave']);
@@ -320,13 +321,14 @@ describe('the shadowfs daemon', function () {
     assert.deepStrictEqual([...st.recovered].sort(), [info.mountPoint, view.mountPoint, userView.mountPoint].sort());
     // The shadow is back under its name, a fresh mount, with alice's layer from its autosave
     // (views are not reopened).
-    const back = st.shadows as Array<{ name: string; agents: string[]; active: string | null; mountPoint: string }>;
+    const back = st.shadows as Array<{ name: string; agents: string[]; active: string | null; mountPoint: string; io: string }>;
     assert.deepStrictEqual(
       back.map((x) => x.name),
       ['crashy'],
     );
     assert.ok(back[0].agents.includes('alice'), JSON.stringify(back));
     assert.strictEqual(back[0].active, 'alice', 'the shared mount shows the layer it showed before the crash');
+    assert.strictEqual(back[0].io, 'open', 'mounted again in the I/O mode it had');
     assert.strictEqual(fs.readFileSync(path.join(back[0].mountPoint, 'src/work.js'), 'utf8'), 'module.exports = "kept";\n');
     assert.strictEqual(cli(['layer', 'cat', 'crashy', 'alice', 'src/work.js']).stdout, 'module.exports = "kept";\n');
     for (const mp of [view.mountPoint, userView.mountPoint]) assert.ok(!mountedPaths().has(mp), `${mp} is unmounted`);

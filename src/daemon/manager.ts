@@ -35,6 +35,9 @@ interface StateFile {
     views?: Array<{ mountPoint: string; createdMountPoint: boolean }>;
     /** The agent the shared mount showed (null: the folder), so a crash does not change it. */
     active?: string | null;
+    /** How it was mounted, so that a crash recovery mounts it the same way. */
+    backend?: string;
+    io?: IoMode;
   }>;
 }
 
@@ -127,7 +130,13 @@ export class ShadowManager {
       if (typeof s?.lower !== 'string' || typeof s.name !== 'string' || this.entries.has(s.name)) continue;
       try {
         const mp = typeof s.mountPoint === 'string' && !mountedPaths().has(s.mountPoint) ? s.mountPoint : undefined;
-        const info = await this.mount({ folder: s.lower, name: s.name, ...(mp && s.createdMountPoint !== true ? { mountPoint: mp } : {}) });
+        const info = await this.mount({
+          folder: s.lower,
+          name: s.name,
+          ...(mp && s.createdMountPoint !== true ? { mountPoint: mp } : {}),
+          ...(typeof s.backend === 'string' ? { backend: s.backend } : {}),
+          ...(s.io === 'cached' || s.io === 'open' || s.io === 'passthrough' ? { io: s.io } : {}),
+        });
         // The shared mount shows again what it showed: the agent whose layer came back, or the folder.
         const wanted = s.active;
         if (wanted !== undefined && wanted !== info.active && (wanted === null || info.agents.includes(wanted))) {
@@ -368,6 +377,8 @@ export class ShadowManager {
         lower: e.shadow.lower,
         mountPoint: e.shadow.mountPoint,
         createdMountPoint: e.shadow.ownsMountPoint,
+        backend: e.shadow.backend,
+        io: e.shadow.io,
         views: [...e.shadow.views].map((v) => ({ mountPoint: v.mountPoint, createdMountPoint: v.ownsMountPoint })),
         ...(e.shadow.mounted ? { active: e.shadow.active } : {}),
       })),
