@@ -36,6 +36,10 @@ struct MountOptions {
   // served from the node's path in its layer. Open: every open is a request with a handle (the
   // behaviour before #18, kept for comparison and as a fallback).
   bool openRoundTrips = false;
+  // fuse_ll: take requests through FUSE over io_uring (Linux 6.14+) when the kernel offers it
+  // and root turned it on (/sys/module/fuse/parameters/enable_uring); else, and after any
+  // failure to set it up, /dev/fuse as always. MountBackend::transport() says which it got.
+  bool ioUring = true;
 };
 
 class MountBackend {
