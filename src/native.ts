@@ -15,6 +15,8 @@ export interface NativeMountOptions {
   caseInsensitive?: boolean;
   /** fuse_ll: send the kernel an OPEN/OPENDIR/CREATE round trip per open (the "open" I/O mode) instead of letting it open without asking. */
   openRoundTrips?: boolean;
+  /** fuse_ll: take requests through FUSE over io_uring when the kernel offers it and enable_uring is on (default true). */
+  ioUring?: boolean;
   /** Directory for spill files (unlinked temporary files); empty keeps everything in memory. */
   spillDir?: string;
   /** Files larger than this many bytes move to a spill file. */
