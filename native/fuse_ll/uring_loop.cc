@@ -385,6 +385,7 @@ int Transport::registerEntry(Entry* e) {
   do r = e->ring.enter(e->ring.unsubmitted(), 0, 0);
   while (r == -EINTR);
   if (r < 0) return r;
+  if (r == 0) return -EIO;  // not submitted (io_uring reports errors, so not expected)
   // The kernel refuses a registration at once (fuse_uring_cmd returns the error, and io_uring
   // completes the command before io_uring_enter returns); one it accepts completes only when a
   // request comes. A completion with 0 here is such a request, left for the loop.
