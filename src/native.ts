@@ -17,6 +17,8 @@ export interface NativeMountOptions {
   openRoundTrips?: boolean;
   /** fuse_ll, with openRoundTrips: read-only opens of the folder's files go straight to the folder's file (FUSE passthrough) where the kernel and privileges allow. */
   passthrough?: boolean;
+  /** fuse_ll: take requests through FUSE over io_uring when the kernel offers it and enable_uring is on (default true). */
+  ioUring?: boolean;
   /** Directory for spill files (unlinked temporary files); empty keeps everything in memory. */
   spillDir?: string;
   /** Files larger than this many bytes move to a spill file. */

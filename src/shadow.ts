@@ -47,6 +47,14 @@ export interface MountOptions {
    * is false. Default: $SHADOWFS_IO, else "cached". fuse_hl always opens.
    */
   io?: IoMode;
+  /**
+   * fuse_ll: take the kernel's requests through FUSE over io_uring (Linux 6.14+) instead of reading them from /dev/fuse,
+   * when the kernel offers it, which it does only while root has turned it on system-wide
+   * (/sys/module/fuse/parameters/enable_uring = Y; shadowfs never changes that). Any failure to set the rings up falls
+   * back to /dev/fuse; `Shadow.transport().ioUring` says which the mount got. Default: false when $SHADOWFS_IO_URING is
+   * "0", else true. fuse_hl ignores it.
+   */
+  ioUring?: boolean;
 }
 
 export type IoMode = 'cached' | 'open' | 'passthrough';
@@ -637,7 +645,9 @@ export class Shadow {
   /**
    * The shared mount's FUSE requests by kind since it was mounted: on fuse_ll `lookup`, `getattr`, `setattr`, `open`,
    * `create`, `mknod`, `release`, `flush`, `read`, `write`, `opendir`, `readdir`, `readdirplus`, `releasedir`,
-   * `getxattr`, `forget`; empty on a backend that does not count them. For measuring round trips (tests, benchmarks).
+   * `getxattr`, `forget`, and `ring`: how many requests of any kind came through io_uring ring entries (0 when
+   * `transport().ioUring` is false); empty on a backend that does not count them. For measuring round trips (tests,
+   * benchmarks).
    */
   requestCounts(): Record<string, number> {
     return this.native?.requestCounts() ?? {};
@@ -646,8 +656,8 @@ export class Shadow {
   /**
    * What the shared mount's kernel connection agreed to, by feature: fuse_ll reports noOpen/noOpendir (opens without a
    * round trip, MountOptions.io "cached" on a kernel that offers it), readdirplus, epoch (one notification invalidates
-   * every name on a switch; known after the first switch), passthrough and ioUring (not implemented: always false).
-   * Empty for fuse_hl.
+   * every name on a switch; known after the first switch), passthrough (MountOptions.io "passthrough", agreed and not refused since) and ioUring (the
+   * kernel hands requests to io_uring ring entries instead of /dev/fuse: MountOptions.ioUring). Empty for fuse_hl.
    */
   transport(): Record<string, boolean> {
     return this.native?.transport() ?? {};
@@ -800,10 +810,13 @@ export async function mount(lowerDir: string, options: MountOptions = {}): Promi
       'INVALID_ARGUMENT',
       `io must be "cached", "open" or "passthrough" (from the option or $SHADOWFS_IO), got ${JSON.stringify(io)}`,
     );
+  const ioUring = options.ioUring ?? process.env.SHADOWFS_IO_URING !== '0';
+  if (typeof ioUring !== 'boolean') throw new ShadowError('INVALID_ARGUMENT', `ioUring must be true or false, got ${String(ioUring)}`);
   const { mountPoint, created } = prepareMountPoint(options.mountPoint, lower);
   const native = new lib.Shadow(backend, lower, mountPoint, {
     openRoundTrips: io !== 'cached',
     passthrough: io === 'passthrough',
+    ioUring,
     entryTimeout: timeout,
     attrTimeout: timeout,
     negativeTimeout: timeout,

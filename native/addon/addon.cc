@@ -162,8 +162,7 @@ class Shadow : public Napi::ObjectWrap<Shadow> {
 
   // JS thread. new Shadow(backend, lower, mountPoint, { entryTimeout, attrTimeout,
   // negativeTimeout, useEpoch, allowOther, caseInsensitive, openRoundTrips, passthrough,
-  // spillThreshold, spillDir,
-  // debug }):
+  // ioUring, spillThreshold, spillDir, debug }):
   // only records the options and starts the worker; nothing is opened or mounted until mount()
   // (a job, like every I/O).
   explicit Shadow(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Shadow>(info) {
@@ -192,6 +191,7 @@ class Shadow : public Napi::ObjectWrap<Shadow> {
     flag("caseInsensitive", &opts_.caseInsensitive);
     flag("openRoundTrips", &opts_.openRoundTrips);
     flag("passthrough", &opts_.passthrough);
+    flag("ioUring", &opts_.ioUring);
     double threshold = -1;
     num("spillThreshold", &threshold);
     spillThreshold_ = threshold >= 0 ? static_cast<uint64_t>(threshold) : UINT64_MAX;

@@ -41,6 +41,10 @@ struct MountOptions {
   // directly (no READ requests, one page cache). Needs a kernel that offers FUSE_PASSTHROUGH
   // (6.9+) and CAP_SYS_ADMIN; without them the mount serves opens as `openRoundTrips` alone does.
   bool passthrough = false;
+  // fuse_ll: take requests through FUSE over io_uring (Linux 6.14+) when the kernel offers it
+  // and root turned it on (/sys/module/fuse/parameters/enable_uring); else, and after any
+  // failure to set it up, /dev/fuse as always. MountBackend::transport() says which it got.
+  bool ioUring = true;
 };
 
 class MountBackend {

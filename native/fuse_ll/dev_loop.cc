@@ -11,6 +11,7 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -21,9 +22,9 @@ namespace ll {
 
 namespace {
 
-// The largest WRITE the mount accepts (max_write), and so the read buffer: a request header,
-// WRITE's arguments and the data, with room to spare as the kernel asks.
-constexpr uint32_t kMaxWrite = 1u << 20;
+// The read buffer: a request header, WRITE's arguments and max_write bytes of data, with room to
+// spare as the kernel asks.
+constexpr uint32_t kMaxWrite = LLMount::kMaxWrite;
 constexpr size_t kBufferSize = kMaxWrite + 4096;
 
 // The arguments of one request, read front to back.
@@ -70,6 +71,40 @@ void LLMount::serve() {
   }
   // Each of them ends at its next read, which fails as this one's did (the connection is gone).
   for (auto& t : others) t.join();
+  // The connection is gone, so the kernel has ended (or is ending) the ring entries' commands.
+  if (uring_) uring_->stop();
+}
+
+bool LLMount::prepareUring(uint64_t offered) {
+  if (!(offered & abi::kOverIoUring) || !opts_.ioUring || !uring::kernelEnabled()) return false;
+  // The kernel wants every entry's payload buffer to hold the largest request or reply it may
+  // send: max(8 KiB, max_write, max_pages pages) (fuse_uring_create, fs/fuse/dev_uring.c).
+  const long page = sysconf(_SC_PAGESIZE);
+  const size_t pageSize = page > 0 ? static_cast<size_t>(page) : 4096;
+  const size_t maxPages = kMaxWrite / 4096;  // what the INIT reply says (maxPages)
+  const size_t payload = std::max({size_t{8192}, size_t{kMaxWrite}, maxPages * pageSize});
+  std::string why;
+  uring_ = uring::Transport::prepare(fd_, payload, &why);
+  if (!uring_ && opts_.debug)
+    std::fprintf(stderr, "shadowfs: io_uring not used: %s\n", why.c_str());
+  return uring_ != nullptr;
+}
+
+void LLMount::startUring() {
+  std::string why;
+  auto decode = [this](const char* buf, size_t size, ReplySink* sink) {
+    dispatch(buf, size, sink);
+  };
+  bool ok = uring_->start(decode, &why);
+  // Kept when it failed (stopped, its buffers freed): uring_ never changes after INIT, so that
+  // requestCounts() may read it from any thread once uringActive_ says it served.
+  uringActive_.store(ok, std::memory_order_release);
+  if (!ok) {
+    if (opts_.debug) std::fprintf(stderr, "shadowfs: io_uring not used: %s\n", why.c_str());
+  } else if (opts_.debug) {
+    std::fprintf(stderr, "shadowfs: io_uring: %zu queues of %zu entries\n", uring_->queues(),
+                 uring_->depth());
+  }
 }
 
 void LLMount::startWorkerIfAllBusy() {
@@ -158,6 +193,9 @@ void LLMount::dispatch(const char* buf, size_t size, ReplySink* sink) {
       out.timeGran = 1;
       struct iovec v{&out, sizeof out};
       wire::send(req, 0, &v, 1);
+      // The kernel has the reply (it was processed within the write): the ring entries can
+      // register now, and must, since the kernel holds new requests until they do.
+      if (want & abi::kOverIoUring) startUring();
       {
         std::lock_guard lock(initMu_);
         initDone_ = true;

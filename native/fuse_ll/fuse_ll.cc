@@ -102,6 +102,9 @@ uint64_t LLMount::negotiate(uint64_t offered) {
   // O_TRUNC arrives with open(), so truncation needs no separate setattr round trip.
   if (!noOpen_ && (offered & abi::kAtomicOTrunc)) want |= abi::kAtomicOTrunc;
   readdirplus_ = (want & abi::kDoReaddirplus) != 0;
+  // FUSE over io_uring: asked for only once the rings exist (prepareUring), because the kernel
+  // holds every new request after this reply until the rings register (startUring) or one fails.
+  if (prepareUring(offered)) want |= abi::kOverIoUring;
   // Not asked for: locks (they stay in the kernel, local to this machine, as DESIGN.md asks);
   // writeback caching (the kernel would hold writes that API reads must see at once, and trust
   // its own mtime and size over edits in A).
@@ -650,6 +653,8 @@ std::vector<std::pair<std::string, uint64_t>> LLMount::requestCounts() const {
   static_assert(sizeof names / sizeof names[0] == static_cast<size_t>(Op::Count));
   std::vector<std::pair<std::string, uint64_t>> out;
   for (size_t i = 0; i < opCounts_.size(); ++i) out.emplace_back(names[i], opCounts_[i].load(std::memory_order_relaxed));
+  // Not a kind: how many of all requests (of any kind) came through io_uring ring entries.
+  out.emplace_back("ring", uringActive_.load(std::memory_order_acquire) ? uring_->served() : 0);
   return out;
 }
 

@@ -422,6 +422,44 @@ struct NotifyInvalEntry {
 };
 static_assert(sizeof(NotifyInvalEntry) == 16);
 
+// FUSE over io_uring (protocol 7.42+, include/uapi/linux/fuse.h; served by fs/fuse/dev_uring.c).
+// Each ring entry is two buffers the server registers: a header area (UringReqHeader) and a
+// payload buffer. A request arrives with its fuse_in_header in inOut, the first of its
+// arguments (the opcode's fixed struct, or nothing for opcodes the kernel gives a zero-size
+// first argument) in opIn, every other argument in the payload buffer, and payloadSz saying how
+// much of that buffer they fill. The reply goes back as a fuse_out_header in inOut and all of
+// its arguments in the payload buffer, payloadSz again their length.
+constexpr uint32_t kUringCmdRegister = 1;        // FUSE_IO_URING_CMD_REGISTER
+constexpr uint32_t kUringCmdCommitAndFetch = 2;  // FUSE_IO_URING_CMD_COMMIT_AND_FETCH
+constexpr size_t kUringInOutSize = 128;          // FUSE_URING_IN_OUT_HEADER_SZ
+constexpr size_t kUringOpInSize = 128;           // FUSE_URING_OP_IN_OUT_SZ
+
+struct UringEntInOut {
+  uint64_t flags;
+  uint64_t commitId;  // the request's unique, echoed in UringCmdReq::commitId
+  uint32_t payloadSz;
+  uint32_t padding;
+  uint64_t reserved;
+};
+static_assert(sizeof(UringEntInOut) == 32);
+
+struct UringReqHeader {
+  char inOut[kUringInOutSize];  // fuse_in_header on fetch, fuse_out_header on commit
+  char opIn[kUringOpInSize];
+  UringEntInOut ringEntInOut;
+};
+static_assert(sizeof(UringReqHeader) == 288);
+static_assert(offsetof(UringReqHeader, ringEntInOut) == 256);
+
+// The command in the SQE's 80-byte command area (so the ring needs IORING_SETUP_SQE128).
+struct UringCmdReq {
+  uint64_t flags;
+  uint64_t commitId;  // COMMIT_AND_FETCH: the unique of the request answered; 0 for REGISTER
+  uint16_t qid;       // the queue: one per possible CPU, 0 .. nr-1
+  uint8_t padding[6];
+};
+static_assert(sizeof(UringCmdReq) == 24);
+
 }  // namespace abi
 }  // namespace ll
 }  // namespace shadowfs

@@ -24,6 +24,7 @@
 #include "../core/watcher.h"
 #include "../platform/fuse_loop.h"
 #include "kernel_abi.h"
+#include "uring_loop.h"
 #include "wire.h"
 
 struct fuse_session;
@@ -137,18 +138,22 @@ class LLMount final : public LoopedMount {
   std::vector<std::pair<std::string, uint64_t>> requestCounts() const override;
   // The kernel opens files (noOpen_) and directories (noOpendir_) without asking: set at INIT
   // when it offers that and the mount did not ask for open round trips.
+  // ioUring: the kernel serves requests through our io_uring entries (uring_loop.h), known once
+  // INIT was answered. passthrough: not implemented yet (docs/fuse-transport-plan.md section 2),
+  // reported so that a reader sees it is off.
   std::vector<std::pair<std::string, bool>> transport() const override {
-    // io_uring: not implemented (docs/fuse-transport-plan.md), reported so that a reader sees
-    // it is off.
     return {{"noOpen", noOpen()},       {"noOpendir", noOpendir()},
             {"readdirplus", readdirplus_.load()}, {"epoch", epochWorks_.load()},
-            {"passthrough", passthrough_.load()},     {"ioUring", false}};
+            {"passthrough", passthrough_.load()},     {"ioUring", uringActive_.load()}};
   }
   bool noOpen() const { return noOpen_.load(std::memory_order_relaxed); }
   bool noOpendir() const { return noOpendir_.load(std::memory_order_relaxed); }
   const ChangeJournal* folderChanges() const override { return watcher_ ? &journal_ : nullptr; }
   // INIT: what this mount asks of the kernel, given what it offers (flags | flags2 << 32).
   uint64_t negotiate(uint64_t offered);
+  // The largest WRITE the mount accepts (max_write in the INIT reply), and so the size of a
+  // request buffer; READs are at most max_pages pages, the same.
+  static constexpr uint32_t kMaxWrite = 1u << 20;
   static void opLookup(Req* req, uint64_t parent, const char* name);
   static void opForget(Req* req, uint64_t ino, uint64_t n);
   static void opForgetMulti(Req* req, size_t count, const abi::ForgetOne* forgets);
@@ -281,6 +286,14 @@ class LLMount final : public LoopedMount {
   // `sink`, or to /dev/fuse when null.
   void dispatch(const char* buf, size_t size, ReplySink* sink);
   void startWorkerIfAllBusy();
+  // FUSE over io_uring (uring_loop.h). prepareUring: at INIT, whether to ask for it (the mount
+  // allows it, root's switch is on, the kernel offers it and the rings could be set up);
+  // startUring: once INIT is answered, registers the entries and records whether the kernel took
+  // them (uringActive_), else goes back to /dev/fuse only.
+  bool prepareUring(uint64_t offered);
+  void startUring();
+  std::unique_ptr<uring::Transport> uring_;
+  std::atomic<bool> uringActive_{false};
   std::mutex workersMu_;
   std::vector<std::thread> workers_;  // beside the loop thread, which serves too
   bool stopping_ = false;             // under workersMu_: the loop ended, start no more

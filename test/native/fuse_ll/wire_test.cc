@@ -16,6 +16,7 @@
 
 #include "../../../native/fuse_ll/kernel_abi.h"
 #include "../../../native/fuse_ll/ll_mount.h"
+#include "../../../native/fuse_ll/uring_loop.h"
 #include "../../../native/fuse_ll/wire.h"
 #include "../core/fake_lower.h"
 #include "../unit/unit.h"
@@ -32,6 +33,10 @@ struct WireTestAccess {
     m->fd_ = fd;
     m->dispatch(req.data(), req.size(), nullptr);
     m->fd_ = -1;
+  }
+  // The decoder as a ring entry calls it (replies go to the entry's sink).
+  static uring::Dispatch dispatcher(LLMount* m) {
+    return [m](const char* buf, size_t size, ReplySink* sink) { m->dispatch(buf, size, sink); };
   }
 };
 }  // namespace ll
@@ -284,6 +289,7 @@ struct Mounted {
     ov = std::make_shared<Overlay>(std::move(lo));
     if (ov->createLayer("a") != 0 || ov->activate("a", nullptr) != 0) throw unit::Abort{};
     MountOptions o;
+    o.ioUring = false;  // INIT must not set up rings on this machine's kernel from a unit test
     m = std::make_unique<ll::LLMount>(ov, nullptr, "/nonexistent-lower", "/nonexistent-mp", o);
   }
 };
@@ -364,6 +370,7 @@ TEST(init_asks_for_what_the_mount_needs_of_what_the_kernel_offers_and_never_writ
   CHECK((want & abi::kNoOpenSupport) != 0);  // the default I/O mode: no open round trips
   CHECK((want & abi::kAtomicOTrunc) == 0);   // ... so O_TRUNC must come as SETATTR
   CHECK((want & abi::kDoReaddirplus) != 0);
+  CHECK((want & abi::kOverIoUring) == 0);  // offered, but this mount's MountOptions::ioUring is off
   CHECK_EQ(out.maxWrite, 1u << 20);
   CHECK_EQ(out.maxReadahead, 131072u);
 
@@ -372,5 +379,99 @@ TEST(init_asks_for_what_the_mount_needs_of_what_the_kernel_offers_and_never_writ
   ll::WireTestAccess::feed(w.m.get(), p.w, request(abi::INIT, 2, 0, bytes(in)));
   CHECK_EQ(headerOf(p.take()).error, -EPROTO);
 }
+
+// A ring entry as fs/fuse/dev_uring.c fills it (fuse_uring_args_to_ring): the in header in inOut,
+// the request's first argument in opIn (nothing when the kernel made it zero-size), the other
+// arguments in the payload buffer, payloadSz their length, commitId the unique.
+struct RingEntry {
+  abi::UringReqHeader hdr{};
+  std::vector<char> region = std::vector<char>(ll::uring::kHeadroom + 8192, '\x5a');
+  char* payload() { return region.data() + ll::uring::kHeadroom; }
+  void fill(uint32_t opcode, uint64_t unique, uint64_t nodeid, const std::string& opIn,
+            const std::string& rest) {
+    std::memset(&hdr, 0x77, sizeof hdr);  // stale bytes from an earlier request
+    abi::InHeader h{};
+    h.len = static_cast<uint32_t>(sizeof h + opIn.size() + rest.size());
+    h.opcode = opcode;
+    h.unique = unique;
+    h.nodeid = nodeid;
+    std::memcpy(hdr.inOut, &h, sizeof h);
+    std::memcpy(hdr.opIn, opIn.data(), opIn.size());
+    abi::UringEntInOut io{};
+    io.commitId = unique;
+    io.payloadSz = static_cast<uint32_t>(rest.size());
+    hdr.ringEntInOut = io;
+    std::memcpy(payload(), rest.data(), rest.size());
+  }
+  abi::OutHeader out() const {
+    abi::OutHeader o;
+    std::memcpy(&o, hdr.inOut, sizeof o);
+    return o;
+  }
+};
+
+TEST(a_ring_entry_is_decoded_like_dev_fuse_and_its_reply_lands_where_the_kernel_reads_it) {
+  Mounted w;
+  RingEntry r;
+  auto dispatch = ll::WireTestAccess::dispatcher(w.m.get());
+  // LOOKUP: a zero-size first argument (fuse_set_zero_arg0), so opIn is empty and the name is in
+  // the payload. The reply is the out header in inOut and the entry in the payload.
+  r.fill(abi::LOOKUP, 20, abi::kRootId, "", std::string("hello.txt\0", 10));
+  CHECK_EQ(ll::uring::serveEntry(&r.hdr, r.payload(), 8192, dispatch), uint64_t{20});
+  CHECK_EQ(r.out().unique, uint64_t{20});
+  CHECK_EQ(r.out().error, 0);
+  CHECK_EQ(r.out().len, static_cast<uint32_t>(sizeof(abi::OutHeader) + sizeof(abi::EntryOut)));
+  CHECK_EQ(r.hdr.ringEntInOut.payloadSz, static_cast<uint32_t>(sizeof(abi::EntryOut)));
+  abi::EntryOut e;
+  std::memcpy(&e, r.payload(), sizeof e);
+  CHECK(e.nodeid > abi::kRootId);
+  CHECK_EQ(e.attr.size, uint64_t{6});
+  const uint64_t node = e.nodeid;
+
+  // GETATTR: its fuse_getattr_in in opIn, nothing in the payload.
+  abi::GetattrIn gi{};
+  r.fill(abi::GETATTR, 22, node, bytes(gi), "");
+  CHECK_EQ(ll::uring::serveEntry(&r.hdr, r.payload(), 8192, dispatch), uint64_t{22});
+  CHECK_EQ(r.out().error, 0);
+  CHECK_EQ(r.hdr.ringEntInOut.payloadSz, static_cast<uint32_t>(sizeof(abi::AttrOut)));
+  abi::AttrOut ao;
+  std::memcpy(&ao, r.payload(), sizeof ao);
+  CHECK_EQ(ao.attr.size, uint64_t{6});
+
+  // READ: fuse_read_in in opIn; the data comes back in the payload.
+  abi::ReadIn ri{};
+  ri.size = 4096;
+  r.fill(abi::READ, 24, node, bytes(ri), "");
+  ll::uring::serveEntry(&r.hdr, r.payload(), 8192, dispatch);
+  CHECK_EQ(r.out().error, 0);
+  CHECK_EQ(r.hdr.ringEntInOut.payloadSz, 6u);
+  CHECK_EQ(std::string(r.payload(), 6), std::string("hello\n"));
+
+  // An error reply carries no payload.
+  r.fill(abi::LOOKUP, 26, abi::kRootId, "", std::string("missing\0", 8));
+  ll::uring::serveEntry(&r.hdr, r.payload(), 8192, dispatch);
+  CHECK_EQ(r.out().error, 0);  // a negative entry (negativeTimeout > 0)
+  r.fill(abi::ACCESS, 28, abi::kRootId, std::string(8, '\0'), "");
+  ll::uring::serveEntry(&r.hdr, r.payload(), 8192, dispatch);
+  CHECK_EQ(r.out().error, -ENOSYS);
+  CHECK_EQ(r.hdr.ringEntInOut.payloadSz, 0u);
+
+  // Lengths that do not add up (more in opIn than its 128 bytes, a payload larger than the
+  // buffer): EIO, and still an answer, so that the kernel gets the entry back.
+  r.fill(abi::GETATTR, 30, node, bytes(gi), "");
+  abi::InHeader h;
+  std::memcpy(&h, r.hdr.inOut, sizeof h);
+  h.len = static_cast<uint32_t>(sizeof h + 200);
+  std::memcpy(r.hdr.inOut, &h, sizeof h);
+  CHECK_EQ(ll::uring::serveEntry(&r.hdr, r.payload(), 8192, dispatch), uint64_t{30});
+  CHECK_EQ(r.out().unique, uint64_t{30});
+  CHECK_EQ(r.out().error, -EIO);
+  r.fill(abi::LOOKUP, 32, abi::kRootId, "", std::string("hello.txt\0", 10));
+  r.hdr.ringEntInOut.payloadSz = 9000;
+  ll::uring::serveEntry(&r.hdr, r.payload(), 8192, dispatch);
+  CHECK_EQ(r.out().error, -EIO);
+  CHECK_EQ(r.hdr.ringEntInOut.payloadSz, 0u);
+}
+
 
 }  // namespace
