@@ -120,7 +120,7 @@ describe('FUSE passthrough (fuse_ll, io: passthrough)', function () {
     const cliPath = path.join(repoRoot, 'bin', 'shadowfs.js');
     const cli = (...args: string[]) => spawnSync(process.execPath, [cliPath, ...args], { encoding: 'utf8', timeout: 60_000 });
     const name = `pt-cli-${process.pid}`;
-    const r = cli('mount', lower, '--name', name, '--io', 'passthrough', '--json');
+    const r = cli('mount', lower, '--name', name, '--backend', 'fuse_ll', '--io', 'passthrough', '--json');
     try {
       assert.strictEqual(r.status, 0, r.stderr);
       const info = JSON.parse(r.stdout) as { mountPoint: string; io: string; transport: Record<string, boolean> };
