@@ -2,7 +2,7 @@
 // of protocol 7.45 that this backend uses, declared here from the kernel's documentation of the
 // protocol (Debian's <linux/fuse.h> is 7.38 and lacks passthrough, io_uring and the epoch
 // notification; libfuse 3.14's copy is older still). Every layout is pinned by static_assert,
-// and test/native/fuse_ll/kernel_abi_test.cc checks what the system header also has against it.
+// and test/native/fuse_ll/wire_test.cc checks what the system header also has against it.
 #pragma once
 
 #include <cstddef>
