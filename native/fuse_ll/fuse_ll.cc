@@ -506,7 +506,8 @@ void LLMount::opRelease(Req* req, uint64_t ino, FileInfo* fi) {
   Handle* h = reinterpret_cast<Handle*>(fi->fh);
   // The one file opened by the OPEN that was answered ENOSYS is released with no handle.
   if (!h) return (void)wire::replyErr(req, 0);
-  m->passthroughRelease(h);
+  // Only a passthrough mount has backing files to let go of; the others skip its lock.
+  if (m->opts_.passthrough) m->passthroughRelease(h);
   m->trackHandle(ino, h, false);
   m->ov_->release(h);
   wire::replyErr(req, 0);
