@@ -283,12 +283,32 @@ describe('running commands inside a shadow', function () {
     await withShadow(lower, async (shadow) => {
       const view = await shadow.openView('solo');
       try {
-        const busy = shadow.withLayer('other', () => new Promise((r) => setTimeout(r, 1500)));
-        const r = await runInShadow(shadow, { agent: 'solo', argv: ['sh', '-c', 'pwd; echo mine > solo.txt'], originalPath: false });
-        assert.strictEqual(r.stdout.trim(), view.mountPoint);
-        assert.ok(r.queuedMs < 1000, `the run did not wait for the shared mount (${r.queuedMs} ms)`);
-        assert.strictEqual((await shadow.layer('solo').readFile('solo.txt')).toString(), 'mine\n');
-        await busy;
+        // The shared mount stays busy until the run is over: a run that waited for it would never
+        // start (after a minute the test lets the mount go and says so).
+        let release = (): void => undefined;
+        let released = false;
+        const held = new Promise<void>((r) => (release = r));
+        let begun = (): void => undefined;
+        const began = new Promise<void>((r) => (begun = r));
+        const busy = shadow.withLayer('other', () => {
+          begun();
+          return held;
+        });
+        await began;
+        const giveUp = setTimeout(() => {
+          released = true;
+          release();
+        }, 60_000);
+        try {
+          const r = await runInShadow(shadow, { agent: 'solo', argv: ['sh', '-c', 'pwd; echo mine > solo.txt'], originalPath: false });
+          assert.ok(!released, 'the run waited for the shared mount');
+          assert.strictEqual(r.stdout.trim(), view.mountPoint);
+          assert.strictEqual((await shadow.layer('solo').readFile('solo.txt')).toString(), 'mine\n');
+        } finally {
+          clearTimeout(giveUp);
+          release();
+          await busy;
+        }
       } finally {
         await view.close();
       }
