@@ -556,7 +556,7 @@ describe('the shadowfs daemon', function () {
 
   it('exits by itself when it has had no shadow and no client for --exit-after', async () => {
     stopTestDaemon();
-    const daemon = spawn(process.execPath, [cliPath, 'serve', '--foreground', '--exit-after', '1', '--no-console'], { stdio: 'ignore' });
+    const daemon = spawn(process.execPath, [cliPath, 'serve', '--foreground', '--exit-after', '3', '--no-console'], { stdio: 'ignore' });
     const exited = new Promise<number | null>((r) => daemon.once('exit', (code) => r(code)));
     await eventually(() => fs.existsSync(daemonPaths().socket), 10_000, 'the daemon to listen');
     const c = await ShadowClient.connect({ autostart: false });

@@ -129,8 +129,25 @@ describe('lints: diagnostics from warm language servers inside the shadow', func
           assert.deepStrictEqual(r1.files[1].introduced, [], JSON.stringify(r1.files[1]));
           await layer.reset();
           // You change add() in your folder to take strings: the agent's unchanged b.ts now breaks.
-          fs.writeFileSync(path.join(lower, 'src', 'a.ts'), A_TS.replace(/number/g, 'string'));
-          await new Promise((r) => setTimeout(r, 300)); // the live view's invalidation
+          const changed = A_TS.replace(/number/g, 'string');
+          // The question below must come after the service has heard of the edit: a watcher of
+          // the test's own reports it when the service's can (as in the next test).
+          const probe = new FolderChanges(shadow);
+          const seen = new Set<string>();
+          fs.writeFileSync(path.join(lower, 'src', 'a.ts'), changed);
+          try {
+            await eventually(
+              () => {
+                probe.take().paths.forEach((p) => seen.add(p));
+                return seen.has('src/a.ts') && fs.readFileSync(path.join(shadow.mountPoint, 'src', 'a.ts'), 'utf8') === changed;
+              },
+              20_000,
+              'the edit to be reported and shown by the mount',
+            );
+          } finally {
+            probe.dispose();
+          }
+          await new Promise((r) => setImmediate(r));
           const r2 = await svc.lints({ shadow: 's', agent: 'u', paths: ['src/b.ts'], timeoutMs: 60_000 });
           const b = r2.files[0];
           assert.strictEqual(b.status, 'fresh', JSON.stringify(b));
@@ -250,7 +267,7 @@ describe('lints: diagnostics from warm language servers inside the shadow', func
       const [ts] = svc.runningServers().filter((x) => x.id === 'typescript');
       assert.ok(ts, JSON.stringify(svc.runningServers()));
       process.kill(ts.pid, 'SIGKILL');
-      await new Promise((r) => setTimeout(r, 200));
+      await eventually(() => !svc.runningServers().some((x) => x.pid === ts.pid), 20_000, 'the service to see its server gone');
       const again = await svc.lints({ shadow: 's', agent: 'k', paths: ['src/b.ts'], timeoutMs: 60_000 });
       assert.strictEqual(again.files[0].status, 'fresh', JSON.stringify(again.files[0]));
       assert.strictEqual(again.files[0].introduced.length, 1);

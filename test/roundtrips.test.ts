@@ -6,6 +6,7 @@ import * as assert from 'assert';
 import { spawnSync } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
+import type { Shadow } from '../src/shadow';
 import { tempDir, withShadow } from './helpers/fixtures';
 
 const N = 300;
@@ -36,16 +37,25 @@ function manyFiles(label: string, n: number): string {
   return lower;
 }
 
-/** The counts once no request has come for a while: the kernel sends RELEASE after close() returns. */
-async function settled(shadow: { requestCounts(): Record<string, number> }): Promise<Record<string, number>> {
+/**
+ * The counts once no request has come for three checks in a row and, on a mount that answers
+ * OPEN (the kernel sends RELEASE in the background after close() returns; nothing is open when
+ * this is called), every opened file and directory has been released.
+ */
+async function settled(shadow: Shadow): Promise<Record<string, number>> {
+  const t = shadow.transport();
+  const balanced = (c: Record<string, number>): boolean =>
+    (t.noOpen || (c.release ?? 0) >= (c.open ?? 0) + (c.create ?? 0)) && (t.noOpendir || (c.releasedir ?? 0) >= (c.opendir ?? 0));
   let last = JSON.stringify(shadow.requestCounts());
-  for (let i = 0; i < 100; i++) {
+  let quiet = 0;
+  for (let i = 0; i < 300; i++) {
     await new Promise((r) => setTimeout(r, 100));
     const now = shadow.requestCounts();
-    if (JSON.stringify(now) === last) return now;
+    quiet = JSON.stringify(now) === last ? quiet + 1 : 0;
+    if (quiet >= 3 && balanced(now)) return now;
     last = JSON.stringify(now);
   }
-  throw new Error(`requests kept coming for 10 s with nothing running: ${last}`);
+  throw new Error(`requests kept coming, or opens stayed unreleased, for 30 s with nothing running: ${last}`);
 }
 
 /** Whether mounts get FUSE over io_uring here: root's switch is on and $SHADOWFS_IO_URING does not turn it off (test/uring.test.ts tests both). */

@@ -99,9 +99,14 @@ describe('running commands inside a shadow', function () {
       assert.deepStrictEqual(processesWith(marker), [], 'a run never leaves processes behind');
       const next = await runInShadow(shadow, { agent: 'other', argv: ['true'] });
       assert.strictEqual(next.exitCode, 0);
+      // Cancelled once its command runs (it says so), not after a guess at how long that takes.
       const controller = new AbortController();
-      setTimeout(() => controller.abort(), 300);
-      const cancelled = await runInShadow(shadow, { agent: 'slow', argv: ['sh', '-c', sleeper], signal: controller.signal });
+      const cancelled = await runInShadow(shadow, {
+        agent: 'slow',
+        argv: ['sh', '-c', `echo started; ${sleeper}`],
+        signal: controller.signal,
+        onOutput: (_s, c) => (c.toString().includes('started') ? controller.abort() : undefined),
+      });
       assert.strictEqual(cancelled.cancelled, true);
       assert.deepStrictEqual(processesWith(marker), []);
     });

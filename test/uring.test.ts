@@ -153,17 +153,17 @@ describe('FUSE over io_uring (fuse_ll)', function () {
     assert.strictEqual(ringThreads(), threadsBefore, 'the ring threads ended with the mount');
   });
 
-  it('with enable_uring on, a request that holds its ring entry (a WRITE held by the test hook) holds up only that entry: lookups from the same CPU go on', async function () {
+  it('with enable_uring on, a request that holds its ring entry (a copy-up held by the test hook) holds up only that entry: lookups from the same CPU go on', async function () {
     setEnable(true);
     const lower = tempDir('uring-long');
     fs.writeFileSync(path.join(lower, 'big.bin'), 'folder\n');
     const control = tempDir('uring-control');
-    // uring_loop.cc's test hook: the entry that gets a WRITE says so (hold.held) and keeps it
-    // until `hold` is gone. It stands for any long request (a copy-up of a big file) without
-    // depending on how long one takes on this machine.
+    // The core's test hook (content.cc): the copy-up that the first WRITE to big.bin makes says
+    // so (hold.held) and keeps going until `hold` is gone, holding its ring entry all along. It
+    // stands for a long copy-up without depending on how long one takes on this machine.
     const hold = path.join(control, 'hold');
     fs.writeFileSync(hold, '');
-    process.env.SHADOWFS_URING_FAULT = `hold-writes:${hold}`;
+    process.env.SHADOWFS_TEST_HOLD_COPYUP = hold;
     const children: ReturnType<typeof spawn>[] = [];
     const exited = (child: ReturnType<typeof spawn>): Promise<{ code: number | null; out: string; err: string }> =>
       new Promise((resolve, reject) => {
@@ -186,7 +186,7 @@ describe('FUSE over io_uring (fuse_ll)', function () {
           const writerDone = exited(writer);
           const deadline = Date.now() + 60_000;
           while (!fs.existsSync(`${hold}.held`)) {
-            assert.ok(Date.now() < deadline, 'the WRITE never reached a ring entry');
+            assert.ok(Date.now() < deadline, 'the copy-up never began');
             await new Promise((r) => setTimeout(r, 10));
           }
           // 200 lookups of new names (each a LOOKUP the kernel cannot answer from its cache).
@@ -203,10 +203,10 @@ describe('FUSE over io_uring (fuse_ll)', function () {
           // With the held entry holding up its queue, the prober would never finish: after a
           // minute this says so instead of waiting for mocha's timeout.
           const probed = await Promise.race([exited(prober), new Promise<'stuck'>((r) => setTimeout(() => r('stuck'), 60_000).unref())]);
-          if (probed === 'stuck') assert.fail('lookups from the same CPU waited behind the held WRITE');
+          if (probed === 'stuck') assert.fail('lookups from the same CPU waited behind the held copy-up');
           assert.strictEqual(probed.code, 0, probed.err);
           assert.strictEqual(probed.out.trim(), '200', 'every lookup answered ENOENT');
-          assert.strictEqual(writer.exitCode, null, 'the WRITE was still held while the lookups ran');
+          assert.strictEqual(writer.exitCode, null, 'the copy-up was still held while the lookups ran');
           assert.ok(shadow.requestCounts().ring - ring0 >= 200, 'the lookups came through the ring');
           fs.unlinkSync(hold);
           const w = await writerDone;
@@ -217,10 +217,10 @@ describe('FUSE over io_uring (fuse_ll)', function () {
         { backend: 'fuse_ll' },
       );
     } finally {
-      // Whatever failed above: let a held WRITE go, so that the unmount is not held up.
+      // Whatever failed above: let a held copy-up go, so that the unmount is not held up.
       fs.rmSync(hold, { force: true });
       for (const c of children) if (c.exitCode === null) c.kill('SIGKILL');
-      delete process.env.SHADOWFS_URING_FAULT;
+      delete process.env.SHADOWFS_TEST_HOLD_COPYUP;
     }
   });
 

@@ -7,8 +7,12 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <chrono>
 #include <exception>
+#include <filesystem>
+#include <fstream>
 #include <new>
+#include <thread>
 #include <vector>
 
 #include "hash.h"
@@ -20,6 +24,20 @@ namespace {
 
 bool sameVersion(const Attr& a, const Attr& b) {
   return a.ino == b.ino && a.size == b.size && a.mtime == b.mtime && a.ctime == b.ctime;
+}
+
+// Test hook (test/responsive.test.ts, test/uring.test.ts): with SHADOWFS_TEST_HOLD_COPYUP=<file>
+// in the environment, a copy-up that reads the folder's file first creates <file>.held, then
+// waits while <file> exists, holding what a long copy-up holds. Tests use it to keep a copy-up
+// going for as long as they like, instead of timing a big one. Read at each copy-up (tests set
+// it after the process started); without it, one getenv.
+void holdCopyUpForTests() {
+  const char* hold = std::getenv("SHADOWFS_TEST_HOLD_COPYUP");
+  if (!hold || !*hold) return;
+  const std::filesystem::path file(hold);
+  std::error_code ec;
+  std::ofstream(std::filesystem::path(file).concat(".held")).put('\n');
+  while (std::filesystem::exists(file, ec)) std::this_thread::sleep_for(std::chrono::milliseconds(5));
 }
 
 uint64_t pow2at(uint64_t v) {
@@ -176,6 +194,7 @@ int Overlay::copyUp(Inode* in, bool keepContent) {
       base.ctime = a.ctime;
     }
   } else {
+    holdCopyUpForTests();
     int tries = 0;
     for (;; ++tries) {
       if (tries == kCopyUpTries) {

@@ -3,7 +3,6 @@
 // section 3 (fs/fuse/dev_uring.c, include/uapi/linux/fuse.h).
 #include "uring_loop.h"
 
-#include <fcntl.h>
 #include <linux/io_uring.h>
 #include <pthread.h>
 #include <sys/mman.h>
@@ -346,9 +345,6 @@ std::unique_ptr<Transport> Transport::prepare(int fuseFd, size_t payloadSize, st
   const int refuse = !fault ? 0 : std::strcmp(fault, "refuse-queue0") == 0 ? 1
                                 : std::strcmp(fault, "refuse-all") == 0  ? 2
                                                                          : 0;
-  static const char kHold[] = "hold-writes:";
-  if (fault && std::strncmp(fault, kHold, sizeof kHold - 1) == 0)
-    t->holdWrites_ = fault + sizeof kHold - 1;
   for (size_t q = 0; q < queues; ++q) {
     for (size_t i = 0; i < depth; ++i) {
       auto e = std::make_unique<Entry>();
@@ -412,16 +408,6 @@ void Transport::report(Entry* e, int err) {
   cv_.notify_all();
 }
 
-void Transport::holdIfWrite(const abi::UringReqHeader* hdr) const {
-  abi::InHeader h;
-  std::memcpy(&h, hdr->inOut, sizeof h);
-  if (h.opcode != abi::WRITE) return;
-  const std::string held = holdWrites_ + ".held";
-  const int fd = ::open(held.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
-  if (fd >= 0) ::close(fd);
-  while (::access(holdWrites_.c_str(), F_OK) == 0) ::usleep(5000);
-}
-
 void Transport::run(Entry* e) {
   char name[16];
   std::snprintf(name, sizeof name, "sfs-ring-%u", static_cast<unsigned>(e->qid));
@@ -473,7 +459,6 @@ void Transport::run(Entry* e) {
       continue;
     }
     served_.fetch_add(1, std::memory_order_relaxed);
-    if (!holdWrites_.empty()) holdIfWrite(e->hdr);
     abi::UringCmdReq req{};
     req.commitId = serveEntry(e->hdr, e->payload, payloadSize_, dispatch_);
     req.qid = e->qid;

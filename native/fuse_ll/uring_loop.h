@@ -97,10 +97,6 @@ class Transport {
   // A REGISTER the kernel must refuse (queue id out of range): it then turns the connection's
   // io_uring off and lets the requests it held go to /dev/fuse.
   void refuseRing();
-  // Test hook (test/uring.test.ts): with SHADOWFS_URING_FAULT=hold-writes:<file>, an entry that
-  // gets a WRITE creates <file>.held and keeps the request until <file> is gone, so that a test
-  // can hold one entry busy for as long as it likes instead of timing a long request.
-  void holdIfWrite(const abi::UringReqHeader* hdr) const;
 
   const int fd_;
   const size_t payloadSize_;
@@ -108,7 +104,6 @@ class Transport {
   const size_t depth_;
   std::vector<std::unique_ptr<Entry>> entries_;
   Dispatch dispatch_;
-  std::string holdWrites_;  // the hook's <file>, empty without it
   std::atomic<uint64_t> served_{0};
   std::atomic<bool> stopping_{false};
 

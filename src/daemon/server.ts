@@ -67,6 +67,18 @@ interface Client {
 }
 
 /** A checkpoint name from the time: cp-20261122-104501. */
+/**
+ * The daemon's memory for `status`. Test hook (test/rpc-fuzz.test.ts): with SHADOWFS_TEST_GC=1 and
+ * the daemon started with --expose-gc (NODE_OPTIONS), V8 collects garbage first, so that heapUsed
+ * is what is live.
+ */
+function memoryNow(): { rss: number; heapUsed: number; heapTotal: number; external: number; arrayBuffers: number } {
+  const gc = (globalThis as { gc?: () => void }).gc;
+  if (process.env.SHADOWFS_TEST_GC === '1' && typeof gc === 'function') gc();
+  const m = process.memoryUsage();
+  return { rss: m.rss, heapUsed: m.heapUsed, heapTotal: m.heapTotal, external: m.external, arrayBuffers: m.arrayBuffers };
+}
+
 function defaultCheckpointName(): string {
   return `cp-${new Date().toISOString().replace(/[-:]/g, '').replace('T', '-').slice(0, 15)}`;
 }
@@ -153,6 +165,7 @@ export class Daemon {
         shadows: await m.list(),
         recovered: this.recovered,
         native: nativeStatus(),
+        memory: memoryNow(),
       }),
       mount: async (p) => {
         addon(); // NATIVE_UNAVAILABLE / WINFSP_MISSING before anything else

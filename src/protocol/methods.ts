@@ -325,6 +325,17 @@ export const Requests = {
       shadows: z.array(ShadowInfo),
       recovered: z.array(z.string()).describe('Stale mounts of a crashed daemon this one cleaned when it started.'),
       native: NativeStatus,
+      memory: z
+        .object({
+          rss: z.number().int().describe('Resident memory of the daemon process.'),
+          heapUsed: z.number().int().describe("Bytes of JavaScript objects in V8's heap (live ones and garbage not yet collected)."),
+          heapTotal: z.number().int().describe("V8's heap as taken from the system."),
+          external: z.number().int().describe('Memory of C++ objects bound to JavaScript ones, buffers included.'),
+          arrayBuffers: z.number().int().describe('Of external: ArrayBuffers and Buffers.'),
+        })
+        .describe(
+          "The daemon's memory in bytes (Node's process.memoryUsage()); layer contents held by the native module are not in heapUsed.",
+        ),
     }),
     errors: [],
   }),
