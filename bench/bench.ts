@@ -10,7 +10,8 @@
 // `npm run bench -- [--quick] --only=TEXT [--only=TEXT2 ...]` runs only the rows whose name
 // contains one of the texts (case-insensitive; e.g. `--only=grep --only=repo50k`), builds only
 // the trees they need, skips the shadowfs-only sections and writes bench/results/<time>-rows.{json,md}
-// (latest.* left as they are).
+// (latest.* left as they are). Running DAMON reclaim is paused for the run (`--keep-reclaim`
+// leaves it running; see pauseReclaim).
 import { spawnSync } from 'child_process';
 import * as fs from 'fs';
 import * as os from 'os';
@@ -60,6 +61,58 @@ process.on('exit', () => {
     .some((line) => line.split(' ')[1]?.startsWith(work));
   if (!mounted) fs.rmSync(work, { recursive: true, force: true });
 });
+
+// DAMON's kernel threads (kdamonds) set up through sysfs. Some machines run one with a `pageout`
+// scheme (proactive reclaim): every page left alone for about 30 s is paged out, file cache
+// included. In a full run the other contenders take longer than that between two runs of one,
+// so the "warm" rows were partly cold, for FUSE more than for native (its directory listings
+// and file pages are page cache; native's dentries and inodes are slab, which that scheme does
+// not touch). The run pauses every running kdamond and starts it again when it ends, however it
+// ends; `--keep-reclaim` measures with them running. The results say which.
+const DAMON = '/sys/kernel/mm/damon/admin/kdamonds';
+const keepReclaim = process.argv.includes('--keep-reclaim');
+
+/** Pauses the running kdamonds (their settings stay in sysfs); returns what it paused, and how to resume. */
+function pauseReclaim(): { paused: string[]; resume: () => void } {
+  const running = (fs.existsSync(DAMON) ? fs.readdirSync(DAMON) : [])
+    .filter((k) => /^\d+$/.test(k))
+    .filter((k) => fs.readFileSync(path.join(DAMON, k, 'state'), 'utf8').trim() === 'on');
+  const paused: string[] = [];
+  let resumed = false;
+  const resume = (): void => {
+    if (resumed) return;
+    resumed = true;
+    for (const k of paused) {
+      try {
+        fs.writeFileSync(path.join(DAMON, k, 'state'), 'on');
+      } catch (e) {
+        console.error(
+          `bench: could not start DAMON's kdamond ${k} again (${(e as Error).message}): write "on" to ${path.join(DAMON, k, 'state')}`,
+        );
+      }
+    }
+  };
+  // Also on a failure or a signal: the machine gets its reclaim back whatever happens.
+  process.on('exit', resume);
+  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
+    process.once(signal, () => {
+      resume();
+      process.exit(128 + (os.constants.signals[signal] ?? 0));
+    });
+  }
+  for (const k of running) {
+    fs.writeFileSync(path.join(DAMON, k, 'state'), 'off');
+    paused.push(k);
+  }
+  return { paused, resume };
+}
+
+/** What the results say of reclaim during the run. */
+function reclaimNote(paused: string[] | undefined): string {
+  if (keepReclaim) return 'DAMON reclaim left running (--keep-reclaim).';
+  if (!paused?.length) return 'No DAMON kdamond was running.';
+  return `DAMON kdamond${paused.length > 1 ? 's' : ''} ${paused.join(', ')} (proactive reclaim) paused for the run, started again after it; \`--keep-reclaim\` measures with ${paused.length > 1 ? 'them' : 'it'} running.`;
+}
 
 /**
  * Runs a bash command; returns its time and output. A non-zero exit throws, unless its status is
@@ -434,6 +487,7 @@ async function main(): Promise<void> {
   if (only === 'responsiveness') return onlyResponsiveness();
   if (only === 'lints') return onlyLints();
   if (process.getuid?.() !== 0) throw new Error('the benchmark mounts overlayfs and drops caches: run it as root');
+  const reclaim = keepReclaim ? undefined : pauseReclaim();
   const started = new Date();
   const readyGenerated = `ready copy of ${FILES} files`;
   // What runs: every row, or those --only=TEXT picks; and only the trees they need.
@@ -554,7 +608,10 @@ async function main(): Promise<void> {
     for (const tree of ALL_TREES) for (const env of Object.values(envs[tree])) await env.teardown();
   }
 
-  if (rowFilter) return report(started, { results, requests, notes, tsFiles });
+  if (rowFilter) {
+    reclaim?.resume();
+    return report(started, { results, requests, notes, tsFiles, reclaim: reclaimNote(reclaim?.paused) });
+  }
   // shadowfs only: layer switch latency (each backend) and memory per layer.
   for (const backend of addon().backends) {
     const shadow = await mount(trees.generated, { mountPoint: path.join(work, `switch-${backend}`), backend });
@@ -620,7 +677,8 @@ async function main(): Promise<void> {
     }
   }
 
-  return report(started, { results, requests, notes, tsFiles, extra, resp, lints });
+  reclaim?.resume();
+  return report(started, { results, requests, notes, tsFiles, extra, resp, lints, reclaim: reclaimNote(reclaim?.paused) });
 }
 
 /** What a run measured; the shadowfs-only sections are absent from a row-filtered run. */
@@ -629,6 +687,8 @@ interface Measurements {
   requests: RequestCounts;
   notes: Record<string, number>;
   tsFiles: number;
+  /** Whether DAMON reclaim ran during the measurements (reclaimNote). */
+  reclaim: string;
   extra?: Record<string, number>;
   resp?: ResponsivenessRow[];
   lints?: Awaited<ReturnType<typeof lintsBench>>;
@@ -664,6 +724,7 @@ function report(started: Date, m: Measurements): void {
     files: FILES,
     reps: REPS,
     machine,
+    reclaim: m.reclaim,
     results: table,
     raw: m.results,
     targets: verdicts,
@@ -678,7 +739,7 @@ function report(started: Date, m: Measurements): void {
   const md = [
     `# shadowfs benchmark, ${started.toISOString().slice(0, 10)} (${json.mode}${rowFilter ? `, only rows matching ${onlyValues.map((v) => JSON.stringify(v)).join(' or ')}` : ''})`,
     '',
-    `Machine: ${machine}. Generated tree: ${FILES} files (30% source-like, 70% node_modules-like, in git, which ignores the node_modules part). repo50k: ${FILES} source-like files in 20-file folders, every one tracked by git (50,000 in a full run), its objects packed, one in 50 containing the word the grep rows look for (\`grep -rI -c ${NEEDLE} .\`; the generated tree has none). TypeScript project: shadowfs's own repository at HEAD as a git repository${m.tsFiles ? ` (${m.tsFiles} files)` : ''}, dependencies installed with \`npm ci\` from its lockfile (npm cache warm), built with tsc; \`tsc --noEmit\` checks ${quick ? 'its src/ (quick mode)' : 'the whole project'}; its test suite is its mocha unit tests. Medians of ${REPS} interleaved runs, after two warm-up runs per contender for the warm file-walking rows (stat, read, git status, grep; one for tsc and the test suite); ratio to native in parentheses (lower is better).`,
+    `Machine: ${machine}. ${m.reclaim} Generated tree: ${FILES} files (30% source-like, 70% node_modules-like, in git, which ignores the node_modules part). repo50k: ${FILES} source-like files in 20-file folders, every one tracked by git (50,000 in a full run), its objects packed, one in 50 containing the word the grep rows look for (\`grep -rI -c ${NEEDLE} .\`; the generated tree has none). TypeScript project: shadowfs's own repository at HEAD as a git repository${m.tsFiles ? ` (${m.tsFiles} files)` : ''}, dependencies installed with \`npm ci\` from its lockfile (npm cache warm), built with tsc; \`tsc --noEmit\` checks ${quick ? 'its src/ (quick mode)' : 'the whole project'}; its test suite is its mocha unit tests. Medians of ${REPS} interleaved runs, after two warm-up runs per contender for the warm file-walking rows (stat, read, git status, grep; one for tsc and the test suite); ratio to native in parentheses (lower is better).`,
     '',
     `| workload | ${names.join(' | ')} |`,
     `| --- | ${names.map(() => '---:').join(' | ')} |`,
