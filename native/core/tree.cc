@@ -919,6 +919,7 @@ void Overlay::inodeAttr(const Inode* in, Attr* out) {
   out->type = in->type;
   uint32_t links = in->links.load();
   out->nlink = links ? links : 1;
+  out->layerObject = true;
 }
 
 void Overlay::nodeAttr(const Node* n, bool lv, const std::string& low, Attr* out) {
@@ -947,6 +948,7 @@ void Overlay::nodeAttr(const Node* n, bool lv, const std::string& low, Attr* out
   }
   out->ino = in->ino;
   out->type = FileType::Directory;
+  out->layerObject = true;
 }
 
 void Overlay::ensureOwnMeta(Inode* in, bool lv, const std::string& low) {

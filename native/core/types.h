@@ -32,6 +32,10 @@ struct Attr {
   uint64_t blocks = 0;  // 512-byte units
   uint32_t blksize = 4096;
   Timespec atime, mtime, ctime;
+  // One of the layer's own objects (made or copied up in it), not the folder's file seen
+  // through: its nlink counts the layer's names. A folder file's nlink counts the folder's hard
+  // links, which the layer treats as separate files (a copy-up takes one name only).
+  bool layerObject = false;
 };
 
 struct DirEntry {

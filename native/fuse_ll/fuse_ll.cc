@@ -60,7 +60,7 @@ void LLMount::fillEntry(abi::EntryOut* e, uint64_t id, const Attr& a) {
 void LLMount::replyEntry(Req* req, uint64_t parent, const std::string& name, const Attr& a,
                          const std::shared_ptr<Layer>& seenIn) {
   abi::EntryOut e;
-  fillEntry(&e, remember(parent, name, a.type, a.ino, a.nlink, seenIn), a);
+  fillEntry(&e, remember(parent, name, a.type, a.ino, a.layerObject && a.nlink > 1, seenIn), a);
   if (wire::replyEntry(req, e) == -ENOENT) {
     // The request was interrupted: the kernel did not take the reference.
     forget(e.nodeid, 1);
@@ -312,6 +312,8 @@ void LLMount::opLink(Req* req, uint64_t ino, uint64_t newparent, const char* new
   Attr a;
   int e = m->ov_->link(layer.get(), from, to, &a);
   if (e) return (void)wire::replyErr(req, e);
+  // The new name joins the source's node (the kernel expects the inode it linked).
+  if (a.layerObject && a.type != FileType::Directory) m->linkedInLayer(ino, a.ino);
   m->replyEntry(req, newparent, newname, a, layer);
 }
 
@@ -388,11 +390,15 @@ int LLMount::passthroughOpen(uint64_t ino, Handle* h, uint32_t* backingId) {
       // folder's name leads to another file than the backing one (replaced in A): a new
       // object, which the kernel must not see through this inode (it would refuse the open:
       // one backing file per inode, no mixed modes). Its names go to a new node at the next
-      // lookup; the readers keep this one and the file they opened.
+      // lookup; the readers keep this one and the file they opened. That includes the other
+      // names of a hard-linked file, which lookups would otherwise join to this node by its
+      // inode number (and the kernel's retry would get ESTALE again).
       for (auto& nm : n->names) {
         auto b = byName_.find(key(nm.parent, nm.name));
         if (b != byName_.end() && b->second == ino) byName_.erase(b);
       }
+      auto bi = byIno_.find(n->ino);
+      if (bi != byIno_.end() && bi->second == ino) byIno_.erase(bi);
       return ESTALE;
     }
   }
@@ -631,7 +637,7 @@ void LLMount::opReaddirplus(Req* req, uint64_t ino, size_t size, off_t off,
     std::memset(&e, 0, sizeof e);
     Attr a;
     if (i >= 2 && ne == 0 && m->ov_->getattr(layer.get(), joinPath(path, name), &a) == 0) {
-      m->fillEntry(&e, m->remember(ino, name, a.type, a.ino, a.nlink, layer), a);
+      m->fillEntry(&e, m->remember(ino, name, a.type, a.ino, a.layerObject && a.nlink > 1, layer), a);
       taken.push_back(e.nodeid);
     } else {
       e.attr.ino = i < 2 ? ino : entIno;
@@ -730,7 +736,7 @@ void LLMount::opCreate(Req* req, uint64_t parent, const char* name, mode_t mode,
   fi->fh = reinterpret_cast<uint64_t>(h);
   fi->noflush = 1;
   abi::EntryOut ep;
-  m->fillEntry(&ep, m->remember(parent, name, a.type, a.ino, a.nlink, layer), a);
+  m->fillEntry(&ep, m->remember(parent, name, a.type, a.ino, a.layerObject && a.nlink > 1, layer), a);
   m->trackHandle(ep.nodeid, h, true);
   if (wire::replyCreate(req, ep, fi->fh, fi->openFlags()) == -ENOENT) {
     m->trackHandle(ep.nodeid, h, false);

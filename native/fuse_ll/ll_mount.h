@@ -241,10 +241,15 @@ class LLMount final : public LoopedMount {
   // The listing to answer a READDIR(PLUS) at `off` from when the kernel holds no handle.
   int nodeListing(uint64_t id, uint64_t off, std::shared_ptr<DirStream>* out);
   void doneListing(uint64_t id, const std::shared_ptr<DirStream>& d);
+  // The node for a name the kernel is told of. `layerLinks`: the object is the layer's own and
+  // has several names (Attr::layerObject, nlink > 1), so its other names share its node.
   uint64_t remember(uint64_t parent, const std::string& name, FileType type, uint64_t ino,
-                    uint32_t nlink, const std::shared_ptr<Layer>& seenIn);
+                    bool layerLinks, const std::shared_ptr<Layer>& seenIn);
   uint64_t rememberLocked(uint64_t parent, const std::string& name, FileType type, uint64_t ino,
-                          uint32_t nlink, const std::shared_ptr<Layer>& seenIn);
+                          bool layerLinks, const std::shared_ptr<Layer>& seenIn);
+  // After a LINK made in the layer: node `id` (the link's source) is now a layer object with
+  // several names, which the new name joins.
+  void linkedInLayer(uint64_t id, uint64_t ino);
   // The layer to serve node `id` from: the active one while it still holds the object the kernel
   // knows (inode `ino`), else the layer the node was looked up in, if that one still holds it.
   // Requests that looked a node up before a switch and reach us after it are served from the

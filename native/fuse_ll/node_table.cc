@@ -60,7 +60,7 @@ int LLMount::childAt(uint64_t parent, const char* name, std::string* path,
 
 
 uint64_t LLMount::remember(uint64_t parent, const std::string& name, FileType type,
-                           uint64_t ino, uint32_t nlink, const std::shared_ptr<Layer>& seenIn) {
+                           uint64_t ino, bool layerLinks, const std::shared_ptr<Layer>& seenIn) {
   // A name the kernel knows from another layer (a switch in between) leads to the same node
   // only if both layers show the same object: the folder's file, taken by neither. Asked
   // before the table lock is taken (it calls into the overlay), and only in that case.
@@ -87,7 +87,7 @@ uint64_t LLMount::remember(uint64_t parent, const std::string& name, FileType ty
     auto it = byName_.find(key(parent, name));
     if (it != byName_.end() && nodes_[it->second]->seenIn.lock() != seenIn) byName_.erase(it);
   }
-  uint64_t id = rememberLocked(parent, name, type, ino, nlink, seenIn);
+  uint64_t id = rememberLocked(parent, name, type, ino, layerLinks, seenIn);
   FNode* n = nodes_[id].get();
   if (!view_) n->seenIn = seenIn;
   if (type == FileType::Directory && !n->watch && watcher_) {
@@ -100,7 +100,7 @@ uint64_t LLMount::remember(uint64_t parent, const std::string& name, FileType ty
 }
 
 uint64_t LLMount::rememberLocked(uint64_t parent, const std::string& name, FileType type,
-                                 uint64_t ino, uint32_t nlink,
+                                 uint64_t ino, bool layerLinks,
                                  const std::shared_ptr<Layer>& seenIn) {
   std::string k = key(parent, name);
   auto it = byName_.find(k);
@@ -125,10 +125,13 @@ uint64_t LLMount::rememberLocked(uint64_t parent, const std::string& name, FileT
     // not mix the two; the old node keeps its names for requests already on their way.
     byName_.erase(it);
   }
-  // Another name of an object the kernel already knows (a hard link): same node. Only for
-  // objects that do have several links, in the same layer, so two files that merely share an
-  // inode number (A spanning two file systems, or copies in two layers) are never merged.
-  if (type != FileType::Directory && nlink > 1) {
+  // Another name of an object the kernel already knows (a hard link made in the layer): same
+  // node. Only for the layer's own objects with several links, in the same layer, so two files
+  // that merely share an inode number (A spanning two file systems, copies in two layers) are
+  // never merged. The folder's own hard links get a node per name: the kernel sends writes by
+  // node, and a copy-up takes the written name alone, so a shared node would send a write
+  // through one name to another name's file.
+  if (type != FileType::Directory && layerLinks) {
     auto bi = byIno_.find(ino);
     if (bi != byIno_.end()) {
       FNode* n = nodes_[bi->second].get();
@@ -152,8 +155,16 @@ uint64_t LLMount::rememberLocked(uint64_t parent, const std::string& name, FileT
   n->ino = ino;
   nodes_.emplace(id, std::move(n));
   byName_.emplace(std::move(k), id);
-  if (type != FileType::Directory) byIno_[ino] = id;
+  if (type != FileType::Directory && layerLinks) byIno_[ino] = id;
   return id;
+}
+
+void LLMount::linkedInLayer(uint64_t id, uint64_t ino) {
+  std::lock_guard lock(tmu_);
+  auto it = nodes_.find(id);
+  if (it == nodes_.end() || it->second->type == FileType::Directory) return;
+  it->second->ino = ino;
+  byIno_[ino] = id;
 }
 
 void LLMount::dropNameLocked(uint64_t id, uint64_t parent, const std::string& name) {
