@@ -378,6 +378,7 @@ struct Node : Inode {
   };
   Range kids() const;
   size_t count() const;
+  size_t subdirs() const;  // children that are directories (kept as children come and go)
   Node* find(std::string_view name) const;
   bool empty() const { return count() == 0; }
   // Puts `n` under `name` (renaming it to that), replacing what was there.
@@ -385,6 +386,7 @@ struct Node : Inode {
   Ref<Node> take(std::string_view name);  // removes and returns the child, or null
 
  private:
+  void addSubdirs(int d);
   Node() = default;
 };
 using NodeRef = Ref<Node>;

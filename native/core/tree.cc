@@ -43,6 +43,8 @@ std::mutex& meta(const void* p) { return table().meta[slot(p)]; }
 struct Kids {
   uint32_t n;
   uint32_t cap;
+  uint32_t dirs;  // of a directory's one array: how many children are directories (not in runs)
+  uint32_t unused;
   Node* v[1];
 };
 
@@ -320,7 +322,7 @@ struct BigKids {
   uint32_t n;
   uint32_t nc;
   uint32_t cap;
-  uint32_t unused;
+  uint32_t dirs;  // how many children are directories
   Kids* c[1];
 };
 
@@ -332,6 +334,7 @@ Kids* newRun(uint32_t cap) {
   if (!k) throw std::bad_alloc();
   k->n = 0;
   k->cap = cap;
+  k->dirs = 0;
   return k;
 }
 
@@ -357,7 +360,7 @@ void runInsert(Kids** kp, size_t i, Node* n) {
     void* grown = std::realloc(k, kidsBytes(cap));
     if (!grown) throw std::bad_alloc();
     k = static_cast<Kids*>(grown);
-    if (cnt == 0) k->n = 0;
+    if (cnt == 0) k->n = k->dirs = 0;
     k->cap = cap;
     *kp = k;
   }
@@ -429,6 +432,21 @@ size_t Node::count() const {
   return u.kids->n;
 }
 
+size_t Node::subdirs() const {
+  if (!dir() || !u.kids) return 0;
+  if (has(kBigKids)) return reinterpret_cast<BigKids*>(u.kids)->dirs;
+  return u.kids->dirs;
+}
+
+void Node::addSubdirs(int d) {
+  if (!u.kids || d == 0) return;
+  if (has(kBigKids)) {
+    reinterpret_cast<BigKids*>(u.kids)->dirs += d;
+  } else {
+    u.kids->dirs += d;
+  }
+}
+
 Node* Node::find(std::string_view name) const {
   if (!dir() || !u.kids) return nullptr;
   const Kids* k = u.kids;
@@ -451,12 +469,15 @@ void Node::put(std::string_view name, NodeRef n) {
     kp = &b->c[run];
   }
   const size_t i = runLowerBound(*kp, name);
+  const int isDir = n->dir() ? 1 : 0;
   if (*kp && i < (*kp)->n && (*kp)->v[i]->name() == name) {
     Node* old = (*kp)->v[i];
     if (old != n.get()) {
       n->rename(name);
+      const int wasDir = old->dir() ? 1 : 0;
       (*kp)->v[i] = n.release();
       dropRef(old);
+      addSubdirs(isDir - wasDir);
     }
     return;
   }
@@ -464,6 +485,7 @@ void Node::put(std::string_view name, NodeRef n) {
   if (!b) {
     if (!u.kids || u.kids->n < kFlatMax) {
       runInsert(&u.kids, i, n.release());
+      addSubdirs(isDir);
       return;
     }
     // The directory outgrew one array: cut it into runs of half the maximum.
@@ -474,6 +496,7 @@ void Node::put(std::string_view name, NodeRef n) {
     b->n = flat->n;
     b->nc = 0;
     b->cap = runs + 4;
+    b->dirs = flat->dirs;
     for (uint32_t at = 0; at < flat->n; at += kRunMax / 2) {
       const uint32_t len = std::min<uint32_t>(kRunMax / 2, flat->n - at);
       Kids* k = newRun(len + len / 8 + 4);
@@ -512,6 +535,7 @@ void Node::put(std::string_view name, NodeRef n) {
     }
   }
   b->n++;
+  b->dirs += isDir;
 }
 
 NodeRef Node::take(std::string_view name) {
@@ -522,6 +546,7 @@ NodeRef Node::take(std::string_view name) {
     if (i >= k->n || k->v[i]->name() != name) return NodeRef();
     NodeRef out = NodeRef::adopt(k->v[i]);
     runErase(k, i);
+    if (out->dir()) k->dirs--;
     if (k->n == 0) {
       std::free(k);
       u.kids = nullptr;
@@ -536,6 +561,7 @@ NodeRef Node::take(std::string_view name) {
   NodeRef out = NodeRef::adopt(k->v[i]);
   runErase(k, i);
   b->n--;
+  if (out->dir()) b->dirs--;
   if (k->n == 0) {
     std::free(k);
     std::memmove(b->c + run, b->c + run + 1, sizeof(Kids*) * (b->nc - run - 1));
@@ -942,9 +968,12 @@ void Overlay::nodeAttr(const Node* n, bool lv, const std::string& low, Attr* out
   } else if (merged) {
     out->nlink = 1;
   } else {
-    uint32_t dirs = 0;
-    for (const Node* c : n->kids()) dirs += c->dir() ? 1 : 0;
-    out->nlink = 2 + dirs;
+#if defined(SHADOWFS_CHECKS)
+    size_t counted = 0;
+    for (const Node* c : n->kids()) counted += c->dir() ? 1 : 0;
+    SFS_ASSERT(counted == n->subdirs());
+#endif
+    out->nlink = 2 + static_cast<uint32_t>(n->subdirs());
   }
   out->ino = in->ino;
   out->type = FileType::Directory;
