@@ -115,6 +115,50 @@ TEST(a_big_directory_keeps_every_name_through_inserts_removals_and_renames) {
   ov.unpin(L);
 }
 
+// A directory's link count is 2 + its subdirectories, kept as children come and go (no walk of
+// the children per getattr), past the one-array size too.
+TEST(a_directory_link_count_follows_its_subdirectories) {
+  Overlay ov(std::make_unique<fake::FakeLower>());
+  ov.createLayer("a");
+  Layer* L = ov.pin("a");
+  Attr a;
+  REQUIRE_OK(ov.mkdir(L, "d", 0755, Caller{}, &a));
+  CHECK_EQ(a.nlink, uint32_t{2});
+  uint32_t dirs = 0;
+  for (size_t i : shuffled(1500)) {
+    if (i % 3 == 0) {
+      REQUIRE_OK(ov.mkdir(L, "d/" + bigName(i), 0755, Caller{}, &a));
+      ++dirs;
+    } else {
+      REQUIRE_OK(ov.putFile("a", "d/" + bigName(i), "x", 0644, Caller{}));
+    }
+  }
+  CHECK_OK(ov.getattr(L, "d", &a));
+  CHECK_EQ(a.nlink, 2 + dirs);
+  // Half the subdirectories go; files go too (no change); one moves out and back in.
+  for (size_t i = 0; i < 1500; i += 6) {
+    REQUIRE_OK(ov.rmdir(L, "d/" + bigName(i)));
+    --dirs;
+  }
+  for (size_t i = 1; i < 1500; i += 6) REQUIRE_OK(ov.unlink(L, "d/" + bigName(i)));
+  CHECK_OK(ov.getattr(L, "d", &a));
+  CHECK_EQ(a.nlink, 2 + dirs);
+  REQUIRE_OK(ov.rename(L, "d/" + bigName(3), "out", 0));
+  CHECK_OK(ov.getattr(L, "d", &a));
+  CHECK_EQ(a.nlink, 1 + dirs);
+  // A directory renamed over an empty one replaces it: the count stays.
+  REQUIRE_OK(ov.rename(L, "out", "d/" + bigName(9), 0));
+  CHECK_OK(ov.getattr(L, "d", &a));
+  CHECK_EQ(a.nlink, 1 + dirs);
+  // A clone counts the same.
+  REQUIRE_OK(ov.cloneLayer("a", "b"));
+  Layer* B = ov.pin("b");
+  CHECK_OK(ov.getattr(B, "d", &a));
+  CHECK_EQ(a.nlink, 1 + dirs);
+  ov.unpin(B);
+  ov.unpin(L);
+}
+
 // Times are kept in 64-bit nanoseconds (years 1678 to 2262); others move aside, exactly.
 TEST(times_far_from_now_are_kept_exactly) {
   Overlay ov(std::make_unique<fake::FakeLower>());
