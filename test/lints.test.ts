@@ -47,6 +47,31 @@ async function withService<T>(fn: (svc: DiagnosticsService, shadow: Shadow) => P
   });
 }
 
+/**
+ * Writes `content` to `rel` in the folder itself (as you would), and returns once the shadow
+ * shows it and a change feed of the test's own has reported it: the service's feed (the same
+ * journal on fuse_ll, an fs.watch fed by the same kernel event otherwise) has it by then, so a
+ * question asked next comes after the edit, never racing it.
+ */
+async function editInFolder(shadow: Shadow, lower: string, rel: string, content: string): Promise<void> {
+  const probe = new FolderChanges(shadow);
+  const seen = new Set<string>();
+  fs.writeFileSync(path.join(lower, rel), content);
+  try {
+    await eventually(
+      () => {
+        probe.take().paths.forEach((p) => seen.add(p));
+        return seen.has(rel) && fs.readFileSync(path.join(shadow.mountPoint, rel), 'utf8') === content;
+      },
+      20_000,
+      'the edit to be reported and shown by the mount',
+    );
+  } finally {
+    probe.dispose();
+  }
+  await new Promise((r) => setImmediate(r));
+}
+
 describe('lints: diagnostics from warm language servers inside the shadow', function () {
   this.timeout(180_000);
   after(() => stopTestDaemon());
@@ -129,25 +154,7 @@ describe('lints: diagnostics from warm language servers inside the shadow', func
           assert.deepStrictEqual(r1.files[1].introduced, [], JSON.stringify(r1.files[1]));
           await layer.reset();
           // You change add() in your folder to take strings: the agent's unchanged b.ts now breaks.
-          const changed = A_TS.replace(/number/g, 'string');
-          // The question below must come after the service has heard of the edit: a watcher of
-          // the test's own reports it when the service's can (as in the next test).
-          const probe = new FolderChanges(shadow);
-          const seen = new Set<string>();
-          fs.writeFileSync(path.join(lower, 'src', 'a.ts'), changed);
-          try {
-            await eventually(
-              () => {
-                probe.take().paths.forEach((p) => seen.add(p));
-                return seen.has('src/a.ts') && fs.readFileSync(path.join(shadow.mountPoint, 'src', 'a.ts'), 'utf8') === changed;
-              },
-              20_000,
-              'the edit to be reported and shown by the mount',
-            );
-          } finally {
-            probe.dispose();
-          }
-          await new Promise((r) => setImmediate(r));
+          await editInFolder(shadow, lower, 'src/a.ts', A_TS.replace(/number/g, 'string'));
           const r2 = await svc.lints({ shadow: 's', agent: 'u', paths: ['src/b.ts'], timeoutMs: 60_000 });
           const b = r2.files[0];
           assert.strictEqual(b.status, 'fresh', JSON.stringify(b));
@@ -178,26 +185,7 @@ describe('lints: diagnostics from warm language servers inside the shadow', func
           const r1b = await svc.lints({ shadow: 's', agent: 'u', paths: ['src/b.ts'], timeoutMs: 60_000 });
           assert.strictEqual(r1b.files[0].baseline, 'cached', 'the baseline is cached while the folder holds still');
           // You change add() in your folder to take strings: b.ts (yours and the agent's) breaks.
-          const changed = A_TS.replace(/number/g, 'string');
-          // A watcher of the test's own reports the edit when the service's can (the same
-          // journal on fuse_ll, an fs.watch fed by the same kernel event otherwise): the question
-          // below comes after the edit, never racing it.
-          const probe = new FolderChanges(shadow);
-          const seen = new Set<string>();
-          fs.writeFileSync(path.join(lower, 'src', 'a.ts'), changed);
-          try {
-            await eventually(
-              () => {
-                probe.take().paths.forEach((p) => seen.add(p));
-                return seen.has('src/a.ts') && fs.readFileSync(path.join(shadow.mountPoint, 'src', 'a.ts'), 'utf8') === changed;
-              },
-              20_000,
-              'the edit to be reported and shown by the mount',
-            );
-          } finally {
-            probe.dispose();
-          }
-          await new Promise((r) => setImmediate(r));
+          await editInFolder(shadow, lower, 'src/a.ts', A_TS.replace(/number/g, 'string'));
           const r2 = await svc.lints({ shadow: 's', agent: 'u', paths: ['src/b.ts'], timeoutMs: 60_000 });
           const b = r2.files[0];
           assert.strictEqual(b.status, 'fresh', JSON.stringify(b));
