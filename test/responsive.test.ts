@@ -108,6 +108,8 @@ describe('the JS thread never waits for native work', function () {
           fs.rmSync(hold);
           assert.strictEqual(await exited, 0, err);
         } finally {
+          // Whatever failed: let a held copy-up go before the unmount, which would wait for it.
+          fs.rmSync(hold, { force: true });
           if (child.exitCode === null) child.kill('SIGKILL');
         }
         // The append landed, whole, in the layer that was active when the child wrote.

@@ -180,44 +180,48 @@ describe('FUSE over io_uring (fuse_ll)', function () {
         async (shadow, mp) => {
           assert.strictEqual(shadow.transport().ioUring, true);
           const ring0 = shadow.requestCounts().ring;
-          // Writer and prober both on CPU 0, so both are served by queue 0's entries.
-          const writer = spawn('taskset', ['-c', '0', 'sh', '-c', `printf x >> '${path.join(mp, 'big.bin')}'`]);
-          children.push(writer);
-          const writerDone = exited(writer);
-          const deadline = Date.now() + 60_000;
-          while (!fs.existsSync(`${hold}.held`)) {
-            assert.ok(Date.now() < deadline, 'the copy-up never began');
-            await new Promise((r) => setTimeout(r, 10));
-          }
-          // 200 lookups of new names (each a LOOKUP the kernel cannot answer from its cache).
-          const prober = spawn('taskset', [
-            '-c',
-            '0',
-            process.execPath,
-            '-e',
-            `const fs = require('fs'); let n = 0;
+          try {
+            // Writer and prober both on CPU 0, so both are served by queue 0's entries.
+            const writer = spawn('taskset', ['-c', '0', 'sh', '-c', `printf x >> '${path.join(mp, 'big.bin')}'`]);
+            children.push(writer);
+            const writerDone = exited(writer);
+            const deadline = Date.now() + 60_000;
+            while (!fs.existsSync(`${hold}.held`)) {
+              assert.ok(Date.now() < deadline, 'the copy-up never began');
+              await new Promise((r) => setTimeout(r, 10));
+            }
+            // 200 lookups of new names (each a LOOKUP the kernel cannot answer from its cache).
+            const prober = spawn('taskset', [
+              '-c',
+              '0',
+              process.execPath,
+              '-e',
+              `const fs = require('fs'); let n = 0;
              for (let i = 0; i < 200; i++) { try { fs.statSync(${JSON.stringify(mp)} + '/nope-' + i); } catch { n++; } }
              console.log(n);`,
-          ]);
-          children.push(prober);
-          // With the held entry holding up its queue, the prober would never finish: after a
-          // minute this says so instead of waiting for mocha's timeout.
-          const probed = await Promise.race([exited(prober), new Promise<'stuck'>((r) => setTimeout(() => r('stuck'), 60_000).unref())]);
-          if (probed === 'stuck') assert.fail('lookups from the same CPU waited behind the held copy-up');
-          assert.strictEqual(probed.code, 0, probed.err);
-          assert.strictEqual(probed.out.trim(), '200', 'every lookup answered ENOENT');
-          assert.strictEqual(writer.exitCode, null, 'the copy-up was still held while the lookups ran');
-          assert.ok(shadow.requestCounts().ring - ring0 >= 200, 'the lookups came through the ring');
-          fs.unlinkSync(hold);
-          const w = await writerDone;
-          assert.strictEqual(w.code, 0, w.err);
-          assert.strictEqual(fs.readFileSync(path.join(mp, 'big.bin'), 'utf8'), 'folder\nx');
-          assert.strictEqual(fs.readFileSync(path.join(lower, 'big.bin'), 'utf8'), 'folder\n');
+            ]);
+            children.push(prober);
+            // With the held entry holding up its queue, the prober would never finish: after a
+            // minute this says so instead of waiting for mocha's timeout.
+            const probed = await Promise.race([exited(prober), new Promise<'stuck'>((r) => setTimeout(() => r('stuck'), 60_000).unref())]);
+            if (probed === 'stuck') assert.fail('lookups from the same CPU waited behind the held copy-up');
+            assert.strictEqual(probed.code, 0, probed.err);
+            assert.strictEqual(probed.out.trim(), '200', 'every lookup answered ENOENT');
+            assert.strictEqual(writer.exitCode, null, 'the copy-up was still held while the lookups ran');
+            assert.ok(shadow.requestCounts().ring - ring0 >= 200, 'the lookups came through the ring');
+            fs.unlinkSync(hold);
+            const w = await writerDone;
+            assert.strictEqual(w.code, 0, w.err);
+            assert.strictEqual(fs.readFileSync(path.join(mp, 'big.bin'), 'utf8'), 'folder\nx');
+            assert.strictEqual(fs.readFileSync(path.join(lower, 'big.bin'), 'utf8'), 'folder\n');
+          } finally {
+            // Whatever failed: let a held copy-up go before the unmount, which would wait for it.
+            fs.rmSync(hold, { force: true });
+          }
         },
         { backend: 'fuse_ll' },
       );
     } finally {
-      // Whatever failed above: let a held copy-up go, so that the unmount is not held up.
       fs.rmSync(hold, { force: true });
       for (const c of children) if (c.exitCode === null) c.kill('SIGKILL');
       delete process.env.SHADOWFS_TEST_HOLD_COPYUP;
