@@ -7,47 +7,68 @@
 # there) and the MSI under wine's msiexec, then the VS Code extension in a real VS Code (code-server driven by Chromium; npm run
 # test:vscode). All always run; the last line totals them ("N passed, N failed, N skipped"):
 # the C++ runner adds its counts to $SHADOWFS_TEST_STATS like each mocha pass does.
+# Every failure is also written, short, to $SHADOWFS_TEST_FAILURES (test/helpers/reporter.ts,
+# test/native/unit/unit_main.cc, tagged with $SHADOWFS_TEST_PASS), and printed again at the end,
+# just above the totals: a CI log that keeps only its tail still names what failed in pass 1.
 # .mocharc.json names no files, so `npx mocha dist/test/ops.test.js` runs just that file.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 SHADOWFS_TEST_STATS="$(mktemp)"
-export SHADOWFS_TEST_STATS
-trap 'rm -f "$SHADOWFS_TEST_STATS"' EXIT
+SHADOWFS_TEST_FAILURES="$(mktemp)"
+export SHADOWFS_TEST_STATS SHADOWFS_TEST_FAILURES
+trap 'rm -f "$SHADOWFS_TEST_STATS" "$SHADOWFS_TEST_FAILURES"' EXIT
 status=0
 # Each pass takes minutes here; one that is still running after 30 (a test left a handle open,
 # or something hangs) is stopped and counted as failed, so a hang cannot eat CI's whole budget.
+# A pass that fails without naming a failing test (stopped, crashed, could not start) is
+# written to the recap too.
 bounded() {
+  local before
+  before=$(wc -l <"$SHADOWFS_TEST_FAILURES")
   timeout --kill-after=30 1800 "$@"
   local rc=$?
+  local pass=${SHADOWFS_TEST_PASS:-a pass}
   if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
     echo "this pass did not end within 30 minutes (a test left something running); stopped" >&2
+    echo "[$pass] did not end within 30 minutes (a test left something running); stopped" >>"$SHADOWFS_TEST_FAILURES"
+  elif [ $rc -ne 0 ] && [ "$(wc -l <"$SHADOWFS_TEST_FAILURES")" -eq "$before" ]; then
+    echo "[$pass] exited with code $rc without naming a failing test: see its output" >>"$SHADOWFS_TEST_FAILURES"
   fi
   return $rc
 }
 unit=build/unit/shadowfs_unit_tests
 echo "== C++ unit tests ($unit)"
 if [ -x "$unit" ]; then
-  bounded "$unit" || status=1
+  SHADOWFS_TEST_PASS="C++" bounded "$unit" || status=1
 else
   echo "$unit is missing: build it with npm run build:native" >&2
   echo '{"passes":0,"failures":1,"pending":0}' >"$SHADOWFS_TEST_STATS"
+  echo "[C++] $unit is missing" >>"$SHADOWFS_TEST_FAILURES"
   status=1
 fi
 echo "== pass 1 of 4: backend fuse_ll (all tests)"
-SHADOWFS_BACKEND=fuse_ll bounded node_modules/.bin/mocha 'dist/test/**/*.test.js' || status=1
+SHADOWFS_TEST_PASS="pass 1, fuse_ll" SHADOWFS_BACKEND=fuse_ll bounded node_modules/.bin/mocha 'dist/test/**/*.test.js' || status=1
 echo "== pass 2 of 4: backend fuse_hl (integration tests)"
-SHADOWFS_BACKEND=fuse_hl bounded node_modules/.bin/mocha 'dist/test/*.test.js' || status=1
+SHADOWFS_TEST_PASS="pass 2, fuse_hl" SHADOWFS_BACKEND=fuse_hl bounded node_modules/.bin/mocha 'dist/test/*.test.js' || status=1
 echo "== pass 3 of 4: Windows under wine: the module and C++ tests cross-built with MinGW, then a Windows node.exe (named pipe, client, daemon, CLI, the module; no WinFsp driver here)"
-if bounded bash scripts/build-win.sh; then
+if SHADOWFS_TEST_PASS="pass 3, the Windows cross build" bounded bash scripts/build-win.sh; then
   # The C++ runner adds its counts to the stats file; a Windows program names it by drive Z:.
-  SHADOWFS_TEST_STATS="Z:${SHADOWFS_TEST_STATS//\//\\}" bounded bash scripts/wine/run.sh build-win/unit/shadowfs_unit_tests.exe || status=1
+  SHADOWFS_TEST_PASS="pass 3, C++ under wine" SHADOWFS_TEST_FAILURES="Z:${SHADOWFS_TEST_FAILURES//\//\\}" \
+    SHADOWFS_TEST_STATS="Z:${SHADOWFS_TEST_STATS//\//\\}" bounded bash scripts/wine/run.sh build-win/unit/shadowfs_unit_tests.exe || status=1
 else
   echo "the Windows cross build failed (npm run build:win)" >&2
   status=1
 fi
-bounded bash scripts/wine-node.sh node_modules/mocha/bin/mocha.js --config test/windows/.mocharc.json || status=1
+SHADOWFS_TEST_PASS="pass 3, node.exe under wine" bounded bash scripts/wine-node.sh node_modules/mocha/bin/mocha.js --config test/windows/.mocharc.json || status=1
 echo "== pass 3 (continued): the MSI (npm run build:msi, wixl), its tables against goldens, then installed, run, upgraded and removed by wine's msiexec"
-bounded node_modules/.bin/mocha --config test/msi.mocharc.json || status=1
+SHADOWFS_TEST_PASS="pass 3, MSI" bounded node_modules/.bin/mocha --config test/msi.mocharc.json || status=1
 echo "== pass 4 of 4: the VS Code extension: unit tests, then in a real VS Code (code-server + Chromium, scripts/vscode/setup.sh installs them) against a real daemon and mount"
-bounded bash scripts/vscode/test.sh || status=1
+SHADOWFS_TEST_PASS="pass 4, VS Code" bounded bash scripts/vscode/test.sh || status=1
+if [ -s "$SHADOWFS_TEST_FAILURES" ]; then
+  echo
+  echo "== what failed, from every pass above (each in full in its pass)"
+  cat "$SHADOWFS_TEST_FAILURES"
+  echo
+  node -e 'const t = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8")); console.log(`${t.passes} passed, ${t.failures} failed, ${t.pending} skipped`)' "$SHADOWFS_TEST_STATS"
+fi
 exit $status

@@ -799,7 +799,11 @@ describe('RPC fuzzing of the daemon', function () {
     const fuzzMs = Date.now() - started;
 
     // ---- after: the same daemon, memory back down, the shadow as it was
-    assert.deepStrictEqual(failures, [], `${failures.length} problems (the first 50 shown)`);
+    assert.deepStrictEqual(
+      failures,
+      [],
+      `${failures.length} problems (at most 50 kept), seed ${seed} (SHADOWFS_FUZZ_SEED=${seed} replays it)`,
+    );
     assert.deepStrictEqual(keeperFailures, []);
     assert.strictEqual(internalErrors, 0, 'replies with an internal error');
     process.kill(pid, 0);

@@ -2,6 +2,9 @@
 // When npm test runs several passes (one per backend, see scripts/mocha-all.sh), each pass adds
 // its counts to the file named by $SHADOWFS_TEST_STATS, and the closing line is the running
 // total, so the last pass prints the total of all of them.
+// Each failure is also appended, short, to the file named by $SHADOWFS_TEST_FAILURES: the suite
+// prints them all again at its very end, because a CI log may keep only its last lines, and a
+// failure in the first pass must not be lost behind the passes after it.
 import * as fs from 'fs';
 import Mocha from 'mocha';
 
@@ -26,9 +29,32 @@ function addToTotal(run: Counts): Counts {
   return total;
 }
 
+/** The failure as a few lines: where, what, and the first frames of the stack. */
+function describeFailure(pass: string, title: string, err: unknown): string {
+  const e = err as { message?: unknown; stack?: unknown } | undefined;
+  const message = String(e?.message ?? err).trim();
+  const lines = [`[${pass}] ${title}`];
+  const shown = message.split('\n').slice(0, 30);
+  for (const l of shown) lines.push(l.trim() === '' ? '' : `    ${l}`);
+  if (message.split('\n').length > shown.length) lines.push('    (message cut here; the whole of it is above, in its pass)');
+  const frames = typeof e?.stack === 'string' ? e.stack.split('\n').filter((l) => /^\s+at /.test(l)) : [];
+  for (const f of frames.slice(0, 4)) lines.push(`    ${f.trim()}`);
+  return lines.join('\n') + '\n';
+}
+
 class ShadowReporter extends Mocha.reporters.Spec {
   constructor(runner: Mocha.Runner, options?: Mocha.MochaOptions) {
     super(runner, options);
+    const pass = process.env.SHADOWFS_TEST_PASS ?? process.env.SHADOWFS_BACKEND ?? 'mocha';
+    runner.on(Mocha.Runner.constants.EVENT_TEST_FAIL, (test: Mocha.Runnable, err: unknown) => {
+      const file = process.env.SHADOWFS_TEST_FAILURES;
+      if (!file) return;
+      try {
+        fs.appendFileSync(file, describeFailure(pass, test.fullTitle(), err));
+      } catch {
+        // the recap is a convenience; the failure itself is counted and printed anyway
+      }
+    });
     runner.once(Mocha.Runner.constants.EVENT_RUN_END, () => {
       const s = runner.stats;
       if (!s) return;

@@ -76,5 +76,11 @@ int main(int argc, char** argv) {
               static_cast<unsigned long long>(passed), static_cast<unsigned long long>(failed));
   if (const char* stats = std::getenv("SHADOWFS_TEST_STATS"); stats && *stats)
     addToStats(stats, passed, failed);
+  // The suite repeats every failure at its end (scripts/mocha-all.sh), from this file.
+  if (const char* recap = std::getenv("SHADOWFS_TEST_FAILURES"); recap && *recap && !report.empty()) {
+    std::ofstream out(recap, std::ios::app);
+    const char* pass = std::getenv("SHADOWFS_TEST_PASS");
+    for (const auto& r : report) out << "[" << (pass && *pass ? pass : "C++") << "] " << r << "\n";
+  }
   return failed ? 1 : 0;
 }
