@@ -2,7 +2,7 @@
 // robustness on a raw socket, other users, crash recovery and idle unmount. The daemon runs in
 // this test run's private runtime directory (see helpers/hooks.ts).
 import * as assert from 'assert';
-import { spawn, spawnSync } from 'child_process';
+import { ChildProcess, spawn, spawnSync } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
 import { ShadowClient } from '../src/client';
@@ -554,15 +554,50 @@ describe('the shadowfs daemon', function () {
     }
   });
 
-  it('exits by itself when it has had no shadow and no client for --exit-after', async () => {
+  it('exits by itself when it has had no shadow and no client for --exit-after, and not while a client stays', async function () {
     stopTestDaemon();
-    const daemon = spawn(process.execPath, [cliPath, 'serve', '--foreground', '--exit-after', '3', '--no-console'], { stdio: 'ignore' });
-    const exited = new Promise<number | null>((r) => daemon.once('exit', (code) => r(code)));
-    await eventually(() => fs.existsSync(daemonPaths().socket), 10_000, 'the daemon to listen');
-    const c = await ShadowClient.connect({ autostart: false });
-    assert.strictEqual((await c.request('health')).ok, true);
-    c.close();
-    assert.strictEqual(await exited, 0);
-    assert.ok(!fs.existsSync(daemonPaths().socket), 'it removes its socket');
+    this.timeout(180_000);
+    const started: ChildProcess[] = [];
+    const start = (seconds: number): { exited: Promise<number | null>; gone: () => boolean } => {
+      const d = spawn(process.execPath, [cliPath, 'serve', '--foreground', '--exit-after', String(seconds), '--no-console'], {
+        stdio: 'ignore',
+      });
+      started.push(d);
+      return {
+        exited: new Promise<number | null>((r) => d.once('exit', (code) => r(code))),
+        gone: () => d.exitCode !== null || d.signalCode !== null,
+      };
+    };
+    try {
+      // Nobody ever connects: it goes, with its socket.
+      const lonely = start(1);
+      assert.strictEqual(await lonely.exited, 0);
+      assert.ok(!fs.existsSync(daemonPaths().socket), 'it removes its socket');
+      // A client that stays longer than --exit-after keeps it; once the client goes, it goes. A
+      // busy machine may take longer than --exit-after to connect, and the daemon rightly leaves
+      // first: then again with twice as long.
+      for (let seconds = 2; ; seconds *= 2) {
+        const d = start(seconds);
+        await eventually(() => fs.existsSync(daemonPaths().socket) || d.gone(), 30_000, 'the daemon to listen');
+        let c: ShadowClient;
+        try {
+          c = await ShadowClient.connect({ autostart: false });
+        } catch (err) {
+          assert.strictEqual(await d.exited, 0, `the daemon could not be reached (${(err as Error).message}) and did not exit by itself`);
+          assert.ok(seconds < 32, `could not connect within ${seconds} s of the daemon listening, five times`);
+          continue;
+        }
+        const pid = (await c.request('status')).pid;
+        await new Promise((r) => setTimeout(r, (seconds + 1) * 1000));
+        assert.strictEqual((await c.request('health')).ok, true, 'still serving the client that stayed');
+        assert.strictEqual((await c.request('status')).pid, pid);
+        c.close();
+        assert.strictEqual(await d.exited, 0);
+        assert.ok(!fs.existsSync(daemonPaths().socket), 'it removes its socket');
+        return;
+      }
+    } finally {
+      for (const d of started) if (d.exitCode === null && d.signalCode === null) d.kill('SIGKILL');
+    }
   });
 });

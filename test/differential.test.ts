@@ -10,7 +10,13 @@ import { describe as describeOp, fuzz, Op, runOps } from './fuzz/engine';
 const seedFromEnv = (): number => (process.env.SHADOWFS_SEED ? Number(process.env.SHADOWFS_SEED) : crypto.randomInt(1, 2 ** 31));
 
 async function expectNoDifference(cfg: Parameters<typeof fuzz>[0]): Promise<void> {
-  const r = await fuzz(cfg);
+  // The failure and its seed are printed as soon as they are known: a shrink that outlasts the
+  // test's timeout must not take the seed with it.
+  const r = await fuzz(cfg, 90_000, (f) =>
+    process.stdout.write(
+      `      differential failure, seed=${cfg.seed} (rerun with SHADOWFS_SEED=${cfg.seed}), shrinking it:\n${f.message}\n`,
+    ),
+  );
   if (!r.ok) {
     assert.fail(
       `${r.failure.message}\nseed=${cfg.seed} (rerun with SHADOWFS_SEED=${cfg.seed})\nshrunk reproducer (${r.reproducer.length} operations):\n  ${r.reproducer.map(describeOp).join('\n  ')}`,
@@ -19,6 +25,8 @@ async function expectNoDifference(cfg: Parameters<typeof fuzz>[0]): Promise<void
 }
 
 describe('differential: a shadow behaves like a plain copy of the folder', function () {
+  // A run plus, on failure, a shrink of up to 90 s.
+  this.timeout(300_000);
   // With kernel caching on, stale caches would show up as differences; with it off, every
   // lookup reaches the overlay, which tests its rules without the kernel's help.
   for (const cacheTimeout of [60, 0]) {

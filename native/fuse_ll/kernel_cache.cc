@@ -71,10 +71,12 @@ void LLMount::invalidateNames(const std::vector<std::string>& paths, bool filePa
       }
     }
   }
-  for (auto& [parent, name] : entries)
-    wire::notifyInvalEntry(fd_, parent, name);
+  // Listings and attributes first, names last: whoever finds the new name through a lookup then
+  // also finds it in the parent's listing.
   for (uint64_t id : inodes) wire::notifyInvalInode(fd_, id, 0, 0);
   for (uint64_t id : fileInodes) wire::notifyInvalInode(fd_, id, -1, 0);
+  for (auto& [parent, name] : entries)
+    wire::notifyInvalEntry(fd_, parent, name);
 }
 
 void LLMount::invalidateForSwitch(const std::vector<std::string>& paths) {

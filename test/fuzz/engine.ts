@@ -155,10 +155,22 @@ export async function runOps(seed: number, ops: Op[], cfg: RunConfig): Promise<F
             if (op.data === null) fs.rmSync(f, { force: true });
             else fs.writeFileSync(f, op.data);
           }
+          // A lookup reaches the folder at once; the kernel's cached listing of the directory
+          // goes when the watcher reports the edit, a moment later. Both must show it.
           const want = op.data === null ? 'ENOENT' : `OK ${crypto.createHash('sha1').update(op.data).digest('hex')}`;
+          const shown = (): string => {
+            const read = apply({ k: 'read', p: `${LIVE}/${op.name}` }, shadow.mountPoint);
+            let listed: boolean;
+            try {
+              listed = fs.readdirSync(path.join(shadow.mountPoint, LIVE)).includes(op.name);
+            } catch (err) {
+              return `${read}, listing failed: ${(err as Error).message}`;
+            }
+            return listed === (op.data !== null) ? read : `${read}, ${listed ? 'still listed' : 'not listed'}`;
+          };
           const deadline = Date.now() + 20_000; // generous: a shared machine may be busy; it returns as soon as the edit shows
           let got = '';
-          while (Date.now() < deadline && (got = apply({ k: 'read', p: `${LIVE}/${op.name}` }, shadow.mountPoint)) !== want) {
+          while (Date.now() < deadline && (got = shown()) !== want) {
             await new Promise((r) => setTimeout(r, 10));
           }
           if (got !== want) return { index: i, message: `operation #${i} ${describe(op)}: the shadow still showed ${got} after 20 s` };
@@ -206,11 +218,20 @@ export async function shrink(seed: number, ops: Op[], cfg: RunConfig, budgetMs =
   return cur;
 }
 
-/** One fuzz run: generate, replay, and on failure shrink and describe a minimal reproducer. */
-export async function fuzz(cfg: FuzzConfig): Promise<{ ok: true } | { ok: false; failure: Failure; reproducer: Op[] }> {
+/**
+ * One fuzz run: generate, replay, and on failure shrink and describe a minimal reproducer.
+ * `onFailure` hears of the failure before the shrinking starts, so that the seed is known even
+ * when whoever waits gives up during the shrink.
+ */
+export async function fuzz(
+  cfg: FuzzConfig,
+  shrinkMs = 120_000,
+  onFailure?: (failure: Failure) => void,
+): Promise<{ ok: true } | { ok: false; failure: Failure; reproducer: Op[] }> {
   const ops = generate(cfg);
   const failure = await runOps(cfg.seed, ops, cfg);
   if (!failure) return { ok: true };
-  const reproducer = await shrink(cfg.seed, ops.slice(0, failure.index + 1), cfg);
+  onFailure?.(failure);
+  const reproducer = await shrink(cfg.seed, ops.slice(0, failure.index + 1), cfg, shrinkMs);
   return { ok: false, failure, reproducer };
 }
