@@ -16,7 +16,26 @@ process.env.SHADOWFS_STATE_DIR = path.join(runtime, 'state');
 // Daemons the tests start check every result against the protocol's schema.
 process.env.SHADOWFS_CHECK_RESULTS = '1';
 
-/** Stops a daemon the tests started (CLI commands start one on demand). */
+/** Whether `pid` still runs: a zombie (a child of this process not reaped yet) does not. */
+function running(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch {
+    return false;
+  }
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Stops a daemon the tests started (CLI commands start one on demand), and returns once it is
+ * gone: the next test may start one of its own, which would stop at once if this one still held
+ * the lock. A daemon that does not stop within 30 s on SIGTERM is killed, and said so.
+ */
 export function stopTestDaemon(): void {
   const pidFile = path.join(runtime, 'shadowfs', 'daemon.pid');
   let pid = 0;
@@ -30,16 +49,18 @@ export function stopTestDaemon(): void {
   } catch {
     return;
   }
-  const deadline = Date.now() + 10_000;
-  while (Date.now() < deadline) {
-    try {
-      process.kill(pid, 0);
-    } catch {
-      return;
+  const waitGone = (ms: number): boolean => {
+    const deadline = Date.now() + ms;
+    while (Date.now() < deadline) {
+      if (!running(pid)) return true;
+      execFileSync('sleep', ['0.05']);
     }
-    execFileSync('sleep', ['0.05']);
-  }
+    return !running(pid);
+  };
+  if (waitGone(30_000)) return;
+  process.stderr.write(`      (the test daemon ${pid} did not stop within 30 s of SIGTERM; killed)\n`);
   process.kill(pid, 'SIGKILL');
+  waitGone(10_000);
 }
 
 function runtimeMounts(): string[] {
