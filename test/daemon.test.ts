@@ -4,6 +4,7 @@
 import * as assert from 'assert';
 import { ChildProcess, spawn, spawnSync } from 'child_process';
 import * as fs from 'fs';
+import * as net from 'net';
 import * as path from 'path';
 import { ShadowClient } from '../src/client';
 import { daemonPaths } from '../src/endpoint';
@@ -118,6 +119,40 @@ describe('the shadowfs daemon', function () {
     assert.strictEqual(bad.error.code, 'INVALID_PATH');
     json(['unmount', 'proj']);
     assert.ok(!mountedPaths().has(at));
+    await guard.check();
+  });
+
+  it("a client whose connection the daemon is closing never turns another client's request into an error", async () => {
+    // After a framing error the daemon closes that connection at once but keeps its socket until
+    // the client hangs up (or 2 s): a notification sent to it then threw, and the request that
+    // made the change (here a layer.write by another client) was answered with an internal
+    // error, although the change had been made.
+    const lower = makeProject();
+    const guard = new FolderGuard(lower);
+    json(['mount', lower, '--name', 'closing']);
+    const c = await ShadowClient.connect({ autostart: false });
+    const broken: net.Socket[] = [];
+    try {
+      for (let round = 0; round < 5; round++) {
+        const s = net.connect({ path: daemonPaths().socket, allowHalfOpen: true });
+        broken.push(s);
+        const answered = new Promise<void>((r) => s.once('data', () => r()));
+        s.write('Content-Length: twelve\r\n\r\n');
+        await answered; // the daemon has closed this connection, and still holds the socket
+        const r = await c.request('layer.write', {
+          shadow: 'closing',
+          agent: 'a',
+          path: `w${round}.txt`,
+          data: Buffer.from('x').toString('base64'),
+        });
+        assert.strictEqual(r.bytes, 1);
+      }
+      assert.strictEqual((await c.request('layer.changes', { shadow: 'closing', agent: 'a' })).changes.length, 5);
+    } finally {
+      for (const s of broken) s.destroy();
+      c.close();
+    }
+    json(['unmount', 'closing']);
     await guard.check();
   });
 

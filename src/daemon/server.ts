@@ -557,7 +557,12 @@ export class Daemon {
     const signal = AbortSignal.any([client.closed.signal, abortSignalOf(token)]);
     const ctx: CallContext = {
       notify: (nm, p) => {
-        if (!client.rpc.socket.destroyed) void client.rpc.connection.sendNotification(nm, p).catch(() => undefined);
+        if (client.rpc.socket.destroyed) return;
+        try {
+          void client.rpc.connection.sendNotification(nm, p).catch(() => undefined);
+        } catch {
+          // the client is going away: what it asked goes on, its notifications stop
+        }
       },
       signal,
       client,
@@ -587,9 +592,19 @@ export class Daemon {
     }
   }
 
+  /**
+   * Tells every trusted client. Never throws: the change it reports has happened, and a client
+   * that is going away (vscode-jsonrpc throws at once on a connection it has closed, before its
+   * socket is destroyed) must not turn the request that made the change into an error.
+   */
   private broadcast<N extends NotificationName>(method: N, params: NotificationParamsOf<N>): void {
     for (const c of this.clients) {
-      if (c.trusted && !c.rpc.socket.destroyed) void c.rpc.connection.sendNotification(method, params).catch(() => undefined);
+      if (!c.trusted || c.rpc.socket.destroyed) continue;
+      try {
+        void c.rpc.connection.sendNotification(method, params).catch(() => undefined);
+      } catch {
+        // closed meanwhile: its own close handler removes it
+      }
     }
   }
 }

@@ -342,14 +342,14 @@ export class LanguageServerSession {
     const doc = this.docs.get(key);
     if (!doc) {
       this.docs.set(key, { uri, languageId, version: 1, text, stale: false });
-      void this.conn.sendNotification('textDocument/didOpen', { textDocument: { uri, languageId, version: 1, text } });
+      this.notify('textDocument/didOpen', { textDocument: { uri, languageId, version: 1, text } });
       return 1;
     }
     if (doc.text === text && !doc.stale) return doc.version;
     doc.version += 1;
     doc.text = text;
     doc.stale = false;
-    void this.conn.sendNotification('textDocument/didChange', { textDocument: { uri, version: doc.version }, contentChanges: [{ text }] });
+    this.notify('textDocument/didChange', { textDocument: { uri, version: doc.version }, contentChanges: [{ text }] });
     this.supersedeWaiters(key, doc.version);
     return doc.version;
   }
@@ -362,7 +362,7 @@ export class LanguageServerSession {
     this.docs.delete(key);
     this.published.delete(key);
     this.supersedeWaiters(key, Number.POSITIVE_INFINITY);
-    if (!this.exited) void this.conn.sendNotification('textDocument/didClose', { textDocument: { uri: doc.uri } });
+    if (!this.exited) this.notify('textDocument/didClose', { textDocument: { uri: doc.uri } });
   }
 
   /**
@@ -375,7 +375,7 @@ export class LanguageServerSession {
   filesChanged(changes: Array<{ relPath: string; type: FileChangeType }>): void {
     this.assertAlive();
     if (changes.length === 0) return;
-    void this.conn.sendNotification('workspace/didChangeWatchedFiles', {
+    this.notify('workspace/didChangeWatchedFiles', {
       changes: changes.map((c) => ({ uri: this.uriOf(c.relPath), type: WATCH_TYPES[c.type] })),
     });
     for (const doc of this.docs.values()) doc.stale = true;
@@ -641,6 +641,19 @@ export class LanguageServerSession {
   private describe(err: unknown): string {
     if (this.exitInfo) return `the language server '${this.spec.id}' exited (code ${this.exitInfo.code}, signal ${this.exitInfo.signal})`;
     return err instanceof Error ? err.message : String(err);
+  }
+
+  /**
+   * A notification to the server, fire and forget: a connection that closed (the server died) or
+   * a write that fails must not throw into the caller nor leave a rejected promise unhandled,
+   * which would end the daemon. The server's exit is reported through onExit.
+   */
+  private notify(method: string, params: unknown): void {
+    try {
+      this.conn.sendNotification(method, params).catch(() => undefined);
+    } catch {
+      // closed: the exit handler reports it
+    }
   }
 
   private assertAlive(): void {
