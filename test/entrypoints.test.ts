@@ -129,7 +129,7 @@ describe('package entry points', function () {
         (async () => {
           const { ShadowClient } = require('shadowfs/client');
           let c;
-          for (let i = 0; i < 200 && !c; i++) {
+          for (let i = 0; i < 600 && !c; i++) {
             try { c = await ShadowClient.connect({ autostart: false }); } catch { await new Promise((r) => setTimeout(r, 50)); }
           }
           const version = await c.request('version');

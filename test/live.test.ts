@@ -9,7 +9,7 @@ import { errCode, eventually, FolderGuard, makeProject, withShadow } from './hel
 describe('live view of the folder', function () {
   it('edits, creates, deletes and renames in the folder appear in the shadow; the layer wins where it changed the path', async () => {
     const lower = makeProject();
-    const bound = 5000; // far below the 60 s cache timeout: only the watcher can make this
+    const bound = 30_000; // below the 60 s cache timeout: only the watcher can make this
     let guard: FolderGuard | undefined;
     await withShadow(
       lower,
@@ -72,7 +72,11 @@ describe('live view of the folder', function () {
           for (const mp of [shadow.mountPoint, view.mountPoint]) fs.readFileSync(path.join(mp, 'README.md'));
           fs.writeFileSync(path.join(lower, 'README.md'), 'seen everywhere\n');
           for (const mp of [shadow.mountPoint, view.mountPoint]) {
-            await eventually(() => fs.readFileSync(path.join(mp, 'README.md'), 'utf8') === 'seen everywhere\n', 5000, `the edit in ${mp}`);
+            await eventually(
+              () => fs.readFileSync(path.join(mp, 'README.md'), 'utf8') === 'seen everywhere\n',
+              30_000,
+              `the edit in ${mp}`,
+            );
           }
         } finally {
           await view.close();

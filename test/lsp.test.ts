@@ -49,7 +49,7 @@ function groupMembers(pgid: number): number[] {
 
 /** Waits (up to 5 s) until a process group is empty; returns what is left. */
 async function groupGone(pgid: number): Promise<number[]> {
-  const until = Date.now() + 5000;
+  const until = Date.now() + 30_000;
   let left = groupMembers(pgid);
   while (left.length > 0 && Date.now() < until) {
     await new Promise((r) => setTimeout(r, 50));
@@ -378,15 +378,19 @@ describe('lsp: failures are reported, processes do not outlive their session', f
     const pids = [...groupMembers(a.pid), ...groupMembers(b.pid)];
     assert.ok(pids.length >= 3, `tsls + tsserver(s) + pyright: ${pids.join(',')}`);
     await pool.dispose();
-    const alive = pids.filter((pid) => {
-      try {
-        process.kill(pid, 0);
-        return !fs.readFileSync(`/proc/${pid}/stat`, 'utf8').includes(') Z ');
-      } catch {
-        return false;
-      }
-    });
-    assert.deepStrictEqual(alive, []);
+    const living = (): number[] =>
+      pids.filter((pid) => {
+        try {
+          process.kill(pid, 0);
+          return !fs.readFileSync(`/proc/${pid}/stat`, 'utf8').includes(') Z ');
+        } catch {
+          return false;
+        }
+      });
+    // Killed processes may take a moment to go on a busy machine.
+    const until = Date.now() + 30_000;
+    while (living().length > 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
+    assert.deepStrictEqual(living(), []);
     await assert.rejects(pool.get(tsSpec), /disposed/);
   });
 

@@ -46,14 +46,16 @@ async function settled(shadow: Shadow): Promise<Record<string, number>> {
   const t = shadow.transport();
   const balanced = (c: Record<string, number>): boolean =>
     (t.noOpen || (c.release ?? 0) >= (c.open ?? 0) + (c.create ?? 0)) && (t.noOpendir || (c.releasedir ?? 0) >= (c.opendir ?? 0));
-  let last = JSON.stringify(shadow.requestCounts());
+  // FORGETs come whenever the kernel drops inodes (memory reclaim): they do not count as activity.
+  const shape = (c: Record<string, number>): string => JSON.stringify({ ...c, forget: 0 });
+  let last = shape(shadow.requestCounts());
   let quiet = 0;
   for (let i = 0; i < 300; i++) {
     await new Promise((r) => setTimeout(r, 100));
     const now = shadow.requestCounts();
-    quiet = JSON.stringify(now) === last ? quiet + 1 : 0;
+    quiet = shape(now) === last ? quiet + 1 : 0;
     if (quiet >= 3 && balanced(now)) return now;
-    last = JSON.stringify(now);
+    last = shape(now);
   }
   throw new Error(`requests kept coming, or opens stayed unreleased, for 30 s with nothing running: ${last}`);
 }
@@ -123,12 +125,22 @@ describe('round trips (fuse_ll)', function () {
         // The first open of each kind is answered ENOSYS: the kernel stops asking from then on.
         assert.strictEqual(cat(files(mp)), expected);
         assert.deepStrictEqual(ls(path.join(mp, 'sub')), ls(path.join(lower, 'sub')));
-        const before = await settled(shadow);
-        assert.strictEqual(cat(files(mp)), expected);
-        assert.deepStrictEqual(ls(path.join(mp, 'sub')), ls(path.join(lower, 'sub')));
-        const d = delta(before, await settled(shadow));
-        for (const k of ['open', 'release', 'opendir', 'releasedir', 'read', 'readdir', 'readdirplus', 'flush'])
-          assert.strictEqual(d[k], 0, `${k}: ${JSON.stringify(d)}`);
+        // A warm pass costs none of these. Memory reclaim on a busy machine may take pages or
+        // listings away between two passes: one pass of three must be free.
+        const kinds = ['open', 'release', 'opendir', 'releasedir', 'read', 'readdir', 'readdirplus', 'flush'];
+        const passes: Array<Record<string, number>> = [];
+        for (let pass = 0; pass < 3; pass++) {
+          const before = await settled(shadow);
+          assert.strictEqual(cat(files(mp)), expected);
+          assert.deepStrictEqual(ls(path.join(mp, 'sub')), ls(path.join(lower, 'sub')));
+          const d = delta(before, await settled(shadow));
+          passes.push(Object.fromEntries(kinds.map((k) => [k, d[k]])));
+          if (kinds.every((k) => d[k] === 0)) break;
+        }
+        assert.ok(
+          passes.some((d) => kinds.every((k) => d[k] === 0)),
+          `no warm pass was free of round trips: ${JSON.stringify(passes)}`,
+        );
       },
       { backend: 'fuse_ll', io: 'cached' },
     );
@@ -151,7 +163,7 @@ describe('round trips (fuse_ll)', function () {
         assert.strictEqual(cat([f]), 'file 1\n');
         fs.writeFileSync(path.join(lower, 'sub', 'f2.txt'), 'edited in the folder\n');
         const f2 = path.join(mp, 'sub', 'f2.txt');
-        const deadline = Date.now() + 10_000;
+        const deadline = Date.now() + 30_000;
         while (cat([f2]) !== 'edited in the folder\n' && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
         assert.strictEqual(cat([f2]), 'edited in the folder\n');
         // Shell redirection: open(O_WRONLY|O_CREAT|O_TRUNC) on a folder file, then one write.

@@ -28,7 +28,7 @@ export interface ClientOptions {
   socketPath?: string;
   /** Start the daemon if none answers (default true). */
   autostart?: boolean;
-  /** How long to wait for a daemon that is starting (default 15 s). */
+  /** How long to wait for a daemon that is starting (default 30 s). */
   startTimeoutMs?: number;
   /** Named in the daemon's log. */
   clientName?: string;
@@ -83,7 +83,7 @@ export class ShadowClient {
       throw new ShadowError('DAEMON_UNAVAILABLE', `no shadowfs daemon answers at ${where}; start one with "shadowfs serve"`);
     }
     startDaemon(options);
-    const timeout = options.startTimeoutMs ?? 15_000;
+    const timeout = options.startTimeoutMs ?? 30_000;
     const deadline = Date.now() + timeout;
     while (Date.now() < deadline) {
       await new Promise((r) => setTimeout(r, 50));
