@@ -11,7 +11,7 @@ import { daemonPaths } from '../src/endpoint';
 import { mountedPaths } from '../src/platform';
 import { RpcErrorCodes } from '../src/protocol';
 import { encodeMessage, Raw } from './helpers/raw-rpc';
-import { eventually, FolderGuard, makeProject, repoRoot, tempDir } from './helpers/fixtures';
+import { eventually, FolderGuard, makeProject, repoRoot, tempDir, testRootPrefix } from './helpers/fixtures';
 import { stopTestDaemon } from './helpers/hooks';
 
 const cliPath = path.join(repoRoot, 'bin', 'shadowfs.js');
@@ -37,7 +37,9 @@ describe('the shadowfs daemon', function () {
     } catch {
       // no daemon
     }
-    for (const m of mountedPaths()) if (m.startsWith(daemonPaths().dir) || m.includes('shadowfs-test-dmnt')) spawnSync('umount', ['-l', m]);
+    // Only this run's: another run of the suite may be mounting beside it.
+    for (const m of mountedPaths())
+      if (m.startsWith(daemonPaths().dir) || m.startsWith(`${testRootPrefix}dmnt-`)) spawnSync('umount', ['-l', m]);
   });
   after(() => stopTestDaemon());
 
@@ -391,7 +393,11 @@ describe('the shadowfs daemon', function () {
       })();
       const lower = makeProject();
       const events: string[] = [];
-      client.onNotification((method, params) => events.push(`${method} ${(params as { event: string }).event}`));
+      // Only this shadow's: a daemon after a failed test may bring back others from its state.
+      client.onNotification((method, params) => {
+        const p = params as { event: string; shadow?: string };
+        if (p.shadow === 'sleepy') events.push(`${method} ${p.event}`);
+      });
       const info = await client.request('mount', { folder: lower, name: 'sleepy' });
       await client.request('layer.write', {
         shadow: 'sleepy',
