@@ -13,7 +13,11 @@ function compiled(rel: string): string {
   const stale = !fs.existsSync(binary) || fs.statSync(binary).mtimeMs < fs.statSync(source).mtimeMs;
   if (stale) {
     fs.mkdirSync(path.dirname(binary), { recursive: true });
-    execFileSync('g++', ['-O1', '-std=c++17', '-Wall', '-o', binary, source], { stdio: 'inherit' });
+    // Built beside it and renamed into place: another test run may be starting the binary, or
+    // building it too.
+    const fresh = `${binary}.${process.pid}.tmp`;
+    execFileSync('g++', ['-O1', '-std=c++17', '-Wall', '-o', fresh, source], { stdio: 'inherit' });
+    fs.renameSync(fresh, binary);
   }
   return binary;
 }
