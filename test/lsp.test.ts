@@ -9,6 +9,7 @@ import { builtinServers, loadServerConfig, LspConfigError, serverFor } from '../
 import type { ServerSpec } from '../src/lsp/servers';
 import { LanguageServerSession } from '../src/lsp/session';
 import { ServerPool } from '../src/lsp/pool';
+import { running } from './helpers/hooks';
 
 const tmpDirs: string[] = [];
 const sessions: LanguageServerSession[] = [];
@@ -47,7 +48,7 @@ function groupMembers(pgid: number): number[] {
   return out;
 }
 
-/** Waits (up to 5 s) until a process group is empty; returns what is left. */
+/** Waits (up to 30 s) until a process group is empty; returns what is left. */
 async function groupGone(pgid: number): Promise<number[]> {
   const until = Date.now() + 30_000;
   let left = groupMembers(pgid);
@@ -378,15 +379,7 @@ describe('lsp: failures are reported, processes do not outlive their session', f
     const pids = [...groupMembers(a.pid), ...groupMembers(b.pid)];
     assert.ok(pids.length >= 3, `tsls + tsserver(s) + pyright: ${pids.join(',')}`);
     await pool.dispose();
-    const living = (): number[] =>
-      pids.filter((pid) => {
-        try {
-          process.kill(pid, 0);
-          return !fs.readFileSync(`/proc/${pid}/stat`, 'utf8').includes(') Z ');
-        } catch {
-          return false;
-        }
-      });
+    const living = (): number[] => pids.filter(running);
     // Killed processes may take a moment to go on a busy machine.
     const until = Date.now() + 30_000;
     while (living().length > 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 50));

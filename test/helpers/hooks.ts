@@ -17,7 +17,7 @@ process.env.SHADOWFS_STATE_DIR = path.join(runtime, 'state');
 process.env.SHADOWFS_CHECK_RESULTS = '1';
 
 /** Whether `pid` still runs: a zombie (a child of this process not reaped yet) does not. */
-function running(pid: number): boolean {
+export function running(pid: number): boolean {
   try {
     process.kill(pid, 0);
   } catch {
