@@ -62,6 +62,23 @@ export function mountedPaths(): Set<string> {
   return out;
 }
 
+/** Mount points of every shadowfs mount in the kernel's mount table (Linux), whoever made it. */
+export function shadowfsMounts(): string[] {
+  let text = '';
+  try {
+    text = fs.readFileSync('/proc/self/mounts', 'utf8');
+  } catch {
+    return [];
+  }
+  const out: string[] = [];
+  for (const line of text.split('\n')) {
+    const f = line.split(' ');
+    if (f.length > 2 && (f[2] === 'fuse.shadowfs' || f[0] === 'shadowfs'))
+      out.push(f[1].replace(/\\([0-7]{3})/g, (_m, o: string) => String.fromCharCode(parseInt(o, 8))));
+  }
+  return out;
+}
+
 export function checkFuseDevice(): void {
   // Windows mounts through WinFsp: the native module checks it (WINFSP_MISSING).
   if (process.platform === 'win32') return;

@@ -6,7 +6,7 @@ import * as net from 'net';
 import * as path from 'path';
 import { ShadowError } from '../src';
 import { runInShadow } from '../src/run/runner';
-import { FolderGuard, makeProject, repoRoot, withShadow } from './helpers/fixtures';
+import { FolderGuard, makeProject, repoRoot, tempDir, withShadow } from './helpers/fixtures';
 import { asNobody, chownTree, nobodyDir, NOBODY, NOGROUP } from './helpers/unprivileged';
 
 const isCode = (code: string) => (e: unknown) => e instanceof ShadowError && e.code === code;
@@ -159,20 +159,26 @@ describe('running commands inside a shadow', function () {
     await guard.check();
   });
 
-  it('originalPath: false runs unprotected, says so, and is: the attack then reaches the folder', async () => {
-    // A throwaway folder that this test lets the command write, to show the report is true.
-    const lower = makeProject('unprotected');
+  it("originalPath: false runs at the shadow's own path, still confined: the folder's path is read-only or absent there", async () => {
+    const lower = makeProject('own-path');
+    const guard = new FolderGuard(lower);
     await withShadow(
       lower,
       async (shadow) => {
-        const r = await runInShadow(shadow, { agent: 'u', argv: ['sh', '-c', `echo x > ${lower}/FILE`], originalPath: false });
+        const r = await runInShadow(shadow, {
+          agent: 'u',
+          argv: ['sh', '-c', `pwd; echo x > ${lower}/FILE; echo "write: $?"; echo y > here; cat here`],
+          originalPath: false,
+        });
         assert.strictEqual(r.exitCode, 0, r.stderr);
-        assert.strictEqual(r.protected, false);
-        assert.match(r.unprotectedReason ?? '', /--no-original-path/);
-        assert.strictEqual(fs.readFileSync(path.join(lower, 'FILE'), 'utf8'), 'x\n');
+        assert.strictEqual(r.protected, true);
+        assert.deepStrictEqual(r.stdout.trim().split('\n'), [shadow.mountPoint, 'write: 2', 'y']);
+        assert.strictEqual((await shadow.layer('u').readFile('here')).toString(), 'y\n');
+        assert.ok(!fs.existsSync(path.join(lower, 'FILE')));
       },
       { guard: false },
     );
+    await guard.check();
   });
 
   it("an unprivileged user's run is protected too (a user namespace), and its command runs as that user", async () => {
@@ -270,10 +276,17 @@ describe('running commands inside a shadow', function () {
   it("two agents' runs on one shadow execute one at a time, in fair order", async () => {
     const lower = makeProject();
     await withShadow(lower, async (shadow) => {
-      const log = path.join(path.dirname(shadow.mountPoint), 'order.log');
+      // Runs write only their shadow and what the user lists as writable: the log is in that list.
+      const logDir = tempDir('order');
+      const log = path.join(logDir, 'order.log');
       const job = (agent: string) =>
         runInShadow(shadow, { agent, argv: ['sh', '-c', `echo start ${agent} >> ${log}; sleep 0.05; echo end ${agent} >> ${log}`] });
-      await Promise.all([job('a'), job('a'), job('a'), job('a'), job('b'), job('b')]);
+      process.env.SHADOWFS_RUN_WRITABLE = logDir;
+      try {
+        await Promise.all([job('a'), job('a'), job('a'), job('a'), job('b'), job('b')]);
+      } finally {
+        delete process.env.SHADOWFS_RUN_WRITABLE;
+      }
       const lines = fs.readFileSync(log, 'utf8').trim().split('\n');
       for (let i = 0; i < lines.length; i += 2) {
         assert.strictEqual(lines[i].replace('start', 'end'), lines[i + 1], `runs overlapped: ${lines.join(' | ')}`);
@@ -356,9 +369,13 @@ describe('running commands inside a shadow', function () {
       assert.strictEqual(cli('run', 'runs', '--agent', 'a', '--at-original-path', '--', 'true').status, 0, 'the old flag is accepted');
       const open = cli('run', 'runs', '--agent', 'a', '--no-original-path', '--json', '--', 'pwd');
       assert.strictEqual(open.status, 0, open.stderr);
-      const o = JSON.parse(open.stdout) as { protected: boolean; unprotectedReason: string; stdout: string };
-      assert.strictEqual(o.protected, false);
-      assert.match(open.stderr, /^shadowfs: warning: this run was unprotected \(asked to run without the original-path namespace/);
+      const o = JSON.parse(open.stdout) as { protected: boolean; protections: string[]; stdout: string };
+      assert.strictEqual(o.protected, true, '--no-original-path moves the shadow, it does not unconfine');
+      assert.ok(
+        ['mount', 'user', 'pid', 'seccomp'].every((p) => o.protections.includes(p)),
+        o.protections.join(','),
+      );
+      assert.strictEqual(open.stderr, '');
     } finally {
       cli('unmount', 'runs', '--lazy');
     }

@@ -122,6 +122,11 @@ export const RunResult = z.object({
     .describe(
       "Whether the run was kept from writing the folder through its absolute path (Linux: a private mount namespace in which the folder's own path shows the shadow).",
     ),
+  protections: z
+    .array(z.string())
+    .describe(
+      'What confined the run (Linux): "mount" (a view where the folder\'s path shows the shadow, the system read-only, shadowfs\'s own directories hidden), "user" (a user namespace that locks those mounts and holds no capability outside), "pid" (a PID namespace: nothing outside visible, nothing left behind), "network" (--no-network), "landlock" (writes only beneath the shadow, private temporary directories and the user\'s list; no abstract sockets or signals outside), "landlock-writes" (the same without the socket and signal scoping of older kernels), "seccomp" (no mount, namespace, file-handle, keyring, BPF or terminal-injection calls). Empty where none applied.',
+    ),
   unprotectedReason: z.string().optional().describe('Why the run was not protected, when it was not.'),
 });
 export type RunResult = z.infer<typeof RunResult>;

@@ -2,13 +2,16 @@
 // layer (through the scheduler on the shared mount, or the agent's own view when it has one),
 // what it writes stays in that layer (or in a scratch copy that is dropped), its output is
 // streamed, and on exit, timeout or cancel every process it started is killed.
-import { spawn, spawnSync } from 'child_process';
+import { type ChildProcessByStdio, spawn } from 'child_process';
 import * as crypto from 'crypto';
+import * as fs from 'fs';
 import * as path from 'path';
+import type { Readable, Writable } from 'stream';
 import { ShadowError } from '../errors';
 import { normalizeRelPath } from '../paths';
 import type { RunResult } from '../protocol/methods';
 import type { Shadow } from '../shadow';
+import { commandEnv, launchArgs, type LaunchPlan, launcherPath, parseStatus, probeConfinement } from './launcher';
 import { checkPolicy, RunPolicy } from './policy';
 import { ProcessTracker, RUN_MARKER } from './tracker';
 
@@ -50,82 +53,48 @@ export interface RunOptions {
   runId?: string;
 }
 
-const namespaceCheck = new Map<string, string | null>();
-
-/**
- * How a run enters its namespaces. Root unshares them directly. Any other user first makes a
- * user namespace in which it is root (needed to mount), and once the shadow is in place, a
- * second one that maps it back to its own uid and gid, so the command runs as that user with no
- * privileges, exactly as it would without the namespace.
- */
-interface NamespacePlan {
-  /** unshare's flags; empty when the run needs no namespace. */
-  flags: string[];
-  /** The command that drops back to the caller's ids (non-root callers), before the user's command. */
-  dropPrefix: string[];
-}
-
-function namespacePlan(mountNs: boolean, netNs: boolean): NamespacePlan {
-  const flags = [...(mountNs ? ['--mount', '--propagation', 'private'] : []), ...(netNs ? ['--net'] : [])];
-  if (flags.length === 0 || process.geteuid?.() === 0) return { flags, dropPrefix: [] };
-  const uid = String(process.geteuid?.() ?? 0);
-  const gid = String(process.getegid?.() ?? 0);
-  return {
-    flags: ['--user', '--map-root-user', ...flags],
-    dropPrefix: ['unshare', '--user', `--map-user=${uid}`, `--map-group=${gid}`, '--'],
-  };
-}
-
-/** Whether this system lets us make the namespaces of `plan`; null if yes, else the reason. */
-function namespaceProblem(plan: NamespacePlan): string | null {
-  if (process.platform !== 'linux') return `${process.platform} has no Linux namespaces`;
-  const key = [...plan.flags, ...plan.dropPrefix].join(' ');
-  if (!namespaceCheck.has(key)) {
-    const r = spawnSync('unshare', [...plan.flags, '--', ...plan.dropPrefix, 'true'], { encoding: 'utf8' });
-    namespaceCheck.set(key, r.status === 0 ? null : (r.error?.message ?? r.stderr.trim()) || `unshare exited with ${r.status}`);
-  }
-  return namespaceCheck.get(key) ?? null;
-}
-
 const ENABLE_NAMESPACES =
   'run shadowfs (the daemon) as root, or enable unprivileged user namespaces ' +
   '(sysctl -w kernel.unprivileged_userns_clone=1 where the kernel has that switch, and user.max_user_namespaces above 0; ' +
   'in a container, allow the unshare system call)';
 
-/** The namespaces a run gets, and whether it is protected; throws NAMESPACE_UNAVAILABLE when it may not run. */
-function chooseNamespaces(shadow: Shadow, opts: RunOptions): { plan: NamespacePlan; protected: boolean; unprotectedReason?: string } {
-  const wantMount = opts.originalPath !== false;
+/** How a run is confined (see launcher.ts and native/launcher/linux_launch.cc). */
+interface Confinement {
+  /** Linux: through the launcher; false elsewhere (Windows: the run's Job Object). */
+  launcher: boolean;
+  /** No namespaces could be made and the caller accepted that: Landlock, seccomp and the environment only. */
+  noNamespaces: boolean;
+  protected: boolean;
+  unprotectedReason?: string;
+}
+
+/** The confinement a run gets; throws NAMESPACE_UNAVAILABLE when it may not run. */
+function chooseConfinement(shadow: Shadow, opts: RunOptions): Confinement {
   const net = opts.noNetwork === true;
-  if (!wantMount) {
-    const plan = namespacePlan(false, net);
-    const problem = net ? namespaceProblem(plan) : null;
-    if (problem)
-      throw new ShadowError('NAMESPACE_UNAVAILABLE', `--no-network cannot create its network namespace (${problem}); ${ENABLE_NAMESPACES}`);
-    return { plan, protected: false, unprotectedReason: 'asked to run without the original-path namespace (--no-original-path)' };
-  }
-  const plan = namespacePlan(true, net);
-  const problem = namespaceProblem(plan);
-  if (!problem) return { plan, protected: true };
+  const probe = probeConfinement(net);
+  if ('protections' in probe) return { launcher: true, noNamespaces: false, protected: true };
+  if (net)
+    throw new ShadowError(
+      'NAMESPACE_UNAVAILABLE',
+      `--no-network cannot create its network namespace (${probe.problem}); ${ENABLE_NAMESPACES}`,
+    );
   if (!opts.unprotected) {
     throw new ShadowError(
       'NAMESPACE_UNAVAILABLE',
       `cannot create the private mount namespace that keeps this run from writing ${shadow.lower} through its absolute path ` +
-        `(${problem}); ${ENABLE_NAMESPACES}. To run without that protection, pass --unprotected (API and RPC: unprotected: true).`,
+        `(${probe.problem}); ${ENABLE_NAMESPACES}. To run without that protection, pass --unprotected (API and RPC: unprotected: true).`,
     );
   }
-  const fallback = namespacePlan(false, net);
-  const netProblem = net ? namespaceProblem(fallback) : null;
-  if (netProblem)
-    throw new ShadowError(
-      'NAMESPACE_UNAVAILABLE',
-      `--no-network cannot create its network namespace (${netProblem}); ${ENABLE_NAMESPACES}`,
-    );
   return {
-    plan: fallback,
+    launcher: process.platform === 'linux' && fs.existsSync(launcherPath()),
+    noNamespaces: true,
     protected: false,
-    unprotectedReason: `the mount namespace could not be created (${problem}); --unprotected ran it anyway`,
+    unprotectedReason: `the mount namespace could not be created (${probe.problem}); --unprotected ran it anyway`,
   };
 }
+
+/** Run ids name cgroups and log lines: a safe alphabet only. */
+const RUN_ID = /^[A-Za-z0-9_-]{1,64}$/;
 
 function checkArgs(opts: RunOptions): { cwd: string } {
   if (!Array.isArray(opts.argv) || opts.argv.length === 0 || !opts.argv.every((a) => typeof a === 'string')) {
@@ -140,6 +109,8 @@ function checkArgs(opts: RunOptions): { cwd: string } {
   if (opts.timeoutMs !== undefined && !(opts.timeoutMs > 0))
     throw new ShadowError('INVALID_ARGUMENT', `timeout must be a positive number of milliseconds, got ${String(opts.timeoutMs)}`);
   if (opts.noNetwork && process.platform !== 'linux') throw new ShadowError('NOT_SUPPORTED', '--no-network needs Linux namespaces');
+  if (opts.runId !== undefined && !RUN_ID.test(opts.runId))
+    throw new ShadowError('INVALID_ARGUMENT', `a run id is 1 to 64 letters, digits, '-' or '_', got ${JSON.stringify(opts.runId)}`);
   if (opts.atOriginalPath === true && opts.originalPath === false) {
     throw new ShadowError('INVALID_ARGUMENT', 'atOriginalPath and originalPath: false contradict each other; pass only one');
   }
@@ -150,7 +121,7 @@ export async function runInShadow(shadow: Shadow, opts: RunOptions): Promise<Run
   const { cwd } = checkArgs(opts);
   const argv = opts.shell ? ['sh', '-c', opts.argv.join(' ')] : opts.argv;
   checkPolicy(opts.policy, argv);
-  const ns = chooseNamespaces(shadow, opts);
+  const ns = chooseConfinement(shadow, opts);
   const runId = opts.runId ?? crypto.randomBytes(6).toString('hex');
   const agent = opts.agent;
   await shadow.createLayer(agent);
@@ -196,46 +167,51 @@ async function spawnAndWait(
   dir: string,
   cwd: string,
   argv: string[],
-  ns: ReturnType<typeof chooseNamespaces>,
+  ns: Confinement,
   runId: string,
   opts: RunOptions,
   queuedMs: () => number,
 ): Promise<RunResult> {
   const tracker = new ProcessTracker(runId);
   const started = Date.now();
-  const workdir = path.join(dir, cwd);
-  // One small sh script joins the run's cgroup and, in a fresh mount namespace, puts the shadow
-  // over the folder's own path; then it execs the command itself (no shell in between).
-  const mountNs = ns.plan.flags.includes('--mount');
-  let script = tracker.joinScript();
-  if (mountNs) {
-    script +=
-      'mount --bind "$SHADOWFS_SHADOW" "$SHADOWFS_LOWER" || { echo "shadowfs: cannot show the shadow at $SHADOWFS_LOWER; the command did not run" >&2; exit 126; }; ' +
-      'cd "$SHADOWFS_LOWER/$SHADOWFS_CWD" || exit 126; ';
-  }
-  if (opts.noNetwork) script += 'ip link set lo up 2>/dev/null; ';
-  script += 'exec "$@"';
-  const command = [...ns.plan.dropPrefix, ...argv];
-  const wrapped = script === 'exec "$@"' ? command : ['sh', '-c', script, 'sh', ...command];
-  const full = ns.plan.flags.length ? ['unshare', ...ns.plan.flags, '--', ...wrapped] : wrapped;
-  const env: NodeJS.ProcessEnv = {
-    ...process.env,
-    ...opts.env,
-    [RUN_MARKER]: runId,
-    SHADOWFS_AGENT: opts.agent,
-    SHADOWFS_SHADOW: dir,
-    SHADOWFS_LOWER: shadow.lower,
-    SHADOWFS_CWD: cwd,
-  };
+  const atLower = opts.originalPath !== false && !ns.noNamespaces;
+  const root = atLower ? shadow.lower : dir;
+  const workdir = path.join(root, cwd);
+  const env = commandEnv({ ...opts.env, [RUN_MARKER]: runId, SHADOWFS_AGENT: opts.agent });
+  let status = '';
   const max = opts.maxOutputBytes ?? 8 * 1024 * 1024;
   const out = { stdout: [] as Buffer[], stderr: [] as Buffer[], bytes: { stdout: 0, stderr: 0 }, truncated: false };
   let timedOut = false;
   let cancelled = false;
-  // Windows: started through the run's Job Object (ProcessTracker.launch), so the command is in it
-  // before it can start anything.
-  const child = tracker.job
-    ? await tracker.launch(full, { cwd: workdir, env })
-    : spawn(full[0], full.slice(1), { cwd: workdir, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  // Linux: through the launcher, which confines the command and reports on fd 3. Windows:
+  // started through the run's Job Object (ProcessTracker.launch), so the command is in it before
+  // it can start anything.
+  let child: ChildProcessByStdio<Writable | null, Readable, Readable>;
+  if (ns.launcher) {
+    const plan: LaunchPlan = {
+      binds: ns.noNamespaces ? [] : [{ source: dir, target: root }],
+      cwd: workdir,
+      env,
+      cgroup: tracker.cgroup,
+      noNetwork: opts.noNetwork,
+      noNamespaces: ns.noNamespaces,
+      writable: ns.noNamespaces ? [dir] : [],
+    };
+    const spawned = spawn(launcherPath(), launchArgs(plan, argv), {
+      cwd: '/',
+      env: {},
+      detached: true,
+      stdio: ['ignore', 'pipe', 'pipe', 'pipe'],
+    });
+    (spawned.stdio[3] as Readable).on('data', (c: Buffer) => (status += c.toString()));
+    child = spawned as unknown as ChildProcessByStdio<null, Readable, Readable>;
+  } else if (tracker.job) {
+    child = await tracker.launch(argv, { cwd: workdir, env });
+  } else {
+    child = spawn(argv[0], argv.slice(1), { cwd: workdir, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  }
+  // Every stream, the launcher's status descriptor included, has ended once 'close' is emitted.
+  const closed = new Promise<void>((r) => child.once('close', () => r()));
   const collect = (stream: 'stdout' | 'stderr') => (chunk: Buffer) => {
     opts.onOutput?.(stream, chunk);
     if (out.bytes[stream] < max) {
@@ -267,15 +243,23 @@ async function spawnAndWait(
     clearTimeout(timer);
     opts.signal?.removeEventListener('abort', onAbort);
   });
-  // Background children of the command: a run never leaves processes behind.
-  const leftover = tracker.alive().length;
+  // Background children of the command: a run never leaves processes behind (the launcher's
+  // PID namespace ends with the command; the cgroup or Job Object catches the rest).
+  let leftover = tracker.alive().length;
   try {
     if (child.pid) process.kill(-child.pid, 'SIGKILL');
   } catch {
     // group already gone
   }
   await tracker.dispose();
-  await new Promise<void>((r) => (child.stdout.readableEnded && child.stderr.readableEnded ? r() : child.once('close', () => r())));
+  await closed;
+  const said = parseStatus(status);
+  if (said.error && !said.protections) {
+    // The command never started: the launcher could not confine it, or could not find it.
+    const code = said.error.code === 'NOT_FOUND' ? 'NOT_FOUND' : 'NAMESPACE_UNAVAILABLE';
+    throw new ShadowError(code, `${said.error.message}${code === 'NOT_FOUND' ? '' : '; the command did not run'}`);
+  }
+  leftover = Math.max(leftover, said.leftover ?? 0);
   return {
     runId,
     exitCode,
@@ -289,6 +273,7 @@ async function spawnAndWait(
     leftoverProcesses: leftover,
     outputTruncated: out.truncated,
     protected: ns.protected,
+    protections: said.protections ?? [],
     ...(ns.unprotectedReason === undefined ? {} : { unprotectedReason: ns.unprotectedReason }),
   };
 }

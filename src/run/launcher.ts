@@ -1,0 +1,169 @@
+// How the daemon starts what an agent runs on Linux: always through shadowfs-launch
+// (native/launcher/linux_launch.cc), a fixed program beside the native module, by absolute path.
+// This module builds its argument list, the command's environment (a short list taken from the
+// daemon's, then the caller's variables, which apply only to the final exec inside), what the
+// run must not see (shadowfs's runtime, state and configuration directories, every shadowfs
+// mount but its own), and reads back what held.
+import { spawnSync } from 'child_process';
+import * as fs from 'fs';
+import * as os from 'os';
+import * as path from 'path';
+import { nativeModuleCandidates } from '../native';
+import { runtimeDir, shadowfsMounts, stateDir } from '../platform';
+
+/** The launcher program: beside the native module (build/Release, or the package's prebuilt folder). */
+export function launcherPath(): string {
+  return path.join(path.dirname(nativeModuleCandidates()[0]), 'shadowfs-launch');
+}
+
+/** What a run's confinement is made of; `protections` in a run's result lists those that held. */
+export type Protection = 'mount' | 'user' | 'pid' | 'network' | 'landlock' | 'landlock-writes' | 'seccomp';
+
+/** Variables of the daemon's own environment a command gets (nothing else of it: no tokens, sockets or state paths). */
+const PASSED = new Set([
+  'PATH',
+  'HOME',
+  'USER',
+  'LOGNAME',
+  'SHELL',
+  'LANG',
+  'LANGUAGE',
+  'TZ',
+  'TERM',
+  'COLORTERM',
+  'http_proxy',
+  'https_proxy',
+  'no_proxy',
+  'HTTP_PROXY',
+  'HTTPS_PROXY',
+  'NO_PROXY',
+]);
+
+/** The environment of a confined command: a few of the daemon's variables, then the caller's. */
+export function commandEnv(extra: Record<string, string>): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const [k, v] of Object.entries(process.env)) {
+    if (v === undefined || v.includes('\0')) continue;
+    if (PASSED.has(k) || k.startsWith('LC_')) env[k] = v;
+  }
+  // Only absolute directories: a relative PATH entry would be looked up wherever the command stands.
+  env.PATH = (env.PATH ?? '/usr/local/bin:/usr/bin:/bin')
+    .split(':')
+    .filter((d) => d.startsWith('/'))
+    .join(':');
+  env.TMPDIR = '/tmp';
+  return { ...env, ...extra };
+}
+
+/**
+ * Directories the user lets runs write besides the shadow (package caches such as ~/.npm are the
+ * usual ask): $SHADOWFS_RUN_WRITABLE of the daemon, absolute paths separated by ':'. Default none.
+ */
+export function userWritable(): string[] {
+  return (process.env.SHADOWFS_RUN_WRITABLE ?? '')
+    .split(':')
+    .filter((d) => d.startsWith('/'))
+    .map((d) => path.resolve(d));
+}
+
+/** The directories of shadowfs a run must not see, and every shadowfs mount but `keep`. */
+export function hiddenFromRuns(keep: string[]): string[] {
+  const out = new Set<string>();
+  const add = (dir: string | undefined): void => {
+    if (dir && path.isAbsolute(dir)) out.add(path.resolve(dir));
+  };
+  try {
+    add(runtimeDir());
+  } catch {
+    // none to hide
+  }
+  try {
+    add(stateDir());
+  } catch {
+    // none to hide
+  }
+  add(path.join(process.env.XDG_CONFIG_HOME || path.join(os.homedir(), '.config'), 'shadowfs'));
+  for (const m of shadowfsMounts()) if (!keep.includes(m)) add(m);
+  return [...out];
+}
+
+export interface LaunchPlan {
+  /** Put the shadow directory `source` at `target` (A's own path, or the shadow's own). */
+  binds: { source: string; target: string }[];
+  /** Absolute directory the command starts in, as the command sees it. */
+  cwd: string;
+  env: Record<string, string>;
+  cgroup?: string;
+  noNetwork?: boolean;
+  /** No namespaces: cgroup, Landlock, seccomp and the environment only (an accepted unprotected run). */
+  noNamespaces?: boolean;
+  /** Writable besides the binds (no namespaces: the shadow's own directory). */
+  writable?: string[];
+  /** Hidden from the command (defaults to hiddenFromRuns of the binds' sources). */
+  hide?: string[];
+}
+
+/** The launcher's argument list for `argv` under `plan`; the status descriptor is fd 3. */
+export function launchArgs(plan: LaunchPlan, argv: string[]): string[] {
+  const args: string[] = ['--status-fd', '3', '--cwd', plan.cwd];
+  if (plan.cgroup) args.push('--cgroup', plan.cgroup);
+  if (plan.noNamespaces) args.push('--no-namespaces');
+  if (plan.noNetwork) args.push('--net');
+  for (const b of plan.binds) args.push('--bind', b.source, b.target);
+  for (const w of [...(plan.writable ?? []), ...userWritable()]) args.push('--writable', w);
+  if (!plan.noNamespaces) for (const h of plan.hide ?? hiddenFromRuns(plan.binds.map((b) => b.source))) args.push('--hide', h);
+  for (const [k, v] of Object.entries(plan.env)) args.push('--env', `${k}=${v}`);
+  return [...args, '--', ...argv];
+}
+
+/** What the launcher said on its status descriptor. */
+export interface LaunchStatus {
+  protections?: Protection[];
+  error?: { code: string; message: string };
+  leftover?: number;
+}
+
+export function parseStatus(text: string): LaunchStatus {
+  const out: LaunchStatus = {};
+  for (const line of text.split('\n')) {
+    const sp = line.indexOf(' ');
+    if (sp < 0) continue;
+    const word = line.slice(0, sp);
+    const rest = line.slice(sp + 1);
+    if (word === 'protections') out.protections = rest.split(',').filter(Boolean) as Protection[];
+    else if (word === 'leftover') out.leftover = Number(rest);
+    else if (word === 'error' && !out.error) {
+      const sp2 = rest.indexOf(' ');
+      out.error = { code: rest.slice(0, sp2), message: rest.slice(sp2 + 1) };
+    }
+  }
+  return out;
+}
+
+const probes = new Map<string, { protections: Protection[] } | { problem: string }>();
+
+/**
+ * Whether this system lets the launcher confine a run (with a network namespace when `noNetwork`),
+ * and with what; asked once per kind and remembered. On another OS, or without the launcher built,
+ * the problem says so.
+ */
+export function probeConfinement(noNetwork: boolean): { protections: Protection[] } | { problem: string } {
+  const key = noNetwork ? 'net' : 'plain';
+  const known = probes.get(key);
+  if (known) return known;
+  let result: { protections: Protection[] } | { problem: string };
+  if (process.platform !== 'linux') result = { problem: `${process.platform} has no Linux namespaces` };
+  else if (!fs.existsSync(launcherPath())) result = { problem: `the launcher ${launcherPath()} is not built (npm run build:native)` };
+  else {
+    const r = spawnSync(
+      launcherPath(),
+      ['--probe', '--status-fd', '3', ...(noNetwork ? ['--net'] : []), '--env', 'PATH=/usr/bin:/bin', '--cwd', '/'],
+      { stdio: ['ignore', 'ignore', 'pipe', 'pipe'], encoding: 'utf8', timeout: 30_000 },
+    );
+    const st = parseStatus(String((r.output as (string | null)[])[3] ?? ''));
+    if (r.status === 0 && st.protections) result = { protections: st.protections };
+    else result = { problem: st.error?.message ?? (r.error?.message || String(r.stderr).trim() || `the launcher exited with ${r.status}`) };
+  }
+  probes.set(key, result);
+  return result;
+}
