@@ -1,12 +1,14 @@
 // The daemon's shadows: mounted by name, found by name or mount point, suspended when idle
 // (unmounted, layers kept; the next request mounts them again), and written to a state file so
 // that a daemon started after a crash can find and clean the mounts its predecessor left.
-import { execFileSync } from 'child_process';
+import { execFileSync, spawnSync } from 'child_process';
+import * as crypto from 'crypto';
 import * as fs from 'fs';
 import * as path from 'path';
 import type { Logger } from 'winston';
+import * as z from 'zod';
 import { ShadowError } from '../errors';
-import { mountedPaths } from '../platform';
+import { mountedPaths, runtimeDir } from '../platform';
 import type { NotificationName, NotificationParamsOf, ShadowInfo } from '../protocol/methods';
 import { DiagnosticsService } from '../diagnostics/service';
 import { mount, Shadow } from '../shadow';
@@ -24,21 +26,165 @@ interface Entry {
   lastActivity: number;
 }
 
+// The state file is input, not truth: whoever can write the runtime directory (an agent's
+// process of this user, say) can forge it before a crash. Every field is checked for shape here;
+// what a recovering daemon does with the paths is checked again against the kernel's mount
+// table (see recoverStale), so a forged entry can neither unmount nor remove anything that is
+// not a stale mount of this daemon.
+
+/** No NUL, absolute and written the way path.normalize writes it (no "..", ".", "//" or trailing "/"). */
+function isCleanAbsolute(p: string): boolean {
+  if (p.includes('\0') || !path.isAbsolute(p)) return false;
+  if (process.platform === 'win32' && /^[A-Za-z]:$/.test(p)) return true; // a drive letter mount point
+  return path.normalize(p) === p && (p.length === 1 || !p.endsWith(path.sep));
+}
+
+const AbsPath = z.string().min(1).max(4096).refine(isCleanAbsolute, { message: 'not an absolute, normalized path without NUL' });
+
+/** Agent ids as shadow.ts takes them: 1-128 bytes, no "/" or NUL. */
+const AgentId = z
+  .string()
+  .min(1)
+  .refine((a) => Buffer.byteLength(a) <= 128 && !/[/\0]/.test(a), { message: 'not an agent id' });
+
+const ViewState = z.strictObject({ mountPoint: AbsPath, createdMountPoint: z.boolean() });
+
+const ShadowState = z.strictObject({
+  name: z.string().regex(/^[A-Za-z0-9._-]{1,64}$/),
+  lower: AbsPath,
+  mountPoint: AbsPath,
+  /** The daemon made the mount point, so it removes it (when empty) with the mount. */
+  createdMountPoint: z.boolean().optional(),
+  views: z.array(z.unknown()).max(1024).optional(),
+  /** The agent the shared mount showed (null: the folder), so a crash does not change it. */
+  active: AgentId.nullable().optional(),
+  /** How it was mounted, so that a crash recovery mounts it the same way. */
+  backend: z
+    .string()
+    .regex(/^[a-z0-9_]{1,32}$/)
+    .optional(),
+  io: z.enum(['cached', 'open', 'passthrough']).optional(),
+});
+
+type ViewEntry = z.infer<typeof ViewState>;
+type ShadowEntry = Omit<z.infer<typeof ShadowState>, 'views'> & { views?: ViewEntry[] };
+
 interface StateFile {
   pid: number;
-  shadows: Array<{
-    name: string;
-    lower: string;
-    mountPoint: string;
-    /** The daemon made the mount point, so it removes it (when empty) with the mount. */
-    createdMountPoint?: boolean;
-    views?: Array<{ mountPoint: string; createdMountPoint: boolean }>;
-    /** The agent the shared mount showed (null: the folder), so a crash does not change it. */
-    active?: string | null;
-    /** How it was mounted, so that a crash recovery mounts it the same way. */
-    backend?: string;
-    io?: IoMode;
-  }>;
+  shadows: ShadowEntry[];
+}
+
+const StateTop = z.object({ pid: z.number().int().positive(), shadows: z.array(z.unknown()).max(4096) });
+
+/** A state file is small (a few hundred bytes a shadow): anything this big is not one. */
+const MAX_STATE_BYTES = 4 * 1024 * 1024;
+
+function issues(err: z.ZodError): string {
+  return err.issues
+    .slice(0, 3)
+    .map((i) => `${i.path.join('.') || 'entry'}: ${i.message}`)
+    .join('; ');
+}
+
+/** Whether `child` is `parent` or lies beneath it (both absolute and normalized). */
+function isInside(child: string, parent: string): boolean {
+  const rel = path.relative(parent, child);
+  return rel === '' || (rel !== '..' && !rel.startsWith(`..${path.sep}`) && !path.isAbsolute(rel));
+}
+
+/** One line of /proc/self/mounts, its octal escapes (space, tab, newline, backslash) decoded. */
+interface MountLine {
+  source: string;
+  mountPoint: string;
+  fstype: string;
+  options: string[];
+}
+
+function mountTable(): MountLine[] {
+  let text = '';
+  try {
+    text = fs.readFileSync('/proc/self/mounts', 'utf8');
+  } catch {
+    return [];
+  }
+  const un = (f: string) => f.replace(/\\([0-7]{3})/g, (_m, o: string) => String.fromCharCode(parseInt(o, 8)));
+  const out: MountLine[] = [];
+  for (const line of text.split('\n')) {
+    const f = line.split(' ');
+    if (f.length < 4) continue;
+    out.push({ source: un(f[0]), mountPoint: un(f[1]), fstype: f[2], options: f[3].split(',') });
+  }
+  return out;
+}
+
+/**
+ * Why the mount at `mountPoint` is not provably a stale mount of the shadow of `lower` that a
+ * daemon of this user made, or undefined when it is: the topmost mount there (the one umount
+ * would take) is a shadowfs FUSE mount (native/platform/fuse_loop.h names them
+ * "shadowfs:<folder>", type fuse.shadowfs) of that very folder, mounted by this user, and its
+ * server is gone (any access fails with ENOTCONN; a live mount belongs to a process that still
+ * serves it, which a crashed daemon is not).
+ */
+function whyNotStaleShadow(mountPoint: string, lower: string, table: MountLine[]): string | undefined {
+  const top = table.filter((m) => m.mountPoint === mountPoint).at(-1);
+  if (!top) return 'nothing is mounted there';
+  if (top.fstype !== 'fuse.shadowfs') return `the mount there is ${top.fstype}, not a shadowfs mount`;
+  if (top.source !== `shadowfs:${lower}`) return `the shadowfs mount there is ${JSON.stringify(top.source)}, not the folder recorded`;
+  const uid = process.getuid?.();
+  if (uid !== undefined && !top.options.includes(`user_id=${uid}`)) return 'the shadowfs mount there belongs to another user';
+  // In a child with a time limit: a mount whose server hangs must not hang this daemon.
+  const probe = spawnSync(
+    process.execPath,
+    [
+      '-e',
+      "try{require('fs').statSync(process.argv[1]);process.stdout.write('LIVE')}catch(e){process.stdout.write(String(e.code))}",
+      mountPoint,
+    ],
+    { encoding: 'utf8', timeout: 5000, env: {}, stdio: ['ignore', 'pipe', 'ignore'] },
+  );
+  if (probe.stdout !== 'ENOTCONN') return `the shadowfs mount there is still served by a live process (${probe.stdout || 'no answer'})`;
+  return undefined;
+}
+
+/** Why a folder the state file names must not be shadowed again after a crash, or undefined. */
+function whyNotRemount(lower: string): string | undefined {
+  if (path.parse(lower).root === lower) return 'the folder is the root of the file system';
+  let real: string;
+  try {
+    real = fs.realpathSync(lower);
+  } catch {
+    return 'the folder does not exist';
+  }
+  if (real !== lower) return `the folder's path leads elsewhere now (${real}) through a symbolic link`;
+  if (!fs.statSync(real).isDirectory()) return 'the folder is not a directory';
+  return undefined;
+}
+
+/** The daemon's own directory of mount points it makes (shadow.ts), if it is a real directory. */
+function ownMountsDir(): string | undefined {
+  try {
+    const dir = path.join(runtimeDir(), 'mounts');
+    const st = fs.lstatSync(dir);
+    return st.isDirectory() && !st.isSymbolicLink() && fs.realpathSync(dir) === dir ? dir : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Why the daemon must not remove the directory `dir`, or undefined when it may (it is empty,
+ * which rmdir checks): it is a real directory (not a link), directly in the daemon's own mounts
+ * directory, nothing is mounted there, and it is neither inside nor equal to any recorded folder.
+ */
+function whyNotRemovable(dir: string, mountsDir: string | undefined, lowers: string[]): string | undefined {
+  if (!mountsDir) return 'the daemon has no mounts directory of its own';
+  if (path.dirname(dir) !== mountsDir) return `it is not in the daemon's own mounts directory ${mountsDir}`;
+  if (lowers.some((l) => isInside(dir, l))) return 'it lies inside a folder a shadow shows';
+  const st = fs.lstatSync(dir, { throwIfNoEntry: false });
+  if (!st) return 'it is gone already';
+  if (st.isSymbolicLink() || !st.isDirectory()) return 'it is not a directory';
+  if (mountedPaths().has(dir)) return 'something is still mounted there';
+  return undefined;
 }
 
 const NAME_RE = /^[A-Za-z0-9._-]{1,64}$/;
@@ -65,24 +211,52 @@ export class ShadowManager {
   }
 
   /**
+   * Mount points recoverStale proved were stale mounts of the previous daemon and unmounted:
+   * the only recorded mount points remountAfterCrash mounts at again.
+   */
+  private static proven = new Set<string>();
+
+  /**
    * Unmounts what a crashed daemon left behind, as its state file lists it (views first, then
    * the shared mount), and removes the mount directories it had made for them once they are
-   * empty. Only mounts that are still in the mount table and are shadowfs mounts are touched;
-   * the folders never are. Returns the mounts it cleaned.
+   * empty. The state file may be forged, so it only names candidates: a mount is unmounted only
+   * when the kernel's mount table shows, at exactly that point, a shadowfs mount of the recorded
+   * folder, made by this user, whose server is gone (whyNotStaleShadow); a directory is removed
+   * only when it is an empty real directory directly in the daemon's own mounts directory and
+   * outside every recorded folder (whyNotRemovable). The folders are never touched. Whatever is
+   * refused is logged with the reason. Returns the mounts it cleaned.
    */
   static recoverStale(statePath: string, log: Logger): string[] {
-    const state = ShadowManager.readState(statePath);
+    ShadowManager.proven = new Set();
+    const state = ShadowManager.readState(statePath, log);
     if (!state) return [];
     const recovered: string[] = [];
-    const mounted = mountedPaths();
-    for (const s of state.shadows ?? []) {
-      if (typeof s?.mountPoint !== 'string') continue;
-      const points = [
-        ...(Array.isArray(s.views) ? s.views : []).filter((v) => typeof v?.mountPoint === 'string'),
-        { mountPoint: s.mountPoint, createdMountPoint: s.createdMountPoint === true },
-      ];
+    const table = mountTable();
+    const mountsDir = ownMountsDir();
+    const lowers = state.shadows.map((s) => s.lower);
+    for (const s of state.shadows) {
+      const points = [...(s.views ?? []), { mountPoint: s.mountPoint, createdMountPoint: s.createdMountPoint === true }];
       for (const p of points) {
-        if (mounted.has(p.mountPoint) && isShadowfsMount(p.mountPoint)) {
+        // A normal mount refuses both (MOUNTPOINT_INSIDE_LOWER, LOWER_INSIDE_MOUNTPOINT): only a forged entry has them.
+        if (isInside(p.mountPoint, s.lower) || isInside(s.lower, p.mountPoint)) {
+          log.warn('the state file names a mount point inside (or around) its own folder; left alone', {
+            name: s.name,
+            mountPoint: p.mountPoint,
+            lower: s.lower,
+          });
+          continue;
+        }
+        const onTable = table.some((m) => m.mountPoint === p.mountPoint);
+        const why = onTable ? whyNotStaleShadow(p.mountPoint, s.lower, table) : undefined;
+        if (why) {
+          log.warn(`the state file names a mount that is not a stale mount of this daemon (${why}); left alone`, {
+            name: s.name,
+            mountPoint: p.mountPoint,
+            lower: s.lower,
+          });
+          continue;
+        }
+        if (onTable) {
           try {
             execFileSync('umount', ['-l', p.mountPoint], { stdio: 'ignore' });
           } catch {
@@ -95,8 +269,18 @@ export class ShadowManager {
           }
           log.warn('cleaned a stale mount left by a crashed daemon', { name: s.name, mountPoint: p.mountPoint, lower: s.lower });
           recovered.push(p.mountPoint);
+          ShadowManager.proven.add(p.mountPoint);
         }
-        if (p.createdMountPoint === true && !mountedPaths().has(p.mountPoint)) {
+        if (p.createdMountPoint) {
+          const whyKept = whyNotRemovable(p.mountPoint, mountsDir, lowers);
+          if (whyKept) {
+            if (fs.existsSync(p.mountPoint))
+              log.warn(`left a mount directory the state file says the daemon made (${whyKept})`, {
+                name: s.name,
+                mountPoint: p.mountPoint,
+              });
+            continue;
+          }
           try {
             fs.rmdirSync(p.mountPoint); // only when empty: never anything with content in it
             log.info('removed the empty mount directory a crashed daemon had made', { mountPoint: p.mountPoint });
@@ -109,33 +293,98 @@ export class ShadowManager {
     return recovered;
   }
 
-  /** The state file a previous daemon left, if any. */
-  static readState(statePath: string): StateFile | undefined {
+  /**
+   * The state file a previous daemon left, if any, with every entry checked for shape: a file
+   * that is not one (a link, not JSON, not the shape) counts as none, and an entry (a shadow or
+   * one of its views) that is not valid is left out, with a warning on `log` naming why.
+   */
+  static readState(statePath: string, log?: Logger): StateFile | undefined {
+    let text: string;
     try {
-      const st = JSON.parse(fs.readFileSync(statePath, 'utf8')) as StateFile;
-      return st && Array.isArray(st.shadows) ? st : undefined;
-    } catch {
+      // Not through a link: the state file is a plain file the daemon wrote (renamed into place).
+      const fd = fs.openSync(statePath, fs.constants.O_RDONLY | (fs.constants.O_NOFOLLOW ?? 0) | (fs.constants.O_NONBLOCK ?? 0));
+      try {
+        const st = fs.fstatSync(fd);
+        if (!st.isFile() || st.size > MAX_STATE_BYTES) {
+          log?.warn('the state file is not a plain file of a sensible size; ignored', { statePath });
+          return undefined;
+        }
+        text = fs.readFileSync(fd, 'utf8');
+      } finally {
+        fs.closeSync(fd);
+      }
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT')
+        log?.warn('the state file cannot be read (a link?); ignored', { statePath, error: (err as Error).message });
       return undefined;
     }
+    let raw: unknown;
+    try {
+      raw = JSON.parse(text);
+    } catch {
+      log?.warn('the state file is not JSON; ignored', { statePath });
+      return undefined;
+    }
+    const top = StateTop.safeParse(raw);
+    if (!top.success) {
+      log?.warn(`the state file is not of the daemon's shape (${issues(top.error)}); ignored`, { statePath });
+      return undefined;
+    }
+    const shadows: ShadowEntry[] = [];
+    const names = new Set<string>();
+    top.data.shadows.forEach((entry, i) => {
+      const s = ShadowState.safeParse(entry);
+      if (!s.success) {
+        log?.warn(`the state file's shadow #${i} is not valid (${issues(s.error)}); skipped`, { statePath });
+        return;
+      }
+      if (names.has(s.data.name)) {
+        log?.warn(`the state file names the shadow ${s.data.name} twice; the second one is skipped`, { statePath });
+        return;
+      }
+      names.add(s.data.name);
+      const views: ViewEntry[] = [];
+      (s.data.views ?? []).forEach((v, j) => {
+        const view = ViewState.safeParse(v);
+        if (view.success) views.push(view.data);
+        else log?.warn(`the state file's view #${j} of ${s.data.name} is not valid (${issues(view.error)}); skipped`, { statePath });
+      });
+      shadows.push({ ...s.data, views });
+    });
+    return { pid: top.data.pid, shadows };
   }
 
   /**
    * Mounts again, under their names, the shadows a crashed daemon served (after recoverStale
-   * cleaned their mounts); mount() brings their layers back from autosave. A folder that is
-   * gone, or a mount that fails, is logged and left out.
+   * cleaned their mounts); mount() brings their layers back from autosave. Each entry passes what
+   * a normal mount checks (mount() runs those checks again), and more, for the state file may be
+   * forged: its folder must be an existing directory named by its real path, and not the root
+   * of the file system; it goes back to the mount point the user had given only when
+   * recoverStale proved a stale mount of this folder was there (else to a new one in the
+   * daemon's own mounts directory). A refused entry, or a mount that fails, is logged and left out.
    */
   async remountAfterCrash(state: StateFile | undefined): Promise<string[]> {
     const back: string[] = [];
     for (const s of state?.shadows ?? []) {
-      if (typeof s?.lower !== 'string' || typeof s.name !== 'string' || this.entries.has(s.name)) continue;
+      if (this.entries.has(s.name)) continue;
+      const why = whyNotRemount(s.lower);
+      if (why) {
+        this.opts.log.warn(`refused to mount again a shadow the state file names: ${why}`, { name: s.name, lower: s.lower });
+        continue;
+      }
       try {
-        const mp = typeof s.mountPoint === 'string' && !mountedPaths().has(s.mountPoint) ? s.mountPoint : undefined;
+        const atRecorded = s.createdMountPoint !== true && ShadowManager.proven.has(s.mountPoint);
+        if (s.createdMountPoint !== true && !atRecorded)
+          this.opts.log.warn('mounting again in a new mount point: no stale mount of this shadow was found at the recorded one', {
+            name: s.name,
+            mountPoint: s.mountPoint,
+          });
         const info = await this.mount({
           folder: s.lower,
           name: s.name,
-          ...(mp && s.createdMountPoint !== true ? { mountPoint: mp } : {}),
-          ...(typeof s.backend === 'string' ? { backend: s.backend } : {}),
-          ...(s.io === 'cached' || s.io === 'open' || s.io === 'passthrough' ? { io: s.io } : {}),
+          ...(atRecorded ? { mountPoint: s.mountPoint } : {}),
+          ...(s.backend !== undefined ? { backend: s.backend } : {}),
+          ...(s.io !== undefined ? { io: s.io } : {}),
         });
         // The shared mount shows again what it showed: the agent whose layer came back, or the folder.
         const wanted = s.active;
@@ -217,11 +466,12 @@ export class ShadowManager {
     const restored: string[] = [];
     if (params.restore !== false) {
       for (const agent of work.store.agents()) {
-        if (!work.store.list(agent).some((c) => c.name === AUTOSAVE_NAME)) continue;
         try {
           await work.restore(agent, AUTOSAVE_NAME);
           restored.push(agent);
         } catch (err) {
+          // No autosave is no error; a damaged (or forged) one is refused whole and said so.
+          if ((err as { code?: string }).code === 'UNKNOWN_CHECKPOINT') continue;
           this.opts.log.error('could not restore a layer from its autosave', { name, agent, error: (err as Error).message });
         }
       }
@@ -383,20 +633,9 @@ export class ShadowManager {
         ...(e.shadow.mounted ? { active: e.shadow.active } : {}),
       })),
     };
-    const tmp = `${this.opts.statePath}.${process.pid}.tmp`;
-    fs.writeFileSync(tmp, JSON.stringify(state, null, 2), { mode: 0o600 });
+    // A fresh name, created exclusively: a link planted at a predictable name is never followed.
+    const tmp = `${this.opts.statePath}.${crypto.randomBytes(6).toString('hex')}.tmp`;
+    fs.writeFileSync(tmp, JSON.stringify(state, null, 2), { mode: 0o600, flag: 'wx' });
     fs.renameSync(tmp, this.opts.statePath);
-  }
-}
-
-function isShadowfsMount(mountPoint: string): boolean {
-  try {
-    const lines = fs.readFileSync('/proc/self/mounts', 'utf8').split('\n');
-    return lines.some((l) => {
-      const f = l.split(' ');
-      return f[1] === mountPoint.replace(/ /g, '\\040') && f[2] === 'fuse.shadowfs';
-    });
-  } catch {
-    return false;
   }
 }

@@ -10,12 +10,21 @@
 // where <folder key> is a hash of the folder's real path (a shadow's name may change; the folder
 // is what the layer is relative to). Every file is written beside and renamed into place, so a
 // crash never leaves a half-written checkpoint.
+//
+// What is on disk is input, not truth: a process of this user (an agent's, say) may have forged
+// any of it. Every read checks it: a manifest's shape, its paths (normalizeRelPath), its blob ids
+// (64 hex digits) and recorded bases; a blob is read only from a plain file (never through a
+// link) inside this folder's directory, and only if its content has the hash that names it.
+// Nothing is read or written through a link in the directories. A checkpoint that fails is
+// refused whole, before anything of the layer changes (corrupt()).
 import * as crypto from 'crypto';
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
+import * as z from 'zod';
 import { ShadowError } from '../errors';
 import type { ChangeBase } from '../native';
+import { normalizeRelPath } from '../paths';
 import { stateDir } from '../platform';
 import type { Shadow } from '../shadow';
 import { collect, folderSide, sameIdentity } from './collect';
@@ -56,8 +65,102 @@ export interface CheckpointInfo {
   bytes: number;
 }
 
+/** A blob's id: the SHA-256 of its content, in lower-case hex. */
+const BLOB_RE = /^[0-9a-f]{64}$/;
+
+/** Manifests are small (a line per changed path): anything this big is not one. */
+const MAX_MANIFEST_BYTES = 64 * 1024 * 1024;
+
+/**
+ * The error for a checkpoint whose files fail the checks above. It uses the code INTERNAL, as a
+ * damaged checkpoint always did, until the protocol has a code of its own for damaged state.
+ */
+function corrupt(what: string): ShadowError {
+  return new ShadowError(
+    'INTERNAL',
+    `${what}: this part of the checkpoints is damaged or was tampered with, so it was refused and nothing was changed; remove it and save a new checkpoint`,
+  );
+}
+
+const ChangeBaseSchema = z.strictObject({
+  ino: z.number().int().nonnegative(),
+  size: z.number().int().nonnegative(),
+  mtimeNs: z.string().regex(/^-?[0-9]{1,30}$/),
+  ctimeNs: z.string().regex(/^-?[0-9]{1,30}$/),
+  hash: z
+    .string()
+    .regex(/^[0-9a-f]{16}$/)
+    .nullable(),
+});
+
+const EntrySchema = z
+  .strictObject({
+    path: z.string().max(65536),
+    type: z.enum(['file', 'symlink', 'dir', 'deleted']),
+    mode: z.number().int().min(0).max(0o7777).optional(),
+    blob: z.string().regex(BLOB_RE).optional(),
+    target: z
+      .string()
+      .min(1)
+      .max(65536)
+      .refine((t) => !t.includes('\0'), { message: 'a link target has a NUL byte' })
+      .optional(),
+    base: ChangeBaseSchema.optional(),
+    baseBlob: z.string().regex(BLOB_RE).optional(),
+  })
+  .refine((e) => e.type !== 'file' || e.blob !== undefined, { message: 'a file entry names no blob' })
+  .refine((e) => e.type !== 'symlink' || e.target !== undefined, { message: 'a link entry has no target' });
+
+const ManifestSchema = z.object({
+  version: z.literal(1),
+  name: z.string(),
+  agent: z.string(),
+  folder: z.string(),
+  createdAt: z.string().max(64),
+  layerSince: z.number().finite().optional(),
+  auto: z.boolean(),
+  entries: z.array(EntrySchema),
+});
+
+/** An agent's directory name: what shadow.ts takes as an agent id, and a single path component. */
+function checkAgentDir(agent: unknown): string {
+  const separators = process.platform === 'win32' ? /[/\\\0]/ : /[/\0]/;
+  if (
+    typeof agent !== 'string' ||
+    agent === '' ||
+    agent === '.' ||
+    agent === '..' ||
+    separators.test(agent) ||
+    Buffer.byteLength(agent) > 128
+  )
+    throw new ShadowError(
+      'INVALID_AGENT',
+      `checkpoints are kept for agent ids of 1 to 128 bytes without "/" or NUL, other than "." and "..", got ${JSON.stringify(agent)}`,
+    );
+  return agent;
+}
+
+/** Fails unless `dir` is a real directory (not a link to one). */
+function checkRealDir(dir: string): void {
+  const st = fs.lstatSync(dir, { throwIfNoEntry: false });
+  if (st && (st.isSymbolicLink() || !st.isDirectory())) throw corrupt(`${dir} is not a directory (a link?)`);
+}
+
+/** Makes `dirs` (each the parent of the next), refusing any that is a link or not a directory. */
+function makeRealDirs(dirs: string[]): void {
+  for (const d of dirs) {
+    try {
+      fs.mkdirSync(d, { mode: 0o700 });
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    }
+    checkRealDir(d);
+  }
+}
+
+/** Writes `file` (whose directories are real, see makeRealDirs) beside it first and renames it into place. */
 function writeAtomic(file: string, data: Buffer | string): void {
-  fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
+  // Created exclusively: never through a link somebody planted at that name.
   const tmp = `${file}.${crypto.randomBytes(6).toString('hex')}.tmp`;
   const fd = fs.openSync(tmp, 'wx', 0o600);
   try {
@@ -66,7 +169,32 @@ function writeAtomic(file: string, data: Buffer | string): void {
   } finally {
     fs.closeSync(fd);
   }
+  // rename replaces whatever is at `file` (a link too), never what a link points at.
   fs.renameSync(tmp, file);
+}
+
+/**
+ * The content of `file`, a plain file (not a link, a fifo or a device), or undefined when there
+ * is none. Throws corrupt() when something other than a plain file is there.
+ */
+function readPlain(file: string, maxBytes = Number.MAX_SAFE_INTEGER): Buffer | undefined {
+  let fd: number;
+  try {
+    fd = fs.openSync(file, fs.constants.O_RDONLY | (fs.constants.O_NOFOLLOW ?? 0) | (fs.constants.O_NONBLOCK ?? 0));
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT') return undefined;
+    if (code === 'ELOOP') throw corrupt(`${file} is a symbolic link`);
+    throw corrupt(`${file} cannot be read (${code ?? (err as Error).message})`);
+  }
+  try {
+    const st = fs.fstatSync(fd);
+    if (!st.isFile()) throw corrupt(`${file} is not a plain file`);
+    if (st.size > maxBytes) throw corrupt(`${file} is too big for what it should be`);
+    return fs.readFileSync(fd);
+  } finally {
+    fs.closeSync(fd);
+  }
 }
 
 export function checkName(name: unknown): string {
@@ -77,38 +205,57 @@ export function checkName(name: unknown): string {
 
 export class CheckpointStore {
   readonly root: string;
+  /** The directories from the state directory down to root, each checked to be no link. */
+  private readonly chain: string[];
 
   constructor(readonly folder: string) {
     const key = crypto.createHash('sha256').update(folder).digest('hex').slice(0, 24);
-    this.root = path.join(stateDir(), 'checkpoints', key);
+    const checkpoints = path.join(stateDir(), 'checkpoints');
+    this.root = path.join(checkpoints, key);
+    this.chain = [checkpoints, this.root];
+  }
+
+  /** Fails unless root and `sub` (a directory in it) are real directories where they exist. */
+  private checkDirs(sub?: string): void {
+    for (const d of sub === undefined ? this.chain : [...this.chain, path.join(this.root, sub)]) checkRealDir(d);
   }
 
   private blobPath(hash: string): string {
+    if (typeof hash !== 'string' || !BLOB_RE.test(hash)) throw corrupt(`${JSON.stringify(hash)} is not a blob id (64 hex digits)`);
     return path.join(this.root, 'blobs', hash);
   }
 
   private putBlob(data: Buffer): string {
     const hash = crypto.createHash('sha256').update(data).digest('hex');
     const file = this.blobPath(hash);
-    if (!fs.existsSync(file)) writeAtomic(file, data);
+    // Kept when a plain file of that size is there (reads check its hash); anything else is replaced.
+    const st = fs.lstatSync(file, { throwIfNoEntry: false });
+    if (!st || !st.isFile() || st.size !== data.length) {
+      makeRealDirs([...this.chain, path.join(this.root, 'blobs')]);
+      writeAtomic(file, data);
+    }
     return hash;
   }
 
+  /** A blob's content, checked: a plain file inside this folder's directory whose SHA-256 is its id. */
   private getBlob(hash: string): Buffer {
-    try {
-      return fs.readFileSync(this.blobPath(hash));
-    } catch {
-      throw new ShadowError('INTERNAL', `checkpoint content ${hash} is missing from ${this.root}; the checkpoint is damaged`);
-    }
+    const file = this.blobPath(hash);
+    this.checkDirs('blobs');
+    const data = readPlain(file);
+    if (!data) throw new ShadowError('INTERNAL', `checkpoint content ${hash} is missing from ${this.root}; the checkpoint is damaged`);
+    if (crypto.createHash('sha256').update(data).digest('hex') !== hash)
+      throw corrupt(`the content of ${file} does not have the hash that names it`);
+    return data;
   }
 
   private manifestPath(agent: string, name: string): string {
-    return path.join(this.root, agent, `${name}.json`);
+    return path.join(this.root, checkAgentDir(agent), `${checkName(name)}.json`);
   }
 
   /** Saves `agent`'s layer as checkpoint `name` (replacing one of that name). */
   async save(shadow: Shadow, agent: string, name: string, auto = false): Promise<CheckpointInfo> {
     checkName(name);
+    checkAgentDir(agent);
     const layer = shadow.layer(agent);
     const changes = await layer.changes();
     const c = await collect(shadow, agent);
@@ -163,26 +310,57 @@ export class CheckpointStore {
       auto,
       entries,
     };
+    makeRealDirs([...this.chain, path.join(this.root, agent)]);
     writeAtomic(this.manifestPath(agent, name), JSON.stringify(m));
     return { name, createdAt: m.createdAt, auto, files: entries.filter((e) => e.type === 'file').length, bytes };
   }
 
+  /**
+   * Checkpoint `name` of `agent`, every part of it checked (see the top of this file): its shape,
+   * that it is the checkpoint of this agent, name and folder, its paths and its blob ids.
+   */
   read(agent: string, name: string): CheckpointManifest {
-    checkName(name);
-    let text: string;
+    const file = this.manifestPath(agent, name);
+    this.checkDirs(agent);
+    const data = readPlain(file, MAX_MANIFEST_BYTES);
+    if (!data) throw new ShadowError('UNKNOWN_CHECKPOINT', `agent ${agent} has no checkpoint named ${name} (see "shadowfs checkpoints")`);
+    const what = `the checkpoint ${name} of ${agent} (${file})`;
+    let raw: unknown;
     try {
-      text = fs.readFileSync(this.manifestPath(agent, name), 'utf8');
+      raw = JSON.parse(data.toString('utf8'));
     } catch {
-      throw new ShadowError('UNKNOWN_CHECKPOINT', `agent ${agent} has no checkpoint named ${name} (see "shadowfs checkpoints")`);
+      throw corrupt(`${what} is not JSON`);
     }
-    const m = JSON.parse(text) as CheckpointManifest;
-    if (m.version !== 1 || !Array.isArray(m.entries)) throw new ShadowError('INTERNAL', `the checkpoint ${name} of ${agent} is damaged`);
-    return m;
+    const parsed = ManifestSchema.safeParse(raw);
+    if (!parsed.success) {
+      const why = parsed.error.issues
+        .slice(0, 3)
+        .map((i) => `${i.path.join('.') || 'manifest'}: ${i.message}`)
+        .join('; ');
+      throw corrupt(`${what} is not of the shape of a checkpoint (${why})`);
+    }
+    const m = parsed.data;
+    if (m.name !== name || m.agent !== agent || m.folder !== this.folder)
+      throw corrupt(
+        `${what} says it is the checkpoint ${JSON.stringify(m.name)} of ${JSON.stringify(m.agent)} for ${JSON.stringify(m.folder)}`,
+      );
+    const entries: CheckpointEntry[] = [];
+    for (const e of m.entries) {
+      let p: string;
+      try {
+        p = normalizeRelPath(e.path);
+      } catch (err) {
+        throw corrupt(`${what} names a path outside the folder: ${(err as Error).message}`);
+      }
+      entries.push({ ...e, path: p });
+    }
+    return { ...m, version: 1, entries };
   }
 
   list(agent: string): CheckpointInfo[] {
     let names: string[];
     try {
+      this.checkDirs(checkAgentDir(agent));
       names = fs.readdirSync(path.join(this.root, agent)).filter((n) => n.endsWith('.json'));
     } catch {
       return [];
@@ -197,7 +375,7 @@ export class CheckpointStore {
           auto: m.auto,
           files: m.entries.filter((e) => e.type === 'file').length,
           bytes: m.entries.reduce(
-            (s, e) => s + (e.blob ? (fs.statSync(this.blobPath(e.blob), { throwIfNoEntry: false })?.size ?? 0) : 0),
+            (s, e) => s + (e.blob ? (fs.lstatSync(this.blobPath(e.blob), { throwIfNoEntry: false })?.size ?? 0) : 0),
             0,
           ),
         });
@@ -211,10 +389,18 @@ export class CheckpointStore {
   /** Agents with checkpoints for this folder. */
   agents(): string[] {
     try {
+      this.checkDirs();
       return fs
         .readdirSync(this.root, { withFileTypes: true })
-        .filter((d) => d.isDirectory() && d.name !== 'blobs')
-        .map((d) => d.name);
+        .filter((d) => d.isDirectory() && d.name !== 'blobs') // links to directories are not directories here
+        .map((d) => d.name)
+        .filter((a) => {
+          try {
+            return checkAgentDir(a) === a;
+          } catch {
+            return false;
+          }
+        });
     } catch {
       return [];
     }
@@ -225,9 +411,14 @@ export class CheckpointStore {
     return this.list(agent).at(-1);
   }
 
-  /** Makes `agent`'s layer exactly what checkpoint `name` holds (its current changes are dropped). */
+  /**
+   * Makes `agent`'s layer exactly what checkpoint `name` holds (its current changes are dropped).
+   * The whole checkpoint, blobs included, is checked before the layer is touched: a damaged one
+   * leaves the layer as it was.
+   */
   async restore(shadow: Shadow, agent: string, name: string): Promise<{ name: string; paths: number }> {
     const m = this.read(agent, name);
+    for (const e of m.entries) if (e.type === 'file') this.getBlob(e.blob!);
     const layer = await shadow.createLayer(agent);
     await layer.reset();
     // Deletions first, shallowest first; then directories, files and links in path order.
@@ -262,10 +453,10 @@ export class CheckpointStore {
     return { name, paths: m.entries.length };
   }
 
-  /** Bytes of a base blob recorded by a checkpoint. */
+  /** Bytes of a base blob recorded by a checkpoint (null when it is missing or fails its checks). */
   baseContent(hash: string): Buffer | null {
     try {
-      return fs.readFileSync(this.blobPath(hash));
+      return this.getBlob(hash);
     } catch {
       return null;
     }
@@ -273,6 +464,13 @@ export class CheckpointStore {
 
   remove(agent: string, name: string): void {
     checkName(name);
-    fs.rmSync(this.manifestPath(agent, name), { force: true });
+    try {
+      checkAgentDir(agent);
+    } catch {
+      return; // no checkpoint can exist for it
+    }
+    const file = this.manifestPath(agent, name);
+    this.checkDirs(agent); // never through a linked directory; rmSync removes a link itself, not its target
+    fs.rmSync(file, { force: true });
   }
 }

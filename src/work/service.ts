@@ -108,7 +108,13 @@ export class WorkService {
           this.saved.set(agent, print);
           continue;
         }
-        await this.store.save(this.shadow, agent, AUTOSAVE_NAME, true);
+        // One agent's autosave that fails (its checkpoint directory was tampered with, say) does not stop the others'.
+        try {
+          await this.store.save(this.shadow, agent, AUTOSAVE_NAME, true);
+        } catch (err) {
+          this.opts.log?.(`autosave of ${agent} on ${this.shadow.mountPoint} failed: ${(err as Error).message}`);
+          continue;
+        }
         this.saved.set(agent, print);
         done.push(agent);
       }
