@@ -114,6 +114,60 @@ describe('lints: diagnostics from warm language servers inside the shadow', func
     });
   });
 
+  it("servers run confined like runs, with none of the daemon's environment, and never a tsserver from an agent's layer", async () => {
+    const ns = (pid: number | string, kind: string): string => fs.readlinkSync(`/proc/${pid}/ns/${kind}`);
+    const childrenOf = (pid: number): number[] =>
+      fs
+        .readdirSync('/proc')
+        .filter((e) => /^\d+$/.test(e))
+        .filter((e) => {
+          try {
+            return Number(fs.readFileSync(`/proc/${e}/stat`, 'utf8').split(') ')[1].split(' ')[1]) === pid;
+          } catch {
+            return false;
+          }
+        })
+        .map(Number);
+    process.env.SHADOWFS_TEST_SECRET = 'daemon-only';
+    try {
+      await withService(async (svc) => {
+        // A TypeScript of the agent's own making: it would end the server at once if it were run.
+        await svc.lints({
+          shadow: 's',
+          agent: 'mallory',
+          edits: [
+            { path: 'node_modules/typescript/package.json', content: '{ "name": "typescript", "version": "9.9.9" }\n' },
+            { path: 'node_modules/typescript/lib/tsserver.js', content: 'process.exit(3);\n' },
+          ],
+          timeoutMs: 60_000,
+        });
+        const r = await svc.lints({
+          shadow: 's',
+          agent: 'mallory',
+          edits: [{ path: 'src/b.ts', content: B_TS.replace('add(1, 2)', "add('1', 2)") }],
+          timeoutMs: 60_000,
+        });
+        assert.strictEqual(r.files[0].status, 'fresh', JSON.stringify(r.files[0]));
+        assert.strictEqual(r.files[0].introduced.length, 1, JSON.stringify(r.files[0]));
+        const [server] = svc.runningServers();
+        assert.ok(server, 'a server runs');
+        // The launcher (outside) starts the run's init, in a PID namespace of its own, whose
+        // child, the server, is in a user namespace of its own too.
+        const [init] = childrenOf(server.pid);
+        assert.ok(init, 'the launcher has started the init of the namespace');
+        assert.notStrictEqual(ns(init, 'pid_for_children'), ns('self', 'pid'), 'the server has a PID namespace of its own');
+        const [proc] = childrenOf(init);
+        assert.ok(proc, 'the init has started the server');
+        assert.notStrictEqual(ns(proc, 'user'), ns('self', 'user'));
+        assert.notStrictEqual(ns(proc, 'mnt'), ns('self', 'mnt'));
+        const environ = fs.readFileSync(`/proc/${proc}/environ`, 'latin1');
+        assert.ok(!environ.includes('SHADOWFS_TEST_SECRET'), 'the daemon environment is not passed on');
+      });
+    } finally {
+      delete process.env.SHADOWFS_TEST_SECRET;
+    }
+  });
+
   it('two agents with conflicting edits on one shadow get answers that never mix', async () => {
     await withService(async (svc) => {
       // alice makes add() take strings (so the folder's b.ts breaks for her); bob passes strings

@@ -27,9 +27,10 @@
 // a failure to confine, and "leftover N" when the command ended.
 //
 // Usage:
-//   shadowfs-launch [--cgroup DIR] [--bind SRC DST]... [--hide DIR]... [--writable DIR]...
+//   shadowfs-launch [--cgroup DIR] [--bind SRC DST]... [--ro-bind SRC DST]... [--hide DIR]... [--writable DIR]...
 //                   [--net] [--cwd DIR] [--env NAME=VALUE]... [--status-fd N]
 //                   [--no-namespaces] [--probe] -- COMMAND [ARG]...
+// --ro-bind puts a read-only copy (language servers see the shadow and the folder that way).
 // --no-namespaces: only the cgroup, Landlock, seccomp and the environment (for systems where no
 // namespace can be made, when the caller accepted an unprotected run). --probe: confine, report
 // the protections, and exit 0 instead of running a command.
@@ -100,7 +101,8 @@ constexpr long kSysLandlockRestrictSelf = 446;
 
 struct Options {
   std::string cgroup;
-  std::vector<std::pair<std::string, std::string>> binds;  // source, target
+  std::vector<std::pair<std::string, std::string>> binds;    // source, target
+  std::vector<std::pair<std::string, std::string>> roBinds;  // source, target, read-only
   std::vector<std::string> hides;
   std::vector<std::string> writable;
   bool net = false;
@@ -162,6 +164,7 @@ void mkdirs(const std::string& path) {
 struct Placed {
   int fd;
   std::string target;
+  bool readOnly;
 };
 
 int cloneTree(const std::string& source) {
@@ -179,15 +182,16 @@ void buildView() {
   if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) fail("CONFINEMENT_FAILED", "cannot make the mounts private", errno);
   // What goes back on top is taken first, still writable, before anything is covered.
   std::vector<Placed> placed;
-  for (auto& b : g_opts.binds) placed.push_back({cloneTree(b.first), b.second});
+  for (auto& b : g_opts.binds) placed.push_back({cloneTree(b.first), b.second, false});
+  for (auto& b : g_opts.roBinds) placed.push_back({cloneTree(b.first), b.second, true});
   for (auto& w : g_opts.writable)
-    if (isDir(w)) placed.push_back({cloneTree(w), w});
+    if (isDir(w)) placed.push_back({cloneTree(w), w, false});
   // Name resolution may live under /run (systemd-resolved's stub file): that one directory comes back.
   char resolved[PATH_MAX];
   if (realpath("/etc/resolv.conf", resolved) && under(resolved, "/run")) {
     std::string dir(resolved);
     dir = dir.substr(0, dir.rfind('/'));
-    placed.push_back({cloneTree(dir), dir});
+    placed.push_back({cloneTree(dir), dir, true});
   }
   // Everything read-only.
   struct mount_attr ro = {};
@@ -208,6 +212,8 @@ void buildView() {
     tmpfsAt(h, "mode=0555,size=4k", MS_RDONLY | MS_NOEXEC);
   }
   for (auto& p : placed) {
+    if (p.readOnly && mount_setattr(p.fd, "", AT_EMPTY_PATH | AT_RECURSIVE, &ro, sizeof ro) != 0)
+      fail("CONFINEMENT_FAILED", "cannot make the copy of " + p.target + " read-only", errno);
     struct stat st;
     if (lstat(p.target.c_str(), &st) != 0) mkdirs(p.target);
     if (move_mount(p.fd, "", AT_FDCWD, p.target.c_str(), MOVE_MOUNT_F_EMPTY_PATH) != 0)
@@ -509,6 +515,10 @@ void parse(int argc, char** argv) {
       need(2);
       g_opts.binds.emplace_back(argv[i + 1], argv[i + 2]);
       i += 2;
+    } else if (a == "--ro-bind") {
+      need(2);
+      g_opts.roBinds.emplace_back(argv[i + 1], argv[i + 2]);
+      i += 2;
     } else if (a == "--hide") {
       need(1);
       g_opts.hides.push_back(argv[++i]);
@@ -538,6 +548,8 @@ void parse(int argc, char** argv) {
   if (g_opts.argv.empty() && !g_opts.probe) usage("no command given (after --)");
   for (auto& b : g_opts.binds)
     if (!absolute(b.first) || !absolute(b.second)) usage("--bind takes two absolute paths");
+  for (auto& b : g_opts.roBinds)
+    if (!absolute(b.first) || !absolute(b.second)) usage("--ro-bind takes two absolute paths");
   for (auto& p : g_opts.hides)
     if (!absolute(p)) usage("--hide takes an absolute path");
   for (auto& p : g_opts.writable)

@@ -133,7 +133,13 @@ export class DiagnosticsService {
   }
 
   private servers(): { pool: ServerPool; specs: ServerSpec[] } {
-    if (!this.pool) this.pool = new ServerPool(this.root, { idleMs: this.options.idleMs, log: this.options.log });
+    if (!this.pool)
+      this.pool = new ServerPool(this.root, {
+        idleMs: this.options.idleMs,
+        log: this.options.log,
+        // Confined like a run: servers see the shadow, never write it, and cannot write the folder.
+        ...(process.platform === 'linux' ? { confine: { lower: this.shadow.lower } } : {}),
+      });
     if (!this.feed) this.feed = new FolderChanges(this.shadow);
     if (!this.specs) {
       // The folder's own config first, then the daemon-wide one, then the built-in servers.
@@ -142,7 +148,8 @@ export class DiagnosticsService {
         this.specs = [
           ...loadServerConfig(this.shadow.lower),
           ...loadServerConfigFile(user, path.dirname(user)),
-          ...builtinServers(this.root),
+          // Programs from the folder itself (its own TypeScript) or from shadowfs: never from a layer.
+          ...builtinServers(this.shadow.lower),
         ];
       } catch (err) {
         if (err instanceof LspConfigError) throw new ShadowError('INVALID_ARGUMENT', err.message);

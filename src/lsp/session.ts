@@ -27,6 +27,7 @@ import * as path from 'path';
 import { pathToFileURL, fileURLToPath } from 'url';
 import { CancellationTokenSource, createMessageConnection, StreamMessageReader, StreamMessageWriter } from 'vscode-jsonrpc/node';
 import type { MessageConnection } from 'vscode-jsonrpc/node';
+import { commandEnv, launchArgs, type LaunchPlan, launcherPath, parseStatus, probeConfinement } from '../run/launcher';
 import type {
   ClientCapabilities,
   CodeAction,
@@ -99,6 +100,12 @@ export interface SessionOptions {
   shutdownGraceMs?: number;
   /** Receives the server's stderr and log messages (default: dropped). */
   log?: (line: string) => void;
+  /**
+   * Linux: start the server confined like a run (src/run/launcher.ts), seeing the shadow (its
+   * root) and `lower`, the user's folder, read-only at their own paths, writing nothing but its
+   * private /tmp. Elsewhere, or when unset, it is started directly.
+   */
+  confine?: { lower: string };
 }
 
 interface OpenDoc {
@@ -198,6 +205,40 @@ class Deadline {
   }
 }
 
+/** The shadowfs installation: the built-in servers' scripts are read from it. */
+const INSTALLATION = path.resolve(__dirname, '..', '..', '..');
+
+/**
+ * Starts a server through the launcher: PID, user and mount namespaces, the system read-only, the
+ * shadow, the folder and shadowfs's installation read-only at their own paths, Landlock and
+ * seccomp. Where no namespace can be made, the launcher's Landlock and seccomp alone (logged).
+ */
+function startConfined(spec: ServerSpec, root: string, lower: string, log: (line: string) => void): cp.ChildProcess {
+  const probe = probeConfinement(false);
+  const noNamespaces = !('protections' in probe);
+  if (noNamespaces) log(`[${spec.id}] started without namespaces (${probe.problem}): Landlock and seccomp only`);
+  const plan: LaunchPlan = {
+    binds: noNamespaces ? [] : [...new Set([root, lower, INSTALLATION])].map((dir) => ({ source: dir, target: dir, readOnly: true })),
+    cwd: root,
+    env: commandEnv({}),
+    noNamespaces,
+  };
+  const proc = cp.spawn(launcherPath(), launchArgs(plan, [spec.command, ...spec.args]), {
+    cwd: '/',
+    env: {},
+    stdio: ['pipe', 'pipe', 'pipe', 'pipe'],
+    detached: true,
+  });
+  let status = '';
+  const fd3 = proc.stdio[3] as NodeJS.ReadableStream;
+  fd3.on('data', (c: Buffer) => (status += c.toString()));
+  fd3.on('end', () => {
+    const said = parseStatus(status);
+    if (said.error) log(`[${spec.id}] not started: ${said.error.message}`);
+  });
+  return proc;
+}
+
 export class LanguageServerSession {
   readonly spec: ServerSpec;
   readonly root: string;
@@ -219,7 +260,9 @@ export class LanguageServerSession {
     this.root = root;
     this.log = opts.log ?? (() => undefined);
     // Its own process group, so whatever the server starts (tsserver, workers) goes with it.
-    this.proc = cp.spawn(spec.command, spec.args, { cwd: root, stdio: ['pipe', 'pipe', 'pipe'], detached: true });
+    this.proc = opts.confine
+      ? startConfined(spec, root, opts.confine.lower, this.log)
+      : cp.spawn(spec.command, spec.args, { cwd: root, stdio: ['pipe', 'pipe', 'pipe'], detached: true });
     this.pid = this.proc.pid ?? -1;
     this.exitPromise = new Promise((resolve) => {
       const onGone = (code: number | null, signal: string | null): void => {
@@ -268,7 +311,9 @@ export class LanguageServerSession {
     const deadline = new Deadline(opts.initializeTimeoutMs ?? 60_000);
     try {
       const init = s.conn.sendRequest<InitializeResult>('initialize', {
-        processId: process.pid,
+        // A confined server is in a PID namespace of its own where our pid means nothing (it would
+        // find no such process and exit): null tells it not to watch its parent.
+        processId: opts.confine ? null : process.pid,
         clientInfo: { name: 'shadowfs' },
         rootUri,
         rootPath: root,

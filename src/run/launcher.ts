@@ -88,8 +88,8 @@ export function hiddenFromRuns(keep: string[]): string[] {
 }
 
 export interface LaunchPlan {
-  /** Put the shadow directory `source` at `target` (A's own path, or the shadow's own). */
-  binds: { source: string; target: string }[];
+  /** Put the shadow directory `source` at `target` (A's own path, or the shadow's own); read-only ones are not writable. */
+  binds: { source: string; target: string; readOnly?: boolean }[];
   /** Absolute directory the command starts in, as the command sees it. */
   cwd: string;
   env: Record<string, string>;
@@ -109,7 +109,7 @@ export function launchArgs(plan: LaunchPlan, argv: string[]): string[] {
   if (plan.cgroup) args.push('--cgroup', plan.cgroup);
   if (plan.noNamespaces) args.push('--no-namespaces');
   if (plan.noNetwork) args.push('--net');
-  for (const b of plan.binds) args.push('--bind', b.source, b.target);
+  for (const b of plan.binds) args.push(b.readOnly ? '--ro-bind' : '--bind', b.source, b.target);
   for (const w of [...(plan.writable ?? []), ...userWritable()]) args.push('--writable', w);
   if (!plan.noNamespaces) for (const h of plan.hide ?? hiddenFromRuns(plan.binds.map((b) => b.source))) args.push('--hide', h);
   for (const [k, v] of Object.entries(plan.env)) args.push('--env', `${k}=${v}`);
