@@ -312,6 +312,47 @@ describe('the shadowfs daemon', function () {
     json(['list']); // and the owner is served as before
   });
 
+  it("refuses a client of the same user inside a run's user or PID namespace with PEER_REFUSED, and still serves the user", async () => {
+    json(['list']); // the daemon is up
+    const sock = daemonPaths().socket;
+    // The SDK's own client, from a process that sees the socket (a new mount namespace copies the
+    // mounts) but runs in namespaces of its own, as a run's processes do.
+    const script =
+      `require(${JSON.stringify(path.join(repoRoot, 'dist', 'src', 'client'))}).ShadowClient` +
+      `.connect({ socketPath: ${JSON.stringify(sock)}, autostart: false })` +
+      `.then(async (c) => { const h = await c.request('health'); console.log(JSON.stringify({ served: h.ok })); c.close(); },` +
+      ` (e) => console.log(JSON.stringify({ code: e.code, message: e.message })))`;
+    const from = (prefix: string[]): { served?: boolean; code?: string; message?: string } => {
+      const [cmd, ...args] = [...prefix, process.execPath, '-e', script];
+      const r = spawnSync(cmd, args, { encoding: 'utf8', timeout: 60_000 });
+      assert.strictEqual(r.status, 0, `${prefix.join(' ')}: ${r.stdout}${r.stderr}${r.error?.message ?? ''}`);
+      return JSON.parse(r.stdout.trim()) as { served?: boolean; code?: string; message?: string };
+    };
+    // The same script, outside any namespace, is served: what refuses below is the namespace.
+    assert.deepStrictEqual(from([]), { served: true });
+    const userNs = from(['unshare', '--user', '--map-root-user', '--pid', '--fork', '--mount-proc']);
+    assert.strictEqual(userNs.code, 'PEER_REFUSED', JSON.stringify(userNs));
+    assert.match(userNs.message ?? '', /another user namespace/);
+    // As root the PID namespace alone is enough to be refused.
+    const pidNs = from(['unshare', '--pid', '--fork']);
+    assert.strictEqual(pidNs.code, 'PEER_REFUSED', JSON.stringify(pidNs));
+    assert.match(pidNs.message ?? '', /another pid namespace/);
+    // On the wire: the JSON-RPC error is PeerRefused, and the connection is closed.
+    const talk = `const s=require('net').connect(${JSON.stringify(sock)});let b='';s.on('data',d=>b+=d);s.on('close',()=>{console.log(b.slice(b.indexOf('{')));process.exit(0)});s.on('error',e=>{console.log(JSON.stringify({err:e.code}));process.exit(0)});s.write('Content-Length: 40\\r\\n\\r\\n{"jsonrpc":"2.0","id":1,"method":"list"}')`;
+    const raw = spawnSync('unshare', ['--pid', '--fork', process.execPath, '-e', talk], { encoding: 'utf8', timeout: 30_000 });
+    const reply = JSON.parse(raw.stdout.trim()) as { id?: unknown; error?: { code: number; data?: { code: string } } };
+    assert.strictEqual(reply.error?.code, RpcErrorCodes.PeerRefused, raw.stdout + raw.stderr);
+    assert.strictEqual(reply.error?.data?.code, 'PEER_REFUSED');
+    assert.strictEqual(reply.id, null, 'the refusal answers no request: nothing was read');
+    // And the user's own clients are served as before.
+    const c = await ShadowClient.connect({ autostart: false });
+    try {
+      assert.strictEqual((await c.request('health')).ok, true);
+    } finally {
+      c.close();
+    }
+  });
+
   it('after kill -9 of the daemon, the next command starts a new one that cleans the stale mounts, removes the directories it made, and mounts the shadow again with its layer back from autosave', async () => {
     const lower = makeProject();
     const guard = new FolderGuard(lower);

@@ -1,7 +1,9 @@
 // The MCP server (`shadowfs mcp`) driven by the official SDK's own client over a real stdio
 // transport, against a real daemon and a real mount: an agent reads, edits, runs, checkpoints
 // and produces a patch that git apply accepts, through MCP alone; apply is offered only when
-// the server was started with --allow-apply, and then writes the folder.
+// the server was started with --allow-apply, and then writes the folder. The server's own
+// connection to the daemon is restricted to its agent before it serves a tool, so the daemon
+// holds it to that agent's layer whatever it sends.
 import * as assert from 'assert';
 import { execFileSync, spawnSync } from 'child_process';
 import * as fs from 'fs';
@@ -57,7 +59,7 @@ describe('the MCP server, through the SDK client over stdio', function () {
   const mounted: string[] = [];
 
   before(async () => {
-    daemon = await ShadowClient.connect();
+    daemon = await ShadowClient.connect({ clientName: 'mcp-test user' });
   });
   afterEach(async () => {
     for (const s of mounted.splice(0)) await daemon.request('unmount', { shadow: s, lazy: true }).catch(() => undefined);
@@ -92,6 +94,18 @@ describe('the MCP server, through the SDK client over stdio', function () {
       ])
         assert.ok(names.includes(n), `${n} in ${names.join(', ')}`);
       assert.ok(!names.includes('apply'), 'apply is not offered without --allow-apply');
+      // The server's connection came restricted to this agent, apply not allowed, before it served
+      // a tool: every connection but this test's own is that one.
+      const st = await daemon.request('status');
+      assert.deepStrictEqual(
+        st.clients.filter((c) => c.client !== 'mcp-test user').map((c) => c.scope),
+        [{ shadow: 'mcp-proj', agent: 'claude', allowApply: false }],
+      );
+      const apply = await call('apply');
+      assert.strictEqual(apply.isError, true, textOf(apply));
+      // Hidden parameters do not reach the daemon either: the tool's schema refuses them.
+      const weaker = await call('run_command', { argv: ['true'], unprotected: true, originalPath: false });
+      assert.strictEqual(weaker.isError, true, textOf(weaker));
       // Input schemas come from the protocol: the edit tool's fields, without shadow/agent.
       const edit = tools.find((t) => t.name === 'edit_file')!;
       assert.deepStrictEqual(Object.keys(edit.inputSchema.properties ?? {}).sort(), ['newText', 'oldText', 'path', 'replaceAll']);
@@ -140,6 +154,11 @@ describe('the MCP server, through the SDK client over stdio', function () {
     const { client, call } = await connect(['--shadow', 'mcp-apply', '--agent', 'claude', '--allow-apply']);
     try {
       assert.ok((await client.listTools()).tools.some((t) => t.name === 'apply'));
+      const st = await daemon.request('status');
+      assert.ok(
+        st.clients.some((c) => c.scope?.shadow === 'mcp-apply' && c.scope.agent === 'claude' && c.scope.allowApply),
+        JSON.stringify(st.clients),
+      );
       await call('edit_file', { path: 'README.md', oldText: '# greet', newText: '# greet, by the agent' });
       await call('write_file', { path: 'NEW.md', content: 'new\n' });
       fs.writeFileSync(path.join(repo, 'README.md'), '# greet, by you\n');

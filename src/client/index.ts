@@ -11,6 +11,10 @@ import * as path from 'path';
 import {
   CancellationTokenSource,
   createMessageConnection,
+  type DataCallback,
+  type Disposable,
+  ErrorCodes as JsonRpcErrorCodes,
+  type Message,
   type MessageConnection,
   ResponseError,
   StreamMessageReader,
@@ -34,6 +38,11 @@ export interface ClientOptions {
   clientName?: string;
   /** How to start the daemon (default: this Node running bin/shadowfs.js serve). */
   daemonCommand?: { command: string; args: string[]; env?: NodeJS.ProcessEnv };
+  /**
+   * Restrict the connection to one agent's layer on one shadow (session.restrict) right after
+   * hello, before connect() returns it: for front ends that serve an untrusted agent. Irrevocable.
+   */
+  scope?: ParamsOf<'session.restrict'>;
 }
 
 export interface RequestOptions {
@@ -58,6 +67,10 @@ export class ShadowClient {
   startedDaemon = false;
   /** The daemon's process id, once hello answered. */
   daemonPid = 0;
+  /** What the connection is restricted to, once session.restrict answered (see ClientOptions.scope). */
+  scope: ResultOf<'session.restrict'> | undefined;
+  /** Why the daemon refused the connection, when it said so before closing it. */
+  private refusal: ShadowError | undefined;
 
   private constructor(
     private readonly socket: net.Socket,
@@ -69,9 +82,24 @@ export class ShadowClient {
     connection.onClose(() => this.markClosed());
     socket.on('close', () => this.markClosed());
     socket.on('error', (err) => {
-      this.closeReason = new ShadowError('DAEMON_UNAVAILABLE', `lost the connection to the daemon: ${err.message}`, { cause: err });
+      this.closeReason =
+        this.refusal ?? new ShadowError('DAEMON_UNAVAILABLE', `lost the connection to the daemon: ${err.message}`, { cause: err });
     });
     connection.listen();
+  }
+
+  /**
+   * The daemon refuses a connection (another user, or a process inside a run) with one error
+   * that answers no request (id null) and closes it; vscode-jsonrpc would only log that, so the
+   * reader hands it here first, and it becomes what every pending and later request fails with.
+   */
+  private heardRefusal(message: Message): void {
+    const m = message as { id?: unknown; method?: unknown; error?: { message?: unknown; data?: { code?: unknown } } };
+    if (m.id !== null || m.method !== undefined || typeof m.error !== 'object' || m.error === null) return;
+    const code = m.error.data?.code;
+    const text = typeof m.error.message === 'string' ? m.error.message : 'the daemon refused the connection';
+    this.refusal = new ShadowError(isErrorCode(code) ? code : 'PROTOCOL', text);
+    this.closeReason = this.refusal;
   }
 
   /** Connects to this user's daemon, starting it if needed. */
@@ -155,11 +183,15 @@ export class ShadowClient {
   private markClosed(): void {
     if (this.closed) return;
     this.closed = true;
+    this.closeReason = this.refusal ?? this.closeReason;
     this.closeReason ??= new ShadowError(
       'DAEMON_UNAVAILABLE',
       'the daemon closed the connection (did it crash? see its log, "shadowfs status")',
     );
     this.fireClose();
+    // Requests still waiting can never be answered now: they fail with the reason (vscode-jsonrpc
+    // rejects them only when the connection is disposed).
+    this.connection.dispose();
   }
 
   private fireClose(): void {
@@ -175,6 +207,8 @@ export class ShadowClient {
         return new ShadowError(data.code, err.message, { errno: typeof data.errno === 'number' ? data.errno : undefined });
       }
       if (err.code === -32800 || signal?.aborted) return new ShadowError('ABORTED', `${method} was cancelled`);
+      if (err.code === JsonRpcErrorCodes.PendingResponseRejected && this.closed)
+        return this.closeReason ?? new ShadowError('DAEMON_UNAVAILABLE', 'the connection to the daemon closed before it answered');
       return new ShadowError('PROTOCOL', `${method}: ${err.message} (JSON-RPC error ${err.code})`);
     }
     if (signal?.aborted) return new ShadowError('ABORTED', `${method} was cancelled`);
@@ -200,8 +234,10 @@ export class ShadowClient {
       socket.destroy();
       throw err;
     }
-    const connection = createMessageConnection(new StreamMessageReader(socket), new StreamMessageWriter(socket));
+    const reader = new RefusalReader(socket);
+    const connection = createMessageConnection(reader, new StreamMessageWriter(socket));
     const client = new ShadowClient(socket, connection);
+    reader.peek = (m) => client.heardRefusal(m); // before any byte is read: that waits for the event loop
     const nonce = crypto.randomBytes(16).toString('hex');
     const hello = await client.request('hello', {
       client: options.clientName ?? `shadowfs-client ${process.pid}`,
@@ -215,7 +251,27 @@ export class ShadowClient {
       );
     }
     client.daemonPid = hello.pid;
+    if (options.scope) {
+      try {
+        client.scope = await client.request('session.restrict', options.scope);
+      } catch (err) {
+        client.close();
+        throw err;
+      }
+    }
     return client;
+  }
+}
+
+/** A reader that shows each message to `peek` before vscode-jsonrpc has it. */
+class RefusalReader extends StreamMessageReader {
+  peek: (m: Message) => void = () => undefined;
+
+  override listen(callback: DataCallback): Disposable {
+    return super.listen((m) => {
+      this.peek(m);
+      callback(m);
+    });
   }
 }
 

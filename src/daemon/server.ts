@@ -31,6 +31,7 @@ import { ShadowManager } from './manager';
 import * as files from '../work/files';
 import { checkPeer } from './peer';
 import { openConnection, type RpcConnection } from './rpc';
+import { hears, narrowResult, type Scope, type ScopeContext, scopeRefusal } from './scope';
 
 const VERSION = (JSON.parse(fs.readFileSync(path.join(__dirname, '..', '..', '..', 'package.json'), 'utf8')) as { version: string })
   .version;
@@ -64,6 +65,10 @@ interface Client {
   /** Windows: set by a hello whose proof matched; Linux: the kernel vouched for the peer. */
   trusted: boolean;
   closed: AbortController;
+  /** The name it gave in hello, for status and the log. */
+  name?: string;
+  /** Set by session.restrict, never unset: what the connection may still reach (see scope.ts). */
+  scope?: Scope;
 }
 
 /** A checkpoint name from the time: cp-20261122-104501. */
@@ -98,6 +103,8 @@ export class Daemon {
   private stopping = false;
   private readonly handlers: Handlers;
   private readonly runs = new Map<string, AbortController>();
+  /** Which connection asked for each run in progress (see handle()). */
+  private readonly runOwners = new Map<string, Client>();
   /** Where clients reach this daemon: the socket path, or the pipe name on Windows. */
   private endpoint = '';
   /** Windows: the secret of the hello handshake, published in the endpoint file. */
@@ -133,12 +140,33 @@ export class Daemon {
           ctx.client.trusted = true;
         }
         this.opts.log.debug('hello', { client: p.client });
+        if (p.client !== undefined) ctx.client.name = p.client;
         return {
           version: VERSION,
           protocol: PROTOCOL_VERSION,
           pid: process.pid,
           ...(this.secret && p.nonce ? { proof: proofOf(this.secret, 'server', p.nonce) } : {}),
         };
+      },
+      'session.restrict': async (p, ctx) => {
+        // A restricted connection reaches here only with the same shadow and agent (scope.ts).
+        const current = ctx.client.scope;
+        if (current) {
+          current.allowApply &&= p.allowApply === true;
+          return { shadow: current.name, agent: current.agent, allowApply: current.allowApply };
+        }
+        const entry = m.get(p.shadow);
+        if (p.agent === '' || p.agent.includes('/'))
+          throw new ShadowError('INVALID_AGENT', `agent id must be non-empty and without "/", got ${JSON.stringify(p.agent)}`);
+        const scope: Scope = { name: entry.name, shadow: entry.shadow, agent: p.agent, allowApply: p.allowApply === true };
+        ctx.client.scope = scope;
+        this.opts.log.info('a connection restricted itself to one agent', {
+          client: ctx.client.name,
+          shadow: scope.name,
+          agent: scope.agent,
+          allowApply: scope.allowApply,
+        });
+        return { shadow: scope.name, agent: scope.agent, allowApply: scope.allowApply };
       },
       version: async () => {
         const native = nativeStatus();
@@ -164,6 +192,10 @@ export class Daemon {
         uptimeSeconds: this.uptime(),
         shadows: await m.list(),
         recovered: this.recovered,
+        clients: [...this.clients].map((c) => ({
+          ...(c.name === undefined ? {} : { client: c.name }),
+          ...(c.scope ? { scope: { shadow: c.scope.name, agent: c.scope.agent, allowApply: c.scope.allowApply } } : {}),
+        })),
         native: nativeStatus(),
         memory: memoryNow(),
       }),
@@ -554,6 +586,27 @@ export class Daemon {
     const checked = checkParams(method, params);
     if (!checked.ok)
       throw new ResponseError(RpcErrorCodes.InvalidParams, clip(`${method}: ${checked.problem}`), { code: 'INVALID_ARGUMENT' });
+    const scope = client.scope;
+    if (scope) {
+      const refusal = scopeRefusal(method, checked.value, scope, this.scopeContext(client));
+      if (refusal) {
+        this.opts.log.warn("refused a request beyond its connection's scope", { method, client: client.name, reason: refusal });
+        throw new ResponseError(RpcErrorCodes.ScopeDenied, clip(refusal), { code: 'SCOPE_DENIED' });
+      }
+    }
+    let ownRun: string | undefined;
+    if (method === 'run') {
+      // A run's id is taken here, before anything waits, and remembered with the connection that
+      // asked: a restricted connection may cancel its own runs only (scope.ts).
+      const p = checked.value as CheckedParamsOf<'run'>;
+      p.runId ??= Math.random().toString(16).slice(2, 14);
+      if (this.runOwners.has(p.runId))
+        throw new ResponseError(RpcErrorCodes.InvalidArgument, clip(`a run with id ${p.runId} is in progress; pick another runId`), {
+          code: 'INVALID_ARGUMENT',
+        });
+      ownRun = p.runId;
+      this.runOwners.set(ownRun, client);
+    }
     const signal = AbortSignal.any([client.closed.signal, abortSignalOf(token)]);
     const ctx: CallContext = {
       notify: (nm, p) => {
@@ -570,7 +623,8 @@ export class Daemon {
     client.rpc.begin();
     try {
       const handler = this.handlers[method] as (p: unknown, c: CallContext) => Promise<unknown>;
-      const result = await handler(checked.value, ctx);
+      let result = await handler(checked.value, ctx);
+      if (scope) result = narrowResult(method, result as ResultOf<typeof method>, scope, this.scopeContext(client));
       if (process.env.SHADOWFS_CHECK_RESULTS === '1') {
         const r = Requests[method].result.safeParse(result);
         if (!r.success) throw new Error(`the result of ${method} does not match its schema: ${r.error.message}`);
@@ -588,7 +642,25 @@ export class Daemon {
         code: 'INTERNAL',
       });
     } finally {
+      if (ownRun !== undefined) this.runOwners.delete(ownRun);
       client.rpc.end();
+    }
+  }
+
+  /** What scope.ts asks of the daemon about one connection. */
+  private scopeContext(client: Client): ScopeContext {
+    return {
+      resolve: (ref) => this.shadowNamed(ref),
+      ownsRun: (runId) => this.runOwners.get(runId) === client,
+    };
+  }
+
+  /** The shadow a name or path names, or undefined. */
+  private shadowNamed(ref: string): object | undefined {
+    try {
+      return this.manager.get(ref).shadow;
+    } catch {
+      return undefined;
     }
   }
 
@@ -600,6 +672,8 @@ export class Daemon {
   private broadcast<N extends NotificationName>(method: N, params: NotificationParamsOf<N>): void {
     for (const c of this.clients) {
       if (!c.trusted || c.rpc.socket.destroyed) continue;
+      // A restricted connection hears of its own shadow and agent only.
+      if (c.scope && !hears(method, params, c.scope, (ref) => this.shadowNamed(ref))) continue;
       try {
         void c.rpc.connection.sendNotification(method, params).catch(() => undefined);
       } catch {

@@ -3,7 +3,8 @@
 // schema is the protocol's own parameter schema with the shadow and agent taken out (they are
 // fixed when the server starts), so MCP clients see the same names, types and descriptions as
 // the JSON-RPC protocol. Writing the user's folder (apply) is offered only when the server was
-// started with it allowed.
+// started with it allowed. The client must come restricted to this shadow and agent
+// (ClientOptions.scope): the daemon, not this server, is what holds the agent to its layer.
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { ShadowClient } from '../client';
@@ -118,6 +119,12 @@ function errorResult(err: unknown): CallToolResult {
 }
 
 export function createMcpServer(client: ShadowClient, opts: McpOptions): McpServer {
+  const scope = client.scope;
+  if (!scope || scope.agent !== opts.agent || scope.allowApply !== (opts.allowApply === true))
+    throw new ShadowError(
+      'SCOPE_DENIED',
+      `the MCP server serves an agent only over a connection restricted to that agent (connect with scope {shadow, agent: ${JSON.stringify(opts.agent)}})`,
+    );
   const server = new McpServer(
     { name: 'shadowfs', version: opts.version },
     {

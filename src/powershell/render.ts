@@ -82,6 +82,7 @@ export const ERROR_CATEGORY: Record<keyof typeof ErrorCodes | 'USAGE' | 'CLI_FAI
   DAEMON_UNAVAILABLE: 'ConnectionError',
   DAEMON_RUNNING: 'ResourceExists',
   PEER_REFUSED: 'SecurityError',
+  SCOPE_DENIED: 'PermissionDenied',
   PROTOCOL: 'ProtocolError',
   INVALID_AGENT: 'InvalidArgument',
   NO_ACTIVE_LAYER: 'InvalidOperation',

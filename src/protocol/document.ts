@@ -3,14 +3,14 @@
 // dist/protocol.schema.json (package export "shadowfs/protocol.schema.json").
 import * as z from 'zod';
 import { ErrorCodes, RpcErrorCodes, rpcCodeFor, type ErrorCode } from './errors';
-import { Notifications, PROTOCOL_VERSION, Requests } from './methods';
+import { Notifications, PROTOCOL_VERSION, Requests, ScopedMethods } from './methods';
 
 export interface ProtocolDocument {
   $schema: string;
   title: string;
   protocol: number;
   transport: string;
-  methods: Record<string, { summary: string; params: object; result: object; errors: string[] }>;
+  methods: Record<string, { summary: string; params: object; result: object; errors: string[]; scoped?: string }>;
   notifications: Record<string, { summary: string; params: object }>;
   errorCodes: Record<string, { description: string; rpcCode: number }>;
   rpcErrorCodes: Record<string, number>;
@@ -30,6 +30,7 @@ export function protocolDocument(): ProtocolDocument {
       params: schemaOf(def.params, 'input'),
       result: schemaOf(def.result, 'output'),
       errors: [...def.errors, 'INTERNAL'],
+      ...(Object.prototype.hasOwnProperty.call(ScopedMethods, name) ? { scoped: ScopedMethods[name as keyof typeof ScopedMethods] } : {}),
     };
   }
   const notifications: ProtocolDocument['notifications'] = {};
@@ -69,6 +70,14 @@ export function protocolMarkdown(doc: ProtocolDocument = protocolDocument()): st
       `| \`${name}\` | ${fields(m.params)} | ${errs.length ? errs.map((e) => `\`${e}\``).join(' ') : '—'} | ${m.summary.replace(/\|/g, '\\|')} |`,
     );
   }
+  lines.push(
+    '',
+    'A connection restricted with `session.restrict` may call only these methods, on these terms; every other one gets `SCOPE_DENIED`:',
+    '',
+    '| Method | Allowed for a restricted connection |',
+    '|---|---|',
+  );
+  for (const [name, m] of Object.entries(doc.methods)) if (m.scoped) lines.push(`| \`${name}\` | ${m.scoped.replace(/\|/g, '\\|')} |`);
   lines.push('', '| Notification | Parameters | When |', '|---|---|---|');
   for (const [name, n] of Object.entries(doc.notifications)) lines.push(`| \`${name}\` | ${fields(n.params)} | ${n.summary} |`);
   lines.push('', '| `error.data.code` | JSON-RPC `error.code` | Meaning |', '|---|---|---|');

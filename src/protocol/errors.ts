@@ -27,7 +27,8 @@ export const ErrorCodes = {
   UNKNOWN_SHADOW: 'No shadow has that name or mount point.',
   DAEMON_UNAVAILABLE: 'The shadowfs daemon is not running and could not be started.',
   DAEMON_RUNNING: 'Another shadowfs daemon already serves this user.',
-  PEER_REFUSED: 'The other end of the connection runs as another user (or could not prove it is this user), so it was refused.',
+  PEER_REFUSED:
+    "The other end of the connection runs as another user (or could not prove it is this user), or inside a run's user or PID namespace, so it was refused: connect from the user's own session, outside any run.",
   PROTOCOL: 'The daemon and this client could not understand each other.',
   INVALID_AGENT: 'The agent id is empty, too long, or contains a "/" or a NUL byte.',
   NO_ACTIVE_LAYER: 'No layer is active on the shadow, so it shows the folder read-only.',
@@ -46,6 +47,8 @@ export const ErrorCodes = {
   NO_MATCH: 'The text to replace does not occur in the file.',
   AMBIGUOUS_MATCH: 'The text to replace occurs more than once; give more context, or ask to replace every occurrence.',
   UNKNOWN_CHECKPOINT: 'No checkpoint of that name exists for the agent.',
+  SCOPE_DENIED:
+    'The connection restricted itself to one agent on one shadow (session.restrict), and this request reaches beyond that (another agent or shadow, mounts, views, apply, weaker run protection): ask the user to do it, outside the restricted session.',
   INTERNAL: 'An unexpected internal error.',
 } as const;
 
@@ -93,8 +96,10 @@ export const RpcErrorCodes = {
   NotSupported: -32015,
   /** An argument other than a path was not valid (a mode, a timeout, an environment entry, ...). */
   InvalidArgument: -32016,
-  /** The connection was refused: its other end runs as another user. */
+  /** The connection was refused: its other end runs as another user, or inside a run's namespaces. */
   PeerRefused: -32017,
+  /** The connection is restricted to one agent's layer (session.restrict) and the request reaches beyond it. */
+  ScopeDenied: -32018,
   /** Any other shadowfs error; see error.data.code. */
   Failed: -32000,
 } as const;
@@ -124,6 +129,8 @@ export function rpcCodeFor(code: ErrorCode): number {
       return RpcErrorCodes.NotSupported;
     case 'PEER_REFUSED':
       return RpcErrorCodes.PeerRefused;
+    case 'SCOPE_DENIED':
+      return RpcErrorCodes.ScopeDenied;
     case 'INTERNAL':
       return RpcErrorCodes.InternalError;
     default:

@@ -295,6 +295,26 @@ export const Requests = {
     }),
     errors: ['PEER_REFUSED'],
   }),
+  'session.restrict': request({
+    summary:
+      "Restricts this connection, for as long as it lasts and irrevocably, to one agent's layer on one shadow: what an untrusted agent's front end (shadowfs mcp) does before it serves anything. From then on the daemon answers only the methods of ScopedMethods, on that shadow and agent, and refuses the rest with SCOPE_DENIED (mount, unmount, views, other agents' layers, runs with weaker protection, and apply unless allowApply). Calling it again may only keep or narrow the scope.",
+    params: z.strictObject({
+      shadow: shadowRef,
+      agent: agentId,
+      allowApply: z
+        .boolean()
+        .optional()
+        .describe(
+          "Let the connection apply the agent's layer to the folder (layer.apply); default false. Set it only on the user's word (shadowfs mcp --allow-apply).",
+        ),
+    }),
+    result: z.object({
+      shadow: z.string().describe('The name of the shadow the connection is restricted to.'),
+      agent: z.string(),
+      allowApply: z.boolean(),
+    }),
+    errors: ['UNKNOWN_SHADOW', 'INVALID_AGENT', 'SCOPE_DENIED'],
+  }),
   version: request({
     summary: "The daemon's version, protocol version, platform, and the mount backends it has.",
     params: none,
@@ -329,6 +349,17 @@ export const Requests = {
       uptimeSeconds: z.number(),
       shadows: z.array(ShadowInfo),
       recovered: z.array(z.string()).describe('Stale mounts of a crashed daemon this one cleaned when it started.'),
+      clients: z
+        .array(
+          z.object({
+            client: z.string().optional().describe('The name it gave in hello.'),
+            scope: z
+              .object({ shadow: z.string(), agent: z.string(), allowApply: z.boolean() })
+              .optional()
+              .describe('What it restricted itself to (session.restrict); absent: a full client of the user.'),
+          }),
+        )
+        .describe('The connections the daemon serves now, this one included.'),
       native: NativeStatus,
       memory: z
         .object({
@@ -707,6 +738,50 @@ export const Requests = {
     errors: atPositionErrors,
   }),
 } as const;
+
+/**
+ * The allow-list of a restricted connection (session.restrict): each method it may still call, and
+ * on what terms. Every method not named here, a method added to the protocol later included, is
+ * refused with SCOPE_DENIED. "Its shadow" and "its agent" are those of the restriction; the
+ * daemon enforces these terms (src/daemon/scope.ts) before a handler runs.
+ */
+export const ScopedMethods = {
+  hello: 'always',
+  version: 'always',
+  health: 'always',
+  'session.restrict': 'the same shadow and agent again, with allowApply only if it had it: a scope never widens',
+  list: 'answers with its shadow only, and of that its agent only',
+  'layer.list': 'its shadow; answers with its agent only',
+  'layer.create': 'its agent',
+  'layer.drop': 'its agent',
+  'layer.clone': 'from its agent to its agent only (another layer is neither read nor made)',
+  'layer.write': 'its agent',
+  'layer.remove': 'its agent',
+  'layer.revert': 'its agent',
+  'layer.read': 'its agent',
+  'layer.reset': 'its agent',
+  'layer.changes': 'its agent',
+  'layer.diff': 'its agent',
+  'layer.patch': 'its agent',
+  'layer.apply': 'its agent, and only when the restriction has allowApply',
+  'layer.checkpoint': 'its agent',
+  'layer.restore': 'its agent',
+  'layer.checkpoints': 'its agent',
+  'file.read': 'its agent',
+  'file.write': 'its agent',
+  'file.edit': 'its agent',
+  'file.list': 'its agent',
+  'file.glob': 'its agent',
+  'file.grep': 'its agent',
+  activate: 'its agent (not null, not another agent)',
+  run: 'its agent, protected: unprotected and originalPath: false are refused, and so is any parameter not known to the restriction',
+  'run.cancel': 'runs this connection started',
+  lints: 'its agent',
+  'lsp.definition': 'its agent',
+  'lsp.references': 'its agent',
+  'lsp.hover': 'its agent',
+} as const satisfies Partial<Record<keyof typeof Requests, string>>;
+export type ScopedMethod = keyof typeof ScopedMethods;
 
 export type Requests = typeof Requests;
 export type MethodName = keyof Requests;

@@ -345,6 +345,7 @@ const FIELDS: Record<MethodName, Fields> = {
     ['nonce', 'string', 'optional'],
     ['proof', 'string', 'optional'],
   ],
+  'session.restrict': [...shadowAgent, ['allowApply', 'boolean', 'optional']],
   version: [],
   health: [],
   status: [],

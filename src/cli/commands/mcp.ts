@@ -1,6 +1,8 @@
 // `shadowfs mcp --shadow S --agent A [--allow-apply]`: an MCP server on standard input/output
-// for one agent on one shadow (see src/mcp/server.ts). Logs go to standard error only: standard
-// output carries the protocol.
+// for one agent on one shadow (see src/mcp/server.ts). The agent behind it is not trusted: its
+// connection to the daemon is restricted to that agent's layer on that shadow (session.restrict)
+// as it opens, before any tool is served, and the daemon holds it to that whatever the server
+// sends. Logs go to standard error only: standard output carries the protocol.
 import * as fs from 'fs';
 import * as path from 'path';
 import type { Argv, CommandModule } from 'yargs';
@@ -28,9 +30,12 @@ export const mcpCommand: CommandModule<object, Args> = {
   handler: async (args) => {
     let client: ShadowClient | undefined;
     try {
-      client = await ShadowClient.connect();
-      // Fail at once (on stderr) when the shadow does not exist, rather than at the first tool call.
-      await client.request('layer.list', { shadow: args.shadow });
+      // Restricted as it opens; fails at once (on stderr) when the shadow does not exist, rather
+      // than at the first tool call.
+      client = await ShadowClient.connect({
+        clientName: `shadowfs mcp ${process.pid}`,
+        scope: { shadow: args.shadow, agent: args.agent, allowApply: args['allow-apply'] },
+      });
       // The session is this agent's: its layer exists from the start (empty: the folder as it is).
       await client.request('layer.create', { shadow: args.shadow, agent: args.agent });
       const version = (

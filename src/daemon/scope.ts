@@ -1,0 +1,153 @@
+// What a restricted connection may do. A front end that serves an untrusted agent (shadowfs mcp)
+// restricts its connection to one agent's layer on one shadow with session.restrict; from then on
+// every request is checked here, in the daemon's dispatch, before its handler runs. The rules are
+// an allow-list keyed by the protocol's own ScopedMethods (the compiler keeps the two the same): a
+// method without a rule, one added to the protocol later included, is refused.
+import type { CheckedParamsOf, MethodName, NotificationName, NotificationParamsOf, ResultOf, ScopedMethod } from '../protocol/methods';
+
+export interface Scope {
+  /** The shadow's name when the connection restricted itself. */
+  readonly name: string;
+  /**
+   * The shadow itself: one unmounted and mounted again under the same name (perhaps of another
+   * folder) is another shadow, out of scope.
+   */
+  readonly shadow: object;
+  readonly agent: string;
+  /** May apply the agent's layer to the folder: only narrowed, never widened. */
+  allowApply: boolean;
+}
+
+export interface ScopeContext {
+  /** The shadow a request's `shadow` parameter names (a name, mount point, or path inside it), if any. */
+  resolve(ref: string): object | undefined;
+  /** Whether this connection started the run with this id. */
+  ownsRun(runId: string): boolean;
+}
+
+type Rule<M extends ScopedMethod> = (p: CheckedParamsOf<M>, scope: Scope, ctx: ScopeContext) => string | undefined;
+
+const always = (): undefined => undefined;
+
+function shadowOnly(p: { shadow: string }, s: Scope, ctx: ScopeContext): string | undefined {
+  return ctx.resolve(p.shadow) === s.shadow ? undefined : `shadow ${JSON.stringify(p.shadow)} is not its shadow`;
+}
+
+function own(p: { shadow: string; agent: string | null }, s: Scope, ctx: ScopeContext): string | undefined {
+  const other = shadowOnly(p, s, ctx);
+  if (other) return other;
+  if (p.agent !== s.agent)
+    return p.agent === null ? 'it may not take its layer off the shared mount' : `${JSON.stringify(p.agent)} is another agent`;
+  return undefined;
+}
+
+/** The run parameters a restricted connection may pass; one added to the protocol later is refused until it is judged here. */
+const RUN_PARAMS: ReadonlySet<string> = new Set<keyof CheckedParamsOf<'run'>>([
+  'shadow',
+  'agent',
+  'argv',
+  'runId',
+  'cwd',
+  'env',
+  'timeout',
+  'discardWrites',
+  'shell',
+  'originalPath',
+  'atOriginalPath',
+  'unprotected',
+  'noNetwork',
+]);
+
+const RULES: { [M in ScopedMethod]: Rule<M> } = {
+  hello: always,
+  version: always,
+  health: always,
+  'session.restrict': (p, s, ctx) => {
+    const other = own(p, s, ctx);
+    if (other) return `a restriction only narrows: ${other}`;
+    if (p.allowApply === true && !s.allowApply) return 'a restriction only narrows: it may not allow apply now';
+    return undefined;
+  },
+  list: always, // its answer is narrowed (narrowResult)
+  'layer.list': shadowOnly, // and its answer narrowed
+  'layer.create': own,
+  'layer.drop': own,
+  'layer.clone': (p, s, ctx) => own(p, s, ctx) ?? (p.to === s.agent ? undefined : `${JSON.stringify(p.to)} is another agent`),
+  'layer.write': own,
+  'layer.remove': own,
+  'layer.revert': own,
+  'layer.read': own,
+  'layer.reset': own,
+  'layer.changes': own,
+  'layer.diff': own,
+  'layer.patch': own,
+  'layer.apply': (p, s, ctx) =>
+    own(p, s, ctx) ??
+    (s.allowApply ? undefined : "applying to the user's folder was not allowed when it was restricted (shadowfs mcp --allow-apply)"),
+  'layer.checkpoint': own,
+  'layer.restore': own,
+  'layer.checkpoints': own,
+  'file.read': own,
+  'file.write': own,
+  'file.edit': own,
+  'file.list': own,
+  'file.glob': own,
+  'file.grep': own,
+  activate: own,
+  run: (p, s, ctx) => {
+    const other = own(p, s, ctx);
+    if (other) return other;
+    const unknown = Object.keys(p).find((k) => !RUN_PARAMS.has(k));
+    if (unknown !== undefined) return `run parameter ${JSON.stringify(unknown)} is not allowed to it`;
+    if (p.unprotected === true) return 'it may not run unprotected';
+    if (p.originalPath === false) return "it may not run without the shadow at the folder's own path (originalPath: false)";
+    return undefined;
+  },
+  'run.cancel': (p, _s, ctx) => (ctx.ownsRun(p.runId) ? undefined : `run ${JSON.stringify(p.runId)} is not one it started`),
+  lints: own,
+  'lsp.definition': own,
+  'lsp.references': own,
+  'lsp.hover': own,
+};
+
+function describe(s: Scope): string {
+  return `this connection is restricted to agent ${JSON.stringify(s.agent)} on shadow ${JSON.stringify(s.name)}`;
+}
+
+/** Why a restricted connection may not make this request, or undefined when it may. */
+export function scopeRefusal(method: MethodName, params: unknown, scope: Scope, ctx: ScopeContext): string | undefined {
+  if (!Object.prototype.hasOwnProperty.call(RULES, method)) return `${describe(scope)}, and ${method} is not open to it`;
+  const why = (RULES[method as ScopedMethod] as Rule<ScopedMethod>)(params as never, scope, ctx);
+  return why === undefined ? undefined : `${describe(scope)}: ${method} refused, ${why}`;
+}
+
+/** The answer a restricted connection gets: of list and layer.list, only its own shadow and agent. */
+export function narrowResult<M extends MethodName>(method: M, result: ResultOf<M>, scope: Scope, ctx: ScopeContext): ResultOf<M> {
+  if (method === 'list') {
+    const r = result as ResultOf<'list'>;
+    const shadows = r.shadows
+      .filter((x) => ctx.resolve(x.name) === scope.shadow)
+      .map((x) => ({ ...x, agents: x.agents.filter((a) => a === scope.agent), views: x.views.filter((v) => v.agent === scope.agent) }));
+    return { ...r, shadows } as ResultOf<M>;
+  }
+  if (method === 'layer.list') {
+    const r = result as ResultOf<'layer.list'>;
+    return { ...r, agents: r.agents.filter((a) => a === scope.agent) } as ResultOf<M>;
+  }
+  return result;
+}
+
+/** Whether a restricted connection hears this notification: only of its own shadow and agent. */
+export function hears<N extends NotificationName>(
+  method: N,
+  params: NotificationParamsOf<N>,
+  scope: Scope,
+  resolve: ScopeContext['resolve'],
+): boolean {
+  const p = params as { shadow?: string; agent?: string | null };
+  if (typeof p.shadow !== 'string') return false;
+  const mine = p.shadow === scope.name || resolve(p.shadow) === scope.shadow;
+  if (!mine) return false;
+  if (method === 'layer/changed') return p.agent === scope.agent;
+  return true;
+}
