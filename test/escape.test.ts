@@ -12,7 +12,7 @@
 // - the victim agent's layer and view, and the other shadow's layer, hold what they held;
 // - no process of the run outlived it.
 import * as assert from 'assert';
-import { execFileSync } from 'child_process';
+import { execFileSync, spawnSync } from 'child_process';
 import * as fs from 'fs';
 import * as net from 'net';
 import * as path from 'path';
@@ -31,6 +31,33 @@ import {
 } from './helpers/escape-cases';
 import { FolderGuard, makeProject, repoRoot, tempDir } from './helpers/fixtures';
 import { asNobody, chownTree, NOBODY, NOGROUP } from './helpers/unprivileged';
+
+const q = (s: string): string => `'${s.replace(/'/g, `'\\''`)}'`;
+
+/**
+ * The daemon case, as a shell script of the user: mount A through the CLI (which starts a
+ * daemon in $XDG_RUNTIME_DIR), then a run whose command, knowing where the daemon's socket is,
+ * connects to it, runs `shadowfs apply` of its own layer and `shadowfs run` of the same shadow.
+ */
+function daemonScript(w: World): string {
+  const cli = `${q(process.execPath)} ${q(path.join(repoRoot, 'bin', 'shadowfs.js'))}`;
+  const mp = path.join(path.dirname(w.lower), 'mnt', 'cli');
+  const inner = [
+    'echo agent > agent-file',
+    `for s in $SOCKS; do ${q(w.probe)} connect-unix "$s"; done`,
+    `XDG_RUNTIME_DIR=${q(w.runtime)} ${cli} apply esc --agent x --take agent-file >/dev/null 2>&1; echo "apply exit $?"`,
+    `XDG_RUNTIME_DIR=${q(w.runtime)} ${cli} run esc --agent y -- sh -c 'echo nested > ${w.canary}/nested' >/dev/null 2>&1; echo "nested run exit $?"`,
+    'echo DONE',
+  ].join('; ');
+  return [
+    `${cli} mount ${q(w.lower)} --name esc --at ${q(mp)} >/dev/null || exit 50`,
+    `SOCKS=$(ls -d "$XDG_RUNTIME_DIR"/shadowfs/* | tr '\\n' ' ')`,
+    `[ -n "$SOCKS" ] || exit 51`,
+    `${cli} run esc --agent x --timeout 90 --env SOCKS="$SOCKS" -- sh -c ${q(inner)}; echo "outer run exit $?"`,
+    `${cli} unmount esc >/dev/null; echo "unmount exit $?"`,
+    'kill $(cat "$XDG_RUNTIME_DIR/shadowfs/daemon.pid")',
+  ].join('\n');
+}
 
 type Mode = 'root' | 'nobody';
 const backend = process.env.SHADOWFS_BACKEND ?? 'default';
@@ -86,6 +113,7 @@ function makeWorld(mode: Mode, probe: string, port: number, abstractName: string
     view: path.join(base, 'mnt', 'view'),
   };
   for (const m of Object.values(mounts)) fs.mkdirSync(m);
+  fs.mkdirSync(path.join(base, 'mnt', 'cli')); // the daemon case's mount point
   const unixSocket = path.join(base, 'outside.sock');
   if (mode === 'nobody') for (const d of [lower, other, home, state, runtime, path.join(base, 'mnt')]) chownTree(d, NOBODY, NOGROUP);
   const st = fs.statSync(lower);
@@ -220,6 +248,45 @@ describe(`escape corpus: nothing a run does reaches A, the host, the daemon or a
           }
         });
       }
+
+      it("daemon-socket: a run cannot reach the daemon's socket; shadowfs apply and shadowfs run from inside fail", async () => {
+        const w = worlds[mode] as World;
+        const guards = [w.lower, w.canary, w.hostTmp].map((d) => new FolderGuard(d));
+        const env = { XDG_RUNTIME_DIR: w.runtime, SHADOWFS_STATE_DIR: w.state, HOME: w.home };
+        try {
+          const ran =
+            mode === 'root'
+              ? spawnSync('sh', ['-c', daemonScript(w)], { encoding: 'utf8', env: { ...process.env, ...env }, timeout: 150_000 })
+              : await asNobody(['sh', '-c', daemonScript(w)], { env, timeoutMs: 150_000 });
+          const all = `${ran.stdout}\n--- stderr\n${ran.stderr}`;
+          assert.strictEqual(ran.status, 0, all);
+          const lines = ran.stdout.split('\n');
+          assert.ok(lines.includes('DONE') && lines.includes('outer run exit 0') && lines.includes('unmount exit 0'), all);
+          assert.ok(
+            lines.some((l) => l.startsWith('connect unix: ')),
+            `no socket was tried:\n${all}`,
+          );
+          assert.deepStrictEqual(
+            lines.filter((l) => /: ok$/.test(l)),
+            [],
+            `the run reached the daemon:\n${all}`,
+          );
+          assert.ok(!lines.includes('apply exit 0'), `shadowfs apply worked from inside the run:\n${all}`);
+          assert.ok(!lines.includes('nested run exit 0'), `shadowfs run worked from inside the run:\n${all}`);
+          for (const g of guards) await g.check();
+          assert.ok(!fs.existsSync(path.join(w.lower, 'agent-file')), 'the agent applied its own layer');
+        } finally {
+          for (const g of guards) g.stop();
+          const pidFile = path.join(w.runtime, 'shadowfs', 'daemon.pid');
+          try {
+            process.kill(Number(fs.readFileSync(pidFile, 'utf8')), 'SIGKILL');
+          } catch {
+            // stopped by the script
+          }
+          const mp = path.join(path.dirname(w.lower), 'mnt', 'cli');
+          if (mountedPaths().has(mp)) spawnSync('umount', ['-l', mp]);
+        }
+      });
     });
   }
 });
