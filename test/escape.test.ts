@@ -24,6 +24,7 @@ import {
   OTHER,
   processesWith,
   runCase,
+  runReadable,
   VICTIM,
   type World,
   buildPreload,
@@ -65,6 +66,9 @@ const REQUIRED = ['mount', 'pid', 'user', 'seccomp'];
 
 /** The worlds live outside /tmp (which every run has private), beside the repository's build output. */
 const worldsRoot = path.join(repoRoot, 'build', 'test');
+
+/** Servers on a Unix socket in each world's home (see the before hook). */
+const homeSockets: net.Server[] = [];
 
 interface Servers {
   tcp: net.Server;
@@ -207,10 +211,17 @@ describe(`escape corpus: nothing a run does reaches A, the host, the daemon or a
     for (const mode of ['root', 'nobody'] as Mode[]) worlds[mode] = makeWorld(mode, probe, port, abstractName);
     await listen(unix, (worlds.root as World).unixSocket);
     fs.chmodSync((worlds.root as World).unixSocket, 0o777);
+    // Sockets anyone may connect to, where the user's own programs keep theirs: the home.
+    for (const w of Object.values(worlds)) {
+      const home = net.createServer((s) => s.on('error', () => undefined).end('hello'));
+      homeSockets.push(home);
+      await listen(home, path.join(w.home, 'agent.sock'));
+      fs.chmodSync(path.join(w.home, 'agent.sock'), 0o777);
+    }
   });
 
   after(async () => {
-    for (const s of Object.values(servers ?? {})) (s as net.Server).close();
+    for (const s of [...Object.values(servers ?? {}), ...homeSockets]) (s as net.Server).close();
     for (const w of Object.values(worlds)) {
       for (const pid of processesWith(w.marker)) {
         try {
@@ -252,7 +263,7 @@ describe(`escape corpus: nothing a run does reaches A, the host, the daemon or a
       it("daemon-socket: a run cannot reach the daemon's socket; shadowfs apply and shadowfs run from inside fail", async () => {
         const w = worlds[mode] as World;
         const guards = [w.lower, w.canary, w.hostTmp].map((d) => new FolderGuard(d));
-        const env = { XDG_RUNTIME_DIR: w.runtime, SHADOWFS_STATE_DIR: w.state, HOME: w.home };
+        const env = { XDG_RUNTIME_DIR: w.runtime, SHADOWFS_STATE_DIR: w.state, HOME: w.home, SHADOWFS_RUN_READABLE: runReadable(w) };
         try {
           const ran =
             mode === 'root'

@@ -59,6 +59,7 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <string>
 #include <utility>
 #include <vector>
@@ -164,11 +165,21 @@ void mkdirs(const std::string& path) {
 struct Placed {
   int fd;
   std::string target;
-  bool readOnly;
+  unsigned long long attrs;  // MOUNT_ATTR_* set on the copy before it is placed
+  bool file;
 };
 
-int cloneTree(const std::string& source) {
-  int fd = static_cast<int>(open_tree(AT_FDCWD, source.c_str(), OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE));
+// The system the run reads: these top-level directories of the host, read-only (symbolic links
+// among them, as merged-/usr systems have, are made again as links). Nothing else of the host
+// is there unless the daemon names it: not /home, /root, /var, /mnt, /media, /srv, whose
+// sockets (container engines, agents, buses) a run could otherwise connect to.
+const char* const kSystem[] = {"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/nix", "/sys"};
+// The devices a build uses; nothing else of the host's /dev.
+const char* const kDevices[] = {"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty"};
+constexpr const char* kRoot = "/tmp";  // the new root is a tmpfs mounted over /tmp, then pivoted into
+
+int cloneTree(const std::string& source, bool recursive = true) {
+  int fd = static_cast<int>(open_tree(AT_FDCWD, source.c_str(), OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | (recursive ? AT_RECURSIVE : 0)));
   if (fd < 0) fail("CONFINEMENT_FAILED", "cannot take a copy of the mount at " + source, errno);
   return fd;
 }
@@ -178,47 +189,142 @@ void tmpfsAt(const std::string& dir, const char* opts, unsigned long flags) {
     fail("CONFINEMENT_FAILED", "cannot mount a private tmpfs at " + dir, errno);
 }
 
+void setAttrs(int fd, const std::string& what, unsigned long long attrs, bool recursive) {
+  struct mount_attr a = {};
+  a.attr_set = attrs;
+  if (mount_setattr(fd, "", AT_EMPTY_PATH | (recursive ? AT_RECURSIVE : 0), &a, sizeof a) != 0)
+    fail("CONFINEMENT_FAILED", "cannot set the mount flags of " + what, errno);
+}
+
+void place(const Placed& p) {
+  std::string at = std::string(kRoot) + p.target;
+  struct stat st;
+  if (lstat(at.c_str(), &st) != 0) {
+    if (p.file) {
+      mkdirs(at.substr(0, at.rfind('/')));
+      int fd = open(at.c_str(), O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+      if (fd < 0) fail("CONFINEMENT_FAILED", "cannot make " + p.target + " in the run's view", errno);
+      close(fd);
+    } else {
+      mkdirs(at);
+    }
+  }
+  setAttrs(p.fd, p.target, p.attrs, !p.file);
+  if (move_mount(p.fd, "", AT_FDCWD, at.c_str(), MOVE_MOUNT_F_EMPTY_PATH) != 0)
+    fail("CONFINEMENT_FAILED", "cannot put " + p.target + " in the run's view", errno);
+  close(p.fd);
+}
+
 void buildView() {
   if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) fail("CONFINEMENT_FAILED", "cannot make the mounts private", errno);
-  // What goes back on top is taken first, still writable, before anything is covered.
-  std::vector<Placed> placed;
-  for (auto& b : g_opts.binds) placed.push_back({cloneTree(b.first), b.second, false});
-  for (auto& b : g_opts.roBinds) placed.push_back({cloneTree(b.first), b.second, true});
+  const unsigned long long roAttrs = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
+  const unsigned long long rwAttrs = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
+  // Everything the view is made of is taken first, before anything is covered.
+  std::vector<Placed> system, placed, devices;
+  std::vector<std::pair<std::string, std::string>> links;
+  for (const char* dir : kSystem) {
+    struct stat st;
+    if (lstat(dir, &st) != 0) continue;
+    if (S_ISLNK(st.st_mode)) {
+      char target[PATH_MAX];
+      ssize_t n = readlink(dir, target, sizeof target - 1);
+      if (n > 0) links.emplace_back(dir, std::string(target, static_cast<size_t>(n)));
+    } else if (S_ISDIR(st.st_mode)) {
+      system.push_back({cloneTree(dir), dir, roAttrs, false});
+    }
+  }
+  auto add = [&](const std::string& source, const std::string& target, unsigned long long attrs) {
+    struct stat st;
+    if (stat(source.c_str(), &st) != 0) {
+      if (attrs & MOUNT_ATTR_RDONLY) return;  // an optional read-only extra that is not there
+      fail("CONFINEMENT_FAILED", "cannot find " + source, errno);
+    }
+    bool file = !S_ISDIR(st.st_mode);
+    placed.push_back({cloneTree(source, !file), target, attrs, file});
+  };
+  for (auto& b : g_opts.binds) add(b.first, b.second, rwAttrs);
+  for (auto& b : g_opts.roBinds) add(b.first, b.second, roAttrs);
   for (auto& w : g_opts.writable)
-    if (isDir(w)) placed.push_back({cloneTree(w), w, false});
+    if (isDir(w)) add(w, w, rwAttrs);
   // Name resolution may live under /run (systemd-resolved's stub file): that one directory comes back.
   char resolved[PATH_MAX];
   if (realpath("/etc/resolv.conf", resolved) && under(resolved, "/run")) {
     std::string dir(resolved);
     dir = dir.substr(0, dir.rfind('/'));
-    placed.push_back({cloneTree(dir), dir, true});
+    add(dir, dir, roAttrs);
   }
-  // Everything read-only.
-  struct mount_attr ro = {};
-  ro.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID;
-  if (mount_setattr(AT_FDCWD, "/", AT_RECURSIVE, &ro, sizeof ro) != 0) fail("CONFINEMENT_FAILED", "cannot make the system read-only for the run", errno);
-  // The namespace's own processes only.
-  if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) != 0)
+  for (const char* dev : kDevices) {
+    struct stat st;
+    if (stat(dev, &st) == 0 && S_ISCHR(st.st_mode)) devices.push_back({cloneTree(dev, false), dev, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC, true});
+  }
+  // The new root: a tmpfs, read-only once built.
+  tmpfsAt(kRoot, "mode=0755", 0);
+  for (auto& l : links) {
+    if (symlink(l.second.c_str(), (std::string(kRoot) + l.first).c_str()) != 0)
+      fail("CONFINEMENT_FAILED", "cannot make the link " + l.first, errno);
+  }
+  for (auto& p : system) place(p);
+  std::string root(kRoot);
+  // The namespace's own processes only; /proc/sys and the sysrq trigger read-only.
+  mkdirs(root + "/proc");
+  if (mount("proc", (root + "/proc").c_str(), "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) != 0)
     fail("CONFINEMENT_FAILED", "cannot mount the run's own /proc", errno);
-  // Private scratch space; /run (the user's runtime sockets: agents, buses, shadowfs's own) gone.
-  tmpfsAt("/tmp", "mode=1777", 0);
-  if (isDir("/var/tmp")) tmpfsAt("/var/tmp", "mode=1777", 0);
-  if (isDir("/dev/shm")) tmpfsAt("/dev/shm", "mode=1777", 0);
-  if (isDir("/run")) tmpfsAt("/run", "mode=0755", 0);
-  // Hidden: shadowfs's runtime, state and configuration directories, other shadows and views.
-  for (auto& h : g_opts.hides) {
+  for (const char* sub : {"/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus"}) {
     struct stat st;
-    if (lstat(h.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) continue;  // gone, or under a fresh tmpfs already
-    tmpfsAt(h, "mode=0555,size=4k", MS_RDONLY | MS_NOEXEC);
+    std::string at = root + sub;
+    if (lstat(at.c_str(), &st) != 0) continue;
+    int fd = cloneTree(at, S_ISDIR(st.st_mode));
+    setAttrs(fd, sub, roAttrs, S_ISDIR(st.st_mode));
+    if (move_mount(fd, "", AT_FDCWD, at.c_str(), MOVE_MOUNT_F_EMPTY_PATH) != 0) fail("CONFINEMENT_FAILED", std::string("cannot protect ") + sub, errno);
+    close(fd);
   }
-  for (auto& p : placed) {
-    if (p.readOnly && mount_setattr(p.fd, "", AT_EMPTY_PATH | AT_RECURSIVE, &ro, sizeof ro) != 0)
-      fail("CONFINEMENT_FAILED", "cannot make the copy of " + p.target + " read-only", errno);
+  // A /dev of its own: the usual devices, a private pty instance, shared memory.
+  mkdirs(root + "/dev");
+  tmpfsAt(root + "/dev", "mode=0755", MS_NOEXEC);
+  for (auto& d : devices) place(d);
+  mkdirs(root + "/dev/pts");
+  if (mount("devpts", (root + "/dev/pts").c_str(), "devpts", MS_NOSUID | MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620") != 0)
+    fail("CONFINEMENT_FAILED", "cannot mount the run's own /dev/pts", errno);
+  mkdirs(root + "/dev/shm");
+  tmpfsAt(root + "/dev/shm", "mode=1777", 0);
+  for (auto& l : std::vector<std::pair<const char*, const char*>>{
+           {"pts/ptmx", "/dev/ptmx"}, {"/proc/self/fd", "/dev/fd"}, {"/proc/self/fd/0", "/dev/stdin"},
+           {"/proc/self/fd/1", "/dev/stdout"}, {"/proc/self/fd/2", "/dev/stderr"}}) {
+    if (symlink(l.first, (root + l.second).c_str()) != 0) fail("CONFINEMENT_FAILED", std::string("cannot make ") + l.second, errno);
+  }
+  // Private scratch space; an empty /run.
+  for (const char* t : {"/tmp", "/var/tmp"}) {
+    mkdirs(root + t);
+    tmpfsAt(root + t, "mode=1777", 0);
+  }
+  mkdirs(root + "/run");
+  tmpfsAt(root + "/run", "mode=0755", 0);
+  // The shadow, the daemon's read-only extras and the user's writable list, parents first.
+  std::sort(placed.begin(), placed.end(), [](const Placed& a, const Placed& b) { return a.target.size() < b.target.size(); });
+  for (auto& p : placed) place(p);
+  // Hidden even where an extra would show them: shadowfs's runtime, state and configuration
+  // directories, other shadows and views.
+  for (auto& h : g_opts.hides) {
+    // A directory made only to hold a placed mount (the runtime directory around a view's
+    // mount point) shows nothing else: covering it would cover the mount.
+    bool holds = false;
+    for (auto& p : placed) holds = holds || under(p.target, h);
+    if (holds) continue;
     struct stat st;
-    if (lstat(p.target.c_str(), &st) != 0) mkdirs(p.target);
-    if (move_mount(p.fd, "", AT_FDCWD, p.target.c_str(), MOVE_MOUNT_F_EMPTY_PATH) != 0)
-      fail("CONFINEMENT_FAILED", "cannot put the shadow at " + p.target, errno);
-    close(p.fd);
+    std::string at = root + h;
+    if (lstat(at.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) continue;
+    tmpfsAt(at, "mode=0555,size=4k", MS_RDONLY | MS_NOEXEC);
+  }
+  // Into the new root; the old one is detached.
+  mkdirs(root + "/.old");
+  if (syscall(SYS_pivot_root, kRoot, (root + "/.old").c_str()) != 0) fail("CONFINEMENT_FAILED", "cannot enter the run's view", errno);
+  if (chdir("/") != 0 || umount2("/.old", MNT_DETACH) != 0) fail("CONFINEMENT_FAILED", "cannot leave the host's view", errno);
+  rmdir("/.old");
+  for (const char* dir : {"/", "/dev"}) {
+    int fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) fail("CONFINEMENT_FAILED", std::string("cannot open ") + dir, errno);
+    setAttrs(fd, dir, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID, false);
+    close(fd);
   }
   g_held.push_back("mount");
 }
@@ -263,8 +369,9 @@ void applyLandlock(const std::vector<std::string>& writable) {
   int ruleset = static_cast<int>(syscall(kSysLandlockCreateRuleset, &attr, size, 0));
   if (ruleset < 0) fail("CONFINEMENT_FAILED", "cannot create the Landlock ruleset", errno);
   for (auto& w : writable) addBeneath(ruleset, w, write);
-  // Devices: writing /dev/null, a terminal; making nothing.
-  addBeneath(ruleset, "/dev", kLlWriteFile | (abi >= 3 ? kLlTruncate : 0));
+  // Devices: writing the few the view has and the run's own terminals; making nothing.
+  for (const char* dev : kDevices) addBeneath(ruleset, dev, kLlWriteFile | (abi >= 3 ? kLlTruncate : 0));
+  addBeneath(ruleset, "/dev/pts", kLlWriteFile | (abi >= 3 ? kLlTruncate : 0));
   if (syscall(kSysLandlockRestrictSelf, ruleset, 0) != 0) fail("CONFINEMENT_FAILED", "cannot apply the Landlock ruleset", errno);
   close(ruleset);
   g_held.push_back(abi >= 6 ? "landlock" : "landlock-writes");
@@ -400,6 +507,8 @@ int syncRead(int fd) {
 
 [[noreturn]] void runInit(int reportFd, uid_t outerUid, gid_t outerGid, bool rootDaemon) {
   if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) _exit(126);
+  // Nothing of the run may read this process's memory or descriptors, whatever its ids.
+  prctl(PR_SET_DUMPABLE, 0);
   buildView();
   if (g_opts.net) {
     loopbackUp();
@@ -411,6 +520,7 @@ int syncRead(int fd) {
   pid_t child = fork();
   if (child < 0) fail("INTERNAL", "cannot fork", errno);
   if (child == 0) {
+    prctl(PR_SET_DUMPABLE, 1);  // P1 maps this process's ids through its /proc files
     close(toChild[1]);
     close(toParent[0]);
     close(reportFd);
@@ -577,7 +687,7 @@ int main(int argc, char** argv) {
         !writeFile("/proc/self/gid_map", "0 " + std::to_string(gid) + " 1\n"))
       fail("NAMESPACE_UNAVAILABLE", "cannot map ids into a user namespace", errno);
   }
-  if (unshare(CLONE_NEWNS | CLONE_NEWPID | (g_opts.net ? CLONE_NEWNET : 0)) != 0)
+  if (unshare(CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | (g_opts.net ? CLONE_NEWNET : 0)) != 0)
     fail("NAMESPACE_UNAVAILABLE", g_opts.net ? "cannot make mount, PID and network namespaces" : "cannot make mount and PID namespaces", errno);
   int report[2];
   if (pipe2(report, O_CLOEXEC) != 0) fail("INTERNAL", "cannot make a pipe", errno);

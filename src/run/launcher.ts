@@ -66,6 +66,31 @@ export function userWritable(): string[] {
     .map((d) => path.resolve(d));
 }
 
+/** Top-level directories the launcher shows read-only in every view (native/launcher/linux_launch.cc kSystem). */
+const SYSTEM = ['/usr', '/bin', '/sbin', '/lib', '/lib32', '/lib64', '/libx32', '/etc', '/opt', '/nix', '/sys'];
+
+/**
+ * What a run reads besides the system, read-only: where the daemon's PATH and Node live outside
+ * the system directories (a version manager under the home directory: its top directory, so its
+ * shims find the rest), git's configuration, and $SHADOWFS_RUN_READABLE (absolute paths
+ * separated by ':'). Nothing else of the home directory is there.
+ */
+export function readOnlyExtras(): string[] {
+  const home = os.homedir();
+  const out = new Set<string>();
+  const add = (dir: string): void => {
+    const d = path.resolve(dir);
+    if (d === '/' || SYSTEM.some((s) => d === s || d.startsWith(`${s}/`))) return;
+    if (home && home !== '/' && d.startsWith(`${home}/`)) out.add(path.join(home, d.slice(home.length + 1).split('/')[0]));
+    else if (d !== home) out.add(path.basename(d) === 'bin' ? path.dirname(d) : d);
+  };
+  for (const dir of (process.env.PATH ?? '').split(':')) if (dir.startsWith('/')) add(dir);
+  add(path.dirname(process.execPath));
+  for (const f of ['.gitconfig', path.join('.config', 'git')]) out.add(path.join(home, f));
+  for (const d of (process.env.SHADOWFS_RUN_READABLE ?? '').split(':')) if (d.startsWith('/')) out.add(path.resolve(d));
+  return [...out];
+}
+
 /** The directories of shadowfs a run must not see, and every shadowfs mount but `keep`. */
 export function hiddenFromRuns(keep: string[]): string[] {
   const out = new Set<string>();
@@ -110,6 +135,9 @@ export function launchArgs(plan: LaunchPlan, argv: string[]): string[] {
   if (plan.noNamespaces) args.push('--no-namespaces');
   if (plan.noNetwork) args.push('--net');
   for (const b of plan.binds) args.push(b.readOnly ? '--ro-bind' : '--bind', b.source, b.target);
+  // Extras inside a bind's target would cover part of the shadow: the shadow shows those itself.
+  const inside = (d: string): boolean => plan.binds.some((b) => d === b.target || d.startsWith(`${b.target}/`));
+  if (!plan.noNamespaces) for (const d of readOnlyExtras()) if (!inside(d)) args.push('--ro-bind', d, d);
   for (const w of [...(plan.writable ?? []), ...userWritable()]) args.push('--writable', w);
   if (!plan.noNamespaces) for (const h of plan.hide ?? hiddenFromRuns(plan.binds.map((b) => b.source))) args.push('--hide', h);
   for (const [k, v] of Object.entries(plan.env)) args.push('--env', `${k}=${v}`);

@@ -462,6 +462,24 @@ export const CASES: EscapeCase[] = [
       shell: script(`${q(w.probe)} opendev /dev/block/${w.dev.major}:${w.dev.minor} /dev/vda /dev/sda /dev/nvme0n1 2>&1 | grep -v ENOENT`),
     }),
   },
+  {
+    name: 'host-devices',
+    tries:
+      "opens the host's loop, KVM, FUSE and console devices for writing (a loop device over an image is a disk); the view has none of them",
+    command: (w) => ({
+      shell: script(
+        `${q(w.probe)} opendev /dev/loop0 /dev/loop1 /dev/loop-control /dev/kvm /dev/fuse /dev/console /dev/tty0 /dev/mem /dev/vda 2>&1 | grep -v ENOENT; ls /dev`,
+      ),
+    }),
+  },
+  {
+    name: 'unix-socket-outside',
+    tries:
+      "connects to a Unix socket served beside A and to a socket in the daemon's home (a rootless docker.sock, an ssh agent): neither is in the view",
+    command: (w) => ({
+      shell: script(`${q(w.probe)} connect-unix ${q(w.unixSocket)}; ${q(w.probe)} connect-unix ${q(path.join(w.home, 'agent.sock'))}`),
+    }),
+  },
 ];
 
 /** The run printed each of `lines` as a whole line. */
@@ -484,9 +502,30 @@ export function processesWith(needle: string): number[] {
   return out;
 }
 
+/**
+ * What the test's daemon lets runs read besides the system (SHADOWFS_RUN_READABLE): the targets
+ * the cases aim at (the canary beside A, the other folder B), the probes and shadowfs itself (the
+ * CLI cases). Not the home directory, the state or the socket beside A: those stay out of view.
+ */
+export function runReadable(w: World): string {
+  const repo = path.resolve(__dirname, '..', '..', '..');
+  const shadowfs = ['bin', 'dist', 'node_modules', 'package.json', path.join('build', 'Release')].map((p) => path.join(repo, p));
+  return [w.canary, w.other, path.dirname(w.probe), w.preload, ...shadowfs].join(':');
+}
+
 async function withDaemonEnv<T>(w: World, fn: () => Promise<T>): Promise<T> {
-  const keys = ['HOME', 'XDG_RUNTIME_DIR', 'SHADOWFS_STATE_DIR', 'SHADOWFS_TEST_SECRET', 'XDG_CONFIG_HOME'] as const;
+  const keys = [
+    'HOME',
+    'XDG_RUNTIME_DIR',
+    'SHADOWFS_STATE_DIR',
+    'SHADOWFS_TEST_SECRET',
+    'XDG_CONFIG_HOME',
+    'SHADOWFS_RUN_READABLE',
+  ] as const;
   const saved = keys.map((k) => process.env[k]);
+  // A run sees the system and its shadow only; the user lets it read the world (its canary, B,
+  // the home, the sockets: each case's targets), the probes and shadowfs itself (the CLI cases).
+  process.env.SHADOWFS_RUN_READABLE = runReadable(w);
   process.env.HOME = w.home;
   process.env.XDG_RUNTIME_DIR = w.runtime;
   process.env.SHADOWFS_STATE_DIR = w.state;
