@@ -89,7 +89,7 @@ async function refused(p: Promise<unknown>, what: string): Promise<void> {
   await assert.rejects(
     p,
     (err: { code?: string; message?: string }) => {
-      assert.strictEqual(err.code, 'INTERNAL', `${what}: ${err.message}`);
+      assert.strictEqual(err.code, 'STATE_CORRUPT', `${what}: ${err.message}`);
       assert.match(err.message ?? '', /damaged or was tampered with/, what);
       return true;
     },

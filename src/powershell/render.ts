@@ -83,6 +83,7 @@ export const ERROR_CATEGORY: Record<keyof typeof ErrorCodes | 'USAGE' | 'CLI_FAI
   DAEMON_RUNNING: 'ResourceExists',
   PEER_REFUSED: 'SecurityError',
   SCOPE_DENIED: 'PermissionDenied',
+  STATE_CORRUPT: 'InvalidData',
   PROTOCOL: 'ProtocolError',
   INVALID_AGENT: 'InvalidArgument',
   NO_ACTIVE_LAYER: 'InvalidOperation',

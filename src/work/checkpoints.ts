@@ -71,13 +71,10 @@ const BLOB_RE = /^[0-9a-f]{64}$/;
 /** Manifests are small (a line per changed path): anything this big is not one. */
 const MAX_MANIFEST_BYTES = 64 * 1024 * 1024;
 
-/**
- * The error for a checkpoint whose files fail the checks above. It uses the code INTERNAL, as a
- * damaged checkpoint always did, until the protocol has a code of its own for damaged state.
- */
+/** The error for a checkpoint whose files fail the checks above. */
 function corrupt(what: string): ShadowError {
   return new ShadowError(
-    'INTERNAL',
+    'STATE_CORRUPT',
     `${what}: this part of the checkpoints is damaged or was tampered with, so it was refused and nothing was changed; remove it and save a new checkpoint`,
   );
 }
@@ -242,7 +239,7 @@ export class CheckpointStore {
     const file = this.blobPath(hash);
     this.checkDirs('blobs');
     const data = readPlain(file);
-    if (!data) throw new ShadowError('INTERNAL', `checkpoint content ${hash} is missing from ${this.root}; the checkpoint is damaged`);
+    if (!data) throw new ShadowError('STATE_CORRUPT', `checkpoint content ${hash} is missing from ${this.root}; the checkpoint is damaged`);
     if (crypto.createHash('sha256').update(data).digest('hex') !== hash)
       throw corrupt(`the content of ${file} does not have the hash that names it`);
     return data;
