@@ -42,6 +42,12 @@ const PASSED = new Set([
 /** The environment of a confined command: a few of the daemon's variables, then the caller's. */
 export function commandEnv(extra: Record<string, string>): Record<string, string> {
   const env: Record<string, string> = {};
+  if (process.platform !== 'linux') {
+    // Windows runs start through their Job Object with the daemon's environment (issue 29 makes
+    // that minimal too: Windows needs SystemRoot, PATHEXT, COMSPEC and more than this list).
+    for (const [k, v] of Object.entries(process.env)) if (v !== undefined) env[k] = v;
+    return { ...env, ...extra };
+  }
   for (const [k, v] of Object.entries(process.env)) {
     if (v === undefined || v.includes('\0')) continue;
     if (PASSED.has(k) || k.startsWith('LC_')) env[k] = v;
