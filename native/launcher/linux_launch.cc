@@ -27,9 +27,11 @@
 // a failure to confine, and "leftover N" when the command ended.
 //
 // Usage:
-//   shadowfs-launch [--cgroup DIR] [--bind SRC DST]... [--ro-bind SRC DST]... [--hide DIR]... [--writable DIR]...
+//   shadowfs-launch [--cgroup DIR] [--bind SRC DST]... [--ro-bind SRC DST]... [--tmpfs DIR]...
+//                   [--hide DIR]... [--writable DIR]...
 //                   [--net] [--cwd DIR] [--env NAME=VALUE]... [--status-fd N]
 //                   [--no-namespaces] [--probe] -- COMMAND [ARG]...
+// --tmpfs gives an empty private directory (the home: what tools keep there is dropped after).
 // --ro-bind puts a read-only copy (language servers see the shadow and the folder that way).
 // --no-namespaces: only the cgroup, Landlock, seccomp and the environment (for systems where no
 // namespace can be made, when the caller accepted an unprotected run). --probe: confine, report
@@ -106,6 +108,7 @@ struct Options {
   std::vector<std::pair<std::string, std::string>> roBinds;  // source, target, read-only
   std::vector<std::string> hides;
   std::vector<std::string> writable;
+  std::vector<std::string> tmpfs;  // private, writable, empty: the home directory
   bool net = false;
   std::string cwd;
   std::vector<std::string> env;
@@ -299,6 +302,10 @@ void buildView() {
   }
   mkdirs(root + "/run");
   tmpfsAt(root + "/run", "mode=0755", 0);
+  for (auto& t : g_opts.tmpfs) {
+    mkdirs(root + t);
+    tmpfsAt(root + t, "mode=0700", 0);
+  }
   // The shadow, the daemon's read-only extras and the user's writable list, parents first.
   std::sort(placed.begin(), placed.end(), [](const Placed& a, const Placed& b) { return a.target.size() < b.target.size(); });
   for (auto& p : placed) place(p);
@@ -470,6 +477,7 @@ std::vector<std::string> writableTargets() {
   std::vector<std::string> w;
   for (auto& b : g_opts.binds) w.push_back(b.second);
   for (auto& x : g_opts.writable) w.push_back(x);
+  for (auto& x : g_opts.tmpfs) w.push_back(x);
   for (const char* t : {"/tmp", "/var/tmp", "/dev/shm"}) w.push_back(t);
   return w;
 }
@@ -629,6 +637,9 @@ void parse(int argc, char** argv) {
       need(2);
       g_opts.roBinds.emplace_back(argv[i + 1], argv[i + 2]);
       i += 2;
+    } else if (a == "--tmpfs") {
+      need(1);
+      g_opts.tmpfs.push_back(argv[++i]);
     } else if (a == "--hide") {
       need(1);
       g_opts.hides.push_back(argv[++i]);
@@ -664,6 +675,8 @@ void parse(int argc, char** argv) {
     if (!absolute(p)) usage("--hide takes an absolute path");
   for (auto& p : g_opts.writable)
     if (!absolute(p)) usage("--writable takes an absolute path");
+  for (auto& p : g_opts.tmpfs)
+    if (!absolute(p) || p == "/") usage("--tmpfs takes an absolute path other than /");
   if (!g_opts.cwd.empty() && !absolute(g_opts.cwd)) usage("--cwd takes an absolute path");
 }
 

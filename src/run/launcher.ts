@@ -143,7 +143,13 @@ export function launchArgs(plan: LaunchPlan, argv: string[]): string[] {
   for (const b of plan.binds) args.push(b.readOnly ? '--ro-bind' : '--bind', b.source, b.target);
   // Extras inside a bind's target would cover part of the shadow: the shadow shows those itself.
   const inside = (d: string): boolean => plan.binds.some((b) => d === b.target || d.startsWith(`${b.target}/`));
-  if (!plan.noNamespaces) for (const d of readOnlyExtras()) if (!inside(d)) args.push('--ro-bind', d, d);
+  if (!plan.noNamespaces) {
+    // The home directory is private and empty (git's configuration comes back read-only in it):
+    // caches a tool keeps there (~/.npm, ~/.cache) live as long as the run.
+    const home = os.homedir();
+    if (home && home !== '/' && !inside(home)) args.push('--tmpfs', home);
+    for (const d of readOnlyExtras()) if (!inside(d)) args.push('--ro-bind', d, d);
+  }
   for (const w of [...(plan.writable ?? []), ...userWritable()]) args.push('--writable', w);
   if (!plan.noNamespaces) for (const h of plan.hide ?? hiddenFromRuns(plan.binds.map((b) => b.source))) args.push('--hide', h);
   for (const [k, v] of Object.entries(plan.env)) args.push('--env', `${k}=${v}`);

@@ -299,10 +299,14 @@ export const CASES: EscapeCase[] = [
   {
     name: 'home-config-state',
     tries:
-      'writes ~/.bashrc, ~/.gitconfig, ~/.config/shadowfs/lsp.json, $SHADOWFS_STATE_DIR and the runtime dir; reads the state; rewrites /etc/hosts and creates a file in /etc',
+      "writes ~/.bashrc (the run's private home), ~/.gitconfig (read-only), ~/.config/shadowfs/lsp.json, $SHADOWFS_STATE_DIR and the runtime dir; reads the state; rewrites /etc/hosts and creates a file in /etc",
     command: (w) => ({
       shell: script(
-        `${q(w.probe)} write "$HOME/.bashrc" "$HOME/.gitconfig" "$HOME/.config/shadowfs/lsp.json" "$HOME/.profile" ${q(path.join(w.home, '.bashrc'))}`,
+        // The run's home is a private tmpfs: what it writes there is its own (reported as
+        // "private", not "ok"); the daemon's home, guarded outside, must not change.
+        attempt('read the real .bashrc', `grep -q '# bashrc' "$HOME/.bashrc"`),
+        `${q(w.probe)} write "$HOME/.bashrc" "$HOME/.profile" | sed 's/: ok$/: private/'`,
+        `${q(w.probe)} write "$HOME/.gitconfig" "$HOME/.config/shadowfs/lsp.json"`,
         `${q(w.probe)} write ${q(path.join(w.state, 'state.json'))} ${q(path.join(w.state, 'escape'))} ${q(path.join(w.runtime, 'shadowfs', 'escape'))} ${q(path.join(w.runtime, 'escape'))}`,
         attempt('read the state', `grep -q secret-state ${q(path.join(w.state, 'state.json'))}`),
         attempt('read lsp.json', `cat ${q(path.join(w.home, '.config', 'shadowfs', 'lsp.json'))}`),
@@ -311,7 +315,12 @@ export const CASES: EscapeCase[] = [
         'echo "HOME=$HOME"',
       ),
     }),
-    check: (o, w) => assertLines(o, [`HOME=${w.home}`], "the run's HOME is the daemon's"),
+    check: (o, w) =>
+      assertLines(
+        o,
+        [`HOME=${w.home}`, `${w.home}/.bashrc: private`, `${w.home}/.profile: private`],
+        "the run's HOME is the daemon's path, a private directory",
+      ),
   },
   {
     name: 'mount-family-tools',
