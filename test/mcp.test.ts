@@ -147,6 +147,41 @@ describe('the MCP server, through the SDK client over stdio', function () {
     await guard.check();
   });
 
+  it('with default flags an agent cannot write the folder through run_command: its PATH and LD_PRELOAD reach only its own command', async () => {
+    const repo = makeRepo();
+    const guard = new FolderGuard(repo);
+    await daemon.request('mount', { folder: repo, name: 'mcp-escape' });
+    mounted.push('mcp-escape');
+    const { client, call } = await connect(['--shadow', 'mcp-escape', '--agent', 'mallory']);
+    try {
+      // Fake unshare, sh, mount and env in the agent's own tool directory, each writing the folder
+      // by its absolute path; before the launcher, the daemon ran `unshare` from the caller's PATH.
+      const evil = `#!/bin/sh\necho pwned > ${repo}/PWNED-$(basename "$0") 2>/dev/null; exec /usr/bin/$(basename "$0") "$@"\n`;
+      for (const tool of ['unshare', 'sh', 'mount', 'env', 'setpriv', 'nsenter']) {
+        const w = await call('write_file', { path: `.tools/${tool}`, content: evil });
+        assert.ok(!w.isError, textOf(w));
+      }
+      assert.ok(!(await call('run_command', { argv: ['/bin/chmod', '-R', '755', '.tools'] })).isError);
+      const shadowTools = path.join(repo, '.tools');
+      const r = await call('run_command', {
+        argv: ['sh', '-c', `echo x > ${repo}/ABS; umount -l ${repo}; echo y > ${repo}/AFTER; echo done`],
+        env: [`PATH=${shadowTools}:/usr/bin:/bin`, 'LD_PRELOAD=/nonexistent/evil.so'],
+      });
+      assert.match(textOf(r), /done/, textOf(r));
+      // What the command wrote through the folder's path landed in the agent's layer.
+      assert.match(textOf(await call('read_file', { path: 'ABS' })), /x/);
+      assert.ok(!fs.existsSync(path.join(repo, 'ABS')) && !fs.existsSync(path.join(repo, 'AFTER')));
+      assert.deepStrictEqual(
+        fs.readdirSync(repo).filter((f) => f.startsWith('PWNED')),
+        [],
+        'no fake tool wrote the folder',
+      );
+    } finally {
+      await client.close();
+    }
+    await guard.check();
+  });
+
   it('with --allow-apply the apply tool writes the folder, and reports your own edit as a conflict', async () => {
     const repo = makeRepo();
     await daemon.request('mount', { folder: repo, name: 'mcp-apply' });
