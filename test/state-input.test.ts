@@ -51,7 +51,9 @@ async function recoverFrom(shadows: unknown[]): Promise<{ listed: Listed[]; log:
   assert.strictEqual(r.status, 0, `shadowfs list failed: ${r.stdout}${r.stderr}`);
   const listed = (JSON.parse(r.stdout) as { shadows: Listed[] }).shadows;
   const lines = (): string[] => {
-    const text = fs.readFileSync(paths.log, 'utf8').slice(logStart);
+    // logStart counts bytes: slicing the decoded text instead would start mid-line after any
+    // earlier line with a character of more than one byte (the fuzz test logs such headers).
+    const text = fs.readFileSync(paths.log).subarray(logStart).toString('utf8');
     return text.split('\n').filter((l) => l.trim() !== '');
   };
   // The daemon logs recovery before it listens; the file transport writes it soon after.
