@@ -333,6 +333,50 @@ describe('running commands inside a shadow', function () {
     });
   });
 
+  it('the lists the user controls cannot be bent by links a run plants, and a run makes no set-user-ID file', async () => {
+    const lower = makeProject();
+    const writable = tempDir('writable');
+    const victim = tempDir('victim');
+    fs.writeFileSync(path.join(victim, 'f'), 'victim\n');
+    await withShadow(lower, async (shadow) => {
+      process.env.SHADOWFS_RUN_WRITABLE = writable;
+      try {
+        // A run plants a link to the root in the directory it may write...
+        const plant = await runInShadow(shadow, { agent: 'a', argv: ['ln', '-s', '../../..', path.join(writable, 'up')] });
+        assert.strictEqual(plant.exitCode, 0, plant.stderr);
+        assert.ok(fs.lstatSync(path.join(writable, 'up')).isSymbolicLink());
+        // ...and a list naming a path through it (alone, or inside the directory) is refused, not followed.
+        const through = path.join(writable, 'up', victim.slice(1));
+        for (const list of [through, `${writable}:${through}`]) {
+          process.env.SHADOWFS_RUN_WRITABLE = list;
+          await assert.rejects(
+            runInShadow(shadow, { agent: 'a', argv: ['sh', '-c', `echo pwned > ${through}/f`] }),
+            (e: unknown) => isCode('INVALID_ARGUMENT')(e) && /goes through a symbolic link/.test((e as Error).message),
+          );
+        }
+        process.env.SHADOWFS_RUN_READABLE = through;
+        await assert.rejects(runInShadow(shadow, { agent: 'a', argv: ['true'] }), isCode('INVALID_ARGUMENT'));
+        delete process.env.SHADOWFS_RUN_READABLE;
+        // Through the directory itself, the link leads nowhere of the host.
+        process.env.SHADOWFS_RUN_WRITABLE = writable;
+        const r = await runInShadow(shadow, { agent: 'a', argv: ['sh', '-c', `echo pwned > ${through}/f; echo "write: $?"`] });
+        assert.match(r.stdout, /^write: [12]$/m, r.stdout + r.stderr);
+        assert.strictEqual(fs.readFileSync(path.join(victim, 'f'), 'utf8'), 'victim\n');
+        // No set-user-ID or set-group-ID bit, by chmod or at creation.
+        const suid = await runInShadow(shadow, {
+          agent: 'a',
+          argv: ['sh', '-c', `touch s ${writable}/s; chmod 4755 s; echo "shadow: $?"; chmod 2755 ${writable}/s; echo "writable: $?"`],
+        });
+        assert.match(suid.stdout, /^shadow: 1$/m, suid.stdout + suid.stderr);
+        assert.match(suid.stdout, /^writable: 1$/m, suid.stdout + suid.stderr);
+        assert.strictEqual(fs.statSync(path.join(writable, 's')).mode & 0o6000, 0);
+      } finally {
+        delete process.env.SHADOWFS_RUN_WRITABLE;
+        delete process.env.SHADOWFS_RUN_READABLE;
+      }
+    });
+  });
+
   it('a run policy refuses commands on their argv', async () => {
     const lower = makeProject();
     await withShadow(lower, async (shadow) => {

@@ -123,7 +123,11 @@ std::vector<std::string> g_held;  // what holds, for the "protections" line
 
 void status(const std::string& line) {
   if (g_opts.statusFd < 0) return;
-  std::string l = line + "\n";
+  // One line each: a control character in a path or a program name cannot make up a line.
+  std::string l = line;
+  for (char& c : l)
+    if (static_cast<unsigned char>(c) < 0x20) c = '?';
+  l += "\n";
   ssize_t ignored = write(g_opts.statusFd, l.data(), l.size());
   (void)ignored;
 }
@@ -199,6 +203,15 @@ void setAttrs(int fd, const std::string& what, unsigned long long attrs, bool re
     fail("CONFINEMENT_FAILED", "cannot set the mount flags of " + what, errno);
 }
 
+// A path with no symbolic link in it: the place a mount is taken from, or put at in the view,
+// is never decided by a link someone planted (a run writes links into the shadow and into the
+// writable directories, and the next run's view is built through them).
+void mustBeCanonical(const std::string& path, const std::string& what) {
+  char real[PATH_MAX];
+  if (!realpath(path.c_str(), real)) fail("CONFINEMENT_FAILED", "cannot resolve " + what, errno);
+  if (path != real) fail("CONFINEMENT_FAILED", what + " goes through a symbolic link (to " + real + "); name the real path");
+}
+
 void place(const Placed& p) {
   std::string at = std::string(kRoot) + p.target;
   struct stat st;
@@ -212,6 +225,7 @@ void place(const Placed& p) {
       mkdirs(at);
     }
   }
+  mustBeCanonical(at, p.target + " in the run's view");
   setAttrs(p.fd, p.target, p.attrs, !p.file);
   if (move_mount(p.fd, "", AT_FDCWD, at.c_str(), MOVE_MOUNT_F_EMPTY_PATH) != 0)
     fail("CONFINEMENT_FAILED", "cannot put " + p.target + " in the run's view", errno);
@@ -243,6 +257,7 @@ void buildView() {
       fail("CONFINEMENT_FAILED", "cannot find " + source, errno);
     }
     bool file = !S_ISDIR(st.st_mode);
+    mustBeCanonical(source, source);
     placed.push_back({cloneTree(source, !file), target, attrs, file});
   };
   for (auto& b : g_opts.binds) add(b.first, b.second, rwAttrs);
@@ -386,8 +401,10 @@ void applyLandlock(const std::vector<std::string>& writable) {
 
 #if defined(__x86_64__)
 constexpr uint32_t kAuditArch = AUDIT_ARCH_X86_64;
+constexpr uint32_t kHighestKnown = 469;  // file_setattr, Linux 6.17
 #elif defined(__aarch64__)
 constexpr uint32_t kAuditArch = AUDIT_ARCH_AARCH64;
+constexpr uint32_t kHighestKnown = 469;
 #else
 #error "shadowfs-launch: add this architecture's AUDIT_ARCH value"
 #endif
@@ -401,6 +418,7 @@ void applySeccomp() {
       SYS_perf_event_open, SYS_kexec_load, SYS_kexec_file_load, SYS_init_module, SYS_finit_module, SYS_delete_module,
       SYS_add_key, SYS_request_key, SYS_keyctl, SYS_userfaultfd, SYS_swapon, SYS_swapoff, SYS_reboot, SYS_syslog, SYS_acct,
       SYS_quotactl, SYS_chroot,
+      457 /* statmount */, 458 /* listmount */, 467 /* open_tree_attr: a copy of a mount, as open_tree */,
 #ifdef SYS_iopl
       SYS_iopl, SYS_ioperm,
 #endif
@@ -421,6 +439,23 @@ void applySeccomp() {
   for (long nr : denied) {
     jump(BPF_JMP | BPF_JEQ | BPF_K, static_cast<uint32_t>(nr), 0, 1);
     stmt(BPF_RET | BPF_K, eperm);
+  }
+  // Calls newer than this filter knows: not there, as on an older kernel.
+  jump(BPF_JMP | BPF_JGT | BPF_K, kHighestKnown, 0, 1);
+  stmt(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS);
+  // openat2 passes its mode in memory: ENOSYS, and libc's open uses openat.
+  jump(BPF_JMP | BPF_JEQ | BPF_K, SYS_openat2, 0, 1);
+  stmt(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS);
+  // No set-user-ID or set-group-ID bit from a run: a root run could leave such programs in a
+  // writable directory of the host. (The mode argument of chmod, fchmod, fchmodat(2), creat,
+  // open and openat.)
+  for (auto [nr, arg] : std::vector<std::pair<long, int>>{
+           {SYS_chmod, 1}, {SYS_fchmod, 1}, {SYS_fchmodat, 2}, {452 /* fchmodat2 */, 2}, {SYS_creat, 1}, {SYS_open, 2}, {SYS_openat, 3}}) {
+    jump(BPF_JMP | BPF_JEQ | BPF_K, static_cast<uint32_t>(nr), 0, 4);
+    stmt(BPF_LD | BPF_W | BPF_ABS, static_cast<uint32_t>(offsetof(seccomp_data, args) + 8 * arg));
+    jump(BPF_JMP | BPF_JSET | BPF_K, S_ISUID | S_ISGID, 0, 1);
+    stmt(BPF_RET | BPF_K, eperm);
+    stmt(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
   }
   // clone3 passes its flags in memory a filter cannot read: ENOSYS makes libc fall back to clone.
   jump(BPF_JMP | BPF_JEQ | BPF_K, SYS_clone3, 0, 1);
@@ -478,7 +513,10 @@ std::vector<std::string> writableTargets() {
   for (auto& b : g_opts.binds) w.push_back(b.second);
   for (auto& x : g_opts.writable) w.push_back(x);
   for (auto& x : g_opts.tmpfs) w.push_back(x);
-  for (const char* t : {"/tmp", "/var/tmp", "/dev/shm"}) w.push_back(t);
+  // The view's private temporary directories; without namespaces those would be the host's,
+  // and the caller names a private directory of the run's instead (--writable).
+  if (g_opts.namespaces)
+    for (const char* t : {"/tmp", "/var/tmp", "/dev/shm"}) w.push_back(t);
   return w;
 }
 
@@ -541,6 +579,18 @@ int syncRead(int fd) {
     gid_t gid = rootDaemon ? 0 : outerGid;
     if (rootDaemon && setgroups(0, nullptr) != 0) fail("CONFINEMENT_FAILED", "cannot drop supplementary groups", errno);
     if (setresgid(gid, gid, gid) != 0 || setresuid(uid, uid, uid) != 0) fail("CONFINEMENT_FAILED", "cannot take the run's ids", errno);
+    // Root's run keeps what a build needs of its capabilities (over its own namespaces only), not
+    // these: administration, file capabilities and set-ID keeping, devices, modules, raw I/O,
+    // clock, audit, BPF, perf, checkpoint/restore.
+    if (rootDaemon) {
+      for (int cap : {21 /* SYS_ADMIN */, 31 /* SETFCAP */, 4 /* FSETID */, 27 /* MKNOD */, 16 /* SYS_MODULE */,
+                      17 /* SYS_RAWIO */, 22 /* SYS_BOOT */, 25 /* SYS_TIME */, 29 /* AUDIT_WRITE */, 30 /* AUDIT_CONTROL */,
+                      37 /* AUDIT_READ */, 32 /* MAC_OVERRIDE */, 33 /* MAC_ADMIN */, 34 /* SYSLOG */, 38 /* PERFMON */,
+                      39 /* BPF */, 40 /* CHECKPOINT_RESTORE */, 9 /* LINUX_IMMUTABLE */}) {
+        if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 && errno != EINVAL)
+          fail("CONFINEMENT_FAILED", "cannot drop capability " + std::to_string(cap), errno);
+      }
+    }
     g_held.push_back("user");
     confineAndExec(writableTargets());
   }

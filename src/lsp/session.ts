@@ -27,7 +27,7 @@ import * as path from 'path';
 import { pathToFileURL, fileURLToPath } from 'url';
 import { CancellationTokenSource, createMessageConnection, StreamMessageReader, StreamMessageWriter } from 'vscode-jsonrpc/node';
 import type { MessageConnection } from 'vscode-jsonrpc/node';
-import { commandEnv, launchArgs, type LaunchPlan, launcherPath, parseStatus, probeConfinement } from '../run/launcher';
+import { commandEnv, launchArgs, type LaunchPlan, launcherPath, parseStatus, privateTempDir, probeConfinement } from '../run/launcher';
 import type {
   ClientCapabilities,
   CodeAction,
@@ -217,11 +217,14 @@ function startConfined(spec: ServerSpec, root: string, lower: string, log: (line
   const probe = probeConfinement(false);
   const noNamespaces = !('protections' in probe);
   if (noNamespaces) log(`[${spec.id}] started without namespaces (${probe.problem}): Landlock and seccomp only`);
+  const scratch = noNamespaces ? privateTempDir() : undefined;
+  const dirs = [...new Set([root, lower, INSTALLATION].map((d) => fs.realpathSync(d)))];
   const plan: LaunchPlan = {
-    binds: noNamespaces ? [] : [...new Set([root, lower, INSTALLATION])].map((dir) => ({ source: dir, target: dir, readOnly: true })),
+    binds: noNamespaces ? [] : dirs.map((dir) => ({ source: dir, target: dir, readOnly: true })),
     cwd: root,
-    env: commandEnv({}),
+    env: commandEnv(scratch ? { TMPDIR: scratch } : {}),
     noNamespaces,
+    writable: scratch ? [scratch] : [],
   };
   const proc = cp.spawn(launcherPath(), launchArgs(plan, [spec.command, ...spec.args]), {
     cwd: '/',
@@ -232,6 +235,7 @@ function startConfined(spec: ServerSpec, root: string, lower: string, log: (line
   let status = '';
   const fd3 = proc.stdio[3] as NodeJS.ReadableStream;
   fd3.on('data', (c: Buffer) => (status += c.toString()));
+  if (scratch) proc.once('exit', () => fs.rmSync(scratch, { recursive: true, force: true }));
   fd3.on('end', () => {
     const said = parseStatus(status);
     if (said.error) log(`[${spec.id}] not started: ${said.error.message}`);

@@ -8,6 +8,7 @@ import { spawnSync } from 'child_process';
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
+import { ShadowError } from '../errors';
 import { nativeModuleCandidates } from '../native';
 import { runtimeDir, shadowfsMounts, stateDir } from '../platform';
 
@@ -66,10 +67,40 @@ export function commandEnv(extra: Record<string, string>): Record<string, string
  * usual ask): $SHADOWFS_RUN_WRITABLE of the daemon, absolute paths separated by ':'. Default none.
  */
 export function userWritable(): string[] {
-  return (process.env.SHADOWFS_RUN_WRITABLE ?? '')
-    .split(':')
-    .filter((d) => d.startsWith('/'))
-    .map((d) => path.resolve(d));
+  return outermost(realPaths((process.env.SHADOWFS_RUN_WRITABLE ?? '').split(':'), 'SHADOWFS_RUN_WRITABLE'));
+}
+
+/**
+ * The absolute entries that exist and are real paths. An entry that goes through a symbolic
+ * link is never followed: a run may have planted the link (in a writable directory, or in the
+ * shadow) to turn the entry into a host directory of its choosing. For a list the user wrote
+ * (`list` names it) that is an error saying which entry; PATH's entries are just left out.
+ */
+function realPaths(entries: string[], list?: string): string[] {
+  const out: string[] = [];
+  for (const e of entries) {
+    if (!e.startsWith('/')) continue;
+    const abs = path.resolve(e);
+    let real: string;
+    try {
+      real = fs.realpathSync(abs);
+    } catch {
+      continue; // not there: nothing to show
+    }
+    if (real === abs) out.push(abs);
+    else if (list)
+      throw new ShadowError(
+        'INVALID_ARGUMENT',
+        `${list} names ${abs}, which goes through a symbolic link (to ${real}); name the real path`,
+      );
+  }
+  return out;
+}
+
+/** Entries with none of the others above them: one inside another would be reached through it. */
+function outermost(dirs: string[]): string[] {
+  const unique = [...new Set(dirs)];
+  return unique.filter((d) => !unique.some((o) => o !== d && (o === '/' || d.startsWith(`${o}/`))));
 }
 
 /** Top-level directories the launcher shows read-only in every view (native/launcher/linux_launch.cc kSystem). */
@@ -90,10 +121,9 @@ export function readOnlyExtras(): string[] {
     if (home && home !== '/' && d.startsWith(`${home}/`)) out.add(path.join(home, d.slice(home.length + 1).split('/')[0]));
     else if (d !== home) out.add(path.basename(d) === 'bin' ? path.dirname(d) : d);
   };
-  for (const dir of (process.env.PATH ?? '').split(':')) if (dir.startsWith('/')) add(dir);
-  add(path.dirname(process.execPath));
-  for (const f of ['.gitconfig', path.join('.config', 'git')]) out.add(path.join(home, f));
-  for (const d of (process.env.SHADOWFS_RUN_READABLE ?? '').split(':')) if (d.startsWith('/')) out.add(path.resolve(d));
+  for (const dir of realPaths([...(process.env.PATH ?? '').split(':'), path.dirname(process.execPath)])) add(dir);
+  for (const f of realPaths(['.gitconfig', path.join('.config', 'git')].map((f) => path.join(home, f)))) out.add(f);
+  for (const d of realPaths((process.env.SHADOWFS_RUN_READABLE ?? '').split(':'), 'SHADOWFS_RUN_READABLE')) out.add(d);
   return [...out];
 }
 
@@ -116,6 +146,15 @@ export function hiddenFromRuns(keep: string[]): string[] {
   add(path.join(process.env.XDG_CONFIG_HOME || path.join(os.homedir(), '.config'), 'shadowfs'));
   for (const m of shadowfsMounts()) if (!keep.includes(m)) add(m);
   return [...out];
+}
+
+/**
+ * Without namespaces a run has no private /tmp: a directory of its own instead (the host's /tmp
+ * may hold the daemon's runtime directory), the only place besides the shadow Landlock lets it
+ * write. The caller removes it when the run ends.
+ */
+export function privateTempDir(): string {
+  return fs.mkdtempSync(path.join(os.tmpdir(), 'shadowfs-run-'));
 }
 
 export interface LaunchPlan {
@@ -150,7 +189,8 @@ export function launchArgs(plan: LaunchPlan, argv: string[]): string[] {
     if (home && home !== '/' && !inside(home)) args.push('--tmpfs', home);
     for (const d of readOnlyExtras()) if (!inside(d)) args.push('--ro-bind', d, d);
   }
-  for (const w of [...(plan.writable ?? []), ...userWritable()]) args.push('--writable', w);
+  // The user's writable list, but nothing of the shadow's own path: that would be A itself.
+  for (const w of [...(plan.writable ?? []), ...userWritable().filter((d) => !inside(d))]) args.push('--writable', w);
   if (!plan.noNamespaces) for (const h of plan.hide ?? hiddenFromRuns(plan.binds.map((b) => b.source))) args.push('--hide', h);
   for (const [k, v] of Object.entries(plan.env)) args.push('--env', `${k}=${v}`);
   return [...args, '--', ...argv];
@@ -170,7 +210,7 @@ export function parseStatus(text: string): LaunchStatus {
     if (sp < 0) continue;
     const word = line.slice(0, sp);
     const rest = line.slice(sp + 1);
-    if (word === 'protections') out.protections = rest.split(',').filter(Boolean) as Protection[];
+    if (word === 'protections' && !out.protections) out.protections = rest.split(',').filter(Boolean) as Protection[];
     else if (word === 'leftover') out.leftover = Number(rest);
     else if (word === 'error' && !out.error) {
       const sp2 = rest.indexOf(' ');
@@ -180,12 +220,12 @@ export function parseStatus(text: string): LaunchStatus {
   return out;
 }
 
-const probes = new Map<string, { protections: Protection[] } | { problem: string }>();
+const probes = new Map<string, { protections: Protection[] }>();
 
 /**
  * Whether this system lets the launcher confine a run (with a network namespace when `noNetwork`),
- * and with what; asked once per kind and remembered. On another OS, or without the launcher built,
- * the problem says so.
+ * and with what; a success is remembered, a failure asked again next time (it may have been a
+ * moment of load). On another OS, or without the launcher built, the problem says so.
  */
 export function probeConfinement(noNetwork: boolean): { protections: Protection[] } | { problem: string } {
   const key = noNetwork ? 'net' : 'plain';
@@ -204,6 +244,6 @@ export function probeConfinement(noNetwork: boolean): { protections: Protection[
     if (r.status === 0 && st.protections) result = { protections: st.protections };
     else result = { problem: st.error?.message ?? (r.error?.message || String(r.stderr).trim() || `the launcher exited with ${r.status}`) };
   }
-  probes.set(key, result);
+  if ('protections' in result) probes.set(key, result);
   return result;
 }

@@ -11,7 +11,7 @@ import { ShadowError } from '../errors';
 import { normalizeRelPath } from '../paths';
 import type { RunResult } from '../protocol/methods';
 import type { Shadow } from '../shadow';
-import { commandEnv, launchArgs, type LaunchPlan, launcherPath, parseStatus, probeConfinement } from './launcher';
+import { commandEnv, launchArgs, type LaunchPlan, launcherPath, parseStatus, privateTempDir, probeConfinement } from './launcher';
 import { checkPolicy, RunPolicy } from './policy';
 import { ProcessTracker, RUN_MARKER } from './tracker';
 
@@ -177,7 +177,13 @@ async function spawnAndWait(
   const atLower = opts.originalPath !== false && !ns.noNamespaces;
   const root = atLower ? shadow.lower : dir;
   const workdir = path.join(root, cwd);
-  const env = commandEnv({ ...opts.env, [RUN_MARKER]: runId, SHADOWFS_AGENT: opts.agent });
+  const scratch = ns.launcher && ns.noNamespaces ? privateTempDir() : undefined;
+  const env = commandEnv({
+    ...(scratch ? { TMPDIR: scratch } : {}),
+    ...opts.env,
+    [RUN_MARKER]: runId,
+    SHADOWFS_AGENT: opts.agent,
+  });
   let status = '';
   const max = opts.maxOutputBytes ?? 8 * 1024 * 1024;
   const out = { stdout: [] as Buffer[], stderr: [] as Buffer[], bytes: { stdout: 0, stderr: 0 }, truncated: false };
@@ -195,7 +201,7 @@ async function spawnAndWait(
       cgroup: tracker.cgroup,
       noNetwork: opts.noNetwork,
       noNamespaces: ns.noNamespaces,
-      writable: ns.noNamespaces ? [dir] : [],
+      writable: ns.noNamespaces ? [dir, ...(scratch ? [scratch] : [])] : [],
     };
     const spawned = spawn(launcherPath(), launchArgs(plan, argv), {
       cwd: '/',
@@ -253,11 +259,12 @@ async function spawnAndWait(
   }
   await tracker.dispose();
   await closed;
+  if (scratch) fs.rmSync(scratch, { recursive: true, force: true });
   const said = parseStatus(status);
+  if (said.error?.code === 'NOT_FOUND') throw new ShadowError('NOT_FOUND', said.error.message);
   if (said.error && !said.protections) {
-    // The command never started: the launcher could not confine it, or could not find it.
-    const code = said.error.code === 'NOT_FOUND' ? 'NOT_FOUND' : 'NAMESPACE_UNAVAILABLE';
-    throw new ShadowError(code, `${said.error.message}${code === 'NOT_FOUND' ? '' : '; the command did not run'}`);
+    // The command never started: the launcher could not confine it.
+    throw new ShadowError('NAMESPACE_UNAVAILABLE', `${said.error.message}; the command did not run`);
   }
   leftover = Math.max(leftover, said.leftover ?? 0);
   return {
