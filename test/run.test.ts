@@ -226,6 +226,8 @@ describe('running commands inside a shadow', function () {
       `${cli} mount ${lower} --name nons --at ${mp} >/dev/null || exit 50`,
       `${cli} run nons --agent a -- sh -c 'echo x > ${lower}/FILE'; echo "refused: $?"`,
       `${cli} run nons --agent a --unprotected --json -- sh -c 'echo y > FILE'; echo "unprotected: $?"`,
+      // Without namespaces the daemon's socket can be reached; the daemon still refuses a run.
+      `${cli} run nons --agent a --unprotected -- ${cli} list; echo "list from the run: $?"`,
       `${cli} layer cat nons a FILE`,
       `${cli} unmount nons`,
       'kill $(cat "$XDG_RUNTIME_DIR/shadowfs/daemon.pid")',
@@ -238,6 +240,8 @@ describe('running commands inside a shadow', function () {
     assert.match(ran.stderr, /unprivileged user namespaces \(sysctl -w kernel\.unprivileged_userns_clone=1/);
     assert.match(ran.stderr, /pass --unprotected/);
     assert.match(ran.stdout, /^unprotected: 0$/m);
+    assert.match(ran.stdout, /^list from the run: [1-9]/m, 'the daemon refused a client from inside the run');
+    assert.match(ran.stderr, /belongs to an agent's run/);
     const json = JSON.parse(ran.stdout.split('\n').find((l) => l.startsWith('{')) ?? '{}') as {
       protected?: boolean;
       unprotectedReason?: string;

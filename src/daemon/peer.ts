@@ -9,6 +9,7 @@
 import * as fs from 'fs';
 import type * as net from 'net';
 import { peerCredentials } from '../ipc/posix';
+import { RUN_MARKER } from '../run/tracker';
 
 /** The namespaces a client must share with the daemon. */
 const SHARED_NAMESPACES = ['user', 'pid'] as const;
@@ -52,6 +53,27 @@ export function checkPeer(socket: net.Socket): string | undefined {
         `the connecting process ${pid} runs in another ${kind} namespace (${theirs}) than this daemon (${ours}): ` +
         "it is inside a run's sandbox or a container, and runs may not control shadowfs; connect from the user's own session"
       );
+  }
+  // A run without namespaces (--unprotected, where none can be made) shares them with the daemon,
+  // but not its cgroup: every run is in a cgroup of its own, which Landlock keeps it from leaving.
+  try {
+    if (/\/shadowfs-run-[^/\n]*$/m.test(fs.readFileSync(`/proc/${pid}/cgroup`, 'utf8')))
+      return `the connecting process ${pid} belongs to an agent's run (its cgroup says so), and runs may not control shadowfs`;
+  } catch {
+    // no cgroup file: a kernel without cgroups, where runs have none either
+  }
+  // Where no cgroup could be made for it, a run carries its marker in its environment (a
+  // process that empties its environment loses it: that is why the cgroup comes first).
+  try {
+    if (
+      fs
+        .readFileSync(`/proc/${pid}/environ`, 'latin1')
+        .split('\0')
+        .some((v) => v.startsWith(`${RUN_MARKER}=`))
+    )
+      return `the connecting process ${pid} belongs to an agent's run (its environment says so), and runs may not control shadowfs`;
+  } catch {
+    // gone already
   }
   return undefined;
 }
