@@ -381,6 +381,37 @@ describe('running commands inside a shadow', function () {
     });
   });
 
+  it("a running command holds no copy of another shadow's mount or view: they unmount at once, not lazily", async () => {
+    const lower = makeProject();
+    await withShadow(lower, async (shadow) => {
+      const other = makeProject('other');
+      // The other shadow and a view of it, mounted before the run starts (a mount namespace made
+      // then copies every mount there is).
+      await withShadow(other, async (second) => {
+        const view = await second.openView('v');
+        const controller = new AbortController();
+        let started!: () => void;
+        const running = new Promise<void>((r) => (started = r));
+        const run = runInShadow(shadow, {
+          agent: 'a',
+          argv: ['sh', '-c', 'echo started; exec sleep 300'],
+          signal: controller.signal,
+          onOutput: (_s, c) => (c.toString().includes('started') ? started() : undefined),
+        });
+        try {
+          await running;
+          await view.close(); // not lazy: MOUNT_BUSY if the run's namespace still held a copy
+          await second.unmount();
+          assert.ok(!second.mounted);
+        } finally {
+          controller.abort();
+          const r = await run;
+          assert.strictEqual(r.cancelled, true);
+        }
+      });
+    });
+  });
+
   it('a run policy refuses commands on their argv', async () => {
     const lower = makeProject();
     await withShadow(lower, async (shadow) => {
