@@ -250,11 +250,20 @@ export class Daemon {
         this.broadcast('layer/changed', { shadow: p.shadow, agent: p.agent, event: 'reset' });
         return { agent: p.agent };
       },
-      'layer.changes': async (p) => ({ changes: await (await shadowOf(p)).layer(p.agent).changes() }),
-      'layer.diff': async (p) => (await m.work(p.shadow)).diff(p.agent, p.paths),
-      'layer.patch': async (p) => (await m.work(p.shadow)).patch(p.agent, p.paths),
+      'layer.changes': async (p) => {
+        await shadowOf(p);
+        return { changes: await (await m.work(p.shadow)).changes(p.agent) };
+      },
+      'layer.diff': async (p) => (await m.work(p.shadow)).diff(p.agent, p.paths, { includeIgnored: p.includeIgnored === true }),
+      'layer.patch': async (p) => (await m.work(p.shadow)).patch(p.agent, p.paths, { includeIgnored: p.includeIgnored === true }),
       'layer.apply': async (p) => {
-        const r = await (await m.work(p.shadow)).apply(p.agent, { paths: p.paths, dryRun: p.dryRun === true, resolutions: p.resolutions });
+        const work = await m.work(p.shadow);
+        const r = await work.apply(p.agent, {
+          paths: p.paths,
+          dryRun: p.dryRun === true,
+          resolutions: p.resolutions,
+          includeIgnored: p.includeIgnored === true,
+        });
         if (!r.dryRun && r.applied.length)
           this.broadcast('layer/changed', {
             shadow: p.shadow,

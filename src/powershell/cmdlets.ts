@@ -503,6 +503,7 @@ export const CMDLETS: CmdletSpec[] = [
       shadowPos(),
       agentOpt(),
       pathList,
+      includeIgnored,
       {
         name: 'Stat',
         type: 'switch',
@@ -531,6 +532,7 @@ export const CMDLETS: CmdletSpec[] = [
       shadowPos(),
       agentOpt(),
       pathList,
+      includeIgnored,
       {
         name: 'OutFile',
         type: 'string',
@@ -568,6 +570,7 @@ export const CMDLETS: CmdletSpec[] = [
       { name: 'Take', type: 'string[]', cli: { option: 'take' } },
       { name: 'Keep', type: 'string[]', cli: { option: 'keep' } },
       { name: 'Merged', type: 'string[]', cli: { option: 'merged' } },
+      includeIgnored,
     ],
     output: { kind: 'object', type: 'ShadowFS.ApplyResult', add: agentAdd },
     examples: [

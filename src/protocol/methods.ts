@@ -78,6 +78,12 @@ export const ChangeInfo = z.object({
   kind: z.enum(['added', 'modified', 'deleted', 'metadata']),
   type: z.enum(['file', 'directory', 'symlink', 'special']),
   base: ChangeBase.optional(),
+  excluded: z
+    .enum(['repository-metadata', 'ignored'])
+    .optional()
+    .describe(
+      'Set when diffs, patches and apply leave this path out: repository-metadata (a .git directory or file at any depth, always), ignored (git in the folder ignores it; included with includeIgnored). Only layer.changes marks entries.',
+    ),
 });
 export type ChangeInfo = z.infer<typeof ChangeInfo>;
 
@@ -195,10 +201,21 @@ export const PatchFileInfo = z.object({
   newMode: z.number().int().optional(),
 });
 
+export const ExcludedPath = z.object({
+  path: z.string(),
+  reason: z.enum(['repository-metadata', 'ignored']),
+});
+
+const includeIgnored = z
+  .boolean()
+  .optional()
+  .describe("Include the files git ignores in the folder's repository (default false: left out). .git is always left out.");
+
 export const DiffResult = z.object({
   text: z.string().describe('The diff or patch text.'),
   files: z.array(PatchFileInfo),
   skipped: z.array(z.string()).describe('Paths left out (devices, fifos, sockets).'),
+  excluded: z.array(ExcludedPath).describe('Changed paths left out: .git at any depth, and files git ignores unless includeIgnored.'),
 });
 
 export const Resolution = z
@@ -228,6 +245,7 @@ export const ApplyResult = z.object({
     }),
   ),
   kept: z.array(z.string()).describe('Written to the folder, but still held by the layer (under a directory the layer replaced).'),
+  excluded: z.array(ExcludedPath).describe('Changed paths not applied: .git at any depth, and files git ignores unless includeIgnored.'),
   skipped: z.array(z.string()),
 });
 
@@ -477,14 +495,14 @@ export const Requests = {
   }),
   'layer.diff': request({
     summary: "A unified diff of an agent's layer against the folder (renames detected; binary files named, not shown).",
-    params: z.strictObject({ shadow: shadowRef, agent: agentId, paths: pathList }),
+    params: z.strictObject({ shadow: shadowRef, agent: agentId, paths: pathList, includeIgnored }),
     result: DiffResult,
     errors: ['UNKNOWN_SHADOW', 'INVALID_AGENT', 'UNKNOWN_AGENT', 'INVALID_PATH', 'NOT_MOUNTED'],
   }),
   'layer.patch': request({
     summary:
       "A git-format patch of an agent's layer (binary hunks included) that git apply in a clean checkout of the folder reproduces byte for byte.",
-    params: z.strictObject({ shadow: shadowRef, agent: agentId, paths: pathList }),
+    params: z.strictObject({ shadow: shadowRef, agent: agentId, paths: pathList, includeIgnored }),
     result: DiffResult,
     errors: ['UNKNOWN_SHADOW', 'INVALID_AGENT', 'UNKNOWN_AGENT', 'INVALID_PATH', 'NOT_MOUNTED'],
   }),
@@ -497,6 +515,7 @@ export const Requests = {
       paths: pathList,
       dryRun: z.boolean().optional().describe('Report what would be written; write nothing.'),
       resolutions: z.record(z.string(), Resolution).optional().describe('How to resolve conflicts, by path.'),
+      includeIgnored,
     }),
     result: ApplyResult,
     errors: ['UNKNOWN_SHADOW', 'INVALID_AGENT', 'UNKNOWN_AGENT', 'INVALID_PATH', 'NOT_MOUNTED'],

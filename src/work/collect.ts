@@ -4,11 +4,17 @@
 // every file and symlink that differs is listed once, with the folder's side as it is now and
 // the agent's side as its layer shows it. Directories themselves are not listed (git tracks
 // none); the directories the agent made or removed are returned apart, for apply.
+//
+// What a repository keeps for itself never leaves a layer as files: paths with a `.git` part (the
+// repository, a submodule's or worktree's `.git` file) are left out, and so, unless asked, are
+// the files the folder's git ignores (build output, caches, logs); both are named in `excluded`.
+import { AsyncLocalStorage } from 'async_hooks';
 import * as fs from 'fs';
 import * as path from 'path';
 import type { ChangeBase } from '../native';
 import type { FileChange, Side } from '../patch';
 import type { Layer, Shadow } from '../shadow';
+import { ignoredPaths } from './branch';
 
 // One side of a path and one path's change, as the patch module takes them: `old` is the folder's
 // side now (null: nothing there), `new` the agent's (null: deleted in the layer).
@@ -24,6 +30,62 @@ export interface Collected {
   dirsRemoved: string[];
   /** Paths left out: devices, fifos and sockets have no content to diff. */
   skipped: string[];
+  /** Changed paths left out because they are the repository's own metadata or ignored by git. */
+  excluded: Excluded[];
+}
+
+export type ExcludedReason = 'repository-metadata' | 'ignored';
+export interface Excluded {
+  path: string;
+  reason: ExcludedReason;
+}
+
+export interface CollectOptions {
+  /** Keep the files the folder's git ignores (default: leave them out). */
+  includeIgnored?: boolean;
+  /** Leave nothing out, `.git` included (checkpoints keep a layer whole). */
+  everything?: boolean;
+  /** Filled with what each collect under these options left out. */
+  excluded?: Excluded[];
+}
+
+// Options for the collect() calls made inside a job (apply collects itself, and takes no such option).
+const ambient = new AsyncLocalStorage<CollectOptions>();
+
+/** Runs `job` with `opts` as the options of every collect() it makes that names none. */
+export function withCollectOptions<T>(opts: CollectOptions, job: () => Promise<T>): Promise<T> {
+  return ambient.run(opts, job);
+}
+
+/** Whether `rel` is (or is under) a `.git` entry: a repository's own data, never work. */
+export function isRepositoryMetadata(rel: string): boolean {
+  return rel.split('/').some((part) => part.toLowerCase() === '.git');
+}
+
+/**
+ * Why each of `paths` is left out of diffs, patches and apply (absent: it is not). `dirs` are the
+ * ones that are directories (git's "dir/" patterns match them only when told).
+ */
+export async function exclusions(
+  lower: string,
+  paths: string[],
+  dirs: Set<string>,
+  includeIgnored = false,
+): Promise<Map<string, ExcludedReason>> {
+  const out = new Map<string, ExcludedReason>();
+  const rest: string[] = [];
+  for (const p of paths) {
+    if (isRepositoryMetadata(p)) out.set(p, 'repository-metadata');
+    else rest.push(p);
+  }
+  if (!includeIgnored && rest.length) {
+    const asked = rest.map((p) => (dirs.has(p) ? `${p}/` : p));
+    const ignored = await ignoredPaths(lower, asked);
+    rest.forEach((p, i) => {
+      if (ignored.has(asked[i])) out.set(p, 'ignored');
+    });
+  }
+  return out;
 }
 
 const FILE = 0o100644;
@@ -118,7 +180,33 @@ async function folderTree(lower: string, rel: string, files: Set<string>, dirs: 
  * The changes of `agent`'s layer (or only those at or under `only`'s paths), read from the layer
  * and the folder without switching the shared mount.
  */
-export async function collect(shadow: Shadow, agent: string, only?: string[]): Promise<Collected> {
+export async function collect(shadow: Shadow, agent: string, only?: string[], options?: CollectOptions): Promise<Collected> {
+  const opts = options ?? ambient.getStore() ?? {};
+  const all = await collectAll(shadow, agent, only);
+  if (opts.everything) return all;
+  const dirs = new Set([...all.dirsAdded, ...all.dirsRemoved]);
+  const why = await exclusions(
+    shadow.lower,
+    [...all.files.map((f) => f.path), ...dirs, ...all.skipped],
+    dirs,
+    opts.includeIgnored === true,
+  );
+  const excluded: Excluded[] = [...all.files.map((f) => f.path), ...all.skipped]
+    .filter((p) => why.has(p))
+    .sort(byteOrder)
+    .map((p) => ({ path: p, reason: why.get(p) as ExcludedReason }));
+  opts.excluded?.push(...excluded);
+  return {
+    files: all.files.filter((f) => !why.has(f.path)),
+    bases: all.bases,
+    dirsAdded: all.dirsAdded.filter((d) => !why.has(d)),
+    dirsRemoved: all.dirsRemoved.filter((d) => !why.has(d)),
+    skipped: all.skipped.filter((p) => !why.has(p)),
+    excluded,
+  };
+}
+
+async function collectAll(shadow: Shadow, agent: string, only?: string[]): Promise<Collected> {
   const layer = shadow.layer(agent);
   const changes = (await layer.changes()).filter(
     (c) => !only || only.length === 0 || only.some((s) => within(c.path, s) || within(s, c.path)),
@@ -172,7 +260,14 @@ export async function collect(shadow: Shadow, agent: string, only?: string[]): P
     const now = after === 'dir' ? null : after;
     if (!sameSide(old, now)) files.push({ path: rel, old, new: now });
   }
-  return { files, bases, dirsAdded: dirsAdded.sort(byteOrder), dirsRemoved: [...dirsRemoved].sort(byteOrder), skipped };
+  return {
+    files,
+    bases,
+    dirsAdded: dirsAdded.sort(byteOrder),
+    dirsRemoved: [...dirsRemoved].sort(byteOrder),
+    skipped,
+    excluded: [],
+  };
 }
 
 /** Byte-wise order of '/'-separated paths (git's order). */

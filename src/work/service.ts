@@ -1,11 +1,11 @@
 // Getting work out of one shadow: diffs and patches of an agent's layer, apply-back, and
 // checkpoints with autosave. One WorkService per shadow, owned by the daemon's manager (or made
 // directly by SDK users of Shadow).
-import type { Shadow } from '../shadow';
+import type { Change, Shadow } from '../shadow';
 import { formatPatch, type PatchFile } from '../patch';
 import { applyLayer, type ApplyOptions, type ApplyResult } from './apply';
 import { CheckpointStore, type CheckpointInfo } from './checkpoints';
-import { collect } from './collect';
+import { collect, exclusions, withCollectOptions, type Excluded, type ExcludedReason } from './collect';
 
 export const AUTOSAVE_NAME = 'autosave';
 
@@ -13,7 +13,21 @@ export interface DiffResult {
   text: string;
   files: PatchFile[];
   skipped: string[];
+  /** Changed paths left out: the repository's own metadata (.git), and ignored files unless included. */
+  excluded: Excluded[];
 }
+
+export interface OutOptions {
+  /** Include the files the folder's git ignores (default: left out, like .git always is). */
+  includeIgnored?: boolean;
+}
+
+export type WorkApplyOptions = Omit<ApplyOptions, 'baseOverrides' | 'baseContents'> & OutOptions;
+
+export type WorkApplyResult = ApplyResult & { excluded: Excluded[] };
+
+/** A change entry, marked when diffs, patches and apply leave it out. */
+export type MarkedChange = Change & { excluded?: ExcludedReason };
 
 export class WorkService {
   readonly store: CheckpointStore;
@@ -34,37 +48,58 @@ export class WorkService {
   }
 
   /** A unified diff (binary files named, not shown) of the agent's layer against the folder. */
-  async diff(agent: string, paths?: string[]): Promise<DiffResult> {
-    const c = await collect(this.shadow, agent, paths);
+  async diff(agent: string, paths?: string[], opts: OutOptions = {}): Promise<DiffResult> {
+    const c = await collect(this.shadow, agent, paths, { includeIgnored: opts.includeIgnored === true });
     const p = formatPatch(c.files, { binary: false });
-    return { text: p.text, files: p.files, skipped: c.skipped };
+    return { text: p.text, files: p.files, skipped: c.skipped, excluded: c.excluded };
   }
 
   /** A git-format patch (binary hunks included) that `git apply` reproduces byte for byte. */
-  async patch(agent: string, paths?: string[]): Promise<DiffResult> {
-    const c = await collect(this.shadow, agent, paths);
+  async patch(agent: string, paths?: string[], opts: OutOptions = {}): Promise<DiffResult> {
+    const c = await collect(this.shadow, agent, paths, { includeIgnored: opts.includeIgnored === true });
     const p = formatPatch(c.files, { binary: true });
-    return { text: p.text, files: p.files, skipped: c.skipped };
+    return { text: p.text, files: p.files, skipped: c.skipped, excluded: c.excluded };
   }
 
-  async apply(agent: string, opts: Omit<ApplyOptions, 'baseOverrides' | 'baseContents'> = {}): Promise<ApplyResult> {
+  /** The layer's change list, each entry marked when diffs, patches and apply leave it out. */
+  async changes(agent: string): Promise<MarkedChange[]> {
+    const changes = await this.shadow.layer(agent).changes();
+    const dirs = new Set(changes.filter((c) => c.type === 'directory').map((c) => c.path));
+    const why = await exclusions(
+      this.shadow.lower,
+      changes.map((c) => c.path),
+      dirs,
+    );
+    return changes.map((c) => {
+      const reason = why.get(c.path);
+      return reason ? { ...c, excluded: reason } : c;
+    });
+  }
+
+  async apply(agent: string, opts: WorkApplyOptions = {}): Promise<WorkApplyResult> {
+    const { includeIgnored, ...fileOpts } = opts;
     const overrides = this.shadow.baseOverrides(agent);
     const baseContents = new Map<string, Buffer>();
     for (const [p, o] of overrides) {
       const b = o.blob ? this.store.baseContent(o.blob) : null;
       if (b) baseContents.set(p, b);
     }
-    const r = await applyLayer(this.shadow, agent, {
-      ...opts,
-      baseOverrides: new Map([...overrides].map(([p, o]) => [p, o.base])),
-      baseContents,
-    });
+    // applyLayer collects the changes itself: what it leaves out is said through the ambient options.
+    const excluded: Excluded[] = [];
+    const r = await withCollectOptions({ includeIgnored: includeIgnored === true, excluded }, () =>
+      applyLayer(this.shadow, agent, {
+        ...fileOpts,
+        baseOverrides: new Map([...overrides].map(([p, o]) => [p, o.base])),
+        baseContents,
+      }),
+    );
     this.saved.delete(agent);
-    return r;
+    return { ...r, excluded };
   }
 
   async checkpoint(agent: string, name: string): Promise<CheckpointInfo> {
-    return this.store.save(this.shadow, agent, name);
+    // A checkpoint keeps the layer whole (.git and ignored files too): it is the agent's state, not work out.
+    return withCollectOptions({ everything: true }, () => this.store.save(this.shadow, agent, name));
   }
 
   async restore(agent: string, name: string): Promise<{ name: string; paths: number }> {
@@ -110,7 +145,7 @@ export class WorkService {
         }
         // One agent's autosave that fails (its checkpoint directory was tampered with, say) does not stop the others'.
         try {
-          await this.store.save(this.shadow, agent, AUTOSAVE_NAME, true);
+          await withCollectOptions({ everything: true }, () => this.store.save(this.shadow, agent, AUTOSAVE_NAME, true));
         } catch (err) {
           this.opts.log?.(`autosave of ${agent} on ${this.shadow.mountPoint} failed: ${(err as Error).message}`);
           continue;

@@ -13,6 +13,7 @@ interface Base {
 }
 interface PathArgs extends Base {
   paths?: string[];
+  'include-ignored': boolean;
 }
 
 const shadowAgent = <T extends Base>(y: Argv): Argv<T> =>
@@ -22,10 +23,24 @@ const shadowAgent = <T extends Base>(y: Argv): Argv<T> =>
     .option('json', { type: 'boolean', default: false }) as unknown as Argv<T>;
 
 const withPaths = <T extends PathArgs>(y: Argv): Argv<T> =>
-  shadowAgent<T>(y).positional('paths', { type: 'string', array: true, describe: 'only these files or directories' }) as Argv<T>;
+  shadowAgent<T>(y)
+    .positional('paths', { type: 'string', array: true, describe: 'only these files or directories' })
+    .option('include-ignored', {
+      type: 'boolean',
+      default: false,
+      describe: 'include the files git ignores in your folder (.git is always left out)',
+    }) as Argv<T>;
 
-function pathsOf(a: PathArgs): { paths?: string[] } {
-  return a.paths && a.paths.length ? { paths: a.paths } : {};
+function pathsOf(a: PathArgs): { paths?: string[]; includeIgnored?: boolean } {
+  return { ...(a.paths && a.paths.length ? { paths: a.paths } : {}), ...(a['include-ignored'] ? { includeIgnored: true } : {}) };
+}
+
+function excludedNote(r: { excluded: Array<{ path: string; reason: string }> }): string {
+  if (!r.excluded.length) return '';
+  const meta = r.excluded.filter((e) => e.reason === 'repository-metadata').length;
+  const ignored = r.excluded.length - meta;
+  const parts = [meta ? `${meta} in .git` : '', ignored ? `${ignored} ignored by git (--include-ignored to include them)` : ''];
+  return `left out: ${parts.filter(Boolean).join(', ')}`;
 }
 
 function summary(r: ResultOf<'layer.diff'>): string {
@@ -47,7 +62,7 @@ export const diffCommand: CommandModule<object, PathArgs & { stat: boolean }> = 
     withClient(
       args,
       (c) => c.request('layer.diff', { shadow: args.shadow, agent: args.agent, ...pathsOf(args) }),
-      (r) => (args.stat ? summary(r) : r.text.replace(/\n$/, '')),
+      (r) => [args.stat ? summary(r) : r.text.replace(/\n$/, ''), args.stat ? excludedNote(r) : ''].filter(Boolean).join('\n'),
     ),
 };
 
@@ -102,6 +117,8 @@ function renderApply(r: ResultOf<'layer.apply'>, showMerge: boolean): string {
       `${r.conflicts.length} conflict${r.conflicts.length === 1 ? '' : 's'}: nothing was written for ${r.conflicts.length === 1 ? 'it' : 'them'}; resolve with --take (the agent's), --keep (yours) or --merged PATH`,
     );
   if (!r.applied.length && !r.conflicts.length) lines.push('nothing to apply');
+  const note = excludedNote(r);
+  if (note) lines.push(note);
   return lines.join('\n');
 }
 
