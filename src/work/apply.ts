@@ -3,16 +3,20 @@
 // then renamed over), and every path written leaves the agent's layer (the folder shows through
 // there again). A file the user changed since the agent's copy was taken is a conflict: nothing
 // is written for it unless the caller says how to resolve it; text conflicts come with a
-// three-way merge (node-diff3) when the base the agent started from can be found.
+// three-way merge (node-diff3) when the base the agent started from can be found. Every step
+// resolves beneath the folder with links refused (./beneath): apply never writes or removes
+// through a link, whoever made it. Type changes (a directory replaced by a file or link, ...) and
+// links out of the folder are applied only when confirmed; a directory is removed only when the
+// change accounts for everything in it, never recursively.
 import { execFileSync } from 'child_process';
-import * as crypto from 'crypto';
 import * as fs from 'fs';
 import * as path from 'path';
 import { ShadowError } from '../errors';
 import { addon, type ChangeBase } from '../native';
 import { normalizeRelPath } from '../paths';
 import type { Shadow } from '../shadow';
-import { byteOrder, collect, folderSide, sameIdentity, sameSide, type FileChange, type Side } from './collect';
+import { Beneath } from './beneath';
+import { byteOrder, collect, sameIdentity, sameSide, type FileChange, type Side } from './collect';
 
 // node-diff3 ships ESM typings only; its CommonJS build is what require() loads (when a merge is needed).
 type Diff3Region = { ok?: string[]; conflict?: { a: string[]; o: string[]; b: string[] } };
@@ -35,7 +39,17 @@ export interface ApplyOptions {
   baseContents?: Map<string, Buffer>;
   /** Base records that win over the layer's own (a layer restored from a checkpoint). */
   baseOverrides?: Map<string, ChangeBase>;
+  /**
+   * Confirms type changes (a directory replaced by a file or link, a file or link by a
+   * directory, a file by a link, ...) and links that point out of the folder. Without it they
+   * are refused and reported as conflicts (with whatever lies under them); the rest is applied.
+   */
+  allowTypeChanges?: boolean;
+  /** @internal For tests: called after a step's checks, right before it touches the folder. */
+  beforeStep?: (rel: string, step: string) => void;
 }
+
+export type EntryKind = 'file' | 'directory' | 'symlink';
 
 export interface ApplyConflict {
   path: string;
@@ -60,6 +74,10 @@ export interface ApplyResult {
   /** Paths written to the folder that the layer could not give back (under a directory it replaced): the layer still holds them, equal to the folder now. */
   kept: string[];
   skipped: string[];
+  /** Entries whose type the change makes different (applied: done; else refused or dry run). Always set by applyLayer. */
+  typeChanges?: Array<{ path: string; from: EntryKind; to: EntryKind; applied: boolean }>;
+  /** Every symbolic link the change writes, with its target. Always set by applyLayer. */
+  links?: Array<{ path: string; target: string }>;
 }
 
 function isBinary(b: Buffer | null | undefined): boolean {
@@ -126,73 +144,143 @@ function mergeText(folder: string, base: string, agent: string): { merged: strin
   return { merged: out.join('\n'), conflicts };
 }
 
-/** The first ancestor of `rel` in the folder that is a symlink (a write there would land elsewhere), or null. */
-function symlinkAncestor(lower: string, rel: string): string | null {
-  const parts = rel.split('/');
-  for (let i = 1; i < parts.length; i++) {
-    const anc = parts.slice(0, i).join('/');
-    const st = fs.lstatSync(path.join(lower, anc), { throwIfNoEntry: false });
-    if (!st) return null;
-    if (st.isSymbolicLink()) return anc;
-  }
-  return null;
+/** What is at `rel` in the folder now, read beneath it (never through a link). */
+function folderNow(root: Beneath, rel: string): Side | 'dir' | 'other' | null {
+  const st = root.lstat(rel);
+  if (!st) return null;
+  if (st.isDirectory()) return 'dir';
+  if (st.isSymbolicLink()) return { kind: 'symlink', mode: 0o120000, data: Buffer.from(root.readlink(rel)) };
+  if (!st.isFile()) return 'other';
+  const f = root.readFile(rel);
+  return { kind: 'file', mode: f.mode & 0o111 ? 0o100755 : 0o100644, data: f.data };
 }
 
-/** Writes `side` at `abs` atomically: beside it under a temporary name, then renamed over. */
-function writeAtomic(abs: string, side: Side): void {
-  fs.mkdirSync(path.dirname(abs), { recursive: true });
-  const tmp = path.join(path.dirname(abs), `.${path.basename(abs)}.shadowfs-${crypto.randomBytes(6).toString('hex')}`);
-  try {
-    if (side.kind === 'symlink') fs.symlinkSync(side.data.toString(), tmp);
-    else {
-      const fd = fs.openSync(tmp, 'wx', side.mode & 0o777);
-      try {
-        fs.writeSync(fd, side.data);
-        fs.fchmodSync(fd, side.mode & 0o777);
-        fs.fsyncSync(fd);
-      } finally {
-        fs.closeSync(fd);
-      }
-    }
-    // A directory in the way (the agent replaced a directory by a file) goes first.
-    if (fs.lstatSync(abs, { throwIfNoEntry: false })?.isDirectory()) fs.rmSync(abs, { recursive: true });
-    fs.renameSync(tmp, abs);
-  } catch (err) {
-    fs.rmSync(tmp, { force: true });
-    throw err;
-  }
+/** Whether `p` is `d` or lies under it. */
+function under(p: string, d: string): boolean {
+  return p === d || p.startsWith(d + '/');
 }
+
+/** Whether a link at `rel` to `target` points out of the folder (absolute, or up past its root). */
+function leavesFolder(rel: string, target: string): boolean {
+  if (path.posix.isAbsolute(target) || path.win32.isAbsolute(target)) return true;
+  const n = path.posix.normalize(path.posix.join(path.posix.dirname(rel), target.replace(/\\/g, '/')));
+  return n === '..' || n.startsWith('../');
+}
+
+function message(err: unknown): string {
+  if (err instanceof ShadowError) return err.message;
+  const e = err as NodeJS.ErrnoException;
+  return e.code ? `the folder refused it (${e.code})` : String(err);
+}
+
+const CONFIRM = 'confirm it with allowTypeChanges (shadowfs apply --allow-type-changes)';
 
 export async function applyLayer(shadow: Shadow, agent: string, opts: ApplyOptions = {}): Promise<ApplyResult> {
+  const root = Beneath.open(shadow.lower);
+  try {
+    return await applyBeneath(shadow, root, agent, opts);
+  } finally {
+    root.close();
+  }
+}
+
+async function applyBeneath(shadow: Shadow, root: Beneath, agent: string, opts: ApplyOptions): Promise<ApplyResult> {
   const only = opts.paths?.map((p) => normalizeRelPath(p));
-  const res: ApplyResult = { dryRun: !!opts.dryRun, applied: [], conflicts: [], kept: [], skipped: [] };
+  const typeChanges: NonNullable<ApplyResult['typeChanges']> = [];
+  const links: NonNullable<ApplyResult['links']> = [];
+  const res: ApplyResult = { dryRun: !!opts.dryRun, applied: [], conflicts: [], kept: [], skipped: [], typeChanges, links };
   const c = await collect(shadow, agent, only);
   res.skipped.push(...c.skipped);
   const since = shadow.layerSince(agent);
   const layer = shadow.layer(agent);
   const resolutions = new Map(Object.entries(opts.resolutions ?? {}).map(([k, v]) => [normalizeRelPath(k), v]));
+  const dirsAdded = c.dirsAdded.filter((d) => !only || only.length === 0 || only.some((s) => under(d, s)));
+  const conflict = (p: string, reason: string, f?: FileChange): void => {
+    res.conflicts.push({
+      path: p,
+      reason,
+      folder: text(f?.old ?? null),
+      agent: text(f?.new ?? null),
+      binary: false,
+      merged: null,
+      mergeConflicts: 0,
+    });
+  };
+  // What is in the folder at `rel` now; a path through a link of the folder is reported and held.
+  const linked = new Map<string, string>();
+  const kindNow = (rel: string): EntryKind | 'other' | null => {
+    try {
+      const st = root.lstat(rel);
+      return !st ? null : st.isDirectory() ? 'directory' : st.isSymbolicLink() ? 'symlink' : st.isFile() ? 'file' : 'other';
+    } catch (err) {
+      linked.set(rel, message(err));
+      return 'other';
+    }
+  };
+
+  // Type changes (a directory replaced by a file or link, a link or file by a directory, a file
+  // by a link...) and links out of the folder: shown, and applied only when confirmed. Whatever
+  // lies under such a path waits with it ("held").
+  const held = new Map<string, string>(); // path at or under which nothing is done → why
+  const typeChange = new Map<string, NonNullable<ApplyResult['typeChanges']>[number]>();
+  for (const f of c.files) {
+    if (!f.new) continue;
+    const now = kindNow(f.path);
+    const from = now === 'directory' ? 'directory' : f.old && f.old.kind !== f.new.kind ? f.old.kind : null;
+    if (from) typeChange.set(f.path, { path: f.path, from, to: f.new.kind, applied: false });
+    if (f.new.kind === 'symlink') links.push({ path: f.path, target: f.new.data.toString() });
+  }
+  const appeared = new Set<string>(); // a file or link the folder has where the agent made a directory, made after the agent started
+  for (const d of dirsAdded) {
+    const now = kindNow(d);
+    if (now !== 'file' && now !== 'symlink') continue;
+    const base = opts.baseOverrides?.get(d) ?? c.bases.get(d);
+    const abs = path.join(shadow.lower, d);
+    if (base ? sameIdentity(abs, base) : !touchedAfter(abs, since))
+      typeChange.set(d, { path: d, from: now, to: 'directory', applied: false });
+    else appeared.add(d);
+  }
+  for (const d of appeared)
+    if (![...linked.keys()].some((p) => p.startsWith(d + '/')))
+      held.set(d, `the folder has a ${kindNow(d)} at ${d} now, made after the agent started, where the agent made a directory`);
+    else held.set(d, '');
+  // Under a link of the folder: held, unless the change replaces that link by a directory.
+  for (const [p, why] of linked)
+    if (![...typeChange.values()].some((t) => t.to === 'directory' && t.from !== 'directory' && p.startsWith(t.path + '/')))
+      held.set(p, why);
+  for (const t of [...typeChange.values()].sort((a, b) => byteOrder(a.path, b.path))) {
+    typeChanges.push(t);
+    if (!opts.allowTypeChanges) held.set(t.path, `type change: ${t.path} ${t.from} -> ${t.to}; ${CONFIRM}`);
+  }
+  for (const l of links)
+    if (!opts.allowTypeChanges && leavesFolder(l.path, l.target) && !held.has(l.path))
+      held.set(l.path, `symlink: ${l.path} -> ${l.target} points out of the folder; ${CONFIRM}`);
+  const heldBy = (p: string): string | undefined => [...held.keys()].find((h) => under(p, h));
+
   const writes: Array<{ f: FileChange; side: Side | null; action: ApplyResult['applied'][number]['action'] }> = [];
   const give: string[] = []; // paths that leave the layer
   for (const f of c.files) {
     const abs = path.join(shadow.lower, f.path);
     const base = opts.baseOverrides?.get(f.path) ?? c.bases.get(f.path);
-    let conflict: string | null = null;
+    let why: string | null = null;
     if (base) {
-      if (!unchangedSince(abs, base, f.old)) conflict = 'the folder file changed since the agent copied it';
+      if (!unchangedSince(abs, base, f.old)) why = 'the folder file changed since the agent copied it';
     } else if (f.old && touchedAfter(abs, since)) {
-      conflict =
+      why =
         f.new === null
           ? 'the agent deletes a file that changed in the folder after the agent started'
           : 'the folder file changed (or appeared) after the agent started, and the agent never saw that version';
     }
     const kind =
       f.old && f.new ? (f.old.kind === f.new.kind && f.old.data.equals(f.new.data) ? 'mode' : 'write') : f.new ? 'create' : 'delete';
-    if (!conflict) {
+    const hold = heldBy(f.path);
+    if (!why) {
+      if (hold) continue; // reported with the path that holds it
       writes.push({ f, side: f.new, action: kind });
       give.push(f.path);
       continue;
     }
-    const how = resolutions.get(f.path);
+    const how = hold ? undefined : resolutions.get(f.path);
     const binary = isBinary(f.old?.data) || isBinary(f.new?.data);
     const baseBytes = binary ? null : baseContent(shadow.lower, f.path, base, opts.baseContents);
     const folderText = text(f.old);
@@ -218,7 +306,7 @@ export async function applyLayer(shadow: Shadow, agent: string, opts: ApplyOptio
     } else {
       res.conflicts.push({
         path: f.path,
-        reason: how === 'merged' ? `${conflict}; the merge is not clean (${m ? m.conflicts : 'no base to merge from'})` : conflict,
+        reason: how === 'merged' ? `${why}; the merge is not clean (${m ? m.conflicts : 'no base to merge from'})` : why,
         folder: folderText,
         agent: agentText,
         binary,
@@ -228,52 +316,175 @@ export async function applyLayer(shadow: Shadow, agent: string, opts: ApplyOptio
       });
     }
   }
+
+  // A directory goes only when everything in it is accounted for: each file in it deleted by
+  // the change without conflict, each directory in it removed by the change. Otherwise neither
+  // it nor what would replace it is touched (never a recursive removal of the user's work).
+  const deleting = new Set(writes.filter((w) => w.side === null).map((w) => w.f.path));
+  const removing = new Set(c.dirsRemoved.filter((d) => !heldBy(d)));
+  const unaccounted = (d: string): string | null => {
+    let names: fs.Dirent[];
+    try {
+      names = root.readdir(d);
+    } catch (err) {
+      return message(err);
+    }
+    for (const e of names) {
+      const p = `${d}/${e.name}`;
+      if (e.isDirectory()) {
+        const u = removing.has(p) ? unaccounted(p) : `${p} is not removed by the change`;
+        if (u) return u;
+      } else if (!deleting.has(p))
+        return res.conflicts.some((x) => x.path === p) ? `${p} is in conflict` : `${p} is not accounted for by the change`;
+    }
+    return null;
+  };
+  for (const t of typeChanges) {
+    if (held.has(t.path) || t.from !== 'directory') continue;
+    const u = unaccounted(t.path);
+    if (u)
+      held.set(
+        t.path,
+        `type change: ${t.path} directory -> ${t.to} refused: the folder's directory ${t.path} holds what the change does not remove (${u})`,
+      );
+  }
+  // Report each holding path once; what it holds stays in the layer.
+  for (const [p, why] of [...held].sort((a, b) => byteOrder(a[0], b[0]))) {
+    if (!why) continue; // reported by the paths under it
+    const waiting = [...writes.filter((w) => under(w.f.path, p)).map((w) => w.f.path), ...dirsAdded.filter((d) => under(d, p))];
+    const f = c.files.find((x) => x.path === p);
+    const own = res.conflicts.find((x) => x.path === p);
+    const others = waiting.filter((w) => w !== p).length;
+    const reason = others ? `${why} (${others} path(s) under it wait with it)` : why;
+    if (own) own.reason = `${reason}; ${own.reason}`;
+    else conflict(p, reason, f);
+  }
+  const isHeld = (p: string): boolean => heldBy(p) !== undefined;
+  const todo = writes.filter((w) => !isHeld(w.f.path));
+  for (const w of writes) if (isHeld(w.f.path) && give.includes(w.f.path)) give.splice(give.indexOf(w.f.path), 1);
+  for (const t of typeChanges) t.applied = !opts.dryRun && !isHeld(t.path);
+
   if (opts.dryRun) {
-    for (const w of writes) res.applied.push({ path: w.f.path, action: w.action });
+    for (const w of todo) res.applied.push({ path: w.f.path, action: w.action });
+    for (const t of typeChanges) t.applied = false;
     res.applied.sort((a, b) => byteOrder(a.path, b.path));
     return res;
   }
-  for (const w of writes) {
-    const abs = path.join(shadow.lower, w.f.path);
-    // Checked again right before writing: the folder may have changed while we looked.
-    // A write refused at the last moment is a conflict, and the path stays in the layer.
-    const refuse = (reason: string): void => {
-      res.conflicts.push({ path: w.f.path, reason, folder: null, agent: text(w.f.new), binary: false, merged: null, mergeConflicts: 0 });
-      give.splice(give.indexOf(w.f.path), 1);
-    };
-    // Never through a symlink of the folder: the write would land outside the path it names.
-    const link = symlinkAncestor(shadow.lower, w.f.path);
-    if (link !== null) {
-      refuse(`${link} is a symbolic link in the folder now; shadowfs does not write through links`);
-      continue;
-    }
-    const now = await folderSide(shadow.lower, w.f.path);
-    const stillOld = now === 'dir' ? w.f.old === null : now === 'other' ? false : sameSide(now, w.f.old);
-    if (!stillOld && !resolutions.has(w.f.path)) {
-      refuse('the folder file changed while apply ran');
-      continue;
-    }
-    if (w.side) {
-      if (w.action === 'mode' && w.side.kind === 'file') fs.chmodSync(abs, w.side.mode & 0o777);
-      else writeAtomic(abs, w.side);
-    } else fs.rmSync(abs, { force: true });
-    res.applied.push({ path: w.f.path, action: w.action });
-  }
-  // Directories the agent made (empty ones included) and removed.
-  for (const d of c.dirsAdded)
-    if (!only || only.some((s) => d === s || d.startsWith(s + '/'))) fs.mkdirSync(path.join(shadow.lower, d), { recursive: true });
-  const conflicted = new Set(res.conflicts.map((x) => x.path));
-  for (const d of [...c.dirsRemoved].reverse()) {
-    if ([...conflicted].some((p) => p.startsWith(d + '/'))) continue;
+
+  const step = (rel: string, what: string): void => opts.beforeStep?.(rel, what);
+  // A step refused at the last moment is a conflict, and the path stays in the layer.
+  const refuse = (w: (typeof writes)[number], reason: string): void => {
+    conflict(w.f.path, reason, w.f);
+    const i = give.indexOf(w.f.path);
+    if (i >= 0) give.splice(i, 1);
+    const t = typeChange.get(w.f.path);
+    if (t) t.applied = false;
+  };
+  /** Checked again right before touching the folder: it may have changed while we looked. */
+  const stillOld = (w: (typeof writes)[number]): string | null => {
+    let now;
     try {
-      fs.rmdirSync(path.join(shadow.lower, d));
-      give.push(d);
-    } catch {
-      // not empty: the folder has files the agent never saw there; leave it
+      now = folderNow(root, w.f.path);
+    } catch (err) {
+      return message(err);
+    }
+    if (now === 'dir') return `${w.f.path} is a directory in the folder (not removed: it holds what the change does not account for)`;
+    if (now === 'other' || (!sameSide(now, w.f.old) && !resolutions.has(w.f.path))) return 'the folder file changed while apply ran';
+    return null;
+  };
+
+  // 1. Removals, deepest first: files and links themselves, then directories that are empty now.
+  for (const w of todo.filter((x) => x.side === null)) {
+    const why = stillOld(w);
+    if (why) {
+      refuse(w, why);
+      continue;
+    }
+    try {
+      step(w.f.path, 'unlink');
+      root.unlink(w.f.path);
+      res.applied.push({ path: w.f.path, action: w.action });
+    } catch (err) {
+      refuse(w, message(err));
     }
   }
+  const notRemoved: string[] = [];
+  for (const d of [...removing]
+    .filter((x) => !isHeld(x))
+    .sort(byteOrder)
+    .reverse()) {
+    if (notRemoved.some((n) => under(n, d))) continue; // holds one that stayed
+    try {
+      step(d, 'rmdir');
+      root.rmdir(d);
+      give.push(d);
+    } catch (err) {
+      notRemoved.push(d);
+      const e = code(err);
+      conflict(
+        d,
+        e === 'ENOTEMPTY' || e === 'EEXIST'
+          ? `the folder's directory ${d} holds what the change does not account for (or what is in conflict); it was not removed`
+          : `the folder's directory ${d} was not removed: ${message(err)}`,
+      );
+      const t = typeChange.get(d);
+      if (t) t.applied = false;
+    }
+  }
+  // 2. Directories the agent made (empty ones included), parents first; a file or link the
+  //    agent replaced by a directory goes first (itself, never what it points to).
+  const made: string[] = [];
+  for (const d of dirsAdded) {
+    if (isHeld(d) || notRemoved.some((n) => under(d, n))) continue;
+    try {
+      const t = typeChange.get(d);
+      if (t && t.from !== 'directory') {
+        const abs = path.join(shadow.lower, d);
+        const base = opts.baseOverrides?.get(d) ?? c.bases.get(d);
+        if (base ? !sameIdentity(abs, base) : touchedAfter(abs, since)) {
+          conflict(d, `type change: ${d} ${t.from} -> directory refused: the folder's ${t.from} changed after the agent started`);
+          t.applied = false;
+          notRemoved.push(d);
+          continue;
+        }
+        step(d, 'unlink');
+        root.unlink(d);
+      }
+      step(d, 'mkdir');
+      root.mkdir(d);
+      made.push(d);
+    } catch (err) {
+      conflict(d, message(err));
+      notRemoved.push(d);
+      const t = typeChange.get(d);
+      if (t) t.applied = false;
+    }
+  }
+  // 3. Files and links, each atomically (beside, then renamed over).
+  for (const w of todo.filter((x) => x.side !== null)) {
+    const side = w.side!;
+    const blocked = notRemoved.find((n) => under(w.f.path, n) || n === w.f.path);
+    if (blocked !== undefined) {
+      refuse(w, `${blocked} could not be changed in the folder (see its conflict)`);
+      continue;
+    }
+    const why = stillOld(w);
+    if (why) {
+      refuse(w, why);
+      continue;
+    }
+    try {
+      step(w.f.path, w.action);
+      if (w.action === 'mode' && side.kind === 'file') root.chmod(w.f.path, side.mode);
+      else root.write(w.f.path, side.kind === 'symlink' ? { link: side.data.toString() } : { data: side.data, mode: side.mode });
+      res.applied.push({ path: w.f.path, action: w.action });
+    } catch (err) {
+      refuse(w, message(err));
+    }
+  }
+  const conflicted = new Set(res.conflicts.map((x) => x.path));
   // The applied paths leave the layer (the folder shows through there now).
-  for (const p of [...give, ...c.dirsAdded].sort(byteOrder)) {
+  for (const p of [...give, ...made].sort(byteOrder)) {
     try {
       await layer.revert(p);
     } catch (err) {
@@ -283,12 +494,17 @@ export async function applyLayer(shadow: Shadow, agent: string, opts: ApplyOptio
   }
   // Directories the agent replaced as a whole go back once nothing under them is left over.
   for (const d of c.dirsRemoved) {
-    if (res.kept.some((k) => k.startsWith(d + '/')) && ![...conflicted].some((p) => p.startsWith(d + '/'))) {
+    if (res.kept.some((k) => k.startsWith(d + '/')) && ![...conflicted].some((p) => under(p, d))) {
       await layer.revert(d).catch(() => undefined);
     }
   }
   const left = new Set((await layer.changes()).map((x) => x.path));
   res.kept = res.kept.filter((k) => left.has(k));
   res.applied.sort((a, b) => byteOrder(a.path, b.path));
+  res.conflicts.sort((a, b) => byteOrder(a.path, b.path));
   return res;
+}
+
+function code(err: unknown): string | undefined {
+  return (err as NodeJS.ErrnoException).code;
 }

@@ -1,0 +1,226 @@
+// File operations confined beneath an open directory (the user's folder, for apply): every step
+// resolves its path one component at a time from a descriptor of the folder, and no component
+// may be a symbolic link, so nothing apply does can land outside the folder, whatever links the
+// folder has, the agent wrote, or someone plants while apply runs. One function per operation;
+// the OS-specific part is only here.
+//
+// Linux: Node has no openat, but /proc/self/fd/<fd>/<name> is resolved by the kernel from the
+// directory open as <fd> (the magic link is that very directory, not a path looked up again).
+// Each directory component is opened from its parent's descriptor with O_DIRECTORY|O_NOFOLLOW,
+// and the final operation (mkdir, unlink, rmdir, rename, symlink, open with O_NOFOLLOW) acts on
+// /proc/self/fd/<parent>/<last>, which none of them follows when <last> is a link.
+//
+// Elsewhere (Windows): today's path-based calls, each preceded by an lstat of every ancestor,
+// which leaves a window between the check and the call. To close it Windows would need
+// handle-relative opens: NtCreateFile with ObjectAttributes.RootDirectory set to the parent's
+// handle and OBJ_DONT_REPARSE (so a reparse point, junction or symlink, anywhere is refused),
+// then SetFileInformationByHandle (FileRenameInfoEx / FileDispositionInfoEx) on those handles.
+// Nothing of that can be run here, so it is not written yet.
+import * as crypto from 'crypto';
+import * as fs from 'fs';
+import * as path from 'path';
+import { ShadowError } from '../errors';
+
+const { O_RDONLY, O_WRONLY, O_DIRECTORY, O_NOFOLLOW, O_CREAT, O_EXCL } = fs.constants;
+
+const HANDLE_RELATIVE = process.platform === 'linux' && fs.existsSync('/proc/self/fd');
+
+/** The components of a '/'-separated relative path; INVALID_PATH for anything that could leave the folder. */
+function components(rel: string): string[] {
+  const parts = rel.split('/');
+  for (const p of parts)
+    if (p === '' || p === '.' || p === '..' || p.includes('\0') || p.includes('\\'))
+      throw new ShadowError('INVALID_PATH', `${JSON.stringify(rel)} is not a plain path inside the folder`);
+  return parts;
+}
+
+function throughLink(anc: string, cause?: unknown): ShadowError {
+  return new ShadowError('PATH_THROUGH_SYMLINK', `${anc} is a symbolic link in the folder; shadowfs does not write through links`, {
+    cause,
+  });
+}
+
+function code(err: unknown): string | undefined {
+  return (err as NodeJS.ErrnoException).code;
+}
+
+/** The user's folder, held open; every operation resolves beneath it. Close it when done. */
+export class Beneath {
+  private constructor(
+    readonly root: string,
+    private readonly fd: number | null,
+  ) {}
+
+  static open(root: string): Beneath {
+    return new Beneath(root, HANDLE_RELATIVE ? fs.openSync(root, O_RDONLY | O_DIRECTORY) : null);
+  }
+
+  close(): void {
+    if (this.fd !== null) fs.closeSync(this.fd);
+  }
+
+  /**
+   * Runs `fn` with the path of `rel`'s last component as seen from its parent directory (held
+   * open, every ancestor checked not to be a link). Missing ancestors are made when `create`.
+   */
+  private at<T>(rel: string, create: boolean, fn: (p: string, name: string) => T): T {
+    const parts = components(rel);
+    const name = parts.pop()!;
+    if (this.fd === null) {
+      // Path-based (see the file's comment): check each ancestor, then act on the joined path.
+      let cur = this.root;
+      for (let i = 0; i < parts.length; i++) {
+        cur = path.join(cur, parts[i]);
+        const st = fs.lstatSync(cur, { throwIfNoEntry: false });
+        if (st?.isSymbolicLink()) throw throughLink(parts.slice(0, i + 1).join('/'));
+        if (!st && create) fs.mkdirSync(cur);
+        else if (st && !st.isDirectory()) throw new ShadowError('NOT_A_DIRECTORY', `${parts.slice(0, i + 1).join('/')} is not a directory`);
+      }
+      return fn(path.join(cur, name), name);
+    }
+    let dir = fs.openSync(`/proc/self/fd/${this.fd}`, O_RDONLY | O_DIRECTORY);
+    try {
+      for (let i = 0; i < parts.length; i++) {
+        const p = `/proc/self/fd/${dir}/${parts[i]}`;
+        let next: number;
+        try {
+          next = fs.openSync(p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
+        } catch (err) {
+          const anc = parts.slice(0, i + 1).join('/');
+          if (code(err) === 'ENOENT' && create) {
+            try {
+              fs.mkdirSync(p); // mkdir never follows a link at its last component
+            } catch (e) {
+              if (code(e) !== 'EEXIST') throw e;
+            }
+            next = fs.openSync(p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW); // a link planted meanwhile: ELOOP
+          } else if (code(err) === 'ELOOP' || fs.lstatSync(p, { throwIfNoEntry: false })?.isSymbolicLink()) throw throughLink(anc, err);
+          else if (code(err) === 'ENOTDIR')
+            throw new ShadowError('NOT_A_DIRECTORY', `${anc} is not a directory in the folder`, { cause: err });
+          else throw err;
+        }
+        fs.closeSync(dir);
+        dir = next;
+      }
+      return fn(`/proc/self/fd/${dir}/${name}`, name);
+    } catch (err) {
+      if (code(err) === 'ELOOP' && !(err instanceof ShadowError)) throw throughLink(rel, err);
+      throw err;
+    } finally {
+      fs.closeSync(dir);
+    }
+  }
+
+  /** What is at `rel` (never following a link), or null when nothing is; PATH_THROUGH_SYMLINK when an ancestor is a link. */
+  lstat(rel: string): fs.Stats | null {
+    try {
+      return this.at(rel, false, (p) => fs.lstatSync(p, { throwIfNoEntry: false }) ?? null);
+    } catch (err) {
+      if (code(err) === 'ENOENT' || (err instanceof ShadowError && err.code === 'NOT_A_DIRECTORY')) return null;
+      throw err;
+    }
+  }
+
+  readlink(rel: string): string {
+    return this.at(rel, false, (p) => fs.readlinkSync(p));
+  }
+
+  /** The bytes and mode of the regular file at `rel` (a link there is refused: ELOOP). */
+  readFile(rel: string): { data: Buffer; mode: number } {
+    return this.at(rel, false, (p) => {
+      const fd = fs.openSync(p, O_RDONLY | O_NOFOLLOW);
+      try {
+        const st = fs.fstatSync(fd);
+        if (!st.isFile()) throw new ShadowError('INVALID_ARGUMENT', `${rel} is not a regular file`);
+        return { data: fs.readFileSync(fd), mode: st.mode };
+      } finally {
+        fs.closeSync(fd);
+      }
+    });
+  }
+
+  /** The names in directory `rel` ('' for the folder itself), with their types. */
+  readdir(rel: string): fs.Dirent[] {
+    if (rel === '') return fs.readdirSync(this.fd === null ? this.root : `/proc/self/fd/${this.fd}`, { withFileTypes: true });
+    return this.at(rel, false, (p) => {
+      if (this.fd === null) return fs.readdirSync(p, { withFileTypes: true });
+      const fd = fs.openSync(p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
+      try {
+        return fs.readdirSync(`/proc/self/fd/${fd}`, { withFileTypes: true });
+      } finally {
+        fs.closeSync(fd);
+      }
+    });
+  }
+
+  /** Makes directory `rel` (and missing ancestors); a directory already there is fine, anything else EEXIST. */
+  mkdir(rel: string, mode = 0o777): void {
+    this.at(rel, true, (p) => {
+      try {
+        fs.mkdirSync(p, mode);
+      } catch (err) {
+        if (code(err) !== 'EEXIST' || !fs.lstatSync(p).isDirectory()) throw err;
+      }
+    });
+  }
+
+  /**
+   * Writes a regular file (or, with `link`, a symbolic link to `link`) at `rel` atomically: made
+   * beside it under a new name (O_EXCL|O_NOFOLLOW), then renamed over whatever file or link is
+   * there (rename replaces a link, never follows it; a directory there fails with EISDIR).
+   */
+  write(rel: string, content: { data: Buffer; mode: number } | { link: string }): void {
+    this.at(rel, true, (p, name) => {
+      const tmp = path.join(path.dirname(p), `.${name}.shadowfs-${crypto.randomBytes(6).toString('hex')}`);
+      try {
+        if ('link' in content) fs.symlinkSync(content.link, tmp);
+        else {
+          const fd = fs.openSync(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, content.mode & 0o777);
+          try {
+            fs.writeSync(fd, content.data);
+            fs.fchmodSync(fd, content.mode & 0o777);
+            fs.fsyncSync(fd);
+          } finally {
+            fs.closeSync(fd);
+          }
+        }
+        fs.renameSync(tmp, p);
+      } catch (err) {
+        fs.rmSync(tmp, { force: true });
+        throw err;
+      }
+    });
+  }
+
+  /** Sets the permission bits of the regular file at `rel` (a link there is refused). */
+  chmod(rel: string, mode: number): void {
+    this.at(rel, false, (p) => {
+      if (this.fd === null) {
+        if (fs.lstatSync(p).isSymbolicLink()) throw throughLink(rel);
+        return fs.chmodSync(p, mode & 0o777);
+      }
+      const fd = fs.openSync(p, O_RDONLY | O_NOFOLLOW);
+      try {
+        fs.fchmodSync(fd, mode & 0o777);
+      } finally {
+        fs.closeSync(fd);
+      }
+    });
+  }
+
+  /** Removes the file or link at `rel` itself (never what a link points to); false when nothing was there. */
+  unlink(rel: string): boolean {
+    try {
+      this.at(rel, false, (p) => fs.unlinkSync(p));
+      return true;
+    } catch (err) {
+      if (code(err) === 'ENOENT') return false;
+      throw err;
+    }
+  }
+
+  /** Removes the empty directory at `rel` (never recursively; a link there is not followed: ENOTDIR). */
+  rmdir(rel: string): void {
+    this.at(rel, false, (p) => fs.rmdirSync(p));
+  }
+}

@@ -1,0 +1,170 @@
+// Apply stays inside the user's folder and never destroys what it did not create, on real mounts:
+// no write or removal through a symbolic link of the folder (one the folder had, one the agent
+// wrote, one planted while apply runs), type changes and links out of the folder only when
+// confirmed, and a directory the agent replaced is never removed while it holds the user's work.
+import * as assert from 'assert';
+import * as fs from 'fs';
+import * as path from 'path';
+import type { Shadow } from '../src/shadow';
+import type { ApplyOptions, ApplyResult } from '../src/work/apply';
+import { WorkService } from '../src/work/service';
+import { FolderGuard, tempDir, withShadow } from './helpers/fixtures';
+
+/** The user's folder, with one file. */
+function makeFolder(label: string): string {
+  const dir = tempDir(label);
+  fs.writeFileSync(path.join(dir, 'README.md'), '# project\n');
+  return dir;
+}
+
+/** A directory outside the folder, with content that must survive, watched for the whole test. */
+function makeOutside(): { dir: string; guard: FolderGuard } {
+  const dir = tempDir('outside');
+  fs.mkdirSync(path.join(dir, 'sub'));
+  fs.mkdirSync(path.join(dir, 'keep'));
+  fs.writeFileSync(path.join(dir, 'keep', 'file.txt'), 'outside\n');
+  return { dir, guard: new FolderGuard(dir) };
+}
+
+/** Runs `fn` with a mounted shadow of `lower` and the active layer "agent" (apply writes `lower`: no guard on it). */
+async function withAgent(lower: string, fn: (w: WorkService, shadow: Shadow, mp: string) => Promise<void>): Promise<void> {
+  await withShadow(
+    lower,
+    async (shadow, mp) => {
+      const w = new WorkService(shadow);
+      try {
+        await shadow.createLayer('agent');
+        await shadow.activate('agent');
+        await fn(w, shadow, mp);
+      } finally {
+        await w.dispose();
+      }
+    },
+    { guard: false },
+  );
+}
+
+function apply(w: WorkService, opts: ApplyOptions = {}): Promise<ApplyResult> {
+  return w.apply('agent', opts);
+}
+
+function conflictPaths(r: ApplyResult): string[] {
+  return r.conflicts.map((c) => c.path).sort();
+}
+
+describe('apply integrity: confined to the folder, destroys nothing it did not create', function () {
+  this.timeout(60_000);
+
+  it('a folder symlink to a directory outside, replaced by a directory tree: nothing is made outside; the type change needs confirmation', async () => {
+    const lower = makeFolder('ai-ext');
+    const outside = makeOutside();
+    try {
+      fs.symlinkSync(outside.dir, path.join(lower, 'ext'));
+      await withAgent(lower, async (w, _shadow, mp) => {
+        fs.unlinkSync(path.join(mp, 'ext'));
+        fs.mkdirSync(path.join(mp, 'ext', 'made-by-agent', 'deeper'), { recursive: true });
+        fs.writeFileSync(path.join(mp, 'ext', 'made-by-agent', 'deeper', 'f.txt'), 'agent\n');
+        fs.writeFileSync(path.join(mp, 'other.txt'), 'not a type change\n');
+        const r = await apply(w);
+        assert.ok(conflictPaths(r).includes('ext'), JSON.stringify(r));
+        assert.match(r.conflicts.find((c) => c.path === 'ext')!.reason, /type change: ext symlink -> directory/);
+        assert.ok(
+          r.applied.some((a) => a.path === 'other.txt'),
+          'the rest is applied',
+        );
+        assert.strictEqual(fs.readlinkSync(path.join(lower, 'ext')), outside.dir, 'the link is left as it was');
+        assert.deepStrictEqual(r.typeChanges, [{ path: 'ext', from: 'symlink', to: 'directory', applied: false }]);
+        // Confirmed: the link itself goes (never followed) and the tree is made in the folder.
+        const r2 = await apply(w, { allowTypeChanges: true });
+        assert.deepStrictEqual(r2.conflicts, [], JSON.stringify(r2.conflicts));
+        assert.deepStrictEqual(r2.typeChanges, [{ path: 'ext', from: 'symlink', to: 'directory', applied: true }]);
+        assert.ok(fs.lstatSync(path.join(lower, 'ext')).isDirectory());
+        assert.strictEqual(fs.readFileSync(path.join(lower, 'ext', 'made-by-agent', 'deeper', 'f.txt'), 'utf8'), 'agent\n');
+      });
+      assert.ok(!fs.existsSync(path.join(outside.dir, 'made-by-agent')), 'nothing was made outside the folder');
+      await outside.guard.check();
+    } finally {
+      outside.guard.stop();
+    }
+  });
+
+  it('a directory the agent replaced by a link to a directory outside: nothing outside is removed; the link and its target are shown and confirmed', async () => {
+    const lower = makeFolder('ai-w');
+    const outside = makeOutside();
+    try {
+      fs.mkdirSync(path.join(lower, 'w', 'sub'), { recursive: true });
+      fs.writeFileSync(path.join(lower, 'w', 'sub', 'x.txt'), 'mine\n');
+      fs.mkdirSync(path.join(lower, 'w', 'keep'));
+      await withAgent(lower, async (w, _shadow, mp) => {
+        fs.rmSync(path.join(mp, 'w'), { recursive: true });
+        fs.symlinkSync(outside.dir, path.join(mp, 'w'));
+        const r = await apply(w);
+        assert.deepStrictEqual(conflictPaths(r), ['w'], JSON.stringify(r));
+        assert.match(r.conflicts[0].reason, /type change: w directory -> symlink/);
+        assert.deepStrictEqual(r.links, [{ path: 'w', target: outside.dir }]);
+        assert.strictEqual(fs.readFileSync(path.join(lower, 'w', 'sub', 'x.txt'), 'utf8'), 'mine\n', 'nothing was removed unconfirmed');
+        const r2 = await apply(w, { allowTypeChanges: true });
+        assert.deepStrictEqual(r2.conflicts, [], JSON.stringify(r2.conflicts));
+        assert.deepStrictEqual(r2.typeChanges, [{ path: 'w', from: 'directory', to: 'symlink', applied: true }]);
+        assert.strictEqual(fs.readlinkSync(path.join(lower, 'w')), outside.dir);
+      });
+      assert.ok(fs.statSync(path.join(outside.dir, 'sub')).isDirectory(), 'the directory outside is still there');
+      assert.ok(fs.statSync(path.join(outside.dir, 'keep')).isDirectory(), 'the directory outside is still there');
+      await outside.guard.check();
+    } finally {
+      outside.guard.stop();
+    }
+  });
+
+  it("a directory the agent replaced by a file is not removed while it holds the user's edit: the removal and the file are refused", async () => {
+    const lower = makeFolder('ai-cfg');
+    fs.mkdirSync(path.join(lower, 'cfg'));
+    fs.writeFileSync(path.join(lower, 'cfg', 'a.txt'), 'a\n');
+    fs.writeFileSync(path.join(lower, 'cfg', 'b.txt'), 'b\n');
+    await withAgent(lower, async (w, _shadow, mp) => {
+      fs.rmSync(path.join(mp, 'cfg'), { recursive: true });
+      fs.writeFileSync(path.join(mp, 'cfg'), 'now a file\n');
+      // The user edits a file in the directory after the agent started.
+      await new Promise((r) => setTimeout(r, 20)); // mtime granularity: the edit is later than the layer's start
+      fs.writeFileSync(path.join(lower, 'cfg', 'a.txt'), 'the user edit\n');
+      for (const allowTypeChanges of [false, true]) {
+        const r = await apply(w, { allowTypeChanges });
+        assert.ok(conflictPaths(r).includes('cfg/a.txt'), JSON.stringify(r));
+        assert.ok(conflictPaths(r).includes('cfg'), `the file replacing the directory is refused: ${JSON.stringify(r)}`);
+        assert.ok(fs.lstatSync(path.join(lower, 'cfg')).isDirectory(), 'cfg is still a directory');
+        assert.strictEqual(fs.readFileSync(path.join(lower, 'cfg', 'a.txt'), 'utf8'), 'the user edit\n', "the user's edit survived");
+      }
+    });
+  });
+
+  it('a symbolic link planted in the folder between the check and the write is never written through', async () => {
+    const lower = makeFolder('ai-race');
+    const outside = makeOutside();
+    try {
+      fs.mkdirSync(path.join(lower, 'd'));
+      fs.writeFileSync(path.join(lower, 'd', 'f.txt'), 'folder\n');
+      await withAgent(lower, async (w, _shadow, mp) => {
+        fs.writeFileSync(path.join(mp, 'd', 'f.txt'), 'agent\n');
+        fs.writeFileSync(path.join(mp, 'd', 'new.txt'), 'agent\n');
+        let planted = false;
+        const r = await apply(w, {
+          // Called after apply's checks, right before it touches the folder: the deterministic race.
+          beforeStep: () => {
+            if (planted) return;
+            planted = true;
+            fs.renameSync(path.join(lower, 'd'), path.join(lower, 'd-moved'));
+            fs.symlinkSync(path.join(outside.dir, 'keep'), path.join(lower, 'd'));
+          },
+        });
+        assert.ok(planted, 'apply called the hook');
+        assert.deepStrictEqual(conflictPaths(r), ['d/f.txt', 'd/new.txt'], JSON.stringify(r));
+        for (const c of r.conflicts) assert.match(c.reason, /symbolic link/);
+      });
+      assert.deepStrictEqual(fs.readdirSync(path.join(outside.dir, 'keep')), ['file.txt']);
+      assert.strictEqual(fs.readFileSync(path.join(outside.dir, 'keep', 'file.txt'), 'utf8'), 'outside\n');
+      await outside.guard.check();
+    } finally {
+      outside.guard.stop();
+    }
+  });
+});
