@@ -1,12 +1,15 @@
-// Repository metadata never leaves a layer as files: real mounts, real git run inside the shadow
-// (status, add, commit, branch, checkout -b, stash, rebase, amend). diff, patch and apply leave
-// .git (at any depth) and ignored files out, and say so; every patch applies with git apply; apply
-// leaves the user's HEAD, index and refs exactly as they were.
+// Repository metadata never leaves a layer as files, and an agent's commits come back as a branch:
+// real mounts, real git run inside the shadow (status, add, commit, branch, checkout -b, stash,
+// rebase, amend). diff, patch and apply leave .git (at any depth) and ignored files out, and say
+// so; every patch applies with git apply; apply and apply --branch leave the user's HEAD, index,
+// refs and (for a branch) work tree exactly as they were; the agent's hostile git configuration
+// runs nothing when its commits are fetched.
 import * as assert from 'assert';
 import { execFileSync } from 'child_process';
 import * as crypto from 'crypto';
 import * as fs from 'fs';
 import * as path from 'path';
+import { ShadowError } from '../src/errors';
 import { runInShadow } from '../src/run/runner';
 import type { Shadow } from '../src/shadow';
 import { WorkService } from '../src/work/service';
@@ -75,6 +78,13 @@ async function agentGit(shadow: Shadow, script: string, agent = 'agent'): Promis
   assert.strictEqual(r.exitCode, 0, `${script}\n--- stdout\n${r.stdout}\n--- stderr\n${r.stderr}`);
 }
 
+/** git inside the shadow, as the agent sees its repository. */
+async function agentOut(shadow: Shadow, ...args: string[]): Promise<string> {
+  const r = await runInShadow(shadow, { agent: 'agent', argv: ['git', ...args] });
+  assert.strictEqual(r.exitCode, 0, r.stderr);
+  return r.stdout;
+}
+
 const sha = (b: Buffer | string): string => crypto.createHash('sha256').update(b).digest('hex');
 
 /** Every file under `dir` (relative path → type and content hash), `skip` left out. */
@@ -121,7 +131,15 @@ async function withWork<T>(repo: string, fn: (w: WorkService, shadow: Shadow, mp
   );
 }
 
-describe('git integrity: .git never leaves a layer as files', function () {
+function isCode(code: string): (err: unknown) => boolean {
+  return (err: unknown) => {
+    assert.ok(err instanceof ShadowError, String(err));
+    assert.strictEqual(err.code, code, err.message);
+    return true;
+  };
+}
+
+describe('git integrity: .git never leaves a layer as files; agent commits come back as a branch', function () {
   this.timeout(120_000);
 
   it('after status, add, commit, branch, checkout -b, stash, rebase and amend in the shadow, diff and patch leave .git out and git apply takes the patch', async () => {
@@ -251,6 +269,114 @@ describe('git integrity: .git never leaves a layer as files', function () {
         assert.deepStrictEqual(r.excluded.length, 4);
         assert.ok(rest.applied.some((a) => a.path === 'run.log'));
         assert.ok(!fs.existsSync(path.join(repo, 'debug.log')));
+      },
+      false,
+    );
+  });
+
+  it("apply --branch brings the agent's commits in as a new branch and writes nothing else; an existing branch is refused unless forced", async () => {
+    const repo = makeRepo();
+    const before = repoState(repo);
+    const worktree = workTree(repo);
+    const objectsBefore = tree(path.join(repo, '.git', 'objects'));
+    await withWork(
+      repo,
+      async (w, shadow) => {
+        await agentGit(shadow, AGENT_GIT);
+        const agentHead = (await agentOut(shadow, 'rev-parse', 'HEAD')).trim();
+        const agentLog = await agentOut(shadow, 'log', '--format=%H %s', 'HEAD');
+        const dry = await w.apply('agent', { branch: 'agent-work', dryRun: true });
+        assert.deepStrictEqual(dry.branch, { name: 'agent-work', commit: agentHead, previous: null });
+        assert.deepStrictEqual(repoState(repo), before, 'a dry run writes nothing');
+        const r = await w.apply('agent', { branch: 'agent-work' });
+        assert.deepStrictEqual(r.branch, { name: 'agent-work', commit: agentHead, previous: null });
+        assert.deepStrictEqual(r.applied, []);
+        assert.strictEqual(git(repo, 'rev-parse', 'refs/heads/agent-work').trim(), agentHead);
+        assert.strictEqual(git(repo, 'log', '--format=%H %s', 'agent-work'), agentLog, "the agent's history, commit for commit");
+        git(repo, 'fsck', '--no-progress', '--connectivity-only');
+        const after = repoState(repo);
+        assert.strictEqual(after.head, before.head, '.git/HEAD');
+        assert.strictEqual(after.index, before.index, '.git/index');
+        assert.strictEqual(
+          after.refs,
+          (before.refs + `${agentHead} refs/heads/agent-work\n`)
+            .split('\n')
+            .filter(Boolean)
+            .sort((a, b) => (a.split(' ')[1] < b.split(' ')[1] ? -1 : 1))
+            .join('\n') + '\n',
+          'only the new ref',
+        );
+        const changed = [...after.files]
+          .filter(([p, h]) => before.files.get(p) !== h)
+          .map(([p]) => p)
+          .filter((p) => !p.startsWith('objects/'));
+        assert.deepStrictEqual(changed, ['refs/heads/agent-work'], 'besides new objects, only the new ref is written');
+        assert.deepStrictEqual(
+          [...before.files.keys()].filter((p) => !after.files.has(p)),
+          [],
+          'nothing of .git is removed',
+        );
+        const objectsAfter = tree(path.join(repo, '.git', 'objects'));
+        for (const [p, h] of objectsBefore) assert.strictEqual(objectsAfter.get(p), h, `object file ${p} unchanged`);
+        assert.deepStrictEqual(workTree(repo), worktree, 'the work tree is untouched');
+        // Again: refused, nothing changed; forced: replaced.
+        const state = repoState(repo);
+        await assert.rejects(w.apply('agent', { branch: 'agent-work' }), isCode('BRANCH_EXISTS'));
+        await assert.rejects(w.apply('agent', { branch: 'user-topic' }), isCode('BRANCH_EXISTS'));
+        assert.deepStrictEqual(repoState(repo), state);
+        const base = git(repo, 'rev-parse', 'user-topic').trim();
+        const forced = await w.apply('agent', { branch: 'user-topic', force: true });
+        assert.deepStrictEqual(forced.branch, { name: 'user-topic', commit: agentHead, previous: base });
+        // The branch checked out in the folder is never moved, even when forced.
+        await assert.rejects(w.apply('agent', { branch: 'main', force: true }), isCode('BRANCH_EXISTS'));
+        assert.strictEqual(repoState(repo).head, before.head);
+        await assert.rejects(w.apply('agent', { branch: '-bad..name' }), isCode('INVALID_ARGUMENT'));
+      },
+      false, // the folder's .git gets new objects and a ref
+    );
+  });
+
+  it("the agent's hostile git configuration and hooks run nothing when its commits are fetched", async () => {
+    const repo = makeRepo();
+    const marks = tempDir('git-integrity-marks');
+    await withWork(
+      repo,
+      async (w, shadow) => {
+        const touch = (name: string): string => `touch ${path.join(marks, name)}`;
+        const hooks = [
+          'pre-upload-pack',
+          'post-upload-pack',
+          'reference-transaction',
+          'post-checkout',
+          'pre-receive',
+          'update',
+          'post-update',
+        ];
+        await agentGit(
+          shadow,
+          [
+            'set -e',
+            'echo change >> README.md',
+            'git commit -q -am "agent: change"',
+            `git config core.fsmonitor "${touch('fsmonitor')}; false"`,
+            `git config uploadpack.packObjectsHook "${touch('packObjectsHook')}; git"`,
+            `git config core.alternateRefsCommand "${touch('alternateRefsCommand')}; true"`,
+            `git config core.sshCommand "${touch('sshCommand')}; false"`,
+            `git config core.pager "${touch('pager')}; cat"`,
+            `git config filter.evil.smudge "${touch('smudge')}; cat"`,
+            `git config filter.evil.clean "${touch('clean')}; cat"`,
+            `git config include.path /dev/null`,
+            'git config core.hooksPath .git/hooks',
+            'echo "* filter=evil" > .gitattributes',
+            ...hooks.map((h) => `printf '#!/bin/sh\\n${touch(`hook-${h}`)}\\n' > .git/hooks/${h} && chmod +x .git/hooks/${h}`),
+          ].join('\n'),
+        );
+        // Sanity: the agent's settings are in effect inside its own repository.
+        assert.match(await agentOut(shadow, 'config', 'uploadpack.packObjectsHook'), /packObjectsHook/);
+        const r = await w.apply('agent', { branch: 'from-agent' });
+        assert.ok(r.branch);
+        assert.deepStrictEqual(fs.readdirSync(marks), [], 'no program of the agent ran');
+        assert.match(git(repo, 'log', '-1', '--format=%s', 'from-agent'), /agent: change/);
       },
       false,
     );

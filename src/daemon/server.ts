@@ -263,6 +263,7 @@ export class Daemon {
           dryRun: p.dryRun === true,
           resolutions: p.resolutions,
           includeIgnored: p.includeIgnored === true,
+          ...(p.branch !== undefined ? { branch: p.branch, force: p.force === true } : {}),
         });
         if (!r.dryRun && r.applied.length)
           this.broadcast('layer/changed', {
@@ -277,6 +278,7 @@ export class Daemon {
           dryRun: r.dryRun,
           applied: r.applied.length,
           conflicts: r.conflicts.length,
+          ...(r.branch ? { branch: r.branch.name, commit: r.branch.commit } : {}),
         });
         return r;
       },

@@ -571,6 +571,8 @@ export const CMDLETS: CmdletSpec[] = [
       { name: 'Keep', type: 'string[]', cli: { option: 'keep' } },
       { name: 'Merged', type: 'string[]', cli: { option: 'merged' } },
       includeIgnored,
+      { name: 'Branch', type: 'string', cli: { option: 'branch' } },
+      { name: 'Force', type: 'switch', cli: { option: 'force' } },
     ],
     output: { kind: 'object', type: 'ShadowFS.ApplyResult', add: agentAdd },
     examples: [

@@ -98,6 +98,7 @@ export const ERROR_CATEGORY: Record<keyof typeof ErrorCodes | 'USAGE' | 'CLI_FAI
   NATIVE_UNAVAILABLE: 'NotInstalled',
   WINFSP_MISSING: 'NotInstalled',
   CONFLICT: 'InvalidOperation',
+  BRANCH_EXISTS: 'ResourceExists',
   NO_MATCH: 'ObjectNotFound',
   AMBIGUOUS_MATCH: 'InvalidArgument',
   UNKNOWN_CHECKPOINT: 'ObjectNotFound',

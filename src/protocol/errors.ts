@@ -44,6 +44,8 @@ export const ErrorCodes = {
   WINFSP_MISSING: 'WinFsp, which shadowfs mounts through on Windows, is not installed.',
   CONFLICT:
     "The folder's file changed since the agent's copy was taken (or the layer's change cannot be given back on its own); nothing was written for it: say how to resolve it.",
+  BRANCH_EXISTS:
+    "The folder's repository has a branch of that name already (or it is the branch checked out there); nothing was written: choose another name, or replace it with force.",
   NO_MATCH: 'The text to replace does not occur in the file.',
   AMBIGUOUS_MATCH: 'The text to replace occurs more than once; give more context, or ask to replace every occurrence.',
   UNKNOWN_CHECKPOINT: 'No checkpoint of that name exists for the agent.',

@@ -246,6 +246,14 @@ export const ApplyResult = z.object({
   ),
   kept: z.array(z.string()).describe('Written to the folder, but still held by the layer (under a directory the layer replaced).'),
   excluded: z.array(ExcludedPath).describe('Changed paths not applied: .git at any depth, and files git ignores unless includeIgnored.'),
+  branch: z
+    .object({
+      name: z.string(),
+      commit: z.string().describe("The commit the branch points to: the agent's HEAD."),
+      previous: z.string().nullable().describe('What the branch pointed to before (with force), or null: it is new.'),
+    })
+    .optional()
+    .describe("With branch: the branch made in the folder's repository from the agent's commits (no files are written then)."),
   skipped: z.array(z.string()),
 });
 
@@ -516,9 +524,27 @@ export const Requests = {
       dryRun: z.boolean().optional().describe('Report what would be written; write nothing.'),
       resolutions: z.record(z.string(), Resolution).optional().describe('How to resolve conflicts, by path.'),
       includeIgnored,
+      branch: z
+        .string()
+        .min(1)
+        .max(255)
+        .optional()
+        .describe(
+          "Instead of writing files: bring the agent's commits (its HEAD) into the folder's repository as this new branch, by git fetch; only new objects and that ref are written (HEAD, index, work tree and other refs untouched). BRANCH_EXISTS if it exists, unless force.",
+        ),
+      force: z.boolean().optional().describe('With branch: replace an existing branch of that name (never the one checked out).'),
     }),
     result: ApplyResult,
-    errors: ['UNKNOWN_SHADOW', 'INVALID_AGENT', 'UNKNOWN_AGENT', 'INVALID_PATH', 'NOT_MOUNTED'],
+    errors: [
+      'UNKNOWN_SHADOW',
+      'INVALID_AGENT',
+      'UNKNOWN_AGENT',
+      'INVALID_PATH',
+      'NOT_MOUNTED',
+      'BRANCH_EXISTS',
+      'NOT_SUPPORTED',
+      'INVALID_ARGUMENT',
+    ],
   }),
   'layer.checkpoint': request({
     summary: "Saves an agent's layer as a named checkpoint in the per-user state directory (contents stored once).",

@@ -1,8 +1,28 @@
-// Git for getting work out: which of a layer's paths the folder's repository ignores. Git runs
-// only in the folder's repository (the user's own configuration), with a clean environment, hooks
-// off and no automatic maintenance.
+// Git for getting work out: which of a layer's paths the folder's repository ignores, and an
+// agent's commits brought into the folder's repository as one new branch by git's own object
+// transfer (`git fetch` run in the folder, from a mount that shows the agent's layer).
+//
+// The agent's repository is hostile: its .git/config, hooks and refs are whatever the agent wrote.
+// Git runs only in the folder's repository (the user's own configuration), with a clean
+// environment, hooks off and no automatic maintenance; the agent's side is read by the
+// `git-upload-pack` that fetch starts for a local path. What of the agent's configuration that
+// upload-pack could act on was checked (git 2.39 source and by test/git-integrity.test.ts):
+// - `uploadpack.packObjectsHook` is honoured only from protected (system, global, command line)
+//   configuration, never from the repository's own.
+// - The `-c` settings given to fetch do not reach upload-pack (git drops GIT_CONFIG_PARAMETERS and
+//   GIT_DIR for a local transport's child), and upload-pack is started by the name fetch's own
+//   (the folder's) configuration gives, never by the remote's.
+// - upload-pack and pack-objects read no index (so no `core.fsmonitor`), run no hooks, no filters,
+//   pager, editor, credential helper or ssh command (`core.sshCommand` is for the fetching side
+//   and only for ssh URLs); `core.alternateRefsCommand` runs on the fetching side for the
+//   folder's own alternates only.
+// - What arrives is checked (`transfer.fsckObjects`) before the folder's repository keeps it.
+// - A `.git` that is not a directory (a "gitdir:" file could point anywhere) is refused.
 import { spawn } from 'child_process';
+import * as fs from 'fs';
+import * as path from 'path';
 import { ShadowError } from '../errors';
+import type { Shadow } from '../shadow';
 
 export interface GitResult {
   code: number;
@@ -49,4 +69,106 @@ export async function ignoredPaths(folder: string, paths: string[]): Promise<Set
   if (r.code !== 0) return out;
   for (const p of r.stdout.toString('utf8').split('\0')) if (p) out.add(p);
   return out;
+}
+
+export interface BranchResult {
+  name: string;
+  /** The commit the branch points to now (the agent's HEAD). */
+  commit: string;
+  /** What the branch pointed to before (only with force), or null when it is new. */
+  previous: string | null;
+}
+
+/** The folder must be the top of a git repository whose .git is a directory. */
+async function checkFolderRepo(folder: string): Promise<void> {
+  const top = await runGit(folder, ['rev-parse', '--show-toplevel']);
+  const topDir = top.code === 0 ? top.stdout.toString('utf8').trim() : '';
+  if (!topDir || fs.realpathSync(topDir) !== fs.realpathSync(folder))
+    throw new ShadowError(
+      'NOT_SUPPORTED',
+      `${folder} is not the top folder of a git repository, so the agent's commits cannot come back as a branch; apply the files without --branch`,
+    );
+}
+
+async function refOf(folder: string, ref: string): Promise<string | null> {
+  const r = await runGit(folder, ['rev-parse', '-q', '--verify', `${ref}^{commit}`]);
+  return r.code === 0 ? r.stdout.toString('utf8').trim() : null;
+}
+
+/**
+ * Brings the commits of `agent`'s HEAD into the folder's repository as branch `name`: only new
+ * objects and that one ref are written (no FETCH_HEAD, no reflog, no tags, no maintenance); the
+ * folder's HEAD, index, work tree and other refs stay as they are. An existing branch is
+ * BRANCH_EXISTS unless `force`; the branch checked out in the folder is never moved.
+ */
+export async function fetchAgentBranch(
+  shadow: Shadow,
+  agent: string,
+  name: string,
+  opts: { force?: boolean; dryRun?: boolean } = {},
+): Promise<BranchResult> {
+  const folder = shadow.lower;
+  const fmt = await runGit(folder, ['check-ref-format', '--branch', name]);
+  if (fmt.code !== 0 || name.startsWith('-'))
+    throw new ShadowError('INVALID_ARGUMENT', `${JSON.stringify(name)} is not a valid branch name (see "git check-ref-format --branch")`);
+  await checkFolderRepo(folder);
+  const ref = `refs/heads/${name}`;
+  const previous = await refOf(folder, ref);
+  if (previous !== null) {
+    const head = await runGit(folder, ['symbolic-ref', '-q', 'HEAD']);
+    if (head.code === 0 && head.stdout.toString('utf8').trim() === ref)
+      throw new ShadowError(
+        'BRANCH_EXISTS',
+        `branch ${name} is checked out in ${folder}; shadowfs never moves it (even with --force): choose another name`,
+      );
+    if (!opts.force)
+      throw new ShadowError('BRANCH_EXISTS', `branch ${name} exists already in ${folder}: choose another name, or replace it with --force`);
+  }
+  const job = async (dir: string): Promise<BranchResult> => {
+    const dotGit = fs.lstatSync(path.join(dir, '.git'), { throwIfNoEntry: false });
+    if (!dotGit?.isDirectory())
+      throw new ShadowError(
+        'NOT_SUPPORTED',
+        `agent ${agent} has no git repository of its own at the top of the shadow (.git is not a directory there)`,
+      );
+    if (opts.dryRun) {
+      const r = await runGit(folder, ['-c', 'protocol.file.allow=always', 'ls-remote', '--', dir, 'HEAD']);
+      const commit = r.code === 0 ? r.stdout.toString('utf8').split(/\s/)[0] : '';
+      if (!commit) throw new ShadowError('NOT_FOUND', `agent ${agent}'s repository has no commit at HEAD: ${r.stderr.trim()}`);
+      return { name, commit, previous };
+    }
+    const r = await runGit(folder, [
+      '-c',
+      'protocol.file.allow=always',
+      '-c',
+      'core.logAllRefUpdates=false',
+      '-c',
+      'transfer.fsckObjects=true',
+      '-c',
+      'fetch.writeCommitGraph=false',
+      '-c',
+      'fetch.recurseSubmodules=false',
+      'fetch',
+      '--quiet',
+      '--no-tags',
+      '--no-write-fetch-head',
+      '--no-auto-maintenance',
+      '--no-recurse-submodules',
+      '--',
+      dir,
+      `${opts.force ? '+' : ''}HEAD:${ref}`,
+    ]);
+    if (r.code !== 0)
+      throw new ShadowError(
+        /rejected|already exists|checked out/.test(r.stderr) ? 'BRANCH_EXISTS' : 'INTERNAL',
+        `git fetch of agent ${agent}'s commits into branch ${name} failed: ${r.stderr.trim()}`,
+      );
+    const commit = await refOf(folder, ref);
+    if (!commit) throw new ShadowError('INTERNAL', `git fetch reported success, but ${ref} does not exist in ${folder}`);
+    return { name, commit, previous };
+  };
+  // A view of the agent's layer shows it at once; otherwise the shared mount, while its layer is active.
+  const view = [...shadow.views].find((v) => v.agentId === agent && v.open);
+  if (view) return job(view.mountPoint);
+  return shadow.withLayer(agent, (dir) => job(dir));
 }

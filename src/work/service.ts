@@ -4,6 +4,7 @@
 import type { Change, Shadow } from '../shadow';
 import { formatPatch, type PatchFile } from '../patch';
 import { applyLayer, type ApplyOptions, type ApplyResult } from './apply';
+import { fetchAgentBranch, type BranchResult } from './branch';
 import { CheckpointStore, type CheckpointInfo } from './checkpoints';
 import { collect, exclusions, withCollectOptions, type Excluded, type ExcludedReason } from './collect';
 
@@ -22,9 +23,14 @@ export interface OutOptions {
   includeIgnored?: boolean;
 }
 
-export type WorkApplyOptions = Omit<ApplyOptions, 'baseOverrides' | 'baseContents'> & OutOptions;
+export interface WorkApplyOptions extends Omit<ApplyOptions, 'baseOverrides' | 'baseContents'>, OutOptions {
+  /** Bring the agent's commits (its HEAD) into the folder's repository as this new branch instead of writing files. */
+  branch?: string;
+  /** With branch: replace a branch of that name (never the one checked out). */
+  force?: boolean;
+}
 
-export type WorkApplyResult = ApplyResult & { excluded: Excluded[] };
+export type WorkApplyResult = ApplyResult & { excluded: Excluded[]; branch?: BranchResult };
 
 /** A change entry, marked when diffs, patches and apply leave it out. */
 export type MarkedChange = Change & { excluded?: ExcludedReason };
@@ -77,7 +83,11 @@ export class WorkService {
   }
 
   async apply(agent: string, opts: WorkApplyOptions = {}): Promise<WorkApplyResult> {
-    const { includeIgnored, ...fileOpts } = opts;
+    const { branch, force, includeIgnored, ...fileOpts } = opts;
+    if (branch !== undefined) {
+      const b = await fetchAgentBranch(this.shadow, agent, branch, { force: force === true, dryRun: opts.dryRun === true });
+      return { dryRun: opts.dryRun === true, applied: [], conflicts: [], kept: [], skipped: [], excluded: [], branch: b };
+    }
     const overrides = this.shadow.baseOverrides(agent);
     const baseContents = new Map<string, Buffer>();
     for (const [p, o] of overrides) {

@@ -96,10 +96,14 @@ interface ApplyArgs extends PathArgs {
   keep: string[];
   merged: string[];
   'show-merge': boolean;
+  branch?: string;
+  force: boolean;
 }
 
 function renderApply(r: ResultOf<'layer.apply'>, showMerge: boolean): string {
   const lines: string[] = [];
+  if (r.branch)
+    return `${r.dryRun ? 'would make' : 'made'} branch ${r.branch.name} at ${r.branch.commit}${r.branch.previous ? ` (was ${r.branch.previous})` : ''}`;
   for (const a of r.applied) lines.push(`${r.dryRun ? 'would ' : ''}${a.action.padEnd(11)} ${a.path}`);
   for (const k of r.kept) lines.push(`kept in the layer (written to the folder too): ${k}`);
   for (const x of r.conflicts) {
@@ -146,7 +150,16 @@ export const applyCommand: CommandModule<object, ApplyArgs> = {
         default: [],
         describe: 'conflicting PATH: write the clean three-way merge (repeatable)',
       })
-      .option('show-merge', { type: 'boolean', default: false, describe: 'print the three-way merges of conflicts' }) as Argv<ApplyArgs>,
+      .option('show-merge', { type: 'boolean', default: false, describe: 'print the three-way merges of conflicts' })
+      .option('branch', {
+        type: 'string',
+        describe: "instead of files: bring the agent's commits into your repository as this new branch (nothing else of yours changes)",
+      })
+      .option('force', {
+        type: 'boolean',
+        default: false,
+        describe: 'with --branch: replace an existing branch of that name',
+      }) as Argv<ApplyArgs>,
   handler: (args) =>
     withClient(
       args,
@@ -161,6 +174,7 @@ export const applyCommand: CommandModule<object, ApplyArgs> = {
           ...pathsOf(args),
           dryRun: args['dry-run'],
           ...(Object.keys(resolutions).length ? { resolutions } : {}),
+          ...(args.branch !== undefined ? { branch: args.branch, ...(args.force ? { force: true } : {}) } : {}),
         });
         if (r.conflicts.length) process.exitCode = ExitCode.CONFLICTS;
         return r;
