@@ -255,6 +255,21 @@ export const ApplyResult = z.object({
     .optional()
     .describe("With branch: the branch made in the folder's repository from the agent's commits (no files are written then)."),
   skipped: z.array(z.string()),
+  typeChanges: z
+    .array(
+      z.object({
+        path: z.string(),
+        from: z.enum(['file', 'directory', 'symlink']),
+        to: z.enum(['file', 'directory', 'symlink']),
+        applied: z.boolean(),
+      }),
+    )
+    .optional()
+    .describe('Entries whose type the change makes different; applied only with allowTypeChanges (else a conflict).'),
+  links: z
+    .array(z.object({ path: z.string(), target: z.string() }))
+    .optional()
+    .describe('Every symbolic link the change writes, with its target (one out of the folder needs allowTypeChanges).'),
 });
 
 export const CheckpointInfo = z.object({
@@ -523,6 +538,12 @@ export const Requests = {
       paths: pathList,
       dryRun: z.boolean().optional().describe('Report what would be written; write nothing.'),
       resolutions: z.record(z.string(), Resolution).optional().describe('How to resolve conflicts, by path.'),
+      allowTypeChanges: z
+        .boolean()
+        .optional()
+        .describe(
+          'Confirm type changes (a directory replaced by a file or link, a file or link by a directory, a file by a link) and links that point out of the folder; without it they (and what lies under them) are refused as conflicts, the rest applied.',
+        ),
       includeIgnored,
       branch: z
         .string()

@@ -96,6 +96,7 @@ interface ApplyArgs extends PathArgs {
   keep: string[];
   merged: string[];
   'show-merge': boolean;
+  'allow-type-changes': boolean;
   branch?: string;
   force: boolean;
 }
@@ -106,6 +107,9 @@ function renderApply(r: ResultOf<'layer.apply'>, showMerge: boolean): string {
     return `${r.dryRun ? 'would make' : 'made'} branch ${r.branch.name} at ${r.branch.commit}${r.branch.previous ? ` (was ${r.branch.previous})` : ''}`;
   for (const a of r.applied) lines.push(`${r.dryRun ? 'would ' : ''}${a.action.padEnd(11)} ${a.path}`);
   for (const k of r.kept) lines.push(`kept in the layer (written to the folder too): ${k}`);
+  for (const t of r.typeChanges ?? [])
+    lines.push(`type change: ${t.path} ${t.from} -> ${t.to}${t.applied ? '' : r.dryRun ? '' : ' (not applied: see its conflict)'}`);
+  for (const l of r.links ?? []) lines.push(`symlink: ${l.path} -> ${l.target}`);
   for (const x of r.conflicts) {
     lines.push(`CONFLICT    ${x.path}: ${x.reason}`);
     if (x.merged !== null)
@@ -132,6 +136,12 @@ export const applyCommand: CommandModule<object, ApplyArgs> = {
   builder: (y) =>
     withPaths<ApplyArgs>(y)
       .option('dry-run', { type: 'boolean', default: false, describe: 'show what would be written; write nothing' })
+      .option('allow-type-changes', {
+        type: 'boolean',
+        default: false,
+        describe:
+          'confirm type changes (a directory replaced by a file or link, ...) and links out of your folder; without it they are refused',
+      })
       .option('take', {
         type: 'string',
         array: true,
@@ -173,6 +183,7 @@ export const applyCommand: CommandModule<object, ApplyArgs> = {
           agent: args.agent,
           ...pathsOf(args),
           dryRun: args['dry-run'],
+          ...(args['allow-type-changes'] ? { allowTypeChanges: true } : {}),
           ...(Object.keys(resolutions).length ? { resolutions } : {}),
           ...(args.branch !== undefined ? { branch: args.branch, ...(args.force ? { force: true } : {}) } : {}),
         });
