@@ -30,6 +30,9 @@ export function fromNative(err: unknown, what: string): ShadowError {
         `${what}: the request does not fit what is there (not a regular file, or an invalid argument)`,
         opts,
       );
+    case 'EFBIG':
+      // The native message says how big the file is and what the limit is.
+      return new ShadowError('FILE_TOO_LARGE', `${what}: ${e.message ?? 'the file is too large to read whole'}`, opts);
     case 'ENOTCONN':
       return new ShadowError('NOT_MOUNTED', `${what}: the shadow is not mounted any more`, opts);
     case 'EBUSY':

@@ -67,6 +67,7 @@ const char* errnoName(int e) {
     case ENOSYS: return "ENOSYS";
     case ENOMEM: return "ENOMEM";
     case EXDEV: return "EXDEV";  // revert under a moved/opaque directory
+    case EFBIG: return "EFBIG";  // a file too large to read into one Buffer
     default: return "EUNKNOWN";
   }
 }
@@ -111,6 +112,10 @@ Outcome ok() { return Outcome{}; }
 Outcome okValue(std::function<Napi::Value(Napi::Env)> v) { return Outcome{0, {}, std::move(v)}; }
 
 class Shadow;
+
+// The largest file readFile returns: 4 GiB, what Node 20 can hold in one Buffer (later Node
+// versions hold more). Larger files are refused with EFBIG.
+constexpr uint64_t kMaxReadBytes = uint64_t(1) << 32;
 
 // One queued operation. Made and destroyed on the JS thread; `work` runs on the worker.
 struct Job {
@@ -246,7 +251,12 @@ class Shadow : public Napi::ObjectWrap<Shadow> {
       if (job->outcome.err) {
         job->deferred.Reject(errnoError(env, job->outcome.err, job->outcome.message).Value());
       } else {
-        job->deferred.Resolve(job->outcome.value ? job->outcome.value(env) : env.Undefined());
+        Napi::Value v = job->outcome.value ? job->outcome.value(env) : env.Undefined();
+        // A value that could not be made (a Buffer the runtime refused) rejects with its error.
+        if (env.IsExceptionPending())
+          job->deferred.Reject(env.GetAndClearPendingException().Value());
+        else
+          job->deferred.Resolve(v);
       }
     }
     delete job;
@@ -534,22 +544,52 @@ class Shadow : public Napi::ObjectWrap<Shadow> {
   }
 
   // JS thread: readFile(layer, path) -> Promise<Buffer>. The worker reads; the Buffer wraps the
-  // bytes it read (no copy on the JS thread where the runtime allows external buffers).
+  // bytes it read (no copy). A file larger than kMaxReadBytes is refused with EFBIG before any of
+  // it is read (and again after, should it have grown meanwhile), so no read can need a Buffer
+  // the runtime cannot make.
   Napi::Value ReadFile(const Napi::CallbackInfo& info) {
     std::string layer, path;
     if (!stringArg(info, 0, &layer)) return rejected(info.Env(), EINVAL, "readFile: expected a layer name");
     if (!pathArg(info, 1, &path)) return rejectedPath(info.Env(), "readFile: invalid path");
     return enqueue(info.Env(), [this, layer, path] {  // worker thread
       if (!live()) return notMounted();
+      auto tooLarge = [&path](uint64_t size) {
+        return Outcome{EFBIG,
+                       "cannot read " + path + ": it holds " + std::to_string(size) + " bytes, more than the " +
+                           std::to_string(kMaxReadBytes) + " one read can return",
+                       {}};
+      };
+      Attr a;
+      Outcome st = onLayer(layer, [&](Layer* L) -> Outcome {
+        int e = ov_->getattr(L, path, &a);
+        return e ? fail(e, "cannot read " + path) : ok();
+      });
+      if (st.err) return st;
+      if (a.type == FileType::Regular && a.size > kMaxReadBytes) return tooLarge(a.size);
       auto data = std::make_shared<std::string>();
       int e = ov_->readFile(layer, path, data.get());
       if (e) return fail(e, "cannot read " + path);
-      return okValue([data](Napi::Env env) -> Napi::Value {  // JS thread
+      if (data->size() > kMaxReadBytes) return tooLarge(data->size());
+      return okValue([data, path](Napi::Env env) -> Napi::Value {  // JS thread
         if (data->empty()) return Napi::Buffer<char>::New(env, 0);
+        // Not Napi::Buffer::NewOrCopy: when the runtime refuses an external buffer, Node has
+        // already run the finalizer (freeing the bytes and the finalizer's data) and
+        // node-addon-api frees that data again, a double free. Here the size is within what
+        // every supported Node accepts; should the call fail anyway, the bytes are left to
+        // whoever may still hold them (a leak, never a double free) and the read is rejected.
         auto* owned = new std::string(std::move(*data));
-        return Napi::Buffer<char>::NewOrCopy(env, owned->data(), owned->size(),
-                                             [](Napi::Env, char*, std::string* s) { delete s; },
-                                             owned);
+        napi_value buf;
+        napi_status s = napi_create_external_buffer(
+            env, owned->size(), owned->data(),
+            [](napi_env, void*, void* hint) { delete static_cast<std::string*>(hint); }, owned, &buf);
+        if (s != napi_ok) {
+          if (env.IsExceptionPending()) env.GetAndClearPendingException();
+          errnoError(env, ENOMEM, "cannot read " + path + ": the runtime could not make a buffer of " +
+                                      std::to_string(owned->size()) + " bytes")
+              .ThrowAsJavaScriptException();
+          return Napi::Value();
+        }
+        return Napi::Value(env, buf);
       });
     });
   }

@@ -108,6 +108,41 @@ export function splitByBaseline(now: Diagnostic[], baseline: Diagnostic[]): { in
   return { introduced, existing };
 }
 
+/** Documents larger than this are not handed to a language server. */
+const MAX_DOCUMENT_BYTES = 64 * 1024 * 1024;
+
+/**
+ * The text of `abs` (`rel` in the shadow), only if it is a regular file: opened without blocking
+ * and checked on the open descriptor (no race with a swap), so a FIFO, socket or device in a
+ * layer is an error here, never a read that holds a libuv thread forever.
+ */
+async function readRegularText(abs: string, rel: string): Promise<string> {
+  let fh: fs.promises.FileHandle;
+  try {
+    fh = await fs.promises.open(abs, fs.constants.O_RDONLY | (fs.constants.O_NONBLOCK ?? 0));
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT')
+      throw new ShadowError('NOT_FOUND', `${rel}: no such file in this view of the shadow`);
+    throw err;
+  }
+  try {
+    const st = await fh.stat();
+    if (!st.isFile())
+      throw new ShadowError(
+        'INVALID_ARGUMENT',
+        `${rel} is not a regular file (a fifo, socket or device, or a link to one): only regular files are read and checked`,
+      );
+    if (st.size > MAX_DOCUMENT_BYTES)
+      throw new ShadowError(
+        'FILE_TOO_LARGE',
+        `${rel} holds ${st.size} bytes, more than the ${MAX_DOCUMENT_BYTES} a document handed to a language server may hold`,
+      );
+    return await fh.readFile('utf8');
+  } finally {
+    await fh.close();
+  }
+}
+
 export class DiagnosticsService {
   private pool: ServerPool | undefined;
   private specs: ServerSpec[] | undefined;
@@ -458,14 +493,7 @@ export class DiagnosticsService {
   }
 
   private async syncDocument(session: LanguageServerSession, rel: string, languageId: string): Promise<number> {
-    let text: string;
-    try {
-      text = await fs.promises.readFile(path.join(this.root, rel), 'utf8');
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT')
-        throw new ShadowError('NOT_FOUND', `${rel}: no such file in this view of the shadow`);
-      throw err;
-    }
+    const text = await readRegularText(path.join(this.root, rel), rel);
     this.seen.get(session)!.open.set(rel, languageId);
     return session.sync(rel, languageId, text);
   }

@@ -90,6 +90,7 @@ export const ERROR_CATEGORY: Record<keyof typeof ErrorCodes | 'USAGE' | 'CLI_FAI
   LAYER_BUSY: 'ResourceBusy',
   LAYER_EXISTS: 'ResourceExists',
   TIMEOUT: 'OperationTimeout',
+  FILE_TOO_LARGE: 'LimitsExceeded',
   POLICY_DENIED: 'PermissionDenied',
   INVALID_POLICY: 'InvalidData',
   NAMESPACE_UNAVAILABLE: 'NotEnabled',

@@ -68,6 +68,22 @@ export interface CheckpointInfo {
 /** A blob's id: the SHA-256 of its content, in lower-case hex. */
 const BLOB_RE = /^[0-9a-f]{64}$/;
 
+/** The default cap on one file a checkpoint stores (see CheckpointStore.maxFileBytes). */
+export const DEFAULT_CHECKPOINT_MAX_FILE_BYTES = 256 * 1024 * 1024;
+
+/** The largest file a checkpoint stores: SHADOWFS_CHECKPOINT_MAX_FILE_BYTES, else the default. */
+export function checkpointMaxFileBytes(env: NodeJS.ProcessEnv = process.env): number {
+  const raw = env.SHADOWFS_CHECKPOINT_MAX_FILE_BYTES;
+  if (raw === undefined || raw === '') return DEFAULT_CHECKPOINT_MAX_FILE_BYTES;
+  const n = Number(raw);
+  if (!Number.isSafeInteger(n) || n < 0)
+    throw new ShadowError(
+      'INVALID_ARGUMENT',
+      `SHADOWFS_CHECKPOINT_MAX_FILE_BYTES is a number of bytes (a whole number, 0 or more), got ${JSON.stringify(raw)}`,
+    );
+  return n;
+}
+
 /** Manifests are small (a line per changed path): anything this big is not one. */
 const MAX_MANIFEST_BYTES = 64 * 1024 * 1024;
 
@@ -194,6 +210,16 @@ function readPlain(file: string, maxBytes = Number.MAX_SAFE_INTEGER): Buffer | u
   }
 }
 
+/** A base no folder file has (inode 0, no hash): apply reports any file there as a conflict. */
+const NO_BASE: ChangeBase = { ino: 0, size: 0, mtimeNs: '0', ctimeNs: '0', hash: null };
+
+/** Whether the folder has something at `abs` changed (or made) after `since` (ms; unknown: yes). */
+function changedInFolderSince(abs: string, since: number | undefined): boolean {
+  const st = fs.lstatSync(abs, { throwIfNoEntry: false });
+  if (!st) return false;
+  return since === undefined || Math.max(st.mtimeMs, st.ctimeMs) > since;
+}
+
 export function checkName(name: unknown): string {
   if (typeof name !== 'string' || !NAME_RE.test(name) || name === '.' || name === '..')
     throw new ShadowError('INVALID_ARGUMENT', `a checkpoint name is 1 to 64 letters, digits, ".", "_" or "-", got ${JSON.stringify(name)}`);
@@ -202,6 +228,13 @@ export function checkName(name: unknown): string {
 
 export class CheckpointStore {
   readonly root: string;
+  /**
+   * The largest file (in the layer, or a base in the folder) a checkpoint stores; unset:
+   * SHADOWFS_CHECKPOINT_MAX_FILE_BYTES, else 256 MiB. A checkpoint holds each file whole in
+   * memory while it hashes it, so a larger one (a huge or sparse file) is refused with
+   * FILE_TOO_LARGE before any of it is read.
+   */
+  maxFileBytes?: number;
   /** The directories from the state directory down to root, each checked to be no link. */
   private readonly chain: string[];
 
@@ -210,6 +243,14 @@ export class CheckpointStore {
     const checkpoints = path.join(stateDir(), 'checkpoints');
     this.root = path.join(checkpoints, key);
     this.chain = [checkpoints, this.root];
+  }
+
+  /** The error for a file of `size` bytes over the cap `max`. */
+  private tooLarge(rel: string, size: number, max: number): ShadowError {
+    return new ShadowError(
+      'FILE_TOO_LARGE',
+      `cannot checkpoint ${rel}: it holds ${size} bytes, more than the ${max} a checkpoint stores per file; remove it from the layer, or raise the cap with SHADOWFS_CHECKPOINT_MAX_FILE_BYTES (in the daemon's environment)`,
+    );
   }
 
   /** Fails unless root and `sub` (a directory in it) are real directories where they exist. */
@@ -254,23 +295,33 @@ export class CheckpointStore {
     checkName(name);
     checkAgentDir(agent);
     const layer = shadow.layer(agent);
+    const max = this.maxFileBytes ?? checkpointMaxFileBytes();
     const changes = await layer.changes();
+    // Every file within the cap before any is read (collect reads each whole).
+    for (const ch of changes) {
+      if (ch.kind === 'deleted' || ch.type !== 'file') continue;
+      const st = await layer.stat(ch.path).catch(() => null);
+      if (st && st.type === 'file' && st.size > max) throw this.tooLarge(ch.path, st.size, max);
+    }
     const c = await collect(shadow, agent);
     const entries: CheckpointEntry[] = [];
     const seen = new Set<string>();
     let bytes = 0;
-    const addDeleted = (p: string) => {
-      if (!seen.has(p)) entries.push({ path: p, type: 'deleted' });
+    const addDeleted = (p: string, layerBase?: ChangeBase) => {
+      if (!seen.has(p)) {
+        // What the folder's file was when the agent deleted it: restored with the deletion, so
+        // that deleting a file the user edited since stays a conflict.
+        const base = shadow.baseOverride(agent, p) ?? layerBase ?? c.bases.get(p);
+        entries.push(base ? { path: p, type: 'deleted', base } : { path: p, type: 'deleted' });
+      }
       seen.add(p);
     };
     // Deletions: the folder's files and directories the layer no longer shows.
+    for (const ch of changes) if (ch.kind === 'deleted') addDeleted(ch.path, ch.base);
     for (const f of c.files) if (f.new === null) addDeleted(f.path);
     for (const d of c.dirsRemoved) addDeleted(d);
     for (const ch of changes) {
-      if (ch.kind === 'deleted') {
-        addDeleted(ch.path);
-        continue;
-      }
+      if (ch.kind === 'deleted') continue;
       if (ch.type === 'special') continue;
       const st = await layer.stat(ch.path).catch(() => null);
       if (!st) continue;
@@ -278,7 +329,9 @@ export class CheckpointStore {
       if (st.type === 'directory') entries.push({ path: ch.path, type: 'dir', mode: st.mode });
       else if (st.type === 'symlink') entries.push({ path: ch.path, type: 'symlink', target: await layer.readlink(ch.path) });
       else if (st.type === 'file') {
+        if (st.size > max) throw this.tooLarge(ch.path, st.size, max);
         const data = await layer.readFile(ch.path);
+        if (data.length > max) throw this.tooLarge(ch.path, data.length, max);
         bytes += data.length;
         const e: CheckpointEntry = { path: ch.path, type: 'file', mode: st.mode, blob: this.putBlob(data) };
         const base = shadow.baseOverride(agent, ch.path) ?? ch.base;
@@ -288,7 +341,8 @@ export class CheckpointStore {
           if (known) e.baseBlob = known;
           else {
             // The folder's file is still the one the agent started from: keep its content.
-            const now = await folderSide(shadow.lower, ch.path);
+            // (Not a base larger than the cap: the checkpoint then has the base's identity only.)
+            const now = base.size <= max ? await folderSide(shadow.lower, ch.path) : null;
             if (now && typeof now === 'object' && now.kind === 'file' && sameIdentity(path.join(shadow.lower, ch.path), base))
               e.baseBlob = this.putBlob(now.data);
           }
@@ -446,7 +500,16 @@ export class CheckpointStore {
     }
     shadow.setLayerSince(agent, m.layerSince);
     shadow.clearBaseOverrides(agent);
-    for (const e of m.entries) if (e.base) shadow.setBaseOverride(agent, e.path, e.base, e.baseBlob);
+    // Each path keeps the base the checkpoint recorded (the earliest: a checkpoint of a restored
+    // layer records the restored one). Without one, what the folder has there now is no base the
+    // agent ever saw if it changed after the agent started: writing the checkpoint's content over
+    // it made the layer record it as the base, which would let apply overwrite the user's edit.
+    // An impossible base makes that a conflict instead.
+    for (const e of m.entries) {
+      if (e.base) shadow.setBaseOverride(agent, e.path, e.base, e.baseBlob);
+      else if (e.type !== 'dir' && changedInFolderSince(path.join(shadow.lower, e.path), m.layerSince))
+        shadow.setBaseOverride(agent, e.path, NO_BASE);
+    }
     return { name, paths: m.entries.length };
   }
 

@@ -5,6 +5,7 @@
 // Pure functions of a Layer; the daemon and MCP wiring live elsewhere. Every path argument is
 // checked with normalizeRelPath, every answer is bounded, and walks come back in path order.
 import picomatch from 'picomatch';
+import { Worker } from 'worker_threads';
 import { ShadowError } from '../errors';
 import { normalizeRelPath } from '../paths';
 import type { Layer } from '../shadow';
@@ -25,6 +26,9 @@ const MAX_LIMIT = 100_000;
 const DEFAULT_MAX_MATCHES = 500;
 const MAX_MATCHES = 10_000;
 const MAX_CONTEXT = 50;
+/** How long a grep's regular expression may run in all (see GrepOptions.timeoutMs). */
+export const DEFAULT_GREP_TIMEOUT_MS = 10_000;
+const MAX_GREP_TIMEOUT_MS = 120_000;
 /** Files grep reads (and stats list makes) at the same time. */
 const CONCURRENCY = 8;
 
@@ -476,6 +480,11 @@ export interface GrepOptions {
   includeIgnored?: boolean;
   /** At most this many matching lines (default 500), else truncated. */
   maxMatches?: number;
+  /**
+   * How long the regular expression may run over all the files, in milliseconds (default
+   * 10000): past it the search stops with TIMEOUT. It runs on a worker thread, never the caller's.
+   */
+  timeoutMs?: number;
 }
 
 function isLowSurrogate(s: string, i: number): boolean {
@@ -507,6 +516,97 @@ function escapeRegExp(s: string): string {
   return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 }
 
+// A JavaScript regular expression can take exponential time (`^(a+)+$` over "aaa…a!"), and what
+// grep is given comes from callers (a model, over MCP): it runs on a worker thread under a
+// deadline, and a worker past it is terminated. Fixed strings (linear) stay on this thread.
+const MATCHER_SOURCE = `
+const { parentPort, workerData } = require('worker_threads');
+const re = new RegExp(workerData.source, workerData.flags);
+parentPort.on('message', (m) => {
+  const out = [];
+  for (let i = 0; i < m.lines.length && out.length < 2 * m.limit; i++) {
+    const r = re.exec(m.lines[i]);
+    if (r !== null) out.push(i, r.index);
+  }
+  parentPort.postMessage(out);
+});
+`;
+
+/** Finds, in `lines`, the first `limit` matching lines: [line index, match offset] pairs, flattened. */
+interface LineMatcher {
+  match(lines: string[], limit: number): Promise<number[]>;
+  close(): Promise<void>;
+}
+
+function mainThreadMatcher(re: RegExp): LineMatcher {
+  return {
+    match: (lines, limit) => {
+      const out: number[] = [];
+      for (let i = 0; i < lines.length && out.length < 2 * limit; i++) {
+        const r = re.exec(lines[i]);
+        if (r !== null) out.push(i, r.index);
+      }
+      return Promise.resolve(out);
+    },
+    close: () => Promise.resolve(),
+  };
+}
+
+/** A matcher on a worker thread that may run `budgetMs` in all (the time it spends matching). */
+function workerMatcher(re: RegExp, pattern: string, budgetMs: number): LineMatcher {
+  let worker: Worker | undefined;
+  let left = budgetMs;
+  const timedOut = (): ShadowError =>
+    new ShadowError(
+      'TIMEOUT',
+      `grep stopped: the regular expression ${JSON.stringify(pattern)} ran for more than ${budgetMs} ms (a pattern like (a+)+ can take exponential time); simplify it, use fixedStrings, search fewer files, or give a longer timeoutMs`,
+    );
+  return {
+    match: (lines, limit) => {
+      if (left <= 0) return Promise.reject(timedOut());
+      const w = (worker ??= new Worker(MATCHER_SOURCE, { eval: true, workerData: { source: re.source, flags: re.flags } }));
+      const started = Date.now();
+      return new Promise<number[]>((resolve, reject) => {
+        const done = (): void => {
+          clearTimeout(timer);
+          w.off('message', onMessage);
+          w.off('error', onError);
+          w.off('exit', onExit);
+          left -= Date.now() - started;
+        };
+        const onMessage = (out: number[]): void => {
+          done();
+          resolve(out);
+        };
+        const onError = (err: Error): void => {
+          done();
+          reject(new ShadowError('INTERNAL', `grep's matcher failed: ${err.message}`, { cause: err }));
+        };
+        const onExit = (): void => {
+          done();
+          reject(new ShadowError('INTERNAL', "grep's matcher stopped unexpectedly"));
+        };
+        const timer = setTimeout(() => {
+          done();
+          left = 0;
+          worker = undefined;
+          void w.terminate();
+          reject(timedOut());
+        }, left);
+        w.on('message', onMessage);
+        w.once('error', onError);
+        w.once('exit', onExit);
+        w.postMessage({ lines, limit });
+      });
+    },
+    close: async () => {
+      const w = worker;
+      worker = undefined;
+      if (w) await w.terminate();
+    },
+  };
+}
+
 type Scanned = { kind: 'text'; path: string; text: string } | { kind: 'skipped' };
 
 /**
@@ -528,6 +628,7 @@ export async function grep(
   const includeIgnored = boolOpt('includeIgnored', opts.includeIgnored);
   const context = intOpt('context', opts.context, 0, 0, MAX_CONTEXT);
   const maxMatches = intOpt('maxMatches', opts.maxMatches, DEFAULT_MAX_MATCHES, 1, MAX_MATCHES);
+  const timeoutMs = intOpt('timeoutMs', opts.timeoutMs, DEFAULT_GREP_TIMEOUT_MS, 1, MAX_GREP_TIMEOUT_MS);
   let re: RegExp;
   try {
     re = new RegExp(fixed ? escapeRegExp(pattern) : pattern, ignoreCase ? 'i' : '');
@@ -578,24 +679,30 @@ export async function grep(
   const matches: GrepMatch[] = [];
   let filesSearched = 0;
   let truncated = false;
-  scan: for await (const f of orderedMap(files(), load, CONCURRENCY)) {
-    if (f.kind !== 'text') continue;
-    filesSearched++;
-    const lines = splitLines(f.text);
-    for (let i = 0; i < lines.length; i++) {
-      const m = re.exec(lines[i]);
-      if (m === null) continue;
-      if (matches.length === maxMatches) {
-        truncated = true;
-        break scan;
+  const matcher = fixed ? mainThreadMatcher(re) : workerMatcher(re, pattern, timeoutMs);
+  try {
+    scan: for await (const f of orderedMap(files(), load, CONCURRENCY)) {
+      if (f.kind !== 'text') continue;
+      filesSearched++;
+      const lines = splitLines(f.text);
+      // One more than fits: finding it is what marks the answer truncated.
+      const found = await matcher.match(lines, maxMatches - matches.length + 1);
+      for (let k = 0; k < found.length; k += 2) {
+        const i = found[k];
+        if (matches.length === maxMatches) {
+          truncated = true;
+          break scan;
+        }
+        const hit: GrepMatch = { path: f.path, line: i + 1, text: clipLine(lines[i], found[k + 1]) };
+        if (context > 0) {
+          hit.before = lines.slice(Math.max(0, i - context), i).map((l) => clipLine(l));
+          hit.after = lines.slice(i + 1, i + 1 + context).map((l) => clipLine(l));
+        }
+        matches.push(hit);
       }
-      const hit: GrepMatch = { path: f.path, line: i + 1, text: clipLine(lines[i], m.index) };
-      if (context > 0) {
-        hit.before = lines.slice(Math.max(0, i - context), i).map((l) => clipLine(l));
-        hit.after = lines.slice(i + 1, i + 1 + context).map((l) => clipLine(l));
-      }
-      matches.push(hit);
     }
+  } finally {
+    await matcher.close();
   }
   return { matches, filesSearched, truncated };
 }
