@@ -567,6 +567,7 @@ export const CMDLETS: CmdletSpec[] = [
       agentOpt(),
       { ...pathList, help: 'Only these files or directories (relative to the shadow root); default: every change of the layer.' },
       { name: 'DryRun', type: 'switch', cli: { option: 'dry-run' } },
+      { name: 'AllowTypeChanges', type: 'switch', cli: { option: 'allow-type-changes' } },
       { name: 'Take', type: 'string[]', cli: { option: 'take' } },
       { name: 'Keep', type: 'string[]', cli: { option: 'keep' } },
       { name: 'Merged', type: 'string[]', cli: { option: 'merged' } },
