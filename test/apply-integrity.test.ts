@@ -7,6 +7,7 @@ import * as fs from 'fs';
 import * as path from 'path';
 import type { Shadow } from '../src/shadow';
 import type { ApplyOptions, ApplyResult } from '../src/work/apply';
+import { Beneath } from '../src/work/beneath';
 import { WorkService } from '../src/work/service';
 import { FolderGuard, tempDir, withShadow } from './helpers/fixtures';
 
@@ -166,5 +167,38 @@ describe('apply integrity: confined to the folder, destroys nothing it did not c
     } finally {
       outside.guard.stop();
     }
+  });
+
+  it('each step of beneath.ts refuses a path through a link and acts on a final link itself, never on what it points to', () => {
+    const lower = makeFolder('ai-beneath');
+    const outside = makeOutside();
+    const root = Beneath.open(lower);
+    try {
+      fs.symlinkSync(outside.dir, path.join(lower, 'ext'));
+      fs.symlinkSync(path.join(outside.dir, 'keep', 'file.txt'), path.join(lower, 'flink'));
+      const through = { code: 'PATH_THROUGH_SYMLINK' };
+      assert.throws(() => root.mkdir('ext/made'), through);
+      assert.throws(() => root.write('ext/keep/file.txt', { data: Buffer.from('x'), mode: 0o644 }), through);
+      assert.throws(() => root.write('ext/new', { link: '/etc' }), through);
+      assert.throws(() => root.unlink('ext/keep/file.txt'), through);
+      assert.throws(() => root.rmdir('ext/sub'), through);
+      assert.throws(() => root.chmod('ext/keep/file.txt', 0o600), through);
+      assert.throws(() => root.chmod('flink', 0o600), { code: 'PATH_THROUGH_SYMLINK' });
+      assert.throws(() => root.lstat('ext/keep'), through);
+      assert.throws(() => root.mkdir('../escape'), { code: 'INVALID_PATH' });
+      assert.throws(() => root.rmdir('ext'), { code: 'ENOTDIR' }, 'rmdir of a link does not follow it');
+      // A final link is replaced (write) or removed (unlink) itself.
+      root.write('flink', { data: Buffer.from('mine\n'), mode: 0o644 });
+      assert.ok(fs.lstatSync(path.join(lower, 'flink')).isFile());
+      assert.ok(root.unlink('ext'));
+      assert.strictEqual(root.lstat('ext'), null);
+      root.mkdir('ext/made/deeper');
+      assert.ok(fs.lstatSync(path.join(lower, 'ext', 'made', 'deeper')).isDirectory());
+    } finally {
+      root.close();
+      outside.guard.stop();
+    }
+    assert.strictEqual(fs.readFileSync(path.join(outside.dir, 'keep', 'file.txt'), 'utf8'), 'outside\n');
+    assert.deepStrictEqual(fs.readdirSync(outside.dir).sort(), ['keep', 'sub']);
   });
 });
