@@ -237,6 +237,11 @@ describe('a connection restricted to one agent (session.restrict)', function () 
       ['to-apply.txt'],
     );
     await denied('apply of another agent', me.request('layer.apply', { shadow: 'scoped', agent: 'other', dryRun: true }));
+    // Type changes and links out of the folder are the user's to confirm, never the agent's.
+    await denied(
+      'apply confirming type changes',
+      me.request('layer.apply', { shadow: 'scoped', agent: 'me', dryRun: true, allowTypeChanges: true }),
+    );
     assert.deepStrictEqual(await me.request('session.restrict', { shadow: 'scoped', agent: 'me', allowApply: false }), {
       shadow: 'scoped',
       agent: 'me',

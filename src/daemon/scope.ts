@@ -83,7 +83,11 @@ const RULES: { [M in ScopedMethod]: Rule<M> } = {
   'layer.patch': own,
   'layer.apply': (p, s, ctx) =>
     own(p, s, ctx) ??
-    (s.allowApply ? undefined : "applying to the user's folder was not allowed when it was restricted (shadowfs mcp --allow-apply)"),
+    (s.allowApply ? undefined : "applying to the user's folder was not allowed when it was restricted (shadowfs mcp --allow-apply)") ??
+    // Type changes and links out of the folder need the user's own confirmation, not the agent's.
+    ((p as { allowTypeChanges?: boolean }).allowTypeChanges === true
+      ? 'type changes and links that leave the folder are confirmed by the user (shadowfs apply --allow-type-changes), not through a restricted connection'
+      : undefined),
   'layer.checkpoint': own,
   'layer.restore': own,
   'layer.checkpoints': own,

@@ -263,6 +263,7 @@ export class Daemon {
           dryRun: p.dryRun === true,
           resolutions: p.resolutions,
           includeIgnored: p.includeIgnored === true,
+          allowTypeChanges: p.allowTypeChanges === true,
           ...(p.branch !== undefined ? { branch: p.branch, force: p.force === true } : {}),
         });
         if (!r.dryRun && r.applied.length)
