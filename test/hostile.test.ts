@@ -5,15 +5,32 @@
 // service; a catastrophic regular expression given to grep never blocks the main thread; and a
 // restored checkpoint still reports the user's edit of a file as a conflict.
 import * as assert from 'assert';
+import { spawnSync } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
 import { DiagnosticsService } from '../src/diagnostics/service';
 import type { Shadow } from '../src/shadow';
 import { grep } from '../src/work/files';
 import { WorkService } from '../src/work/service';
-import { tempDir, withShadow } from './helpers/fixtures';
+import { ShadowClient } from '../src/client';
+import { mountedPaths } from '../src/platform';
+import { repoRoot, tempDir, withShadow } from './helpers/fixtures';
+import { stopTestDaemon } from './helpers/hooks';
 
 const GiB = 1024 * 1024 * 1024;
+const cliPath = path.join(repoRoot, 'bin', 'shadowfs.js');
+
+/** A CLI command against the test run's daemon (started on demand), with --json. */
+function cli(...args: string[]): { status: number | null; out: Record<string, unknown> | null; text: string } {
+  const r = spawnSync(process.execPath, [cliPath, ...args, '--json'], { encoding: 'utf8', timeout: 60_000 });
+  let out: Record<string, unknown> | null = null;
+  try {
+    out = JSON.parse(r.stdout) as Record<string, unknown>;
+  } catch {
+    // not JSON: the text says why
+  }
+  return { status: r.status, out, text: `${r.stdout}${r.stderr}` };
+}
 
 /** A small folder to shadow: one text file and a TypeScript project the diagnostics service knows. */
 function makeFolder(): string {
@@ -90,6 +107,38 @@ describe('hostile content: huge sparse files, FIFOs, catastrophic regexes, resto
       fs.rmSync(path.join(mp, 'huge.bin'));
       assert.ok((await w.diff('agent')).text.includes('+small'));
     });
+  });
+
+  it('through the daemon, `layer cat`, diff, patch and checkpoint of a sparse file over 4 GiB answer FILE_TOO_LARGE and the daemon lives on', async () => {
+    const lower = makeFolder();
+    const at = path.join(tempDir('hostile-dmnt'), 'm');
+    try {
+      assert.strictEqual(cli('mount', lower, '--at', at, '--name', 'hostile').status, 0);
+      assert.strictEqual(cli('activate', 'hostile', 'agent').status, 0);
+      sparse(at, 'huge.bin', 5 * GiB);
+      for (const args of [
+        ['layer', 'cat', 'hostile', 'agent', 'huge.bin'],
+        ['diff', 'hostile', '--agent', 'agent'],
+        ['patch', 'hostile', '--agent', 'agent'],
+        ['checkpoint', 'hostile', '--agent', 'agent'],
+      ]) {
+        const r = cli(...args);
+        assert.strictEqual(r.status, 1, `${args.join(' ')}: ${r.text}`);
+        assert.strictEqual((r.out as { error?: { code?: string } } | null)?.error?.code, 'FILE_TOO_LARGE', `${args.join(' ')}: ${r.text}`);
+      }
+      const list = cli('list');
+      assert.strictEqual(list.status, 0, `the daemon still answers: ${list.text}`);
+    } finally {
+      try {
+        const c = await ShadowClient.connect({ autostart: false });
+        await c.request('unmount', { shadow: 'hostile', lazy: true }).catch(() => undefined);
+        c.close();
+      } catch {
+        // no daemon (it died: the bug)
+      }
+      for (const m of mountedPaths()) if (m === at) spawnSync('umount', ['-l', m]);
+      stopTestDaemon();
+    }
   });
 
   it('a checkpoint refuses a 1 GiB sparse file above its cap without reading it, and honours the cap set on its store', async () => {
