@@ -564,7 +564,12 @@ function workerMatcher(re: RegExp, pattern: string, budgetMs: number): LineMatch
   return {
     match: (lines, limit) => {
       if (left <= 0) return Promise.reject(timedOut());
-      const w = (worker ??= new Worker(MATCHER_SOURCE, { eval: true, workerData: { source: re.source, flags: re.flags } }));
+      if (!worker) {
+        worker = new Worker(MATCHER_SOURCE, { eval: true, workerData: { source: re.source, flags: re.flags } });
+        // Between calls nobody else listens: an error then must not become an uncaught one.
+        worker.on('error', () => undefined);
+      }
+      const w = worker;
       const started = Date.now();
       return new Promise<number[]>((resolve, reject) => {
         const done = (): void => {
