@@ -61,6 +61,10 @@ describe('apply integrity: confined to the folder, destroys nothing it did not c
     const outside = makeOutside();
     try {
       fs.symlinkSync(outside.dir, path.join(lower, 'ext'));
+      // Apply tells a link that was there before the agent started from one made since by its
+      // times, and takes anything within its slack for the kernel's coarse clock (100 ms) as made
+      // since (a conflict). This link is older than that: the agent starts well after it.
+      await new Promise((r) => setTimeout(r, 250));
       await withAgent(lower, async (w, _shadow, mp) => {
         fs.unlinkSync(path.join(mp, 'ext'));
         fs.mkdirSync(path.join(mp, 'ext', 'made-by-agent', 'deeper'), { recursive: true });

@@ -94,6 +94,9 @@ function unchangedSince(abs: string, base: ChangeBase, now: Side | null): boolea
   return !!(base.hash && now && now.kind === 'file' && addon().contentHash(now.data) === base.hash);
 }
 
+/** How far a file time may lag the moment it was made (the kernel's coarse clock: a few ms; generous). */
+const COARSE_CLOCK_SLACK_MS = 100;
+
 /** Changed after `since` (mtime or ctime), or since unknown. */
 function touchedAfter(abs: string, since: number | undefined): boolean {
   if (since === undefined) return true;
@@ -236,7 +239,10 @@ async function applyBeneath(shadow: Shadow, root: Beneath, agent: string, opts: 
     if (now !== 'file' && now !== 'symlink') continue;
     const base = opts.baseOverrides?.get(d) ?? c.bases.get(d);
     const abs = path.join(shadow.lower, d);
-    if (base ? sameIdentity(abs, base) : !touchedAfter(abs, since))
+    // File times come from the kernel's coarse clock, which can lag Date.now() (when `since` was
+    // taken) by a tick: a link made just after the agent started may carry an earlier time. Doubt
+    // makes it "appeared", a conflict, so the user's new entry is never replaced without asking.
+    if (base ? sameIdentity(abs, base) : !touchedAfter(abs, since === undefined ? undefined : since - COARSE_CLOCK_SLACK_MS))
       typeChange.set(d, { path: d, from: now, to: 'directory', applied: false });
     else appeared.add(d);
   }
