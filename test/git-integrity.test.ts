@@ -12,8 +12,7 @@ import * as path from 'path';
 import { ShadowError } from '../src/errors';
 import { runInShadow } from '../src/run/runner';
 import type { Shadow } from '../src/shadow';
-import { WorkService } from '../src/work/service';
-import { tempDir, withShadow } from './helpers/fixtures';
+import { tempDir, withWork } from './helpers/fixtures';
 
 function git(cwd: string, ...args: string[]): string {
   return execFileSync('git', args, { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
@@ -114,21 +113,6 @@ function repoState(dir: string): { head: string; index: string; refs: string; fi
     refs: git(dir, 'show-ref'),
     files: tree(path.join(dir, '.git')),
   };
-}
-
-async function withWork<T>(repo: string, fn: (w: WorkService, shadow: Shadow, mp: string) => Promise<T>, guard: boolean): Promise<T> {
-  return withShadow(
-    repo,
-    async (shadow, mp) => {
-      const w = new WorkService(shadow);
-      try {
-        return await fn(w, shadow, mp);
-      } finally {
-        await w.dispose();
-      }
-    },
-    { guard },
-  );
 }
 
 function isCode(code: string): (err: unknown) => boolean {

@@ -6,9 +6,7 @@ import * as assert from 'assert';
 import { execFileSync } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
-import type { Shadow } from '../src/shadow';
-import { WorkService } from '../src/work/service';
-import { FolderGuard, repoRoot, tempDir, withShadow } from './helpers/fixtures';
+import { FolderGuard, repoRoot, tempDir, withWork } from './helpers/fixtures';
 
 function git(cwd: string, ...args: string[]): string {
   return execFileSync('git', args, { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
@@ -76,21 +74,6 @@ function agentWork(mp: string): void {
   fs.unlinkSync(path.join(mp, 'link'));
   fs.symlinkSync('src/main.js', path.join(mp, 'link'));
   fs.writeFileSync(path.join(mp, 'no-newline.txt'), 'still no newline, but changed');
-}
-
-async function withWork<T>(lower: string, fn: (w: WorkService, shadow: Shadow, mp: string) => Promise<T>, guard = true): Promise<T> {
-  return withShadow(
-    lower,
-    async (shadow, mp) => {
-      const w = new WorkService(shadow);
-      try {
-        return await fn(w, shadow, mp);
-      } finally {
-        await w.dispose();
-      }
-    },
-    { guard },
-  );
 }
 
 describe('work: diffs, git patches, apply and checkpoints', function () {

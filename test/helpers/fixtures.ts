@@ -8,6 +8,7 @@ import * as path from 'path';
 import { mount, MountOptions, Shadow } from '../../src';
 import { mountedPaths } from '../../src/platform';
 import { fingerprintTree } from '../../src/tree';
+import { WorkService } from '../../src/work/service';
 
 export const repoRoot = path.join(__dirname, '..', '..', '..');
 export const exampleProject = path.join(repoRoot, 'examples', 'demo-project');
@@ -104,6 +105,22 @@ export async function withShadow<T>(
     guard?.stop();
     if (shadow?.mounted) await shadow.unmount({ lazy: true });
   }
+}
+
+/** withShadow with the shadow's work service (diffs, apply, checkpoints), disposed after `fn`. */
+export async function withWork<T>(lower: string, fn: (w: WorkService, shadow: Shadow, mp: string) => Promise<T>, guard = true): Promise<T> {
+  return withShadow(
+    lower,
+    async (shadow, mp) => {
+      const w = new WorkService(shadow);
+      try {
+        return await fn(w, shadow, mp);
+      } finally {
+        await w.dispose();
+      }
+    },
+    { guard },
+  );
 }
 
 /** Polls `probe` until it returns true or `ms` pass; returns the time it took. */
