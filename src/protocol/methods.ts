@@ -902,7 +902,15 @@ export function checkParams<M extends MethodName>(
 ): { ok: true; value: CheckedParamsOf<M> } | { ok: false; problem: string } {
   if (params === undefined || params === null) params = {};
   if (typeof params !== 'object' || Array.isArray(params)) return { ok: false, problem: 'params must be an object (parameters by name)' };
-  const r = Requests[method].params.safeParse(params);
+  let r: ReturnType<(typeof Requests)[M]['params']['safeParse']>;
+  try {
+    r = Requests[method].params.safeParse(params) as typeof r;
+  } catch {
+    // zod's length checks read `length` of any value that has one, and comparing an object
+    // without a primitive form throws (a fuzzed { length: { toString: "x" } } did): that is a
+    // malformed parameter too, never an internal error.
+    return { ok: false, problem: 'a parameter has a value of the wrong kind (an object where a string, number or list belongs)' };
+  }
   if (r.success) return { ok: true, value: r.data as CheckedParamsOf<M> };
   return { ok: false, problem: describeIssue(r.error.issues[0], params as Record<string, unknown>) };
 }

@@ -38,6 +38,14 @@ describe('unit: protocol', () => {
     for (const p of ['x', [1], 5, true]) assert.match(problem(checkParams('list', p)), /params must be an object/);
   });
 
+  it('refuses, never throws on, a value whose length has no primitive form (a fuzzed hello found it)', () => {
+    const hostile = { length: { toString: 'not callable', valueOf: 7 } };
+    const r = checkParams('hello', { client: hostile });
+    assert.strictEqual(r.ok, false);
+    assert.match(problem(r), /wrong kind|client/);
+    assert.strictEqual(checkParams('layer.write', { shadow: 's', agent: 'a', path: hostile, content: '' }).ok, false);
+  });
+
   it('knows its own methods and nothing from the object prototype', () => {
     assert.ok(isMethod('layer.write'));
     for (const name of ['toString', '__proto__', 'constructor', 'hasOwnProperty', 'nope', 3]) assert.ok(!isMethod(name), String(name));
