@@ -46,37 +46,42 @@ export function stateDir(): string {
   return dir;
 }
 
-/** Mount points currently in the kernel's mount table (Linux). */
-export function mountedPaths(): Set<string> {
-  const out = new Set<string>();
-  let text = '';
-  try {
-    text = fs.readFileSync('/proc/self/mounts', 'utf8');
-  } catch {
-    return out;
-  }
-  for (const line of text.split('\n')) {
-    const f = line.split(' ');
-    if (f.length > 2) out.add(f[1].replace(/\\([0-7]{3})/g, (_m, o: string) => String.fromCharCode(parseInt(o, 8))));
-  }
-  return out;
+/** One line of the kernel's mount table, its octal escapes undone. */
+export interface MountLine {
+  source: string;
+  mountPoint: string;
+  fstype: string;
+  options: string[];
 }
 
-/** Mount points of every shadowfs mount in the kernel's mount table (Linux), whoever made it. */
-export function shadowfsMounts(): string[] {
+/** The kernel's mount table as this process sees it (Linux; empty elsewhere): the one parser of /proc/self/mounts. */
+export function mountTable(): MountLine[] {
   let text = '';
   try {
     text = fs.readFileSync('/proc/self/mounts', 'utf8');
   } catch {
     return [];
   }
-  const out: string[] = [];
+  const un = (f: string) => f.replace(/\\([0-7]{3})/g, (_m, o: string) => String.fromCharCode(parseInt(o, 8)));
+  const out: MountLine[] = [];
   for (const line of text.split('\n')) {
     const f = line.split(' ');
-    if (f.length > 2 && (f[2] === 'fuse.shadowfs' || f[0] === 'shadowfs'))
-      out.push(f[1].replace(/\\([0-7]{3})/g, (_m, o: string) => String.fromCharCode(parseInt(o, 8))));
+    if (f.length < 4) continue;
+    out.push({ source: un(f[0]), mountPoint: un(f[1]), fstype: f[2], options: f[3].split(',') });
   }
   return out;
+}
+
+/** Mount points currently in the kernel's mount table (Linux). */
+export function mountedPaths(): Set<string> {
+  return new Set(mountTable().map((m) => m.mountPoint));
+}
+
+/** Mount points of every shadowfs mount in the kernel's mount table (Linux), whoever made it. */
+export function shadowfsMounts(): string[] {
+  return mountTable()
+    .filter((m) => m.fstype === 'fuse.shadowfs' || m.source === 'shadowfs' || m.source.startsWith('shadowfs:'))
+    .map((m) => m.mountPoint);
 }
 
 export function checkFuseDevice(): void {

@@ -8,7 +8,7 @@ import * as path from 'path';
 import type { Logger } from 'winston';
 import * as z from 'zod';
 import { ShadowError } from '../errors';
-import { mountedPaths, runtimeDir } from '../platform';
+import { mountedPaths, type MountLine, mountTable, runtimeDir } from '../platform';
 import type { NotificationName, NotificationParamsOf, ShadowInfo } from '../protocol/methods';
 import { DiagnosticsService } from '../diagnostics/service';
 import { mount, Shadow } from '../shadow';
@@ -90,31 +90,6 @@ function issues(err: z.ZodError): string {
 function isInside(child: string, parent: string): boolean {
   const rel = path.relative(parent, child);
   return rel === '' || (rel !== '..' && !rel.startsWith(`..${path.sep}`) && !path.isAbsolute(rel));
-}
-
-/** One line of /proc/self/mounts, its octal escapes (space, tab, newline, backslash) decoded. */
-interface MountLine {
-  source: string;
-  mountPoint: string;
-  fstype: string;
-  options: string[];
-}
-
-function mountTable(): MountLine[] {
-  let text = '';
-  try {
-    text = fs.readFileSync('/proc/self/mounts', 'utf8');
-  } catch {
-    return [];
-  }
-  const un = (f: string) => f.replace(/\\([0-7]{3})/g, (_m, o: string) => String.fromCharCode(parseInt(o, 8)));
-  const out: MountLine[] = [];
-  for (const line of text.split('\n')) {
-    const f = line.split(' ');
-    if (f.length < 4) continue;
-    out.push({ source: un(f[0]), mountPoint: un(f[1]), fstype: f[2], options: f[3].split(',') });
-  }
-  return out;
 }
 
 /**

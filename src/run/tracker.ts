@@ -8,20 +8,13 @@ import * as fs from 'fs';
 import * as path from 'path';
 import type { Readable, Writable } from 'stream';
 import { ShadowError } from '../errors';
+import { mountTable } from '../platform';
 import { type LaunchOptions, Win32Job } from './win32-job';
 
 export const RUN_MARKER = 'SHADOWFS_RUN_ID';
 
 function cgroup2Root(): string | undefined {
-  try {
-    for (const line of fs.readFileSync('/proc/self/mounts', 'utf8').split('\n')) {
-      const f = line.split(' ');
-      if (f[2] === 'cgroup2' && !f[3]?.split(',').includes('ro')) return f[1];
-    }
-  } catch {
-    // not Linux
-  }
-  return undefined;
+  return mountTable().find((m) => m.fstype === 'cgroup2' && !m.options.includes('ro'))?.mountPoint;
 }
 
 export class ProcessTracker {
