@@ -99,6 +99,8 @@ export class Daemon {
   private readonly manager: ShadowManager;
   private readonly started = Date.now();
   private recovered: string[] = [];
+  /** Shadows of a crashed predecessor still being cleaned up or mounted again (see start()). */
+  private readonly recovering = new Set<string>();
   private exitTimer: NodeJS.Timeout | undefined;
   private stopping = false;
   private readonly handlers: Handlers;
@@ -192,6 +194,7 @@ export class Daemon {
         uptimeSeconds: this.uptime(),
         shadows: await m.list(),
         recovered: this.recovered,
+        recovering: [...this.recovering],
         clients: [...this.clients].map((c) => ({
           ...(c.name === undefined ? {} : { client: c.name }),
           ...(c.scope ? { scope: { shadow: c.scope.name, agent: c.scope.agent, allowApply: c.scope.allowApply } } : {}),

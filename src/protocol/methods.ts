@@ -390,6 +390,11 @@ export const Requests = {
       uptimeSeconds: z.number(),
       shadows: z.array(ShadowInfo),
       recovered: z.array(z.string()).describe('Stale mounts of a crashed daemon this one cleaned when it started.'),
+      recovering: z
+        .array(z.string())
+        .describe(
+          'Shadows a crashed predecessor served that this daemon is still cleaning up or mounting again; requests other than hello, version, health, status and run.cancel wait until it is done.',
+        ),
       clients: z
         .array(
           z.object({
@@ -884,6 +889,11 @@ export const Notifications = {
         ),
       from: z.string().optional().describe('For "cloned": the layer it was copied from.'),
     }),
+  },
+  'daemon/waiting': {
+    summary:
+      'To the connection whose request waits, once it has waited a moment: what it waits for (the daemon still recovering what a crashed predecessor left).',
+    params: z.object({ method: z.string().describe('The request that waits.'), waitingFor: z.string().describe('What it waits for, in words.') }),
   },
   'run/output': {
     summary: 'To the connection that asked for the run only: a chunk of its output.',
