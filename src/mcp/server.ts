@@ -101,7 +101,7 @@ const APPLY: ToolDef = {
   method: 'layer.apply',
   title: "Apply the changes to the user's folder",
   description:
-    "Writes this agent's changes into the user's real folder (the only tool that does). Files the user changed meanwhile come back as conflicts and are not written unless resolutions say how.",
+    "Writes this agent's changes into the user's real folder (the only tool that does). Files the user changed meanwhile come back as conflicts and are not written unless resolutions say how. With branch, no file is written: this agent's commits (its HEAD) come into the user's repository as that new branch instead (force replaces an existing one).",
   destructive: true,
 };
 
