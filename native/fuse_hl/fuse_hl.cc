@@ -553,9 +553,10 @@ int HLMount::unmount(bool lazy) {
   if (int e = unmountFuse(mountPoint_, lazy)) return e;
 #endif
   mounted_ = false;
-  // After a plain unmount the loop's next read fails and it ends. After a lazy one it ends when
-  // the last program using the detached mount lets go (see dispose()).
-  if (!lazy) joinLoop();
+  // After a plain unmount the loop's next read fails and it ends (unless a copy of the mount
+  // lives on in another mount namespace: see joinLoopSoon). After a lazy one it ends when the
+  // last program using the detached mount lets go (see dispose()).
+  if (!lazy) joinLoopSoon();
   return 0;
 }
 

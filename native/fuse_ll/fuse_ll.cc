@@ -794,10 +794,10 @@ int ll::LLMount::unmount(bool lazy) {
   if (!mounted_.load()) return 0;
   if (int e = unmountFuse(mountPoint_, lazy)) return e;
   mounted_ = false;
-  // After a plain unmount the loop's next read fails with ENODEV and it ends. After a lazy one
-  // it ends when the last program using the detached mount lets go (see dispose()).
-  if (!lazy) joinLoop();
-  if (!lazy) stopWatcher();
+  // After a plain unmount the loop's next read fails with ENODEV and it ends (unless a copy of
+  // the mount lives on in another mount namespace: see joinLoopSoon). After a lazy one it ends
+  // when the last program using the detached mount lets go (see dispose()).
+  if (!lazy && joinLoopSoon()) stopWatcher();
   return 0;
 }
 

@@ -11,6 +11,8 @@
 #include <fuse_opt.h>
 #endif
 
+#include <chrono>
+#include <condition_variable>
 #include <functional>
 #include <mutex>
 #include <string>
@@ -74,6 +76,7 @@ class LoopedMount : public MountBackend {
       serve();
       std::unique_lock lock(loopMu_);
       loopDone_ = true;
+      loopCv_.notify_all();
       if (orphaned_) {
         lock.unlock();
         loop_.detach();
@@ -86,10 +89,25 @@ class LoopedMount : public MountBackend {
   void joinLoop() {
     if (loop_.joinable()) loop_.join();
   }
+  // After a plain unmount: joins the loop if it ends within a moment, which it does at its next
+  // read unless another mount namespace holds a copy of the mount (one made after ours, by
+  // unshare or a container runtime), which keeps the connection alive until the copy goes. Then
+  // it returns false without waiting: the unmount is done for this daemon, and dispose() leaves
+  // the loop to serve the copy and delete the object when it ends. No request waits on that.
+  bool joinLoopSoon() {
+    {
+      std::unique_lock lock(loopMu_);
+      if (!loopCv_.wait_for(lock, kLoopEndWait, [this] { return loopDone_; })) return false;
+    }
+    joinLoop();
+    return true;
+  }
+  static constexpr std::chrono::milliseconds kLoopEndWait{1000};
 
  private:
   std::thread loop_;
   std::mutex loopMu_;
+  std::condition_variable loopCv_;
   bool loopDone_ = false;  // guarded by loopMu_
   bool orphaned_ = false;  // guarded by loopMu_
 };

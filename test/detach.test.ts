@@ -1,0 +1,109 @@
+// #27, deliverable 6: no request waits on the kernel. A mount namespace made after a shadow was
+// mounted (by `unshare`, a container runtime, a service with a private /tmp) holds a copy of its
+// mounts; unmounting ours then succeeds, but the FUSE connection lives on while the copy does,
+// so a server that waits for its request loop to end waits as long as the copy lives. Closing a
+// view and unmounting must return anyway, the shadow's other requests must go on, and the copy
+// keeps being served until it goes (then the loop ends by itself).
+import * as assert from 'assert';
+import { spawn, type ChildProcess } from 'child_process';
+import * as fs from 'fs';
+import { mount } from '../src/shadow';
+import { eventually, makeProject, tempDir, withShadow } from './helpers/fixtures';
+
+/** Starts a process in a new mount namespace (a copy of ours, with `mp` in it) and waits until it holds the copy. */
+async function holdCopy(mp: string): Promise<ChildProcess> {
+  const root = process.getuid?.() === 0;
+  const child = spawn('unshare', [...(root ? ['-m'] : ['-r', '-m']), '--propagation', 'private', 'sleep', '600'], { stdio: 'ignore' });
+  const exited = new Promise<never>((_, reject) => child.once('exit', (code) => reject(new Error(`unshare exited with ${code}`))));
+  void exited.catch(() => undefined);
+  await Promise.race([
+    exited,
+    eventually(
+      () => {
+        try {
+          const pid = child.pid;
+          // The sleeper itself (unshare execs it): its mount table has the copy once it runs.
+          return pid !== undefined && fs.readFileSync(`/proc/${pid}/mountinfo`, 'utf8').includes(` ${mp} `) &&
+            fs.readlinkSync(`/proc/${pid}/ns/mnt`) !== fs.readlinkSync('/proc/self/ns/mnt');
+        } catch {
+          return false;
+        }
+      },
+      20_000,
+      `a copy of ${mp} in a new mount namespace`,
+    ),
+  ]);
+  return child;
+}
+
+/** The FUSE connection's directory in fusectl for the mount at `mp`, or undefined without fusectl. */
+function connectionDir(mp: string): string | undefined {
+  const dev = fs.statSync(mp).dev;
+  // FUSE mounts have anonymous devices (major 0); fusectl names a connection by the minor.
+  const minor = (dev & 0xff) | ((dev >> 12) & 0xfff00);
+  const dir = `/sys/fs/fuse/connections/${minor}`;
+  return fs.existsSync(dir) ? dir : undefined;
+}
+
+function stop(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => {
+    child.once('exit', () => resolve());
+    child.kill('SIGKILL');
+  });
+}
+
+describe('unmounting while another mount namespace holds a copy', function () {
+  this.timeout(60_000);
+
+  it('closing a view returns, the shadow goes on, and the copy is served until it goes', async () => {
+    const lower = makeProject('detach');
+    await withShadow(lower, async (shadow) => {
+      await shadow.layer('a').write('agent.txt', 'from the agent\n');
+      // A mount point the user made: closing leaves the directory, so the copy lives on (removing
+      // a directory detaches the mounts on it in every namespace, the copy's included).
+      const view = await shadow.openView('a', { mountPoint: tempDir('view') });
+      const conn = connectionDir(view.mountPoint);
+      const holder = await holdCopy(view.mountPoint);
+      try {
+        // Before #27 this waited for the copy to go: here, for ever (mocha's timeout fails it).
+        await view.close();
+        assert.strictEqual(view.open, false);
+        // Requests of the same shadow (one native worker serves them in order) still answer.
+        assert.strictEqual((await shadow.layer('a').readFile('agent.txt')).toString(), 'from the agent\n');
+        await shadow.layer('a').write('later.txt', 'still served\n');
+        // The copy still shows the view: the kernel's semantics for a namespace we do not own.
+        const inCopy = `/proc/${holder.pid}/root${view.mountPoint}/agent.txt`;
+        assert.strictEqual(fs.readFileSync(inCopy, 'utf8'), 'from the agent\n');
+      } finally {
+        await stop(holder);
+      }
+      // With the copy gone the connection ends, and its loop with it (seen where fusectl is mounted).
+      if (conn) await eventually(() => !fs.existsSync(conn), 30_000, `${conn} to go once the copy is gone`);
+    });
+  });
+
+  it('unmounting the shadow returns too, and a new shadow can mount at the same place', async () => {
+    const lower = makeProject('detach-shared');
+    const mp = `${tempDir('mnt')}/m`;
+    const shadow = await mount(lower, { mountPoint: mp });
+    let holder: ChildProcess | undefined;
+    try {
+      await shadow.layer('a').write('agent.txt', 'x\n');
+      await shadow.activate('a');
+      holder = await holdCopy(mp);
+      await shadow.unmount();
+      assert.strictEqual(shadow.mounted, false);
+      const again = await mount(lower, { mountPoint: mp });
+      try {
+        assert.strictEqual(fs.readFileSync(`${mp}/deep/a/top.txt`, 'utf8'), 'top\n', 'the new shadow shows the folder');
+        assert.strictEqual(fs.existsSync(`${mp}/agent.txt`), false, "the new shadow does not show the old one's layer");
+      } finally {
+        await again.unmount({ lazy: true });
+      }
+    } finally {
+      if (holder) await stop(holder);
+      if (shadow.mounted) await shadow.unmount({ lazy: true });
+    }
+  });
+});
