@@ -8,6 +8,8 @@ import type { ResultOf, ShadowInfo } from 'shadowfs/client';
 import { docUri, ShadowContentProvider } from './content';
 import { Daemon, type DaemonState } from './daemon';
 import { locate, type Installation } from './locate';
+import { branchNameProblem } from './branchName';
+import { checkedOutBranch, commitsNotOnHead, describeBranchTip, type CommitLine } from './git';
 import { baseName, type FileNode, type LayerNode, type Node } from './model';
 import { uniqueAgentName } from './names';
 import { LintsProvider, samePath, ShadowsProvider, type LintNode } from './views';
@@ -24,6 +26,10 @@ export interface CommandOptions {
   name?: string;
   /** run: cancels the run too (besides the notification's Cancel button). */
   cancellation?: vscode.CancellationToken;
+  /** applyBranch: the branch's name, without asking. */
+  branch?: string;
+  /** applyBranch: when the branch exists, true replaces it and false refuses, without asking. */
+  force?: boolean;
 }
 
 /** What activate() returns: the extension's parts, for other extensions and for its tests. */
@@ -38,6 +44,8 @@ export interface ShadowfsApi {
 
 type ApplyResult = ResultOf<'layer.apply'>;
 type RunResult = ResultOf<'run'>;
+/** What shadowfs.applyBranch answers: the daemon's result, and the commits the branch has that the folder's HEAD has not. */
+export type BranchApplyResult = ApplyResult & { commits: CommitLine[] | undefined };
 
 let output: vscode.OutputChannel;
 
@@ -456,6 +464,126 @@ export async function activate(context: vscode.ExtensionContext): Promise<Shadow
     if (node?.kind !== 'file') throw new Error('choose a changed file in the Shadows view');
     return apply(node.shadow, node.agent, [node.change.path], opts);
   });
+
+  // The agent's commits (its HEAD in the shadow) come into the folder's repository as a new
+  // branch: the daemon fetches them with git, writing only new objects and that one ref. No file
+  // of the folder is written, and the agent's file changes stay in its layer.
+  command('shadowfs.applyBranch', async (node?: Node, opts?: CommandOptions): Promise<BranchApplyResult | undefined> => {
+    const layer = node?.kind === 'layer' ? node : await pickLayer('Bring which agent’s commits into your repository?');
+    if (!layer) return undefined;
+    const { shadow, agent } = layer;
+    const client = await daemon.get();
+    const folder = shadows.model.shadow(shadow)?.lower;
+    const where = folder ?? 'your repository';
+    let name = opts?.branch;
+    let suggestion = branchNameProblem(`${agent}-work`) ? '' : `${agent}-work`;
+    for (;;) {
+      if (name === undefined) {
+        name = await vscode.window.showInputBox({
+          title: `Apply ${agent}'s commits as a new branch of ${where}`,
+          prompt:
+            'The new branch. Only it and the commits it needs are written; your checked-out branch, index, files and other branches stay as they are.',
+          value: suggestion,
+          ignoreFocusOut: true,
+          validateInput: (v) => branchNameProblem(v),
+        });
+        if (name === undefined) return undefined;
+      } else {
+        const problem = branchNameProblem(name);
+        if (problem)
+          throw Object.assign(new Error(`${JSON.stringify(name)} is not a valid branch name: ${problem}`), { code: 'INVALID_ARGUMENT' });
+      }
+      const branch: string = name;
+      const request = (force: boolean): Thenable<ApplyResult> =>
+        vscode.window.withProgress(
+          { location: vscode.ProgressLocation.Notification, title: `Bringing ${agent}'s commits into ${where} as branch ${branch}…` },
+          () => client.request('layer.apply', { shadow, agent, branch, ...(force ? { force: true } : {}) }),
+        );
+      let result: ApplyResult;
+      try {
+        result = await request(false);
+      } catch (err) {
+        if ((err as { code?: unknown }).code !== 'BRANCH_EXISTS') throw err;
+        const choice = await onBranchExists(err as Error, folder, branch, agent, opts);
+        if (choice === 'rename') {
+          suggestion = branch;
+          name = undefined;
+          continue;
+        }
+        if (choice !== 'replace') return undefined;
+        result = await request(true);
+      }
+      return reportBranch(agent, folder, result);
+    }
+  });
+
+  /** The branch exists: replace it (asked in a modal dialog), choose another name, or stop. */
+  const onBranchExists = async (
+    err: Error,
+    folder: string | undefined,
+    branch: string,
+    agent: string,
+    opts: CommandOptions | undefined,
+  ): Promise<'replace' | 'rename' | 'cancel'> => {
+    if (opts?.force === true) return 'replace';
+    // Scripted without force: the caller gets BRANCH_EXISTS itself.
+    if (opts?.force === false || opts?.confirm === false) throw err;
+    const another = 'Choose Another Name';
+    if (folder && (await checkedOutBranch(folder)) === branch) {
+      // The daemon never moves the checked-out branch, even with force: offering to is no choice.
+      const answer = await vscode.window.showWarningMessage(
+        `${branch} is the branch checked out in ${folder}.`,
+        {
+          modal: true,
+          detail:
+            'shadowfs never moves the branch you have checked out, not even to replace it. Choose another name for the agent’s commits.',
+        },
+        another,
+      );
+      return answer === another ? 'rename' : 'cancel';
+    }
+    const tip = folder ? await describeBranchTip(folder, branch) : undefined;
+    const replace = 'Replace Branch';
+    const answer = await vscode.window.showWarningMessage(
+      `Branch ${branch} exists already${folder ? ` in ${folder}` : ''}. Replace it with ${agent}'s commits?`,
+      {
+        modal: true,
+        detail: `${tip ? `It points to ${tip}. ` : ''}Replaced, it points to ${agent}'s last commit instead; commits only it had are then on no branch (note the one above to get them back). Your checked-out branch, index, files and other branches are not touched.`,
+      },
+      replace,
+      another,
+    );
+    return answer === replace ? 'replace' : answer === another ? 'rename' : 'cancel';
+  };
+
+  /** Says what the branch apply made and what it left alone; the commits go to the output channel. */
+  const reportBranch = async (agent: string, folder: string | undefined, result: ApplyResult): Promise<BranchApplyResult> => {
+    const b = result.branch;
+    if (!b) throw new Error('the daemon answered without a branch: it may be older than this extension (restart it)');
+    const short = (c: string): string => c.slice(0, 10);
+    const commits = folder ? await commitsNotOnHead(folder, b.commit) : undefined;
+    const head = folder ? await checkedOutBranch(folder) : undefined;
+    const onHead = head ? `your ${head}` : 'your HEAD';
+    output.appendLine(
+      `apply ${agent} as branch ${b.name} in ${folder ?? '?'}: ${b.previous ? `replaced (was ${b.previous}), ` : ''}now ${b.commit}`,
+    );
+    for (const c of commits ?? []) output.appendLine(`  ${short(c.commit)} ${c.subject}`);
+    const made = b.previous
+      ? `Branch ${b.name} now has ${agent}'s commits (${short(b.commit)}; it was ${short(b.previous)}).`
+      : `Made branch ${b.name} from ${agent}'s commits (${short(b.commit)}).`;
+    const brought =
+      commits === undefined
+        ? ''
+        : commits.length === 0
+          ? ` It has no commit that ${onHead} lacks.`
+          : ` ${commits.length} commit(s) not on ${onHead}: "${commits[0].subject}"${commits.length > 1 ? ` and ${commits.length - 1} more` : ''}.`;
+    const left = ` ${head ? `Your checked-out ${head}` : 'Your HEAD'}, index, files and other branches are as they were; ${agent}'s file changes stay in its layer.`;
+    void vscode.window.showInformationMessage(made + brought + left, 'Show Commits').then((a) => {
+      if (a) output.show(true);
+    });
+    await shadows.refresh();
+    return { ...result, commits };
+  };
 
   command('shadowfs.lints', async (node?: Node) => {
     const layer = node?.kind === 'layer' ? node : await pickLayer('Check which agent’s change?');

@@ -4,12 +4,13 @@
 // starts itself and a real mount of the workspace folder. Mocha comes from the repository;
 // results go to the JSON file named by $SHADOWFS_VSCODE_RESULTS.
 import * as assert from 'assert';
+import { execFileSync } from 'child_process';
 import * as crypto from 'crypto';
 import * as fs from 'fs';
 import * as path from 'path';
 import * as vscode from 'vscode';
 import type { ShadowInfo } from 'shadowfs/client';
-import type { CommandOptions, ShadowfsApi } from '../../src/extension';
+import type { BranchApplyResult, CommandOptions, ShadowfsApi } from '../../src/extension';
 import type { FileNode, LayerNode, Node } from '../../src/model';
 
 export function run(): Promise<void> {
@@ -327,6 +328,87 @@ function defineTests(): void {
       const text = fs.readFileSync(appPath, 'utf8');
       assert.ok(text.includes('Howdy') && text.includes('/* mine */'), text);
       assert.deepStrictEqual(differing(initial, fingerprint(folder)), ['notes.md', 'src/app.ts']);
+    });
+
+    it("brings the agent's commits (made with git in the shadow) into the folder's repository as a new branch; HEAD, index, files and other refs stay; an existing branch only when replaced", async () => {
+      const git = (...args: string[]): string =>
+        execFileSync('git', ['--no-optional-locks', ...args], { cwd: folder, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }).trim();
+      /** What of the user's repository must not change: HEAD, the index's entries, the refs, the files. */
+      const userState = (): Record<string, unknown> => ({
+        head: git('symbolic-ref', 'HEAD'),
+        headCommit: git('rev-parse', 'HEAD'),
+        index: git('ls-files', '--stage'),
+        status: git('status', '--porcelain'),
+        refs: git('for-each-ref', '--format=%(refname) %(objectname)')
+          .split('\n')
+          .filter((l) => !l.startsWith('refs/heads/claude-work ')),
+        files: [...fingerprint(folder)],
+      });
+      const agentGit = async (line: string): Promise<string> => {
+        const r = await vscode.commands.executeCommand<{ exitCode: number | null; stdout: string; stderr: string }>(
+          'shadowfs.run',
+          await layerNode(),
+          { ...conf, commandLine: `git -c user.name=Agent -c user.email=agent@example.com ${line}` },
+        );
+        assert.strictEqual(r?.exitCode, 0, `git ${line} in the shadow failed: ${r?.stderr}`);
+        return r.stdout.trim();
+      };
+      const before = userState();
+      const userHead = before.headCommit as string;
+      const userBranch = git('symbolic-ref', '--short', 'HEAD');
+      await agentGit('add -A');
+      await agentGit('commit -q -m "agent: the guide and the count"');
+      const agentHead = await agentGit('rev-parse HEAD');
+      assert.notStrictEqual(agentHead, userHead);
+      assert.deepStrictEqual(userState(), before, "the agent's commit stays in its layer");
+
+      const made = await vscode.commands.executeCommand<BranchApplyResult>('shadowfs.applyBranch', await layerNode(), {
+        ...conf,
+        branch: 'claude-work',
+      });
+      assert.ok(made, 'the command answered');
+      assert.deepStrictEqual(made.branch, { name: 'claude-work', commit: agentHead, previous: null });
+      assert.deepStrictEqual(made.applied, [], 'no file is written');
+      assert.deepStrictEqual(
+        made.commits?.map((c) => [c.commit, c.subject]),
+        [[agentHead, 'agent: the guide and the count']],
+        "the commits the branch brought: those not on the user's HEAD",
+      );
+      assert.strictEqual(git('rev-parse', 'refs/heads/claude-work'), agentHead);
+      assert.strictEqual(git('rev-parse', 'claude-work^'), userHead, "the agent's commit sits on the user's");
+      assert.strictEqual(git('show', `${agentHead}:docs/guide.md`), 'guide', "the agent's files are in the commit's tree");
+      assert.deepStrictEqual(userState(), before, "the user's HEAD, index, refs and files are as they were");
+
+      // The same name again: refused, the branch unmoved.
+      await agentGit('commit -q --amend -m "agent: the guide and the count, amended"');
+      const amended = await agentGit('rev-parse HEAD');
+      await assert.rejects(
+        Promise.resolve(vscode.commands.executeCommand('shadowfs.applyBranch', await layerNode(), { ...conf, branch: 'claude-work' })),
+        (err: Error) => /claude-work exists already/.test(err.message),
+      );
+      assert.strictEqual(git('rev-parse', 'refs/heads/claude-work'), agentHead);
+      // Replaced when asked.
+      const replaced = await vscode.commands.executeCommand<BranchApplyResult>('shadowfs.applyBranch', await layerNode(), {
+        ...conf,
+        branch: 'claude-work',
+        force: true,
+      });
+      assert.deepStrictEqual(replaced?.branch, { name: 'claude-work', commit: amended, previous: agentHead });
+      assert.strictEqual(git('rev-parse', 'refs/heads/claude-work'), amended);
+      // The branch the user has checked out is never moved, replace or not; a name git refuses never reaches it.
+      await assert.rejects(
+        Promise.resolve(
+          vscode.commands.executeCommand('shadowfs.applyBranch', await layerNode(), { ...conf, branch: userBranch, force: true }),
+        ),
+        (err: Error) => /checked out/.test(err.message),
+      );
+      await assert.rejects(
+        Promise.resolve(vscode.commands.executeCommand('shadowfs.applyBranch', await layerNode(), { ...conf, branch: 'a..b' })),
+        (err: Error) => /not a valid branch name: "\.\." is not allowed/.test(err.message),
+      );
+      assert.deepStrictEqual(userState(), before, "the user's HEAD, index, refs and files are as they were");
+      // The agent's files are still its layer's to apply or not.
+      await fileNodes('the layer unchanged by the branch', (f) => f.some((n) => n.change.path === 'docs/guide.md'));
     });
 
     it('comes back by itself after the daemon crashes: a new daemon, the shadow mounted again, the layer from autosave', async () => {

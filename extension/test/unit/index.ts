@@ -3,3 +3,4 @@
 import './model.test';
 import './uris.test';
 import './locate.test';
+import './branchName.test';
