@@ -23,8 +23,11 @@ async function holdCopy(mp: string): Promise<ChildProcess> {
         try {
           const pid = child.pid;
           // The sleeper itself (unshare execs it): its mount table has the copy once it runs.
-          return pid !== undefined && fs.readFileSync(`/proc/${pid}/mountinfo`, 'utf8').includes(` ${mp} `) &&
-            fs.readlinkSync(`/proc/${pid}/ns/mnt`) !== fs.readlinkSync('/proc/self/ns/mnt');
+          return (
+            pid !== undefined &&
+            fs.readFileSync(`/proc/${pid}/mountinfo`, 'utf8').includes(` ${mp} `) &&
+            fs.readlinkSync(`/proc/${pid}/ns/mnt`) !== fs.readlinkSync('/proc/self/ns/mnt')
+          );
         } catch {
           return false;
         }

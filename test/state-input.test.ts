@@ -5,7 +5,7 @@
 // at a place of the forger's choosing; a forged checkpoint must be refused whole, with a code,
 // without reading anything outside the checkpoint directory or changing the layer.
 import * as assert from 'assert';
-import { execFileSync, spawnSync } from 'child_process';
+import { execFileSync, spawn, spawnSync } from 'child_process';
 import * as crypto from 'crypto';
 import * as fs from 'fs';
 import * as path from 'path';
@@ -56,8 +56,13 @@ async function recoverFrom(shadows: unknown[]): Promise<{ listed: Listed[]; log:
     const text = fs.readFileSync(paths.log).subarray(logStart).toString('utf8');
     return text.split('\n').filter((l) => l.trim() !== '');
   };
-  // The daemon logs recovery before it listens; the file transport writes it soon after.
-  await eventually(() => lines().some((l) => l.includes('daemon listening')), 30_000, 'the daemon to log its start');
+  // The daemon recovers after it listens (list waited for it) and logs that it is done last; the
+  // file transport writes it soon after, in order.
+  await eventually(
+    () => lines().some((l) => l.includes('recovered what the previous daemon left')),
+    30_000,
+    'the daemon to log its recovery',
+  );
   return { listed, log: lines() };
 }
 
@@ -453,6 +458,88 @@ describe('state is input, not truth: forged state and checkpoints', function () 
       await guard.check();
     } finally {
       guard.stop();
+    }
+  });
+});
+
+// #27, deliverable 6: the daemon answers within a moment of starting, whatever state other mounts
+// are in. Recovery checks each recorded mount with a time limit (a hung server answers nothing);
+// it runs after the daemon listens, and the requests that wait for it are told why.
+describe('recovery never holds the daemon up', function () {
+  this.timeout(120_000);
+  afterEach(() => stopDaemon());
+  after(() => stopTestDaemon());
+
+  it('while a recorded mount hangs, status answers with what is being recovered and a waiting request hears why', async () => {
+    const lower = fs.realpathSync(makeProject());
+    const guard = new FolderGuard(lower);
+    const mp = path.join(tempDir('dmnt'), 'hung');
+    fs.mkdirSync(mp);
+    // A shadow of the folder served by another process, which is then stopped: every access to
+    // it waits (no kernel caching, so even a stat of its root reaches the stopped server).
+    const server = spawn(
+      process.execPath,
+      [
+        '-e',
+        `require(${JSON.stringify(path.join(repoRoot, 'dist', 'src', 'shadow.js'))}).mount(process.argv[1], { mountPoint: process.argv[2], cacheTimeout: 0 })` +
+          ".then(() => process.stdout.write('up\\n'), (e) => { console.error(e); process.exit(1); }); setInterval(() => {}, 1e6);",
+        lower,
+        mp,
+      ],
+      { stdio: ['ignore', 'pipe', 'inherit'] },
+    );
+    let out = '';
+    server.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    const probeBefore = process.env.SHADOWFS_STALE_PROBE_MS;
+    let client: ShadowClient | undefined;
+    try {
+      await eventually(() => out.includes('up') || server.exitCode !== null, 30_000, 'the other process to mount');
+      assert.ok(out.includes('up'), 'the other process mounted its shadow');
+      process.kill(server.pid!, 'SIGSTOP');
+      stopTestDaemon();
+      fs.writeFileSync(
+        daemonPaths().state,
+        JSON.stringify({ pid: 999_999_999, shadows: [{ name: 'hung', lower, mountPoint: mp, createdMountPoint: false, views: [] }] }),
+        { mode: 0o600 },
+      );
+      // The check of the hung mount may take a minute: long past anything below, so the order of
+      // events is fixed by the stopped server, not by how fast this machine is.
+      process.env.SHADOWFS_STALE_PROBE_MS = '60000';
+      const waits: string[] = [];
+      client = await ShadowClient.connect({ onWait: (w) => waits.push(w) });
+      const st = await client.request('status');
+      assert.deepStrictEqual(st.recovering, ['hung'], 'status answers while the recorded mount is being checked');
+      assert.strictEqual((await client.request('health')).ok, true);
+      const heard: Array<{ method: string; waitingFor: string }> = [];
+      client.on('daemon/waiting', (p) => heard.push(p));
+      const listing = client.request('list');
+      await eventually(() => heard.length > 0, 30_000, 'the waiting list request to hear why');
+      assert.strictEqual(heard[0].method, 'list');
+      assert.match(heard[0].waitingFor, /recovering what a crashed daemon left \(the shadows hung\)/);
+      // The server goes on: the check sees a live mount, which is left alone, and the shadow is
+      // mounted again in a mount point of the daemon's own.
+      process.kill(server.pid!, 'SIGCONT');
+      const listed = (await listing).shadows;
+      assert.deepStrictEqual(
+        listed.map((s) => s.name),
+        ['hung'],
+      );
+      assert.notStrictEqual(listed[0].mountPoint, mp);
+      assert.ok(mountedPaths().has(mp), "the other process's mount is left alone");
+      assert.deepStrictEqual((await client.request('status')).recovering, []);
+      await stopDaemon();
+      await guard.check();
+    } finally {
+      client?.close();
+      if (probeBefore === undefined) delete process.env.SHADOWFS_STALE_PROBE_MS;
+      else process.env.SHADOWFS_STALE_PROBE_MS = probeBefore;
+      guard.stop();
+      if (server.exitCode === null && server.signalCode === null) {
+        process.kill(server.pid!, 'SIGCONT');
+        server.kill('SIGKILL');
+        await new Promise((r) => server.once('exit', r));
+      }
+      if (mountedPaths().has(mp)) spawnSync('umount', ['-l', mp]);
     }
   });
 });

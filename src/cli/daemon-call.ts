@@ -14,17 +14,17 @@ export async function withClient<T>(
   options: { autostart?: boolean } = {},
 ): Promise<void> {
   let client: ShadowClient | undefined;
+  // What the command waits for goes to stderr, so that --json output stays one document.
+  const tell = (what: string): void => void process.stderr.write(`shadowfs: ${what}\n`);
   try {
-    client = await ShadowClient.connect({ autostart: options.autostart });
+    client = await ShadowClient.connect({ autostart: options.autostart, onWait: tell });
+    client.on('daemon/waiting', (p) => tell(`${p.method} waits: ${p.waitingFor}`));
+    const result = await fn(client);
     if (client.startedDaemon) {
       // A daemon that starts cleans what a crashed one left: say so once.
       const st = await client.request('status');
-      if (st.recovered.length)
-        process.stderr.write(
-          `shadowfs: started the daemon; it cleaned stale mounts left by a crashed daemon: ${st.recovered.join(', ')}\n`,
-        );
+      if (st.recovered.length) tell(`started the daemon; it cleaned stale mounts left by a crashed daemon: ${st.recovered.join(', ')}`);
     }
-    const result = await fn(client);
     emit(args, result as Record<string, unknown>, human(result));
   } catch (err) {
     reportError(args, err);

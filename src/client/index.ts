@@ -39,6 +39,11 @@ export interface ClientOptions {
   /** How to start the daemon (default: this Node running bin/shadowfs.js serve). */
   daemonCommand?: { command: string; args: string[]; env?: NodeJS.ProcessEnv };
   /**
+   * Told, once, what connect() waits for when a daemon it started takes a moment to answer
+   * (after about a second); for front ends that show progress.
+   */
+  onWait?: (what: string) => void;
+  /**
    * Restrict the connection to one agent's layer on one shadow (session.restrict) right after
    * hello, before connect() returns it: for front ends that serve an untrusted agent. Irrevocable.
    */
@@ -112,8 +117,14 @@ export class ShadowClient {
     }
     startDaemon(options);
     const timeout = options.startTimeoutMs ?? 30_000;
-    const deadline = Date.now() + timeout;
+    const started = Date.now();
+    const deadline = started + timeout;
+    let told = false;
     while (Date.now() < deadline) {
+      if (!told && options.onWait && Date.now() - started >= 1000) {
+        told = true;
+        options.onWait(`started the shadowfs daemon; waiting for it to answer at ${describeEndpoint()} (its log: ${daemonPaths().log})`);
+      }
       await new Promise((r) => setTimeout(r, 50));
       const c = await attempt(options);
       if (c) {

@@ -1,7 +1,7 @@
 // The daemon's shadows: mounted by name, found by name or mount point, suspended when idle
 // (unmounted, layers kept; the next request mounts them again), and written to a state file so
 // that a daemon started after a crash can find and clean the mounts its predecessor left.
-import { execFileSync, spawnSync } from 'child_process';
+import { execFile } from 'child_process';
 import * as crypto from 'crypto';
 import * as fs from 'fs';
 import * as path from 'path';
@@ -100,7 +100,7 @@ function isInside(child: string, parent: string): boolean {
  * server is gone (any access fails with ENOTCONN; a live mount belongs to a process that still
  * serves it, which a crashed daemon is not).
  */
-function whyNotStaleShadow(mountPoint: string, lower: string, table: MountLine[]): string | undefined {
+async function whyNotStaleShadow(mountPoint: string, lower: string, table: MountLine[]): Promise<string | undefined> {
   const top = table.filter((m) => m.mountPoint === mountPoint).at(-1);
   if (!top) return 'nothing is mounted there';
   if (top.fstype !== 'fuse.shadowfs') return `the mount there is ${top.fstype}, not a shadowfs mount`;
@@ -108,17 +108,47 @@ function whyNotStaleShadow(mountPoint: string, lower: string, table: MountLine[]
   const uid = process.getuid?.();
   if (uid !== undefined && !top.options.includes(`user_id=${uid}`)) return 'the shadowfs mount there belongs to another user';
   // In a child with a time limit: a mount whose server hangs must not hang this daemon.
-  const probe = spawnSync(
+  const answer = await run(
     process.execPath,
     [
       '-e',
       "try{require('fs').statSync(process.argv[1]);process.stdout.write('LIVE')}catch(e){process.stdout.write(String(e.code))}",
       mountPoint,
     ],
-    { encoding: 'utf8', timeout: 5000, env: {}, stdio: ['ignore', 'pipe', 'ignore'] },
+    STALE_PROBE_MS,
   );
-  if (probe.stdout !== 'ENOTCONN') return `the shadowfs mount there is still served by a live process (${probe.stdout || 'no answer'})`;
+  if (answer !== 'ENOTCONN') return `the shadowfs mount there is still served by a live process (${answer || 'no answer'})`;
   return undefined;
+}
+
+/**
+ * How long the check of one recorded mount may take (a hung server answers nothing):
+ * $SHADOWFS_STALE_PROBE_MS, else 5 s. Requests wait for recovery meanwhile (status does not).
+ */
+const STALE_PROBE_MS = Number(process.env.SHADOWFS_STALE_PROBE_MS) > 0 ? Number(process.env.SHADOWFS_STALE_PROBE_MS) : 5000;
+
+/** Runs a program with no environment and a time limit; its stdout, or '' when it failed or timed out. */
+function run(file: string, args: string[], timeout: number): Promise<string> {
+  return new Promise((resolve) => {
+    execFile(file, args, { encoding: 'utf8', timeout, env: {}, killSignal: 'SIGKILL' }, (err, stdout) =>
+      resolve(err && (err as { killed?: boolean }).killed ? '' : stdout),
+    );
+  });
+}
+
+/** Detaches a stale mount (lazily: nothing waits on it); whether it is gone. */
+async function detachStale(mountPoint: string): Promise<boolean> {
+  const tries: Array<[string, string[]]> = [
+    ['umount', ['-l', mountPoint]],
+    ['fusermount3', ['-uz', mountPoint]],
+  ];
+  for (const [file, args] of tries) {
+    const ok = await new Promise<boolean>((resolve) =>
+      execFile(file, args, { timeout: STALE_PROBE_MS, killSignal: 'SIGKILL' }, (err) => resolve(!err)),
+    );
+    if (ok) return true;
+  }
+  return false;
 }
 
 /** Why a folder the state file names must not be shadowed again after a crash, or undefined. */
@@ -201,14 +231,19 @@ export class ShadowManager {
    * outside every recorded folder (whyNotRemovable). The folders are never touched. Whatever is
    * refused is logged with the reason. Returns the mounts it cleaned.
    */
-  static recoverStale(statePath: string, log: Logger): string[] {
+  static async recoverStale(state: StateFile | undefined, log: Logger): Promise<string[]> {
     ShadowManager.proven = new Set();
-    const state = ShadowManager.readState(statePath, log);
     if (!state) return [];
     const recovered: string[] = [];
     const table = mountTable();
     const mountsDir = ownMountsDir();
     const lowers = state.shadows.map((s) => s.lower);
+    // The live checks of every recorded mount at once: each has its own time limit.
+    const checks = new Map<string, Promise<string | undefined>>();
+    for (const s of state.shadows)
+      for (const p of [...(s.views ?? []), { mountPoint: s.mountPoint }])
+        if (!checks.has(`${p.mountPoint}\0${s.lower}`) && table.some((m) => m.mountPoint === p.mountPoint))
+          checks.set(`${p.mountPoint}\0${s.lower}`, whyNotStaleShadow(p.mountPoint, s.lower, table));
     for (const s of state.shadows) {
       const points = [...(s.views ?? []), { mountPoint: s.mountPoint, createdMountPoint: s.createdMountPoint === true }];
       for (const p of points) {
@@ -222,7 +257,7 @@ export class ShadowManager {
           continue;
         }
         const onTable = table.some((m) => m.mountPoint === p.mountPoint);
-        const why = onTable ? whyNotStaleShadow(p.mountPoint, s.lower, table) : undefined;
+        const why = onTable ? await checks.get(`${p.mountPoint}\0${s.lower}`) : undefined;
         if (why) {
           log.warn(`the state file names a mount that is not a stale mount of this daemon (${why}); left alone`, {
             name: s.name,
@@ -232,15 +267,9 @@ export class ShadowManager {
           continue;
         }
         if (onTable) {
-          try {
-            execFileSync('umount', ['-l', p.mountPoint], { stdio: 'ignore' });
-          } catch {
-            try {
-              execFileSync('fusermount3', ['-uz', p.mountPoint], { stdio: 'ignore' });
-            } catch (err) {
-              log.warn('could not clean a stale mount', { mountPoint: p.mountPoint, error: (err as Error).message });
-              continue;
-            }
+          if (!(await detachStale(p.mountPoint))) {
+            log.warn('could not clean a stale mount (umount -l and fusermount3 -uz failed)', { mountPoint: p.mountPoint });
+            continue;
           }
           log.warn('cleaned a stale mount left by a crashed daemon', { name: s.name, mountPoint: p.mountPoint, lower: s.lower });
           recovered.push(p.mountPoint);
@@ -338,42 +367,52 @@ export class ShadowManager {
    * recoverStale proved a stale mount of this folder was there (else to a new one in the
    * daemon's own mounts directory). A refused entry, or a mount that fails, is logged and left out.
    */
-  async remountAfterCrash(state: StateFile | undefined): Promise<string[]> {
+  async remountAfterCrash(state: StateFile | undefined, done: (name: string) => void = () => undefined): Promise<string[]> {
     const back: string[] = [];
     for (const s of state?.shadows ?? []) {
-      if (this.entries.has(s.name)) continue;
-      const why = whyNotRemount(s.lower);
-      if (why) {
-        this.opts.log.warn(`refused to mount again a shadow the state file names: ${why}`, { name: s.name, lower: s.lower });
-        continue;
-      }
       try {
-        const atRecorded = s.createdMountPoint !== true && ShadowManager.proven.has(s.mountPoint);
-        if (s.createdMountPoint !== true && !atRecorded)
-          this.opts.log.warn('mounting again in a new mount point: no stale mount of this shadow was found at the recorded one', {
-            name: s.name,
-            mountPoint: s.mountPoint,
-          });
-        const info = await this.mount({
-          folder: s.lower,
-          name: s.name,
-          ...(atRecorded ? { mountPoint: s.mountPoint } : {}),
-          ...(s.backend !== undefined ? { backend: s.backend } : {}),
-          ...(s.io !== undefined ? { io: s.io } : {}),
-        });
-        // The shared mount shows again what it showed: the agent whose layer came back, or the folder.
-        const wanted = s.active;
-        if (wanted !== undefined && wanted !== info.active && (wanted === null || info.agents.includes(wanted))) {
-          await this.entries.get(s.name)?.shadow.activate(wanted);
-          this.saveState();
-        }
-        back.push(s.name);
-        this.opts.log.warn('mounted again after a crash of the previous daemon', { name: s.name, lower: s.lower });
-      } catch (err) {
-        this.opts.log.error('could not mount again after a crash', { name: s.name, lower: s.lower, error: (err as Error).message });
+        if (await this.remountOne(s)) back.push(s.name);
+      } finally {
+        done(s.name);
       }
     }
     return back;
+  }
+
+  /** remountAfterCrash for one entry: whether it is mounted again. */
+  private async remountOne(s: ShadowEntry): Promise<boolean> {
+    if (this.entries.has(s.name)) return false;
+    const why = whyNotRemount(s.lower);
+    if (why) {
+      this.opts.log.warn(`refused to mount again a shadow the state file names: ${why}`, { name: s.name, lower: s.lower });
+      return false;
+    }
+    try {
+      const atRecorded = s.createdMountPoint !== true && ShadowManager.proven.has(s.mountPoint);
+      if (s.createdMountPoint !== true && !atRecorded)
+        this.opts.log.warn('mounting again in a new mount point: no stale mount of this shadow was found at the recorded one', {
+          name: s.name,
+          mountPoint: s.mountPoint,
+        });
+      const info = await this.mount({
+        folder: s.lower,
+        name: s.name,
+        ...(atRecorded ? { mountPoint: s.mountPoint } : {}),
+        ...(s.backend !== undefined ? { backend: s.backend } : {}),
+        ...(s.io !== undefined ? { io: s.io } : {}),
+      });
+      // The shared mount shows again what it showed: the agent whose layer came back, or the folder.
+      const wanted = s.active;
+      if (wanted !== undefined && wanted !== info.active && (wanted === null || info.agents.includes(wanted))) {
+        await this.entries.get(s.name)?.shadow.activate(wanted);
+        this.saveState();
+      }
+      this.opts.log.warn('mounted again after a crash of the previous daemon', { name: s.name, lower: s.lower });
+      return true;
+    } catch (err) {
+      this.opts.log.error('could not mount again after a crash', { name: s.name, lower: s.lower, error: (err as Error).message });
+      return false;
+    }
   }
 
   /** Watches every mounted shadow's layers and notifies "layer/changed" (event "changed") about once a second, coalesced. */

@@ -92,6 +92,10 @@ function defaultCheckpointName(): string {
 const BEFORE_HELLO = new Set<MethodName>(['hello']);
 /** More connections than this at once are refused (each may hold a partial message in memory). */
 const MAX_CLIENTS = 512;
+/** Requests that answer while the daemon recovers; the others wait for it (they could see a shadow half recovered). */
+const ANSWERED_DURING_RECOVERY = new Set<string>(['hello', 'version', 'health', 'status', 'run.cancel']);
+/** A request that waits this long for recovery hears why (daemon/waiting). */
+const WAITING_NOTICE_MS = 300;
 
 export class Daemon {
   private server: net.Server | undefined;
@@ -101,6 +105,8 @@ export class Daemon {
   private recovered: string[] = [];
   /** Shadows of a crashed predecessor still being cleaned up or mounted again (see start()). */
   private readonly recovering = new Set<string>();
+  /** Settles when recovery is done; undefined then. */
+  private recovery: Promise<void> | undefined;
   private exitTimer: NodeJS.Timeout | undefined;
   private stopping = false;
   private readonly handlers: Handlers;
@@ -418,14 +424,18 @@ export class Daemon {
     };
   }
 
-  /** Recovers what a crashed daemon left, then listens. Throws DAEMON_RUNNING if one is alive. */
+  /**
+   * Listens, then recovers what a crashed daemon left, in the background. Throws DAEMON_RUNNING
+   * if one is alive. Recovery checks the recorded mounts (a hung one answers nothing for a while)
+   * and mounts the shadows again: requests that could see a shadow half recovered wait for it
+   * (see handle()), while hello, version, health and status answer at once.
+   */
   async start(): Promise<void> {
     const { paths, log } = this.opts;
     await this.takeLock();
-    const previous = ShadowManager.readState(paths.state);
-    this.recovered = ShadowManager.recoverStale(paths.state, log);
-    // What the crashed daemon served is mounted again, its layers back from autosave.
-    if (previous && previous.pid !== process.pid) await this.manager.remountAfterCrash(previous);
+    // Read before anything can be mounted: a mount made now writes the state file anew.
+    const previous = ShadowManager.readState(paths.state, log);
+    for (const s of previous?.shadows ?? []) this.recovering.add(s.name);
     this.server = net.createServer((socket) => this.accept(socket));
     this.server.maxConnections = MAX_CLIENTS;
     if (process.platform === 'win32') {
@@ -452,11 +462,50 @@ export class Daemon {
       fs.chmodSync(paths.socket, 0o600);
       this.endpoint = paths.socket;
     }
+    this.recovery = this.recover(previous);
     this.manager.startIdleChecks(Math.max(250, Math.min(30_000, this.opts.idleMs / 4)));
     // The change feed runs while somebody is connected to hear it.
     this.manager.startChangeFeed(1000, () => this.clients.size > 0);
     this.armExit();
-    log.info('daemon listening', { endpoint: this.endpoint, pid: process.pid, recovered: this.recovered, native: nativeStatus() });
+    log.info('daemon listening', { endpoint: this.endpoint, pid: process.pid, recovering: [...this.recovering], native: nativeStatus() });
+  }
+
+  /** Cleans what a crashed predecessor left and mounts its shadows again; never throws. */
+  private async recover(previous: ReturnType<typeof ShadowManager.readState>): Promise<void> {
+    const { log } = this.opts;
+    try {
+      this.recovered = await ShadowManager.recoverStale(previous, log);
+      // What the crashed daemon served is mounted again, its layers back from autosave.
+      if (previous && previous.pid !== process.pid) await this.manager.remountAfterCrash(previous, (name) => this.recovering.delete(name));
+    } catch (err) {
+      log.error('recovering what the previous daemon left failed', { error: (err as Error).message });
+    } finally {
+      this.recovering.clear();
+      this.recovery = undefined;
+      this.armExit();
+      if (previous) log.info('recovered what the previous daemon left', { recovered: this.recovered });
+    }
+  }
+
+  /**
+   * Waits for recovery before a request that could see a shadow half recovered; after a moment,
+   * tells the client what it waits for (daemon/waiting).
+   */
+  private async waitForRecovery(method: string, notify: CallContext['notify']): Promise<void> {
+    const recovery = this.recovery;
+    if (!recovery || ANSWERED_DURING_RECOVERY.has(method)) return;
+    const timer = setTimeout(() => {
+      const names = [...this.recovering];
+      notify('daemon/waiting', {
+        method,
+        waitingFor: `the daemon is still recovering what a crashed daemon left${names.length ? ` (the shadows ${names.join(', ')})` : ''}; see ${this.opts.paths.log}`,
+      });
+    }, WAITING_NOTICE_MS);
+    try {
+      await recovery;
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   private listen(where: string): Promise<void> {
@@ -515,6 +564,8 @@ export class Daemon {
     if (this.stopping) return this.done;
     this.stopping = true;
     clearTimeout(this.exitTimer);
+    // A shadow still being mounted again would be left behind by the shutdown: let recovery end first.
+    await this.recovery;
     await this.manager.shutdown();
     for (const c of this.clients) c.rpc.socket.destroy();
     await new Promise<void>((r) => (this.server ? this.server.close(() => r()) : r()));
@@ -540,9 +591,9 @@ export class Daemon {
   /** Exit once there is nothing left to serve: no shadow and no client for exitAfterMs. */
   private armExit(): void {
     clearTimeout(this.exitTimer);
-    if (this.manager.size > 0 || this.clients.size > 0 || this.stopping) return;
+    if (this.manager.size > 0 || this.clients.size > 0 || this.stopping || this.recovery) return;
     this.exitTimer = setTimeout(() => {
-      if (this.manager.size === 0 && this.clients.size === 0) {
+      if (this.manager.size === 0 && this.clients.size === 0 && !this.recovery) {
         this.opts.log.info('nothing left to serve; exiting');
         void this.stop();
       }
@@ -637,6 +688,7 @@ export class Daemon {
     };
     client.rpc.begin();
     try {
+      await this.waitForRecovery(method, ctx.notify);
       const handler = this.handlers[method] as (p: unknown, c: CallContext) => Promise<unknown>;
       let result = await handler(checked.value, ctx);
       if (scope) result = narrowResult(method, result as ResultOf<typeof method>, scope, this.scopeContext(client));
