@@ -7,8 +7,9 @@
 import * as assert from 'assert';
 import { spawn, type ChildProcess } from 'child_process';
 import * as fs from 'fs';
+import { ShadowClient } from '../src/client';
 import { mount } from '../src/shadow';
-import { eventually, makeProject, tempDir, withShadow } from './helpers/fixtures';
+import { eventually, FolderGuard, makeProject, tempDir, withShadow } from './helpers/fixtures';
 
 /** Starts a process in a new mount namespace (a copy of ours, with `mp` in it) and waits until it holds the copy. */
 async function holdCopy(mp: string): Promise<ChildProcess> {
@@ -107,6 +108,34 @@ describe('unmounting while another mount namespace holds a copy', function () {
     } finally {
       if (holder) await stop(holder);
       if (shadow.mounted) await shadow.unmount({ lazy: true });
+    }
+  });
+
+  it('unmounting a shadow through the daemon ends the runs in it first (their namespaces hold copies of it)', async () => {
+    const lower = makeProject('detach-run');
+    const guard = new FolderGuard(lower);
+    const c = await ShadowClient.connect();
+    try {
+      await c.request('mount', { folder: lower, name: 'detach-run' });
+      let started!: () => void;
+      const running = new Promise<void>((r) => (started = r));
+      c.on('run/output', (p) => (Buffer.from(p.data, 'base64').toString().includes('started') ? started() : undefined));
+      const run = c.request('run', {
+        shadow: 'detach-run',
+        agent: 'a',
+        argv: ['sh', '-c', 'echo started > out.txt; echo started; exec sleep 300'],
+      });
+      await running;
+      await c.request('unmount', { shadow: 'detach-run' });
+      const r = await run;
+      assert.strictEqual(r.cancelled, true, 'the run was cancelled by the unmount');
+      assert.ok(!(await c.request('list')).shadows.some((s) => s.name === 'detach-run'));
+      await guard.check();
+    } finally {
+      guard.stop();
+      if ((await c.request('list')).shadows.some((s) => s.name === 'detach-run'))
+        await c.request('unmount', { shadow: 'detach-run', lazy: true }).catch(() => undefined);
+      c.close();
     }
   });
 });

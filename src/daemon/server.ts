@@ -27,6 +27,7 @@ import {
 } from '../protocol/methods';
 import { RunPolicy } from '../run/policy';
 import { runInShadow } from '../run/runner';
+import type { Shadow } from '../shadow';
 import { ShadowManager } from './manager';
 import * as files from '../work/files';
 import { checkPeer } from './peer';
@@ -110,7 +111,8 @@ export class Daemon {
   private exitTimer: NodeJS.Timeout | undefined;
   private stopping = false;
   private readonly handlers: Handlers;
-  private readonly runs = new Map<string, AbortController>();
+  /** Runs in progress by id: how to cancel one, the shadow it runs in, and its end. */
+  private readonly runs = new Map<string, { controller: AbortController; shadow: Shadow; ended: Promise<unknown> }>();
   /** Which connection asked for each run in progress (see handle()). */
   private readonly runOwners = new Map<string, Client>();
   /** Where clients reach this daemon: the socket path, or the pipe name on Windows. */
@@ -212,7 +214,12 @@ export class Daemon {
         addon(); // NATIVE_UNAVAILABLE / WINFSP_MISSING before anything else
         return m.mount(p);
       },
-      unmount: async (p) => ({ name: await m.unmount(p.shadow, p.lazy === true) }),
+      unmount: async (p) => {
+        // A run's namespace holds its own copy of the shadow, which would outlive the unmount:
+        // the runs in it end first (their results say cancelled).
+        await this.cancelRuns(m.get(p.shadow).shadow);
+        return { name: await m.unmount(p.shadow, p.lazy === true) };
+      },
       list: async () => ({ shadows: await m.list() }),
       'layer.create': async (p) => {
         await (await shadowOf(p)).createLayer(p.agent);
@@ -380,7 +387,8 @@ export class Daemon {
         if (this.runs.has(runId)) throw new ShadowError('INVALID_ARGUMENT', `a run with id ${runId} is in progress; pick another runId`);
         const controller = new AbortController();
         ctx.signal.addEventListener('abort', () => controller.abort(), { once: true });
-        this.runs.set(runId, controller);
+        let ended!: () => void;
+        this.runs.set(runId, { controller, shadow: s, ended: new Promise<void>((r) => (ended = r)) });
         try {
           return await runInShadow(s, {
             agent: p.agent,
@@ -401,6 +409,7 @@ export class Daemon {
           });
         } finally {
           this.runs.delete(runId);
+          ended();
         }
       },
       lints: async (p) => (await m.diagnostics(p.shadow)).lints(p),
@@ -417,7 +426,7 @@ export class Daemon {
         return { status: r.status, ...(r.error ? { error: r.error } : {}), contents: r.contents, ...(r.range ? { range: r.range } : {}) };
       },
       'run.cancel': async (p) => {
-        const c = this.runs.get(p.runId);
+        const c = this.runs.get(p.runId)?.controller;
         c?.abort();
         return { runId: p.runId, cancelled: c !== undefined };
       },
@@ -485,6 +494,13 @@ export class Daemon {
       this.armExit();
       if (previous) log.info('recovered what the previous daemon left', { recovered: this.recovered });
     }
+  }
+
+  /** Cancels the runs in `shadow` and waits until they have ended. */
+  private async cancelRuns(shadow: Shadow): Promise<void> {
+    const mine = [...this.runs.values()].filter((r) => r.shadow === shadow);
+    for (const r of mine) r.controller.abort();
+    await Promise.all(mine.map((r) => r.ended));
   }
 
   /**
