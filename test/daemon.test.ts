@@ -11,7 +11,7 @@ import { daemonPaths } from '../src/endpoint';
 import { mountedPaths } from '../src/platform';
 import { RpcErrorCodes } from '../src/protocol';
 import { encodeMessage, Raw } from './helpers/raw-rpc';
-import { eventually, FolderGuard, makeProject, repoRoot, tempDir, testRootPrefix } from './helpers/fixtures';
+import { eventually, FolderGuard, makeProject, ownsTestPath, repoRoot, tempDir, testRootPrefix } from './helpers/fixtures';
 import { stopTestDaemon } from './helpers/hooks';
 
 const cliPath = path.join(repoRoot, 'bin', 'shadowfs.js');
@@ -39,7 +39,7 @@ describe('the shadowfs daemon', function () {
     }
     // Only this run's: another run of the suite may be mounting beside it.
     for (const m of mountedPaths())
-      if (m.startsWith(daemonPaths().dir) || m.startsWith(`${testRootPrefix}dmnt-`)) spawnSync('umount', ['-l', m]);
+      if (m.startsWith(daemonPaths().dir) || (m.startsWith(`${testRootPrefix}dmnt-`) && ownsTestPath(m))) spawnSync('umount', ['-l', m]);
   });
   after(() => stopTestDaemon());
 

@@ -25,7 +25,7 @@ import * as path from 'path';
 import { ShadowClient } from '../src/client';
 import { daemonPaths } from '../src/endpoint';
 import { mountedPaths } from '../src/platform';
-import { FolderGuard, makeProject, repoRoot, tempDir, testRootPrefix } from './helpers/fixtures';
+import { FolderGuard, makeProject, ownsTestPath, repoRoot, tempDir, testRootPrefix } from './helpers/fixtures';
 import { stopTestDaemon } from './helpers/hooks';
 import { ReplyDecoder } from './helpers/raw-rpc';
 import {
@@ -264,7 +264,7 @@ describe('RPC fuzzing of the daemon', function () {
     guard?.stop();
     stopTestDaemon();
     for (const m of mountedPaths())
-      if (m.startsWith(daemonPaths().dir) || m.startsWith(`${testRootPrefix}fuzzmnt-`)) spawnSync('umount', ['-l', m]);
+      if (m.startsWith(daemonPaths().dir) || (m.startsWith(`${testRootPrefix}fuzzmnt-`) && ownsTestPath(m))) spawnSync('umount', ['-l', m]);
   });
 
   it('stays alive, bounded and correct through 100,000+ malformed and random messages', async () => {

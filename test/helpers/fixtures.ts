@@ -2,6 +2,7 @@
 // written (fingerprint before/after + inotify watch during), and withShadow(), which always
 // unmounts what it mounted.
 import * as assert from 'assert';
+import { spawnSync } from 'child_process';
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
@@ -32,10 +33,39 @@ export function removeTempDirs(): void {
 }
 
 export function leakedTestMounts(): string[] {
-  // The test run's runtime directory (daemon mounts) shares the prefix; the daemon is stopped first.
-  return [...mountedPaths()].filter((p) => p.startsWith(testRootPrefix));
+  // The test run's runtime directory (daemons' mounts) is its own too; the daemon is stopped first.
+  return [...mountedPaths()].filter((p) => ownsTestPath(p));
 }
 
+/**
+ * Whether `p` lies in a temporary directory this test process made, or in its runtime directory.
+ * Other runs of the suite may be mounting beside this one (a developer's run beside CI's): their
+ * mounts are never this run's to judge or to clean.
+ */
+export function ownsTestPath(p: string): boolean {
+  const runtime = process.env.XDG_RUNTIME_DIR;
+  return [...created, ...(runtime?.startsWith(testRootPrefix) ? [runtime] : [])].some((d) => p === d || p.startsWith(`${d}/`));
+}
+
+/**
+ * Mounts under the tests' prefix left by a run that is gone: their server is dead, so any access
+ * fails with ENOTCONN (checked in a child with a time limit). A live mount belongs to a run
+ * still going, and is left alone.
+ */
+export function deadTestMounts(): string[] {
+  return [...mountedPaths()].filter((p) => {
+    if (!p.startsWith(testRootPrefix)) return false;
+    const r = spawnSync(
+      process.execPath,
+      ['-e', "try{require('fs').statSync(process.argv[1])}catch(e){process.stdout.write(String(e.code))}", p],
+      {
+        encoding: 'utf8',
+        timeout: 5000,
+      },
+    );
+    return r.stdout === 'ENOTCONN';
+  });
+}
 /** A copy of the example project plus a few extra shapes (nested dirs, symlink, empty dir). */
 export function makeProject(label = 'lower'): string {
   const dir = tempDir(label);

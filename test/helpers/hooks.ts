@@ -1,10 +1,11 @@
 // Root hooks: the integration tests need a usable /dev/fuse and fail loudly without it (never
-// skip); mounts leaked by an earlier, killed run are removed first so they cannot break this one.
+// skip); mounts leaked by an earlier, killed run (dead ones: their server is gone) are removed
+// first so they cannot break this one, and only this run's own mounts are checked for leaks.
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import { execFileSync } from 'child_process';
-import { FolderGuard, leakedTestMounts, removeTempDirs } from './fixtures';
+import { deadTestMounts, FolderGuard, leakedTestMounts, removeTempDirs } from './fixtures';
 
 // A private runtime directory for this run: daemons, sockets and default mount points of the
 // tests never meet the user's own (and are all removed afterwards).
@@ -81,7 +82,7 @@ export const mochaHooks = {
           'Load the fuse module (modprobe fuse) or give the container the device (--device /dev/fuse --cap-add SYS_ADMIN).',
       );
     }
-    for (const mp of leakedTestMounts()) {
+    for (const mp of deadTestMounts()) {
       try {
         execFileSync('umount', ['-l', mp], { stdio: 'ignore' });
       } catch {
