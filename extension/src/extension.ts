@@ -577,7 +577,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<Shadow
         : commits.length === 0
           ? ` It has no commit that ${onHead} lacks.`
           : ` ${commits.length} commit(s) not on ${onHead}: "${commits[0].subject}"${commits.length > 1 ? ` and ${commits.length - 1} more` : ''}.`;
-    const left = ` ${head ? `Your checked-out ${head}` : 'Your HEAD'}, index, files and other branches are as they were; ${agent}'s file changes stay in its layer.`;
+    const left = ` ${head ? `Your checked-out branch (${head})` : 'Your HEAD'}, index, files and other branches are as they were; ${agent}'s file changes stay in its layer.`;
     void vscode.window.showInformationMessage(made + brought + left, 'Show Commits').then((a) => {
       if (a) output.show(true);
     });

@@ -177,7 +177,7 @@ describe('the VS Code extension, in a real VS Code (code-server + Chromium)', fu
     assert.strictEqual(exit, 0, 'the workbench reported success');
   });
 
-  it('installs from its .vsix; the Shadows view, a diff, the status bar, a run started from the palette and cancelled from its notification, and an apply with a conflict work in the page (screenshots in test-output/vscode)', async function () {
+  it("installs from its .vsix; the Shadows view, a diff, the status bar, a run started from the palette and cancelled from its notification, an apply with a conflict, and the agent's commits applied as a branch over an existing one work in the page (screenshots in test-output/vscode)", async function () {
     const vsix = fs.readdirSync(path.join(extensionDir, 'dist')).find((f) => f.endsWith('.vsix'));
     assert.ok(vsix, 'the .vsix is built (npm run test:vscode packages it)');
     const workspace = makeWorkspace('vscode-ui');
@@ -299,6 +299,71 @@ describe('the VS Code extension, in a real VS Code (code-server + Chromium)', fu
       await tree.filter({ hasText: 'app.ts' }).first().waitFor({ state: 'detached', timeout: 30_000 });
       const merged = fs.readFileSync(appPath, 'utf8');
       assert.ok(merged.includes('Howdy') && merged.includes('/* mine */'), merged);
+
+      // The agent commits with git in the shadow; the user has a branch of the name it will ask
+      // for. From the palette: a name git refuses is refused with the reason as it is typed; the
+      // existing branch is replaced only once the modal dialog says so; nothing else of the
+      // user's repository moves.
+      const git = (...args: string[]): string =>
+        execFileSync('git', ['--no-optional-locks', ...args], { cwd: workspace, encoding: 'utf8' }).trim();
+      const agentGit = (line: string): string =>
+        run(
+          'run',
+          'greeter',
+          '--agent',
+          'claude',
+          '--',
+          'sh',
+          '-c',
+          `git -c user.name=Agent -c user.email=agent@example.com ${line}`,
+        ).trim();
+      agentGit('add -A');
+      agentGit('commit -q -m "agent: notes"');
+      const agentHead = agentGit('rev-parse HEAD');
+      git('branch', 'claude-work');
+      const userState = (): string[] => [
+        git('symbolic-ref', 'HEAD'),
+        git('ls-files', '--stage'),
+        git('status', '--porcelain'),
+        ...git('for-each-ref', '--format=%(refname) %(objectname)')
+          .split('\n')
+          .filter((l) => !l.startsWith('refs/heads/claude-work ')),
+      ];
+      const before = userState();
+      const userTip = git('rev-parse', 'HEAD');
+      await page.keyboard.press('F1');
+      await quickInput.waitFor({ state: 'visible', timeout: 15_000 });
+      await quickInput.fill(">shadowfs: Apply Agent's Commits as a Branch");
+      await quick.locator('.monaco-list-row').first().filter({ hasText: "Apply Agent's Commits as a Branch" }).waitFor({ timeout: 15_000 });
+      await page.keyboard.press('Enter');
+      // The shadow has the layer the mount made ("default") besides claude's.
+      await quick.getByText('Bring which agent’s commits into your repository?').first().waitFor({ timeout: 15_000 });
+      await quick.locator('.monaco-list-row', { hasText: 'claude' }).first().click();
+      await quick.getByText("Apply claude's commits as a new branch").first().waitFor({ timeout: 15_000 });
+      assert.strictEqual(await quickInput.inputValue(), 'claude-work', 'a name is suggested');
+      await quickInput.fill('claude..work');
+      await quick.getByText('".." is not allowed').first().waitFor({ timeout: 15_000 });
+      await screenshot(page, path.join(outputDir, 'branch-name.png'));
+      await page.keyboard.press('Enter');
+      await quickInput.fill('claude-work');
+      await quick.getByText('".." is not allowed').first().waitFor({ state: 'hidden', timeout: 15_000 });
+      await page.keyboard.press('Enter');
+      await dialog.getByText('Branch claude-work exists already').first().waitFor({ timeout: 30_000 });
+      await dialog
+        .getByText(`It points to ${userTip.slice(0, 7)}`)
+        .first()
+        .waitFor({ timeout: 15_000 });
+      assert.strictEqual(git('rev-parse', 'claude-work'), userTip, 'nothing is replaced while the user decides');
+      await screenshot(page, path.join(outputDir, 'branch-exists.png'));
+      await dialog.locator('.monaco-button', { hasText: 'Replace Branch' }).first().click();
+      await page
+        .locator('.notification-toast', { hasText: "Branch claude-work now has claude's commits" })
+        .first()
+        .waitFor({ timeout: 30_000 });
+      await screenshot(page, path.join(outputDir, 'branch-made.png'));
+      assert.strictEqual(git('rev-parse', 'claude-work'), agentHead);
+      assert.strictEqual(git('log', '-1', '--format=%s', 'claude-work'), 'agent: notes');
+      assert.deepStrictEqual(userState(), before, "the user's HEAD, index, files' status and other refs are as they were");
     } catch (err) {
       if (server) {
         const pages = browser.contexts().flatMap((c) => c.pages());
