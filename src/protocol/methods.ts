@@ -893,7 +893,10 @@ export const Notifications = {
   'daemon/waiting': {
     summary:
       'To the connection whose request waits, once it has waited a moment: what it waits for (the daemon still recovering what a crashed predecessor left).',
-    params: z.object({ method: z.string().describe('The request that waits.'), waitingFor: z.string().describe('What it waits for, in words.') }),
+    params: z.object({
+      method: z.string().describe('The request that waits.'),
+      waitingFor: z.string().describe('What it waits for, in words.'),
+    }),
   },
   'run/output': {
     summary: 'To the connection that asked for the run only: a chunk of its output.',
