@@ -80,6 +80,14 @@ export interface NativeShadow {
   write(layer: string, path: string, data: Buffer, mode: number, uid: number, gid: number): Promise<void>;
   remove(layer: string, path: string): Promise<void>;
   readFile(layer: string, path: string): Promise<Buffer>;
+  /** At most `length` (<= 64 MiB) bytes at `offset` of a regular file, and the file's size: files of any size, a piece at a time. */
+  readRange(layer: string, path: string, offset: number, length: number): Promise<{ data: Buffer; size: number }>;
+  /** Where a regular file holds data ([offset, length] pairs, sorted); the rest reads as zeros (holes). */
+  dataExtents(layer: string, path: string): Promise<{ size: number; extents: Array<[number, number]> }>;
+  /** Writes `data` at `offset` into an existing regular file of the layer (a gap before it reads as zeros). */
+  writeAt(layer: string, path: string, data: Buffer, offset: number): Promise<void>;
+  /** Sets the size of a regular file of the layer (growing a spilled file leaves a hole). */
+  truncate(layer: string, path: string, size: number): Promise<void>;
   reset(layer: string): Promise<number>;
   changes(layer: string): Promise<NativeChange[]>;
   stats(layer: string): Promise<LayerStats>;

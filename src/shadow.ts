@@ -159,6 +159,14 @@ function toBuffer(data: string | Uint8Array): Buffer {
   throw new ShadowError('INVALID_ARGUMENT', 'data must be a string or a Uint8Array');
 }
 
+/** The most bytes one Layer.readRange returns (the native module's cap). */
+export const MAX_RANGE_BYTES = 64 * 1024 * 1024;
+
+function checkByteCount(what: string, n: number, max: number): void {
+  if (!Number.isSafeInteger(n) || n < 0 || n > max)
+    throw new ShadowError('INVALID_ARGUMENT', `${what} must be a whole number of bytes from 0 to ${max}, got ${n}`);
+}
+
 function checkMode(mode: number): number {
   if (!Number.isInteger(mode) || mode < 0 || mode > 0o7777)
     throw new ShadowError('INVALID_ARGUMENT', `mode must be an integer permission mask such as 0o644, got ${mode}`);
@@ -201,6 +209,41 @@ export class Layer {
   async readFile(relPath: string): Promise<Buffer> {
     const p = normalizeRelPath(relPath);
     return this.shadow.call(`read ${p} in the layer of ${this.agentId}`, (n) => n.readFile(this.agentId, p));
+  }
+
+  /**
+   * At most `length` bytes at `offset` of a file as this layer shows it (fewer at its end, none
+   * past it), and the file's size: any file, however large, read a piece at a time.
+   */
+  async readRange(relPath: string, offset: number, length: number): Promise<{ data: Buffer; size: number }> {
+    const p = normalizeRelPath(relPath);
+    checkByteCount('offset', offset, Number.MAX_SAFE_INTEGER);
+    checkByteCount('length', length, MAX_RANGE_BYTES);
+    return this.shadow.call(`read ${p} in the layer of ${this.agentId}`, (n) => n.readRange(this.agentId, p, offset, length));
+  }
+
+  /**
+   * Where a file as this layer shows it holds data: sorted, disjoint [offset, length] pairs; the
+   * rest of its `size` bytes are holes (zeros). Where the system cannot tell, one pair covers it all.
+   */
+  async dataExtents(relPath: string): Promise<{ size: number; extents: Array<[number, number]> }> {
+    const p = normalizeRelPath(relPath);
+    return this.shadow.call(`read ${p} in the layer of ${this.agentId}`, (n) => n.dataExtents(this.agentId, p));
+  }
+
+  /** Writes `data` at `offset` into a file this layer already shows (a gap before it reads as zeros). */
+  async writeAt(relPath: string, data: Uint8Array, offset: number): Promise<void> {
+    const p = normalizeRelPath(relPath);
+    checkByteCount('offset', offset, Number.MAX_SAFE_INTEGER);
+    const buf = toBuffer(data);
+    await this.shadow.call(`write ${p}`, (n) => n.writeAt(this.agentId, p, buf, offset));
+  }
+
+  /** Sets the size of a file this layer already shows (growing a large one leaves a hole, not zeros in memory). */
+  async truncate(relPath: string, size: number): Promise<void> {
+    const p = normalizeRelPath(relPath);
+    checkByteCount('size', size, Number.MAX_SAFE_INTEGER);
+    await this.shadow.call(`truncate ${p}`, (n) => n.truncate(this.agentId, p, size));
   }
 
   /** Drops every change of this layer. */

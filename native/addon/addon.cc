@@ -116,6 +116,8 @@ class Shadow;
 // The largest file readFile returns: 4 GiB, what Node 20 can hold in one Buffer (later Node
 // versions hold more). Larger files are refused with EFBIG.
 constexpr uint64_t kMaxReadBytes = uint64_t(1) << 32;
+// The most one readRange returns (callers read larger files in pieces).
+constexpr uint64_t kMaxRangeBytes = uint64_t(64) << 20;
 
 // One queued operation. Made and destroyed on the JS thread; `work` runs on the worker.
 struct Job {
@@ -143,6 +145,10 @@ class Shadow : public Napi::ObjectWrap<Shadow> {
                         InstanceMethod("write", &Shadow::Write),
                         InstanceMethod("remove", &Shadow::Remove),
                         InstanceMethod("readFile", &Shadow::ReadFile),
+                        InstanceMethod("readRange", &Shadow::ReadRange),
+                        InstanceMethod("dataExtents", &Shadow::DataExtents),
+                        InstanceMethod("writeAt", &Shadow::WriteAt),
+                        InstanceMethod("truncate", &Shadow::Truncate),
                         InstanceMethod("reset", &Shadow::Reset),
                         InstanceMethod("changes", &Shadow::Changes),
                         InstanceMethod("stats", &Shadow::Stats),
@@ -571,26 +577,154 @@ class Shadow : public Napi::ObjectWrap<Shadow> {
       if (e) return fail(e, "cannot read " + path);
       if (data->size() > kMaxReadBytes) return tooLarge(data->size());
       return okValue([data, path](Napi::Env env) -> Napi::Value {  // JS thread
-        if (data->empty()) return Napi::Buffer<char>::New(env, 0);
-        // Not Napi::Buffer::NewOrCopy: when the runtime refuses an external buffer, Node has
-        // already run the finalizer (freeing the bytes and the finalizer's data) and
-        // node-addon-api frees that data again, a double free. Here the size is within what
-        // every supported Node accepts; should the call fail anyway, the bytes are left to
-        // whoever may still hold them (a leak, never a double free) and the read is rejected.
-        auto* owned = new std::string(std::move(*data));
-        napi_value buf;
-        napi_status s = napi_create_external_buffer(
-            env, owned->size(), owned->data(),
-            [](napi_env, void*, void* hint) { delete static_cast<std::string*>(hint); }, owned, &buf);
-        if (s != napi_ok) {
-          if (env.IsExceptionPending()) env.GetAndClearPendingException();
-          errnoError(env, ENOMEM, "cannot read " + path + ": the runtime could not make a buffer of " +
-                                      std::to_string(owned->size()) + " bytes")
-              .ThrowAsJavaScriptException();
-          return Napi::Value();
-        }
-        return Napi::Value(env, buf);
+        return bufferOf(env, data.get(), path);
       });
+    });
+  }
+
+  // JS thread: a Buffer that takes over `data`'s bytes (no copy), or an exception pending and an
+  // empty value. Not Napi::Buffer::NewOrCopy: when the runtime refuses an external buffer, Node
+  // has already run the finalizer (freeing the bytes and the finalizer's data) and
+  // node-addon-api frees that data again, a double free. Callers keep sizes within what every
+  // supported Node accepts; should the call fail anyway, the bytes are left to whoever may
+  // still hold them (a leak, never a double free) and the read is rejected.
+  static Napi::Value bufferOf(Napi::Env env, std::string* data, const std::string& path) {
+    if (data->empty()) return Napi::Buffer<char>::New(env, 0);
+    auto* owned = new std::string(std::move(*data));
+    napi_value buf;
+    napi_status s = napi_create_external_buffer(
+        env, owned->size(), owned->data(),
+        [](napi_env, void*, void* hint) { delete static_cast<std::string*>(hint); }, owned, &buf);
+    if (s != napi_ok) {
+      if (env.IsExceptionPending()) env.GetAndClearPendingException();
+      errnoError(env, ENOMEM, "cannot read " + path + ": the runtime could not make a buffer of " +
+                                  std::to_string(owned->size()) + " bytes")
+          .ThrowAsJavaScriptException();
+      return Napi::Value();
+    }
+    return Napi::Value(env, buf);
+  }
+
+  // JS thread: a whole number argument of at most 2^53 (a byte offset or count), or false.
+  static bool offsetArg(const Napi::CallbackInfo& info, size_t i, uint64_t* out) {
+    if (info.Length() <= i || !info[i].IsNumber()) return false;
+    double d = info[i].As<Napi::Number>().DoubleValue();
+    if (!(d >= 0) || d > 9007199254740992.0 || d != static_cast<double>(static_cast<uint64_t>(d))) return false;
+    *out = static_cast<uint64_t>(d);
+    return true;
+  }
+
+  // JS thread: readRange(layer, path, offset, length) -> Promise<{ data: Buffer, size }>: at most
+  // `length` (<= kMaxRangeBytes) bytes at `offset` of a regular file as the layer shows it, and
+  // the file's size. Files of any size can be read this way, a piece at a time.
+  Napi::Value ReadRange(const Napi::CallbackInfo& info) {
+    std::string layer, path;
+    uint64_t offset = 0, length = 0;
+    if (!stringArg(info, 0, &layer)) return rejected(info.Env(), EINVAL, "readRange: expected a layer name");
+    if (!pathArg(info, 1, &path)) return rejectedPath(info.Env(), "readRange: invalid path");
+    if (!offsetArg(info, 2, &offset) || !offsetArg(info, 3, &length) || length > kMaxRangeBytes)
+      return rejected(info.Env(), EINVAL,
+                      "readRange(layer, path, offset, length): offset and length are whole numbers, length at most " +
+                          std::to_string(kMaxRangeBytes));
+    return enqueue(info.Env(), [this, layer, path, offset, length] {  // worker thread
+      if (!live()) return notMounted();
+      auto data = std::make_shared<std::string>();
+      uint64_t total = 0;
+      int e = ov_->readRange(layer, path, offset, static_cast<size_t>(length), data.get(), &total);
+      if (e) return fail(e, "cannot read " + path);
+      return okValue([data, path, total](Napi::Env env) -> Napi::Value {  // JS thread
+        Napi::Value buf = bufferOf(env, data.get(), path);
+        if (buf.IsEmpty()) return buf;
+        Napi::Object o = Napi::Object::New(env);
+        o.Set("data", buf);
+        o.Set("size", static_cast<double>(total));
+        return o;
+      });
+    });
+  }
+
+  // JS thread: dataExtents(layer, path) -> Promise<{ size, extents: [offset, length][] }>: where a
+  // regular file as the layer shows it holds data (the rest reads as zeros: holes).
+  Napi::Value DataExtents(const Napi::CallbackInfo& info) {
+    std::string layer, path;
+    if (!stringArg(info, 0, &layer)) return rejected(info.Env(), EINVAL, "dataExtents: expected a layer name");
+    if (!pathArg(info, 1, &path)) return rejectedPath(info.Env(), "dataExtents: invalid path");
+    return enqueue(info.Env(), [this, layer, path] {  // worker thread
+      if (!live()) return notMounted();
+      auto list = std::make_shared<std::vector<Extent>>();
+      uint64_t total = 0;
+      int e = ov_->dataExtents(layer, path, list.get(), &total);
+      if (e) return fail(e, "cannot read " + path);
+      return okValue([list, total](Napi::Env env) -> Napi::Value {  // JS thread
+        Napi::Array a = Napi::Array::New(env, list->size());
+        for (uint32_t i = 0; i < list->size(); ++i) {
+          Napi::Array pair = Napi::Array::New(env, 2);
+          pair.Set(0u, static_cast<double>((*list)[i].off));
+          pair.Set(1u, static_cast<double>((*list)[i].len));
+          a.Set(i, pair);
+        }
+        Napi::Object o = Napi::Object::New(env);
+        o.Set("size", static_cast<double>(total));
+        o.Set("extents", a);
+        return o;
+      });
+    });
+  }
+
+  // JS thread: writeAt(layer, path, data: Buffer, offset) -> Promise<void>: writes `data` at
+  // `offset` into an existing regular file of the layer (copied up first if it is the folder's),
+  // growing it as needed; what lies between its old end and `offset` reads as zeros (a hole in
+  // a spilled file). The Buffer is kept alive and read in place by the worker.
+  Napi::Value WriteAt(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    std::string layer, path;
+    uint64_t offset = 0;
+    if (!stringArg(info, 0, &layer)) return rejected(env, EINVAL, "writeAt: expected a layer name");
+    if (!pathArg(info, 1, &path)) return rejectedPath(env, "writeAt: invalid path");
+    if (info.Length() < 4 || !info[2].IsBuffer() || !offsetArg(info, 3, &offset))
+      return rejected(env, EINVAL, "writeAt(layer, path, buffer, offset)");
+    auto buf = info[2].As<Napi::Buffer<char>>();
+    const char* data = buf.Data();
+    size_t size = buf.Length();
+    std::vector<Napi::Reference<Napi::Value>> keep;
+    keep.push_back(Napi::Persistent(info[2]));
+    return enqueue(
+        env,
+        [this, layer, path, data, size, offset] {  // worker thread
+          Outcome o = onLayer(layer, [&](Layer* L) {
+            Handle* h = nullptr;
+            Attr a;
+            OpenIntent intent;
+            intent.write = true;
+            int e = ov_->open(L, path, intent, &h, &a);
+            if (e) return fail(e, "cannot write " + path);
+            e = ov_->write(h, data, size, offset);
+            ov_->release(h);
+            return e ? fail(e, "cannot write " + path) : ok();
+          });
+          if (!o.err) layerChanged(layer, {path}, false);
+          return o;
+        },
+        std::move(keep));
+  }
+
+  // JS thread: truncate(layer, path, size) -> Promise<void>: sets the size of a regular file of
+  // the layer (growing it leaves a hole where the content is spilled).
+  Napi::Value Truncate(const Napi::CallbackInfo& info) {
+    std::string layer, path;
+    uint64_t size = 0;
+    if (!stringArg(info, 0, &layer)) return rejected(info.Env(), EINVAL, "truncate: expected a layer name");
+    if (!pathArg(info, 1, &path)) return rejectedPath(info.Env(), "truncate: invalid path");
+    if (!offsetArg(info, 2, &size)) return rejected(info.Env(), EINVAL, "truncate(layer, path, size)");
+    return enqueue(info.Env(), [this, layer, path, size] {  // worker thread
+      Outcome o = onLayer(layer, [&](Layer* L) {
+        Attr v, out;
+        v.size = size;
+        int e = ov_->setattr(L, path, nullptr, kSetSize, v, &out);
+        return e ? fail(e, "cannot truncate " + path) : ok();
+      });
+      if (!o.err) layerChanged(layer, {path}, false);
+      return o;
     });
   }
 

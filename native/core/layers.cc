@@ -1,5 +1,6 @@
 // The set of layers (create, drop, clone, activate, pin for views) and the API's changes to
 // one layer (whole-file writes, removes, reads, reset).
+#include <algorithm>
 #include <cerrno>
 #include <functional>
 
@@ -258,35 +259,39 @@ int Overlay::remove(const std::string& layer, const std::string& asked) {
   return removeAt(L, path);
 }
 
-int Overlay::readFile(const std::string& layer, const std::string& asked, std::string* out) {
-  out->clear();
+int Overlay::regularFileAt(const std::string& layer, const std::string& asked, Ref<Inode>* in,
+                           std::string* lowerPath) {
   std::shared_ptr<Layer> lp = byName(layer);
   if (!lp) return ENXIO;
   Layer& L = *lp;
+  ReadLock lock(L.mu, LockRank::Layer);
+  std::string cbuf;
+  const std::string& path = canon(L, asked, &cbuf);
+  // Same checks as writes: no path through a symlink.
+  std::string parent, name;
+  splitLast(path, &parent, &name);
+  int e = checkParents(L, parent, nullptr);
+  if (e) return e;
+  Res r;
+  e = resolve(L, path, &r);
+  if (e) return e;
+  FileType t = r.node ? r.node->inode()->type : r.lowerAttr.type;
+  if (t == FileType::Directory) return EISDIR;
+  if (t == FileType::Symlink) return ELOOP;
+  if (t != FileType::Regular) return EINVAL;
+  if (r.node) {
+    *in = r.node->inodeRef();
+  } else {
+    *lowerPath = r.low;
+  }
+  return 0;
+}
+
+int Overlay::readFile(const std::string& layer, const std::string& asked, std::string* out) {
+  out->clear();
   Ref<Inode> in;
   std::string lowerPath;
-  {
-    ReadLock lock(L.mu, LockRank::Layer);
-    std::string cbuf;
-    const std::string& path = canon(L, asked, &cbuf);
-    // Same checks as writes: no path through a symlink.
-    std::string parent, name;
-    splitLast(path, &parent, &name);
-    int e = checkParents(L, parent, nullptr);
-    if (e) return e;
-    Res r;
-    e = resolve(L, path, &r);
-    if (e) return e;
-    FileType t = r.node ? r.node->inode()->type : r.lowerAttr.type;
-    if (t == FileType::Directory) return EISDIR;
-    if (t == FileType::Symlink) return ELOOP;
-    if (t != FileType::Regular) return EINVAL;
-    if (r.node) {
-      in = r.node->inodeRef();
-    } else {
-      lowerPath = r.low;
-    }
-  }
+  if (int e = regularFileAt(layer, asked, &in, &lowerPath)) return e;
   if (in) {
     ReadLock c(in->cmu(), LockRank::Content);
     bool inLower;
@@ -303,6 +308,86 @@ int Overlay::readFile(const std::string& layer, const std::string& asked, std::s
     }
   }
   return lower_->readAll(lowerPath, out);
+}
+
+int Overlay::readRange(const std::string& layer, const std::string& asked, uint64_t off,
+                       size_t size, std::string* out, uint64_t* total) {
+  out->clear();
+  *total = 0;
+  Ref<Inode> in;
+  std::string lowerPath;
+  if (int e = regularFileAt(layer, asked, &in, &lowerPath)) return e;
+  if (in) {
+    ReadLock c(in->cmu(), LockRank::Content);
+    bool inLower;
+    {
+      MetaLock m(in->mmu(), LockRank::Meta);
+      inLower = in->lowerPath(&lowerPath);
+    }
+    if (!inLower) {
+      *total = in->size;
+      if (off >= in->size) return 0;
+      out->resize(static_cast<size_t>(std::min<uint64_t>(size, in->size - off)));
+      size_t got = 0;
+      int ce = contentRead(in.get(), out->data(), out->size(), off, &got);
+      out->resize(got);
+      return ce;
+    }
+  }
+  LowerHandle h = -1;
+  if (int e = lower_->open(lowerPath, &h)) return e;
+  Attr a;
+  int e = lower_->fstat(h, &a);
+  if (!e) {
+    *total = a.size;
+    if (off < a.size) {
+      out->resize(static_cast<size_t>(std::min<uint64_t>(size, a.size - off)));
+      size_t got = 0;
+      e = lower_->pread(h, out->data(), out->size(), off, &got);
+      out->resize(e ? 0 : got);
+    }
+  }
+  lower_->close(h);
+  return e;
+}
+
+int Overlay::dataExtents(const std::string& layer, const std::string& asked,
+                         std::vector<Extent>* out, uint64_t* total) {
+  out->clear();
+  *total = 0;
+  Ref<Inode> in;
+  std::string lowerPath;
+  if (int e = regularFileAt(layer, asked, &in, &lowerPath)) return e;
+  // Where the system cannot tell, the whole file is data.
+  auto whole = [out](uint64_t size, int e) {
+    if (e != ENOSYS) return e;
+    out->clear();
+    if (size) out->push_back(Extent{0, size});
+    return 0;
+  };
+  if (in) {
+    ReadLock c(in->cmu(), LockRank::Content);
+    bool inLower;
+    {
+      MetaLock m(in->mmu(), LockRank::Meta);
+      inLower = in->lowerPath(&lowerPath);
+    }
+    if (!inLower) {
+      *total = in->size;
+      SpillFile* sp = in->mo() ? in->mo()->spill.get() : nullptr;
+      return whole(in->size, sp ? sp->dataExtents(in->size, kMaxExtents, out) : ENOSYS);
+    }
+  }
+  LowerHandle h = -1;
+  if (int e = lower_->open(lowerPath, &h)) return e;
+  Attr a;
+  int e = lower_->fstat(h, &a);
+  if (!e) {
+    *total = a.size;
+    e = whole(a.size, lower_->dataExtents(h, a.size, kMaxExtents, out));
+  }
+  lower_->close(h);
+  return e;
 }
 
 int Overlay::reset(const std::string& layer, std::vector<std::string>* paths) {

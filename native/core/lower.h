@@ -6,6 +6,7 @@
 // Implementations must be safe to call from many threads at once and must never write.
 #pragma once
 
+#include <cerrno>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -25,11 +26,21 @@ class LowerFs {
   virtual int stat(const std::string& rel, Attr* out) = 0;
   virtual int readdir(const std::string& rel, std::vector<DirEntry>* out) = 0;
   virtual int readlink(const std::string& rel, std::string* out) = 0;
-  // Opens a regular file for reading only.
+  // Opens a regular file for reading only: anything else (a FIFO, a device, a socket, a link)
+  // is refused (EINVAL) without waiting on it.
   virtual int open(const std::string& rel, LowerHandle* out) = 0;
   virtual int fstat(LowerHandle h, Attr* out) = 0;
   virtual int pread(LowerHandle h, char* buf, size_t size, uint64_t off, size_t* got) = 0;
   virtual void close(LowerHandle h) = 0;
+  // Where the first `size` bytes of the open file hold data, as SpillFile::dataExtents says;
+  // ENOSYS (the default) when the system cannot tell.
+  virtual int dataExtents(LowerHandle h, uint64_t size, size_t max, std::vector<Extent>* out) {
+    (void)h;
+    (void)size;
+    (void)max;
+    (void)out;
+    return ENOSYS;
+  }
   virtual int readAll(const std::string& rel, std::string* out) = 0;
   virtual int listxattr(const std::string& rel, std::vector<std::string>* names) = 0;
   virtual int getxattr(const std::string& rel, const std::string& name, std::string* value) = 0;

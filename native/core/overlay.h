@@ -190,6 +190,19 @@ class Overlay {
   int revert(const std::string& layer, const std::string& path, bool* wasDir);
   // Reads a whole regular file as the layer shows it (active or not).
   int readFile(const std::string& layer, const std::string& path, std::string* out);
+  // Reads at most `size` bytes at `off` of a regular file as the layer shows it (fewer at its
+  // end, none past it); *total gets the file's size then. A file of any size can be read this
+  // way in pieces, so no caller ever needs a buffer the size of the file.
+  int readRange(const std::string& layer, const std::string& path, uint64_t off, size_t size,
+                std::string* out, uint64_t* total);
+  // Where a regular file as the layer shows it holds data: sorted, disjoint (offset, length)
+  // pairs; everything else reads as zeros (holes of a sparse file). Spilled contents and the
+  // folder's files answer from the file system (SEEK_DATA/SEEK_HOLE where it has them); contents
+  // in memory, and files where the system cannot tell, are one extent of the whole file. At most
+  // kMaxExtents pairs: the rest of a file more fragmented than that is one last extent.
+  static constexpr size_t kMaxExtents = 65536;
+  int dataExtents(const std::string& layer, const std::string& path, std::vector<Extent>* out,
+                  uint64_t* total);
   // Drops every change of the layer; `paths` gets what it held, for cache invalidation.
   int reset(const std::string& layer, std::vector<std::string>* paths);
   // Every path the layer changed, in path order; files whose content came from A carry the
@@ -199,6 +212,10 @@ class Overlay {
 
  private:
   struct Res;
+  // The regular file `asked` as layer `layer` shows it: its layer inode (*in), or else the
+  // folder's file that shows through (*lowerPath). Same checks as readFile.
+  int regularFileAt(const std::string& layer, const std::string& asked, Ref<Inode>* in,
+                    std::string* lowerPath);
   Layer* byNameLocked(const std::string& name);
   std::shared_ptr<Layer> byName(const std::string& name);
   Ref<Node> freshRoot() const;

@@ -3,9 +3,13 @@
 // native/platform implements it per OS. Methods return 0 or a positive errno.
 #pragma once
 
+#include <cerrno>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <vector>
+
+#include "types.h"
 
 namespace shadowfs {
 
@@ -15,6 +19,15 @@ class SpillFile {
   virtual int pread(char* buf, size_t size, uint64_t off, size_t* got) = 0;
   virtual int pwrite(const char* buf, size_t size, uint64_t off) = 0;
   virtual int truncate(uint64_t size) = 0;
+  // Appends where the first `size` bytes hold data (holes read as zeros), at most `max` extents
+  // (the rest as one last extent). ENOSYS where the system cannot tell: callers then treat the
+  // whole file as data.
+  virtual int dataExtents(uint64_t size, size_t max, std::vector<Extent>* out) {
+    (void)size;
+    (void)max;
+    (void)out;
+    return ENOSYS;
+  }
 };
 
 class SpillStore {

@@ -38,6 +38,13 @@ struct Attr {
   bool layerObject = false;
 };
 
+// A stretch of a file that holds data (see Overlay::dataExtents); outside such stretches a
+// sparse file reads as zeros.
+struct Extent {
+  uint64_t off = 0;
+  uint64_t len = 0;
+};
+
 struct DirEntry {
   std::string name;
   uint64_t ino = 0;

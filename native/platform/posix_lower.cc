@@ -12,8 +12,10 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <vector>
 
 #include "posix_path.h"
 
@@ -57,6 +59,27 @@ int preadFull(int fd, char* buf, size_t size, uint64_t off, size_t* got) {
     done += static_cast<size_t>(n);
   }
   *got = done;
+  return 0;
+}
+
+// Where the first `size` bytes of `fd` hold data, by SEEK_DATA/SEEK_HOLE (see
+// SpillFile::dataExtents). ENOSYS when the file system cannot say (then everything is data).
+int fdExtents(int fd, uint64_t size, size_t max, std::vector<Extent>* out) {
+  uint64_t at = 0;
+  while (at < size) {
+    off_t data = ::lseek(fd, static_cast<off_t>(at), SEEK_DATA);
+    if (data < 0) {
+      if (errno == ENXIO) return 0;  // only a hole from here to the end
+      return errno == EINVAL || errno == EOPNOTSUPP ? ENOSYS : errno;
+    }
+    if (static_cast<uint64_t>(data) >= size) return 0;
+    off_t hole = ::lseek(fd, data, SEEK_HOLE);
+    if (hole < 0) return errno == ENXIO ? 0 : errno;
+    uint64_t end = std::min<uint64_t>(static_cast<uint64_t>(hole), size);
+    if (out->size() + 1 >= max) end = size;  // too fragmented: the rest counts as data
+    out->push_back(Extent{static_cast<uint64_t>(data), end - static_cast<uint64_t>(data)});
+    at = end;
+  }
   return 0;
 }
 
@@ -144,11 +167,28 @@ class PosixLower final : public LowerFs {
     // O_NOATIME is refused for files we do not own; retry without it.
     posix::At at;
     if (int e = posix::resolveAt(rootFd_, rel, &at)) return e;
-    int fd = ::openat(at.dirFd, at.name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOATIME);
-    if (fd < 0 && errno == EPERM) fd = ::openat(at.dirFd, at.name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    // O_NONBLOCK: a FIFO (or a device) swapped in after the caller's stat opens at once instead
+    // of waiting for a writer; fstat then refuses it. On a regular file the flag changes nothing.
+    const int flags = O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK;
+    int fd = ::openat(at.dirFd, at.name, flags | O_NOATIME);
+    if (fd < 0 && errno == EPERM) fd = ::openat(at.dirFd, at.name, flags);
     if (fd < 0) return errno;
+    struct stat st;
+    if (::fstat(fd, &st) != 0) {
+      int e = errno;
+      ::close(fd);
+      return e;
+    }
+    if (!S_ISREG(st.st_mode)) {
+      ::close(fd);
+      return EINVAL;  // only regular files hold content to read
+    }
     *out = fd;
     return 0;
+  }
+
+  int dataExtents(LowerHandle h, uint64_t size, size_t max, std::vector<Extent>* out) override {
+    return fdExtents(static_cast<int>(h), size, max, out);
   }
 
   int pread(LowerHandle h, char* buf, size_t size, uint64_t off, size_t* got) override {
@@ -157,6 +197,7 @@ class PosixLower final : public LowerFs {
 
   void close(LowerHandle h) override { ::close(static_cast<int>(h)); }
 
+  // Through open(): only a regular file is read (a FIFO is refused, never waited on).
   int readAll(const std::string& rel, std::string* out) override {
     LowerHandle h = -1;
     int e = open(rel, &h);
@@ -287,6 +328,10 @@ class PosixSpillFile final : public SpillFile {
 
   int truncate(uint64_t size) override {
     return ::ftruncate(fd_, static_cast<off_t>(size)) == 0 ? 0 : errno;
+  }
+
+  int dataExtents(uint64_t size, size_t max, std::vector<Extent>* out) override {
+    return fdExtents(fd_, size, max, out);
   }
 
  private:
