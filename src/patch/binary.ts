@@ -8,7 +8,7 @@ import { deflateSync } from 'zlib';
 const BASE85_ALPHABET = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz!#$%&()*+-;<=>?@^_`{|}~';
 
 /** The most compressed bytes git puts on one line of a binary patch. */
-const BYTES_PER_LINE = 52;
+export const BYTES_PER_LINE = 52;
 
 /**
  * Encodes bytes in git's base85: each group of 4 bytes (big-endian, the last group padded with
@@ -31,7 +31,7 @@ export function encodeBase85(bytes: Uint8Array): string {
 }
 
 /** The character that starts a line of n bytes: 'A'..'Z' for 1..26, 'a'..'z' for 27..52. */
-function lineLengthChar(n: number): string {
+export function lineLengthChar(n: number): string {
   return n <= 26 ? String.fromCharCode(0x41 + n - 1) : String.fromCharCode(0x61 + n - 27);
 }
 
@@ -49,4 +49,14 @@ function literalHunk(data: Buffer): string {
 /** The body git writes after the index line for a binary change with --binary. */
 export function gitBinaryPatch(oldData: Buffer, newData: Buffer): string {
   return 'GIT binary patch\n' + literalHunk(newData) + literalHunk(oldData);
+}
+
+/** The same body from literal hunks made elsewhere (a large file's, streamed): the new side's, then the old side's. */
+export function gitBinaryPatchOf(newHunk: string, oldHunk: string): string {
+  return 'GIT binary patch\n' + newHunk + oldHunk;
+}
+
+/** The literal hunk of one side held in memory (the empty one of an absent side too). */
+export function literalHunkOf(data: Buffer): string {
+  return literalHunk(data);
 }

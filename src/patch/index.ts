@@ -14,8 +14,22 @@ export interface Side {
   kind: 'file' | 'symlink';
   /** git mode: 0o100644, 0o100755 for files; 0o120000 for symlinks */
   mode: number;
-  /** file bytes, or the symlink's target bytes */
+  /** file bytes, or the symlink's target bytes; empty for a `large` file */
   data: Buffer;
+  /** A file too large to hold in memory: `data` is empty and this says what the file holds. */
+  large?: LargeContent;
+}
+
+/** What a file too large to hold in memory holds, found by streaming it (see src/work/content.ts). */
+export interface LargeContent {
+  size: number;
+  /** git's blob id of the content (SHA-1 of "blob <size>\0" and the bytes). */
+  id: string;
+  /**
+   * Its "literal <size>" hunk of a git binary patch, made by streaming it; formatPatch needs it
+   * (and the other side's) to write the change with binary: true. Always written as binary.
+   */
+  literal?: string;
 }
 
 /** One path's change; null = absent on that side. Paths are relative and '/'-separated. */
@@ -112,7 +126,7 @@ function collectEntries(changes: FileChange[], detectRenames: boolean): Entry[] 
     } else if (old || next) {
       const side = (old ?? next) as Side;
       sides.set(path, side);
-      (old ? deleted : added).push({ path, kind: side.kind, data: side.data, text: isTextContent(side.data) });
+      (old ? deleted : added).push({ path, kind: side.kind, data: side.data, text: !side.large && isTextContent(side.data) });
     }
   }
   const byPath = (a: RenameCandidate, b: RenameCandidate): number => comparePaths(a.path, b.path);
@@ -166,7 +180,9 @@ function typeChanged(path: string, old: Side, next: Side): Entry {
 }
 
 function sameSide(a: Side, b: Side): boolean {
-  return a.kind === b.kind && a.mode === b.mode && a.data.equals(b.data);
+  if (a.kind !== b.kind || a.mode !== b.mode) return false;
+  if (a.large || b.large) return !!a.large && !!b.large && a.large.size === b.large.size && a.large.id === b.large.id;
+  return a.data.equals(b.data);
 }
 
 function checkedContext(context: number | undefined): number {
@@ -201,6 +217,8 @@ function checkPath(path: unknown): void {
 function checkSide(side: Side, path: string, which: 'old' | 'new'): void {
   const what = `the ${which} side of ${JSON.stringify(path)}`;
   if (!Buffer.isBuffer(side.data)) throw new ShadowError('INVALID_ARGUMENT', `${what}: data must be a Buffer`);
+  if (side.large && (side.kind !== 'file' || side.data.length !== 0 || !/^[0-9a-f]{40}$/.test(side.large.id)))
+    throw new ShadowError('INVALID_ARGUMENT', `${what}: a large side is a file with no data in memory and a 40-hex blob id`);
   const modeOk = side.kind === 'file' ? FILE_MODES.includes(side.mode) : side.kind === 'symlink' && side.mode === SYMLINK_MODE;
   if (!modeOk) {
     throw new ShadowError(

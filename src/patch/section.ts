@@ -1,7 +1,8 @@
 // One "diff --git" section of a patch: git's extended header lines (file modes, rename, index),
 // then either text hunks, a "GIT binary patch" or a "Binary files ... differ" line. The order and
 // spelling of the header lines follow git's diff.c, which is what git apply parses.
-import { gitBinaryPatch } from './binary';
+import { ShadowError } from '../errors';
+import { gitBinaryPatch, gitBinaryPatchOf, literalHunkOf } from './binary';
 import { textHunks } from './hunks';
 import { NULL_ID, SHORT_ID_LENGTH, blobId, hasNulPrefix, isUtf8, modeString, quotePath } from './git-format';
 import type { Side } from './index';
@@ -46,9 +47,11 @@ export function formatSection(section: Section, format: SectionFormat): Formatte
 
   const oldData = old?.data ?? EMPTY;
   const newData = next?.data ?? EMPTY;
-  const oldId = old ? blobId(oldData) : NULL_ID;
-  const newId = next ? blobId(newData) : NULL_ID;
-  const binary = !isTextContent(oldData) || !isTextContent(newData);
+  const oldId = old ? (old.large?.id ?? blobId(oldData)) : NULL_ID;
+  const newId = next ? (next.large?.id ?? blobId(newData)) : NULL_ID;
+  // A file too large to hold in memory is binary (as git calls files over core.bigFileThreshold).
+  const large = !!old?.large || !!next?.large;
+  const binary = large || !isTextContent(oldData) || !isTextContent(newData);
   // Same content (a mode change, an exact rename): git writes no index line and no body.
   if (oldId === newId) return { text, binary, additions: 0, deletions: 0 };
 
@@ -61,13 +64,26 @@ export function formatSection(section: Section, format: SectionFormat): Formatte
   const oldLabel = old ? oldName : '/dev/null';
   const newLabel = next ? newName : '/dev/null';
   if (binary) {
-    text += format.binary ? gitBinaryPatch(oldData, newData) : `Binary files ${oldLabel} and ${newLabel} differ\n`;
+    if (!format.binary) text += `Binary files ${oldLabel} and ${newLabel} differ\n`;
+    else if (!large) text += gitBinaryPatch(oldData, newData);
+    else text += gitBinaryPatchOf(literalOf(next, section.newPath), literalOf(old, section.oldPath));
     return { text, binary, additions: 0, deletions: 0 };
   }
   const hunks = textHunks(oldData.toString('utf8'), newData.toString('utf8'), format.context);
   // A new or deleted empty file has no hunk, and then git writes no ---/+++ lines either.
   if (hunks.text) text += `--- ${fileLabel(oldLabel)}\n+++ ${fileLabel(newLabel)}\n${hunks.text}`;
   return { text, binary, additions: hunks.additions, deletions: hunks.deletions };
+}
+
+/** One side's literal hunk: made here from its bytes, or streamed by the caller for a large file. */
+function literalOf(side: Side | null, path: string): string {
+  if (!side?.large) return literalHunkOf(side?.data ?? EMPTY);
+  if (side.large.literal === undefined)
+    throw new ShadowError(
+      'FILE_TOO_LARGE',
+      `${path} holds ${side.large.size} bytes, too many to carry in a patch without streaming its literal first`,
+    );
+  return side.large.literal;
 }
 
 /** git's lines between "diff --git" and "index": new/deleted file mode, old/new mode, rename. */

@@ -9,14 +9,16 @@
 // links out of the folder are applied only when confirmed; a directory is removed only when the
 // change accounts for everything in it, never recursively.
 import { execFileSync } from 'child_process';
+import * as crypto from 'crypto';
 import * as fs from 'fs';
 import * as path from 'path';
 import { ShadowError } from '../errors';
 import { addon, type ChangeBase } from '../native';
 import { normalizeRelPath } from '../paths';
-import type { Shadow } from '../shadow';
+import type { Layer, Shadow } from '../shadow';
 import { Beneath } from './beneath';
-import { byteOrder, collect, sameIdentity, sameSide, type FileChange, type Side } from './collect';
+import { byteOrder, collect, folderSide, sameIdentity, sameSide, type FileChange, type Side } from './collect';
+import { layerSpans } from './content';
 
 // node-diff3 ships ESM typings only; its CommonJS build is what require() loads (when a merge is needed).
 type Diff3Region = { ok?: string[]; conflict?: { a: string[]; o: string[]; b: string[] } };
@@ -80,18 +82,25 @@ export interface ApplyResult {
   links?: Array<{ path: string; target: string }>;
 }
 
-function isBinary(b: Buffer | null | undefined): boolean {
-  return !!b && b.subarray(0, 8000).includes(0);
+function isBinary(side: Side | null | undefined): boolean {
+  return !!side && (!!side.large || side.data.subarray(0, 8000).includes(0));
 }
 
 function text(side: Side | null): string | null {
-  return side && side.kind === 'file' && !isBinary(side.data) ? side.data.toString('utf8') : null;
+  return side && side.kind === 'file' && !isBinary(side) ? side.data.toString('utf8') : null;
+}
+
+/** Whether two sides hold the same bytes (modes aside); large ones by size and blob id. */
+function sameContent(a: Side, b: Side): boolean {
+  if (a.kind !== b.kind) return false;
+  if (a.large || b.large) return !!a.large && !!b.large && a.large.size === b.large.size && a.large.id === b.large.id;
+  return a.data.equals(b.data);
 }
 
 /** Whether the folder's file at `abs` is still what `base` recorded (identity, else content hash). */
 function unchangedSince(abs: string, base: ChangeBase, now: Side | null): boolean {
   if (sameIdentity(abs, base)) return true;
-  return !!(base.hash && now && now.kind === 'file' && addon().contentHash(now.data) === base.hash);
+  return !!(base.hash && now && now.kind === 'file' && !now.large && addon().contentHash(now.data) === base.hash);
 }
 
 /** How far a file time may lag the moment it was made (the kernel's coarse clock: a few ms; generous). */
@@ -147,16 +156,28 @@ function mergeText(folder: string, base: string, agent: string): { merged: strin
   return { merged: out.join('\n'), conflicts };
 }
 
-/** What is at `rel` in the folder now, read beneath it (never through a link). */
-function folderNow(root: Beneath, rel: string): Side | 'dir' | 'other' | null {
-  const st = root.lstat(rel);
-  if (!st) return null;
-  if (st.isDirectory()) return 'dir';
-  if (st.isSymbolicLink()) return { kind: 'symlink', mode: 0o120000, data: Buffer.from(root.readlink(rel)) };
-  if (!st.isFile()) return 'other';
-  const f = root.readFile(rel);
-  return { kind: 'file', mode: f.mode & 0o111 ? 0o100755 : 0o100644, data: f.data };
+/**
+ * What is at `rel` in the folder now, read beneath it (never through a link; a FIFO or device is
+ * 'other', never opened but with O_NONBLOCK; a large file is hashed by streaming).
+ */
+async function folderNow(root: Beneath, rel: string): Promise<Side | 'dir' | 'other' | null> {
+  root.lstat(rel); // a path through a link of the folder: PATH_THROUGH_SYMLINK, reported
+  return folderSide(root, rel);
 }
+
+/** The agent's large file `rel`, as spans for Beneath.writeFrom, checked to be the content `side` recorded. */
+async function* checkedSpans(layer: Layer, rel: string, side: Side): AsyncGenerator<Buffer | number> {
+  const sha = crypto.createHash('sha1').update(`blob ${side.large!.size}\0`);
+  for await (const s of layerSpans(layer, rel)) {
+    if (typeof s === 'number')
+      for (let left = s; left > 0; left -= ZERO_PIECE.length) sha.update(ZERO_PIECE.subarray(0, Math.min(left, ZERO_PIECE.length)));
+    else sha.update(s);
+    yield s;
+  }
+  if (sha.digest('hex') !== side.large!.id)
+    throw new ShadowError('CONFLICT', `${rel} changed in the layer while apply ran; apply it again`);
+}
+const ZERO_PIECE = Buffer.alloc(1 << 20);
 
 /** Whether `p` is `d` or lies under it. */
 function under(p: string, d: string): boolean {
@@ -277,8 +298,7 @@ async function applyBeneath(shadow: Shadow, root: Beneath, agent: string, opts: 
           ? 'the agent deletes a file that changed in the folder after the agent started'
           : 'the folder file changed (or appeared) after the agent started, and the agent never saw that version';
     }
-    const kind =
-      f.old && f.new ? (f.old.kind === f.new.kind && f.old.data.equals(f.new.data) ? 'mode' : 'write') : f.new ? 'create' : 'delete';
+    const kind = f.old && f.new ? (sameContent(f.old, f.new) ? 'mode' : 'write') : f.new ? 'create' : 'delete';
     const hold = heldBy(f.path);
     if (!why) {
       if (hold) continue; // reported with the path that holds it
@@ -287,7 +307,7 @@ async function applyBeneath(shadow: Shadow, root: Beneath, agent: string, opts: 
       continue;
     }
     const how = hold ? undefined : resolutions.get(f.path);
-    const binary = isBinary(f.old?.data) || isBinary(f.new?.data);
+    const binary = isBinary(f.old) || isBinary(f.new);
     const baseBytes = binary ? null : baseContent(shadow.lower, f.path, base, opts.baseContents);
     const folderText = text(f.old);
     const agentText = text(f.new);
@@ -387,10 +407,10 @@ async function applyBeneath(shadow: Shadow, root: Beneath, agent: string, opts: 
     if (t) t.applied = false;
   };
   /** Checked again right before touching the folder: it may have changed while we looked. */
-  const stillOld = (w: (typeof writes)[number]): string | null => {
+  const stillOld = async (w: (typeof writes)[number]): Promise<string | null> => {
     let now;
     try {
-      now = folderNow(root, w.f.path);
+      now = await folderNow(root, w.f.path);
     } catch (err) {
       return message(err);
     }
@@ -401,7 +421,7 @@ async function applyBeneath(shadow: Shadow, root: Beneath, agent: string, opts: 
 
   // 1. Removals, deepest first: files and links themselves, then directories that are empty now.
   for (const w of todo.filter((x) => x.side === null)) {
-    const why = stillOld(w);
+    const why = await stillOld(w);
     if (why) {
       refuse(w, why);
       continue;
@@ -474,7 +494,7 @@ async function applyBeneath(shadow: Shadow, root: Beneath, agent: string, opts: 
       refuse(w, `${blocked} could not be changed in the folder (see its conflict)`);
       continue;
     }
-    const why = stillOld(w);
+    const why = await stillOld(w);
     if (why) {
       refuse(w, why);
       continue;
@@ -482,6 +502,7 @@ async function applyBeneath(shadow: Shadow, root: Beneath, agent: string, opts: 
     try {
       step(w.f.path, w.action);
       if (w.action === 'mode' && side.kind === 'file') root.chmod(w.f.path, side.mode);
+      else if (side.large) await root.writeFrom(w.f.path, checkedSpans(layer, w.f.path, side), side.mode);
       else root.write(w.f.path, side.kind === 'symlink' ? { link: side.data.toString() } : { data: side.data, mode: side.mode });
       res.applied.push({ path: w.f.path, action: w.action });
     } catch (err) {

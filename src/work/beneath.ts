@@ -20,8 +20,11 @@ import * as crypto from 'crypto';
 import * as fs from 'fs';
 import * as path from 'path';
 import { ShadowError } from '../errors';
+import { allZero, writeAt } from './content';
 
 const { O_RDONLY, O_WRONLY, O_DIRECTORY, O_NOFOLLOW, O_CREAT, O_EXCL } = fs.constants;
+// Absent on Windows, where a FIFO cannot be met this way anyway.
+const O_NONBLOCK = fs.constants.O_NONBLOCK ?? 0;
 
 const HANDLE_RELATIVE = process.platform === 'linux' && fs.existsSync('/proc/self/fd');
 
@@ -125,16 +128,31 @@ export class Beneath {
     return this.at(rel, false, (p) => fs.readlinkSync(p));
   }
 
-  /** The bytes and mode of the regular file at `rel` (a link there is refused: ELOOP). */
+  /** The bytes and mode of the regular file at `rel` (a link there is refused: ELOOP; a FIFO or device: INVALID_ARGUMENT, never waited on). */
   readFile(rel: string): { data: Buffer; mode: number } {
+    const { fd, stat } = this.openFile(rel);
+    try {
+      return { data: fs.readFileSync(fd), mode: stat.mode };
+    } finally {
+      fs.closeSync(fd);
+    }
+  }
+
+  /**
+   * Opens the regular file at `rel` for reading (the caller closes the descriptor): opened with
+   * O_NONBLOCK, so a FIFO or device put there opens at once instead of waiting for a writer, then
+   * refused by its fstat (INVALID_ARGUMENT); a link there is refused (ELOOP).
+   */
+  openFile(rel: string): { fd: number; stat: fs.Stats } {
     return this.at(rel, false, (p) => {
-      const fd = fs.openSync(p, O_RDONLY | O_NOFOLLOW);
+      const fd = fs.openSync(p, O_RDONLY | O_NOFOLLOW | O_NONBLOCK);
       try {
-        const st = fs.fstatSync(fd);
-        if (!st.isFile()) throw new ShadowError('INVALID_ARGUMENT', `${rel} is not a regular file`);
-        return { data: fs.readFileSync(fd), mode: st.mode };
-      } finally {
+        const stat = fs.fstatSync(fd);
+        if (!stat.isFile()) throw new ShadowError('INVALID_ARGUMENT', `${rel} is not a regular file in the folder`);
+        return { fd, stat };
+      } catch (err) {
         fs.closeSync(fd);
+        throw err;
       }
     });
   }
@@ -190,6 +208,44 @@ export class Beneath {
         throw err;
       }
     });
+  }
+
+  /**
+   * Writes a regular file of any size at `rel` from `spans` (data, or a number: a hole of that
+   * many bytes, left a hole), the way write() does: made beside it under a new name, filled,
+   * then renamed over what is there. Both steps resolve beneath the folder with links refused.
+   */
+  async writeFrom(rel: string, spans: AsyncIterable<Buffer | number>, mode: number): Promise<void> {
+    const parts = components(rel);
+    const tmpName = `.${parts[parts.length - 1]}.shadowfs-${crypto.randomBytes(6).toString('hex')}`;
+    const tmpRel = [...parts.slice(0, -1), tmpName].join('/');
+    const fd = this.at(tmpRel, true, (p) => fs.openSync(p, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode & 0o777));
+    try {
+      let at = 0;
+      for await (const s of spans) {
+        // Holes, and stretches of zeros, are left holes: what reads back is the same.
+        if (typeof s === 'number' || allZero(s)) {
+          at += typeof s === 'number' ? s : s.length;
+          continue;
+        }
+        for (let done = 0; done < s.length;) done += await writeAt(fd, s, done, s.length - done, at + done);
+        at += s.length;
+      }
+      fs.ftruncateSync(fd, at); // a hole at the end
+      fs.fchmodSync(fd, mode & 0o777);
+      fs.fsyncSync(fd);
+      fs.closeSync(fd);
+    } catch (err) {
+      fs.closeSync(fd);
+      this.unlink(tmpRel);
+      throw err;
+    }
+    try {
+      this.at(rel, true, (p) => fs.renameSync(path.join(path.dirname(p), tmpName), p));
+    } catch (err) {
+      this.unlink(tmpRel);
+      throw err;
+    }
   }
 
   /** Sets the permission bits of the regular file at `rel` (a link there is refused). */

@@ -10,11 +10,13 @@
 // the files the folder's git ignores (build output, caches, logs); both are named in `excluded`.
 import { AsyncLocalStorage } from 'async_hooks';
 import * as fs from 'fs';
-import * as path from 'path';
 import type { ChangeBase } from '../native';
 import type { FileChange, Side } from '../patch';
+import { ShadowError } from '../errors';
 import type { Layer, Shadow } from '../shadow';
+import { Beneath } from './beneath';
 import { ignoredPaths } from './branch';
+import { LARGE_FILE_BYTES, fdPieces, gitBlobIdOf, layerPieces, readAt } from './content';
 
 // One side of a path and one path's change, as the patch module takes them: `old` is the folder's
 // side now (null: nothing there), `new` the agent's (null: deleted in the layer).
@@ -91,27 +93,96 @@ export async function exclusions(
 const FILE = 0o100644;
 const EXEC = 0o100755;
 const LINK = 0o120000;
+const EMPTY = Buffer.alloc(0);
 
 function gitMode(perm: number): number {
   return perm & 0o111 ? EXEC : FILE;
 }
 
-/** The folder's side at `rel` now, 'dir' for a directory, or null. */
-export async function folderSide(lower: string, rel: string): Promise<Side | 'dir' | 'other' | null> {
-  const abs = path.join(lower, rel);
-  let st: fs.Stats;
+/**
+ * The folder's side at `rel` now, 'dir' for a directory, 'other' for what holds no content (a
+ * FIFO, device or socket), or null: read beneath the folder, never through a link (a path through
+ * a link of the folder names nothing in it: null, so no content from outside the folder is ever
+ * shown as the folder's), and never opening anything but a regular file (with O_NONBLOCK, then
+ * checked by fstat, so a FIFO swapped in cannot hang the read). A file over LARGE_FILE_BYTES is a
+ * `large` side: hashed by streaming, not held in memory.
+ */
+export async function folderSide(lower: string | Beneath, rel: string): Promise<Side | 'dir' | 'other' | null> {
+  if (typeof lower !== 'string') return folderSideIn(lower, rel);
+  const root = Beneath.open(lower);
   try {
-    st = await fs.promises.lstat(abs);
-  } catch {
-    return null;
+    return await folderSideIn(root, rel);
+  } finally {
+    root.close();
   }
-  if (st.isDirectory()) return 'dir';
-  if (st.isSymbolicLink()) return { kind: 'symlink', mode: LINK, data: Buffer.from(await fs.promises.readlink(abs)) };
-  if (st.isFile()) return { kind: 'file', mode: gitMode(st.mode), data: await fs.promises.readFile(abs) };
-  return 'other';
 }
 
-/** The agent's side at `rel` as its layer shows it, 'dir', or null. */
+async function folderSideIn(root: Beneath, rel: string): Promise<Side | 'dir' | 'other' | null> {
+  let st: fs.Stats | null;
+  try {
+    st = root.lstat(rel);
+  } catch (err) {
+    if (err instanceof ShadowError && err.code === 'PATH_THROUGH_SYMLINK') return null;
+    throw err;
+  }
+  if (!st) return null;
+  if (st.isDirectory()) return 'dir';
+  if (st.isSymbolicLink()) return { kind: 'symlink', mode: LINK, data: Buffer.from(root.readlink(rel)) };
+  if (!st.isFile()) return 'other';
+  let opened: { fd: number; stat: fs.Stats };
+  try {
+    opened = root.openFile(rel);
+  } catch (err) {
+    const c = (err as { code?: string }).code;
+    if (c === 'INVALID_ARGUMENT') return 'other'; // swapped for a FIFO or device since the lstat
+    if (c === 'ENOENT') return null;
+    if (c === 'PATH_THROUGH_SYMLINK' || c === 'ELOOP') return 'other'; // swapped for a link while looked at: left out
+    throw err;
+  }
+  const { fd, stat } = opened;
+  try {
+    const mode = gitMode(stat.mode);
+    if (stat.size > LARGE_FILE_BYTES) {
+      const what = `${rel} in the folder`;
+      return {
+        kind: 'file',
+        mode,
+        data: EMPTY,
+        large: { size: stat.size, id: await gitBlobIdOf(fdPieces(fd, stat.size, what), stat.size, what) },
+      };
+    }
+    return { kind: 'file', mode, data: await readWhole(fd, stat.size) };
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+/** Reads the open file `fd` to its end (expected: about `size` bytes, which is small). */
+async function readWhole(fd: number, size: number): Promise<Buffer> {
+  const parts: Buffer[] = [];
+  let total = 0;
+  for (;;) {
+    const buf = Buffer.allocUnsafe(Math.max(size - total, 0) + 1);
+    const bytesRead = await readAt(fd, buf, 0, buf.length, total);
+    if (bytesRead === 0) break;
+    parts.push(buf.subarray(0, bytesRead));
+    total += bytesRead;
+    if (total > LARGE_FILE_BYTES) throw new ShadowError('CONFLICT', 'a folder file grew while it was read; try again');
+  }
+  return Buffer.concat(parts, total);
+}
+
+/** The content of the folder's regular file at `rel` in pieces (read beneath the folder, see folderSide). */
+export async function* folderPieces(root: Beneath, rel: string): AsyncGenerator<Buffer> {
+  const { fd, stat } = root.openFile(rel);
+  try {
+    yield* fdPieces(fd, stat.size, `${rel} in the folder`);
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+/** The agent's side at `rel` as its layer shows it, 'dir', or null (a file over LARGE_FILE_BYTES: a `large` side, streamed). */
 export async function layerSide(layer: Layer, rel: string): Promise<Side | 'dir' | 'other' | null> {
   let st;
   try {
@@ -122,8 +193,18 @@ export async function layerSide(layer: Layer, rel: string): Promise<Side | 'dir'
   }
   if (st.type === 'directory') return 'dir';
   if (st.type === 'symlink') return { kind: 'symlink', mode: LINK, data: Buffer.from(await layer.readlink(rel)) };
-  if (st.type === 'file') return { kind: 'file', mode: gitMode(st.mode), data: await layer.readFile(rel) };
-  return 'other';
+  if (st.type !== 'file') return 'other';
+  if (st.size > LARGE_FILE_BYTES) {
+    const ext = await layer.dataExtents(rel);
+    const what = `${rel} in the layer of ${layer.agentId}`;
+    return {
+      kind: 'file',
+      mode: gitMode(st.mode),
+      data: EMPTY,
+      large: { size: ext.size, id: await gitBlobIdOf(layerPieces(layer, rel, ext), ext.size, what) },
+    };
+  }
+  return { kind: 'file', mode: gitMode(st.mode), data: await layer.readFile(rel) };
 }
 
 /** Whether the folder's object at `abs` is the one `base` recorded (inode, size, mtime, ctime). */
@@ -143,7 +224,9 @@ export function sameIdentity(abs: string, base: ChangeBase): boolean {
 
 export function sameSide(a: Side | null, b: Side | null): boolean {
   if (!a || !b) return a === b;
-  return a.kind === b.kind && a.mode === b.mode && a.data.equals(b.data);
+  if (a.kind !== b.kind || a.mode !== b.mode) return false;
+  if (a.large || b.large) return !!a.large && !!b.large && a.large.size === b.large.size && a.large.id === b.large.id;
+  return a.data.equals(b.data);
 }
 
 /** Whether `p` is `scope` or lies under it. */
@@ -151,27 +234,27 @@ function within(p: string, scope: string): boolean {
   return p === scope || p.startsWith(scope + '/');
 }
 
-/** Every file and symlink under the folder's directory `rel` (depth first, path order). */
-async function folderFiles(lower: string, rel: string, out: string[], dirs?: string[]): Promise<void> {
+/** Every file and symlink under the folder's directory `rel` (depth first, path order), read beneath the folder: a link is listed, never entered. */
+function folderFiles(root: Beneath, rel: string, out: string[], dirs?: string[]): void {
   let names: fs.Dirent[];
   try {
-    names = await fs.promises.readdir(path.join(lower, rel), { withFileTypes: true });
+    names = root.readdir(rel);
   } catch {
-    return;
+    return; // not a directory (a link to one included), or gone
   }
   dirs?.push(rel);
   for (const d of names.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))) {
     const child = rel ? `${rel}/${d.name}` : d.name;
-    if (d.isDirectory()) await folderFiles(lower, child, out, dirs);
+    if (d.isDirectory()) folderFiles(root, child, out, dirs);
     else out.push(child);
   }
 }
 
 /** Adds every file under the folder's directory `rel` to `files`, and it and its subdirectories to `dirs`. */
-async function folderTree(lower: string, rel: string, files: Set<string>, dirs: Set<string>): Promise<void> {
+function folderTree(root: Beneath, rel: string, files: Set<string>, dirs: Set<string>): void {
   const gone: string[] = [];
   const sub: string[] = [];
-  await folderFiles(lower, rel, gone, sub);
+  folderFiles(root, rel, gone, sub);
   gone.forEach((g) => files.add(g));
   sub.forEach((d) => dirs.add(d));
 }
@@ -207,6 +290,15 @@ export async function collect(shadow: Shadow, agent: string, only?: string[], op
 }
 
 async function collectAll(shadow: Shadow, agent: string, only?: string[]): Promise<Collected> {
+  const root = Beneath.open(shadow.lower);
+  try {
+    return await collectBeneath(shadow, root, agent, only);
+  } finally {
+    root.close();
+  }
+}
+
+async function collectBeneath(shadow: Shadow, root: Beneath, agent: string, only?: string[]): Promise<Collected> {
   const layer = shadow.layer(agent);
   const changes = (await layer.changes()).filter(
     (c) => !only || only.length === 0 || only.some((s) => within(c.path, s) || within(s, c.path)),
@@ -225,32 +317,38 @@ async function collectAll(shadow: Shadow, agent: string, only?: string[]): Promi
     if (c.type !== 'directory') {
       candidates.add(c.path);
       // A file where the folder has a directory: the folder's files under it go.
-      if ((await folderSide(shadow.lower, c.path)) === 'dir') await folderTree(shadow.lower, c.path, candidates, dirsRemoved);
+      if ((await folderSide(root, c.path)) === 'dir') folderTree(root, c.path, candidates, dirsRemoved);
       continue;
     }
-    const inFolder = (await folderSide(shadow.lower, c.path)) === 'dir';
+    const inFolder = (await folderSide(root, c.path)) === 'dir';
     const inLayer = (await layerSide(layer, c.path)) === 'dir';
     if (inLayer && !inFolder) dirsAdded.push(c.path);
     if (!inFolder) continue;
     if (!inLayer) {
       // Deleted (or replaced by a file): every folder file under it.
-      await folderTree(shadow.lower, c.path, candidates, dirsRemoved);
+      folderTree(root, c.path, candidates, dirsRemoved);
       continue;
     }
     // Both have it: a directory the agent emptied and refilled hides the folder's entries, which
     // the change list does not name. Compare the two listings.
     const mine = new Set((await layer.readdir(c.path)).map((e) => e.name));
-    for (const d of await fs.promises.readdir(path.join(shadow.lower, c.path), { withFileTypes: true }).catch(() => [])) {
+    let theirs: fs.Dirent[] = [];
+    try {
+      theirs = root.readdir(c.path);
+    } catch {
+      // gone, or not a directory beneath the folder
+    }
+    for (const d of theirs) {
       if (mine.has(d.name)) continue;
       const child = `${c.path}/${d.name}`;
-      if (d.isDirectory()) await folderTree(shadow.lower, child, candidates, dirsRemoved);
+      if (d.isDirectory()) folderTree(root, child, candidates, dirsRemoved);
       else candidates.add(child);
     }
   }
   const files: FileChange[] = [];
   for (const rel of [...candidates].sort(byteOrder)) {
     if (only && only.length && !only.some((s) => within(rel, s))) continue;
-    const before = await folderSide(shadow.lower, rel);
+    const before = await folderSide(root, rel);
     const after = await layerSide(layer, rel);
     if (before === 'other' || after === 'other') {
       skipped.push(rel);

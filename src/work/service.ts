@@ -6,7 +6,10 @@ import { formatPatch, type PatchFile } from '../patch';
 import { applyLayer, type ApplyOptions, type ApplyResult } from './apply';
 import { fetchAgentBranch, type BranchResult } from './branch';
 import { CheckpointStore, type CheckpointInfo } from './checkpoints';
-import { collect, exclusions, withCollectOptions, type Excluded, type ExcludedReason } from './collect';
+import { collect, exclusions, folderPieces, withCollectOptions, type Excluded, type ExcludedReason } from './collect';
+import { Beneath } from './beneath';
+import { layerPieces, streamedLiteral } from './content';
+import { ShadowError } from '../errors';
 
 export const AUTOSAVE_NAME = 'autosave';
 
@@ -60,9 +63,34 @@ export class WorkService {
     return { text: p.text, files: p.files, skipped: c.skipped, excluded: c.excluded };
   }
 
-  /** A git-format patch (binary hunks included) that `git apply` reproduces byte for byte. */
+  /**
+   * A git-format patch (binary hunks included) that `git apply` reproduces byte for byte. A file
+   * too large to hold in memory has its literal made by streaming it (holes cost nothing to read);
+   * one that compresses to more than a patch carries is FILE_TOO_LARGE.
+   */
   async patch(agent: string, paths?: string[], opts: OutOptions = {}): Promise<DiffResult> {
     const c = await collect(this.shadow, agent, paths, { includeIgnored: opts.includeIgnored === true });
+    if (c.files.some((f) => f.old?.large || f.new?.large)) {
+      const root = Beneath.open(this.shadow.lower);
+      try {
+        const layer = this.shadow.layer(agent);
+        for (const f of c.files) {
+          if (!(f.old?.large || f.new?.large)) continue;
+          for (const [side, pieces, where] of [
+            [f.old, () => folderPieces(root, f.path), 'the folder'],
+            [f.new, () => layerPieces(layer, f.path), `the layer of ${agent}`],
+          ] as const) {
+            if (!side?.large) continue;
+            const what = `${f.path} in ${where}`;
+            const lit = await streamedLiteral(pieces(), side.large.size, what);
+            if (lit.id !== side.large.id) throw new ShadowError('CONFLICT', `${what} changed while the patch was made; try again`);
+            side.large.literal = lit.hunk;
+          }
+        }
+      } finally {
+        root.close();
+      }
+    }
     const p = formatPatch(c.files, { binary: true });
     return { text: p.text, files: p.files, skipped: c.skipped, excluded: c.excluded };
   }
