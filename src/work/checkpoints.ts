@@ -36,16 +36,31 @@ export interface CheckpointEntry {
   type: 'file' | 'symlink' | 'dir' | 'deleted';
   /** Permission bits of files and directories. */
   mode?: number;
-  /** SHA-256 of a file's content (a blob). */
+  /** SHA-256 of a file's content (a blob), for a file stored whole. */
   blob?: string;
+  /**
+   * A file stored by its data extents (version 2): its size, and the pieces of it that hold
+   * data, each a blob; everything else reads as zeros (holes). So a sparse file costs what its
+   * data costs.
+   */
+  size?: number;
+  chunks?: CheckpointChunk[];
   target?: string;
   base?: ChangeBase;
   /** SHA-256 of the content the agent started from, where the folder still had it. */
   baseBlob?: string;
 }
 
+/** One stored piece of a file: `length` bytes at `offset`, the content of blob `blob`. */
+export interface CheckpointChunk {
+  offset: number;
+  length: number;
+  blob: string;
+}
+
 export interface CheckpointManifest {
-  version: 1;
+  /** 1: every file whole (`blob`); 2: files may be stored by extents (`size` and `chunks`). */
+  version: 1 | 2;
   name: string;
   agent: string;
   folder: string;
@@ -67,6 +82,9 @@ export interface CheckpointInfo {
 
 /** A blob's id: the SHA-256 of its content, in lower-case hex. */
 const BLOB_RE = /^[0-9a-f]{64}$/;
+
+/** The most bytes one chunk (blob) of a file stored by extents holds. */
+export const CHUNK_BYTES = 4 * 1024 * 1024;
 
 /** The default cap on one file a checkpoint stores (see CheckpointStore.maxFileBytes). */
 export const DEFAULT_CHECKPOINT_MAX_FILE_BYTES = 256 * 1024 * 1024;
@@ -120,12 +138,38 @@ const EntrySchema = z
       .optional(),
     base: ChangeBaseSchema.optional(),
     baseBlob: z.string().regex(BLOB_RE).optional(),
+    size: z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER).optional(),
+    chunks: z
+      .array(
+        z.strictObject({
+          offset: z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER),
+          length: z.number().int().positive().max(CHUNK_BYTES),
+          blob: z.string().regex(BLOB_RE),
+        }),
+      )
+      .max(1 << 22)
+      .optional(),
   })
-  .refine((e) => e.type !== 'file' || e.blob !== undefined, { message: 'a file entry names no blob' })
+  .refine((e) => e.type !== 'file' || (e.blob !== undefined) !== (e.chunks !== undefined), {
+    message: 'a file entry names either one blob or its chunks',
+  })
+  .refine((e) => (e.chunks === undefined) === (e.size === undefined), { message: 'chunks and size go together' })
+  .refine((e) => e.type === 'file' || (e.chunks === undefined && e.blob === undefined), { message: 'only a file has content' })
+  .refine((e) => chunksFit(e.chunks ?? [], e.size ?? 0), { message: 'the chunks overlap, are out of order, or pass the size' })
   .refine((e) => e.type !== 'symlink' || e.target !== undefined, { message: 'a link entry has no target' });
 
+/** Whether `chunks` are in order, disjoint, and within `size` bytes. */
+function chunksFit(chunks: CheckpointChunk[], size: number): boolean {
+  let at = 0;
+  for (const c of chunks) {
+    if (c.offset < at || c.offset + c.length > size) return false;
+    at = c.offset + c.length;
+  }
+  return true;
+}
+
 const ManifestSchema = z.object({
-  version: z.literal(1),
+  version: z.union([z.literal(1), z.literal(2)]),
   name: z.string(),
   agent: z.string(),
   folder: z.string(),
@@ -210,6 +254,15 @@ function readPlain(file: string, maxBytes = Number.MAX_SAFE_INTEGER): Buffer | u
   }
 }
 
+/** Bytes of data in `extents` (what a file stores in a checkpoint). */
+function dataBytes(extents: Array<[number, number]>): number {
+  return extents.reduce((s, [, len]) => s + len, 0);
+}
+
+function changedWhileSaved(rel: string): ShadowError {
+  return new ShadowError('CONFLICT', `${rel} changed while the checkpoint was made; make it again`);
+}
+
 /** A base no folder file has (inode 0, no hash): apply reports any file there as a conflict. */
 const NO_BASE: ChangeBase = { ino: 0, size: 0, mtimeNs: '0', ctimeNs: '0', hash: null };
 
@@ -229,10 +282,11 @@ export function checkName(name: unknown): string {
 export class CheckpointStore {
   readonly root: string;
   /**
-   * The largest file (in the layer, or a base in the folder) a checkpoint stores; unset:
-   * SHADOWFS_CHECKPOINT_MAX_FILE_BYTES, else 256 MiB. A checkpoint holds each file whole in
-   * memory while it hashes it, so a larger one (a huge or sparse file) is refused with
-   * FILE_TOO_LARGE before any of it is read.
+   * The most data one file (in the layer, or a base in the folder) may store in a checkpoint;
+   * unset: SHADOWFS_CHECKPOINT_MAX_FILE_BYTES, else 256 MiB. It counts stored bytes: a file's
+   * data extents, not its holes, so a 4 GiB sparse file with a few KiB of data is stored (in a
+   * few KiB); a file with more data is refused with FILE_TOO_LARGE before any of it is read.
+   * Files are read and stored a chunk (CHUNK_BYTES) at a time, never whole.
    */
   maxFileBytes?: number;
   /** The directories from the state directory down to root, each checked to be no link. */
@@ -249,7 +303,7 @@ export class CheckpointStore {
   private tooLarge(rel: string, size: number, max: number): ShadowError {
     return new ShadowError(
       'FILE_TOO_LARGE',
-      `cannot checkpoint ${rel}: it holds ${size} bytes, more than the ${max} a checkpoint stores per file; remove it from the layer, or raise the cap with SHADOWFS_CHECKPOINT_MAX_FILE_BYTES (in the daemon's environment)`,
+      `cannot checkpoint ${rel}: it holds ${size} bytes of data (holes not counted), more than the ${max} a checkpoint stores per file; remove it from the layer, or raise the cap with SHADOWFS_CHECKPOINT_MAX_FILE_BYTES (in the daemon's environment)`,
     );
   }
 
@@ -290,6 +344,39 @@ export class CheckpointStore {
     return path.join(this.root, checkAgentDir(agent), `${checkName(name)}.json`);
   }
 
+  /**
+   * Stores one file of the layer: whole (one blob) when it is all data and fits one chunk, else
+   * by its data extents, a chunk (blob) at a time, so neither memory nor the store ever holds
+   * its holes. FILE_TOO_LARGE when it holds more data than `max`.
+   */
+  private async putFile(
+    shadow: Shadow,
+    agent: string,
+    rel: string,
+    max: number,
+  ): Promise<{ bytes: number; content: Pick<CheckpointEntry, 'blob' | 'size' | 'chunks'> }> {
+    const layer = shadow.layer(agent);
+    const ext = await layer.dataExtents(rel);
+    const data = dataBytes(ext.extents);
+    if (data > max) throw this.tooLarge(rel, data, max);
+    const whole = ext.size === 0 || (ext.extents.length === 1 && ext.extents[0][0] === 0 && ext.extents[0][1] === ext.size);
+    if (whole && ext.size <= CHUNK_BYTES) {
+      const r = await layer.readRange(rel, 0, CHUNK_BYTES);
+      if (r.size !== ext.size || r.data.length !== ext.size) throw changedWhileSaved(rel);
+      return { bytes: r.data.length, content: { blob: this.putBlob(r.data) } };
+    }
+    const chunks: CheckpointChunk[] = [];
+    for (const [off, len] of ext.extents) {
+      for (let at = off; at < off + len; at += CHUNK_BYTES) {
+        const n = Math.min(CHUNK_BYTES, off + len - at);
+        const r = await layer.readRange(rel, at, n);
+        if (r.size !== ext.size || r.data.length !== n) throw changedWhileSaved(rel);
+        chunks.push({ offset: at, length: n, blob: this.putBlob(r.data) });
+      }
+    }
+    return { bytes: data, content: { size: ext.size, chunks } };
+  }
+
   /** Saves `agent`'s layer as checkpoint `name` (replacing one of that name). */
   async save(shadow: Shadow, agent: string, name: string, auto = false): Promise<CheckpointInfo> {
     checkName(name);
@@ -297,11 +384,13 @@ export class CheckpointStore {
     const layer = shadow.layer(agent);
     const max = this.maxFileBytes ?? checkpointMaxFileBytes();
     const changes = await layer.changes();
-    // Every file within the cap before any is read (collect reads each whole).
+    // Every file within the cap before any is read. The cap counts the bytes a file stores: its
+    // data, not its holes (a sparse file of 4 GiB with 4 KiB of data stores 4 KiB).
     for (const ch of changes) {
       if (ch.kind === 'deleted' || ch.type !== 'file') continue;
-      const st = await layer.stat(ch.path).catch(() => null);
-      if (st && st.type === 'file' && st.size > max) throw this.tooLarge(ch.path, st.size, max);
+      const ext = await layer.dataExtents(ch.path).catch(() => null);
+      const data = ext ? dataBytes(ext.extents) : 0;
+      if (data > max) throw this.tooLarge(ch.path, data, max);
     }
     const c = await collect(shadow, agent);
     const entries: CheckpointEntry[] = [];
@@ -329,11 +418,9 @@ export class CheckpointStore {
       if (st.type === 'directory') entries.push({ path: ch.path, type: 'dir', mode: st.mode });
       else if (st.type === 'symlink') entries.push({ path: ch.path, type: 'symlink', target: await layer.readlink(ch.path) });
       else if (st.type === 'file') {
-        if (st.size > max) throw this.tooLarge(ch.path, st.size, max);
-        const data = await layer.readFile(ch.path);
-        if (data.length > max) throw this.tooLarge(ch.path, data.length, max);
-        bytes += data.length;
-        const e: CheckpointEntry = { path: ch.path, type: 'file', mode: st.mode, blob: this.putBlob(data) };
+        const stored = await this.putFile(shadow, agent, ch.path, max);
+        bytes += stored.bytes;
+        const e: CheckpointEntry = { path: ch.path, type: 'file', mode: st.mode, ...stored.content };
         const base = shadow.baseOverride(agent, ch.path) ?? ch.base;
         if (base) {
           e.base = base;
@@ -343,7 +430,7 @@ export class CheckpointStore {
             // The folder's file is still the one the agent started from: keep its content.
             // (Not a base larger than the cap: the checkpoint then has the base's identity only.)
             const now = base.size <= max ? await folderSide(shadow.lower, ch.path) : null;
-            if (now && typeof now === 'object' && now.kind === 'file' && sameIdentity(path.join(shadow.lower, ch.path), base))
+            if (now && typeof now === 'object' && now.kind === 'file' && !now.large && sameIdentity(path.join(shadow.lower, ch.path), base))
               e.baseBlob = this.putBlob(now.data);
           }
         }
@@ -352,7 +439,8 @@ export class CheckpointStore {
     }
     entries.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
     const m: CheckpointManifest = {
-      version: 1,
+      // Version 1 where every file is whole, so that a checkpoint without sparse or large files reads as before.
+      version: entries.some((e) => e.chunks) ? 2 : 1,
       name,
       agent,
       folder: this.folder,
@@ -405,7 +493,8 @@ export class CheckpointStore {
       }
       entries.push({ ...e, path: p });
     }
-    return { ...m, version: 1, entries };
+    if (m.version === 1 && entries.some((e) => e.chunks)) throw corrupt(`${what} is of version 1 but stores a file by chunks`);
+    return { ...m, entries };
   }
 
   list(agent: string): CheckpointInfo[] {
@@ -426,7 +515,12 @@ export class CheckpointStore {
           auto: m.auto,
           files: m.entries.filter((e) => e.type === 'file').length,
           bytes: m.entries.reduce(
-            (s, e) => s + (e.blob ? (fs.lstatSync(this.blobPath(e.blob), { throwIfNoEntry: false })?.size ?? 0) : 0),
+            (s, e) =>
+              s +
+              [e.blob, ...(e.chunks ?? []).map((c) => c.blob)].reduce(
+                (t, b) => t + (b ? (fs.lstatSync(this.blobPath(b), { throwIfNoEntry: false })?.size ?? 0) : 0),
+                0,
+              ),
             0,
           ),
         });
@@ -469,7 +563,12 @@ export class CheckpointStore {
    */
   async restore(shadow: Shadow, agent: string, name: string): Promise<{ name: string; paths: number }> {
     const m = this.read(agent, name);
-    for (const e of m.entries) if (e.type === 'file') this.getBlob(e.blob!);
+    for (const e of m.entries) {
+      if (e.blob) this.getBlob(e.blob);
+      for (const c of e.chunks ?? [])
+        if (this.getBlob(c.blob).length !== c.length)
+          throw corrupt(`the checkpoint ${name} of ${agent} has a chunk of ${e.path} of the wrong length`);
+    }
     const layer = await shadow.createLayer(agent);
     await layer.reset();
     // Deletions first, shallowest first; then directories, files and links in path order.
@@ -486,6 +585,12 @@ export class CheckpointStore {
           if ((err as { errno?: number }).errno === os.constants.errno.EEXIST) await layer.chmod(e.path, e.mode ?? 0o755);
           else throw err;
         });
+      } else if (e.type === 'file' && e.chunks) {
+        // By extents: an empty file grown to its size (a hole: spilled files stay sparse), then its data.
+        await layer.write(e.path, Buffer.alloc(0), { mode: e.mode ?? 0o644 });
+        await layer.truncate(e.path, e.size ?? 0);
+        for (const c of e.chunks) await layer.writeAt(e.path, this.getBlob(c.blob), c.offset);
+        await layer.chmod(e.path, e.mode ?? 0o644);
       } else if (e.type === 'file') {
         await layer.write(e.path, this.getBlob(e.blob!), { mode: e.mode ?? 0o644 });
         // Writing over a folder file keeps that file's mode: set the checkpoint's.
