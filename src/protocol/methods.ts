@@ -9,6 +9,12 @@ import type { ErrorCode } from './errors';
 /** Bumped when a change would break an existing client. */
 export const PROTOCOL_VERSION = 2;
 
+/** The most bytes one layer.read answer carries (base64 makes a third more); larger files are read in ranges. */
+export const LAYER_READ_MAX_BYTES = 16 * 1024 * 1024;
+/** grep's deadline for its regular expression: the default and the most a caller may give (ms). */
+export const GREP_DEFAULT_TIMEOUT_MS = 10_000;
+export const GREP_MAX_TIMEOUT_MS = 120_000;
+
 const NO_NUL = /^[^\u0000]*$/;
 const text = (description: string) => z.string().regex(NO_NUL, 'contains a NUL byte').describe(description);
 const shadowRef = text('Name of the shadow, or its mount point (or a path inside it).');
@@ -504,10 +510,33 @@ export const Requests = {
     errors: [...pathErrors, 'UNKNOWN_AGENT', 'CONFLICT'],
   }),
   'layer.read': request({
-    summary: 'Reads a file as an agent sees it (its layer over the folder).',
-    params: z.strictObject({ shadow: shadowRef, agent: agentId, path: relPath }),
-    result: z.object({ path: z.string(), data: z.string().describe('The content, base64.') }),
-    errors: [...pathErrors, 'UNKNOWN_AGENT', 'NOT_FOUND', 'IS_DIRECTORY', 'NOT_A_DIRECTORY'],
+    summary: `Reads a file as an agent sees it (its layer over the folder): whole, or a range of it (offset, length) for files of any size. One answer carries at most ${LAYER_READ_MAX_BYTES} bytes: a whole read of a larger file is FILE_TOO_LARGE (read it in ranges; every answer says the file's size).`,
+    params: z.strictObject({
+      shadow: shadowRef,
+      agent: agentId,
+      path: relPath,
+      offset: z
+        .number()
+        .int()
+        .min(0)
+        .max(Number.MAX_SAFE_INTEGER)
+        .optional()
+        .describe('Where to start reading, in bytes (default 0). Given with or without length, the read is a range.'),
+      length: z
+        .number()
+        .int()
+        .min(0)
+        .max(LAYER_READ_MAX_BYTES)
+        .optional()
+        .describe(`How many bytes to read at most (default and cap: ${LAYER_READ_MAX_BYTES}); fewer come back at the end of the file.`),
+    }),
+    result: z.object({
+      path: z.string(),
+      data: z.string().describe('The content (of the range, for a ranged read), base64.'),
+      size: z.number().int().optional().describe("The file's whole size in bytes."),
+      offset: z.number().int().optional().describe('Where the bytes in data start.'),
+    }),
+    errors: [...pathErrors, 'UNKNOWN_AGENT', 'NOT_FOUND', 'IS_DIRECTORY', 'NOT_A_DIRECTORY', 'FILE_TOO_LARGE'],
   }),
   'layer.reset': request({
     summary: "Empties an agent's layer.",
@@ -677,6 +706,15 @@ export const Requests = {
       fixedStrings: z.boolean().optional(),
       context: z.number().int().min(0).max(20).optional().describe('Lines of context before and after each match.'),
       maxMatches: z.number().int().min(1).max(10000).optional(),
+      timeoutMs: z
+        .number()
+        .int()
+        .min(1)
+        .max(GREP_MAX_TIMEOUT_MS)
+        .optional()
+        .describe(
+          `How long the regular expression may run in all, in ms (default ${GREP_DEFAULT_TIMEOUT_MS}, at most ${GREP_MAX_TIMEOUT_MS}); past it the search stops with TIMEOUT. It runs off the daemon's main thread.`,
+        ),
       ...toolsFlags,
     }),
     result: z.object({
@@ -692,7 +730,7 @@ export const Requests = {
       filesSearched: z.number().int(),
       truncated: z.boolean(),
     }),
-    errors: ['UNKNOWN_SHADOW', 'INVALID_AGENT', 'INVALID_PATH', 'INVALID_ARGUMENT', 'NOT_MOUNTED'],
+    errors: ['UNKNOWN_SHADOW', 'INVALID_AGENT', 'INVALID_PATH', 'INVALID_ARGUMENT', 'NOT_MOUNTED', 'TIMEOUT'],
   }),
   activate: request({
     summary: "Shows an agent's layer on the shared mount (creating it), or the folder read-only for null.",

@@ -8,8 +8,37 @@ import picomatch from 'picomatch';
 import { Worker } from 'worker_threads';
 import { ShadowError } from '../errors';
 import { normalizeRelPath } from '../paths';
+import { GREP_DEFAULT_TIMEOUT_MS, GREP_MAX_TIMEOUT_MS, LAYER_READ_MAX_BYTES } from '../protocol/methods';
 import type { Layer } from '../shadow';
 import { isIgnored, joinRel, orderedMap, planWalk, walk, WalkEntry } from './walk';
+
+export interface LayerReadResult {
+  path: string;
+  /** base64 */
+  data: string;
+  size: number;
+  offset: number;
+}
+
+/**
+ * What layer.read answers: a range of a file as `layer` shows it (`offset`, `length`, at most
+ * LAYER_READ_MAX_BYTES), or the whole file when neither is given, which is FILE_TOO_LARGE for a
+ * file over LAYER_READ_MAX_BYTES (with a hint to read it in ranges). Any file, however large or
+ * sparse, can be read in ranges; an answer never holds more than one range in memory.
+ */
+export async function readLayerRange(layer: Layer, rel: string, opts: { offset?: number; length?: number } = {}): Promise<LayerReadResult> {
+  const p = normalizeRelPath(rel);
+  const ranged = opts.offset !== undefined || opts.length !== undefined;
+  const offset = intOpt('offset', opts.offset, 0, 0, Number.MAX_SAFE_INTEGER);
+  const length = intOpt('length', opts.length, LAYER_READ_MAX_BYTES, 0, LAYER_READ_MAX_BYTES);
+  const r = await layer.readRange(p, offset, length);
+  if (!ranged && r.size > r.data.length)
+    throw new ShadowError(
+      'FILE_TOO_LARGE',
+      `${p} holds ${r.size} bytes, more than the ${LAYER_READ_MAX_BYTES} one read returns; read it in ranges (offset and length, at most ${LAYER_READ_MAX_BYTES} bytes each: "shadowfs layer cat" does this)`,
+    );
+  return { path: p, data: r.data.toString('base64'), size: r.size, offset };
+}
 
 /** readText answers at most this much content unless told otherwise. */
 export const DEFAULT_MAX_BYTES = 2 * 1024 * 1024;
@@ -27,8 +56,8 @@ const DEFAULT_MAX_MATCHES = 500;
 const MAX_MATCHES = 10_000;
 const MAX_CONTEXT = 50;
 /** How long a grep's regular expression may run in all (see GrepOptions.timeoutMs). */
-export const DEFAULT_GREP_TIMEOUT_MS = 10_000;
-const MAX_GREP_TIMEOUT_MS = 120_000;
+export const DEFAULT_GREP_TIMEOUT_MS = GREP_DEFAULT_TIMEOUT_MS;
+const MAX_GREP_TIMEOUT_MS = GREP_MAX_TIMEOUT_MS;
 /** Files grep reads (and stats list makes) at the same time. */
 const CONCURRENCY = 8;
 

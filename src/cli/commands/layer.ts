@@ -4,6 +4,8 @@ import type { Argv, CommandModule } from 'yargs';
 import { withClient } from '../daemon-call';
 import { emit, reportError } from '../output';
 import { ShadowClient } from '../../client';
+import { ShadowError } from '../../errors';
+import { LAYER_READ_MAX_BYTES } from '../../protocol/methods';
 
 interface Base {
   shadow: string;
@@ -118,17 +120,58 @@ const changes: CommandModule<object, Base> = {
     ),
 };
 
-const cat: CommandModule<object, Base & { path: string }> = {
+const cat: CommandModule<object, Base & { path: string; offset?: number; length?: number }> = {
   command: 'cat <shadow> <agent> <path>',
-  describe: "Print a file as an agent's layer shows it (active or not)",
-  builder: (y: Argv) => base(y).positional('path', { type: 'string', demandOption: true }) as Argv<Base & { path: string }>,
+  describe: "Print a file as an agent's layer shows it (active or not); files of any size, read a range at a time",
+  builder: (y: Argv) =>
+    base(y)
+      .positional('path', { type: 'string', demandOption: true })
+      .option('offset', { type: 'number', describe: 'Start at this byte (default 0)' })
+      .option('length', { type: 'number', describe: 'Print at most this many bytes (default: to the end)' }) as Argv<
+      Base & { path: string; offset?: number; length?: number }
+    >,
   handler: async (a) => {
     let client: ShadowClient | undefined;
     try {
+      for (const [k, v] of [
+        ['offset', a.offset],
+        ['length', a.length],
+      ] as const)
+        if (v !== undefined && (!Number.isSafeInteger(v) || v < 0))
+          throw new ShadowError('INVALID_ARGUMENT', `--${k} is a whole number of bytes, 0 or more; got ${String(v)}`);
       client = await ShadowClient.connect();
-      const r = await client.request('layer.read', { shadow: a.shadow, agent: a.agent, path: a.path });
-      if (a.json) emit(a, r, '');
-      else process.stdout.write(Buffer.from(r.data, 'base64'));
+      const c = client;
+      // A range at a time, so a file of any size passes through in pieces of at most LAYER_READ_MAX_BYTES.
+      const start = a.offset ?? 0;
+      const end = a.length === undefined ? Number.MAX_SAFE_INTEGER : start + a.length;
+      const read = (at: number) =>
+        c.request('layer.read', {
+          shadow: a.shadow,
+          agent: a.agent,
+          path: a.path,
+          offset: at,
+          length: Math.min(LAYER_READ_MAX_BYTES, end - at),
+        });
+      if (a.json) {
+        // --json: one answer as the daemon gives it: the range asked for, else the whole file
+        // (FILE_TOO_LARGE past what one answer carries).
+        const range = {
+          ...(a.offset !== undefined ? { offset: a.offset } : {}),
+          ...(a.length !== undefined ? { length: Math.min(a.length, LAYER_READ_MAX_BYTES) } : {}),
+        };
+        emit(a, await c.request('layer.read', { shadow: a.shadow, agent: a.agent, path: a.path, ...range }), '');
+        return;
+      }
+      let at = start;
+      let r = await read(at);
+      for (;;) {
+        const bytes = Buffer.from(r.data, 'base64');
+        if (!process.stdout.write(bytes)) await new Promise((ok) => process.stdout.once('drain', ok));
+        at += bytes.length;
+        // An answer without a size comes from a daemon that reads whole files only: it was the whole file.
+        if (r.size === undefined || bytes.length === 0 || at >= Math.min(end, r.size)) break;
+        r = await read(at);
+      }
     } catch (err) {
       reportError(a, err);
     } finally {
