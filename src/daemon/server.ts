@@ -257,10 +257,7 @@ export class Daemon {
         this.broadcast('layer/changed', { shadow: p.shadow, agent: p.agent, event: 'reverted', path: rel(p) });
         return { path: rel(p) };
       },
-      'layer.read': async (p) => ({
-        path: rel(p),
-        data: (await (await shadowOf(p)).layer(p.agent).readFile(rel(p))).toString('base64'),
-      }),
+      'layer.read': async (p) => files.readLayerRange((await shadowOf(p)).layer(p.agent), rel(p), { offset: p.offset, length: p.length }),
       'layer.reset': async (p) => {
         await (await shadowOf(p)).layer(p.agent).reset();
         this.broadcast('layer/changed', { shadow: p.shadow, agent: p.agent, event: 'reset' });
@@ -352,6 +349,7 @@ export class Daemon {
           context: p.context,
           includeIgnored: p.includeIgnored,
           maxMatches: p.maxMatches,
+          timeoutMs: p.timeoutMs,
         }),
       activate: async (p) => {
         const s = await shadowOf(p);
