@@ -9,9 +9,23 @@
 namespace shadowfs {
 namespace {
 
+// The native-API entry points the "winfsp" backend calls (native/winfsp/winfsp_api.h declares
+// their types). Functions WinFsp's header defines inline (FspFileSystemMountPoint and the other
+// accessors of FSP_FILE_SYSTEM) are no exports; where the backend needs one it calls the
+// exported "F" twin or reads the field itself.
+const char* const kNativeEntryPoints[] = {
+    "FspFileSystemCreate",          "FspFileSystemDelete",
+    "FspFileSystemSetMountPointEx", "FspFileSystemRemoveMountPoint",
+    "FspFileSystemStartDispatcher", "FspFileSystemStopDispatcher",
+    "FspFileSystemNotifyBegin",     "FspFileSystemNotify",
+    "FspFileSystemNotifyEnd",       "FspFileSystemGetOperationContext",
+    "FspFileSystemSetOperationGuardStrategyF", "FspFileSystemResolveReparsePoints",
+    "FspWin32FromNtStatus",
+};
+
 // The FUSE3 entry points fuse_hl will call (WinFsp exports them with an fsp_ prefix and an
 // environment argument first).
-const char* const kEntryPoints[] = {
+const char* const kFuse3EntryPoints[] = {
     "fsp_fuse3_new", "fsp_fuse3_mount", "fsp_fuse3_unmount", "fsp_fuse3_destroy",
     "fsp_fuse3_loop_mt_31", "fsp_fuse3_exit", "fsp_fuse3_get_context",
 };
@@ -63,37 +77,82 @@ std::string fileVersion(const std::wstring& file) {
          std::to_string(HIWORD(info->dwFileVersionLS)) + "." + std::to_string(LOWORD(info->dwFileVersionLS));
 }
 
+// Where the DLL comes from, in this order:
+// 1. The registry's InstallDir (what WinFsp's installer writes), loaded by full path. WinFsp's
+//    own FspLoad (winfsp.h:2186-2234) tries the bare name "winfsp-x64.dll" *first*, through the
+//    normal search order: the application's directory, the system directories, the current
+//    directory and PATH. A program started in an agent's working folder would then load a DLL
+//    that folder holds. We ask the registry first instead.
+// 2. Without a registry value: a copy already loaded in this process (the host loaded it; no
+//    search happens), else the bare name searched only in the application's directory (where
+//    node.exe lives) and System32 (LOAD_LIBRARY_SEARCH_*): never the current directory and
+//    never PATH. That keeps FspLoad's "bare name" route for a WinFsp shipped beside the program
+//    without its DLL-planting risk.
+HMODULE openDll(WinFspLoad* r) {
+  std::wstring dir;
+  if (readInstallDir(L"SOFTWARE\\WOW6432Node\\WinFsp", KEY_WOW64_64KEY, &dir) ||
+      readInstallDir(L"SOFTWARE\\WinFsp", KEY_WOW64_32KEY, &dir)) {
+    if (dir.back() != L'\\' && dir.back() != L'/') dir += L'\\';
+    r->installDir = narrow(dir);
+    std::wstring dll = dir + L"bin\\winfsp-x64.dll";
+    r->dll = narrow(dll);
+    // A full path, and the DLL's own directory for its dependencies: never the search path.
+    HMODULE m = LoadLibraryExW(dll.c_str(), nullptr, LOAD_WITH_ALTERED_SEARCH_PATH);
+    if (!m) {
+      r->error = "cannot load " + r->dll + " (" + lastError() + "); reinstall WinFsp from https://winfsp.dev/rel/";
+      return nullptr;
+    }
+    r->version = fileVersion(dll);
+    return m;
+  }
+  HMODULE m = GetModuleHandleW(L"winfsp-x64.dll");
+  if (m) {
+    r->dll = "winfsp-x64.dll (already loaded in this process)";
+  } else {
+    m = LoadLibraryExW(L"winfsp-x64.dll", nullptr,
+                       LOAD_LIBRARY_SEARCH_APPLICATION_DIR | LOAD_LIBRARY_SEARCH_SYSTEM32);
+    if (m) r->dll = "winfsp-x64.dll (beside the program or in System32)";
+  }
+  if (!m) {
+    r->error = "WinFsp is not installed (no InstallDir under HKLM\\SOFTWARE\\WOW6432Node\\WinFsp); "
+               "install it from https://winfsp.dev/rel/ and try again";
+    return nullptr;
+  }
+  wchar_t path[MAX_PATH * 2];
+  DWORD n = GetModuleFileNameW(m, path, static_cast<DWORD>(sizeof path / sizeof path[0]));
+  if (n > 0 && n < sizeof path / sizeof path[0]) r->version = fileVersion(std::wstring(path, n));
+  return m;
+}
+
 WinFspLoad load() {
   WinFspLoad r;
-  std::wstring dir;
-  if (!readInstallDir(L"SOFTWARE\\WOW6432Node\\WinFsp", KEY_WOW64_64KEY, &dir) &&
-      !readInstallDir(L"SOFTWARE\\WinFsp", KEY_WOW64_32KEY, &dir)) {
-    r.error = "WinFsp is not installed (no InstallDir under HKLM\\SOFTWARE\\WOW6432Node\\WinFsp); "
-              "install it from https://winfsp.dev/rel/ and try again";
-    return r;
-  }
-  if (dir.back() != L'\\' && dir.back() != L'/') dir += L'\\';
-  r.installDir = narrow(dir);
-  std::wstring dll = dir + L"bin\\winfsp-x64.dll";
-  r.dll = narrow(dll);
-  // A full path, and the DLL's own directory for its dependencies: never the search path.
-  HMODULE m = LoadLibraryExW(dll.c_str(), nullptr, LOAD_WITH_ALTERED_SEARCH_PATH);
-  if (!m) {
-    r.error = "cannot load " + r.dll + " (" + lastError() + "); reinstall WinFsp from https://winfsp.dev/rel/";
-    return r;
-  }
+  HMODULE m = openDll(&r);
+  if (!m) return r;
   r.module = m;
-  r.version = fileVersion(dll);
-  for (const char* name : kEntryPoints) {
-    if (GetProcAddress(m, name)) r.resolved.push_back(name);
-    else r.missing.push_back(name);
-  }
-  if (!r.missing.empty()) {
-    r.error = r.dll + " lacks the FUSE3 entry points shadowfs needs (" + r.missing.front() +
+  auto resolve = [&](const char* const* names, size_t count) {
+    bool all = true;
+    for (size_t i = 0; i < count; ++i) {
+      if (GetProcAddress(m, names[i])) {
+        r.resolved.push_back(names[i]);
+      } else {
+        r.missing.push_back(names[i]);
+        all = false;
+      }
+    }
+    return all;
+  };
+  r.native = resolve(kNativeEntryPoints, sizeof kNativeEntryPoints / sizeof kNativeEntryPoints[0]);
+  r.fuse3 = resolve(kFuse3EntryPoints, sizeof kFuse3EntryPoints / sizeof kFuse3EntryPoints[0]);
+  r.available = r.native || r.fuse3;
+  if (!r.available) {
+    r.error = r.dll + " lacks the entry points shadowfs needs (" + r.missing.front() +
               (r.missing.size() > 1 ? " and others" : "") + "); install a current WinFsp from https://winfsp.dev/rel/";
-    return r;
+  } else if (!r.native) {
+    r.error = r.dll + " lacks WinFsp's native API (" + r.missing.front() +
+              "): only the fuse_hl backend can mount; install a current WinFsp from https://winfsp.dev/rel/";
+  } else if (!r.fuse3) {
+    r.error = r.dll + " lacks WinFsp's FUSE3 API: only the winfsp backend can mount";
   }
-  r.available = true;
   return r;
 }
 
