@@ -1,0 +1,21 @@
+// The Windows backend on WinFsp's native API (FSP_FILE_SYSTEM_INTERFACE, as WinFsp's own
+// passthrough and memfs samples use it): backend "winfsp", the default on Windows (#28).
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "../core/backend.h"
+
+namespace shadowfs {
+
+// Mounts `overlay` (the layer `view`, or the active one when null) at `mountPoint`: a drive
+// ("X:") or a directory that does not exist yet (WinFsp creates it; an existing empty one is
+// removed first). Returns once the volume answers a request, or null with *err (an errno) and
+// *message saying why.
+std::unique_ptr<MountBackend> mountWinFsp(std::shared_ptr<Overlay> overlay, Layer* view,
+                                          const std::string& lower, const std::string& mountPoint,
+                                          const MountOptions& opts, int* err,
+                                          std::string* message);
+
+}  // namespace shadowfs
