@@ -15,11 +15,18 @@
 #if defined(_WIN32)
 #include "../platform/win32_lower.h"
 #endif
+#if defined(SHADOWFS_HAVE_WINFSP_NATIVE)
+#include "../winfsp/winfsp_native.h"
+#endif
 
 namespace shadowfs {
 
 std::vector<const char*> backendNames() {
   std::vector<const char*> names;
+  // The first name is the default.
+#if defined(SHADOWFS_HAVE_WINFSP_NATIVE)
+  names.push_back("winfsp");
+#endif
 #if defined(SHADOWFS_HAVE_FUSE_LL)
   names.push_back("fuse_ll");
 #endif
@@ -90,6 +97,12 @@ std::unique_ptr<MountBackend> createBackend(const std::string& name, std::shared
     }
     return mountFuseLL(std::move(ov), view, lower, mountPoint, opts, err, message);
   }
+#endif
+#if defined(SHADOWFS_HAVE_WINFSP_NATIVE)
+  // Windows: WinFsp's native API is the default (#28); fuse_hl (WinFsp's FUSE3 layer) stays
+  // available by name.
+  if (name == "default" || name == "winfsp")
+    return mountWinFsp(std::move(ov), view, lower, mountPoint, opts, err, message);
 #endif
 #if defined(SHADOWFS_HAVE_FUSE_HL)
   if (name == "default" || name == "fuse_hl")
