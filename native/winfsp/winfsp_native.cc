@@ -64,7 +64,6 @@ namespace {
 using namespace winfsp;
 
 constexpr uint32_t kAllocationUnit = 4096;
-constexpr UINT32 kWriteAccess = FILE_WRITE_DATA | FILE_APPEND_DATA;
 
 // The exports the backend calls, resolved once per mount.
 struct Api {
@@ -528,8 +527,8 @@ NTSTATUS WinFspMount::Create(FSP_FILE_SYSTEM* fs, PWSTR fileName, UINT32 createO
   return st::SUCCESS;
 }
 
-NTSTATUS WinFspMount::Open(FSP_FILE_SYSTEM* fs, PWSTR fileName, UINT32 createOptions,
-                           UINT32 grantedAccess, PVOID* pCtx, FSP_FSCTL_FILE_INFO* info) {
+NTSTATUS WinFspMount::Open(FSP_FILE_SYSTEM* fs, PWSTR fileName, UINT32 createOptions, UINT32,
+                           PVOID* pCtx, FSP_FSCTL_FILE_INFO* info) {
   WinFspMount* m = self(fs);
   std::string path;
   if (!toCorePath(fileName, &path)) return st::OBJECT_NAME_INVALID;
@@ -537,10 +536,10 @@ NTSTATUS WinFspMount::Open(FSP_FILE_SYSTEM* fs, PWSTR fileName, UINT32 createOpt
   Attr a;
   if (int e = m->ov_->getattr(L.get(), path, &a)) return statusOfLookup(e, false);
   const bool deleteOnClose = (createOptions & kFileDeleteOnClose) != 0;
-  const bool wantsWrite = (grantedAccess & kWriteAccess) != 0;
-  // Refusals that must come now: WinFsp ignores what a delete at cleanup answers (finding 9).
-  if ((deleteOnClose || (wantsWrite && a.type == FileType::Regular)) && !m->writable(L.get()))
-    return st::WRITE_PROTECTED;
+  // A refusal that must come now: WinFsp ignores what a delete at cleanup answers (finding 9).
+  // A write-open of the read-only layer is let through (MAXIMUM_ALLOWED arrives as every
+  // right, and most such opens only read): its first write is refused instead.
+  if (deleteOnClose && !m->writable(L.get())) return st::WRITE_PROTECTED;
   if (deleteOnClose && a.type == FileType::Directory) {
     std::vector<DirEntry> ls;
     if (m->ov_->readdir(L.get(), path, &ls) == 0 && !ls.empty()) return st::DIRECTORY_NOT_EMPTY;
