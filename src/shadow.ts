@@ -841,10 +841,10 @@ export async function mount(lowerDir: string, options: MountOptions = {}): Promi
     throw new ShadowError('INVALID_ARGUMENT', `caseInsensitive must be true or false, got ${String(caseInsensitive)}`);
   const lib = addon();
   const backend = pickBackend(options.backend, lib.backends);
-  if (caseInsensitive && backend !== 'fuse_hl') {
+  if (caseInsensitive && backend !== 'fuse_hl' && backend !== 'winfsp') {
     throw new ShadowError(
       'INVALID_ARGUMENT',
-      `caseInsensitive needs the fuse_hl backend (this mount would use ${backend}: the Linux kernel caches names by their exact spelling)`,
+      `caseInsensitive needs the fuse_hl or winfsp backend (this mount would use ${backend}: the Linux kernel caches names by their exact spelling)`,
     );
   }
   const io = options.io ?? (process.env.SHADOWFS_IO || 'cached');
