@@ -1,6 +1,10 @@
 // The read-only `shadowfs:` documents: an agent's version of a file, read through the daemon
 // (layer.read), never written anywhere the user's editor or language servers look; the empty side
-// of an added or deleted file; and texts the extension holds (a conflict's merge).
+// of an added or deleted file; a read-only look at a file of the user's folder (the folder's side
+// of a change that apply leaves out, such as .git/index); and texts the extension holds (a
+// conflict's merge).
+import * as fs from 'fs';
+import * as path from 'path';
 import * as vscode from 'vscode';
 import type { Daemon } from './daemon';
 import { fromUriParts, SCHEME, toUriParts, type DocRef } from './uris';
@@ -17,6 +21,32 @@ export function refOf(uri: vscode.Uri): DocRef | undefined {
 export function textOf(data: Buffer): string {
   if (data.subarray(0, 8000).includes(0)) return `(binary file, ${data.length} bytes)`;
   return data.toString('utf8');
+}
+
+/** The most of a folder file a read-only look shows as text. */
+const FOLDER_TEXT_MAX = 16 * 1024 * 1024;
+
+/** A file of the user's folder as text for a read-only look: binary and large files are named, not read whole. */
+async function folderText(root: string, rel: string): Promise<string> {
+  let handle: fs.promises.FileHandle;
+  try {
+    handle = await fs.promises.open(path.join(root, ...rel.split('/')), fs.constants.O_RDONLY | (fs.constants.O_NOFOLLOW ?? 0));
+  } catch (err) {
+    // Absent in the folder (the agent added it): that side is empty.
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return '';
+    return `shadowfs: cannot read ${rel} in your folder: ${(err as Error).message}`;
+  }
+  try {
+    const st = await handle.stat();
+    if (!st.isFile()) return `(not a regular file: ${rel})`;
+    const head = Buffer.alloc(Math.min(8000, st.size));
+    await handle.read(head, 0, head.length, 0);
+    if (head.includes(0)) return `(binary file, ${st.size} bytes)`;
+    if (st.size > FOLDER_TEXT_MAX) return `(file of ${st.size} bytes: too large to show here)`;
+    return (await handle.readFile()).toString('utf8');
+  } finally {
+    await handle.close();
+  }
 }
 
 export class ShadowContentProvider implements vscode.TextDocumentContentProvider, vscode.Disposable {
@@ -49,6 +79,7 @@ export class ShadowContentProvider implements vscode.TextDocumentContentProvider
     if (!ref) return `shadowfs: ${uri.toString()} is not a document this extension knows`;
     if (ref.kind === 'empty') return '';
     if (ref.kind === 'memory') return this.memory.get(ref.id) ?? '';
+    if (ref.kind === 'folder') return folderText(ref.root, ref.path);
     try {
       const client = await this.daemon.get();
       const r = await client.request('layer.read', { shadow: ref.shadow, agent: ref.agent, path: ref.path });

@@ -10,7 +10,7 @@ import { Daemon, type DaemonState } from './daemon';
 import { locate, type Installation } from './locate';
 import { branchNameProblem } from './branchName';
 import { checkedOutBranch, commitsNotOnHead, describeBranchTip, type CommitLine } from './git';
-import { baseName, type FileNode, type LayerNode, type Node } from './model';
+import { baseName, describeExcluded, groupChanges, type FileNode, type LayerNode, type Node } from './model';
 import { uniqueAgentName } from './names';
 import { LintsProvider, samePath, ShadowsProvider, type LintNode } from './views';
 
@@ -30,6 +30,11 @@ export interface CommandOptions {
   branch?: string;
   /** applyBranch: when the branch exists, true replaces it and false refuses, without asking. */
   force?: boolean;
+  /**
+   * applyLayer, applyFile, showPatch: also the files git ignores in the folder (without it they are
+   * left out; applyLayer asks when the layer has some). .git is left out whatever this says.
+   */
+  includeIgnored?: boolean;
 }
 
 /** What activate() returns: the extension's parts, for other extensions and for its tests. */
@@ -347,11 +352,19 @@ export async function activate(context: vscode.ExtensionContext): Promise<Shadow
   command('shadowfs.openDiff', async (node?: FileNode) => {
     if (node?.kind !== 'file') throw new Error('choose a changed file in the Shadows view');
     const { change, shadow, agent, lower } = node;
-    const mine = change.kind === 'added' ? docUri({ kind: 'empty', path: change.path }) : vscode.Uri.file(joinRel(lower, change.path));
+    // A change apply leaves out (.git/index, an ignored build file) is a look only: both sides
+    // read-only, so that nobody edits git's own files from here by mistake.
+    const mine =
+      change.kind === 'added'
+        ? docUri({ kind: 'empty', path: change.path })
+        : change.excluded
+          ? docUri({ kind: 'folder', root: lower, path: change.path })
+          : vscode.Uri.file(joinRel(lower, change.path));
     const theirs = docUri(
       change.kind === 'deleted' ? { kind: 'empty', path: change.path } : { kind: 'agent', shadow, agent, path: change.path },
     );
-    await vscode.commands.executeCommand('vscode.diff', mine, theirs, `${baseName(change.path)} (yours ↔ ${agent})`, { preview: true });
+    const title = `${baseName(change.path)} (yours ↔ ${agent}${change.excluded ? ', not applied' : ''})`;
+    await vscode.commands.executeCommand('vscode.diff', mine, theirs, title, { preview: true });
     return { left: mine.toString(), right: theirs.toString() };
   });
 
@@ -361,13 +374,23 @@ export async function activate(context: vscode.ExtensionContext): Promise<Shadow
     await vscode.window.showTextDocument(uri, { preview: true });
   });
 
-  command('shadowfs.showPatch', async (node?: Node) => {
+  command('shadowfs.showPatch', async (node?: Node, opts?: CommandOptions) => {
     const layer = node?.kind === 'layer' ? node : await pickLayer('Show which agent’s change as a patch?');
     if (!layer) return undefined;
     const client = await daemon.get();
-    const r = await client.request('layer.patch', { shadow: layer.shadow, agent: layer.agent });
+    const r = await client.request('layer.patch', {
+      shadow: layer.shadow,
+      agent: layer.agent,
+      ...(opts?.includeIgnored ? { includeIgnored: true } : {}),
+    });
     const doc = await vscode.workspace.openTextDocument({ content: r.text || '# no changes\n', language: 'diff' });
     await vscode.window.showTextDocument(doc, { preview: true });
+    // The patch text stays exactly what git apply takes; what it leaves out is said beside it.
+    const left = describeExcluded(r.excluded);
+    if (left) {
+      output.appendLine(`patch ${layer.agent} (${layer.shadow}): ${r.files.length} file(s); left out: ${left}`);
+      void vscode.window.showInformationMessage(`Patch of ${layer.agent}'s change: ${r.files.length} file(s). Left out: ${left}.`);
+    }
     return r;
   });
 
@@ -380,37 +403,67 @@ export async function activate(context: vscode.ExtensionContext): Promise<Shadow
     const client = await daemon.get();
     const what = paths ? (paths.length === 1 ? paths[0] : `${paths.length} files`) : `every change of ${agent}`;
     const lower = shadows.model.shadow(shadow)?.lower ?? 'your folder';
-    if (
-      !(await confirm(
-        opts,
-        `Write ${what} into ${lower}?`,
+    // What the layer has that apply leaves out, as the view last heard it: said before asking,
+    // and the ignored files offered as a second choice.
+    const inScope = (p: string): boolean => !paths || paths.some((q) => p === q || p.startsWith(`${q}/`));
+    const known = groupChanges(shadows.model.layers(shadow).find((l) => l.agent === agent)?.changes ?? []).excluded;
+    const metaCount = known['repository-metadata'].filter((c) => inScope(c.path)).length;
+    const ignoredCount = known.ignored.filter((c) => inScope(c.path)).length;
+    let includeIgnored = opts?.includeIgnored === true;
+    if (opts?.confirm !== false) {
+      const plain = 'Apply';
+      const withIgnored = `Apply Including ${ignoredCount} Ignored`;
+      const notes = [
         'Files you changed since the agent copied them are not written; you choose what happens to each.',
-        'Apply',
-      ))
-    )
-      return undefined;
+        metaCount ? `${metaCount} change(s) in .git (git's own data) are never applied.` : '',
+        ignoredCount === 0
+          ? ''
+          : includeIgnored
+            ? `${ignoredCount} file(s) your folder's git ignores are written too.`
+            : `${ignoredCount} file(s) your folder's git ignores are left out; “${withIgnored}” writes them too.`,
+      ].filter(Boolean);
+      const actions = ignoredCount && !includeIgnored ? [plain, withIgnored] : [plain];
+      const answer = await vscode.window.showWarningMessage(
+        `Write ${what} into ${lower}?`,
+        { modal: true, detail: notes.join(' ') },
+        ...actions,
+      );
+      if (answer === undefined) return undefined;
+      if (answer === withIgnored) includeIgnored = true;
+    }
+    const ignoredParam = includeIgnored ? { includeIgnored: true } : {};
     let result = await client.request('layer.apply', {
       shadow,
       agent,
       ...(paths ? { paths } : {}),
       ...(opts?.resolutions ? { resolutions: opts.resolutions } : {}),
+      ...ignoredParam,
     });
-    output.appendLine(`apply ${agent} (${shadow}): ${result.applied.length} written, ${result.conflicts.length} conflict(s)`);
+    const leftOut = describeExcluded(result.excluded);
+    output.appendLine(
+      `apply ${agent} (${shadow}): ${result.applied.length} written, ${result.conflicts.length} conflict(s)${leftOut ? `; left out: ${leftOut}` : ''}`,
+    );
+    for (const e of result.excluded ?? []) output.appendLine(`  not applied (${e.reason}): ${e.path}`);
+    const leftOutNote = leftOut ? ` Left out: ${leftOut}.` : '';
     if (result.conflicts.length && opts?.resolutions === undefined && opts?.confirm !== false) {
-      result = await resolveConflicts(shadow, agent, result);
+      result = await resolveConflicts(shadow, agent, result, includeIgnored);
+      if (leftOut)
+        void vscode.window.showInformationMessage(`Applied ${result.applied.length} change(s) of ${agent} to ${lower}.${leftOutNote}`);
     } else if (result.conflicts.length) {
       void vscode.window.showWarningMessage(
-        `shadowfs: ${result.conflicts.length} file(s) not applied; you changed them since ${agent} copied them: ${result.conflicts.map((c) => c.path).join(', ')}`,
+        `shadowfs: ${result.conflicts.length} file(s) not applied; you changed them since ${agent} copied them: ${result.conflicts.map((c) => c.path).join(', ')}.${leftOutNote}`,
       );
+    } else if (result.applied.length === 0) {
+      void vscode.window.showInformationMessage(`Nothing of ${agent}'s to write into ${lower}.${leftOutNote}`);
     } else {
-      void vscode.window.showInformationMessage(`Applied ${result.applied.length} change(s) of ${agent} to ${lower}.`);
+      void vscode.window.showInformationMessage(`Applied ${result.applied.length} change(s) of ${agent} to ${lower}.${leftOutNote}`);
     }
     await shadows.refresh();
     return result;
   };
 
   /** Shows each conflict (your file beside the merge or the agent's version) and asks what to do. */
-  const resolveConflicts = async (shadow: string, agent: string, first: ApplyResult): Promise<ApplyResult> => {
+  const resolveConflicts = async (shadow: string, agent: string, first: ApplyResult, includeIgnored: boolean): Promise<ApplyResult> => {
     const client = await daemon.get();
     const resolutions: Record<string, 'agent' | 'folder' | 'merged' | { content: string }> = {};
     const lower = shadows.model.shadow(shadow)?.lower ?? '';
@@ -446,7 +499,13 @@ export async function activate(context: vscode.ExtensionContext): Promise<Shadow
     }
     const paths = Object.keys(resolutions);
     if (paths.length === 0) return first;
-    const second = await client.request('layer.apply', { shadow, agent, paths, resolutions });
+    const second = await client.request('layer.apply', {
+      shadow,
+      agent,
+      paths,
+      resolutions,
+      ...(includeIgnored ? { includeIgnored } : {}),
+    });
     return {
       ...first,
       applied: [...first.applied, ...second.applied],
@@ -462,7 +521,20 @@ export async function activate(context: vscode.ExtensionContext): Promise<Shadow
 
   command('shadowfs.applyFile', async (node?: FileNode, opts?: CommandOptions) => {
     if (node?.kind !== 'file') throw new Error('choose a changed file in the Shadows view');
-    return apply(node.shadow, node.agent, [node.change.path], opts);
+    if (node.change.excluded === 'repository-metadata')
+      throw Object.assign(
+        new Error(
+          `${node.change.path} is git's own data (.git): apply never writes it. To bring the agent's commits in, use “Apply Agent's Commits as a Branch…”.`,
+        ),
+        { code: 'INVALID_ARGUMENT' },
+      );
+    // An ignored file chosen by itself is meant: it is applied with the ignored files included.
+    return apply(
+      node.shadow,
+      node.agent,
+      [node.change.path],
+      node.change.excluded === 'ignored' ? { ...opts, includeIgnored: true } : opts,
+    );
   });
 
   // The agent's commits (its HEAD in the shadow) come into the folder's repository as a new

@@ -1,9 +1,16 @@
 // What the Shadows view shows, kept apart from the VS Code API so that it can be tested on its
 // own: shadows, their agents' layers (the active one marked, with counts of changed files) and
-// each layer's changed files. Built from the daemon's answers; the view turns it into tree items.
+// each layer's changed files: first the agent's work (what diff, patch and apply carry), then,
+// grouped by reason, what they leave out (git's own data under .git, files git ignores). Built
+// from the daemon's answers (layer.changes marks what is left out); the view turns it into tree
+// items.
 import type { ChangeInfo, ShadowInfo } from 'shadowfs/client';
 
 export type ChangeKind = ChangeInfo['kind'];
+/** Why diff, patch and apply leave a changed path out. */
+export type ExcludedReason = NonNullable<ChangeInfo['excluded']>;
+/** The reasons in the order the view shows their groups. */
+export const EXCLUDED_REASONS: readonly ExcludedReason[] = ['repository-metadata', 'ignored'];
 
 export interface ShadowNode {
   readonly kind: 'shadow';
@@ -28,7 +35,17 @@ export interface FileNode {
   readonly change: ChangeInfo;
 }
 
-export type Node = ShadowNode | LayerNode | FileNode;
+/** The changes of a layer that diff, patch and apply leave out for one reason. */
+export interface ExcludedGroupNode {
+  readonly kind: 'excluded';
+  readonly shadow: string;
+  readonly agent: string;
+  readonly reason: ExcludedReason;
+  /** The group's entries as the view lists them (visibleChanges). */
+  readonly changes: readonly ChangeInfo[];
+}
+
+export type Node = ShadowNode | LayerNode | ExcludedGroupNode | FileNode;
 
 /**
  * The changes a person looks at: files, symlinks and special files, and whole directories only
@@ -41,10 +58,24 @@ export function visibleChanges(changes: readonly ChangeInfo[]): ChangeInfo[] {
     .sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
 }
 
-/** Counts by kind, for a layer's description ("2 added, 1 modified"). */
+/**
+ * A layer's visible changes split in two: the agent's work (what diff, patch and apply carry) and,
+ * by reason, what they leave out.
+ */
+export function groupChanges(changes: readonly ChangeInfo[]): { work: ChangeInfo[]; excluded: Record<ExcludedReason, ChangeInfo[]> } {
+  const work: ChangeInfo[] = [];
+  const excluded: Record<ExcludedReason, ChangeInfo[]> = { 'repository-metadata': [], ignored: [] };
+  for (const c of visibleChanges(changes)) {
+    if (c.excluded) excluded[c.excluded].push(c);
+    else work.push(c);
+  }
+  return { work, excluded };
+}
+
+/** Counts of the agent's work by kind, for a layer's description ("2 added, 1 modified"). */
 export function countChanges(changes: readonly ChangeInfo[]): Record<ChangeKind, number> {
   const counts: Record<ChangeKind, number> = { added: 0, modified: 0, deleted: 0, metadata: 0 };
-  for (const c of visibleChanges(changes)) counts[c.kind]++;
+  for (const c of groupChanges(changes).work) counts[c.kind]++;
   return counts;
 }
 
@@ -52,7 +83,42 @@ export function describeCounts(changes: readonly ChangeInfo[] | undefined): stri
   if (!changes) return '';
   const counts = countChanges(changes);
   const parts = (['added', 'modified', 'deleted', 'metadata'] as const).filter((k) => counts[k] > 0).map((k) => `${counts[k]} ${k}`);
-  return parts.length ? parts.join(', ') : 'no changes';
+  const { excluded } = groupChanges(changes);
+  const out = EXCLUDED_REASONS.reduce((n, r) => n + excluded[r].length, 0);
+  return `${parts.length ? parts.join(', ') : 'no changes'}${out ? ` · ${out} not applied` : ''}`;
+}
+
+/** The title of a group of left-out changes (short: the view is narrow). */
+export function excludedGroupLabel(reason: ExcludedReason): string {
+  return reason === 'repository-metadata' ? 'Repository metadata (.git)' : 'Ignored by git';
+}
+
+/** A group's description: how many, and what becomes of them ("14 · not applied"). */
+export function excludedGroupDescription(reason: ExcludedReason, count: number): string {
+  return `${count} · ${reason === 'repository-metadata' ? 'not applied' : 'not applied unless included'}`;
+}
+
+/** Why one entry is left out, short (a file item's description). */
+export function excludedShort(reason: ExcludedReason): string {
+  return reason === 'repository-metadata' ? "git's own data: never applied" : 'ignored by git: not applied unless included';
+}
+
+/** Why entries are left out, in full (tooltips). */
+export function excludedWhy(reason: ExcludedReason): string {
+  return reason === 'repository-metadata'
+    ? "Git's own data (a .git directory or file, at any depth: index, refs, logs, objects). Diff, patch and apply never carry it, so that the agent's git commands cannot move your branch or replace your index; bring the agent's commits in with “Apply Agent's Commits as a Branch…”."
+    : "Files your folder's git ignores (build output, caches, logs). Diff, patch and apply leave them out unless you include them (Apply Layer asks when there are any).";
+}
+
+/**
+ * What an apply, diff or patch left out, from its result's `excluded` list: "12 in .git (never
+ * applied), 2 ignored by git"; "" when nothing was.
+ */
+export function describeExcluded(excluded: ReadonlyArray<{ path: string; reason: ExcludedReason }> | undefined): string {
+  if (!excluded?.length) return '';
+  const meta = excluded.filter((e) => e.reason === 'repository-metadata').length;
+  const ignored = excluded.filter((e) => e.reason === 'ignored').length;
+  return [meta ? `${meta} in .git (never applied)` : '', ignored ? `${ignored} ignored by git` : ''].filter(Boolean).join(', ');
 }
 
 /** The letter VS Code's source control uses for a kind of change. */
@@ -115,11 +181,33 @@ export class ShadowsModel {
     });
   }
 
+  /** The agent's work in a layer: the changes diff, patch and apply carry. */
   files(shadow: string, agent: string): FileNode[] {
     const info = this.shadow(shadow);
     const c = this.changes.get(key(shadow, agent));
     if (!info || !c?.changes) return [];
-    return visibleChanges(c.changes).map((change) => ({ kind: 'file', shadow, agent, lower: info.lower, change }));
+    return groupChanges(c.changes).work.map((change) => ({ kind: 'file', shadow, agent, lower: info.lower, change }));
+  }
+
+  /** A layer's groups of left-out changes, the empty ones omitted. */
+  excludedGroups(shadow: string, agent: string): ExcludedGroupNode[] {
+    const c = this.changes.get(key(shadow, agent));
+    if (!this.shadow(shadow) || !c?.changes) return [];
+    const { excluded } = groupChanges(c.changes);
+    return EXCLUDED_REASONS.filter((reason) => excluded[reason].length > 0).map((reason) => ({
+      kind: 'excluded',
+      shadow,
+      agent,
+      reason,
+      changes: excluded[reason],
+    }));
+  }
+
+  /** The entries of a group of left-out changes. */
+  excludedFiles(group: ExcludedGroupNode): FileNode[] {
+    const info = this.shadow(group.shadow);
+    if (!info) return [];
+    return group.changes.map((change) => ({ kind: 'file', shadow: group.shadow, agent: group.agent, lower: info.lower, change }));
   }
 
   /** The change a layer has at a path, if any. */

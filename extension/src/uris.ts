@@ -8,6 +8,8 @@ export const SCHEME = 'shadowfs';
 export type DocRef =
   /** The file as the agent's layer shows it. */
   | { readonly kind: 'agent'; readonly shadow: string; readonly agent: string; readonly path: string }
+  /** The file in the user's folder (root), read-only: the folder's side of a change diff, patch and apply leave out. */
+  | { readonly kind: 'folder'; readonly root: string; readonly path: string }
   /** Nothing: the absent side of an added or deleted file. */
   | { readonly kind: 'empty'; readonly path: string }
   /** Text the extension holds (a conflict's merge), by id. */
@@ -23,6 +25,8 @@ export function toUriParts(ref: DocRef): { path: string; query: string } {
     q.set('agent', ref.agent);
   } else if (ref.kind === 'memory') {
     q.set('id', ref.id);
+  } else if (ref.kind === 'folder') {
+    q.set('root', ref.root);
   }
   return { path, query: q.toString() };
 }
@@ -39,6 +43,10 @@ export function fromUriParts(path: string, query: string): DocRef | undefined {
       const agent = q.get('agent');
       if (!shadow || !agent) return undefined;
       return { kind: 'agent', shadow, agent, path: rel };
+    }
+    case 'folder': {
+      const root = q.get('root');
+      return root ? { kind: 'folder', root, path: rel } : undefined;
     }
     case 'empty':
       return { kind: 'empty', path: rel };

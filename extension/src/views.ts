@@ -1,5 +1,7 @@
 // The Shadows view (shadows → agents' layers → changed files, kept current from the daemon's
-// change feed), the decorations of its files (A/M/D like source control), and the Agent Lints
+// change feed; under each layer the agent's work first, then collapsed groups of what diff, patch
+// and apply leave out: .git, ignored files), the decorations of its files (A/M/D like source
+// control, dimmed for what is left out), and the Agent Lints
 // view, which shows what the language servers say about an agent's change apart from the
 // user's own Problems.
 import * as vscode from 'vscode';
@@ -7,7 +9,21 @@ import * as path from 'path';
 import type { ChangeInfo, Diagnostic, ResultOf, ShadowClient, ShadowInfo } from 'shadowfs/client';
 import { docUri, refOf } from './content';
 import type { Daemon } from './daemon';
-import { baseName, describeCounts, kindLetter, parentOf, ShadowsModel, type FileNode, type LayerNode, type Node } from './model';
+import {
+  baseName,
+  describeCounts,
+  excludedGroupDescription,
+  excludedGroupLabel,
+  excludedShort,
+  excludedWhy,
+  kindLetter,
+  parentOf,
+  ShadowsModel,
+  type ExcludedGroupNode,
+  type FileNode,
+  type LayerNode,
+  type Node,
+} from './model';
 
 type LintsResult = ResultOf<'lints'>;
 type Diag = Diagnostic;
@@ -133,6 +149,8 @@ export class ShadowsProvider implements vscode.TreeDataProvider<Node>, vscode.Fi
         return shadowItem(node.info);
       case 'layer':
         return layerItem(node);
+      case 'excluded':
+        return excludedGroupItem(node);
       case 'file':
         return fileItem(node);
     }
@@ -150,8 +168,10 @@ export class ShadowsProvider implements vscode.TreeDataProvider<Node>, vscode.Fi
           // shown as the daemon's state
         }
       }
-      return this.model.files(node.shadow, node.agent);
+      // The agent's work, then what diff, patch and apply leave out (collapsed groups).
+      return [...this.model.files(node.shadow, node.agent), ...this.model.excludedGroups(node.shadow, node.agent)];
     }
+    if (node.kind === 'excluded') return this.model.excludedFiles(node);
     return [];
   }
 
@@ -160,6 +180,8 @@ export class ShadowsProvider implements vscode.TreeDataProvider<Node>, vscode.Fi
     const info = this.model.shadow(node.shadow);
     if (!info) return undefined;
     if (node.kind === 'layer') return { kind: 'shadow', info };
+    const reason = node.kind === 'file' ? node.change.excluded : undefined;
+    if (reason) return this.model.excludedGroups(node.shadow, node.agent).find((g) => g.reason === reason);
     return this.model.layers(node.shadow).find((l) => l.agent === node.agent);
   }
 
@@ -168,6 +190,12 @@ export class ShadowsProvider implements vscode.TreeDataProvider<Node>, vscode.Fi
     if (ref?.kind !== 'agent') return undefined;
     const change = this.model.changeAt(ref.shadow, ref.agent, ref.path);
     if (!change) return undefined;
+    if (change.excluded)
+      return new vscode.FileDecoration(
+        kindLetter(change.kind),
+        `${change.kind}, not applied: ${excludedShort(change.excluded)}`,
+        new vscode.ThemeColor('gitDecoration.ignoredResourceForeground'),
+      );
     return new vscode.FileDecoration(kindLetter(change.kind), change.kind, new vscode.ThemeColor(KIND_COLOR[change.kind]));
   }
 
@@ -201,13 +229,34 @@ function layerItem(node: LayerNode): vscode.TreeItem {
   return item;
 }
 
+function excludedGroupItem(node: ExcludedGroupNode): vscode.TreeItem {
+  const item = new vscode.TreeItem(excludedGroupLabel(node.reason), vscode.TreeItemCollapsibleState.Collapsed);
+  item.id = `excluded:${node.shadow}/${node.agent}/${node.reason}`;
+  item.description = excludedGroupDescription(node.reason, node.changes.length);
+  item.tooltip = `${node.changes.length} change(s) of ${node.agent} that diff, patch and apply leave out.\n${excludedWhy(node.reason)}`;
+  item.iconPath = new vscode.ThemeIcon(node.reason === 'repository-metadata' ? 'git-commit' : 'eye-closed');
+  item.contextValue = `excluded.${node.reason}`;
+  return item;
+}
+
 function fileItem(node: FileNode): vscode.TreeItem {
   const { change } = node;
   const item = new vscode.TreeItem(baseName(change.path), vscode.TreeItemCollapsibleState.None);
   item.id = `file:${node.shadow}/${node.agent}/${change.path}`;
   item.resourceUri = docUri({ kind: 'agent', shadow: node.shadow, agent: node.agent, path: change.path });
+  const what = `${change.path}: ${change.kind}${change.type === 'file' ? '' : ` (${change.type})`} by ${node.agent}`;
+  if (change.excluded) {
+    // Left out of diff, patch and apply: said on the item itself, and a look only (no apply here).
+    const parent = parentOf(change.path);
+    item.description = `${parent ? `${parent} · ` : ''}${excludedShort(change.excluded)}`;
+    item.tooltip = `${what}; not applied.\n${excludedWhy(change.excluded)}`;
+    item.iconPath = new vscode.ThemeIcon(KIND_ICON[change.kind], new vscode.ThemeColor('disabledForeground'));
+    item.contextValue = `excludedFile.${change.kind}.${change.excluded}`;
+    item.command = { command: 'shadowfs.openDiff', title: "Look at the agent's change (read-only)", arguments: [node] };
+    return item;
+  }
   item.description = parentOf(change.path);
-  item.tooltip = `${change.path}: ${change.kind}${change.type === 'file' ? '' : ` (${change.type})`} by ${node.agent}`;
+  item.tooltip = what;
   item.iconPath = new vscode.ThemeIcon(KIND_ICON[change.kind]);
   item.contextValue = `file.${change.kind}`;
   item.command = { command: 'shadowfs.openDiff', title: 'Compare with your file', arguments: [node] };

@@ -27,7 +27,7 @@ const extensionDir = path.join(repoRoot, 'extension');
 const outputDir = path.join(repoRoot, 'test-output', 'vscode');
 const cli = path.join(repoRoot, 'bin', 'shadowfs.js');
 
-/** A small TypeScript project under git: the user's folder. */
+/** A small TypeScript project under git (build output and logs ignored): the user's folder. */
 function makeWorkspace(label: string): string {
   const dir = tempDir(label);
   const files: Record<string, string> = {
@@ -50,6 +50,7 @@ function makeWorkspace(label: string): string {
     ].join('\n'),
     'src/util.ts': 'export function shout(s: string): string {\n  return s.toUpperCase();\n}\n',
     'old.txt': 'an old file the agent deletes\n',
+    '.gitignore': 'build/\n*.log\n',
   };
   for (const [rel, text] of Object.entries(files)) {
     fs.mkdirSync(path.dirname(path.join(dir, rel)), { recursive: true });
@@ -152,11 +153,13 @@ describe('the VS Code extension, in a real VS Code (code-server + Chromium)', fu
     } finally {
       const touched = await watch.stop();
       // apply writes each file beside itself under a temporary name, then renames it over.
-      const unexpected = touched.filter((p) => !/^(notes\.md|src\/app\.ts|(src\/)?\.(notes\.md|app\.ts)\.shadowfs-[0-9a-f]+|src)$/.test(p));
+      const unexpected = touched.filter(
+        (p) => !/^(notes\.md|src\/app\.ts|debug\.log|(src\/)?\.(notes\.md|app\.ts|debug\.log)\.shadowfs-[0-9a-f]+|src)$/.test(p),
+      );
       assert.deepStrictEqual(
         unexpected,
         [],
-        `only apply (notes.md, src/app.ts) and the user's own edit may touch the folder; seen: ${touched.join(', ')}`,
+        `only apply (notes.md, src/app.ts, the ignored debug.log chosen by itself) and the user's own edit may touch the folder; seen: ${touched.join(', ')}`,
       );
     }
     assert.ok(
@@ -177,7 +180,7 @@ describe('the VS Code extension, in a real VS Code (code-server + Chromium)', fu
     assert.strictEqual(exit, 0, 'the workbench reported success');
   });
 
-  it("installs from its .vsix; the Shadows view, a diff, the status bar, a run started from the palette and cancelled from its notification, an apply with a conflict, and the agent's commits applied as a branch over an existing one work in the page (screenshots in test-output/vscode)", async function () {
+  it("installs from its .vsix; the Shadows view, a diff, the status bar, a run started from the palette and cancelled from its notification, an apply with a conflict, the agent's commits applied as a branch over an existing one, and the .git changes its git commands made shown apart from its work work in the page (screenshots in test-output/vscode)", async function () {
     const vsix = fs.readdirSync(path.join(extensionDir, 'dist')).find((f) => f.endsWith('.vsix'));
     assert.ok(vsix, 'the .vsix is built (npm run test:vscode packages it)');
     const workspace = makeWorkspace('vscode-ui');
@@ -364,6 +367,38 @@ describe('the VS Code extension, in a real VS Code (code-server + Chromium)', fu
       assert.strictEqual(git('rev-parse', 'claude-work'), agentHead);
       assert.strictEqual(git('log', '-1', '--format=%s', 'claude-work'), 'agent: notes');
       assert.deepStrictEqual(userState(), before, "the user's HEAD, index, files' status and other refs are as they were");
+
+      // What git wrote in the shadow (index, logs, objects, refs) is not listed as the agent's
+      // work: it sits in its own collapsed group, each entry saying why it is not applied.
+      const metaGroup = tree.filter({ hasText: /Repository metadata \(\.git\)\s*\d+ · not applied/ }).first();
+      await metaGroup.waitFor({ timeout: 30_000 });
+      const gitFile = /^(index|COMMIT_EDITMSG|HEAD|ORIG_HEAD|[0-9a-f]{38})\b/;
+      assert.deepStrictEqual(
+        (await tree.allInnerTexts()).filter((t) => gitFile.test(t)),
+        [],
+        "no entry of .git among the agent's files while its group is collapsed",
+      );
+      assert.strictEqual(await metaGroup.getAttribute('aria-expanded'), 'false', 'the group starts collapsed');
+      await screenshot(page, path.join(outputDir, 'excluded-collapsed.png'));
+      await metaGroup.click();
+      const indexRow = tree.filter({ hasText: /^index/ }).first();
+      await indexRow.waitFor({ timeout: 30_000 });
+      assert.match(await indexRow.innerText(), /git's own data: never applied/);
+      const expanded = await tree.allInnerTexts();
+      const groupAt = expanded.findIndex((t) => t.startsWith('Repository metadata (.git)'));
+      assert.ok(groupAt > 0, expanded.join(' | '));
+      const gitRows = expanded.map((t, i) => [t, i] as const).filter(([t]) => gitFile.test(t));
+      assert.ok(gitRows.length >= 3, `the group lists git's files: ${expanded.join(' | ')}`);
+      assert.ok(
+        gitRows.every(([t, i]) => i > groupAt && /never applied/.test(t)),
+        `every .git entry is under the group, saying why: ${expanded.join(' | ')}`,
+      );
+      await screenshot(page, path.join(outputDir, 'excluded-expanded.png'));
+      await indexRow.click();
+      await page.locator('.tabs-container .tab.active', { hasText: 'index (yours ↔ claude, not applied)' }).waitFor({ timeout: 30_000 });
+      await page.locator('.monaco-diff-editor', { hasText: 'binary file' }).first().waitFor({ timeout: 30_000 });
+      await screenshot(page, path.join(outputDir, 'excluded-diff.png'));
+      assert.deepStrictEqual(userState(), before, 'looking changes nothing');
     } catch (err) {
       if (server) {
         const pages = browser.contexts().flatMap((c) => c.pages());

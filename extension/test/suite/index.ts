@@ -11,7 +11,7 @@ import * as path from 'path';
 import * as vscode from 'vscode';
 import type { ShadowInfo } from 'shadowfs/client';
 import type { BranchApplyResult, CommandOptions, ShadowfsApi } from '../../src/extension';
-import type { FileNode, LayerNode, Node } from '../../src/model';
+import type { ExcludedGroupNode, FileNode, LayerNode, Node } from '../../src/model';
 
 export function run(): Promise<void> {
   // Mocha 12 is an ES module: required from CommonJS, its class is the namespace's Mocha.
@@ -409,6 +409,144 @@ function defineTests(): void {
       assert.deepStrictEqual(userState(), before, "the user's HEAD, index, refs and files are as they were");
       // The agent's files are still its layer's to apply or not.
       await fileNodes('the layer unchanged by the branch', (f) => f.some((n) => n.change.path === 'docs/guide.md'));
+    });
+
+    it("keeps what the agent's git commands changed under .git, and what git ignores, out of its work: apart in collapsed groups, a read-only look; apply and patch leave them out and say so", async () => {
+      // The branch test above ran git add and commit in the shadow; git status and a build into
+      // the folders .gitignore names (build/, *.log) come on top.
+      await runAsAgent('git status --porcelain > /dev/null && mkdir -p build && echo out > build/out.js && echo log > debug.log');
+      const groupsOf = async (): Promise<ExcludedGroupNode[]> =>
+        (await api.shadows.getChildren(await layerNode())).filter((n): n is ExcludedGroupNode => n.kind === 'excluded');
+      const groups = await eventually('both groups of left-out changes', async () => {
+        const g = await groupsOf();
+        return g.length === 2 && g[1].changes.some((c) => c.path === 'debug.log') ? g : undefined;
+      });
+      const work = await fileNodes('the work without .git', () => true);
+      assert.deepStrictEqual(
+        work.filter((f) => f.change.path.split('/').includes('.git') || f.change.excluded || /^(build\/|debug\.log)/.test(f.change.path)),
+        [],
+        `the agent's work holds neither .git nor ignored files: ${kinds(work).join(', ')}`,
+      );
+      assert.ok(
+        work.some((f) => f.change.path === 'docs/guide.md'),
+        'the work is still listed',
+      );
+      assert.deepStrictEqual(
+        groups.map((g) => g.reason),
+        ['repository-metadata', 'ignored'],
+      );
+      const [meta, ignored] = groups;
+      const metaItem = api.shadows.getTreeItem(meta);
+      assert.strictEqual(metaItem.label, 'Repository metadata (.git)');
+      assert.strictEqual(metaItem.collapsibleState, vscode.TreeItemCollapsibleState.Collapsed);
+      assert.strictEqual(metaItem.description, `${meta.changes.length} · not applied`);
+      assert.match(String(metaItem.tooltip), /Diff, patch and apply never carry it/);
+      assert.strictEqual(api.shadows.getTreeItem(ignored).label, 'Ignored by git');
+      assert.strictEqual(api.shadows.getTreeItem(ignored).description, '2 · not applied unless included');
+      const metaFiles = (await api.shadows.getChildren(meta)) as FileNode[];
+      const metaPaths = metaFiles.map((f) => f.change.path);
+      for (const p of ['.git/index', '.git/COMMIT_EDITMSG'])
+        assert.ok(metaPaths.includes(p), `${p} is in the .git group: ${metaPaths.join(', ')}`);
+      assert.ok(
+        metaPaths.some((p) => p.startsWith('.git/objects/')) && metaPaths.every((p) => p.startsWith('.git/')),
+        metaPaths.join(', '),
+      );
+      assert.deepStrictEqual(
+        ((await api.shadows.getChildren(ignored)) as FileNode[]).map((f) => f.change.path),
+        ['build/out.js', 'debug.log'],
+      );
+      const index = metaFiles.find((f) => f.change.path === '.git/index');
+      assert.ok(index);
+      const indexItem = api.shadows.getTreeItem(index);
+      assert.match(String(indexItem.description), /^\.git · git's own data: never applied$/);
+      assert.match(String(indexItem.tooltip), /never carry it/);
+      assert.match(String(indexItem.contextValue), /^excludedFile\.modified\.repository-metadata$/);
+      assert.strictEqual(api.shadows.getParent(index)?.kind, 'excluded', 'an entry sits in its group');
+      assert.match(String(api.shadows.getTreeItem(await layerNode()).description), /· \d+ not applied/);
+
+      // A look only: both sides of the diff are read-only documents, the user's .git/index
+      // shown as what it is.
+      const diff = await vscode.commands.executeCommand<{ left: string; right: string }>('shadowfs.openDiff', index);
+      assert.ok(diff);
+      const tab = await eventually('the .git/index diff tab', () => {
+        const input = vscode.window.tabGroups.activeTabGroup.activeTab?.input;
+        return input instanceof vscode.TabInputTextDiff && input.modified.path.endsWith('/.git/index') ? input : undefined;
+      });
+      assert.strictEqual(tab.original.scheme, 'shadowfs', "the user's side is read-only too");
+      assert.strictEqual(tab.modified.scheme, 'shadowfs');
+      assert.match((await vscode.workspace.openTextDocument(tab.original)).getText(), /^\(binary file, \d+ bytes\)$/);
+      assert.match((await vscode.workspace.openTextDocument(tab.modified)).getText(), /^\(binary file, \d+ bytes\)$/);
+      assert.match(vscode.window.tabGroups.activeTabGroup.activeTab?.label ?? '', /index \(yours ↔ claude, not applied\)/);
+      const head = metaFiles.find((f) => f.change.path === '.git/COMMIT_EDITMSG');
+      await vscode.commands.executeCommand('shadowfs.openDiff', head);
+      const headTab = await eventually('the COMMIT_EDITMSG diff tab', () => {
+        const input = vscode.window.tabGroups.activeTabGroup.activeTab?.input;
+        return input instanceof vscode.TabInputTextDiff && input.modified.path.endsWith('/COMMIT_EDITMSG') ? input : undefined;
+      });
+      assert.match((await vscode.workspace.openTextDocument(headTab.modified)).getText(), /agent: the guide and the count/);
+      await vscode.commands.executeCommand('workbench.action.closeAllEditors');
+
+      // The patch leaves both out and says so in its result.
+      const patch = await vscode.commands.executeCommand<{ text: string; excluded: Array<{ path: string; reason: string }> }>(
+        'shadowfs.showPatch',
+        await layerNode(),
+        conf,
+      );
+      assert.ok(patch);
+      assert.doesNotMatch(patch.text, /\.git\/|debug\.log|build\/out\.js/);
+      assert.ok(patch.excluded.some((e) => e.path === '.git/index' && e.reason === 'repository-metadata'));
+      assert.ok(patch.excluded.some((e) => e.path === 'debug.log' && e.reason === 'ignored'));
+      await vscode.commands.executeCommand('workbench.action.closeAllEditors');
+
+      const git = (...args: string[]): string =>
+        execFileSync('git', ['--no-optional-locks', ...args], { cwd: folder, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }).trim();
+      const repo = (): string[] => [git('rev-parse', 'HEAD'), git('ls-files', '--stage'), git('for-each-ref')];
+      const before = repo();
+      const files = fingerprint(folder);
+      // An entry of .git is never applied, not even when asked for by itself.
+      await assert.rejects(Promise.resolve(vscode.commands.executeCommand('shadowfs.applyFile', index, conf)), (err: Error) =>
+        /git's own data \(\.git\): apply never writes it/.test(err.message),
+      );
+      // Asked for as a path (a script can), the daemon leaves all of .git out and says so.
+      const whole = await vscode.commands.executeCommand<{ applied: unknown[]; excluded: Array<{ path: string; reason: string }> }>(
+        'shadowfs.applyFile',
+        { ...index, change: { path: '.git', kind: 'modified', type: 'directory' } } satisfies FileNode,
+        conf,
+      );
+      assert.ok(whole);
+      assert.deepStrictEqual(whole.applied, []);
+      assert.ok(
+        whole.excluded.length > 2 && whole.excluded.every((e) => e.reason === 'repository-metadata'),
+        JSON.stringify(whole.excluded),
+      );
+      // An ignored file by path, not included: left out.
+      const notIncluded = await vscode.commands.executeCommand<{ applied: unknown[]; excluded: Array<{ path: string; reason: string }> }>(
+        'shadowfs.applyFile',
+        { ...index, change: { path: 'debug.log', kind: 'added', type: 'file' } } satisfies FileNode,
+        conf,
+      );
+      assert.deepStrictEqual(notIncluded?.applied, []);
+      assert.deepStrictEqual(notIncluded?.excluded, [{ path: 'debug.log', reason: 'ignored' }]);
+      assert.deepStrictEqual(repo(), before, "the user's HEAD, index and refs are as they were");
+      assert.deepStrictEqual(differing(files, fingerprint(folder)), [], 'nothing was written');
+      // The ignored file chosen in its group is applied: choosing it is including it.
+      const chosen = ((await api.shadows.getChildren(ignored)) as FileNode[]).find((f) => f.change.path === 'debug.log');
+      const applied = await vscode.commands.executeCommand<{ applied: Array<{ path: string }>; excluded: unknown[] }>(
+        'shadowfs.applyFile',
+        chosen,
+        conf,
+      );
+      assert.deepStrictEqual(
+        applied?.applied.map((a) => a.path),
+        ['debug.log'],
+      );
+      assert.deepStrictEqual(applied?.excluded, []);
+      assert.deepStrictEqual(differing(files, fingerprint(folder)), ['debug.log']);
+      assert.deepStrictEqual(repo(), before);
+      await eventually('debug.log gone from the ignored group', async () => {
+        const g = await groupsOf();
+        return g.some((x) => x.reason === 'ignored' && x.changes.some((c) => c.path === 'debug.log')) ? undefined : true;
+      });
     });
 
     it('comes back by itself after the daemon crashes: a new daemon, the shadow mounted again, the layer from autosave', async () => {

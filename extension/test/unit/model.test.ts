@@ -1,9 +1,47 @@
 import * as assert from 'assert';
 import type { ChangeInfo, ShadowInfo } from 'shadowfs/client';
-import { baseName, countChanges, describeCounts, kindLetter, parentOf, ShadowsModel, visibleChanges } from '../../src/model';
+import {
+  baseName,
+  countChanges,
+  describeCounts,
+  describeExcluded,
+  excludedGroupDescription,
+  excludedGroupLabel,
+  groupChanges,
+  kindLetter,
+  parentOf,
+  ShadowsModel,
+  visibleChanges,
+} from '../../src/model';
 import { uniqueAgentName } from '../../src/names';
 
-const change = (path: string, kind: ChangeInfo['kind'], type: ChangeInfo['type'] = 'file'): ChangeInfo => ({ path, kind, type });
+const change = (
+  path: string,
+  kind: ChangeInfo['kind'],
+  type: ChangeInfo['type'] = 'file',
+  excluded?: ChangeInfo['excluded'],
+): ChangeInfo => ({
+  path,
+  kind,
+  type,
+  ...(excluded ? { excluded } : {}),
+});
+/** What layer.changes answers after an agent edited a file, ran git add and git commit, and built into an ignored folder. */
+const afterGit = (): ChangeInfo[] => [
+  change('src/app.ts', 'modified'),
+  change('src', 'modified', 'directory'),
+  change('.git', 'modified', 'directory', 'repository-metadata'),
+  change('.git/index', 'modified', 'file', 'repository-metadata'),
+  change('.git/logs', 'added', 'directory', 'repository-metadata'),
+  change('.git/logs/HEAD', 'added', 'file', 'repository-metadata'),
+  change('.git/objects/ab', 'added', 'directory', 'repository-metadata'),
+  change('.git/objects/ab/cdef', 'added', 'file', 'repository-metadata'),
+  change('vendor/lib/.git', 'added', 'file', 'repository-metadata'),
+  change('build', 'added', 'directory', 'ignored'),
+  change('build/out.js', 'added', 'file', 'ignored'),
+  change('debug.log', 'added', 'file', 'ignored'),
+  change('.git/old-hook', 'deleted', 'file', 'repository-metadata'),
+];
 const shadow = (name: string, agents: string[], active: string | null, mounted = true): ShadowInfo => ({
   name,
   lower: `/home/u/${name}`,
@@ -49,6 +87,76 @@ describe('extension: the Shadows view model', () => {
       ['added', 'modified', 'deleted', 'metadata'].map((k) => kindLetter(k as ChangeInfo['kind'])),
       ['A', 'M', 'D', 'P'],
     );
+  });
+
+  it('keeps what diff, patch and apply leave out apart from the work, grouped by reason, and counts only the work', () => {
+    const { work, excluded } = groupChanges(afterGit());
+    assert.deepStrictEqual(
+      work.map((c) => c.path),
+      ['src/app.ts'],
+    );
+    assert.deepStrictEqual(
+      excluded['repository-metadata'].map((c) => c.path),
+      ['.git/index', '.git/logs/HEAD', '.git/objects/ab/cdef', '.git/old-hook', 'vendor/lib/.git'],
+    );
+    assert.deepStrictEqual(
+      excluded.ignored.map((c) => c.path),
+      ['build/out.js', 'debug.log'],
+    );
+    assert.deepStrictEqual(countChanges(afterGit()), { added: 0, modified: 1, deleted: 0, metadata: 0 });
+    assert.strictEqual(describeCounts(afterGit()), '1 modified · 7 not applied');
+    assert.strictEqual(describeCounts([change('.git/index', 'modified', 'file', 'repository-metadata')]), 'no changes · 1 not applied');
+    assert.strictEqual(excludedGroupLabel('repository-metadata'), 'Repository metadata (.git)');
+    assert.strictEqual(excludedGroupDescription('repository-metadata', 14), '14 · not applied');
+    assert.strictEqual(excludedGroupLabel('ignored'), 'Ignored by git');
+    assert.strictEqual(excludedGroupDescription('ignored', 2), '2 · not applied unless included');
+  });
+
+  it('says what a result left out, counted by reason', () => {
+    assert.strictEqual(describeExcluded([]), '');
+    assert.strictEqual(describeExcluded(undefined), '');
+    assert.strictEqual(
+      describeExcluded([
+        { path: '.git/index', reason: 'repository-metadata' },
+        { path: '.git/HEAD', reason: 'repository-metadata' },
+        { path: 'debug.log', reason: 'ignored' },
+      ]),
+      '2 in .git (never applied), 1 ignored by git',
+    );
+    assert.strictEqual(describeExcluded([{ path: 'x.log', reason: 'ignored' }]), '1 ignored by git');
+  });
+
+  it("lists a layer's work as its files and what is left out in groups (the empty ones omitted), each entry under its group", () => {
+    const m = new ShadowsModel();
+    m.setShadows([shadow('web', ['alice', 'bob'], 'alice')]);
+    m.setChanges('web', 'alice', afterGit());
+    assert.deepStrictEqual(
+      m.files('web', 'alice').map((f) => f.change.path),
+      ['src/app.ts'],
+    );
+    const groups = m.excludedGroups('web', 'alice');
+    assert.deepStrictEqual(
+      groups.map((g) => [g.reason, g.changes.length]),
+      [
+        ['repository-metadata', 5],
+        ['ignored', 2],
+      ],
+    );
+    const meta = m.excludedFiles(groups[0]);
+    assert.ok(meta.every((f) => f.kind === 'file' && f.lower === '/home/u/web' && f.change.excluded === 'repository-metadata'));
+    assert.deepStrictEqual(
+      m.excludedFiles(groups[1]).map((f) => f.change.path),
+      ['build/out.js', 'debug.log'],
+    );
+    m.setChanges('web', 'bob', [change('.git/index', 'modified', 'file', 'repository-metadata')]);
+    assert.deepStrictEqual(m.files('web', 'bob'), [], 'a layer with only git changes has no work');
+    assert.deepStrictEqual(
+      m.excludedGroups('web', 'bob').map((g) => g.reason),
+      ['repository-metadata'],
+    );
+    m.setChanges('web', 'bob', [change('a.txt', 'added')]);
+    assert.deepStrictEqual(m.excludedGroups('web', 'bob'), []);
+    assert.deepStrictEqual(m.excludedGroups('nosuch', 'bob'), []);
   });
 
   it('splits paths for labels', () => {

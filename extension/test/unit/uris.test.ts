@@ -7,6 +7,7 @@ describe('extension: shadowfs: document URIs', () => {
       { kind: 'agent', shadow: 'web', agent: 'claude', path: 'src/app.ts' },
       { kind: 'agent', shadow: 'my.proj_1', agent: 'a b&c=d?é', path: 'dir with space/ü#1.md' },
       { kind: 'empty', path: 'new.txt' },
+      { kind: 'folder', root: '/home/u/my proj&x', path: '.git/index' },
       { kind: 'memory', id: '7', path: 'a/b.c' },
     ];
     for (const ref of refs) {
@@ -24,5 +25,6 @@ describe('extension: shadowfs: document URIs', () => {
     assert.strictEqual(fromUriParts('/a/../b', 'kind=empty'), undefined, '..');
     assert.strictEqual(fromUriParts('/a//b', 'kind=empty'), undefined, 'empty segment');
     assert.strictEqual(fromUriParts('/a', 'kind=memory'), undefined, 'no id');
+    assert.strictEqual(fromUriParts('/a', 'kind=folder'), undefined, 'no root');
   });
 });
