@@ -82,8 +82,16 @@ export class ShadowContentProvider implements vscode.TextDocumentContentProvider
     if (ref.kind === 'folder') return folderText(ref.root, ref.path);
     try {
       const client = await this.daemon.get();
-      const r = await client.request('layer.read', { shadow: ref.shadow, agent: ref.agent, path: ref.path });
-      return textOf(Buffer.from(r.data, 'base64'));
+      const at = { shadow: ref.shadow, agent: ref.agent, path: ref.path };
+      // Its head first (a range: a file of any size answers it), as for the folder's side:
+      // binary and large files are named, not read whole.
+      const head = await client.request('layer.read', { ...at, offset: 0, length: 8000 });
+      const data = Buffer.from(head.data, 'base64');
+      const size = head.size ?? data.length;
+      if (data.includes(0)) return `(binary file, ${size} bytes)`;
+      if (size <= data.length) return data.toString('utf8');
+      if (size > FOLDER_TEXT_MAX) return `(file of ${size} bytes: too large to show here)`;
+      return textOf(Buffer.from((await client.request('layer.read', at)).data, 'base64'));
     } catch (err) {
       const code = (err as { code?: string }).code;
       // The agent deleted it: its side of the diff is empty.

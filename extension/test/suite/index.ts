@@ -209,6 +209,23 @@ function defineTests(): void {
       await vscode.commands.executeCommand('workbench.action.closeAllEditors');
     });
 
+    it("shows a sparse file of 5 GiB in the agent's layer by its size, read by ranges (#27: hostile content is just content)", async () => {
+      await runAsAgent('truncate -s 5G big.bin && printf data >> big.bin');
+      const files = await fileNodes('big.bin in the view', (f) => f.some((n) => n.change.path === 'big.bin'));
+      await vscode.commands.executeCommand(
+        'shadowfs.openDiff',
+        files.find((f) => f.change.path === 'big.bin'),
+      );
+      const tab = await eventually('the big file diff', () => {
+        const input = vscode.window.tabGroups.activeTabGroup.activeTab?.input;
+        return input instanceof vscode.TabInputTextDiff && input.modified.path.endsWith('big.bin') ? input : undefined;
+      });
+      assert.strictEqual((await vscode.workspace.openTextDocument(tab.modified)).getText(), `(binary file, ${5 * 1024 ** 3 + 4} bytes)`);
+      await vscode.commands.executeCommand('workbench.action.closeAllEditors');
+      await runAsAgent('rm big.bin');
+      await fileNodes('big.bin gone from the view', (f) => !f.some((n) => n.change.path === 'big.bin'));
+    });
+
     it("shows the language servers' findings on the agent's change in its own view, not in Problems", async () => {
       await runAsAgent(`printf 'export const count: number = "three";\\n' >> src/util.ts`);
       await fileNodes('src/util.ts in the view', (f) => f.some((n) => n.change.path === 'src/util.ts'));
