@@ -10,17 +10,17 @@
 // and the final operation (mkdir, unlink, rmdir, rename, symlink, open with O_NOFOLLOW) acts on
 // /proc/self/fd/<parent>/<last>, which none of them follows when <last> is a link.
 //
-// Elsewhere (Windows): today's path-based calls, each preceded by an lstat of every ancestor,
-// which leaves a window between the check and the call. To close it Windows would need
-// handle-relative opens: NtCreateFile with ObjectAttributes.RootDirectory set to the parent's
-// handle and OBJ_DONT_REPARSE (so a reparse point, junction or symlink, anywhere is refused),
-// then SetFileInformationByHandle (FileRenameInfoEx / FileDispositionInfoEx) on those handles.
-// Nothing of that can be run here, so it is not written yet.
+// Windows: beneath-win32.ts, the same operations on handles: each component opened with
+// NtCreateFile relative to its parent's handle, reparse points refused, the last step acted on
+// through its handle (see that file). Elsewhere (no /proc/self/fd, not Windows): path-based
+// calls, each preceded by an lstat of every ancestor, which leaves a window between the check
+// and the call.
 import * as crypto from 'crypto';
 import * as fs from 'fs';
 import * as path from 'path';
 import { ShadowError } from '../errors';
 import { allZero, writeAt } from './content';
+import { BeneathWin32 } from './beneath-win32';
 
 const { O_RDONLY, O_WRONLY, O_DIRECTORY, O_NOFOLLOW, O_CREAT, O_EXCL } = fs.constants;
 // Absent on Windows, where a FIFO cannot be met this way anyway.
@@ -52,13 +52,17 @@ export class Beneath {
   private constructor(
     readonly root: string,
     private readonly fd: number | null,
+    /** Windows: every operation goes to the handle-based half. */
+    private readonly win?: BeneathWin32,
   ) {}
 
   static open(root: string): Beneath {
+    if (process.platform === 'win32') return new Beneath(root, null, BeneathWin32.open(root));
     return new Beneath(root, HANDLE_RELATIVE ? fs.openSync(root, O_RDONLY | O_DIRECTORY) : null);
   }
 
   close(): void {
+    this.win?.close();
     if (this.fd !== null) fs.closeSync(this.fd);
   }
 
@@ -116,6 +120,7 @@ export class Beneath {
 
   /** What is at `rel` (never following a link), or null when nothing is; PATH_THROUGH_SYMLINK when an ancestor is a link. */
   lstat(rel: string): fs.Stats | null {
+    if (this.win) return this.win.lstat(rel);
     try {
       return this.at(rel, false, (p) => fs.lstatSync(p, { throwIfNoEntry: false }) ?? null);
     } catch (err) {
@@ -125,11 +130,13 @@ export class Beneath {
   }
 
   readlink(rel: string): string {
+    if (this.win) return this.win.readlink(rel);
     return this.at(rel, false, (p) => fs.readlinkSync(p));
   }
 
   /** The bytes and mode of the regular file at `rel` (a link there is refused: ELOOP; a FIFO or device: INVALID_ARGUMENT, never waited on). */
   readFile(rel: string): { data: Buffer; mode: number } {
+    if (this.win) return this.win.readFile(rel);
     const { fd, stat } = this.openFile(rel);
     try {
       return { data: fs.readFileSync(fd), mode: stat.mode };
@@ -144,6 +151,7 @@ export class Beneath {
    * refused by its fstat (INVALID_ARGUMENT); a link there is refused (ELOOP).
    */
   openFile(rel: string): { fd: number; stat: fs.Stats } {
+    if (this.win) return this.win.openFile(rel);
     return this.at(rel, false, (p) => {
       const fd = fs.openSync(p, O_RDONLY | O_NOFOLLOW | O_NONBLOCK);
       try {
@@ -159,6 +167,7 @@ export class Beneath {
 
   /** The names in directory `rel` ('' for the folder itself), with their types. */
   readdir(rel: string): fs.Dirent[] {
+    if (this.win) return this.win.readdir(rel);
     if (rel === '') return fs.readdirSync(this.fd === null ? this.root : `/proc/self/fd/${this.fd}`, { withFileTypes: true });
     return this.at(rel, false, (p) => {
       if (this.fd === null) return fs.readdirSync(p, { withFileTypes: true });
@@ -173,6 +182,7 @@ export class Beneath {
 
   /** Makes directory `rel` (and missing ancestors); a directory already there is fine, anything else EEXIST. */
   mkdir(rel: string, mode = 0o777): void {
+    if (this.win) return this.win.mkdir(rel); // a Windows directory has no mode
     this.at(rel, true, (p) => {
       try {
         fs.mkdirSync(p, mode);
@@ -188,6 +198,7 @@ export class Beneath {
    * there (rename replaces a link, never follows it; a directory there fails with EISDIR).
    */
   write(rel: string, content: { data: Buffer; mode: number } | { link: string }): void {
+    if (this.win) return this.win.write(rel, content);
     this.at(rel, true, (p, name) => {
       const tmp = path.join(path.dirname(p), `.${name}.shadowfs-${crypto.randomBytes(6).toString('hex')}`);
       try {
@@ -216,6 +227,7 @@ export class Beneath {
    * then renamed over what is there. Both steps resolve beneath the folder with links refused.
    */
   async writeFrom(rel: string, spans: AsyncIterable<Buffer | number>, mode: number): Promise<void> {
+    if (this.win) return this.win.writeFrom(rel, spans, mode);
     const parts = components(rel);
     const tmpName = `.${parts[parts.length - 1]}.shadowfs-${crypto.randomBytes(6).toString('hex')}`;
     const tmpRel = [...parts.slice(0, -1), tmpName].join('/');
@@ -250,6 +262,7 @@ export class Beneath {
 
   /** Sets the permission bits of the regular file at `rel` (a link there is refused). */
   chmod(rel: string, mode: number): void {
+    if (this.win) return this.win.chmod(rel, mode);
     this.at(rel, false, (p) => {
       if (this.fd === null) {
         if (fs.lstatSync(p).isSymbolicLink()) throw throughLink(rel);
@@ -266,6 +279,7 @@ export class Beneath {
 
   /** Removes the file or link at `rel` itself (never what a link points to); false when nothing was there. */
   unlink(rel: string): boolean {
+    if (this.win) return this.win.unlink(rel);
     try {
       this.at(rel, false, (p) => fs.unlinkSync(p));
       return true;
@@ -277,6 +291,7 @@ export class Beneath {
 
   /** Removes the empty directory at `rel` (never recursively; a link there is not followed: ENOTDIR). */
   rmdir(rel: string): void {
+    if (this.win) return this.win.rmdir(rel);
     this.at(rel, false, (p) => fs.rmdirSync(p));
   }
 }
