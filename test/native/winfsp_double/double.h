@@ -45,6 +45,9 @@ const ULONG SYMLINK_FLAG_RELATIVE_ = 1;
 bool dirNameLess(const std::wstring &a, const std::wstring &b);
 void setOperationContext(FSP_FILE_SYSTEM_OPERATION_CONTEXT *c);
 GENERIC_MAPPING *genericMapping();
+// CreatePrivateObjectSecurity by Windows' documented rules (double_dll.cc); HeapFree the result.
+NTSTATUS newSecurityDescriptor(PSECURITY_DESCRIPTOR parent, PSECURITY_DESCRIPTOR creator, bool container,
+                               HANDLE token, PSECURITY_DESCRIPTOR *out);
 NTSTATUS getSecurityByName(FSP_FILE_SYSTEM *fs, PWSTR name, UINT32 *attrs, std::vector<UINT8> &sd);
 NTSTATUS accessCheck(FSP_FILE_SYSTEM *fs, FSP_FSCTL_TRANSACT_REQ *req, bool checkParent, UINT32 desired,
                      UINT32 *granted, UINT32 *reparseIndex, std::vector<UINT8> *sdOut);

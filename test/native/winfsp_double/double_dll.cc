@@ -280,23 +280,201 @@ WFD_API VOID FspDebugLog(const char *Format, ...) {
   }
 }
 
+}  // extern "C"
+
+// --- the descriptor of a new object --------------------------------------------------------------
+//
+// CreatePrivateObjectSecurity without auto-inherit flags, by the rules Microsoft documents:
+// - owner: the creator's, else the token's default owner; group: the creator's, else the token's
+//   primary group ("Ownership of a New Object"; MS-DTYP 2.5.3.4.1 CreateSecurityDescriptor);
+// - DACL ("DACL for a New Object"; CreatePrivateObjectSecurityEx, SEF_DACL_AUTO_INHERIT: without
+//   it an explicit DACL does not inherit): the creator's DACL when it has one that is not
+//   defaulted; else the ACEs the parent's DACL passes on to this kind of object; else a defaulted
+//   DACL of the creator; else the token's default DACL; else none;
+// - inheritance (MS-DTYP 2.5.3.4.4 ComputeInheritedACLfromParent, "ACE Inheritance Rules"): a
+//   file takes OBJECT_INHERIT ACEs, a directory CONTAINER_INHERIT ones (keeping the inherit flags
+//   unless NO_PROPAGATE_INHERIT) and OBJECT_INHERIT-only ones as inherit-only; CREATOR OWNER and
+//   CREATOR GROUP become the new owner and group in the ACEs that apply; every inherited ACE is
+//   marked INHERITED_ACE and its generic rights are mapped with the file mapping.
+// SACLs are not modelled (no scenario asks for one, and the opener would need SE_SECURITY_NAME).
+namespace {
+std::vector<UINT8> tokenInfo(HANDLE token, TOKEN_INFORMATION_CLASS cls) {
+  DWORD n = 0;
+  GetTokenInformation(token, cls, nullptr, 0, &n);
+  std::vector<UINT8> b(n ? n : 1);
+  if (!n || !GetTokenInformation(token, cls, b.data(), n, &n)) b.clear();
+  return b;
+}
+bool isSid(PSID sid, const char *which) {
+  static const SID_IDENTIFIER_AUTHORITY creator = SECURITY_CREATOR_SID_AUTHORITY;
+  if (!IsValidSid(sid) || *GetSidSubAuthorityCount(sid) != 1) return false;
+  if (memcmp(GetSidIdentifierAuthority(sid), &creator, sizeof creator) != 0) return false;
+  DWORD rid = *GetSidSubAuthority(sid, 0);
+  return which[0] == 'o' ? rid == SECURITY_CREATOR_OWNER_RID : rid == SECURITY_CREATOR_GROUP_RID;
+}
+// One ACCESS_ALLOWED/DENIED ACE with a new header, mask and (optionally) SID.
+void addAce(std::vector<UINT8> &aces, int *count, const ACE_HEADER *src, BYTE flags, bool mapGeneric, PSID sid) {
+  auto *a = (const ACCESS_ALLOWED_ACE *)src;  // same layout for ACCESS_DENIED_ACE
+  PSID oldSid = (PSID)&a->SidStart;
+  PSID useSid = sid ? sid : oldSid;
+  DWORD sidLen = GetLengthSid(useSid);
+  size_t size = offsetof(ACCESS_ALLOWED_ACE, SidStart) + sidLen;
+  size_t at = aces.size();
+  aces.resize(at + ((size + 3) & ~(size_t)3));
+  auto *b = (ACCESS_ALLOWED_ACE *)(aces.data() + at);
+  b->Header.AceType = src->AceType;
+  b->Header.AceFlags = flags;
+  b->Header.AceSize = (WORD)((size + 3) & ~(size_t)3);
+  b->Mask = a->Mask;
+  if (mapGeneric) MapGenericMask(&b->Mask, &fileGenericMapping);
+  CopySid(sidLen, (PSID)&b->SidStart, useSid);
+  (*count)++;
+}
+void copyAcl(PACL acl, std::vector<UINT8> &aces, int *count, bool mapGeneric) {
+  for (DWORD i = 0; acl && i < acl->AceCount; i++) {
+    ACE_HEADER *h = nullptr;
+    if (!GetAce(acl, i, (LPVOID *)&h)) continue;
+    if (h->AceType == ACCESS_ALLOWED_ACE_TYPE || h->AceType == ACCESS_DENIED_ACE_TYPE) {
+      addAce(aces, count, h, h->AceFlags, mapGeneric, nullptr);
+    } else {
+      size_t at = aces.size();  // other ACE types are kept as they are
+      aces.resize(at + h->AceSize);
+      memcpy(aces.data() + at, h, h->AceSize);
+      (*count)++;
+    }
+  }
+}
+void inheritFrom(PACL parent, bool container, PSID owner, PSID group, std::vector<UINT8> &aces, int *count) {
+  for (DWORD i = 0; parent && i < parent->AceCount; i++) {
+    ACE_HEADER *h = nullptr;
+    if (!GetAce(parent, i, (LPVOID *)&h)) continue;
+    if (h->AceType != ACCESS_ALLOWED_ACE_TYPE && h->AceType != ACCESS_DENIED_ACE_TYPE) continue;
+    BYTE f = h->AceFlags;
+    bool noPropagate = f & NO_PROPAGATE_INHERIT_ACE;
+    PSID sid = (PSID)&((ACCESS_ALLOWED_ACE *)h)->SidStart;
+    PSID subst = isSid(sid, "owner") ? owner : isSid(sid, "group") ? group : nullptr;
+    if (!container) {
+      if (f & OBJECT_INHERIT_ACE) addAce(aces, count, h, INHERITED_ACE, true, subst);
+      continue;
+    }
+    if (f & CONTAINER_INHERIT_ACE) {
+      BYTE keep = noPropagate ? 0 : (BYTE)(f & (CONTAINER_INHERIT_ACE | OBJECT_INHERIT_ACE));
+      if (subst) {
+        addAce(aces, count, h, INHERITED_ACE, true, subst);
+        if (!noPropagate) addAce(aces, count, h, INHERITED_ACE | INHERIT_ONLY_ACE | keep, false, nullptr);
+      } else {
+        addAce(aces, count, h, INHERITED_ACE | keep, true, nullptr);
+      }
+    } else if ((f & OBJECT_INHERIT_ACE) && !noPropagate) {
+      addAce(aces, count, h, INHERITED_ACE | INHERIT_ONLY_ACE | OBJECT_INHERIT_ACE, false, nullptr);
+    }
+  }
+}
+}  // namespace
+
+namespace wfd {
+NTSTATUS newSecurityDescriptor(PSECURITY_DESCRIPTOR parent, PSECURITY_DESCRIPTOR creator, bool container,
+                               HANDLE token, PSECURITY_DESCRIPTOR *out) {
+  *out = nullptr;
+  PSID owner = nullptr, group = nullptr;
+  BOOL defaulted = FALSE, present = FALSE;
+  PACL creatorDacl = nullptr, parentDacl = nullptr;
+  SECURITY_DESCRIPTOR_CONTROL creatorControl = 0;
+  DWORD rev = 0;
+  bool creatorHasDacl = false;
+  if (creator) {
+    GetSecurityDescriptorOwner(creator, &owner, &defaulted);
+    GetSecurityDescriptorGroup(creator, &group, &defaulted);
+    GetSecurityDescriptorControl(creator, &creatorControl, &rev);
+    if (GetSecurityDescriptorDacl(creator, &present, &creatorDacl, &defaulted) && present) creatorHasDacl = true;
+  }
+  std::vector<UINT8> tOwner, tGroup, tDacl;
+  if (!owner) {
+    tOwner = tokenInfo(token, TokenOwner);
+    if (tOwner.empty()) return FspNtStatusFromWin32(GetLastError() ? GetLastError() : ERROR_NO_TOKEN);
+    owner = ((TOKEN_OWNER *)tOwner.data())->Owner;
+  }
+  if (!group) {
+    tGroup = tokenInfo(token, TokenPrimaryGroup);
+    if (!tGroup.empty()) group = ((TOKEN_PRIMARY_GROUP *)tGroup.data())->PrimaryGroup;
+  }
+  if (parent) {
+    BOOL pp = FALSE, pd = FALSE;
+    if (!GetSecurityDescriptorDacl(parent, &pp, &parentDacl, &pd) || !pp) parentDacl = nullptr;
+  }
+  std::vector<UINT8> aces;
+  int count = 0;
+  bool daclPresent = true;
+  SECURITY_DESCRIPTOR_CONTROL control = 0;
+  if (creatorHasDacl && !(creatorControl & SE_DACL_DEFAULTED)) {
+    if (!creatorDacl) daclPresent = false, count = -1;  // an explicit NULL DACL stays NULL
+    else copyAcl(creatorDacl, aces, &count, true);
+    control |= creatorControl & SE_DACL_PROTECTED;
+  } else {
+    inheritFrom(parentDacl, container, owner, group, aces, &count);
+    if (count == 0 && creatorHasDacl) {
+      if (creatorDacl) copyAcl(creatorDacl, aces, &count, true);
+      control |= SE_DACL_DEFAULTED;
+    } else if (count == 0) {
+      tDacl = tokenInfo(token, TokenDefaultDacl);
+      PACL d = tDacl.empty() ? nullptr : ((TOKEN_DEFAULT_DACL *)tDacl.data())->DefaultDacl;
+      if (d) {
+        copyAcl(d, aces, &count, true);
+        control |= SE_DACL_DEFAULTED;
+      } else {
+        daclPresent = false;
+      }
+    }
+  }
+  std::vector<UINT8> acl;
+  if (daclPresent && count >= 0) {
+    acl.resize(sizeof(ACL) + aces.size());
+    if (!InitializeAcl((PACL)acl.data(), (DWORD)acl.size(), ACL_REVISION)) return STATUS_INVALID_SECURITY_DESCR;
+    if (!aces.empty() && !AddAce((PACL)acl.data(), ACL_REVISION, 0, aces.data(), (DWORD)aces.size()))
+      return STATUS_INVALID_SECURITY_DESCR;
+  }
+  SECURITY_DESCRIPTOR abs;
+  InitializeSecurityDescriptor(&abs, SECURITY_DESCRIPTOR_REVISION);
+  SetSecurityDescriptorOwner(&abs, owner, FALSE);
+  if (group) SetSecurityDescriptorGroup(&abs, group, FALSE);
+  if (daclPresent) SetSecurityDescriptorDacl(&abs, TRUE, acl.empty() ? nullptr : (PACL)acl.data(), FALSE);
+  if (control) SetSecurityDescriptorControl(&abs, control & (SE_DACL_PROTECTED | SE_DACL_DEFAULTED), control & (SE_DACL_PROTECTED | SE_DACL_DEFAULTED));
+  DWORD len = 0;
+  MakeSelfRelativeSD(&abs, nullptr, &len);
+  PSECURITY_DESCRIPTOR rel = HeapAlloc(GetProcessHeap(), 0, len);
+  if (!rel) return STATUS_INSUFFICIENT_RESOURCES;
+  if (!MakeSelfRelativeSD(&abs, rel, &len)) {
+    HeapFree(GetProcessHeap(), 0, rel);
+    return STATUS_INVALID_SECURITY_DESCR;
+  }
+  *out = rel;
+  return STATUS_SUCCESS;
+}
+}  // namespace wfd
+
+extern "C" {
+
 // --- security (src/dll/security.c) -------------------------------------------------------------
 
+// FspCreateSecurityDescriptor is CreatePrivateObjectSecurity(parent SD, the SD the opener asked
+// for, IsDirectory, the opener's token, the file mapping) (security.c:404-431). The double does
+// not call the system's: wine 8.0's RtlNewSecurityObjectEx is a "semi-stub" that returns
+// O:WD G:WD with no DACL whatever it is given (measured), so every created file would lose the
+// DACL its creator asked for. Instead it builds the descriptor by Windows' documented rules
+// (newSecurityDescriptor below).
 WFD_API NTSTATUS FspCreateSecurityDescriptor(FSP_FILE_SYSTEM *FileSystem, FSP_FSCTL_TRANSACT_REQ *Request,
                                              PSECURITY_DESCRIPTOR ParentDescriptor,
                                              PSECURITY_DESCRIPTOR *PSecurityDescriptor) {
   (void)FileSystem;
   *PSecurityDescriptor = nullptr;
   if (Request->Kind != FspFsctlTransactCreateKind) return STATUS_INVALID_PARAMETER;
+  if (Request->Req.Create.NamedStream) return STATUS_SUCCESS;  // security.c:414-416
   PSECURITY_DESCRIPTOR requested =
-      Request->Req.Create.SecurityDescriptor.Size ? Request->Buffer + Request->Req.Create.SecurityDescriptor.Offset
-                                                  : nullptr;
+      Request->Req.Create.SecurityDescriptor.Offset ? Request->Buffer + Request->Req.Create.SecurityDescriptor.Offset
+                                                    : nullptr;
   HANDLE token = (HANDLE)(UINT_PTR)(Request->Req.Create.AccessToken & 0xffffffff);
-  if (!CreatePrivateObjectSecurity(ParentDescriptor, requested, PSecurityDescriptor,
-                                   !!(Request->Req.Create.CreateOptions & FILE_DIRECTORY_FILE), token,
-                                   &fileGenericMapping))
-    return FspNtStatusFromWin32(GetLastError());
-  return STATUS_SUCCESS;
+  return newSecurityDescriptor(ParentDescriptor, requested, !!(Request->Req.Create.CreateOptions & FILE_DIRECTORY_FILE),
+                               token, PSecurityDescriptor);
 }
 
 WFD_API NTSTATUS FspSetSecurityDescriptor(PSECURITY_DESCRIPTOR InputDescriptor,
@@ -328,8 +506,9 @@ WFD_API VOID FspDeleteSecurityDescriptor(PSECURITY_DESCRIPTOR SecurityDescriptor
   if (!SecurityDescriptor) return;
   if (CreateFunc == (NTSTATUS(*)())FspAccessCheckEx)
     free(SecurityDescriptor);
-  else if (CreateFunc == (NTSTATUS(*)())FspCreateSecurityDescriptor ||
-           CreateFunc == (NTSTATUS(*)())FspSetSecurityDescriptor)
+  else if (CreateFunc == (NTSTATUS(*)())FspCreateSecurityDescriptor)
+    HeapFree(GetProcessHeap(), 0, SecurityDescriptor);  // newSecurityDescriptor's allocation
+  else if (CreateFunc == (NTSTATUS(*)())FspSetSecurityDescriptor)
     DestroyPrivateObjectSecurity(&SecurityDescriptor);
 }
 

@@ -273,6 +273,16 @@ WFD_API NTSTATUS FspFileSystemCreate(PWSTR DevicePath, const FSP_FSCTL_VOLUME_PA
 }
 
 WFD_API VOID FspFileSystemRemoveMountPoint(FSP_FILE_SYSTEM *FileSystem) {
+  // The mount directory goes with its handle (FILE_FLAG_DELETE_ON_CLOSE, mount.c:505-508;
+  // FspMountRemove_Directory closes it). Removed by name too in case the host's file system did
+  // not honour delete-on-close for a directory.
+  if (Volume *v = volumeOf(FileSystem)) {
+    if (v->mountDirHandle != INVALID_HANDLE_VALUE) {
+      CloseHandle(v->mountDirHandle);
+      v->mountDirHandle = INVALID_HANDLE_VALUE;
+      RemoveDirectoryW(v->mountDir.c_str());
+    }
+  }
   free(FileSystem->MountPoint);
   FileSystem->MountPoint = nullptr;
   FileSystem->MountHandle = nullptr;
@@ -317,12 +327,31 @@ WFD_API NTSTATUS FspFileSystemSetMountPointEx(FSP_FILE_SYSTEM *FileSystem, PWSTR
     if (net) return STATUS_INVALID_PARAMETER;
   } else {
     // A directory: it must not exist, its parent must, and a network volume cannot be put there
-    // (mount.c:474-577, 487-499). The double creates nothing (no junction can be made here).
+    // (mount.c:474-577, 487-499). WinFsp creates the directory (FILE_CREATE, delete-on-close,
+    // mount.c:505-512) and makes it a junction to the volume (mount.c:517-560). The double
+    // creates the directory the same way and keeps its handle as the mount handle, so that it
+    // exists exactly while mounted; the junction cannot be made (wine has no reparse point to
+    // a volume that is not there): a program that opens the directory reaches an empty host
+    // directory, not the volume. Scenarios reach the volume through the double, never by path.
     if (net) return STATUS_NETWORK_ACCESS_DENIED;
     if (GetFileAttributesW(mp.c_str()) != INVALID_FILE_ATTRIBUTES) return STATUS_OBJECT_NAME_COLLISION;
     std::wstring parent = mp.substr(0, mp.find_last_of(L"\\/"));
     if (parent.empty() || GetFileAttributesW(parent.c_str()) == INVALID_FILE_ATTRIBUTES)
       return STATUS_OBJECT_PATH_NOT_FOUND;
+    if (!CreateDirectoryW(mp.c_str(), (LPSECURITY_ATTRIBUTES) nullptr))
+      return GetLastError() == ERROR_ALREADY_EXISTS ? STATUS_OBJECT_NAME_COLLISION : STATUS_OBJECT_NAME_INVALID;
+    HANDLE h = CreateFileW(mp.c_str(), FILE_WRITE_ATTRIBUTES, FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE,
+                           nullptr, OPEN_EXISTING, FILE_FLAG_BACKUP_SEMANTICS | FILE_FLAG_DELETE_ON_CLOSE, nullptr);
+    if (h == INVALID_HANDLE_VALUE) {
+      RemoveDirectoryW(mp.c_str());
+      return STATUS_ACCESS_DENIED;
+    }
+    if (v) {
+      v->mountDirHandle = h;
+      v->mountDir = mp;
+    } else {
+      CloseHandle(h);
+    }
   }
   FileSystem->MountPoint = _wcsdup(mp.c_str());
   FileSystem->MountHandle = (HANDLE)v;
@@ -446,6 +475,7 @@ void invalidateByName(Volume *v, const std::wstring &name, UINT32 filter, UINT32
   bool parentInvalidated = false;
   if (open) {
     it->second->dirCacheValid = false;
+    it->second->infoValid = false;
     parentInvalidated = true;
   } else if (filter != 0) {
     parentInvalidated = true;

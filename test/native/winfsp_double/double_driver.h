@@ -23,6 +23,10 @@ struct Node {
   bool inTable = true;
   UINT64 userContext = 0, userContext2 = 0;
   FSP_FSCTL_FILE_INFO info = {};
+  // The node's FileInfo cache (file.c:1703-1721, 1795-1840): set from every answer that carries
+  // a FileInfo, valid for FileInfoTimeout, dropped by a notify of the name (file.c:2372-2471).
+  bool infoValid = false;
+  DWORD infoTick = 0;
   bool dirCacheValid = false;
   std::vector<UINT8> dirCache;
   DWORD dirCacheTick = 0;
@@ -60,6 +64,10 @@ struct Volume {
 
   std::wstring key(const std::wstring &name) const;
   DWORD dirInfoTimeout() const;
+  // The mount directory the double made in SetMountPoint (see there), held open as WinFsp holds
+  // its MountHandle; closing it removes the directory.
+  HANDLE mountDirHandle = INVALID_HANDLE_VALUE;
+  std::wstring mountDir;
 };
 
 Volume *volumeOf(FSP_FILE_SYSTEM *fs);
@@ -84,7 +92,7 @@ void ioCleanup(Volume *v, Handle *h);
 void ioClose(Volume *v, Handle *h);
 NTSTATUS ioWrite(Volume *v, Handle *h, UINT64 offset, const std::string &data);
 NTSTATUS ioRead(Volume *v, Handle *h, UINT64 offset, ULONG length, std::string *data);
-NTSTATUS ioGetInfo(Volume *v, Handle *h, FSP_FSCTL_FILE_INFO *info);
+NTSTATUS ioGetInfo(Volume *v, Handle *h, FSP_FSCTL_FILE_INFO *info, bool *fromCache = nullptr);
 NTSTATUS ioSetAttributes(Volume *v, Handle *h, UINT32 attrs);
 NTSTATUS ioSetSize(Volume *v, Handle *h, UINT64 size);
 NTSTATUS ioDisposition(Volume *v, Handle *h, UINT32 flags, int mode);  // mode 0: Win32 DeleteFile retry, 1: legacy, 2: Ex

@@ -15,12 +15,15 @@
 //        [sddl=SDDL] [expect=STATUS] [info=created|opened|overwritten|superseded]
 //   cleanup H | close H (cleanup if not yet, then close) | closeall
 //   write H OFFSET TEXT | read H OFFSET LEN [data=TEXT] | truncate H SIZE
-//   getinfo H [attrs=LIST] [size=N] | setattr H attrs=LIST | mapimage H
+//   getinfo H [attrs=LIST] [noattrs=LIST] [size=N] [cached=yes|no] [created_after=YEAR]
+//   setattr H attrs=LIST | mapimage H
 //   delete H [undelete] [posix|classic] [ignore_ro]     (default: DeleteFileW's Ex-then-classic)
 //   rename H NEWPATH [replace] [posix]
 //   list H [pattern=P] [bufsize=N] [names=a,b,c|none] [cached=yes|no]   (. and .. not compared)
-//   getsec H [sddl~=TEXT]  | symlink PATH TARGET [relative] [dir] | junction PATH TARGET
-//   notify PATH filter=N action=N | wait
+//   getsec H [sddl~=TEXT] [lacks=SID,SID] | symlink PATH TARGET [relative] [dir] | junction PATH TARGET
+//   notify PATH filter=N action=N | wait (for the notifications queued so far to be processed)
+//   waitfor FILE [timeout=MS] | signal FILE   (host files: a meeting point with the program
+//        hosting the file system, e.g. a test that writes through shadowfs's API between steps)
 //   Every step takes expect=STATUS (default STATUS_SUCCESS): the status the real driver and DLL
 //   give the program for a file system that keeps WinFsp's contracts.
 #include "double_driver.h"
@@ -270,6 +273,19 @@ struct Runner {
       }
     } else if (op == "closeall") {
       closeAll();
+    } else if (op == "waitfor" || op == "signal") {
+      // Not WinFsp: a meeting point with the program that hosts the file system, so that a test
+      // can change things behind the volume's back (an API write, a layer switch) between steps.
+      std::wstring file = wide(pos.at(0));
+      if (op == "signal") {
+        HANDLE f = CreateFileW(file.c_str(), GENERIC_WRITE, 0, nullptr, CREATE_ALWAYS, 0, nullptr);
+        if (f == INVALID_HANDLE_VALUE) got = STATUS_OBJECT_PATH_NOT_FOUND;
+        else CloseHandle(f);
+      } else {
+        DWORD limit = kv.count("timeout") ? (DWORD)strtoul(kv["timeout"].c_str(), nullptr, 0) : 60000, spent = 0;
+        while (GetFileAttributesW(file.c_str()) == INVALID_FILE_ATTRIBUTES && spent < limit) Sleep(20), spent += 20;
+        if (spent >= limit) got = STATUS_CANCELLED;
+      }
     } else if (op == "wait") {
       waitNotifications(v);
     } else if (op == "symlink" || op == "junction") {
@@ -311,10 +327,29 @@ struct Runner {
       } else if (op == "truncate") got = ioSetSize(v, h, strtoull(pos.at(1).c_str(), nullptr, 0));
       else if (op == "getinfo") {
         FSP_FSCTL_FILE_INFO fi = {};
-        got = ioGetInfo(v, h, &fi);
-        char b[96];
-        snprintf(b, sizeof b, "\"attributes\":%u,\"size\":%llu,", fi.FileAttributes, (unsigned long long)fi.FileSize);
+        bool cached = false;
+        got = ioGetInfo(v, h, &fi, &cached);
+        char b[256];
+        snprintf(b, sizeof b,
+                 "\"attributes\":%u,\"size\":%llu,\"creationTime\":%llu,\"lastWriteTime\":%llu,\"fromCache\":%s,",
+                 fi.FileAttributes, (unsigned long long)fi.FileSize, (unsigned long long)fi.CreationTime,
+                 (unsigned long long)fi.LastWriteTime, cached ? "true" : "false");
         detail = b;
+        if (NT_SUCCESS(got) && kv.count("cached") && (kv["cached"] == "yes") != cached)
+          mismatches.push_back(std::string("answered ") + (cached ? "from" : "without") + " the driver's FileInfo cache");
+        if (NT_SUCCESS(got) && kv.count("created_after")) {
+          // FILETIME of 1 January of that year, UTC.
+          SYSTEMTIME st = {};
+          st.wYear = (WORD)strtoul(kv["created_after"].c_str(), nullptr, 10);
+          st.wMonth = 1;
+          st.wDay = 1;
+          FILETIME ft;
+          SystemTimeToFileTime(&st, &ft);
+          UINT64 t = ((UINT64)ft.dwHighDateTime << 32) | ft.dwLowDateTime;
+          if (fi.CreationTime <= t) mismatches.push_back("creation time before " + kv["created_after"]);
+        }
+        if (NT_SUCCESS(got) && kv.count("noattrs") && (fi.FileAttributes & parseAttrs(kv["noattrs"])))
+          mismatches.push_back("attributes have one of " + kv["noattrs"]);
         if (NT_SUCCESS(got) && kv.count("attrs") && (fi.FileAttributes & parseAttrs(kv["attrs"])) != parseAttrs(kv["attrs"]))
           mismatches.push_back("attributes lack " + kv["attrs"]);
         if (NT_SUCCESS(got) && kv.count("size") && fi.FileSize != strtoull(kv["size"].c_str(), nullptr, 0))
@@ -354,6 +389,16 @@ struct Runner {
         detail = "\"sddl\":" + jsonString(utf8(sddl)) + ",";
         if (NT_SUCCESS(got) && kv.count("sddl~") && utf8(sddl).find(kv["sddl~"]) == std::string::npos)
           mismatches.push_back("descriptor " + utf8(sddl) + " lacks " + kv["sddl~"]);
+        if (NT_SUCCESS(got) && kv.count("lacks")) {
+          // Trustees that must not appear in any ACE (";;;SID)") nor as owner or group.
+          std::stringstream ss(kv["lacks"]);
+          std::string sid;
+          std::string text = utf8(sddl);
+          while (std::getline(ss, sid, ','))
+            if (text.find(";;;" + sid + ")") != std::string::npos || text.find("O:" + sid + "G") != std::string::npos ||
+                text.find("G:" + sid + "D") != std::string::npos)
+              mismatches.push_back("descriptor " + text + " names " + sid);
+        }
       } else if (op == "getreparse") {
         std::vector<UINT8> data;
         got = ioGetReparse(v, h, &data);
