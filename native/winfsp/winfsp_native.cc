@@ -834,6 +834,22 @@ NTSTATUS WinFspMount::GetDirInfoByName(FSP_FILE_SYSTEM* fs, PVOID ctx, PWSTR nam
   child = joinPath(parent, child);
   Attr a;
   if (int e = m->ov_->getattr(c->layer.get(), child, &a)) return statusFromErrno(e);
+  // The entry as the directory spells it, not as asked: the driver hands this name to the
+  // program (FindFirstFile("beta.txt") must say "Beta.txt"), and on a case-insensitive volume
+  // the pattern arrives upper-cased. The core has no public way to spell a path yet, so the
+  // parent's listing is searched for it (one listing per exact-name lookup).
+  if (m->ov_->ignoresCase()) {
+    std::vector<DirEntry> ls;
+    const std::string want = child.substr(parent.empty() ? 0 : parent.size() + 1);
+    if (m->ov_->readdir(c->layer.get(), parent, &ls) == 0) {
+      for (const DirEntry& d : ls) {
+        if (sameName(d.name, want)) {
+          win32::toWide(d.name, &leaf);
+          break;
+        }
+      }
+    }
+  }
   const size_t bytes = leaf.size() * sizeof(wchar_t);
   std::memset(out, 0, sizeof *out);
   out->Size = static_cast<UINT16>(sizeof(FSP_FSCTL_DIR_INFO) + bytes);
