@@ -19,6 +19,8 @@
 //   SetDelete over CanDelete), Rename (RenameCheck of the target when replacing), ReadDirectory /
 //   GetDirInfoByName, reparse FSCTLs, GetSecurity; the helpers (AddDirInfo, the directory buffer,
 //   FindReparsePoint, ResolveReparsePoints, CanReplaceReparsePoint, security descriptors).
+// - New objects' security descriptors: CreatePrivateObjectSecurity's documented rules, in the
+//   double's own code (double_dll.cc), because wine 8.0's is a semi-stub (O:WD G:WD, no DACL).
 // - The driver (this file): name checks (src/sys/name.c), root rules and attribute masking
 //   (create.c:265-742); the node table keyed by name with the volume's case rule, share access
 //   checked after the file system opened, with Close and no Cleanup on failure, delete-pending,
@@ -37,7 +39,10 @@
 //   (parsed at 8-byte alignment, relative names, processed asynchronously, invalidating the
 //   caches of open names always and the parent's listing only with a non-zero Filter;
 //   volume.c:1487-1599, file.c:2372-2471), NotifyBegin refused with STATUS_CANT_WAIT during a
-//   rename.
+//   rename; the open node's FileInfo cache, kept for FileInfoTimeout from every answer that
+//   carries a FileInfo and dropped by a notify of the name (file.c:1703-1840); the mount
+//   directory, created (it must not exist, its parent must) and removed with the mount handle
+//   as mount.c:474-577 does, but a plain directory: not a junction to the volume.
 // - The I/O manager, just enough: CreateFileW/NtCreateFile arguments, DeleteFileW's
 //   "Ex+POSIX, then classic on any failure", MoveFileExW's target-directory open, and the rights a
 //   handle needs for each call.
@@ -46,11 +51,18 @@
 // FileInfoTimeout=INFINITE, paging I/O, flush-before-cleanup, MmFlushImageSection; "mapped" is a
 // flag a scenario sets), no oplocks, no real I/O manager races or cancellation, no Mount Manager
 // or MUP (so GetFinalPathNameByHandleW, drive letters in other logon sessions and directory
-// junction mounts are modelled as contracts, not observed: SetMountPoint records the mount point
-// and checks WinFsp's rules but creates nothing a program could open), no traverse checks (the
-// caller is taken to hold SeChangeNotifyPrivilege), no named streams, EAs or WSL information, no
-// driver-side FileInfo cache beyond the directory listing, and requests are issued one at a time
-// by the scenario thread (dispatcher threads run them, but no two scenario steps race).
+// junction mounts are modelled as contracts, not observed: SetMountPoint checks WinFsp's rules
+// and makes the mount directory, but a program that opens it reaches an empty host directory,
+// never the volume; a drive letter is recorded only), no traverse checks (the caller is taken to
+// hold SeChangeNotifyPrivilege), no named streams, EAs, SACLs or WSL information, no security
+// or volume-information cache, and requests are issued one at a time by the scenario thread
+// (dispatcher threads run them, but no two scenario steps race: no concurrency is modelled).
+// Wine 8.0 cannot make reparse points on its own disks, so links exist only inside the volume.
+//
+// WHERE IT RAN. Built with MinGW and run under wine only: against WinFsp's own memfs sample
+// (run-memfs-check.sh, every scenario passes) and against shadowfs's "winfsp" backend
+// (test/windows/winfsp-double-win32.test.ts). Nothing ran on Windows; no WinFsp driver and no
+// WinFsp mount were involved.
 #include "double_driver.h"
 
 #include <cstring>
