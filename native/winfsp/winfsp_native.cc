@@ -35,8 +35,10 @@
 // the addon's threads; invalidation runs on the addon's worker or the watcher's thread, never
 // on a dispatcher thread (FspFileSystemNotifyBegin waits for renames in flight).
 //
-// Built with MinGW and run under wine only against what needs no driver (winfsp_support.cc and
-// its test); no WinFsp mount has run on this machine.
+// Built with MinGW and run under wine only: winfsp_support.cc by its unit tests, and the whole
+// backend through the WinFsp test double (test/windows/winfsp-double-win32.test.ts), a model of
+// WinFsp's DLL and driver written from WinFsp's source. No WinFsp driver, no WinFsp mount and no
+// Windows machine were involved.
 #include "winfsp_native.h"
 
 #include <algorithm>
