@@ -1,5 +1,5 @@
 // The one place that knows per-OS conventions: runtime directory, mount table, FUSE device.
-import { execFileSync } from 'child_process';
+import { execFile, execFileSync } from 'child_process';
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
@@ -70,6 +70,61 @@ export function mountTable(): MountLine[] {
     out.push({ source: un(f[0]), mountPoint: un(f[1]), fstype: f[2], options: f[3].split(',') });
   }
   return out;
+}
+
+/**
+ * Runs a program with a time limit that holds even when the program cannot be ended: a process
+ * waiting on a hung FUSE or network server sleeps uninterruptibly, and SIGKILL does not end it
+ * until the server answers. Resolves with its exit status and stdout, or with `timedOut` once the
+ * limit passed (the child is sent SIGKILL then, and left behind).
+ */
+export function runWithin(
+  file: string,
+  args: string[],
+  ms: number,
+  env: NodeJS.ProcessEnv = {},
+): Promise<{ status: number | null; stdout: string; timedOut: boolean }> {
+  return new Promise((resolve) => {
+    let done = false;
+    const finish = (r: { status: number | null; stdout: string; timedOut: boolean }): void => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      resolve(r);
+    };
+    const child = execFile(file, args, { encoding: 'utf8', env, killSignal: 'SIGKILL' }, (err, stdout) =>
+      finish({ status: err ? (typeof err.code === 'number' ? err.code : null) : 0, stdout: String(stdout), timedOut: false }),
+    );
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      finish({ status: null, stdout: '', timedOut: true });
+    }, ms);
+  });
+}
+
+/** File systems whose server may never answer: FUSE ones and network ones. */
+const MAY_HANG = /^(fuse|fuseblk|nfs4?|cifs|smb3|smbfs|9p|ceph|glusterfs|afs|davfs|ncpfs|lustre)(\.|$)/;
+
+/** Whether `p` lies on a file system whose server may hang (FUSE, network), from the mount table alone. */
+export function mayHang(p: string): boolean {
+  let best: MountLine | undefined;
+  for (const m of mountTable()) {
+    const inside = p === m.mountPoint || p.startsWith(m.mountPoint === '/' ? '/' : `${m.mountPoint}/`);
+    if (inside && (!best || m.mountPoint.length >= best.mountPoint.length)) best = m;
+  }
+  return best !== undefined && MAY_HANG.test(best.fstype);
+}
+
+/**
+ * Why `p` cannot be relied on to answer, or undefined: a path on a FUSE or network file system
+ * must answer a stat (of it and of each directory above it) within `ms` in a child process before
+ * the daemon's own thread touches it; a hung server there would stop the daemon. Paths elsewhere
+ * are not probed.
+ */
+export async function unanswered(p: string, ms = 5000): Promise<string | undefined> {
+  if (process.platform !== 'linux' || !path.isAbsolute(p) || !mayHang(path.resolve(p))) return undefined;
+  const r = await runWithin(process.execPath, ['-e', "try{require('fs').realpathSync(process.argv[1])}catch{}", p], ms);
+  return r.timedOut ? `${p} does not answer within ${ms} ms (it is on a FUSE or network file system whose server hangs)` : undefined;
 }
 
 /** Mount points currently in the kernel's mount table (Linux). */

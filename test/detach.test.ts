@@ -6,10 +6,12 @@
 // keeps being served until it goes (then the loop ends by itself).
 import * as assert from 'assert';
 import { spawn, type ChildProcess } from 'child_process';
+import * as path from 'path';
 import * as fs from 'fs';
 import { ShadowClient } from '../src/client';
 import { mount } from '../src/shadow';
-import { eventually, FolderGuard, makeProject, tempDir, withShadow } from './helpers/fixtures';
+import { eventually, FolderGuard, makeProject, repoRoot, tempDir, withShadow } from './helpers/fixtures';
+import { stopTestDaemon } from './helpers/hooks';
 
 /** Starts a process in a new mount namespace (a copy of ours, with `mp` in it) and waits until it holds the copy. */
 async function holdCopy(mp: string): Promise<ChildProcess> {
@@ -136,6 +138,40 @@ describe('unmounting while another mount namespace holds a copy', function () {
       if ((await c.request('list')).shadows.some((s) => s.name === 'detach-run'))
         await c.request('unmount', { shadow: 'detach-run', lazy: true }).catch(() => undefined);
       c.close();
+    }
+  });
+
+  it('a quiet run keeps its shadow mounted past the idle time (its namespace uses the shadow), and the shadow idles after it', async () => {
+    stopTestDaemon();
+    const daemon = spawn(
+      process.execPath,
+      [path.join(repoRoot, 'bin', 'shadowfs.js'), 'serve', '--foreground', '--idle-timeout', '1', '--exit-after', '600', '--no-console'],
+      { stdio: 'ignore' },
+    );
+    let client: ShadowClient | undefined;
+    try {
+      for (let i = 0; i < 1200 && !client; i++)
+        client = await ShadowClient.connect({ autostart: false }).catch(
+          () => new Promise<undefined>((r) => setTimeout(() => r(undefined), 50)),
+        );
+      assert.ok(client, 'the daemon started');
+      const c = client;
+      const events: string[] = [];
+      c.onNotification((method, params) => {
+        if ((params as { shadow?: string }).shadow === 'quiet') events.push(`${method} ${(params as { event: string }).event}`);
+      });
+      await c.request('mount', { folder: makeProject('quiet'), name: 'quiet' });
+      // A run that says nothing and touches nothing for several idle periods.
+      const r = await c.request('run', { shadow: 'quiet', agent: 'a', argv: ['sh', '-c', 'sleep 5'] });
+      assert.strictEqual(r.exitCode, 0);
+      assert.ok(!events.includes('shadow/changed idle-unmounted'), `the shadow idled under the run: ${events.join(', ')}`);
+      await eventually(() => events.includes('shadow/changed idle-unmounted'), 30_000, 'the idle unmount once the run has ended');
+      await c.request('unmount', { shadow: 'quiet', lazy: true });
+    } finally {
+      client?.close();
+      const gone = new Promise((r) => daemon.once('exit', r));
+      daemon.kill('SIGTERM');
+      await gone;
     }
   });
 });

@@ -332,9 +332,17 @@ void buildView() {
     bool holds = false;
     for (auto& p : placed) holds = holds || under(p.target, h);
     if (holds) continue;
-    struct stat st;
     std::string at = root + h;
-    if (lstat(at.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) continue;
+    // A shadow or view that came along with a cloned tree is a copy of its mount: detached
+    // here, so this namespace never keeps it alive (a daemon that is not root made this
+    // namespace inside a user namespace, which locks the copies: then they are covered only).
+    umount2(at.c_str(), MNT_DETACH | UMOUNT_NOFOLLOW);
+    // What is there, from the kernel's cached attributes only: a hidden path may be a mount
+    // whose server hangs, and a stat that asked it would hang this run before it starts.
+    struct statx sx;
+    if (statx(AT_FDCWD, at.c_str(), AT_SYMLINK_NOFOLLOW | AT_STATX_DONT_SYNC, STATX_TYPE, &sx) != 0 ||
+        !S_ISDIR(sx.stx_mode))
+      continue;
     tmpfsAt(at, "mode=0555,size=4k", MS_RDONLY | MS_NOEXEC);
   }
   // Into the new root; the old one is detached.

@@ -1,10 +1,22 @@
 // Shared plumbing of the CLI commands that talk to the daemon: connect (starting it if needed),
 // run, print a result or a coded error, set the exit status.
-import { ShadowClient } from '../client';
+import { type ClientOptions, ShadowClient } from '../client';
 import { emit, reportError } from './output';
 
 export interface JsonFlag {
   json: boolean;
+}
+
+/** What a command waits for, on stderr (so that --json output stays one document). */
+export function tell(what: string): void {
+  process.stderr.write(`shadowfs: ${what}\n`);
+}
+
+/** Connects as every CLI command does: what it waits for (a daemon starting, its recovery) is said on stderr. */
+export async function connectCli(options: ClientOptions = {}): Promise<ShadowClient> {
+  const client = await ShadowClient.connect({ onWait: tell, ...options });
+  client.on('daemon/waiting', (p) => tell(`${p.method} waits: ${p.waitingFor}`));
+  return client;
 }
 
 export async function withClient<T>(
@@ -14,11 +26,8 @@ export async function withClient<T>(
   options: { autostart?: boolean } = {},
 ): Promise<void> {
   let client: ShadowClient | undefined;
-  // What the command waits for goes to stderr, so that --json output stays one document.
-  const tell = (what: string): void => void process.stderr.write(`shadowfs: ${what}\n`);
   try {
-    client = await ShadowClient.connect({ autostart: options.autostart, onWait: tell });
-    client.on('daemon/waiting', (p) => tell(`${p.method} waits: ${p.waitingFor}`));
+    client = await connectCli({ autostart: options.autostart });
     const result = await fn(client);
     if (client.startedDaemon) {
       // A daemon that starts cleans what a crashed one left: say so once.

@@ -27,6 +27,9 @@ import { verifyServer } from './verify';
 
 export * from '../protocol';
 
+/** How long a daemon that accepted a connection may take to answer hello. */
+const HELLO_TIMEOUT_MS = 10_000;
+
 export interface ClientOptions {
   /** Socket (Linux) to use instead of this user's daemon's; the daemon is not started then. */
   socketPath?: string;
@@ -250,10 +253,27 @@ export class ShadowClient {
     const client = new ShadowClient(socket, connection);
     reader.peek = (m) => client.heardRefusal(m); // before any byte is read: that waits for the event loop
     const nonce = crypto.randomBytes(16).toString('hex');
-    const hello = await client.request('hello', {
-      client: options.clientName ?? `shadowfs-client ${process.pid}`,
-      ...(secret ? { nonce, proof: proofOf(secret, 'client', nonce) } : {}),
+    // hello answers at once from a daemon that works (even while it recovers): one that accepts
+    // the connection and says nothing is stuck, and waiting on it would wait for ever.
+    let timer: NodeJS.Timeout | undefined;
+    const silent = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => {
+        client.close();
+        reject(
+          new ShadowError(
+            'DAEMON_UNAVAILABLE',
+            `the daemon at ${where} accepted the connection but did not answer hello within ${HELLO_TIMEOUT_MS / 1000} s; it may be stuck (see ${daemonPaths().log})`,
+          ),
+        );
+      }, HELLO_TIMEOUT_MS);
     });
+    const hello = await Promise.race([
+      client.request('hello', {
+        client: options.clientName ?? `shadowfs-client ${process.pid}`,
+        ...(secret ? { nonce, proof: proofOf(secret, 'client', nonce) } : {}),
+      }),
+      silent,
+    ]).finally(() => clearTimeout(timer));
     if (secret && !proofMatches(proofOf(secret, 'server', nonce), hello.proof)) {
       client.close();
       throw new ShadowError(

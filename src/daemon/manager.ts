@@ -1,14 +1,13 @@
 // The daemon's shadows: mounted by name, found by name or mount point, suspended when idle
 // (unmounted, layers kept; the next request mounts them again), and written to a state file so
 // that a daemon started after a crash can find and clean the mounts its predecessor left.
-import { execFile } from 'child_process';
 import * as crypto from 'crypto';
 import * as fs from 'fs';
 import * as path from 'path';
 import type { Logger } from 'winston';
 import * as z from 'zod';
 import { ShadowError } from '../errors';
-import { mountedPaths, type MountLine, mountTable, runtimeDir } from '../platform';
+import { mountedPaths, type MountLine, mountTable, runtimeDir, runWithin, unanswered } from '../platform';
 import type { NotificationName, NotificationParamsOf, ShadowInfo } from '../protocol/methods';
 import { DiagnosticsService } from '../diagnostics/service';
 import { mount, Shadow } from '../shadow';
@@ -127,13 +126,10 @@ async function whyNotStaleShadow(mountPoint: string, lower: string, table: Mount
  */
 const STALE_PROBE_MS = Number(process.env.SHADOWFS_STALE_PROBE_MS) > 0 ? Number(process.env.SHADOWFS_STALE_PROBE_MS) : 5000;
 
-/** Runs a program with no environment and a time limit; its stdout, or '' when it failed or timed out. */
-function run(file: string, args: string[], timeout: number): Promise<string> {
-  return new Promise((resolve) => {
-    execFile(file, args, { encoding: 'utf8', timeout, env: {}, killSignal: 'SIGKILL' }, (err, stdout) =>
-      resolve(err && (err as { killed?: boolean }).killed ? '' : stdout),
-    );
-  });
+/** Runs a program with no environment and a time limit; its stdout, or '' when it timed out. */
+async function run(file: string, args: string[], timeout: number): Promise<string> {
+  const r = await runWithin(file, args, timeout);
+  return r.timedOut ? '' : r.stdout;
 }
 
 /** Detaches a stale mount (lazily: nothing waits on it); whether it is gone. */
@@ -142,18 +138,15 @@ async function detachStale(mountPoint: string): Promise<boolean> {
     ['umount', ['-l', mountPoint]],
     ['fusermount3', ['-uz', mountPoint]],
   ];
-  for (const [file, args] of tries) {
-    const ok = await new Promise<boolean>((resolve) =>
-      execFile(file, args, { timeout: STALE_PROBE_MS, killSignal: 'SIGKILL' }, (err) => resolve(!err)),
-    );
-    if (ok) return true;
-  }
+  for (const [file, args] of tries) if ((await runWithin(file, args, STALE_PROBE_MS, process.env)).status === 0) return true;
   return false;
 }
 
 /** Why a folder the state file names must not be shadowed again after a crash, or undefined. */
-function whyNotRemount(lower: string): string | undefined {
+async function whyNotRemount(lower: string): Promise<string | undefined> {
   if (path.parse(lower).root === lower) return 'the folder is the root of the file system';
+  const stuck = await unanswered(lower, STALE_PROBE_MS);
+  if (stuck) return stuck;
   let real: string;
   try {
     real = fs.realpathSync(lower);
@@ -202,6 +195,8 @@ export interface ManagerOptions {
   /** Save every changed layer as its "autosave" checkpoint this often (0: never). */
   autosaveMs?: number;
   notify: <N extends NotificationName>(method: N, params: NotificationParamsOf<N>) => void;
+  /** Whether a shadow is in use beyond what its activity shows (runs in progress): never idle then. */
+  busy?: (shadow: Shadow) => boolean;
 }
 
 export class ShadowManager {
@@ -382,7 +377,7 @@ export class ShadowManager {
   /** remountAfterCrash for one entry: whether it is mounted again. */
   private async remountOne(s: ShadowEntry): Promise<boolean> {
     if (this.entries.has(s.name)) return false;
-    const why = whyNotRemount(s.lower);
+    const why = await whyNotRemount(s.lower);
     if (why) {
       this.opts.log.warn(`refused to mount again a shadow the state file names: ${why}`, { name: s.name, lower: s.lower });
       return false;
@@ -459,6 +454,12 @@ export class ShadowManager {
     }
     if (params.name !== undefined && this.entries.has(params.name)) {
       throw new ShadowError('MOUNTPOINT_IN_USE', `a shadow named ${params.name} exists already; pick another --name`);
+    }
+    // The checks below run on the daemon's own thread: a path on a hung FUSE or network server
+    // must prove it answers first, in a child with a time limit.
+    for (const p of [params.folder, params.mountPoint]) {
+      const stuck = p === undefined ? undefined : await unanswered(p);
+      if (stuck) throw new ShadowError('TIMEOUT', `cannot mount: ${stuck}`);
     }
     const shadow = await mount(params.folder, {
       mountPoint: params.mountPoint,
@@ -605,7 +606,8 @@ export class ShadowManager {
     for (const e of this.entries.values()) {
       if (!e.shadow.mounted) continue;
       const activity = e.shadow.activity();
-      if (activity !== e.lastActivity) {
+      // A run in progress uses its shadow even while it is quiet (its namespace holds a copy).
+      if (activity !== e.lastActivity || this.opts.busy?.(e.shadow)) {
         e.lastActivity = activity;
         e.lastUsed = now;
         continue;

@@ -95,6 +95,8 @@ const BEFORE_HELLO = new Set<MethodName>(['hello']);
 const MAX_CLIENTS = 512;
 /** Requests that answer while the daemon recovers; the others wait for it (they could see a shadow half recovered). */
 const ANSWERED_DURING_RECOVERY = new Set<string>(['hello', 'version', 'health', 'status', 'run.cancel']);
+/** How long an unmount waits for the runs in its shadow to end once cancelled. */
+const CANCEL_RUNS_MS = 5000;
 /** A request that waits this long for recovery hears why (daemon/waiting). */
 const WAITING_NOTICE_MS = 300;
 
@@ -113,6 +115,8 @@ export class Daemon {
   private readonly handlers: Handlers;
   /** Runs in progress by id: how to cancel one, the shadow it runs in, and its end. */
   private readonly runs = new Map<string, { controller: AbortController; shadow: Shadow; ended: Promise<unknown> }>();
+  /** Runs cancelled (run.cancel) before they started. */
+  private readonly cancelledEarly = new Set<string>();
   /** Which connection asked for each run in progress (see handle()). */
   private readonly runOwners = new Map<string, Client>();
   /** Where clients reach this daemon: the socket path, or the pipe name on Windows. */
@@ -132,6 +136,7 @@ export class Daemon {
       autosaveMs: opts.autosaveMs ?? 30_000,
       log: opts.log,
       notify: (method, params) => this.broadcast(method, params),
+      busy: (shadow) => this.hasRuns(shadow),
     });
     const m = this.manager;
     const shadowOf = async (p: { shadow: string }) => m.use(m.get(p.shadow));
@@ -385,6 +390,8 @@ export class Daemon {
         if (this.runs.has(runId)) throw new ShadowError('INVALID_ARGUMENT', `a run with id ${runId} is in progress; pick another runId`);
         const controller = new AbortController();
         ctx.signal.addEventListener('abort', () => controller.abort(), { once: true });
+        // Cancelled before it started (run.cancel while the request waited): it never starts.
+        if (ctx.signal.aborted || this.cancelledEarly.delete(runId)) controller.abort();
         let ended!: () => void;
         this.runs.set(runId, { controller, shadow: s, ended: new Promise<void>((r) => (ended = r)) });
         try {
@@ -426,6 +433,11 @@ export class Daemon {
       'run.cancel': async (p) => {
         const c = this.runs.get(p.runId)?.controller;
         c?.abort();
+        // Asked for, not started yet (waiting for recovery): it is cancelled as it starts.
+        if (!c && this.runOwners.has(p.runId)) {
+          this.cancelledEarly.add(p.runId);
+          return { runId: p.runId, cancelled: true };
+        }
         return { runId: p.runId, cancelled: c !== undefined };
       },
     };
@@ -494,20 +506,44 @@ export class Daemon {
     }
   }
 
-  /** Cancels the runs in `shadow` and waits until they have ended. */
+  /**
+   * Cancels the runs in `shadow` and waits until they have ended, for at most a few seconds: a
+   * process stuck on a hung file system cannot be ended, and the unmount goes on without it (its
+   * copy of the shadow is then served until it goes).
+   */
   private async cancelRuns(shadow: Shadow): Promise<void> {
-    const mine = [...this.runs.values()].filter((r) => r.shadow === shadow);
-    for (const r of mine) r.controller.abort();
-    await Promise.all(mine.map((r) => r.ended));
+    const mine = [...this.runs.entries()].filter(([, r]) => r.shadow === shadow);
+    for (const [, r] of mine) r.controller.abort();
+    let timer: NodeJS.Timeout | undefined;
+    const late = await Promise.race([
+      Promise.all(mine.map(([, r]) => r.ended)).then(() => false),
+      new Promise<boolean>((r) => (timer = setTimeout(() => r(true), CANCEL_RUNS_MS))),
+    ]);
+    clearTimeout(timer);
+    if (late)
+      this.opts.log.warn('runs did not end within the time given; unmounting anyway', {
+        runs: mine.filter(([id]) => this.runs.has(id)).map(([id]) => id),
+      });
+  }
+
+  /** Whether runs are going on in `shadow` (an idle unmount waits for them). */
+  private hasRuns(shadow: Shadow): boolean {
+    return [...this.runs.values()].some((r) => r.shadow === shadow);
   }
 
   /**
    * Waits for recovery before a request that could see a shadow half recovered; after a moment,
    * tells the client what it waits for (daemon/waiting).
    */
-  private async waitForRecovery(method: string, notify: CallContext['notify']): Promise<void> {
+  private async waitForRecovery(method: string, notify: CallContext['notify'], signal: AbortSignal): Promise<void> {
     const recovery = this.recovery;
     if (!recovery || ANSWERED_DURING_RECOVERY.has(method)) return;
+    // A client that cancels or leaves while it waits is answered at once, and nothing is done for it.
+    const cancelled = (): ShadowError => new ShadowError('ABORTED', `${method} was cancelled while it waited for the daemon's recovery`);
+    if (signal.aborted) throw cancelled();
+    let onAbort!: () => void;
+    const aborted = new Promise<never>((_, reject) => (onAbort = () => reject(cancelled())));
+    signal.addEventListener('abort', onAbort, { once: true });
     const timer = setTimeout(() => {
       const names = [...this.recovering];
       notify('daemon/waiting', {
@@ -516,10 +552,12 @@ export class Daemon {
       });
     }, WAITING_NOTICE_MS);
     try {
-      await recovery;
+      await Promise.race([recovery, aborted]);
     } finally {
       clearTimeout(timer);
+      signal.removeEventListener('abort', onAbort);
     }
+    if (signal.aborted) throw cancelled();
   }
 
   private listen(where: string): Promise<void> {
@@ -702,7 +740,7 @@ export class Daemon {
     };
     client.rpc.begin();
     try {
-      await this.waitForRecovery(method, ctx.notify);
+      await this.waitForRecovery(method, ctx.notify, signal);
       const handler = this.handlers[method] as (p: unknown, c: CallContext) => Promise<unknown>;
       let result = await handler(checked.value, ctx);
       if (scope) result = narrowResult(method, result as ResultOf<typeof method>, scope, this.scopeContext(client));
@@ -723,7 +761,10 @@ export class Daemon {
         code: 'INTERNAL',
       });
     } finally {
-      if (ownRun !== undefined) this.runOwners.delete(ownRun);
+      if (ownRun !== undefined) {
+        this.runOwners.delete(ownRun);
+        this.cancelledEarly.delete(ownRun);
+      }
       client.rpc.end();
     }
   }

@@ -312,6 +312,7 @@ const mountErrors: ErrorCode[] = [
   'NOT_SUPPORTED',
   'NATIVE_UNAVAILABLE',
   'WINFSP_MISSING',
+  'TIMEOUT',
 ];
 const pathErrors: ErrorCode[] = ['UNKNOWN_SHADOW', 'INVALID_AGENT', 'INVALID_PATH', 'PATH_THROUGH_SYMLINK', 'NOT_MOUNTED'];
 

@@ -1,7 +1,7 @@
 // `shadowfs layer <write|rm|revert|reset|changes|cat|drop|clone> <shadow> <agent> ...`: one agent's layer.
 import * as fs from 'fs';
 import type { Argv, CommandModule } from 'yargs';
-import { withClient } from '../daemon-call';
+import { connectCli, withClient } from '../daemon-call';
 import { emit, reportError } from '../output';
 import { ShadowClient } from '../../client';
 import { ShadowError } from '../../errors';
@@ -139,7 +139,7 @@ const cat: CommandModule<object, Base & { path: string; offset?: number; length?
       ] as const)
         if (v !== undefined && (!Number.isSafeInteger(v) || v < 0))
           throw new ShadowError('INVALID_ARGUMENT', `--${k} is a whole number of bytes, 0 or more; got ${String(v)}`);
-      client = await ShadowClient.connect();
+      client = await connectCli();
       const c = client;
       // A range at a time, so a file of any size passes through in pieces of at most LAYER_READ_MAX_BYTES.
       const start = a.offset ?? 0;

@@ -7,6 +7,7 @@ import * as fs from 'fs';
 import * as path from 'path';
 import type { Argv, CommandModule } from 'yargs';
 import { ShadowClient } from '../../client';
+import { connectCli } from '../daemon-call';
 import { reportError } from '../output';
 
 interface Args {
@@ -32,7 +33,7 @@ export const mcpCommand: CommandModule<object, Args> = {
     try {
       // Restricted as it opens; fails at once (on stderr) when the shadow does not exist, rather
       // than at the first tool call.
-      client = await ShadowClient.connect({
+      client = await connectCli({
         clientName: `shadowfs mcp ${process.pid}`,
         scope: { shadow: args.shadow, agent: args.agent, allowApply: args['allow-apply'] },
       });

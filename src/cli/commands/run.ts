@@ -5,6 +5,7 @@ import * as crypto from 'crypto';
 import * as os from 'os';
 import type { Argv, CommandModule } from 'yargs';
 import { ShadowClient } from '../../client';
+import { connectCli } from '../daemon-call';
 import { ShadowError } from '../../errors';
 import { emit, reportError } from '../output';
 
@@ -66,7 +67,7 @@ export const runCommand: CommandModule<object, Args> = {
       const argv = [...(args.command ?? []), ...(args['--'] ?? [])].map(String);
       if (argv.length === 0)
         throw new ShadowError('INVALID_ARGUMENT', 'name the command to run after --, e.g. shadowfs run proj --agent a -- npm test');
-      client = await ShadowClient.connect();
+      client = await connectCli();
       const runId = crypto.randomBytes(6).toString('hex');
       if (!args.json) {
         client.on('run/output', (p) => {
