@@ -179,7 +179,12 @@ int Overlay::copyUp(Inode* in, bool keepContent) {
     hadOwnMeta = in->ownMeta();
   }
   ensureOwnMeta(in, false, std::string());
+  return copyIn(in, src, keepContent, hadOwnMeta);
+}
 
+// An inode not yet published may also come here with no folder path of its own (bindPending):
+// its attributes are set by the caller, and dropLower() below has nothing to drop.
+int Overlay::copyIn(Inode* in, const std::string& src, bool keepContent, bool hadOwnMeta) {
   Base base;
   std::string data;
   std::unique_ptr<SpillFile> spill;
@@ -272,6 +277,37 @@ int Overlay::copyUp(Inode* in, bool keepContent) {
   }
   in->size = size;
   in->setBase(base);
+  return 0;
+}
+
+int Overlay::copyOfOpenFile(LowerHandle fd, const std::string& name, bool keepContent,
+                            Ref<Inode>* out) {
+  Attr a;
+  if (int e = lower_->fstat(fd, &a)) return e;
+  NodeRef n = Node::make(FileType::Regular, name);
+  n->ino = a.ino;  // unpublished: fstat through either handle shows the same file
+  n->setSnap(a);
+  n->size = 0;   // the content, written below, sets it
+  n->links = 0;  // no name in any layer
+  n->set(Inode::kOwnMeta | Inode::kOwnXattrs);
+  WriteLock c(n->cmu(), LockRank::Content);  // unpublished: only for the content functions
+  if (keepContent) {
+    std::vector<char> buf(1 << 20);
+    for (uint64_t off = 0;;) {
+      size_t got = 0;
+      if (int e = lower_->pread(fd, buf.data(), buf.size(), off, &got)) return e;
+      if (got == 0) break;  // the end, or the folder's file shrank meanwhile: take what it has
+      if (int e = contentWrite(n.get(), buf.data(), got, off)) return e;
+      off += got;
+    }
+  }
+  {
+    // contentWrite sized it; the times stay the file's own until the caller's change.
+    MetaLock m(n->mmu(), LockRank::Meta);
+    n->setMtime(a.mtime);
+    n->setCtime(a.ctime);
+  }
+  *out = Ref<Inode>(n.get());
   return 0;
 }
 

@@ -153,6 +153,7 @@ int Overlay::link(Layer* view, const std::string& fromAsked, const std::string& 
   if (e) return e;
   if (src->dir()) return EPERM;
   Ref<Inode> in = src->inodeRef();
+  noteCopy(L, in.get());  // handles of the folder's file from before follow it (bindPending)
   // The new name is a node of its own that stands for `in` (Extra::link).
   std::string toDir, toName;
   splitLast(to, &toDir, &toName);
@@ -254,14 +255,19 @@ int Overlay::rename(Layer* view, const std::string& fromAsked, const std::string
   // Everything that can fail happens before the first detach: a rename that fails must change
   // nothing (the folder's directories are stat-ed again while the layer mirrors them). Called
   // once every check has passed, so a refused rename leaves no trace in the layer either.
+  // The files of the folder that move (or are replaced) are recorded for their handles opened
+  // before, so a deferred write-open's first write follows the file it opened (bindPending).
   auto prepare = [&]() -> int {
     Node* n;
     Res pre;
     if (int pe = materializeNode(L, from, &n, &pre)) return pe;
+    noteCopy(L, n->inode());
     Node* tp;
     if (int pe = materializeDir(L, tparent, &tp, nullptr, nullptr)) return pe;
     Res preTo;
-    if (toExists) return materializeNode(L, to, &n, &preTo);
+    if (!toExists) return 0;
+    if (int pe = materializeNode(L, to, &n, &preTo)) return pe;
+    noteCopy(L, n->inode());
     return 0;
   };
   if (flags & kRenameExchange) {
@@ -321,9 +327,16 @@ int Overlay::setattr(Layer* view, const std::string& asked, Handle* h, uint32_t 
   SFS_AT(view);
   if (!L.writable) return EROFS;
   Ref<Inode> in;
-  if (h && h->inode) {
-    in = Ref<Inode>(h->inode.get());
-  } else {
+  if (h) {
+    // Through an open file: its own object. A deferred write-open is bound (copied up) by a
+    // size change, or by any change once its name is gone; a mode or time change through it
+    // while the name stays changes the metadata by name, as it would copy nothing either.
+    const bool unbound = !h->inode && !h->bound.load(std::memory_order_acquire);
+    if (!unbound || (mask & kSetSize) || asked.empty()) {
+      if (int e = changeTarget(h, !(mask & kSetSize) || v.size != 0, &in)) return e;
+    }
+  }
+  if (!in) {
     WriteLock lock(L.mu, LockRank::Layer);
     std::string cbuf;
     const std::string& path = canon(L, asked, &cbuf);
@@ -368,32 +381,32 @@ int Overlay::setattr(Layer* view, const std::string& asked, Handle* h, uint32_t 
   return 0;
 }
 
-// The part of open/create after the tree work, with no lock held: takes the content from A
-// for a write-open (the long part), truncates, and makes the handle.
+// The part of open/create after the tree work, with no lock held: truncates (O_TRUNC, which
+// reads nothing from A) and makes the handle. A write-open without O_TRUNC copies nothing: the
+// first write or truncate through the handle does (write(), setattr()); until then a file whose
+// content is still A's is read through A's file, as by a read-only handle.
 int Overlay::openOnNode(Layer& L, const Ref<Inode>& in, const OpenIntent& intent,
                         Handle** out, Attr* attr) {
   auto h = std::make_unique<Handle>();
   h->inode = sharedOf(in.get());
   h->layer = L.weak_from_this();
   h->writable = intent.write;
-  if (intent.write || intent.truncate) {
+  if (intent.truncate) {
     WriteLock c(in->cmu(), LockRank::Content);
-    int e = copyUp(in.get(), !intent.truncate);
+    int e = copyUp(in.get(), false);  // records the base; reads nothing
     if (e) return e;
-    if (intent.truncate) {
-      bool nonEmpty;
-      {
-        MetaLock m(in->mmu(), LockRank::Meta);
-        nonEmpty = in->size != 0;
-      }
-      if (nonEmpty) {
-        e = contentTruncate(in.get(), 0);
-        if (e) return e;
-        Timespec t = nowTime();
-        MetaLock m(in->mmu(), LockRank::Meta);
-        in->setMtime(t);
-        in->setCtime(t);
-      }
+    bool nonEmpty;
+    {
+      MetaLock m(in->mmu(), LockRank::Meta);
+      nonEmpty = in->size != 0;
+    }
+    if (nonEmpty) {
+      e = contentTruncate(in.get(), 0);
+      if (e) return e;
+      Timespec t = nowTime();
+      MetaLock m(in->mmu(), LockRank::Meta);
+      in->setMtime(t);
+      in->setCtime(t);
     }
   } else {
     std::string lowerPath;
@@ -419,34 +432,13 @@ int Overlay::writableCopy(Handle* ro, Handle** out) {
   Ref<Inode> in;
   if (ro->inode) {
     in = Ref<Inode>(ro->inode.get());
+  } else if (Inode* b = ro->bound.load(std::memory_order_acquire)) {
+    in = Ref<Inode>(b);
   } else {
     if (ro->lower < 0) return EBADF;
-    Attr a;
-    if (int e = lower_->fstat(ro->lower, &a)) return e;
     std::string dir, name;
     splitLast(ro->lowerRel, &dir, &name);
-    NodeRef n = newInode(FileType::Regular, a.perm, Caller{a.uid, a.gid}, name);
-    n->ino = a.ino;  // unpublished: fstat through either handle shows the same file
-    std::string data(a.size, '\0');
-    size_t have = 0;
-    while (have < data.size()) {
-      size_t got = 0;
-      if (int e = lower_->pread(ro->lower, data.data() + have, data.size() - have, have, &got))
-        return e;
-      if (got == 0) break;  // the folder's file shrank meanwhile: take what it has
-      have += got;
-    }
-    data.resize(have);
-    {
-      WriteLock c(n->cmu(), LockRank::Content);
-      if (int e = contentAssign(n.get(), data)) return e;
-    }
-    {
-      MetaLock m(n->mmu(), LockRank::Meta);
-      n->setMtime(a.mtime);
-      n->setAtime(a.atime);
-    }
-    in = Ref<Inode>(n.get());
+    if (int e = copyOfOpenFile(ro->lower, name, true, &in)) return e;
   }
   OpenIntent w;
   w.write = true;
@@ -454,12 +446,34 @@ int Overlay::writableCopy(Handle* ro, Handle** out) {
   return openOnNode(*layer, in, w, out, &attr);
 }
 
+int Overlay::openLower(Layer& L, const std::string& path, const Res& r, bool write,
+                       Handle** out, Attr* attr) {
+  auto h = std::make_unique<Handle>();
+  if (int e = lower_->open(r.low, &h->lower)) return e;
+  h->lowerIno = r.lowerAttr.ino;
+  h->lowerRel = r.low;
+  h->layer = L.weak_from_this();
+  if (write) {
+    h->writable = true;
+    h->pendingPath = path;
+  }
+  {
+    // A later copy-up of this file in the layer is recorded for this handle (noteCopy).
+    MetaLock rm(L.rmu, LockRank::Meta);
+    L.readers[r.low]++;
+  }
+  *attr = r.lowerAttr;
+  *out = h.release();
+  return 0;
+}
+
 int Overlay::open(Layer* view, const std::string& asked, const OpenIntent& intent, Handle** out,
                   Attr* attr) {
   SFS_AT(view);
+  if ((intent.write || intent.truncate) && !L.writable) return EROFS;
   Ref<Inode> in;
   std::string cbuf;
-  if (!intent.write && !intent.truncate) {
+  if (!intent.truncate) {
     ReadLock lock(L.mu, LockRank::Layer);
     const std::string& path = canon(L, asked, &cbuf);
     Res r;
@@ -467,26 +481,16 @@ int Overlay::open(Layer* view, const std::string& asked, const OpenIntent& inten
     if (e) return e;
     if (r.node) {
       if (r.node->dir()) return EISDIR;
-      in = r.node->inodeRef();
+      if (!intent.write) in = r.node->inodeRef();
     } else {
       if (r.lowerAttr.type == FileType::Directory) return EISDIR;
-      auto h = std::make_unique<Handle>();
-      e = lower_->open(r.low, &h->lower);
-      if (e) return e;
-      h->lowerIno = r.lowerAttr.ino;
-      h->lowerRel = r.low;
-      h->layer = L.weak_from_this();
-      {
-        // A later copy-up of this file in the layer is recorded for this handle (noteCopy).
-        MetaLock rm(L.rmu, LockRank::Meta);
-        L.readers[r.low]++;
-      }
-      *attr = r.lowerAttr;
-      *out = h.release();
-      return 0;
+      // A file of the folder, for reading, or for writing later if ever (a deferred
+      // write-open, see Handle): the layer is not touched now.
+      if (!intent.write || r.lowerAttr.type == FileType::Regular)
+        return openLower(L, path, r, intent.write, out, attr);
     }
-  } else {
-    if (!L.writable) return EROFS;
+  }
+  if (!in) {
     WriteLock lock(L.mu, LockRank::Layer);
     const std::string& path = canon(L, asked, &cbuf);
     Res r;
@@ -513,6 +517,9 @@ int Overlay::create(Layer* view, const std::string& asked, uint32_t perm, const 
     int e = resolve(L, path, &r);
     if (e == 0) {
       if (intent.exclusive) return EEXIST;
+      // An existing file of the folder opened as open() would (O_CREAT without O_EXCL).
+      if (!r.node && !intent.truncate && r.lowerAttr.type == FileType::Regular)
+        return openLower(L, path, r, intent.write, out, attr);
       Node* n;
       e = materializeNode(L, path, &n, &r);
       if (e) return e;
@@ -543,17 +550,158 @@ void Overlay::noteCopy(Layer& L, Inode* in) {
     MetaLock m(in->mmu(), LockRank::Meta);
     if (!in->lowerPath(&lowerPath)) return;
   }
+  recordCopy(L, lowerPath, in->ino, in);
+}
+
+void Overlay::recordCopy(Layer& L, const std::string& lowerPath, uint64_t ino, Inode* in) {
   {
     MetaLock rm(L.rmu, LockRank::Meta);
     if (!L.readers.count(lowerPath)) return;
   }
-  L.copied[lowerPath] = Layer::CopiedFrom{in->ino, Ref<Inode>(in)};
+  L.copied[lowerPath] = Layer::CopiedFrom{ino, Ref<Inode>(in)};
+}
+
+bool Overlay::writable(Layer* view) {
+  SFS_AT(view);
+  return L.writable;
+}
+
+int Overlay::changeTarget(Handle* h, bool keepContent, Ref<Inode>* out) {
+  *out = Ref<Inode>();
+  if (h->inode) {
+    *out = Ref<Inode>(h->inode.get());
+    return 0;
+  }
+  if (Inode* b = h->bound.load(std::memory_order_acquire)) {
+    *out = Ref<Inode>(b);
+    return 0;
+  }
+  if (!h->writable || h->pendingPath.empty()) return 0;
+  return bindPending(h, keepContent, out);
+}
+
+// The first change through a deferred write-open (see Handle). The handle opened the folder's
+// file F (lowerRel, lowerIno) at pendingPath; its change must land on F's object in the layer,
+// which is, in this order:
+//   1. the object some other change already made of F in this layer (recorded in L.copied by
+//      noteCopy while this handle was open: another handle's first write, a truncate by name, a
+//      rename or link that carried F elsewhere, even out of every name);
+//   2. a layer node at pendingPath that still stands for F with its content in A (its
+//      metadata was changed by name): its content is copied by the caller (copyUp);
+//   3. when pendingPath still shows F itself: a copy of F taken now, by name, with the
+//      snapshot checks and the Base of every copy-up, placed at pendingPath;
+//   4. otherwise F lost that name since the open (deleted in the layer, or replaced in A by
+//      another file): a nameless copy of what this handle has open, as a program writing a
+//      file after it was deleted or renamed over writes to that file and no name shows it.
+// The copy (3, 4) is taken with no layer lock, into an object nobody sees yet, so a failed copy
+// leaves the layer as it was, and a long one blocks nothing but this handle's own first write.
+// After the copy the layer's lock is taken again; if someone else made F's object meanwhile,
+// that one wins and this copy is dropped.
+int Overlay::bindPending(Handle* h, bool keepContent, Ref<Inode>* out) {
+  std::lock_guard<std::mutex> once(h->bindMu);
+  if (Inode* b = h->bound.load(std::memory_order_acquire)) {
+    *out = Ref<Inode>(b);
+    return 0;
+  }
+  std::shared_ptr<Layer> layer = h->layer.lock();
+  if (!layer) return ENOENT;  // the layer was dropped (ESTALE is not portable: MinGW lacks it)
+  if (!layer->writable) return EROFS;
+  Layer& L = *layer;
+  std::string cbuf;
+  // 1 or 2 into *found; true when pendingPath shows F itself (3).
+  auto locate = [&](Ref<Inode>* found, Attr* a) -> bool {
+    auto it = L.copied.find(h->lowerRel);
+    if (it != L.copied.end() && it->second.ino == h->lowerIno) {
+      *found = it->second.inode;
+      return false;
+    }
+    const std::string& path = canon(L, h->pendingPath, &cbuf);
+    Res r;
+    if (resolve(L, path, &r) != 0) return false;
+    if (r.node) {
+      Inode* n = r.node->inode();
+      if (!n || n->type != FileType::Regular || n->ino != h->lowerIno) return false;
+      std::string lp;
+      bool ours;
+      {
+        MetaLock m(n->mmu(), LockRank::Meta);
+        ours = n->lowerPath(&lp) && lp == h->lowerRel;
+      }
+      if (ours) *found = Ref<Inode>(n);
+      return false;
+    }
+    if (r.lowerAttr.type != FileType::Regular || r.lowerAttr.ino != h->lowerIno ||
+        r.low != h->lowerRel)
+      return false;
+    *a = r.lowerAttr;
+    return true;
+  };
+  Ref<Inode> in;
+  Attr lowerAttr;
+  bool byName;
+  {
+    ReadLock lock(L.mu, LockRank::Layer);
+    byName = locate(&in, &lowerAttr);
+  }
+  if (!in) {
+    std::string dir, name;
+    splitLast(h->pendingPath, &dir, &name);
+    NodeRef copy;
+    if (byName) {
+      NodeRef n = Node::make(FileType::Regular, name);
+      n->ino = lowerAttr.ino;
+      n->setSnap(lowerAttr);
+      n->size = 0;  // no content yet: copyIn installs it
+      n->set(Inode::kOwnMeta);
+      int e;
+      {
+        WriteLock c(n->cmu(), LockRank::Content);
+        e = copyIn(n.get(), h->lowerRel, keepContent, false);
+      }
+      if (e) return e;
+      std::optional<Base> b;
+      {
+        MetaLock m(n->mmu(), LockRank::Meta);
+        b = n->base();
+      }
+      // The name may have come to show another file while it was read: that copy is not F.
+      if (b && b->ino == h->lowerIno) copy = std::move(n);
+    }
+    if (!copy) {
+      byName = false;
+      if (h->lower < 0) return EBADF;
+      Ref<Inode> nameless;
+      if (int e = copyOfOpenFile(h->lower, name, keepContent, &nameless)) return e;
+      copy = NodeRef(static_cast<Node*>(nameless.get()));
+    }
+    WriteLock lock(L.mu, LockRank::Layer);
+    Attr now;
+    const bool still = locate(&in, &now);
+    if (!in) {
+      if (byName && still) {
+        const std::string& path = canon(L, h->pendingPath, &cbuf);
+        std::string parent, last;
+        splitLast(path, &parent, &last);
+        Node* p;
+        if (materializeDir(L, parent, &p, nullptr, nullptr) == 0) {
+          copy->links = 1;
+          p->put(last, copy);
+        }
+      }
+      in = Ref<Inode>(copy.get());
+      recordCopy(L, h->lowerRel, h->lowerIno, in.get());
+    }
+  }
+  h->bound.store(Ref<Inode>(in).release(), std::memory_order_release);
+  *out = std::move(in);
+  return 0;
 }
 
 namespace {
 // A file of A opened for reading: once its layer copied it up, the copy is what it shows.
 Ref<Inode> copiedOf(const Handle* h) {
   if (h->inode) return Ref<Inode>(h->inode.get());
+  if (Inode* b = h->bound.load(std::memory_order_acquire)) return Ref<Inode>(b);
   auto layer = h->layer.lock();
   if (!layer) return Ref<Inode>();
   ReadLock lock(layer->mu, LockRank::Layer);
@@ -579,8 +727,11 @@ int Overlay::read(Handle* h, char* buf, size_t size, uint64_t off, size_t* got) 
 }
 
 int Overlay::write(Handle* h, const char* buf, size_t size, uint64_t off) {
-  Inode* in = h->inode.get();
-  if (!in || !h->writable) return EBADF;
+  if (!h->writable) return EBADF;
+  Ref<Inode> held;
+  if (int e = changeTarget(h, true, &held)) return e;
+  Inode* in = held.get();
+  if (!in) return EBADF;
   WriteLock c(in->cmu(), LockRank::Content);
   int e = copyUp(in, true);
   if (e) return e;
@@ -613,6 +764,7 @@ int Overlay::fallocate(Layer* view, Handle* h, bool keepSize, uint64_t off, uint
 
 void Overlay::release(Handle* h) {
   if (h->lower >= 0) lower_->close(h->lower);
+  if (Inode* b = h->bound.exchange(nullptr, std::memory_order_acq_rel)) dropRef(b);
   if (!h->inode && !h->lowerRel.empty()) {
     if (auto layer = h->layer.lock()) {
       // The handle that open() counted in `readers` goes; with the last one for that path, the

@@ -6,8 +6,9 @@
 // (hides what A has at that path) or points at an Inode. A directory Node merges with A's
 // directory at the same place unless it is opaque, or merges with another A directory when it
 // was renamed (`redirect`, so renaming a big directory of A is O(1)). A regular-file Inode keeps
-// its content in A (`lowerPath`) until the first write-open copies it into memory; its inode
-// number is A's, so it stays stable across copy-up and rename.
+// its content in A (`lowerPath`) until the first write or truncate copies it into memory (a
+// write-open alone copies nothing, see Handle); its inode number is A's, so it stays stable
+// across copy-up and rename.
 //
 // Threads: every public method may be called from any thread and returns 0 or a positive
 // errno. The locks and their order are described in model.h: writes of different files proceed
@@ -24,6 +25,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <shared_mutex>
 #include <string>
@@ -44,6 +46,13 @@ template <typename T>
 class Ref;  // model.h
 
 // An open file. Owned by the backend between open/create and release.
+//
+// A write-open of a file the layer does not hold yet (no O_TRUNC) changes nothing in the layer:
+// the handle is a handle of A's file (`lower`, `lowerIno`, `lowerRel`) that may write, and
+// `pendingPath` says where it was opened. Its first change (write, truncate, fallocate) copies
+// the file into the layer and binds the handle to that copy (`bound`); reads before that read
+// A's file as it is, like a read-only handle. Opening a big file for writing and closing it
+// unwritten (editors, `open(O_RDWR)` to probe) so copies nothing (issue #28, finding 11).
 struct Handle {
   std::shared_ptr<Inode> inode;  // set when the file has (or gets) a layer inode
   LowerHandle lower = -1;        // open file in A, for content still in A
@@ -51,6 +60,14 @@ struct Handle {
   std::string lowerRel;          // and its path in A
   std::weak_ptr<Layer> layer;    // the layer the file was opened in
   bool writable = false;
+  std::string pendingPath;       // a deferred write-open: where it was opened ("" otherwise)
+  // The layer's copy a deferred write-open writes since its first change (a counted reference,
+  // dropped by release). Set once, then never changed: atomic because reads through the same
+  // handle may run while it is set. Backends never look at it (they see `inode` null).
+  std::atomic<Inode*> bound{nullptr};
+  // Serialises that first change between threads writing through this one handle. Taken
+  // before any lock of model.h's order, never while one is held.
+  std::mutex bindMu;
 };
 
 // Inode numbers of objects created in a layer start here, far above what A's file system
@@ -151,6 +168,9 @@ class Overlay {
   int list(Layer* view, const std::string& path, DirStream* d);
 
   bool ignoresCase() const { return ignoreCase_; }
+  // Whether `view` (null: the layer active now) takes changes. False for the read-only view
+  // shown while no layer is active; every changing operation then answers EROFS.
+  bool writable(Layer* view);
 
   // Where the core reports what a caller cannot see in an errno (a copy-up that gave up, ...).
   // Called on the thread where it happened; must not call back into the overlay.
@@ -263,6 +283,11 @@ class Overlay {
 
   // content.cc: the caller holds in->cmu() exclusively (shared for contentRead).
   int copyUp(Inode* in, bool keepContent);
+  // copyUp's work, from the folder's file `src` (copyUp passes the inode's own).
+  int copyIn(Inode* in, const std::string& src, bool keepContent, bool hadOwnMeta);
+  // A new, unpublished inode holding what the folder's open file `fd` has (nothing when not
+  // `keepContent`), numbered as that file: the object of a handle whose name is gone.
+  int copyOfOpenFile(LowerHandle fd, const std::string& name, bool keepContent, Ref<Inode>* out);
   int spillOut(Inode* in);
   int contentWrite(Inode* in, const char* buf, size_t size, uint64_t off);
   int contentTruncate(Inode* in, uint64_t size);
@@ -274,6 +299,18 @@ class Overlay {
   int takeContent(Inode* in, bool keepContent);
 
   // fs_ops.cc
+  // A handle of the folder's file `r.low` (resolved at `path`, L's lock held shared or
+  // exclusively): read-only, or a deferred write-open (see Handle).
+  int openLower(Layer& L, const std::string& path, const Res& r, bool write, Handle** out,
+                Attr* attr);
+  // The inode a change through `h` acts on: its own, or for a deferred write-open the layer's
+  // copy, made now (bindPending) with A's content unless `keepContent` is false (truncation to
+  // 0). Null *out and 0 when `h` is a read-only handle of A's file. No lock held on entry.
+  int changeTarget(Handle* h, bool keepContent, Ref<Inode>* out);
+  int bindPending(Handle* h, bool keepContent, Ref<Inode>* out);
+  // Records in L.copied that `in` stands for the folder's file `lowerPath` (number `ino`), for
+  // the handles of that file opened before (L's lock held exclusively).
+  static void recordCopy(Layer& L, const std::string& lowerPath, uint64_t ino, Inode* in);
   int openOnNode(Layer& L, const Ref<Inode>& in, const OpenIntent& intent,
                  Handle** out, Attr* attr);
   // Records that `in` (about to take its content from A) stands for A's file from now on, for

@@ -25,8 +25,9 @@ using namespace shadowfs;
 
 namespace {
 
-// Copies "f" into layer "a" by a write-open while the folder rewrites it after the first read
-// of `changesAfter` bytes; returns what the layer holds afterwards (or "<errno>").
+// Copies "f" into layer "a" by a first write (of nothing) through a write-open while the folder
+// rewrites it after the first read of `changesAfter` bytes; returns what the layer holds
+// afterwards (or "<errno>").
 std::string copyWhileChanging(uint64_t spillThreshold, size_t changesAfter, const std::string& oldData,
                               const std::string& newData, int* openErr) {
   auto lo = std::make_unique<fake::FakeLower>();
@@ -50,6 +51,7 @@ std::string copyWhileChanging(uint64_t spillThreshold, size_t changesAfter, cons
   *openErr = ov.open(L, "f", wr, &h, &at);
   std::string out;
   if (*openErr == 0) {
+    *openErr = ov.write(h, "", 0, 0);  // the open copied nothing; the first write does
     ov.release(h);
     lower->onPread = nullptr;
     Handle* r = nullptr;
@@ -127,8 +129,13 @@ TEST(a_copy_up_of_a_file_that_never_holds_still_fails_with_EIO_and_a_log_line) {
   Attr at;
   OpenIntent wr;
   wr.write = true;
-  CHECK_ERR(ov.open(L, "f", wr, &h, &at), EIO);
+  REQUIRE_OK(ov.open(L, "f", wr, &h, &at));  // a write-open copies nothing
+  CHECK_ERR(ov.write(h, "x", 1, 0), EIO);     // its first write copies, and fails
+  ov.release(h);
   CHECK_EQ(n, Overlay::kCopyUpTries);
+  std::vector<Change> ch;
+  REQUIRE_OK(ov.changes("a", &ch));
+  CHECK(ch.empty());
   REQUIRE_EQ(logged.size(), size_t{1});
   CHECK(logged[0].find("gave up") != std::string::npos);
   // Nothing half-copied stayed behind: the layer still reads the folder's file, live.
@@ -231,7 +238,10 @@ TEST(a_long_copy_up_blocks_no_other_file_no_switch_and_no_api_call) {
     Attr at;
     OpenIntent wr;
     wr.write = true;
-    if (ov.open(L, "big", wr, &h, &at) == 0) ov.release(h);
+    if (ov.open(L, "big", wr, &h, &at) == 0) {
+      ov.write(h, "", 0, 0);  // the first write copies
+      ov.release(h);
+    }
   });
   {
     std::unique_lock lock(m);
@@ -330,4 +340,152 @@ TEST(a_read_only_handle_from_before_sees_the_layers_copy_after_truncate_and_unli
   CHECK_EQ(readAll(ru), std::string("NEW"));  // not A's "OLD" again
   ov.release(ru);
   ov.unpin(L);
+}
+
+// Issue #28, finding 11: a write-open copies nothing; the first change through it does.
+namespace {
+struct Deferred {
+  fake::FakeLower* lower;
+  std::unique_ptr<Overlay> ov;
+  Layer* L;
+  Deferred() {
+    auto lo = std::make_unique<fake::FakeLower>();
+    lower = lo.get();
+    lower->addFile("f", "0123456789");
+    lower->addFile("g", "gee");
+    ov = std::make_unique<Overlay>(std::move(lo));
+    ov->createLayer("a");
+    L = ov->pin("a");
+  }
+  ~Deferred() { ov->unpin(L); }
+  Handle* open(const std::string& path, bool write, bool truncate = false) {
+    Handle* h = nullptr;
+    Attr at;
+    OpenIntent i;
+    i.write = write;
+    i.truncate = truncate;
+    return ov->open(L, path, i, &h, &at) == 0 ? h : nullptr;
+  }
+  std::string readAll(Handle* h) {
+    std::string out;
+    char buf[64];
+    size_t got = 0;
+    for (uint64_t off = 0; ov->read(h, buf, sizeof buf, off, &got) == 0 && got; off += got)
+      out.append(buf, got);
+    return out;
+  }
+  std::string file(const std::string& path) {
+    std::string out;
+    int e = ov->readFile("a", path, &out);
+    return e ? "<" + unit::errnoName(e) + ">" : out;
+  }
+  size_t changes() {
+    std::vector<Change> ch;
+    ov->changes("a", &ch);
+    return ch.size();
+  }
+};
+}  // namespace
+
+TEST(a_write_open_closed_unwritten_leaves_the_layer_empty_and_reads_the_folder_live) {
+  Deferred d;
+  Handle* w = d.open("f", true);
+  REQUIRE(w != nullptr);
+  CHECK_EQ(d.readAll(w), std::string("0123456789"));
+  d.lower->modify("f", "live");  // an edit in A before the first write shows through it
+  CHECK_EQ(d.readAll(w), std::string("live"));
+  Attr a;
+  REQUIRE_OK(d.ov->fgetattr(w, &a));
+  CHECK_EQ(a.size, uint64_t{4});
+  d.ov->release(w);
+  CHECK_EQ(d.changes(), size_t{0});
+  LayerStats st;
+  REQUIRE_OK(d.ov->stats("a", &st));
+  CHECK_EQ(st.paths, uint64_t{0});
+  CHECK_EQ(d.lower->openHandles(), 0);
+}
+
+TEST(the_first_write_copies_up_and_every_handle_opened_before_sees_the_copy) {
+  Deferred d;
+  Handle* ro = d.open("f", false);
+  Handle* w1 = d.open("f", true);
+  Handle* w2 = d.open("f", true);
+  REQUIRE(ro && w1 && w2);
+  REQUIRE_OK(d.ov->write(w1, "AB", 2, 0));
+  CHECK_EQ(d.file("f"), std::string("AB23456789"));
+  CHECK_EQ(d.lower->content("f"), std::string("0123456789"));
+  CHECK_EQ(d.readAll(ro), std::string("AB23456789"));
+  CHECK_EQ(d.readAll(w2), std::string("AB23456789"));
+  REQUIRE_OK(d.ov->write(w2, "Z", 1, 9));  // the same copy, not a second one
+  CHECK_EQ(d.readAll(w1), std::string("AB2345678Z"));
+  CHECK_EQ(d.file("f"), std::string("AB2345678Z"));
+  Attr a, la;
+  REQUIRE_OK(d.ov->getattr(d.L, "f", &a));
+  REQUIRE_OK(d.lower->stat("f", &la));
+  CHECK_EQ(a.ino, la.ino);  // the folder's inode number, kept
+  for (Handle* h : {ro, w1, w2}) d.ov->release(h);
+  CHECK_EQ(d.changes(), size_t{1});
+  CHECK_EQ(d.lower->openHandles(), 0);
+}
+
+TEST(truncate_through_a_write_open_and_o_trunc_are_changes) {
+  Deferred d;
+  Handle* w = d.open("f", true);
+  REQUIRE(w != nullptr);
+  Attr v, out;
+  v.size = 4;
+  REQUIRE_OK(d.ov->setattr(d.L, "f", w, kSetSize, v, &out));
+  CHECK_EQ(d.file("f"), std::string("0123"));
+  REQUIRE_OK(d.ov->fallocate(d.L, w, false, 0, 6));  // grows to 6 (zeros)
+  CHECK_EQ(d.file("f"), std::string("0123\0\0", 6));
+  d.ov->release(w);
+  Handle* t = d.open("g", true, true);
+  REQUIRE(t != nullptr);
+  CHECK_EQ(d.file("g"), std::string());
+  d.ov->release(t);
+  CHECK_EQ(d.lower->content("g"), std::string("gee"));
+  CHECK_EQ(d.changes(), size_t{2});
+}
+
+TEST(the_first_write_follows_a_rename_and_survives_an_unlink_in_the_layer) {
+  Deferred d;
+  Handle* w = d.open("f", true);
+  Handle* x = d.open("g", true);
+  REQUIRE(w && x);
+  REQUIRE_OK(d.ov->rename(d.L, "f", "moved", 0));
+  REQUIRE_OK(d.ov->write(w, "M", 1, 0));
+  CHECK_EQ(d.file("moved"), std::string("M123456789"));
+  CHECK_EQ(d.file("f"), std::string("<ENOENT>"));
+  REQUIRE_OK(d.ov->unlink(d.L, "g"));
+  REQUIRE_OK(d.ov->write(x, "G", 1, 0));  // the file it opened, with no name any more
+  CHECK_EQ(d.readAll(x), std::string("Gee"));
+  CHECK_EQ(d.file("g"), std::string("<ENOENT>"));
+  d.ov->release(w);
+  d.ov->release(x);
+  CHECK_EQ(d.lower->content("f"), std::string("0123456789"));
+  CHECK_EQ(d.lower->content("g"), std::string("gee"));
+}
+
+TEST(a_file_replaced_in_the_folder_before_the_first_write_is_not_written_over) {
+  Deferred d;
+  Handle* w = d.open("f", true);
+  REQUIRE(w != nullptr);
+  d.lower->remove("f");
+  d.lower->addFile("f", "new file");  // another inode at the name
+  REQUIRE_OK(d.ov->write(w, "W", 1, 0));
+  CHECK_EQ(d.readAll(w), std::string("W123456789"));  // the file it opened
+  CHECK_EQ(d.file("f"), std::string("new file"));    // the name shows the folder's new file
+  d.ov->release(w);
+  CHECK_EQ(d.changes(), size_t{0});
+}
+
+TEST(a_write_open_in_a_read_only_view_is_refused_and_writable_says_so) {
+  Deferred d;
+  CHECK(d.ov->writable(d.L));
+  CHECK(!d.ov->writable(nullptr));  // no layer active: the folder as it is, read-only
+  Handle* h = nullptr;
+  Attr at;
+  OpenIntent wr;
+  wr.write = true;
+  CHECK_ERR(d.ov->open(nullptr, "f", wr, &h, &at), EROFS);
 }
