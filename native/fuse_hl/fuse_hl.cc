@@ -279,10 +279,13 @@ int HLMount::opLink(const char* from, const char* to) {
 
 int HLMount::setattr(const char* path, struct fuse_file_info* fi, uint32_t mask, const Attr& v) {
   Handle* h = handleOf(fi);
-  if (!path && !(h && h->inode)) return -ENOENT;
+  // A file open for writing acts on its own object, also while its content is still A's (the
+  // core copies it at the first write or truncate) and once its name is gone.
+  const bool viaHandle = h && (h->inode || h->writable);
+  if (!path && !viaHandle) return -ENOENT;
   Attr out;
   // Through an open file (ftruncate, fchmod): the layer the file was opened in.
-  std::shared_ptr<Layer> layer = h && h->inode ? h->layer.lock() : ov_->current(view_);
+  std::shared_ptr<Layer> layer = viaHandle ? h->layer.lock() : ov_->current(view_);
   if (!layer) return -ESTALE;
   return -ov_->setattr(layer.get(), path ? rel(path) : std::string(), h, mask, v, &out);
 }

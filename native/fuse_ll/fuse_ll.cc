@@ -180,9 +180,12 @@ void LLMount::opSetattr(Req* req, uint64_t ino, const abi::SetattrIn& in, FileIn
   int pe = m->pathOf(ino, &path);
   if (pe && !io.h) io.fromNode(ino, true);  // unlinked: its pinned handle, if any
   Handle* h = io.h;
-  if (pe && !(h && h->inode)) return (void)wire::replyErr(req, pe);
+  // A file open for writing acts on its own object, also one whose content is still A's (the
+  // core copies it at this first change when it is a truncate) and also once its name is gone.
+  const bool viaHandle = h && (h->inode || h->writable);
+  if (pe && !viaHandle) return (void)wire::replyErr(req, pe);
   std::shared_ptr<Layer> layer;
-  if (h && h->inode) {
+  if (viaHandle) {
     layer = h->layer.lock();  // ftruncate/fchmod: the layer the file was opened in
     if (!layer) return (void)wire::replyErr(req, ESTALE);
   } else {
@@ -375,6 +378,10 @@ int LLMount::passthroughOpen(uint64_t ino, Handle* h, uint32_t* backingId) {
   *backingId = 0;
   // Only content that is the folder's own file, opened read-only: the backing file is then
   // the descriptor of A's file the handle holds, and nothing the layer must see goes past us.
+  // A write-open is never passthrough, also now that it copies nothing until its first write
+  // (Overlay::open): the kernel would send that write to the backing file, A's own, or fail it
+  // on a read-only descriptor, and either way we would never see it to copy the file up. So a
+  // write-open is served through us like in "open" mode, and gets the same deferral.
   const bool eligible = !h->inode && h->lower >= 0 && !h->writable;
   uint32_t existing = 0;
   bool othersOpen = false;
@@ -386,7 +393,7 @@ int LLMount::passthroughOpen(uint64_t ino, Handle* h, uint32_t* backingId) {
     existing = n->backingId;
     othersOpen = !n->handles.empty();
     if (existing && (!eligible || h->lowerIno != n->backingIno)) {
-      // Open for writing (a copy-up follows), the layer has its own content now, or the
+      // Open for writing (its first write copies up), the layer has its own content now, or the
       // folder's name leads to another file than the backing one (replaced in A): a new
       // object, which the kernel must not see through this inode (it would refuse the open:
       // one backing file per inode, no mixed modes). Its names go to a new node at the next
