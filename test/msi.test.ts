@@ -582,7 +582,7 @@ describe('the Windows installer (MSI built with wixl; installed, run, upgraded a
       const checks = (JSON.parse(doctor.stdout) as { checks: { name: string; ok: boolean; detail: string }[] }).checks;
       assert.deepStrictEqual(
         checks.find((c) => c.name === 'native-module'),
-        { name: 'native-module', required: true, ok: true, detail: 'backends: fuse_hl' },
+        { name: 'native-module', required: true, ok: true, detail: 'backends: winfsp, fuse_hl' },
       );
       const winfsp = checks.find((c) => c.name === 'winfsp');
       assert.strictEqual(winfsp?.ok, false);
