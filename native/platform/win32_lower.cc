@@ -1,8 +1,9 @@
 // Windows implementation of LowerFs and SpillStore (see win32_lower.h). Every object of the
 // folder is reached by an absolute \\?\ path built from the root's final path, so paths longer
 // than MAX_PATH work and no Win32 path rewriting ("." / ".." / trailing dots) happens behind our
-// back. Handles are opened with all three share modes, so the developer can still write,
-// rename and delete a file the shadow is reading; metadata handles carry no data access at all.
+// back. Handles are opened with all three share modes and closed before the call returns, so
+// the developer can still write, rename and delete a file the shadow is reading, and rename
+// its directories; metadata handles carry no data access at all.
 #if defined(_WIN32)
 #include "win32_lower.h"
 
@@ -18,9 +19,55 @@
 #include <unordered_map>
 #include <vector>
 
+#include "../core/overlay.h"  // kFirstLayerIno
+
 namespace shadowfs {
 
 namespace win32 {
+
+static_assert(InodeNumbers::kTableLimit <= kFirstLayerIno,
+              "the folder's inode numbers must stay below the layer's range");
+static_assert(InodeNumbers::kDirectLimit <= InodeNumbers::kTableFirst,
+              "numbered directly and from the table: two ranges that never meet");
+
+bool InodeNumbers::Key::operator==(const Key& o) const {
+  return volume == o.volume && std::memcmp(id, o.id, sizeof id) == 0;
+}
+
+size_t InodeNumbers::Hash::operator()(const Key& k) const {
+  uint64_t lo, hi;
+  std::memcpy(&lo, k.id, 8);
+  std::memcpy(&hi, k.id + 8, 8);
+  // A multiply-xorshift mix: NTFS IDs differ mostly in their low bits, ReFS ones in either half.
+  uint64_t h = lo * 0x9E3779B97F4A7C15ull ^ (hi + 0x632BE59BD9B4E019ull) * 0xC2B2AE3D27D4EB4Full ^
+               k.volume * 0x165667B19E3779F9ull;
+  h ^= h >> 29;
+  return static_cast<size_t>(h);
+}
+
+uint64_t InodeNumbers::number(const Key& key) {
+  uint64_t lo, hi;
+  std::memcpy(&lo, key.id, 8);
+  std::memcpy(&hi, key.id + 8, 8);
+  if (key.volume == home_ && hi == 0 && lo != 0 && lo < kDirectLimit) return lo;
+  {
+    std::shared_lock lock(mu_);
+    auto it = map_.find(key);
+    if (it != map_.end()) return it->second;
+  }
+  std::unique_lock lock(mu_);
+  auto it = map_.find(key);  // another thread may have numbered it meanwhile
+  if (it != map_.end()) return it->second;
+  if (next_ >= kTableLimit) return 0;
+  uint64_t n = next_++;
+  map_.emplace(key, n);
+  return n;
+}
+
+size_t InodeNumbers::tableSize() const {
+  std::shared_lock lock(mu_);
+  return map_.size();
+}
 
 int errnoFromWin32(uint32_t error) {
   switch (error) {
@@ -425,17 +472,20 @@ int writeAt(HANDLE h, const char* buf, size_t size, uint64_t off) {
   return 0;
 }
 
-// An open file of the folder. Shared by the handle table and the preads in progress, so a
-// close() racing a pread never closes the HANDLE under it.
+// An open file of the folder: where it was opened and which file it was, never a HANDLE (see
+// win32_lower.h: a handle held open would stop the developer renaming its directories).
+// Shared by the table and the calls in progress, so a close() racing a pread is harmless.
 struct OpenFile {
-  Win32Handle h;
+  std::wstring path;             // \\?\ path it was opened by
+  win32::InodeNumbers::Key key;  // the file it named then
+  DWORD flags = FILE_FLAG_OPEN_REPARSE_POINT;  // 0 for a non-link reparse point (see open())
   bool exe = false;
 };
 
 class Win32Lower final : public LowerFs {
  public:
-  Win32Lower(std::wstring root, bool useFileIdInfo)
-      : root_(std::move(root)), useFileIdInfo_(useFileIdInfo) {}
+  Win32Lower(std::wstring root, bool useFileIdInfo, uint64_t homeVolume)
+      : root_(std::move(root)), useFileIdInfo_(useFileIdInfo), inos_(homeVolume) {}
 
   int stat(const std::string& rel, Attr* out) override {
     std::wstring p;
@@ -448,7 +498,9 @@ class Win32Lower final : public LowerFs {
   int fstat(LowerHandle h, Attr* out) override {
     auto f = find(h);
     if (!f) return EBADF;
-    return fill(f->h.get(), f->exe, out);
+    Win32Handle fh;
+    if (int e = reopen(*f, &fh)) return e;
+    return fill(fh.get(), f->exe, out);
   }
 
   // FindFirstFileExW lists through a link; the directory itself is checked first (without
@@ -517,46 +569,13 @@ class Win32Lower final : public LowerFs {
     return win32::linkTarget(buf.data(), n, out) ? 0 : EINVAL;
   }
 
+  // Checks the file as open(2) with O_RDONLY | O_NOFOLLOW would and records which file it is;
+  // the handle used for that is closed before returning.
   int open(const std::string& rel, LowerHandle* out) override {
-    std::wstring p;
-    if (int e = win32::joinRel(root_, rel, &p)) return e;
-    // No FILE_FLAG_BACKUP_SEMANTICS: it is for directories, and it would let a process holding
-    // the backup privilege read files its user may not.
-    Win32Handle h(CreateFileW(p.c_str(), GENERIC_READ, kShareAll, nullptr, OPEN_EXISTING,
-                              FILE_FLAG_OPEN_REPARSE_POINT, nullptr));
-    if (!h.valid()) {
-      DWORD e = GetLastError();
-      if (e == ERROR_ACCESS_DENIED) {  // also what a directory gives without backup semantics
-        Win32Handle m;
-        FileType t = FileType::Regular;
-        if (openMeta(p, &m) == 0 && typeOf(m.get(), &t) == 0 && t == FileType::Directory)
-          return EISDIR;
-      }
-      return errnoFromWin32(e);
-    }
-    BY_HANDLE_FILE_INFORMATION bi;
-    if (!GetFileInformationByHandle(h.get(), &bi)) return lastErrno();
-    if (bi.dwFileAttributes & FILE_ATTRIBUTE_DIRECTORY) return EISDIR;
-    if (bi.dwFileAttributes & FILE_ATTRIBUTE_REPARSE_POINT) {
-      std::vector<char> buf;
-      DWORD n = readReparse(h.get(), &buf);
-      if (n && isLinkTag(reparseTag(buf, n))) return ELOOP;  // O_NOFOLLOW's answer
-      // Another kind of reparse point (a cloud placeholder, a deduplicated file...): its data
-      // comes through the file system's filter, so open it the ordinary way, and make sure the
-      // path still names the same file.
-      Win32Handle data(CreateFileW(p.c_str(), GENERIC_READ, kShareAll, nullptr, OPEN_EXISTING, 0,
-                                   nullptr));
-      if (!data.valid()) return lastErrno();
-      BY_HANDLE_FILE_INFORMATION di;
-      if (!GetFileInformationByHandle(data.get(), &di)) return lastErrno();
-      if (di.nFileIndexHigh != bi.nFileIndexHigh || di.nFileIndexLow != bi.nFileIndexLow ||
-          di.dwVolumeSerialNumber != bi.dwVolumeSerialNumber)
-        return ELOOP;  // replaced by something else (a link?) in between
-      h = std::move(data);
-    }
     auto f = std::make_shared<OpenFile>();
-    f->h = std::move(h);
-    f->exe = looksExecutable(rel);
+    Win32Handle h;
+    if (int e = openFile(rel, &h, f.get())) return e;
+    h.reset();
     std::lock_guard lock(mu_);
     LowerHandle id = nextHandle_++;
     files_.emplace(id, std::move(f));
@@ -565,13 +584,16 @@ class Win32Lower final : public LowerFs {
   }
 
   int pread(LowerHandle h, char* buf, size_t size, uint64_t off, size_t* got) override {
+    *got = 0;
     auto f = find(h);
     if (!f) return EBADF;
-    return readAt(f->h.get(), buf, size, off, got);
+    Win32Handle fh;
+    if (int e = reopen(*f, &fh)) return e;
+    return readAt(fh.get(), buf, size, off, got);
   }
 
   void close(LowerHandle h) override {
-    std::shared_ptr<OpenFile> f;  // closed here, outside the lock, unless a pread still uses it
+    std::shared_ptr<OpenFile> f;  // freed here, outside the lock
     std::lock_guard lock(mu_);
     auto it = files_.find(h);
     if (it == files_.end()) return;
@@ -579,24 +601,22 @@ class Win32Lower final : public LowerFs {
     files_.erase(it);
   }
 
+  // One call, so one handle for all of it (closed before returning).
   int readAll(const std::string& rel, std::string* out) override {
-    LowerHandle h = -1;
-    if (int e = open(rel, &h)) return e;
-    auto f = find(h);
+    OpenFile f;
+    Win32Handle h;
+    if (int e = openFile(rel, &h, &f)) return e;
     LARGE_INTEGER size;
-    if (f && GetFileSizeEx(f->h.get(), &size) && size.QuadPart > 0)
+    if (GetFileSizeEx(h.get(), &size) && size.QuadPart > 0)
       out->reserve(static_cast<size_t>(size.QuadPart));
     std::vector<char> buf(1 << 16);
-    int e = 0;
     for (uint64_t off = 0;;) {
       size_t got = 0;
-      e = pread(h, buf.data(), buf.size(), off, &got);
-      if (e || got == 0) break;
+      if (int e = readAt(h.get(), buf.data(), buf.size(), off, &got)) return e;
+      if (got == 0) return 0;
       out->append(buf.data(), got);
       off += got;
     }
-    close(h);
-    return e;
   }
 
   // Windows has no user extended attributes of the POSIX kind (its EAs and alternate data
@@ -620,7 +640,121 @@ class Win32Lower final : public LowerFs {
   }
 
  private:
-  int fill(HANDLE h, bool exe, Attr* out) const {
+  // Opens the regular file `rel` for reading (all share modes, not following a link) into *h
+  // and fills *f with what names it again: 0, or the errno open(2) would give.
+  int openFile(const std::string& rel, Win32Handle* h, OpenFile* f) {
+    std::wstring p;
+    if (int e = win32::joinRel(root_, rel, &p)) return e;
+    // No FILE_FLAG_BACKUP_SEMANTICS: it is for directories, and it would let a process holding
+    // the backup privilege read files its user may not.
+    h->reset(CreateFileW(p.c_str(), GENERIC_READ, kShareAll, nullptr, OPEN_EXISTING,
+                         FILE_FLAG_OPEN_REPARSE_POINT, nullptr));
+    if (!h->valid()) {
+      DWORD e = GetLastError();
+      if (e == ERROR_ACCESS_DENIED) {  // also what a directory gives without backup semantics
+        Win32Handle m;
+        FileType t = FileType::Regular;
+        if (openMeta(p, &m) == 0 && typeOf(m.get(), &t) == 0 && t == FileType::Directory)
+          return EISDIR;
+      }
+      return errnoFromWin32(e);
+    }
+    BY_HANDLE_FILE_INFORMATION bi;
+    if (!GetFileInformationByHandle(h->get(), &bi)) return lastErrno();
+    if (bi.dwFileAttributes & FILE_ATTRIBUTE_DIRECTORY) return EISDIR;
+    f->flags = FILE_FLAG_OPEN_REPARSE_POINT;
+    if (bi.dwFileAttributes & FILE_ATTRIBUTE_REPARSE_POINT) {
+      std::vector<char> buf;
+      DWORD n = readReparse(h->get(), &buf);
+      if (n && isLinkTag(reparseTag(buf, n))) return ELOOP;  // O_NOFOLLOW's answer
+      // Another kind of reparse point (a cloud placeholder, a deduplicated file...): its data
+      // comes through the file system's filter, so open it the ordinary way, and make sure the
+      // path still names the same file.
+      Win32Handle data(CreateFileW(p.c_str(), GENERIC_READ, kShareAll, nullptr, OPEN_EXISTING, 0,
+                                   nullptr));
+      if (!data.valid()) return lastErrno();
+      BY_HANDLE_FILE_INFORMATION di;
+      if (!GetFileInformationByHandle(data.get(), &di)) return lastErrno();
+      if (di.nFileIndexHigh != bi.nFileIndexHigh || di.nFileIndexLow != bi.nFileIndexLow ||
+          di.dwVolumeSerialNumber != bi.dwVolumeSerialNumber)
+        return ELOOP;  // replaced by something else (a link?) in between
+      *h = std::move(data);
+      f->flags = 0;
+    }
+    if (int e = keyOf(h->get(), &f->key)) return e;
+    f->path = std::move(p);
+    f->exe = looksExecutable(rel);
+    return 0;
+  }
+
+  // A fresh handle (closed by the caller before its call returns) on the file `f` names: by
+  // its path while that still names it, else by its ID (it was renamed or moved, or one of its
+  // directories was). ENOENT when the file is gone.
+  int reopen(const OpenFile& f, Win32Handle* out) const {
+    win32::InodeNumbers::Key k;
+    out->reset(CreateFileW(f.path.c_str(), GENERIC_READ, kShareAll, nullptr, OPEN_EXISTING,
+                           f.flags, nullptr));
+    DWORD byPath = ERROR_SUCCESS;
+    if (out->valid()) {
+      if (keyOf(out->get(), &k) == 0 && k == f.key) return 0;
+      out->reset();
+    } else {
+      byPath = GetLastError();
+    }
+    // Any handle on the folder's volume tells OpenFileById where to look: the root's, for this
+    // call only.
+    Win32Handle hint(CreateFileW(root_.c_str(), FILE_READ_ATTRIBUTES, kShareAll, nullptr,
+                                 OPEN_EXISTING, FILE_FLAG_BACKUP_SEMANTICS, nullptr));
+    if (!hint.valid()) return lastErrno();
+    FILE_ID_DESCRIPTOR d{};
+    d.dwSize = sizeof d;
+    uint64_t lo, hi;
+    std::memcpy(&lo, f.key.id, 8);
+    std::memcpy(&hi, f.key.id + 8, 8);
+    if (hi == 0) {
+      d.Type = FileIdType;  // NTFS's 64-bit IDs (and what wine answers)
+      d.FileId.QuadPart = static_cast<LONGLONG>(lo);
+    } else {
+      d.Type = ExtendedFileIdType;  // ReFS's 128-bit IDs
+      static_assert(sizeof d.ObjectId == sizeof f.key.id, "FILE_ID_128 is 16 bytes");
+      std::memcpy(&d.ObjectId, f.key.id, sizeof f.key.id);
+    }
+    out->reset(OpenFileById(hint.get(), &d, GENERIC_READ, kShareAll, nullptr, f.flags));
+    if (!out->valid()) {
+      DWORD e = GetLastError();
+      // The sharing violation the path gave says more than the ID's "not found".
+      if (byPath == ERROR_SHARING_VIOLATION || e == ERROR_SHARING_VIOLATION) return EBUSY;
+      if (e == ERROR_ACCESS_DENIED) return EACCES;
+      return ENOENT;  // no file has that ID any more (NTFS: ERROR_INVALID_PARAMETER)
+    }
+    if (keyOf(out->get(), &k) != 0 || !(k == f.key)) {
+      out->reset();
+      return ENOENT;
+    }
+    return 0;
+  }
+
+  // Which file `h` is: FileIdInfo when the folder's file system answers it (decided once, at
+  // mount), else the volume serial and 64-bit index of GetFileInformationByHandle.
+  int keyOf(HANDLE h, win32::InodeNumbers::Key* out) const {
+    *out = win32::InodeNumbers::Key{};
+    if (useFileIdInfo_) {
+      FILE_ID_INFO id;
+      if (!GetFileInformationByHandleEx(h, FileIdInfo, &id, sizeof id)) return lastErrno();
+      out->volume = id.VolumeSerialNumber;
+      static_assert(sizeof id.FileId.Identifier == sizeof out->id, "FILE_ID_128 is 16 bytes");
+      std::memcpy(out->id, id.FileId.Identifier, sizeof out->id);
+      return 0;
+    }
+    BY_HANDLE_FILE_INFORMATION bi;
+    if (!GetFileInformationByHandle(h, &bi)) return lastErrno();
+    out->volume = bi.dwVolumeSerialNumber;
+    uint64_t index = (static_cast<uint64_t>(bi.nFileIndexHigh) << 32) | bi.nFileIndexLow;
+    std::memcpy(out->id, &index, sizeof index);
+    return 0;
+  }
+
+  int fill(HANDLE h, bool exe, Attr* out) {
     BY_HANDLE_FILE_INFORMATION bi;
     if (!GetFileInformationByHandle(h, &bi)) return lastErrno();
     const DWORD attrs = bi.dwFileAttributes;
@@ -643,16 +777,16 @@ class Win32Lower final : public LowerFs {
     else
       out->perm = (attrs & FILE_ATTRIBUTE_READONLY) ? (exe ? 0555 : 0444) : (exe ? 0755 : 0644);
     out->nlink = bi.nNumberOfLinks ? bi.nNumberOfLinks : 1;
-    out->ino = (static_cast<uint64_t>(bi.nFileIndexHigh) << 32) | bi.nFileIndexLow;
-    FILE_ID_INFO id;
-    if (useFileIdInfo_ && GetFileInformationByHandleEx(h, FileIdInfo, &id, sizeof id)) {
-      // 128-bit IDs (ReFS) folded to 64 bits; on NTFS the high half is zero and this is the
-      // file index above.
-      uint64_t lo, hi;
-      std::memcpy(&lo, id.FileId.Identifier, 8);
-      std::memcpy(&hi, id.FileId.Identifier + 8, 8);
-      out->ino = lo ^ hi;
+    win32::InodeNumbers::Key key;
+    if (useFileIdInfo_) {
+      if (int e = keyOf(h, &key)) return e;
+    } else {
+      key.volume = bi.dwVolumeSerialNumber;
+      uint64_t index = (static_cast<uint64_t>(bi.nFileIndexHigh) << 32) | bi.nFileIndexLow;
+      std::memcpy(key.id, &index, sizeof index);
     }
+    out->ino = inos_.number(key);
+    if (out->ino == 0) return EOVERFLOW;
     out->blocks = (out->size + 511) / 512;
     out->atime = fromFileTime(bi.ftLastAccessTime);
     out->mtime = fromFileTime(bi.ftLastWriteTime);
@@ -674,8 +808,9 @@ class Win32Lower final : public LowerFs {
 
   const std::wstring root_;  // \\?\ form, no trailing separator (except a drive's root)
   const bool useFileIdInfo_;
+  win32::InodeNumbers inos_;
 
-  std::shared_mutex mu_;  // guards the handle table
+  std::shared_mutex mu_;  // guards the open-file table (never held during I/O)
   LowerHandle nextHandle_ = 1;
   std::unordered_map<LowerHandle, std::shared_ptr<OpenFile>> files_;
 };
@@ -816,7 +951,16 @@ std::unique_ptr<LowerFs> openWin32Lower(const std::string& rootUtf8, int* err) {
   // decided once so inode numbers never change form during a mount.
   FILE_ID_INFO id;
   bool useIdInfo = GetFileInformationByHandleEx(h.get(), FileIdInfo, &id, sizeof id) != 0;
-  return std::make_unique<Win32Lower>(std::move(root), useIdInfo);
+  uint64_t volume = useIdInfo ? id.VolumeSerialNumber : 0;
+  if (!useIdInfo) {
+    BY_HANDLE_FILE_INFORMATION bi;
+    if (!GetFileInformationByHandle(h.get(), &bi)) {
+      *err = lastErrno();
+      return nullptr;
+    }
+    volume = bi.dwVolumeSerialNumber;
+  }
+  return std::make_unique<Win32Lower>(std::move(root), useIdInfo, volume);
 }
 
 std::unique_ptr<SpillStore> openWin32Spill(const std::string& dirUtf8, int* err) {

@@ -193,41 +193,60 @@ class Win32Watcher final : public FolderWatcher {
     }
   }
 
+  // One record of a buffer, its names made long (outside the lock: that asks the disk).
+  struct Record {
+    std::string rel;     // the path changed, or (not `whole`) the directory something changed in
+    bool whole = true;   // `rel` is the entry itself
+    bool gone = false;   // removed or renamed away
+  };
+
   // Turns one buffer of FILE_NOTIFY_INFORMATION records into the paths to report.
   void collect(const char* data, DWORD size, std::vector<std::string>* paths) {
+    std::vector<Record> records;
+    constexpr size_t kHeader = offsetof(FILE_NOTIFY_INFORMATION, FileName);
+    for (size_t at = 0; at + kHeader <= size;) {
+      auto* fi = reinterpret_cast<const FILE_NOTIFY_INFORMATION*>(data + at);
+      if (at + kHeader + fi->FileNameLength > size) break;
+      Record r;
+      r.whole = win32::longNotifiedPath(
+          root_, std::wstring(fi->FileName, fi->FileNameLength / sizeof(WCHAR)), &r.rel);
+      r.gone = fi->Action == FILE_ACTION_REMOVED || fi->Action == FILE_ACTION_RENAMED_OLD_NAME;
+      if (!r.rel.empty() || !r.whole) records.push_back(std::move(r));
+      if (fi->NextEntryOffset == 0) break;
+      at += fi->NextEntryOffset;
+    }
+
     std::unordered_set<std::string> seen;
     auto add = [&](std::string p) {
       if (seen.insert(p).second) paths->push_back(std::move(p));
     };
     std::lock_guard lock(mu_);
-    constexpr size_t kHeader = offsetof(FILE_NOTIFY_INFORMATION, FileName);
-    for (size_t at = 0; at + kHeader <= size;) {
-      auto* fi = reinterpret_cast<const FILE_NOTIFY_INFORMATION*>(data + at);
-      if (at + kHeader + fi->FileNameLength > size) break;
-      std::string rel = win32::toUtf8(fi->FileName, fi->FileNameLength / sizeof(WCHAR));
-      for (auto& c : rel)
-        if (c == '\\') c = '/';
-      if (!rel.empty() && !dirs_.empty()) {
-        std::string key = fold(rel);
-        size_t slash = rel.rfind('/');
+    if (dirs_.empty()) return;
+    // Every watched directory below `key` (all of them for the root, "").
+    auto below = [&](const std::string& key) {
+      std::string prefix = key.empty() ? key : key + "/";
+      for (auto d = dirs_.lower_bound(prefix);
+           d != dirs_.end() && d->first.compare(0, prefix.size(), prefix) == 0; ++d)
+        if (d->first != key)
+          for (const auto& [spelling, count] : d->second) add(spelling);
+    };
+    for (const Record& r : records) {
+      const std::string key = fold(r.rel);
+      if (!r.rel.empty()) {
+        size_t slash = r.rel.rfind('/');
         std::string parentKey = slash == std::string::npos ? std::string() : key.substr(0, key.rfind('/'));
-        std::string name = slash == std::string::npos ? rel : rel.substr(slash + 1);
+        std::string name = slash == std::string::npos ? r.rel : r.rel.substr(slash + 1);
         // An entry of a watched directory.
         if (auto d = dirs_.find(parentKey); d != dirs_.end())
           for (const auto& [spelling, count] : d->second) add(joinPath(spelling, name));
-        // A watched directory itself (its attributes, its removal or renaming).
-        if (auto d = dirs_.find(key); d != dirs_.end())
-          for (const auto& [spelling, count] : d->second) add(spelling);
-        // Gone with it: every watched directory below one removed or renamed away.
-        if (fi->Action == FILE_ACTION_REMOVED || fi->Action == FILE_ACTION_RENAMED_OLD_NAME) {
-          std::string prefix = key + "/";
-          for (auto d = dirs_.lower_bound(prefix);
-               d != dirs_.end() && d->first.compare(0, prefix.size(), prefix) == 0; ++d)
-            for (const auto& [spelling, count] : d->second) add(spelling);
-        }
       }
-      if (fi->NextEntryOffset == 0) break;
-      at += fi->NextEntryOffset;
+      // A watched directory itself (its attributes, its removal or renaming; or, for a name
+      // that did not resolve, something in it).
+      if (auto d = dirs_.find(key); d != dirs_.end())
+        for (const auto& [spelling, count] : d->second) add(spelling);
+      // Gone with it: every watched directory below one removed or renamed away (below the
+      // directory it was in when its name did not resolve: which one went is not known).
+      if (r.gone) below(key);
     }
   }
 
@@ -251,6 +270,51 @@ class Win32Watcher final : public FolderWatcher {
 };
 
 }  // namespace
+
+namespace win32 {
+
+namespace {
+// The name `path`'s last component (\\?\ form; it must exist) has in its directory: the long
+// one also when `path` gives the 8.3 one. FindFirstFileExW with no wildcard, as storedName() in
+// win32_lower.cc (GetLongPathNameW would do on Windows, but wine returns \\?\ paths unchanged).
+bool longLastName(const std::wstring& path, std::wstring* name) {
+  WIN32_FIND_DATAW d;
+  HANDLE f = FindFirstFileExW(path.c_str(), FindExInfoBasic, &d, FindExSearchNameMatch, nullptr, 0);
+  if (f == INVALID_HANDLE_VALUE) return false;
+  FindClose(f);
+  *name = d.cFileName;
+  return !name->empty();
+}
+}  // namespace
+
+bool longNotifiedPath(const std::wstring& root, const std::wstring& reported, std::string* rel) {
+  std::wstring dir = root;  // \\?\ path of what is resolved so far
+  std::wstring out;         // the same, relative, '/'-separated
+  size_t start = 0;
+  while (start <= reported.size()) {
+    size_t end = reported.find(L'\\', start);
+    if (end == std::wstring::npos) end = reported.size();
+    std::wstring part = reported.substr(start, end - start);
+    start = end + 1;
+    if (part.empty()) continue;
+    if (part.find(L'~') != std::wstring::npos) {
+      // Perhaps an 8.3 name (a long name may hold '~' too: then it comes back as it is).
+      std::wstring longName;
+      if (!longLastName(dir + L"\\" + part, &longName)) {
+        *rel = toUtf8(out);
+        return false;
+      }
+      part = std::move(longName);
+    }
+    dir += L"\\" + part;
+    if (!out.empty()) out.push_back(L'/');
+    out += part;
+  }
+  *rel = toUtf8(out);
+  return true;
+}
+
+}  // namespace win32
 
 std::unique_ptr<FolderWatcher> openWin32Watcher(const std::string& rootUtf8,
                                                 FolderWatcher::Callback onChange, int* err) {
