@@ -23,6 +23,8 @@ export interface NativeMountOptions {
   spillDir?: string;
   /** Files larger than this many bytes move to a spill file. */
   spillThreshold?: number;
+  /** winfsp: a network volume with this prefix ("\shadowfs\name", one leading backslash), reachable as \\shadowfs\name; absent: a disk volume. Other backends ignore it. */
+  volumePrefix?: string;
   debug?: boolean;
 }
 
@@ -64,6 +66,11 @@ export interface LayerStats {
 export interface NativeShadow {
   /** Whether the shared mount is mounted (synchronous, cheap). */
   readonly mounted: boolean;
+  /**
+   * Set by the owner: called on the JS thread when a mount ends without being asked to (its volume, driver or kernel
+   * connection went away), with a sentence saying why and the view's id (null: the shared mount).
+   */
+  onGone?: (reason: string, view: number | null) => void;
   /** The layer the last activate() made active, or null (synchronous, cheap). */
   readonly active: string | null;
   /** Opens the folder and mounts at the mount point given to the constructor. */
@@ -91,7 +98,8 @@ export interface NativeShadow {
   reset(layer: string): Promise<number>;
   changes(layer: string): Promise<NativeChange[]>;
   stats(layer: string): Promise<LayerStats>;
-  openView(layer: string, mountPoint: string): Promise<number>;
+  /** `volumePrefix`: winfsp, the view's own network volume prefix (absent: a disk volume). */
+  openView(layer: string, mountPoint: string, volumePrefix?: string): Promise<number>;
   closeView(id: number, lazy: boolean): Promise<void>;
   unmount(lazy: boolean): Promise<void>;
   /** Mounts the same overlay again (layers intact) after unmount(). */

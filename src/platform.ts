@@ -203,11 +203,14 @@ export function winfspInstallDir(): string | undefined {
 }
 
 /**
- * Windows mount points, as WinFsp takes them: a drive letter ("X:", which must be free), or a
- * directory that does not exist yet (WinFsp creates it, and removes it at unmount; an existing
- * empty one is removed first, a non-empty one refused). Without a request: a new directory
- * under %LOCALAPPDATA%\shadowfs\mounts. Nothing is created here; `created` says WinFsp will
- * create (and remove) the directory.
+ * Windows mount points, by WinFsp's rules (its mount.c; research note §4.1): a drive letter ("X:"), which must be free
+ * (WinFsp defines it for the mounting logon session and removes it with the volume), or a directory that does not
+ * exist yet and whose parent does (WinFsp creates it as a junction to the volume, refuses one that exists, and removes
+ * it at unmount; an existing empty one is removed here first, a non-empty one refused). Nothing is created here but
+ * the parent; `created` says WinFsp will create (and remove) the directory. Without a request: the highest free drive
+ * letter, Z: down to D: as WinFsp itself picks one, since only a drive letter can hold the network volume on which
+ * realpath works (see MountOptions.volume in shadow.ts). The same rules hold at every resume after an idle suspend:
+ * the directory is WinFsp's to make again, the drive letter must still be free.
  */
 export function prepareWin32MountPoint(
   requested: string | undefined,
@@ -215,17 +218,22 @@ export function prepareWin32MountPoint(
   name: string,
   inside: (child: string, parent: string) => boolean,
 ): { mountPoint: string; created: boolean } {
-  if (requested !== undefined && /^[A-Za-z]:$/.test(requested)) {
+  if (requested === undefined) {
+    const letter = 'ZYXWVUTSRQPONMLKJIHGFED'.split('').find((l) => !fs.existsSync(`${l}:\\`));
+    if (!letter)
+      throw new ShadowError(
+        'MOUNTPOINT_IN_USE',
+        `every drive letter from D: to Z: is in use, so ${name} has nowhere to mount by default; unmount a shadow, or give a directory that does not exist yet as the mount point (realpath does not work there)`,
+      );
+    return { mountPoint: `${letter}:`, created: false };
+  }
+  if (/^[A-Za-z]:$/.test(requested)) {
     const letter = requested.toUpperCase();
     if (fs.existsSync(`${letter}\\`))
       throw new ShadowError('MOUNTPOINT_IN_USE', `the drive ${letter} is in use; pick a free drive letter or a new directory`);
     return { mountPoint: letter, created: false };
   }
-  const mp =
-    requested === undefined
-      ? path.join(runtimeDir(), 'mounts', `${name}-${Date.now().toString(36)}${process.pid.toString(36)}`)
-      : path.resolve(requested);
-  const probe = path.resolve(mp);
+  const probe = path.resolve(requested);
   if (inside(lower, probe))
     throw new ShadowError('LOWER_INSIDE_MOUNTPOINT', `the folder ${lower} is inside the mount point ${probe}; mount somewhere outside it`);
   if (inside(probe, lower))

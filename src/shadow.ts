@@ -12,8 +12,20 @@ import { checkAllowOther, checkFuseDevice, mountedPaths, prepareWin32MountPoint,
 import { JobOptions, LayerScheduler, SchedulerStats } from './scheduler';
 
 export interface MountOptions {
-  /** Where to mount. Created when missing; must be empty. Default: a fresh directory under the per-user runtime directory. */
+  /**
+   * Where to mount. Linux: a directory, created when missing, that must be empty; default: a fresh directory under the
+   * per-user runtime directory. Windows: a free drive letter ("X:") or a directory that does not exist yet (WinFsp
+   * creates it and removes it at unmount; an existing empty one is removed first); default: the highest free drive letter.
+   */
   mountPoint?: string;
+  /**
+   * Windows, winfsp backend: the kind of WinFsp volume. "network": a volume WinFsp registers as \\shadowfs\<name>, on
+   * which GetFinalPathNameByHandleW works without administrator rights (Node's fs.realpath.native, Python's
+   * os.path.realpath and Java's toRealPath answer with that UNC path); it goes on a drive letter only. "disk": a local
+   * disk volume, the only kind WinFsp puts on a directory; realpath fails there (Windows error 1005: the Mount Manager
+   * does not know the volume). Default: "network" on a drive letter, "disk" on a directory. Ignored elsewhere.
+   */
+  volume?: WindowsVolume;
   /** Seconds the kernel may cache names, attributes and "not found" answers (default 60). Edits in the folder are pushed through inotify; this only bounds the delay where no watch could be set. */
   cacheTimeout?: number;
   /** Mount backend: "fuse_ll" (Linux, fastest), "fuse_hl" (the portable FUSE3 backend Windows uses), or "default" (the first of those built). Default: $SHADOWFS_BACKEND, else "default". */
@@ -58,6 +70,43 @@ export interface MountOptions {
 }
 
 export type IoMode = 'cached' | 'open' | 'passthrough';
+
+export type WindowsVolume = 'network' | 'disk';
+
+/** A mount of the shadow that ended without being asked to (see Shadow.onGone). */
+export interface GoneEvent {
+  /** A sentence saying why. */
+  reason: string;
+  /** The view's mount point when a view went; undefined when the shared mount went. */
+  view?: string;
+}
+
+/**
+ * The network volume prefix for a winfsp mount named `name` ("\shadowfs\<name>-<random>", as WinFsp's VolumeParams.Prefix
+ * takes it: one leading backslash): unique per mount, so that no two volumes of this machine claim one UNC name.
+ */
+function networkPrefix(name: string): string {
+  const clean = name.replace(/[^A-Za-z0-9._-]/g, '_').slice(0, 48) || 'shadow';
+  return `\\shadowfs\\${clean}-${crypto.randomBytes(3).toString('hex')}`;
+}
+
+/**
+ * The volume form of a winfsp mount at the mount point asked for (see MountOptions.volume; none asked: a drive letter);
+ * undefined for other backends and OSes. Decided before the mount point is prepared, so that a refusal touches nothing.
+ */
+function volumeFor(backend: string, mountPoint: string | undefined, requested: WindowsVolume | undefined): WindowsVolume | undefined {
+  if (process.platform !== 'win32' || backend !== 'winfsp') return undefined;
+  if (requested !== undefined && requested !== 'network' && requested !== 'disk')
+    throw new ShadowError('INVALID_ARGUMENT', `volume must be "network" or "disk", got ${JSON.stringify(requested)}`);
+  const drive = mountPoint === undefined || /^[A-Za-z]:$/.test(mountPoint);
+  const form = requested ?? (drive ? 'network' : 'disk');
+  if (form === 'network' && !drive)
+    throw new ShadowError(
+      'INVALID_ARGUMENT',
+      `a network volume goes on a drive letter (WinFsp cannot put one on a directory such as ${String(mountPoint)}); give a free drive letter, or volume "disk" (realpath then fails in the shadow)`,
+    );
+  return form;
+}
 
 export type { LayerStats };
 
@@ -350,6 +399,11 @@ export class View {
     return this.id;
   }
 
+  /** @internal its mount ended on its own (Shadow.onGone): it is closed, and the backend is let go. */
+  markGone(): void {
+    this.closed = true;
+  }
+
   async close(options: { lazy?: boolean } = {}): Promise<void> {
     if (this.closed) return;
     if (this.shadow.mounted) {
@@ -386,15 +440,71 @@ export class Shadow {
   readonly views = new Set<View>();
   // Jobs activate their layer themselves (see withLayer), so a scratch layer can stand in.
   private readonly scheduler = new LayerScheduler(async () => undefined);
+  private readonly goneListeners = new Set<(e: GoneEvent) => void>();
+  private goneReason: string | undefined;
+  /** Windows, winfsp: the shared mount's volume form (MountOptions.volume); undefined elsewhere. */
+  readonly volume: WindowsVolume | undefined;
 
   /** @internal use mount() */
-  constructor(native: NativeShadow, lower: string, mountPoint: string, createdMountPoint: boolean, backend: string, io: IoMode = 'open') {
+  constructor(
+    native: NativeShadow,
+    lower: string,
+    mountPoint: string,
+    createdMountPoint: boolean,
+    backend: string,
+    io: IoMode = 'open',
+    volume?: WindowsVolume,
+  ) {
     this.native = native;
     this.lower = lower;
     this.backend = backend;
     this.io = backend === 'fuse_ll' ? io : 'open';
     this.mountPoint = mountPoint;
     this.createdMountPoint = createdMountPoint;
+    this.volume = volume;
+    // The addon calls this on the JS thread when a mount ends on its own (the native object
+    // holds it as a property: a cycle within the JS heap, which the GC collects).
+    native.onGone = (reason, view) => this.gone(reason, view);
+  }
+
+  /**
+   * Calls `listener` whenever a mount of this shadow ends without being asked to: its WinFsp dispatcher stopped (the
+   * volume or the driver went away), or its kernel connection ended. The shared mount is then `suspended` (its layers
+   * are kept; resume() mounts it again); a view is closed. Returns a function that removes the listener.
+   */
+  onGone(listener: (e: GoneEvent) => void): () => void {
+    this.goneListeners.add(listener);
+    return () => this.goneListeners.delete(listener);
+  }
+
+  /** Why the shared mount ended on its own, until resume() mounts it again; undefined otherwise. */
+  get lost(): string | undefined {
+    return this.native !== undefined && !this.native.mounted ? this.goneReason : undefined;
+  }
+
+  private gone(reason: string, viewId: number | null): void {
+    const native = this.native;
+    if (!native) return; // unmounted for good meanwhile
+    let event: GoneEvent;
+    if (viewId === null) {
+      this.goneReason = reason;
+      event = { reason };
+    } else {
+      const v = [...this.views].find((x) => x.viewId === viewId);
+      if (!v) return;
+      v.markGone();
+      this.views.delete(v);
+      // Lets the backend go (nothing is mounted any more: a lazy close cannot be refused).
+      native.closeView(viewId, true).catch(() => undefined);
+      event = { reason, view: v.mountPoint };
+    }
+    for (const l of this.goneListeners) {
+      try {
+        l(event);
+      } catch {
+        // a listener's own failure is its own
+      }
+    }
   }
 
   get mounted(): boolean {
@@ -658,13 +768,16 @@ export class Shadow {
   }
 
   /** Mounts a second mount point that always shows `agentId`'s layer, for agents that must run at the same time as others. */
-  async openView(agentId: string, options: { mountPoint?: string } = {}): Promise<View> {
+  async openView(agentId: string, options: { mountPoint?: string; volume?: WindowsVolume } = {}): Promise<View> {
     const id = checkAgent(agentId);
     await this.ensureLayer(id);
-    const { mountPoint, created } = prepareMountPoint(options.mountPoint, this.lower, `${path.basename(this.lower) || 'root'}-${id}`);
+    const name = `${path.basename(this.lower) || 'root'}-${id}`;
+    // A view is a WinFsp volume of its own, with its own network name when it is a network one.
+    const prefix = volumeFor(this.backend, options.mountPoint, options.volume) === 'network' ? networkPrefix(name) : undefined;
+    const { mountPoint, created } = prepareMountPoint(options.mountPoint, this.lower, name);
     let viewId: number;
     try {
-      viewId = await this.call(`open a view of ${id}`, (n) => n.openView(id, mountPoint));
+      viewId = await this.call(`open a view of ${id}`, (n) => (prefix ? n.openView(id, mountPoint, prefix) : n.openView(id, mountPoint)));
     } catch (err) {
       if (created) {
         try {
@@ -743,7 +856,10 @@ export class Shadow {
     const native = this.native;
     if (!native) throw new ShadowError('NOT_MOUNTED', `the shadow at ${this.mountPoint} was unmounted for good`);
     if (native.mounted) return;
-    if (!fs.existsSync(this.mountPoint)) fs.mkdirSync(this.mountPoint, { recursive: true, mode: 0o755 });
+    // Linux mounts on a directory that exists. WinFsp makes a directory mount point itself and
+    // refuses one that exists (it removed it at suspend; the backend removes an empty one left
+    // there), and a drive letter is no directory at all: nothing is made on Windows.
+    if (process.platform !== 'win32' && !fs.existsSync(this.mountPoint)) fs.mkdirSync(this.mountPoint, { recursive: true, mode: 0o755 });
     try {
       await native.remount(this.mountPoint);
     } catch (err) {
@@ -753,6 +869,7 @@ export class Shadow {
         cause: err,
       });
     }
+    this.goneReason = undefined;
   }
 
   /**
@@ -855,8 +972,10 @@ export async function mount(lowerDir: string, options: MountOptions = {}): Promi
     );
   const ioUring = options.ioUring ?? process.env.SHADOWFS_IO_URING !== '0';
   if (typeof ioUring !== 'boolean') throw new ShadowError('INVALID_ARGUMENT', `ioUring must be true or false, got ${String(ioUring)}`);
+  const volume = volumeFor(backend, options.mountPoint, options.volume);
   const { mountPoint, created } = prepareMountPoint(options.mountPoint, lower);
   const native = new lib.Shadow(backend, lower, mountPoint, {
+    ...(volume === 'network' ? { volumePrefix: networkPrefix(path.basename(lower) || 'root') } : {}),
     openRoundTrips: io !== 'cached',
     passthrough: io === 'passthrough',
     ioUring,
@@ -885,7 +1004,7 @@ export async function mount(lowerDir: string, options: MountOptions = {}): Promi
       cause: err,
     });
   }
-  const shadow = new Shadow(native, lower, mountPoint, created, backend, io);
+  const shadow = new Shadow(native, lower, mountPoint, created, backend, io, volume);
   if (layer !== null) {
     try {
       await shadow.createLayer(layer);

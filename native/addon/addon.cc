@@ -132,6 +132,15 @@ struct Job {
 void settleOnJs(Napi::Env env, Napi::Function, Shadow* shadow, Job* job);
 using Settler = Napi::TypedThreadSafeFunction<Shadow, Job, settleOnJs>;
 
+// A mount that ended without being asked to (MountBackend::reportGone): made on a backend
+// thread, handed to the JS thread by the Shadow's `goner_`.
+struct GoneEvent {
+  uint32_t view = 0;  // 0: the shared mount; else the view's id
+  std::string reason;
+};
+void goneOnJs(Napi::Env env, Napi::Function, Shadow* shadow, GoneEvent* e);
+using Goner = Napi::TypedThreadSafeFunction<Shadow, GoneEvent, goneOnJs>;
+
 class Shadow : public Napi::ObjectWrap<Shadow> {
  public:
   static Napi::Function Init(Napi::Env env) {
@@ -173,9 +182,10 @@ class Shadow : public Napi::ObjectWrap<Shadow> {
 
   // JS thread. new Shadow(backend, lower, mountPoint, { entryTimeout, attrTimeout,
   // negativeTimeout, useEpoch, allowOther, caseInsensitive, openRoundTrips, passthrough,
-  // ioUring, spillThreshold, spillDir, debug }):
+  // ioUring, spillThreshold, spillDir, volumePrefix, debug }):
   // only records the options and starts the worker; nothing is opened or mounted until mount()
-  // (a job, like every I/O).
+  // (a job, like every I/O). A mount (shared or view) that ends without being asked to calls
+  // this object's `onGone(reason, viewId | null)` property, if it is a function, on the JS thread.
   explicit Shadow(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Shadow>(info) {
     Napi::Env env = info.Env();
     if (info.Length() < 4 || !info[0].IsString() || !info[1].IsString() || !info[2].IsString() ||
@@ -207,12 +217,16 @@ class Shadow : public Napi::ObjectWrap<Shadow> {
     num("spillThreshold", &threshold);
     spillThreshold_ = threshold >= 0 ? static_cast<uint64_t>(threshold) : UINT64_MAX;
     if (o.Get("spillDir").IsString()) spillDir_ = o.Get("spillDir").As<Napi::String>();
+    if (o.Get("volumePrefix").IsString()) opts_.volumePrefix = o.Get("volumePrefix").As<Napi::String>();
     backendName_ = info[0].As<Napi::String>();
     lower_ = info[1].As<Napi::String>();
     mountPoint_ = info[2].As<Napi::String>();
     // The settler keeps the event loop alive only while jobs are pending (see enqueue()).
     settler_ = Settler::New(env, "shadowfs.Shadow", 0, 1, this);
     settler_.Unref(env);
+    // Never keeps the process alive: a gone report matters only while someone listens.
+    goner_ = Goner::New(env, "shadowfs.Shadow.gone", 0, 1, this);
+    goner_.Unref(env);
     worker_ = std::thread([this] { workerLoop(); });
     // Registered after the settler's own hook, so it runs before it (hooks run in reverse).
     env_ = env;
@@ -247,7 +261,23 @@ class Shadow : public Napi::ObjectWrap<Shadow> {
     if (worker_.joinable()) worker_.join();
     for (Job* j : dropped) forget(j);
     settler_.Release();
+    // No backend may call goner_ once it is released: their callbacks go first (the worker,
+    // the only other thread that changes main_ and views_, has ended).
+    if (main_) main_->setOnGone(nullptr);
+    for (auto& [id, v] : views_) v.backend->setOnGone(nullptr);
+    goner_.Release();
     stopped_ = true;
+  }
+
+  // JS thread, called by goner_: hands the report to this object's onGone property.
+  void gone(Napi::Env env, GoneEvent* e) {
+    Napi::HandleScope scope(env);
+    Napi::Object self = Value();
+    if (self.IsEmpty()) return;  // collected meanwhile: nobody listens
+    Napi::Value f = self.Get("onGone");
+    if (!f.IsFunction()) return;
+    f.As<Napi::Function>().Call(
+        self, {Napi::String::New(env, e->reason), e->view ? Napi::Number::New(env, e->view).As<Napi::Value>() : env.Null()});
   }
 
   // JS thread, called by the settler: resolves or rejects the job's Promise.
@@ -363,11 +393,22 @@ class Shadow : public Napi::ObjectWrap<Shadow> {
   bool live() const { return main_ && main_->mounted(); }
   static Outcome notMounted() { return Outcome{ENOTCONN, "the shadow is not mounted", {}}; }
 
-  // Worker thread (or the destructor, after the worker stopped).
+  // Worker thread (or the destructor, after the worker stopped). Nothing is reported of a
+  // backend once it is being disposed: its callback goes first.
   static void dispose(std::unique_ptr<MountBackend> b) {
     if (!b) return;
+    b->setOnGone(nullptr);
     if (b->mounted()) b->unmount(true);
     b.release()->dispose();
+  }
+
+  // Worker thread: the backend's unasked end reaches the JS thread (see gone()). The callback
+  // runs on the backend's thread; goner_ is valid until stopWorker clears every callback.
+  void watchGone(MountBackend* b, uint32_t view) {
+    b->setOnGone([this, view](const std::string& reason) {
+      auto* e = new GoneEvent{view, reason};
+      if (goner_.NonBlockingCall(e) != napi_ok) delete e;  // the environment is closing
+    });
   }
 
   // Worker thread. The layer changed behind the kernel's back: invalidate in every mount that
@@ -411,18 +452,25 @@ class Shadow : public Napi::ObjectWrap<Shadow> {
                           &message);
       if (!ov_) return Outcome{err ? err : EIO, message, {}};
     }
-    auto b = createBackend(backendName_, ov_, nullptr, lower_, mp, opts_, &err, &message);
-    if (!b) return Outcome{err ? err : EIO, message, {}};
+    // An unmounted leftover (the mount vanished under us) goes first: a WinFsp volume keeps its
+    // mount directory (or drive letter) until it is deleted, and WinFsp refuses to mount where
+    // one exists.
     std::unique_ptr<MountBackend> old;
     {
       std::lock_guard<std::mutex> lock(infoMu_);
-      old = std::move(main_);  // an unmounted leftover (the mount vanished under us)
+      old = std::move(main_);
       if (old) retiredRequests_ += old->requests();
+    }
+    dispose(std::move(old));
+    auto b = createBackend(backendName_, ov_, nullptr, lower_, mp, opts_, &err, &message);
+    if (!b) return Outcome{err ? err : EIO, message, {}};
+    watchGone(b.get(), 0);
+    {
+      std::lock_guard<std::mutex> lock(infoMu_);
       main_ = std::move(b);
       ++mounts_;
       active_ = ov_->activeLayer();
     }
-    dispose(std::move(old));
     return ok();
   }
 
@@ -972,21 +1020,26 @@ class Shadow : public Napi::ObjectWrap<Shadow> {
   // JS thread: openView(layer, mountPoint) -> Promise<id>. Worker thread: pins the layer and
   // mounts a backend that always shows it.
   Napi::Value OpenView(const Napi::CallbackInfo& info) {
-    std::string layer, mp;
+    std::string layer, mp, prefix;
     if (!stringArg(info, 0, &layer) || !stringArg(info, 1, &mp))
-      return rejected(info.Env(), EINVAL, "openView(layer, mountPoint)");
-    return enqueue(info.Env(), [this, layer, mp] {  // worker thread
+      return rejected(info.Env(), EINVAL, "openView(layer, mountPoint, volumePrefix?)");
+    // A view is a volume of its own: on Windows its own network prefix (or none: a disk volume).
+    const bool ownPrefix = stringArg(info, 2, &prefix);
+    return enqueue(info.Env(), [this, layer, mp, prefix, ownPrefix] {  // worker thread
       if (!live()) return notMounted();
       Layer* pinned = ov_->pin(layer);
       if (!pinned) return Outcome{ENXIO, "no layer " + layer, {}};
       int err = 0;
       std::string message;
-      auto b = createBackend(backendName_, ov_, pinned, lower_, mp, opts_, &err, &message);
+      MountOptions opts = opts_;
+      opts.volumePrefix = ownPrefix ? prefix : std::string();
+      auto b = createBackend(backendName_, ov_, pinned, lower_, mp, opts, &err, &message);
       if (!b) {
         ov_->unpin(pinned);
         return Outcome{err ? err : EIO, message, {}};
       }
       uint32_t id = nextView_++;
+      watchGone(b.get(), id);
       {
         std::lock_guard<std::mutex> lock(infoMu_);
         views_[id] = View{std::move(b), layer};
@@ -1149,6 +1202,7 @@ class Shadow : public Napi::ObjectWrap<Shadow> {
   bool stop_ = false;
   std::thread worker_;
   Settler settler_;
+  Goner goner_;  // gone reports; released by stopWorker after every backend's callback is cleared
   napi_env env_ = nullptr;
   bool stopped_ = false;  // JS thread only: stopWorker() ran
   uint32_t pending_ = 0;  // JS thread only: jobs queued and not yet settled
@@ -1161,6 +1215,12 @@ void settleOnJs(Napi::Env env, Napi::Function, Shadow* shadow, Job* job) {
     return;
   }
   shadow->settle(env, job);
+}
+
+// JS thread (env is null when the environment is going away: then only free the event).
+void goneOnJs(Napi::Env env, Napi::Function, Shadow* shadow, GoneEvent* e) {
+  if (env != nullptr && shadow != nullptr) shadow->gone(env, e);
+  delete e;
 }
 
 }  // namespace

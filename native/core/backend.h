@@ -3,7 +3,9 @@
 // name in native/addon/backends.cc.
 #pragma once
 
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -45,6 +47,11 @@ struct MountOptions {
   // and root turned it on (/sys/module/fuse/parameters/enable_uring); else, and after any
   // failure to set it up, /dev/fuse as always. MountBackend::transport() says which it got.
   bool ioUring = true;
+  // winfsp: a network volume reachable as \\server\share, on WinFsp's network device, with this
+  // prefix written as WinFsp's FSP_FSCTL_VOLUME_PARAMS::Prefix takes it ("\server\share", one
+  // leading backslash); empty: a disk volume. Other backends ignore it (winfsp_native.cc says
+  // which form to use when).
+  std::string volumePrefix;
 };
 
 class MountBackend {
@@ -78,6 +85,42 @@ class MountBackend {
   // Ends the object's life: deletes it now, or, after a lazy unmount whose mount is still in
   // use, lets its loop delete it once the last user has gone. Use instead of delete.
   virtual void dispose() = 0;
+
+  // The end of the mount that nobody asked for (its loop or dispatcher stopped: the volume, the
+  // driver or the kernel connection went away, or someone unmounted it from outside). `reason`
+  // is a whole sentence. Called at most once, on a backend thread (never under an overlay lock);
+  // a report made before the callback was set is handed to it when it is set. setOnGone(nullptr)
+  // returns only once no call is running, and none follows: the addon clears it before dispose.
+  using GoneCallback = std::function<void(const std::string& reason)>;
+  void setOnGone(GoneCallback cb) {
+    std::lock_guard<std::mutex> lock(goneMu_);
+    onGone_ = std::move(cb);
+    if (onGone_ && gone_ && !goneTold_) {
+      goneTold_ = true;
+      onGone_(goneReason_);
+    }
+  }
+
+ protected:
+  // Backends call this when their loop ends on its own (after mounted() has turned false).
+  // Returns whether someone was told (else the caller may log the reason itself).
+  bool reportGone(const std::string& reason) {
+    std::lock_guard<std::mutex> lock(goneMu_);
+    if (gone_) return goneTold_;
+    gone_ = true;
+    goneReason_ = reason;
+    if (!onGone_) return false;
+    goneTold_ = true;
+    onGone_(goneReason_);
+    return true;
+  }
+
+ private:
+  std::mutex goneMu_;  // a leaf: held only around the callback, which must not block
+  GoneCallback onGone_;
+  bool gone_ = false;
+  bool goneTold_ = false;
+  std::string goneReason_;
 };
 
 }  // namespace shadowfs

@@ -24,8 +24,32 @@
 //   layer switches) and the folder watcher (edits in A).
 // - Lifecycle: FspFileSystemCreate, then StartDispatcher, then SetMountPointEx, then a probe
 //   open of the mount point: mount returns only once the volume answers. The end of the
-//   dispatcher not asked for (DispatcherStopped with Normally false) marks the shadow gone. No
-//   FspService* call: nothing installs a console control handler in the host process.
+//   dispatcher not asked for (DispatcherStopped while no unmount is under way) marks the shadow
+//   gone and is reported through MountBackend::reportGone (the addon turns it into an event the
+//   daemon answers). No FspService* call: nothing installs a console control handler in the host
+//   process.
+// - The volume form (deliverable 3, finding 4). GetFinalPathNameByHandleW (Node's
+//   fs.realpath.native, Python's os.path.realpath, Java's toRealPath) asks the Mount Manager for
+//   the DOS name of a disk volume, and a WinFsp disk volume the Mount Manager does not know (a
+//   DefineDosDevice drive or a junction directory: all a non-administrator can make) fails with
+//   error 1005 (WinFsp issues 410, 427, 690). Two forms answer it:
+//   * a Mount Manager mount ("\\.\X:"): needs Administrator, or WinFsp's installer-level
+//     MountUseMountmgrFromFSD setting, which WinFsp's own docs call "not recommended for general
+//     use" (research note §4.1) — a developer tool cannot ask for either;
+//   * a network volume (MountOptions::volumePrefix set): created on WinFsp's network device
+//     (FSP_FSCTL_NET_DEVICE_NAME) with VolumeParams.Prefix "\shadowfs\<name>", which the driver
+//     registers with MUP, so the final path of a file is its UNC path \\?\UNC\shadowfs\<name>\...
+//     (as for SSHFS in WinFsp issue 410). No administrator needed. WinFsp cannot put a network
+//     volume on a directory (junctions may not point at network volumes; SetMountPoint answers
+//     STATUS_NETWORK_ACCESS_DENIED, mount.c:487-499), so it goes on a drive letter.
+//   shadowfs uses the network form by default (src/shadow.ts decides: a drive letter, the prefix
+//   named after the shadow) and a disk volume when the user asks for a directory mount point,
+//   where realpath fails as described (README, Windows). Not verified: no Windows, no WinFsp
+//   driver and no MUP ran here; the WinFsp double checks only the creation parameters and
+//   WinFsp's refusal of a network volume on a directory. Also unverified (research note §4.2):
+//   that a drive letter WinFsp defines with DefineDosDevice for a network volume answers with
+//   the UNC path as a `net use` drive does in WinFsp issue 410 (the NT name goes through MUP
+//   either way, so it is expected to).
 //
 // Threads: WinFsp's dispatcher threads (at least two) call the interface functions, several at
 // once; the operation guard stays FINE (WinFsp's own lock makes creates, renames and delete
@@ -147,7 +171,9 @@ class WinFspMount final : public MountBackend {
   bool mounted() const override { return mounted_.load(); }
   uint64_t requests() const override { return requests_.load(std::memory_order_relaxed); }
   std::vector<std::pair<std::string, bool>> transport() const override {
-    return {{"winfsp-native", true}, {"file-info-cache", fileInfoTimeout_ != 0}};
+    return {{"winfsp-native", true},
+            {"file-info-cache", fileInfoTimeout_ != 0},
+            {"network-volume", network_}};
   }
   const ChangeJournal* folderChanges() const override { return watcher_ ? &journal_ : nullptr; }
   void dispose() override { delete this; }
@@ -221,6 +247,7 @@ class WinFspMount final : public MountBackend {
   std::wstring lowerRoot_;   // the folder, \\?\ form
   std::wstring mountW_;      // the mount point as given to WinFsp
   UINT32 fileInfoTimeout_ = 0;
+  bool network_ = false;     // a network volume (MountOptions::volumePrefix), set by start()
   FSP_FILE_SYSTEM* fs_ = nullptr;
   std::atomic<bool> mounted_{false};
   std::atomic<bool> stopping_{false};  // unmount asked for: the dispatcher's end is normal
@@ -959,13 +986,20 @@ NTSTATUS WinFspMount::SetReparsePoint(FSP_FILE_SYSTEM* fs, PVOID ctx, PWSTR, PVO
 
 VOID WinFspMount::DispatcherStopped(FSP_FILE_SYSTEM* fs, BOOLEAN normally) {
   auto* m = static_cast<WinFspMount*>(fs->UserContext);
-  if (normally && m->stopping_.load()) return;
-  // Not asked for (the driver went, the volume was deleted): the shadow is gone. The addon sees
-  // mounted() turn false; the reason goes to the log. Stopping and deleting happen in unmount
-  // or dispose, never here (StopDispatcher waits for this very thread).
+  // An unmount under way (shutdown sets stopping_ before FspFileSystemStopDispatcher) ends it
+  // normally: nothing to report.
+  if (m->stopping_.load()) return;
+  // Not asked for (the driver went, the volume was deleted; `normally` is then false, fs.c:
+  // 346-377): the shadow is gone. mounted() turns false and the addon is told why. Stopping and
+  // deleting happen in unmount or dispose, never here (StopDispatcher waits for this thread).
+  (void)normally;
   m->mounted_ = false;
-  std::fprintf(stderr, "shadowfs: the WinFsp volume at %s stopped serving (dispatcher result 0x%08lx)\n",
-               m->mountPoint_.c_str(), static_cast<unsigned long>(fs->DispatcherResult));
+  char hex[16];
+  std::snprintf(hex, sizeof hex, "0x%08lx", static_cast<unsigned long>(fs->DispatcherResult));
+  const std::string reason = "the WinFsp volume at " + m->mountPoint_ +
+                             " stopped serving (its dispatcher ended with NTSTATUS " + hex +
+                             ": the volume was deleted or the WinFsp driver stopped)";
+  if (!m->reportGone(reason)) std::fprintf(stderr, "shadowfs: %s\n", reason.c_str());
 }
 
 const FSP_FILE_SYSTEM_INTERFACE kInterface = [] {
@@ -1067,7 +1101,24 @@ int WinFspMount::start(int* err, std::string* message) {
   std::replace(mountW_.begin(), mountW_.end(), L'/', L'\\');
   while (mountW_.size() > 3 && mountW_.back() == L'\\') mountW_.pop_back();
   const bool drive = mountW_.size() == 2 && mountW_[1] == L':';
-  if (!drive) {
+  // The network form (see the header): the prefix as the driver takes it, checked here so that
+  // a bad one is refused with a sentence rather than a status (volume.c:268-292: exactly one
+  // leading backslash, a second one inside, no trailing one, under 192 characters).
+  std::wstring prefixW;
+  const bool network = !opts_.volumePrefix.empty();
+  if (network) {
+    win32::toWide(opts_.volumePrefix, &prefixW);
+    const size_t second = prefixW.size() > 1 ? prefixW.find(L'\\', 1) : std::wstring::npos;
+    if (prefixW.size() < 3 || prefixW.size() >= 192 || prefixW[0] != L'\\' || prefixW[1] == L'\\' || second == std::wstring::npos ||
+        second + 1 >= prefixW.size() || prefixW.back() == L'\\') {
+      *err = EINVAL;
+      *message = "the network volume prefix " + opts_.volumePrefix +
+                 " is not of the form \\server\\share (one leading backslash, under 192 characters)";
+      return -1;
+    }
+  }
+  // A network volume on a directory is left for WinFsp to refuse (below), touching nothing.
+  if (!drive && !network) {
     // WinFsp makes the mount directory itself and refuses one that exists (finding 6): an empty
     // one left by an earlier mount or made by the caller goes first; anything in it is kept.
     DWORD attrs = GetFileAttributesW(mountW_.c_str());
@@ -1113,24 +1164,36 @@ int WinFspMount::start(int* err, std::string* message) {
   static const wchar_t kFsName[] = L"shadowfs";
   std::memcpy(p.FileSystemName, kFsName, sizeof kFsName);
 
-  NTSTATUS s = api_.create(const_cast<PWSTR>(FSP_FSCTL_DISK_DEVICE_NAME_W), &p, &kInterface, &fs_);
+  if (network) std::memcpy(p.Prefix, prefixW.c_str(), (prefixW.size() + 1) * sizeof(WCHAR));
+  network_ = network;
+
+  NTSTATUS s = api_.create(const_cast<PWSTR>(network ? FSP_FSCTL_NET_DEVICE_NAME_W : FSP_FSCTL_DISK_DEVICE_NAME_W),
+                           &p, &kInterface, &fs_);
   if (s < 0) {
     fs_ = nullptr;
     *err = EIO;
-    *message = "WinFsp refused to create the volume (" + statusText(api_, s) +
-               "); is the WinFsp driver installed and running?";
+    *message = "WinFsp refused to create the " + std::string(network ? "network" : "disk") + " volume (" +
+               statusText(api_, s) + "); is the WinFsp driver installed and running?";
     return -1;
   }
   fs_->UserContext = this;
+  // \Device\Volume{GUID}, followed by the prefix for a network volume: what the driver made.
+  const std::string volume = win32::toUtf8(std::wstring(fs_->VolumeName));
   // The dispatcher first, then the mount point: a program that touches the new mount point at
   // once gets served instead of STATUS_CANCELLED (research note §4.3).
   s = api_.start(fs_, 0);
   if (s >= 0) s = api_.setMountPoint(fs_, const_cast<PWSTR>(mountW_.c_str()),
                                      const_cast<char*>(sd_.data()));
   if (s < 0) {
-    *err = s == st::OBJECT_NAME_COLLISION ? EEXIST : s == st::OBJECT_NAME_INVALID ? ENOENT : EIO;
-    *message = "WinFsp could not mount at " + mountPoint_ + " (" + statusText(api_, s) + ")" +
-               (drive ? "; is the drive letter free?" : "; does its parent folder exist?");
+    if (s == st::NETWORK_ACCESS_DENIED) {
+      *err = EINVAL;
+      *message = "WinFsp cannot mount the network volume " + volume + " on the directory " + mountPoint_ +
+                 " (junctions may not point at network volumes): give a drive letter, or mount a disk volume there";
+    } else {
+      *err = s == st::OBJECT_NAME_COLLISION ? EEXIST : s == st::OBJECT_NAME_INVALID ? ENOENT : EIO;
+      *message = "WinFsp could not mount at " + mountPoint_ + " (" + statusText(api_, s) + ")" +
+                 (drive ? "; is the drive letter free?" : "; does its parent folder exist?");
+    }
     shutdown();
     return -1;
   }
@@ -1151,8 +1214,8 @@ int WinFspMount::start(int* err, std::string* message) {
   }
   if (!mounted_) {
     *err = EIO;
-    *message = "the WinFsp volume at " + mountPoint_ + " did not answer within 5 seconds (Windows error " +
-               std::to_string(lastError) + ")";
+    *message = "the WinFsp volume " + volume + " at " + mountPoint_ +
+               " did not answer within 5 seconds (Windows error " + std::to_string(lastError) + ")";
     shutdown();
     return -1;
   }

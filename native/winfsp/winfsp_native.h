@@ -11,8 +11,9 @@ namespace shadowfs {
 
 // Mounts `overlay` (the layer `view`, or the active one when null) at `mountPoint`: a drive
 // ("X:") or a directory that does not exist yet (WinFsp creates it; an existing empty one is
-// removed first). Returns once the volume answers a request, or null with *err (an errno) and
-// *message saying why.
+// removed first). With opts.volumePrefix the volume is a network one (\\shadowfs\<name>, drive
+// letters only: WinFsp refuses a directory); else a disk volume. Returns once the volume answers
+// a request, or null with *err (an errno) and *message saying why.
 std::unique_ptr<MountBackend> mountWinFsp(std::shared_ptr<Overlay> overlay, Layer* view,
                                           const std::string& lower, const std::string& mountPoint,
                                           const MountOptions& opts, int* err,

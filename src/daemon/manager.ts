@@ -11,7 +11,7 @@ import { mountedPaths, type MountLine, mountTable, runtimeDir, runWithin, unansw
 import type { NotificationName, NotificationParamsOf, ShadowInfo } from '../protocol/methods';
 import { DiagnosticsService } from '../diagnostics/service';
 import { mount, Shadow } from '../shadow';
-import type { IoMode } from '../shadow';
+import type { GoneEvent, IoMode, WindowsVolume } from '../shadow';
 import { AUTOSAVE_NAME, WorkService } from '../work/service';
 
 interface Entry {
@@ -443,6 +443,8 @@ export class ShadowManager {
     backend?: string;
     io?: IoMode;
     allowOther?: boolean;
+    /** Windows, winfsp: the volume form (see MountOptions.volume). */
+    volume?: WindowsVolume;
     /** Bring back agents' layers from their autosave checkpoints for this folder (default true). */
     restore?: boolean;
   }): Promise<ShadowInfo> {
@@ -466,6 +468,7 @@ export class ShadowManager {
       cacheTimeout: params.cacheTimeout,
       backend: params.backend,
       ...(params.io ? { io: params.io } : {}),
+      ...(params.volume ? { volume: params.volume } : {}),
       allowOther: params.allowOther === true,
     });
     const name = params.name ?? this.freeName(path.basename(shadow.lower));
@@ -476,6 +479,11 @@ export class ShadowManager {
     });
     const entry: Entry = { name, shadow, work, lastUsed: now, lastActivity: shadow.activity() };
     this.entries.set(name, entry);
+    shadow.onGone((e) => {
+      this.lost(entry, e).catch((err: unknown) =>
+        this.opts.log.error('handling a lost mount failed', { name, error: (err as Error).message }),
+      );
+    });
     this.saveState();
     // Layers a crash (or a reboot) took away come back from their autosave checkpoints.
     const restored: string[] = [];
@@ -536,6 +544,25 @@ export class ShadowManager {
     return e.work;
   }
 
+  /**
+   * A mount of the shadow ended without the daemon asking (the WinFsp dispatcher stopped: the volume or the driver went
+   * away; a kernel connection ended). The shadow is treated as gone away, not as dropped: its layers stay in memory
+   * (and in their autosaves), the shared mount reads as not mounted with the reason (info().lost), its language servers
+   * (which ran in a mount that is no more) are stopped, the state file forgets its views, and every client is told
+   * ("shadow/changed", event "lost"). The next request that uses it mounts it again, as after an idle unmount.
+   */
+  private async lost(entry: Entry, e: GoneEvent): Promise<void> {
+    if (this.entries.get(entry.name) !== entry) return; // unmounted for good meanwhile
+    this.opts.log.warn(e.view ? 'a view of the shadow went away' : 'the shadow went away', {
+      name: entry.name,
+      reason: e.reason,
+      ...(e.view ? { view: e.view } : {}),
+    });
+    if (!e.view) await this.stopServers(entry);
+    this.saveState();
+    this.opts.notify('shadow/changed', { shadow: entry.name, event: 'lost', reason: e.reason, ...(e.view ? { view: e.view } : {}) });
+  }
+
   /** Stops a shadow's language servers (before its mount goes away). */
   private async stopServers(e: Entry): Promise<void> {
     const d = e.diagnostics;
@@ -568,12 +595,15 @@ export class ShadowManager {
     const mounted = e.shadow.mounted;
     // A shadow unmounted meanwhile (idle) simply lists no agents.
     const agents = mounted ? await e.shadow.agents().catch(() => []) : [];
+    const lost = e.shadow.lost;
     return {
       name: e.name,
       lower: e.shadow.lower,
       mountPoint: e.shadow.mountPoint,
       backend: e.shadow.backend,
       io: e.shadow.io,
+      ...(e.shadow.volume ? { volume: e.shadow.volume } : {}),
+      ...(lost !== undefined ? { lost } : {}),
       ...(mounted ? { transport: e.shadow.transport() } : {}),
       mounted,
       active: mounted ? e.shadow.active : null,

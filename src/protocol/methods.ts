@@ -60,7 +60,21 @@ export const ShadowInfo = z.object({
     .record(z.string(), z.boolean())
     .optional()
     .describe('What the kernel agreed to while mounted (fuse_ll: noOpen, noOpendir, readdirplus, epoch, passthrough, ioUring).'),
-  mounted: z.boolean().describe('false while unmounted for being idle; the next request mounts it again, layers intact.'),
+  mounted: z
+    .boolean()
+    .describe(
+      'false while unmounted for being idle, or after its mount ended on its own (see lost); the next request mounts it again, layers intact.',
+    ),
+  lost: z
+    .string()
+    .optional()
+    .describe(
+      'Why the mount ended without being asked to (a WinFsp volume or driver that went away, a kernel connection that ended, an unmount from outside), until the next request mounts it again.',
+    ),
+  volume: z
+    .enum(['network', 'disk'])
+    .optional()
+    .describe('Windows, winfsp backend: the WinFsp volume form (see mount); realpath works on "network" only.'),
   active: z.string().nullable().describe('The agent whose layer the shared mount shows; null: the folder, read-only.'),
   agents: z.array(z.string()),
   views: z.array(z.object({ id: z.number().int(), agent: z.string(), mountPoint: z.string() })),
@@ -450,6 +464,12 @@ export const Requests = {
         .boolean()
         .optional()
         .describe("Bring back agents' layers from the autosave checkpoints a crash or reboot left for this folder (default true)."),
+      volume: z
+        .enum(['network', 'disk'])
+        .optional()
+        .describe(
+          'Windows, winfsp backend: "network" (a volume named \\\\shadowfs\\<name> on a drive letter; GetFinalPathNameByHandleW, and so realpath, works without administrator rights) or "disk" (the only form WinFsp puts on a directory; realpath fails there). Default: "network" on a drive letter, "disk" on a directory.',
+        ),
     }),
     result: ShadowInfo,
     errors: mountErrors,
@@ -909,8 +929,17 @@ export function isMethod(name: unknown): name is MethodName {
 
 export const Notifications = {
   'shadow/changed': {
-    summary: 'To every client: a shadow was mounted, unmounted, unmounted for being idle, or mounted again.',
-    params: z.object({ shadow: z.string(), event: z.enum(['mounted', 'unmounted', 'idle-unmounted', 'remounted']) }),
+    summary:
+      'To every client: a shadow was mounted, unmounted, unmounted for being idle, mounted again, or lost (its mount ended without being asked to; its layers are kept and the next request mounts it again).',
+    params: z.object({
+      shadow: z.string(),
+      event: z.enum(['mounted', 'unmounted', 'idle-unmounted', 'remounted', 'lost']),
+      reason: z.string().optional().describe('For "lost": why the mount ended (a whole sentence).'),
+      view: z
+        .string()
+        .optional()
+        .describe('For "lost": the mount point of the view that ended, when it was a view and not the shared mount.'),
+    }),
   },
   'layer/changed': {
     summary:

@@ -1,6 +1,7 @@
 // Windows mount-point conventions (src/platform.ts prepareWin32MountPoint), on a Windows
-// node.exe under wine: a free drive letter, a directory WinFsp will create (an empty one is
-// removed first, a non-empty one refused), nesting refused both ways. Nothing mounts here.
+// node.exe under wine: a free drive letter (the default), a directory WinFsp will create (an
+// empty one is removed first, a non-empty one refused), nesting refused both ways. Nothing
+// mounts here.
 import * as assert from 'assert';
 import * as fs from 'fs';
 import * as os from 'os';
@@ -41,8 +42,11 @@ describe('Windows mount points (drive letters, directories WinFsp creates), unde
       assert.throws(() => prepareWin32MountPoint(full, lower, 'x', inside), { code: 'MOUNTPOINT_NOT_EMPTY' });
       assert.throws(() => prepareWin32MountPoint(path.join(lower, 'in'), lower, 'x', inside), { code: 'MOUNTPOINT_INSIDE_LOWER' });
       assert.throws(() => prepareWin32MountPoint(path.dirname(lower), lower, 'x', inside), { code: 'LOWER_INSIDE_MOUNTPOINT' });
+      // No request: the highest free drive letter (a network volume, on which realpath works, goes on a letter only).
       const dflt = prepareWin32MountPoint(undefined, lower, 'proj', inside);
-      assert.match(dflt.mountPoint, /\\shadowfs\\mounts\\proj-/);
+      assert.match(dflt.mountPoint, /^[D-Z]:$/);
+      assert.strictEqual(dflt.created, false);
+      assert.ok(!fs.existsSync(`${dflt.mountPoint}\\`), 'the letter is free');
     } finally {
       fs.rmSync(base, { recursive: true, force: true });
       fs.rmSync(lower, { recursive: true, force: true });
