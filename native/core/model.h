@@ -404,14 +404,17 @@ struct Layer : std::enable_shared_from_this<Layer> {
   // opened on the folder's file before the copy-up must see the new content, also after the
   // copy lost its last name in the layer (so the inode is held here until reset or drop). The
   // inode number must match too: numbers are reused (a deleted file's, another file system's).
-  // Recorded only while a read-only handle of the folder's file at that path is open (see
-  // `readers`), so an ordinary copy-up costs nothing here.
+  // Recorded only while a handle of the folder's file at that path is open (see `readers`), so
+  // an ordinary copy-up costs nothing here. Also how a deferred write-open (Handle) finds the
+  // object another change made of its file since the open (Overlay::bindPending).
+  // A file of the folder that a rename or link carries is recorded too, so its handles follow.
   struct CopiedFrom {
     uint64_t ino = 0;
     Ref<Inode> inode;
   };
   std::unordered_map<std::string, CopiedFrom> copied;
-  // Read-only handles open on the folder's files, by folder path (noteCopy looks here). Changed
+  // Handles open on the folder's files (read-only ones, and write-opens not yet written
+  // through), by folder path (noteCopy looks here). Changed
   // under `rmu` (rank 4, a leaf) with mu held shared or exclusively; read under mu exclusively.
   mutable std::mutex rmu;
   std::unordered_map<std::string, uint32_t> readers;

@@ -294,8 +294,7 @@ class Overlay {
   int contentRead(const Inode* in, char* buf, size_t size, uint64_t off, size_t* got);
   int contentAssign(Inode* in, const std::string& data);
   int cloneInto(const Inode& in, Inode* out);  // contents and metadata of `in` into a new inode
-  // Takes the layer inode `in`'s content from A (no lock held on entry): copy-up for a
-  // write-open, a truncate to a non-zero size, a write through an old handle.
+  // copyUp for a caller that holds no lock: takes in->cmu() itself.
   int takeContent(Inode* in, bool keepContent);
 
   // fs_ops.cc
@@ -313,8 +312,9 @@ class Overlay {
   static void recordCopy(Layer& L, const std::string& lowerPath, uint64_t ino, Inode* in);
   int openOnNode(Layer& L, const Ref<Inode>& in, const OpenIntent& intent,
                  Handle** out, Attr* attr);
-  // Records that `in` (about to take its content from A) stands for A's file from now on, for
-  // read-only handles opened on A's file before. The caller holds L's lock exclusively.
+  // Records that `in` (about to take its content from A, or carried by a rename or link) stands
+  // for A's file from now on, for handles opened on A's file before (read-only ones, and
+  // write-opens not yet written through). The caller holds L's lock exclusively.
   static void noteCopy(Layer& L, Inode* in);
   template <typename Change>
   int editXattrs(Layer& L, const std::string& path, Change change);
