@@ -203,7 +203,7 @@ export function winfspInstallDir(): string | undefined {
 }
 
 /**
- * Windows mount points, by WinFsp's rules (its mount.c; research note §4.1): a drive letter ("X:"), which must be free
+ * Windows mount points, by WinFsp's rules (its mount.c; research note §4.1): a drive letter ("X:" or "X:\\", given back as "X:\\"), which must be free
  * (WinFsp defines it for the mounting logon session and removes it with the volume), or a directory that does not
  * exist yet and whose parent does (WinFsp creates it as a junction to the volume, refuses one that exists, and removes
  * it at unmount; an existing empty one is removed here first, a non-empty one refused). Nothing is created here but
@@ -225,13 +225,15 @@ export function prepareWin32MountPoint(
         'MOUNTPOINT_IN_USE',
         `every drive letter from D: to Z: is in use, so ${name} has nowhere to mount by default; unmount a shadow, or give a directory that does not exist yet as the mount point (realpath does not work there)`,
       );
-    return { mountPoint: `${letter}:`, created: false };
+    return { mountPoint: `${letter}:\\`, created: false };
   }
-  if (/^[A-Za-z]:$/.test(requested)) {
-    const letter = requested.toUpperCase();
+  if (/^[A-Za-z]:\\?$/.test(requested)) {
+    // Given back as the drive's root ("X:\\"): "X:" alone is the current directory on drive X, so
+    // path.join("X:", "src") would name "X:src", relative to it.
+    const letter = requested.slice(0, 2).toUpperCase();
     if (fs.existsSync(`${letter}\\`))
       throw new ShadowError('MOUNTPOINT_IN_USE', `the drive ${letter} is in use; pick a free drive letter or a new directory`);
-    return { mountPoint: letter, created: false };
+    return { mountPoint: `${letter}\\`, created: false };
   }
   const probe = path.resolve(requested);
   if (inside(lower, probe))

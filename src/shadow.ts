@@ -98,7 +98,7 @@ function volumeFor(backend: string, mountPoint: string | undefined, requested: W
   if (process.platform !== 'win32' || backend !== 'winfsp') return undefined;
   if (requested !== undefined && requested !== 'network' && requested !== 'disk')
     throw new ShadowError('INVALID_ARGUMENT', `volume must be "network" or "disk", got ${JSON.stringify(requested)}`);
-  const drive = mountPoint === undefined || /^[A-Za-z]:$/.test(mountPoint);
+  const drive = mountPoint === undefined || /^[A-Za-z]:\\?$/.test(mountPoint);
   const form = requested ?? (drive ? 'network' : 'disk');
   if (form === 'network' && !drive)
     throw new ShadowError(

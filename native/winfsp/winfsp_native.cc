@@ -1100,6 +1100,8 @@ int WinFspMount::start(int* err, std::string* message) {
   win32::toWide(mountPoint_, &mountW_);
   std::replace(mountW_.begin(), mountW_.end(), L'/', L'\\');
   while (mountW_.size() > 3 && mountW_.back() == L'\\') mountW_.pop_back();
+  // A drive's root ("X:\\", as shadow.ts gives it) is the drive letter WinFsp takes ("X:").
+  if (mountW_.size() == 3 && mountW_[1] == L':' && mountW_[2] == L'\\') mountW_.pop_back();
   const bool drive = mountW_.size() == 2 && mountW_[1] == L':';
   // The network form (see the header): the prefix as the driver takes it, checked here so that
   // a bad one is refused with a sentence rather than a status (volume.c:268-292: exactly one

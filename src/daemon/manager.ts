@@ -34,7 +34,7 @@ interface Entry {
 /** No NUL, absolute and written the way path.normalize writes it (no "..", ".", "//" or trailing "/"). */
 function isCleanAbsolute(p: string): boolean {
   if (p.includes('\0') || !path.isAbsolute(p)) return false;
-  if (process.platform === 'win32' && /^[A-Za-z]:$/.test(p)) return true; // a drive letter mount point
+  if (process.platform === 'win32' && /^[A-Za-z]:\\?$/.test(p)) return true; // a drive letter mount point ("X:\\")
   return path.normalize(p) === p && (p.length === 1 || !p.endsWith(path.sep));
 }
 

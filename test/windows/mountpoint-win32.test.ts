@@ -26,9 +26,11 @@ describe('Windows mount points (drive letters, directories WinFsp creates), unde
       const free = 'QRSTUVWXY'.split('').find((l) => !fs.existsSync(`${l}:\\`));
       assert.ok(free, 'a free drive letter');
       assert.deepStrictEqual(prepareWin32MountPoint(`${free!.toLowerCase()}:`, lower, 'x', inside), {
-        mountPoint: `${free}:`,
+        mountPoint: `${free}:\\`,
         created: false,
       });
+      // The drive's root, so that paths joined to it stay on it ("X:" alone would give "X:src").
+      assert.strictEqual(path.join(prepareWin32MountPoint(`${free}:`, lower, 'x', inside).mountPoint, 'src'), `${free}:\\src`);
       const fresh = path.join(base, 'deep', 'mnt');
       assert.deepStrictEqual(prepareWin32MountPoint(fresh, lower, 'x', inside), { mountPoint: fresh, created: true });
       assert.ok(!fs.existsSync(fresh) && fs.existsSync(path.dirname(fresh)), 'the parent is made, the mount directory is left to WinFsp');
@@ -44,7 +46,7 @@ describe('Windows mount points (drive letters, directories WinFsp creates), unde
       assert.throws(() => prepareWin32MountPoint(path.dirname(lower), lower, 'x', inside), { code: 'LOWER_INSIDE_MOUNTPOINT' });
       // No request: the highest free drive letter (a network volume, on which realpath works, goes on a letter only).
       const dflt = prepareWin32MountPoint(undefined, lower, 'proj', inside);
-      assert.match(dflt.mountPoint, /^[D-Z]:$/);
+      assert.match(dflt.mountPoint, /^[D-Z]:\\$/);
       assert.strictEqual(dflt.created, false);
       assert.ok(!fs.existsSync(`${dflt.mountPoint}\\`), 'the letter is free');
     } finally {

@@ -177,7 +177,7 @@ if (process.env.SHADOWFS_WFL_CHILD === '1') {
     it('by default creates a network volume named \\shadowfs\\<folder>-<random> on a free drive letter (the probe cannot reach it in the double)', () => {
       const f = r.steps.networkDefault as { code?: string; message: string } | undefined;
       assert.strictEqual(f?.code, 'MOUNT_FAILED', JSON.stringify(f));
-      assert.match(f.message, /the WinFsp volume \\Device\\Volume\{[^}]+\}\\shadowfs\\A-[0-9a-f]{6} at [D-Z]: did not answer/);
+      assert.match(f.message, /the WinFsp volume \\Device\\Volume\{[^}]+\}\\shadowfs\\A-[0-9a-f]{6} at [D-Z]:\\ did not answer/);
     });
   });
 }
