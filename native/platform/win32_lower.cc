@@ -15,7 +15,7 @@
 #include <cerrno>
 #include <cstring>
 #include <mutex>
-#include <shared_mutex>
+#include <shared_mutex>  // std::shared_lock (with SrwLock)
 #include <unordered_map>
 #include <vector>
 
@@ -29,6 +29,12 @@ static_assert(InodeNumbers::kTableLimit <= kFirstLayerIno,
               "the folder's inode numbers must stay below the layer's range");
 static_assert(InodeNumbers::kDirectLimit <= InodeNumbers::kTableFirst,
               "numbered directly and from the table: two ranges that never meet");
+
+static_assert(sizeof(SRWLOCK) == sizeof(void*), "SrwLock keeps an SRWLOCK in one pointer");
+void SrwLock::lock() { AcquireSRWLockExclusive(reinterpret_cast<PSRWLOCK>(&state_)); }
+void SrwLock::unlock() { ReleaseSRWLockExclusive(reinterpret_cast<PSRWLOCK>(&state_)); }
+void SrwLock::lock_shared() { AcquireSRWLockShared(reinterpret_cast<PSRWLOCK>(&state_)); }
+void SrwLock::unlock_shared() { ReleaseSRWLockShared(reinterpret_cast<PSRWLOCK>(&state_)); }
 
 bool InodeNumbers::Key::operator==(const Key& o) const {
   return volume == o.volume && std::memcmp(id, o.id, sizeof id) == 0;
@@ -810,7 +816,7 @@ class Win32Lower final : public LowerFs {
   const bool useFileIdInfo_;
   win32::InodeNumbers inos_;
 
-  std::shared_mutex mu_;  // guards the open-file table (never held during I/O)
+  win32::SrwLock mu_;  // guards the open-file table (never held during I/O)
   LowerHandle nextHandle_ = 1;
   std::unordered_map<LowerHandle, std::shared_ptr<OpenFile>> files_;
 };

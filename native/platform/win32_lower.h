@@ -8,7 +8,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
-#include <shared_mutex>
 #include <string>
 #include <unordered_map>
 
@@ -96,6 +95,25 @@ int joinRel(const std::wstring& root, const std::string& rel, std::wstring* out)
 // ENOTDIR when it is anything else, or the errno of opening it.
 int checkDirectory(const std::wstring& path);
 
+// A reader/writer lock on Windows' own SRWLOCK, usable with std::shared_lock and
+// std::unique_lock. Not std::shared_mutex: in MinGW builds that is winpthreads' pthread_rwlock,
+// which under wine let two exclusive holders in at once (a table numbered one file twice; a
+// stand-alone repeat of it crashed), while SRWLOCK, std::mutex and libstdc++'s
+// condition-variable shared_mutex held in the same test.
+class SrwLock {
+ public:
+  SrwLock() = default;
+  SrwLock(const SrwLock&) = delete;
+  SrwLock& operator=(const SrwLock&) = delete;
+  void lock();
+  void unlock();
+  void lock_shared();
+  void unlock_shared();
+
+ private:
+  void* state_ = nullptr;  // an SRWLOCK: one pointer, SRWLOCK_INIT is all zeros
+};
+
 // The inode numbers of the files of one folder (see openWin32Lower). Thread-safe.
 // - A 64-bit ID (the upper half of the 128 bits zero) on the folder's own volume, from 1 to
 //   below kDirectLimit, is its own number: on NTFS that is the file index every Windows tool
@@ -134,7 +152,7 @@ class InodeNumbers {
     size_t operator()(const Key& k) const;
   };
   const uint64_t home_;
-  mutable std::shared_mutex mu_;  // a leaf lock: nothing else is taken while it is held
+  mutable SrwLock mu_;  // a leaf lock: nothing else is taken while it is held
   std::unordered_map<Key, uint64_t, Hash> map_;
   uint64_t next_ = kTableFirst;
 };

@@ -115,6 +115,13 @@ class Win32Watcher final : public FolderWatcher {
     tokens_.erase(t);
   }
 
+  // deliverForTests(): one buffer handled as the thread handles what it reads.
+  void deliver(const char* data, DWORD size) {
+    std::vector<std::string> paths;
+    collect(data, size, &paths);
+    if (!paths.empty()) cb_(paths, false);
+  }
+
   void stop() override {
     std::lock_guard stopping(stopMu_);
     {
@@ -285,6 +292,24 @@ bool longLastName(const std::wstring& path, std::wstring* name) {
   *name = d.cFileName;
   return !name->empty();
 }
+
+// Whether `name` could be an 8.3 short name with a '~' in it (Windows makes "PROGRA~1" and
+// "AB12C~1.TXT"; wine "A_LO~A1M"): at most 8 characters, a '~' neither first nor last, then
+// at most one '.' and 3 more, no space. Others ("notes.txt~", "~$report.docx", "file~") are
+// long names as they are, not looked up: editors make and delete such files all the time.
+bool mayBeShortName(const std::wstring& name) {
+  size_t dot = name.find(L'.');
+  std::wstring base = name.substr(0, dot);
+  if (dot != std::wstring::npos) {
+    std::wstring ext = name.substr(dot + 1);
+    if (ext.empty() || ext.size() > 3 || ext.find(L'.') != std::wstring::npos ||
+        ext.find(L'~') != std::wstring::npos)
+      return false;
+  }
+  size_t tilde = base.find(L'~');
+  return base.size() <= 8 && tilde != std::wstring::npos && tilde > 0 && tilde + 1 < base.size() &&
+         name.find(L' ') == std::wstring::npos;
+}
 }  // namespace
 
 bool longNotifiedPath(const std::wstring& root, const std::wstring& reported, std::string* rel) {
@@ -297,8 +322,8 @@ bool longNotifiedPath(const std::wstring& root, const std::wstring& reported, st
     std::wstring part = reported.substr(start, end - start);
     start = end + 1;
     if (part.empty()) continue;
-    if (part.find(L'~') != std::wstring::npos) {
-      // Perhaps an 8.3 name (a long name may hold '~' too: then it comes back as it is).
+    if (mayBeShortName(part)) {
+      // Perhaps an 8.3 name (a long name of that form comes back as it is).
       std::wstring longName;
       if (!longLastName(dir + L"\\" + part, &longName)) {
         *rel = toUtf8(out);
@@ -312,6 +337,11 @@ bool longNotifiedPath(const std::wstring& root, const std::wstring& reported, st
   }
   *rel = toUtf8(out);
   return true;
+}
+
+void deliverForTests(FolderWatcher* watcher, const void* records, size_t size) {
+  if (auto* w = dynamic_cast<Win32Watcher*>(watcher))
+    w->deliver(static_cast<const char*>(records), static_cast<DWORD>(size));
 }
 
 }  // namespace win32

@@ -33,10 +33,17 @@ namespace win32 {
 
 // The long form of `reported`, a path relative to `root` (\\?\ form) as ReadDirectoryChangesW
 // spells it ('\'-separated; any component may be an 8.3 short name). True and *rel = the path
-// with long names, '/'-separated, when every component is long (no '~') or resolves now
-// (FindFirstFileExW); false and *rel = the longest leading directory that resolves ("" = the
-// root) when a component does not: then only "something in *rel changed" is known.
+// with long names, '/'-separated, when every component is long (not of the 8.3 form with a '~')
+// or resolves now (FindFirstFileExW); false and *rel = the longest leading directory that
+// resolves ("" = the root) when a component does not: then only "something in *rel changed" is
+// known.
 bool longNotifiedPath(const std::wstring& root, const std::wstring& reported, std::string* rel);
+
+// For tests of what wine's ReadDirectoryChangesW never returns (8.3 names): hands `watcher` (one
+// from openWin32Watcher) a buffer of FILE_NOTIFY_INFORMATION records as if the system had, and
+// runs its callback on the calling thread. Only while nothing changes in the folder (the
+// callback's one-at-a-time promise is the caller's to keep).
+void deliverForTests(FolderWatcher* watcher, const void* records, size_t size);
 
 }  // namespace win32
 
