@@ -214,10 +214,8 @@ class WinFspMount final : public MountBackend {
   static VOID DispatcherStopped(FSP_FILE_SYSTEM*, BOOLEAN);
 
  private:
-  // Whether `L` takes changes. The core answers EROFS from rename() before it looks at
-  // anything, and EBUSY for the root it is asked to move, so this changes nothing. (A public
-  // Overlay::writable(Layer*) would say it directly: asked of the core's owners.)
-  bool writable(Layer* L) const { return ov_->rename(L, std::string(), std::string(), 0) != EROFS; }
+  // Whether `L` takes changes (false for the read-only view shown while no layer is active).
+  bool writable(Layer* L) const { return ov_->writable(L); }
   std::string pathOf(const FileCtx* c) const {
     std::lock_guard<std::mutex> lock(ctxMu_);
     return c->path;
@@ -317,9 +315,12 @@ void WinFspMount::freeContext(FileCtx* c) {
 int WinFspMount::attrOf(FileCtx* c, Attr* a) {
   if (c->type == FileType::Regular) {
     std::shared_lock<std::shared_mutex> lock(c->mu);
-    // A layer file: its inode, whatever its name is now. A file of the folder opened for
-    // reading: the path first, where metadata set through this handle lands (the content the
-    // handle reads is the same); the handle itself once the name is gone.
+    // A layer file: its inode, whatever its name is now. A file of the folder (opened for
+    // reading, or for writing: the core then binds the handle to the layer's copy at its first
+    // change and leaves `inode` null, the copy keeping A's inode number): the path first while
+    // it names the same object, because a time or attribute change through a handle not yet
+    // written lands on the name (Overlay::setattr) where the handle's fgetattr would still
+    // show A's file; the handle itself once the name is gone.
     if (c->h && c->h->inode) return ov_->fgetattr(c->h, a);
     if (ov_->getattr(c->layer.get(), pathOf(c), a) == 0 && a->ino == c->ino) return 0;
     if (c->h) return ov_->fgetattr(c->h, a);
@@ -725,9 +726,20 @@ NTSTATUS WinFspMount::SetBasicInfo(FSP_FILE_SYSTEM* fs, PVOID ctx, UINT32 attrib
   if (changeTime) mask |= kSetCtime, v.ctime = timespecOf(changeTime);
   if (mask) {
     std::shared_lock<std::shared_mutex> lock(c->mu);
-    Handle* h = c->h && c->h->inode ? c->h : nullptr;
+    // A layer file, or a file opened for writing (whose `inode` stays null also after its first
+    // write: the core binds such a handle to the layer's copy without setting it), changes
+    // through its handle: the core acts on the handle's own object, by name while the name
+    // still shows it and the handle is unwritten. Once the name shows another object (or
+    // none), the path is left out so the change lands on this handle's file, never on the
+    // object now at its old name. A read-only handle of the folder's file changes by name.
+    Handle* h = c->h && (c->h->inode || c->h->writable) ? c->h : nullptr;
+    std::string path = m->pathOf(c);
+    if (h && !h->inode) {
+      Attr now;
+      if (m->ov_->getattr(c->layer.get(), path, &now) != 0 || now.ino != c->ino) path.clear();
+    }
     Attr out;
-    if (int e = m->ov_->setattr(c->layer.get(), m->pathOf(c), h, mask, v, &out))
+    if (int e = m->ov_->setattr(c->layer.get(), path, h, mask, v, &out))
       return statusFromErrno(e);
   }
   return m->infoOf(c, info);
