@@ -409,6 +409,23 @@ TEST(win32_lower_reaches_paths_longer_than_MAX_PATH) {
   fs->close(h);
   CHECK_OK(fs->stat("moved" + rel.substr(top.size()) + "/deep.txt", &at));
   CHECK_EQ(at.ino, viaHandle.ino);
+
+  // A folder whose own path is over 400 characters, named as a user would (no \\?\).
+  const std::string deepRoot = t.root + "\\moved" + rel.substr(top.size());
+  CHECK(deepRoot.size() > 400);
+  int err = 0;
+  auto deep = openWin32Lower(deepRoot, &err);
+  REQUIRE(deep != nullptr);
+  CHECK_OK(deep->stat("deep.txt", &at));
+  CHECK_EQ(at.ino, viaHandle.ino);
+  FsStats st;
+  CHECK_OK(deep->statfs(&st));
+  CHECK(st.blocks > 0);
+  std::vector<DirEntry> top2;
+  CHECK_OK(deep->readdir("", &top2));
+  CHECK_EQ(sortedNames(top2), std::vector<std::string>{"deep.txt"});
+  auto spill = openWin32Spill(deepRoot, &err);
+  CHECK(spill != nullptr);
 }
 
 TEST(win32_lower_never_locks_the_developer_out) {
