@@ -17,10 +17,11 @@
 // a file renamed while open, listings, security, metadata, notifications after an API write, the
 // read-only view refusing deletes, a write-opened file of A asked and changed through its handle
 // after its name went, git's index.lock dance and an editor's safe save over files of A, an
-// executable of A mapped as an image). Between steps the child changes things behind the volume's
-// back (API writes, layer switches) at the scenario's signal. A is hashed before and after and
-// must not change; the layer must hold nothing for the big file and the saved texts for git's
-// index and the editor's files; new files must not be executable.
+// executable of A mapped as an image, an unmount refused while a file is open). Between steps
+// the child changes things behind the volume's back (API writes, layer switches, an unmount) at
+// the scenario's signal. A is hashed before and after and must not change; the layer must hold
+// nothing for the big file and the saved texts for git's index and the editor's files; new files
+// must not be executable.
 //
 // WHAT IT CANNOT SHOW (see the header of test/native/winfsp_double/double_driver.cc). No kernel,
 // no WinFsp driver and no Windows: nothing here ran on Windows and no WinFsp mount ran. No cache
@@ -87,6 +88,7 @@ interface ChildResult {
   metaMode?: number;
   layerFiles?: Record<string, string>;
   keptMode?: number;
+  busyCode?: string;
   mountDirWhileMounted?: boolean;
   mountDirAfter?: boolean;
   unmountError?: string;
@@ -195,6 +197,13 @@ async function child(): Promise<void> {
         await shadow.layer('agent').write('observed/two.txt', 'two');
         await shadow.layer('agent').write('observed/one.txt', 'changed one');
         answer('api-write');
+      } else if (ask('busy')) {
+        // A file is open in the volume: the unmount must be refused and the volume stay.
+        out.busyCode = await shadow.unmount().then(
+          () => 'unmounted',
+          (err: unknown) => String((err as { code?: string }).code),
+        );
+        answer('busy');
       } else if (ask('readonly')) {
         await shadow.activate(null);
         answer('readonly');
@@ -349,6 +358,10 @@ if (process.env.SHADOWFS_WFD_CHILD === '1') {
     it('sets READONLY through a write-opened handle of A\'s file in the layer, not in A (the handle has no layer inode)', () => {
       assert.strictEqual(typeof result.keptMode, 'number', childOutput);
       assert.strictEqual((result.keptMode as number) & 0o222, 0, `mode ${(result.keptMode as number).toString(8)}`);
+    });
+
+    it('refuses to unmount while a program has a file open in the volume (finding 7)', () => {
+      assert.strictEqual(result.busyCode, 'MOUNT_BUSY', childOutput);
     });
 
     it('creates new files without execute bits (finding 12)', () => {
