@@ -152,6 +152,21 @@ static_assert(offsetof(FSP_FSCTL_VOLUME_PARAMS, FileSystemName) == 424, "researc
 static_assert(offsetof(FSP_FSCTL_VOLUME_PARAMS, VolumeInfoTimeout) == 460, "research note §2.1");
 static_assert(offsetof(FSP_FSCTL_VOLUME_PARAMS, DirInfoTimeout) == 464, "research note §2.1");
 static_assert(offsetof(FSP_FSCTL_VOLUME_PARAMS, Reserved64) == 488, "research note §2.1");
+// The other fields, in the order fsctl.h:194-269 declares them (2026 Beta2, e7c7ccc5), with x64
+// alignment; the bit fields (no offsetof) are checked by the unit test named above.
+static_assert(offsetof(FSP_FSCTL_VOLUME_PARAMS, Version) == 0, "fsctl.h:194-269, field order");
+static_assert(offsetof(FSP_FSCTL_VOLUME_PARAMS, SectorSize) == 2, "fsctl.h:194-269, field order");
+static_assert(offsetof(FSP_FSCTL_VOLUME_PARAMS, SectorsPerAllocationUnit) == 4, "fsctl.h:194-269, field order");
+static_assert(offsetof(FSP_FSCTL_VOLUME_PARAMS, MaxComponentLength) == 6, "fsctl.h:194-269, field order");
+static_assert(offsetof(FSP_FSCTL_VOLUME_PARAMS, VolumeSerialNumber) == 16, "fsctl.h:194-269, field order");
+static_assert(offsetof(FSP_FSCTL_VOLUME_PARAMS, TransactTimeout) == 20, "fsctl.h:194-269, field order");
+static_assert(offsetof(FSP_FSCTL_VOLUME_PARAMS, IrpTimeout) == 24, "fsctl.h:194-269, field order");
+static_assert(offsetof(FSP_FSCTL_VOLUME_PARAMS, IrpCapacity) == 28, "fsctl.h:194-269, field order");
+static_assert(offsetof(FSP_FSCTL_VOLUME_PARAMS, SecurityTimeout) == 468, "fsctl.h:194-269, field order");
+static_assert(offsetof(FSP_FSCTL_VOLUME_PARAMS, StreamInfoTimeout) == 472, "fsctl.h:194-269, field order");
+static_assert(offsetof(FSP_FSCTL_VOLUME_PARAMS, EaTimeout) == 476, "fsctl.h:194-269, field order");
+static_assert(offsetof(FSP_FSCTL_VOLUME_PARAMS, FsextControlCode) == 480, "fsctl.h:194-269, field order");
+static_assert(offsetof(FSP_FSCTL_VOLUME_PARAMS, Reserved32) == 484, "fsctl.h:194-269, field order");
 
 // ---- fsctl.h:270-278 ----
 struct FSP_FSCTL_VOLUME_INFO {
@@ -162,6 +177,9 @@ struct FSP_FSCTL_VOLUME_INFO {
 };
 static_assert(sizeof(FSP_FSCTL_VOLUME_INFO) == 88, "fsctl.h:277");
 static_assert(offsetof(FSP_FSCTL_VOLUME_INFO, VolumeLabel) == 18, "research note §2.5");
+static_assert(offsetof(FSP_FSCTL_VOLUME_INFO, TotalSize) == 0, "fsctl.h:270-278, field order");
+static_assert(offsetof(FSP_FSCTL_VOLUME_INFO, FreeSize) == 8, "fsctl.h:270-278, field order");
+static_assert(offsetof(FSP_FSCTL_VOLUME_INFO, VolumeLabelLength) == 16, "fsctl.h:270-278, field order");
 
 // ---- fsctl.h:279-294. Times are FILETIME values (100 ns since 1601). ----
 struct FSP_FSCTL_FILE_INFO {
@@ -181,6 +199,15 @@ static_assert(sizeof(FSP_FSCTL_FILE_INFO) == 72, "fsctl.h:293");
 static_assert(offsetof(FSP_FSCTL_FILE_INFO, CreationTime) == 24, "research note §2.2");
 static_assert(offsetof(FSP_FSCTL_FILE_INFO, IndexNumber) == 56, "research note §2.2");
 static_assert(offsetof(FSP_FSCTL_FILE_INFO, EaSize) == 68, "research note §2.2");
+// The other fields, in the order fsctl.h:279-294 declares them (2026 Beta2, e7c7ccc5), x64.
+static_assert(offsetof(FSP_FSCTL_FILE_INFO, FileAttributes) == 0, "fsctl.h:279-294, field order");
+static_assert(offsetof(FSP_FSCTL_FILE_INFO, ReparseTag) == 4, "fsctl.h:279-294, field order");
+static_assert(offsetof(FSP_FSCTL_FILE_INFO, AllocationSize) == 8, "fsctl.h:279-294, field order");
+static_assert(offsetof(FSP_FSCTL_FILE_INFO, FileSize) == 16, "fsctl.h:279-294, field order");
+static_assert(offsetof(FSP_FSCTL_FILE_INFO, LastAccessTime) == 32, "fsctl.h:279-294, field order");
+static_assert(offsetof(FSP_FSCTL_FILE_INFO, LastWriteTime) == 40, "fsctl.h:279-294, field order");
+static_assert(offsetof(FSP_FSCTL_FILE_INFO, ChangeTime) == 48, "fsctl.h:279-294, field order");
+static_assert(offsetof(FSP_FSCTL_FILE_INFO, HardLinks) == 64, "fsctl.h:279-294, field order");
 
 // ---- fsctl.h:295-300. What the FileInfo argument of Create/Open really points at. ----
 struct FSP_FSCTL_OPEN_FILE_INFO {
@@ -191,6 +218,7 @@ struct FSP_FSCTL_OPEN_FILE_INFO {
 static_assert(sizeof(FSP_FSCTL_OPEN_FILE_INFO) == 88, "research note §2.3");
 static_assert(offsetof(FSP_FSCTL_OPEN_FILE_INFO, NormalizedName) == 72, "research note §2.3");
 static_assert(offsetof(FSP_FSCTL_OPEN_FILE_INFO, NormalizedNameSize) == 80, "research note §2.3");
+static_assert(offsetof(FSP_FSCTL_OPEN_FILE_INFO, FileInfo) == 0, "fsctl.h:295-300, field order");
 
 // ---- fsctl.h:301-314. A directory entry: the fixed part, then the name without terminator;
 // entries are packed at FSP_FSCTL_DEFAULT_ALIGNMENT. ----
@@ -206,6 +234,8 @@ struct FSP_FSCTL_DIR_INFO {
 static_assert(sizeof(FSP_FSCTL_DIR_INFO) == 104, "fsctl.h:313");
 static_assert(offsetof(FSP_FSCTL_DIR_INFO, FileInfo) == 8, "research note §2.4");
 static_assert(offsetof(FSP_FSCTL_DIR_INFO, NextOffset) == 80, "research note §2.4");
+static_assert(offsetof(FSP_FSCTL_DIR_INFO, Size) == 0, "fsctl.h:301-314, field order");
+static_assert(offsetof(FSP_FSCTL_DIR_INFO, Padding) == 80, "fsctl.h:301-314, field order");
 
 // ---- fsctl.h:322-332. One change record for FspFileSystemNotify; the name (no terminator)
 // follows at offset 12; records are packed at FSP_FSCTL_DEFAULT_ALIGNMENT. ----
@@ -217,12 +247,16 @@ struct FSP_FSCTL_NOTIFY_INFO {
 static_assert(sizeof(FSP_FSCTL_NOTIFY_INFO) == 12, "fsctl.h:331");
 static_assert(offsetof(FSP_FSCTL_NOTIFY_INFO, Filter) == 4, "research note §2.6");
 static_assert(offsetof(FSP_FSCTL_NOTIFY_INFO, Action) == 8, "research note §2.6");
+static_assert(offsetof(FSP_FSCTL_NOTIFY_INFO, Size) == 0, "fsctl.h:322-332, field order");
 
 // ---- fsctl.h:338-342 ----
 struct FSP_FSCTL_TRANSACT_BUF {
   UINT16 Offset;
   UINT16 Size;
 };
+static_assert(sizeof(FSP_FSCTL_TRANSACT_BUF) == 4, "fsctl.h:338-342");
+static_assert(offsetof(FSP_FSCTL_TRANSACT_BUF, Offset) == 0, "fsctl.h:338-342, field order");
+static_assert(offsetof(FSP_FSCTL_TRANSACT_BUF, Size) == 2, "fsctl.h:338-342, field order");
 
 // ---- fsctl.h:343-542: the request the DLL hands to callbacks (through
 // FspFileSystemGetOperationContext). Only the two variants of the Req union the backend reads
@@ -441,6 +475,8 @@ struct FSP_FILE_SYSTEM_OPERATION_CONTEXT {
   FSP_FSCTL_TRANSACT_RSP* Response;
 };
 static_assert(sizeof(FSP_FILE_SYSTEM_OPERATION_CONTEXT) == 16, "research note §2.7");
+static_assert(offsetof(FSP_FILE_SYSTEM_OPERATION_CONTEXT, Request) == 0, "winfsp.h:1122-1126, field order");
+static_assert(offsetof(FSP_FILE_SYSTEM_OPERATION_CONTEXT, Response) == 8, "winfsp.h:1122-1126, field order");
 
 // ---- Exported functions the backend resolves by name (winfsp.h lines given per entry). Each
 // alias is the function's type; win32_winfsp.cc lists the names it resolves. ----
