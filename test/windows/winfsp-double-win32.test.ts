@@ -355,7 +355,7 @@ if (process.env.SHADOWFS_WFD_CHILD === '1') {
         assert.ok(!result.changes?.some((c) => c.path === p && c.kind !== 'deleted'), `${p}: ${JSON.stringify(result.changes)}`);
     });
 
-    it('sets READONLY through a write-opened handle of A\'s file in the layer, not in A (the handle has no layer inode)', () => {
+    it("sets READONLY through a write-opened handle of A's file in the layer, not in A (the handle has no layer inode)", () => {
       assert.strictEqual(typeof result.keptMode, 'number', childOutput);
       assert.strictEqual((result.keptMode as number) & 0o222, 0, `mode ${(result.keptMode as number).toString(8)}`);
     });
