@@ -25,11 +25,11 @@
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <shared_mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
+#include "shared_mutex.h"
 #include "overlay.h"
 
 // Checked builds (debug, and the C++ unit tests) abort loudly on a broken invariant.
@@ -94,8 +94,8 @@ class RankedLock {
   LockRank rank_;
   Lock lock_;
 };
-using ReadLock = RankedLock<std::shared_mutex, std::shared_lock<std::shared_mutex>>;
-using WriteLock = RankedLock<std::shared_mutex, std::unique_lock<std::shared_mutex>>;
+using ReadLock = RankedLock<SharedMutex, std::shared_lock<SharedMutex>>;
+using WriteLock = RankedLock<SharedMutex, std::unique_lock<SharedMutex>>;
 using MetaLock = RankedLock<std::mutex, std::unique_lock<std::mutex>>;
 
 // --- Per-inode locks: two striped tables, hashed by the inode's address ---
@@ -107,7 +107,7 @@ using MetaLock = RankedLock<std::mutex, std::unique_lock<std::mutex>>;
 // order, and stripes cannot deadlock among themselves.
 namespace stripes {
 constexpr size_t kCount = 1024;
-std::shared_mutex& content(const void* p);
+SharedMutex& content(const void* p);
 std::mutex& meta(const void* p);
 }  // namespace stripes
 
@@ -258,7 +258,7 @@ struct Inode {
   uint8_t nameLen = 0, nameCap = 0;
   char nameBytes[1];  // the name's first byte; the allocation extends past the struct
 
-  std::shared_mutex& cmu() const { return stripes::content(this); }
+  SharedMutex& cmu() const { return stripes::content(this); }
   std::mutex& mmu() const { return stripes::meta(this); }
   bool has(uint16_t f) const { return (flags.load(std::memory_order_acquire) & f) != 0; }
   void set(uint16_t f) { flags.fetch_or(f, std::memory_order_acq_rel); }
@@ -398,7 +398,7 @@ struct Layer : std::enable_shared_from_this<Layer> {
   std::string name;
   bool writable = true;
   // --- guarded by mu (rank 2) ---
-  mutable std::shared_mutex mu;
+  mutable SharedMutex mu;
   NodeRef root;
   // Inodes copied up from the folder, by the folder path they came from: a read-only handle
   // opened on the folder's file before the copy-up must see the new content, also after the

@@ -27,11 +27,11 @@
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <shared_mutex>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "shared_mutex.h"
 #include "dir_stream.h"
 #include "lower.h"
 #include "spill.h"
@@ -328,7 +328,7 @@ class Overlay {
   Attr rootAttr_;  // A's root at mount time, for layer roots when A's root cannot be read
   std::function<void(const std::string&)> log_;
   // The registry (rank 1, see model.h): layers_, active_, every Layer::pins. Held briefly.
-  mutable std::shared_mutex mu_;
+  mutable SharedMutex mu_;
   std::map<std::string, std::shared_ptr<Layer>> layers_;
   std::shared_ptr<Layer> active_;  // null: no layer, A exactly
   std::shared_ptr<Layer> none_;    // the empty, read-only layer shown when none is active

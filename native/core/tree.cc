@@ -19,7 +19,7 @@ namespace shadowfs {
 namespace stripes {
 namespace {
 struct Table {
-  std::shared_mutex content[kCount];
+  SharedMutex content[kCount];
   std::mutex meta[kCount];
 };
 Table& table() {
@@ -34,7 +34,7 @@ size_t slot(const void* p) {
   return static_cast<size_t>(v & (kCount - 1));
 }
 }  // namespace
-std::shared_mutex& content(const void* p) { return table().content[slot(p)]; }
+SharedMutex& content(const void* p) { return table().content[slot(p)]; }
 std::mutex& meta(const void* p) { return table().meta[slot(p)]; }
 }  // namespace stripes
 
@@ -246,7 +246,7 @@ uint64_t Inode::footprint(uint64_t* spilled) const {
   if (self->dir()) bytes += kidsFootprint(this);
   if (!has(kWhiteout) && type == FileType::Regular && self->inode() == this) {
     // A file being written or copied up right now is counted by its size; never wait.
-    std::shared_mutex& c = cmu();
+    SharedMutex& c = cmu();
     if (c.try_lock_shared()) {
       const More* e = mo();
       if (e && e->spill) {

@@ -53,8 +53,8 @@
 //
 // Threads: WinFsp's dispatcher threads (at least two) call the interface functions, several at
 // once; the operation guard stays FINE (WinFsp's own lock makes creates, renames and delete
-// cleanups exclusive, reads and writes run in parallel). Each FileCtx has a shared_mutex: I/O
-// holds it shared, the swap of its core handle (copy-up, overwrite) exclusively. The context
+// cleanups exclusive, reads and writes run in parallel). Each FileCtx has a SharedMutex
+// (native/core/shared_mutex.h, not MinGW's std::shared_mutex): I/O holds it shared, the swap of its core handle (copy-up, overwrite) exclusively. The context
 // table (ctxMu_) is a leaf lock held for a few field updates. The MountBackend methods run on
 // the addon's threads; invalidation runs on the addon's worker or the watcher's thread, never
 // on a dispatcher thread (FspFileSystemNotifyBegin waits for renames in flight).
@@ -78,6 +78,7 @@
 #include <unordered_set>
 
 #include "../core/casefold.h"
+#include "../core/shared_mutex.h"
 #include "../platform/win32_lower.h"
 #include "../platform/win32_watcher.h"
 #include "../platform/win32_winfsp.h"
@@ -137,7 +138,7 @@ struct FileCtx {
   bool linkToDirectory = false;
   uint64_t ino = 0;              // the object opened, to tell it from a later one at `path`
   // Regular files. `h` is swapped (copy-up, overwrite) under `mu` held exclusively.
-  std::shared_mutex mu;
+  SharedMutex mu;
   Handle* h = nullptr;
   bool upgraded = false;         // h is writable
   // Directories: the listing this handle's enumeration walks (taken again when an enumeration
@@ -254,7 +255,7 @@ class WinFspMount final : public MountBackend {
   mutable std::mutex ctxMu_;
   std::unordered_set<FileCtx*> ctxs_;
   // Notification and shutdown: notify holds it shared, shutdown exclusively.
-  std::shared_mutex lifeMu_;
+  SharedMutex lifeMu_;
   ChangeJournal journal_;
   std::unique_ptr<FolderWatcher> watcher_;
   FolderWatcher::Token rootWatch_ = 0;
@@ -314,7 +315,7 @@ void WinFspMount::freeContext(FileCtx* c) {
 
 int WinFspMount::attrOf(FileCtx* c, Attr* a) {
   if (c->type == FileType::Regular) {
-    std::shared_lock<std::shared_mutex> lock(c->mu);
+    std::shared_lock<SharedMutex> lock(c->mu);
     // A layer file: its inode, whatever its name is now. A file of the folder (opened for
     // reading, or for writing: the core then binds the handle to the layer's copy at its first
     // change and leaves `inode` null, the copy keeping A's inode number): the path first while
@@ -340,7 +341,7 @@ NTSTATUS WinFspMount::infoOf(FileCtx* c, FSP_FSCTL_FILE_INFO* out) {
 // `truncate` (a size of 0) copies nothing. A file whose name went (deleted, or another file
 // renamed over it) gets a nameless copy of what this handle has open, as on NTFS.
 int WinFspMount::ensureWritable(FileCtx* c, bool truncate) {
-  std::unique_lock<std::shared_mutex> lock(c->mu);
+  std::unique_lock<SharedMutex> lock(c->mu);
   if (c->upgraded) return 0;
   Layer* L = c->layer.get();
   if (!writable(L)) return EROFS;
@@ -606,7 +607,7 @@ NTSTATUS WinFspMount::Overwrite(FSP_FILE_SYSTEM* fs, PVOID ctx, UINT32 fileAttri
   if (c->type != FileType::Regular) return st::FILE_IS_A_DIRECTORY;
   {
     // The handle this open took is read-only; an overwrite is a write that keeps nothing.
-    std::unique_lock<std::shared_mutex> lock(c->mu);
+    std::unique_lock<SharedMutex> lock(c->mu);
     c->upgraded = false;
   }
   if (int e = m->ensureWritable(c, true)) return statusFromErrno(e);
@@ -624,7 +625,7 @@ NTSTATUS WinFspMount::Overwrite(FSP_FILE_SYSTEM* fs, PVOID ctx, UINT32 fileAttri
     v.perm = perm;
   }
   {
-    std::shared_lock<std::shared_mutex> lock(c->mu);
+    std::shared_lock<SharedMutex> lock(c->mu);
     if (int e = m->ov_->setattr(c->layer.get(), std::string(), c->h, mask, v, &out))
       return statusFromErrno(e);
   }
@@ -655,7 +656,7 @@ NTSTATUS WinFspMount::Read(FSP_FILE_SYSTEM* fs, PVOID ctx, PVOID buf, UINT64 off
   FileCtx* c = ctxOf(ctx);
   *got = 0;
   if (c->type != FileType::Regular) return st::INVALID_DEVICE_REQUEST;
-  std::shared_lock<std::shared_mutex> lock(c->mu);
+  std::shared_lock<SharedMutex> lock(c->mu);
   size_t n = 0;
   if (int e = m->ov_->read(c->h, static_cast<char*>(buf), len, off, &n)) return statusFromErrno(e);
   if (n == 0 && len > 0) return st::END_OF_FILE;
@@ -672,7 +673,7 @@ NTSTATUS WinFspMount::Write(FSP_FILE_SYSTEM* fs, PVOID ctx, PVOID buf, UINT64 of
   if (c->type != FileType::Regular) return st::INVALID_DEVICE_REQUEST;
   if (int e = m->ensureWritable(c, false)) return statusFromErrno(e);
   {
-    std::shared_lock<std::shared_mutex> lock(c->mu);
+    std::shared_lock<SharedMutex> lock(c->mu);
     if (toEnd || constrained) {
       Attr a;
       if (int e = m->ov_->fgetattr(c->h, &a)) return statusFromErrno(e);
@@ -725,7 +726,7 @@ NTSTATUS WinFspMount::SetBasicInfo(FSP_FILE_SYSTEM* fs, PVOID ctx, UINT32 attrib
   if (writeTime) mask |= kSetMtime, v.mtime = timespecOf(writeTime);
   if (changeTime) mask |= kSetCtime, v.ctime = timespecOf(changeTime);
   if (mask) {
-    std::shared_lock<std::shared_mutex> lock(c->mu);
+    std::shared_lock<SharedMutex> lock(c->mu);
     // A layer file, or a file opened for writing (whose `inode` stays null also after its first
     // write: the core binds such a handle to the layer's copy without setting it), changes
     // through its handle: the core acts on the handle's own object, by name while the name
@@ -757,7 +758,7 @@ NTSTATUS WinFspMount::SetFileSize(FSP_FILE_SYSTEM* fs, PVOID ctx, UINT64 size, B
   if ((allocation && size >= cur.size) || (!allocation && size == cur.size)) return m->infoOf(c, info);
   if (int e = m->ensureWritable(c, size == 0)) return statusFromErrno(e);
   {
-    std::shared_lock<std::shared_mutex> lock(c->mu);
+    std::shared_lock<SharedMutex> lock(c->mu);
     Attr v, out;
     v.size = size;
     if (int e = m->ov_->setattr(c->layer.get(), std::string(), c->h, kSetSize, v, &out))
@@ -980,7 +981,7 @@ NTSTATUS WinFspMount::SetReparsePoint(FSP_FILE_SYSTEM* fs, PVOID ctx, PWSTR, PVO
     }
   }
   const std::string path = m->pathOf(c);
-  std::unique_lock<std::shared_mutex> lock(c->mu);
+  std::unique_lock<SharedMutex> lock(c->mu);
   int e = c->type == FileType::Directory ? m->ov_->rmdir(L, path) : m->ov_->unlink(L, path);
   if (e) return statusFromErrno(e);
   Attr a;
@@ -1055,7 +1056,7 @@ const FSP_FILE_SYSTEM_INTERFACE kInterface = [] {
 // the listing of the parent and tells watchers (Explorer, VS Code, fs.watch).
 void WinFspMount::notifyPaths(const std::vector<std::string>& paths) {
   if (paths.empty()) return;
-  std::shared_lock<std::shared_mutex> life(lifeMu_);
+  std::shared_lock<SharedMutex> life(lifeMu_);
   if (!fs_ || !mounted_.load()) return;
   NotifyBatch batch;
   for (const std::string& p : paths) batch.add(p, kNotifyAll, FILE_ACTION_MODIFIED);
@@ -1254,7 +1255,7 @@ int WinFspMount::unmount(bool lazy) {
 
 void WinFspMount::shutdown() {
   if (watcher_) watcher_->stop();
-  std::unique_lock<std::shared_mutex> life(lifeMu_);
+  std::unique_lock<SharedMutex> life(lifeMu_);
   if (fs_) {
     stopping_ = true;
     mounted_ = false;
