@@ -72,15 +72,27 @@ struct fuse_statvfs {
 };
 
 // What the caller's runtime offers WinFsp: 'W' (a Windows C runtime), its allocator, and
-// daemon/signal hooks (no-ops on Windows).
+// daemon/signal hooks (no-ops on Windows). Nine slots, 72 bytes on x64, as WinFsp's
+// inc/fuse/winfsp_fuse.h (2026 Beta2) declares struct fsp_fuse_env: after the signal hook come
+// conv_to_win_path (called for every mount point that is not a drive letter, its result freed
+// with memfree) and winpid_to_pid (read on every request), then two reserved slots. A native
+// Windows program leaves both null, as WinFsp's own initializer does. This struct had six slots
+// until issue #28 (a remove_signal_handlers where conv_to_win_path is): WinFsp would have called it.
 struct fsp_fuse_env {
   unsigned environment;
   void* (*memalloc)(size_t);
   void (*memfree)(void*);
   int (*daemonize)(int);
   int (*set_signal_handlers)(void*);
-  void (*remove_signal_handlers)(void*);
+  char* (*conv_to_win_path)(const char*);
+  fuse_pid_t (*winpid_to_pid)(uint32_t);
+  void (*reserved[2])();
 };
+#if defined(_WIN64)
+static_assert(sizeof(fsp_fuse_env) == 72, "struct fsp_fuse_env is 72 bytes on x64 (winfsp_fuse.h)");
+static_assert(offsetof(fsp_fuse_env, conv_to_win_path) == 40, "conv_to_win_path is the sixth slot");
+static_assert(offsetof(fsp_fuse_env, winpid_to_pid) == 48, "winpid_to_pid is the seventh slot");
+#endif
 
 struct fuse_args {
   int argc;
@@ -230,11 +242,10 @@ namespace winfsp {
 
 inline int noDaemonize(int) { return 0; }
 inline int noSignals(void*) { return 0; }
-inline void noSignalsOff(void*) {}
 
 // This module's runtime, as WinFsp wants to know it (the allocator it may free args with).
 inline struct fsp_fuse_env* env() {
-  static struct fsp_fuse_env e = {'W', std::malloc, std::free, noDaemonize, noSignals, noSignalsOff};
+  static struct fsp_fuse_env e = {'W', std::malloc, std::free, noDaemonize, noSignals, nullptr, nullptr, {nullptr, nullptr}};
   return &e;
 }
 

@@ -5,6 +5,12 @@
 // then getattr, readdir and open/read/release on the root and on one file), writing what they
 // answered to the log named by $SHADOWFS_STANDIN_LOG, one JSON object per line. With
 // SHADOWFS_STANDIN_PARTIAL one entry point is left out, to see the module report what a DLL lacks.
+//
+// It is built from the project's own FUSE3 declarations (native/platform/winfsp_fuse3.h), so it
+// agrees with them whatever they say and can find no mistake in them: it tests the loader and
+// fuse_hl's calls, not fidelity to WinFsp. The test double of WinFsp itself, written from
+// WinFsp's documentation and source and sharing none of our declarations, is
+// test/native/winfsp_double/ (issue #28); it drives the default winfsp backend.
 #include <windows.h>
 
 #include <cstdio>
