@@ -11,7 +11,7 @@ import { ShadowClient } from '../src/client';
 import { daemonPaths } from '../src/endpoint';
 import { mountedPaths } from '../src/platform';
 import { eventually, FolderGuard, makeProject, repoRoot, tempDir } from './helpers/fixtures';
-import { stopTestDaemon } from './helpers/hooks';
+import { stopDaemonAndShadows, stopTestDaemon } from './helpers/hooks';
 
 /** Builds hung_fuse once per run. */
 let built: string | undefined;
@@ -53,20 +53,6 @@ function writeState(shadows: unknown[]): void {
   fs.writeFileSync(daemonPaths().state, JSON.stringify({ pid: 999_999_999, shadows }), { mode: 0o600 });
 }
 
-async function stopDaemon(): Promise<void> {
-  try {
-    const c = await ShadowClient.connect({ autostart: false });
-    try {
-      for (const s of (await c.request('list')).shadows) await c.request('unmount', { shadow: s.name, lazy: true });
-    } finally {
-      c.close();
-    }
-  } catch {
-    // none running
-  }
-  stopTestDaemon();
-}
-
 describe('a mount whose server hangs never holds the daemon', function () {
   this.timeout(120_000);
   const probeBefore = process.env.SHADOWFS_STALE_PROBE_MS;
@@ -76,7 +62,7 @@ describe('a mount whose server hangs never holds the daemon', function () {
   afterEach(async () => {
     if (probeBefore === undefined) delete process.env.SHADOWFS_STALE_PROBE_MS;
     else process.env.SHADOWFS_STALE_PROBE_MS = probeBefore;
-    await stopDaemon();
+    await stopDaemonAndShadows();
   });
   after(() => stopTestDaemon());
 

@@ -15,7 +15,7 @@ import { mountedPaths } from '../src/platform';
 import { mount, type Shadow } from '../src/shadow';
 import { WorkService } from '../src/work/service';
 import { eventually, FolderGuard, makeProject, repoRoot, tempDir, withShadow } from './helpers/fixtures';
-import { stopTestDaemon } from './helpers/hooks';
+import { stopDaemonAndShadows, stopTestDaemon } from './helpers/hooks';
 
 const cliPath = path.join(repoRoot, 'bin', 'shadowfs.js');
 
@@ -71,22 +71,6 @@ function linesAbout(log: string[], what: string): string[] {
   return log.filter((l) => l.includes(JSON.stringify(what).slice(1, -1))).map((l) => (JSON.parse(l) as { message: string }).message);
 }
 
-/** Unmounts whatever the daemon serves and stops it, so the next test starts clean. */
-async function stopDaemon(): Promise<void> {
-  try {
-    const c = await ShadowClient.connect({ autostart: false });
-    try {
-      for (const s of (await c.request('list')).shadows) await c.request('unmount', { shadow: s.name, lazy: true });
-    } finally {
-      c.close();
-    }
-  } catch {
-    // no daemon
-  }
-  stopTestDaemon();
-  for (const m of mountedPaths()) if (m.startsWith(daemonPaths().dir)) spawnSync('umount', ['-l', m]);
-}
-
 function sha256(data: Buffer | string): string {
   return crypto.createHash('sha256').update(data).digest('hex');
 }
@@ -116,7 +100,7 @@ async function layerSnapshot(shadow: Shadow, agent: string): Promise<string> {
 }
 
 describe('state is input, not truth: forged state and checkpoints', function () {
-  afterEach(() => stopDaemon());
+  afterEach(() => stopDaemonAndShadows());
   after(() => stopTestDaemon());
 
   it('a state file naming mount points inside the folder (directly, or through a link in the mounts directory) removes nothing there', async () => {
@@ -152,7 +136,7 @@ describe('state is input, not truth: forged state and checkpoints', function () 
       // The folders exist, so they are shadowed again, each in a fresh mount point of the daemon's own.
       assert.deepStrictEqual(listed.map((s) => s.name).sort(), ['beside', 'inside']);
       for (const s of listed) assert.strictEqual(path.dirname(s.mountPoint), mounts, JSON.stringify(s));
-      await stopDaemon();
+      await stopDaemonAndShadows();
       await guard.check();
     } finally {
       guard.stop();
@@ -204,7 +188,7 @@ describe('state is input, not truth: forged state and checkpoints', function () 
         linesAbout(log, live.mountPoint).some((m) => /not the folder recorded/.test(m)),
         log.join('\n'),
       );
-      await stopDaemon();
+      await stopDaemonAndShadows();
       await guard.check();
     } finally {
       guard.stop();
@@ -259,7 +243,7 @@ describe('state is input, not truth: forged state and checkpoints', function () 
         log.some((l) => /shadow #5 is not valid.*lower/.test(l)),
         log.join('\n'),
       );
-      await stopDaemon();
+      await stopDaemonAndShadows();
       await guard.check();
     } finally {
       guard.stop();
@@ -454,7 +438,7 @@ describe('state is input, not truth: forged state and checkpoints', function () 
       const agents = (JSON.parse(cli(['list', '--json']).stdout) as { shadows: Array<{ agents: string[] }> }).shadows[0].agents;
       assert.ok(!agents.includes('eve'), `the forged autosave did not come back: ${JSON.stringify(agents)}`);
       assert.deepStrictEqual(fs.readdirSync(outside), [], 'nothing was written outside');
-      await stopDaemon();
+      await stopDaemonAndShadows();
       await guard.check();
     } finally {
       guard.stop();
@@ -467,7 +451,7 @@ describe('state is input, not truth: forged state and checkpoints', function () 
 // it runs after the daemon listens, and the requests that wait for it are told why.
 describe('recovery never holds the daemon up', function () {
   this.timeout(120_000);
-  afterEach(() => stopDaemon());
+  afterEach(() => stopDaemonAndShadows());
   after(() => stopTestDaemon());
 
   it('while a recorded mount hangs, status answers with what is being recovered and a waiting request hears why', async () => {
@@ -527,7 +511,7 @@ describe('recovery never holds the daemon up', function () {
       assert.notStrictEqual(listed[0].mountPoint, mp);
       assert.ok(mountedPaths().has(mp), "the other process's mount is left alone");
       assert.deepStrictEqual((await client.request('status')).recovering, []);
-      await stopDaemon();
+      await stopDaemonAndShadows();
       await guard.check();
     } finally {
       client?.close();

@@ -5,6 +5,9 @@ import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import { execFileSync } from 'child_process';
+import { ShadowClient } from '../../src/client';
+import { daemonPaths } from '../../src/endpoint';
+import { mountedPaths } from '../../src/platform';
 import { deadTestMounts, FolderGuard, leakedTestMounts, removeTempDirs } from './fixtures';
 
 // A private runtime directory for this run: daemons, sockets and default mount points of the
@@ -62,6 +65,22 @@ export function stopTestDaemon(): void {
   process.stderr.write(`      (the test daemon ${pid} did not stop within 30 s of SIGTERM; killed)\n`);
   process.kill(pid, 'SIGKILL');
   waitGone(10_000);
+}
+
+/** Unmounts whatever the test daemon serves and stops it, so that the next test starts clean. */
+export async function stopDaemonAndShadows(): Promise<void> {
+  try {
+    const c = await ShadowClient.connect({ autostart: false });
+    try {
+      for (const s of (await c.request('list')).shadows) await c.request('unmount', { shadow: s.name, lazy: true });
+    } finally {
+      c.close();
+    }
+  } catch {
+    // no daemon
+  }
+  stopTestDaemon();
+  for (const m of mountedPaths()) if (m.startsWith(daemonPaths().dir)) execFileSync('umount', ['-l', m], { stdio: 'ignore' });
 }
 
 function runtimeMounts(): string[] {
