@@ -156,4 +156,49 @@ describe('a mount whose server hangs never holds the daemon', function () {
       await endHung(server, mp);
     }
   });
+
+  it('a request that waited for recovery while the daemon was told to stop is not done', async () => {
+    const stuckLower = fs.realpathSync(makeProject('stuck'));
+    const late = fs.realpathSync(makeProject('late'));
+    const mp = tempDir('hungmp');
+    let server: ChildProcess | undefined;
+    let client: ShadowClient | undefined;
+    try {
+      server = await hungMount(stuckLower, mp);
+      stopTestDaemon();
+      writeState([{ name: 'stuck', lower: stuckLower, mountPoint: mp, createdMountPoint: false, views: [] }]);
+      process.env.SHADOWFS_STALE_PROBE_MS = '600000';
+      client = await ShadowClient.connect();
+      const { pid, logFile } = await client.request('status');
+      const heard: string[] = [];
+      client.on('daemon/waiting', (p) => heard.push(p.method));
+      const mounting = client.request('mount', { folder: late, name: 'late' });
+      await eventually(() => heard.includes('mount'), 30_000, 'the mount request to hear that it waits');
+      process.kill(pid, 'SIGTERM');
+      // The stop waits for recovery, which waits for the hung server: end it.
+      await endHung(server, mp);
+      await assert.rejects(mounting, (err: { code?: string }) => err.code === 'ABORTED' || err.code === 'DAEMON_UNAVAILABLE');
+      await eventually(
+        () => {
+          try {
+            process.kill(pid, 0);
+            return false;
+          } catch {
+            return true;
+          }
+        },
+        30_000,
+        'the daemon to stop',
+      );
+      const mountedLate = fs
+        .readFileSync(logFile, 'utf8')
+        .split('\n')
+        .filter((l) => l.includes('"message":"mounted"') && l.includes(JSON.stringify(late).slice(1, -1)));
+      assert.deepStrictEqual(mountedLate, [], 'the waiting mount was not done (before, it mounted and the shutdown unmounted it)');
+      assert.ok(![...mountedPaths()].some((m) => m.includes('late')), 'nothing of it is mounted');
+    } finally {
+      client?.close();
+      await endHung(server, mp);
+    }
+  });
 });

@@ -741,6 +741,10 @@ export class Daemon {
     client.rpc.begin();
     try {
       await this.waitForRecovery(method, ctx.notify, signal);
+      // Asked for while the daemon recovered, and it was told to stop meanwhile: the shutdown
+      // would undo whatever this did (a mount made now is unmounted at once), so it is not done.
+      if (this.stopping && !ANSWERED_DURING_RECOVERY.has(method))
+        throw new ShadowError('ABORTED', `${method} was not done: the daemon is stopping`);
       const handler = this.handlers[method] as (p: unknown, c: CallContext) => Promise<unknown>;
       let result = await handler(checked.value, ctx);
       if (scope) result = narrowResult(method, result as ResultOf<typeof method>, scope, this.scopeContext(client));

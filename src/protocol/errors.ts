@@ -36,7 +36,7 @@ export const ErrorCodes = {
   LAYER_EXISTS: 'A layer with that agent id exists already.',
   TIMEOUT: 'The job did not finish in the time it was given.',
   FILE_TOO_LARGE:
-    'The file is larger than this operation reads or stores (4 GiB for a read of a layer file; a checkpoint has its own, configurable cap): leave it out, or make it smaller.',
+    'The file is larger than this operation reads or stores whole (16 MiB for one answer of layer.read: read it in ranges with offset and length; a checkpoint has its own, configurable cap on stored data): read it in parts, leave it out, or make it smaller.',
   POLICY_DENIED: 'The run policy does not allow this command.',
   INVALID_POLICY: 'The run policy file is not valid JSON of the documented shape.',
   NAMESPACE_UNAVAILABLE: 'This system cannot create the mount or network namespace the run asked for.',
