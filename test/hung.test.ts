@@ -11,7 +11,7 @@ import { ShadowClient } from '../src/client';
 import { daemonPaths } from '../src/endpoint';
 import { mountedPaths } from '../src/platform';
 import { eventually, FolderGuard, makeProject, repoRoot, tempDir } from './helpers/fixtures';
-import { stopDaemonAndShadows, stopTestDaemon } from './helpers/hooks';
+import { running, stopDaemonAndShadows, stopTestDaemon } from './helpers/hooks';
 
 /** Builds hung_fuse once per run. */
 let built: string | undefined;
@@ -178,18 +178,7 @@ describe('a mount whose server hangs never holds the daemon', function () {
       // The stop waits for recovery, which waits for the hung server: end it.
       await endHung(server, mp);
       await assert.rejects(mounting, (err: { code?: string }) => err.code === 'ABORTED' || err.code === 'DAEMON_UNAVAILABLE');
-      await eventually(
-        () => {
-          try {
-            process.kill(pid, 0);
-            return false;
-          } catch {
-            return true;
-          }
-        },
-        30_000,
-        'the daemon to stop',
-      );
+      await eventually(() => !running(pid), 30_000, 'the daemon to stop');
       const mountedLate = fs
         .readFileSync(logFile, 'utf8')
         .split('\n')
