@@ -6,7 +6,7 @@ import * as fs from 'fs';
 import * as net from 'net';
 import * as os from 'os';
 import * as path from 'path';
-import { PeerCredentials, peerCredentials } from '../src/ipc/posix';
+import { PeerCredentials, peerCredentials } from '../src/platform/linux-peercred';
 
 const NOBODY = 65534;
 const NOGROUP = 65534;

@@ -6,8 +6,8 @@
 import * as fs from 'fs';
 import type * as net from 'net';
 import { ShadowError } from '../protocol/errors';
-import { peerCredentials } from '../ipc/posix';
-import { currentUserSid, pipeServerProcessId, processUserSid } from '../ipc/win32';
+import { peerCredentials } from '../platform/linux-peercred';
+import { currentUserSid, pipeServerProcessId, processUserSid } from '../platform/win32-identity';
 
 /**
  * Throws PEER_REFUSED when the process serving `where` is not this user's. `daemonPid`

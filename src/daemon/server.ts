@@ -30,7 +30,7 @@ import { runInShadow } from '../run/runner';
 import type { Shadow } from '../shadow';
 import { ShadowManager } from './manager';
 import * as files from '../work/files';
-import { checkPeer } from './peer';
+import { checkPeer } from '../platform/linux-peer';
 import { openConnection, type RpcConnection } from './rpc';
 import { hears, narrowResult, type Scope, type ScopeContext, scopeRefusal } from './scope';
 

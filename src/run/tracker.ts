@@ -2,14 +2,14 @@
 // (daemonised, setsid). Linux: a cgroup v2 per run, killed with cgroup.kill; where no writable
 // cgroup v2 hierarchy exists, a marker in the environment of every process of the run, found
 // by scanning /proc. (A process that clears its environment escapes the fallback only.)
-// Windows: a Job Object per run (src/run/win32-job.ts), which the command is started inside.
+// Windows: a Job Object per run (src/platform/win32-job.ts), which the command is started inside.
 import type { ChildProcessByStdio } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
 import type { Readable, Writable } from 'stream';
 import { ShadowError } from '../errors';
 import { mountTable } from '../platform';
-import { type LaunchOptions, Win32Job } from './win32-job';
+import { type LaunchOptions, Win32Job } from '../platform/win32-job';
 
 export const RUN_MARKER = 'SHADOWFS_RUN_ID';
 

@@ -10,7 +10,7 @@
 // and the final operation (mkdir, unlink, rmdir, rename, symlink, open with O_NOFOLLOW) acts on
 // /proc/self/fd/<parent>/<last>, which none of them follows when <last> is a link.
 //
-// Windows: beneath-win32.ts, the same operations on handles: each component opened with
+// Windows: platform/win32-beneath.ts, the same operations on handles: each component opened with
 // NtCreateFile relative to its parent's handle, reparse points refused, the last step acted on
 // through its handle (see that file). Elsewhere (no /proc/self/fd, not Windows): path-based
 // calls, each preceded by an lstat of every ancestor, which leaves a window between the check
@@ -20,7 +20,7 @@ import * as fs from 'fs';
 import * as path from 'path';
 import { ShadowError } from '../errors';
 import { allZero, writeAt } from './content';
-import { BeneathWin32 } from './beneath-win32';
+import { BeneathWin32 } from '../platform/win32-beneath';
 
 const { O_RDONLY, O_WRONLY, O_DIRECTORY, O_NOFOLLOW, O_CREAT, O_EXCL } = fs.constants;
 // Absent on Windows, where a FIFO cannot be met this way anyway.

@@ -1,4 +1,4 @@
-// The Windows half of apply's confinement (src/work/beneath-win32.ts) on real temporary folders:
+// The Windows half of apply's confinement (src/platform/win32-beneath.ts) on real temporary folders:
 // every operation works beneath the folder's handle, a link at any component is refused with
 // nothing written, read or removed through it, names Windows would alias are refused, and a
 // folder beside the user's folder (what a link would reach) hashes the same before and after
@@ -26,7 +26,7 @@ import * as crypto from 'crypto';
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
-import { BeneathWin32, windowsNameProblem } from '../../src/work/beneath-win32';
+import { BeneathWin32, windowsNameProblem } from '../../src/platform/win32-beneath';
 
 type Ffi = typeof import('ffi-rs');
 

@@ -1,4 +1,4 @@
-// The Win32 identity checks (src/ipc/win32.ts) against real processes and named pipes. These
+// The Win32 identity checks (src/platform/win32-identity.ts) against real processes and named pipes. These
 // tests run only on Windows, and fail anywhere else: on Linux run them under wine with
 //   scripts/wine-node.sh node_modules/mocha/bin/mocha.js --config test/windows/.mocharc.json
 // (the root .mocharc.json ignores this folder, and its hooks need /dev/fuse).
@@ -6,7 +6,7 @@ import * as assert from 'assert';
 import { ChildProcess, spawn } from 'child_process';
 import * as crypto from 'crypto';
 import * as net from 'net';
-import { currentUserSid, pipeServerProcessId, processUserSid, Win32Error } from '../../src/ipc/win32';
+import { currentUserSid, pipeServerProcessId, processUserSid, Win32Error } from '../../src/platform/win32-identity';
 
 const SID = /^S-1-\d+(-\d+)+$/;
 

@@ -1,4 +1,4 @@
-// The Job Object of a run on Windows (src/run/win32-job.ts, and ProcessTracker on win32): a
+// The Job Object of a run on Windows (src/platform/win32-job.ts, and ProcessTracker on win32): a
 // command started through the launcher is in the job with everything it starts, detached
 // processes included, and dies with it on killAll(), when the job's handle is closed, and when
 // the process that holds the job dies. A launcher that is never let go starts nothing. Runs only
@@ -11,7 +11,7 @@ import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import { ProcessTracker } from '../../src/run/tracker';
-import { LAUNCHER_CANNOT_START, LAUNCHER_NOT_STARTED, launcherCommand, Win32Job } from '../../src/run/win32-job';
+import { LAUNCHER_CANNOT_START, LAUNCHER_NOT_STARTED, launcherCommand, Win32Job } from '../../src/platform/win32-job';
 
 type Ffi = typeof import('ffi-rs');
 
@@ -227,7 +227,7 @@ describe('run: Job Object of a run (Windows)', function () {
   it('kills the tree when the process that holds the job dies', async () => {
     // A stand-in for the daemon: it makes the job, starts the tree in it, and is then killed.
     const files = pidFiles();
-    const module = path.join(__dirname, '..', '..', 'src', 'run', 'win32-job.js');
+    const module = path.join(__dirname, '..', '..', 'src', 'platform', 'win32-job.js');
     const holder =
       `const { Win32Job } = require(${JSON.stringify(module)});` +
       'const job = new Win32Job();' +

@@ -1,4 +1,4 @@
-// Windows mount-point conventions (src/platform.ts prepareWin32MountPoint), on a Windows
+// Windows mount-point conventions (src/platform prepareWin32MountPoint), on a Windows
 // node.exe under wine: a free drive letter (the default), a directory WinFsp will create (an
 // empty one is removed first, a non-empty one refused), nesting refused both ways. Nothing
 // mounts here.

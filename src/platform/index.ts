@@ -3,7 +3,7 @@ import { execFile, execFileSync } from 'child_process';
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
-import { ShadowError } from './errors';
+import { ShadowError } from '../errors';
 
 /**
  * A private per-user directory: mount points and the daemon's socket, state and log. Linux: mode

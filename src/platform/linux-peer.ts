@@ -8,7 +8,7 @@
 // its hello that it can read the secret in the per-user endpoint file (see server.ts).
 import * as fs from 'fs';
 import type * as net from 'net';
-import { peerCredentials } from '../ipc/posix';
+import { peerCredentials } from './linux-peercred';
 import { RUN_MARKER } from '../run/tracker';
 
 /** The namespaces a client must share with the daemon. */

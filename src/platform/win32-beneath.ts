@@ -23,7 +23,7 @@
 //   (which Win32 strips, so the name would alias another): INVALID_PATH. Paths may be of any
 //   length: NT names relative to a handle have no MAX_PATH.
 //
-// Calls go through ffi-rs as in src/ipc/win32.ts: handles and pointers cross as numbers,
+// Calls go through ffi-rs as in src/platform/win32-identity.ts: handles and pointers cross as numbers,
 // structures as Buffers. Structures that hold pointers (OBJECT_ATTRIBUTES -> UNICODE_STRING ->
 // the name) are laid out in one LocalAlloc block so their addresses stay put. ffi-rs is required
 // only when a folder is opened: importing this module never fails, on any platform.
@@ -31,7 +31,7 @@ import * as crypto from 'crypto';
 import * as fs from 'fs';
 import * as path from 'path';
 import { ShadowError } from '../errors';
-import { allZero, writeAt } from './content';
+import { allZero, writeAt } from '../work/content';
 
 type Ffi = typeof import('ffi-rs');
 type FieldType = import('ffi-rs').FieldType;
@@ -209,7 +209,7 @@ let api: Api | undefined;
 
 function win(): Api {
   if (process.platform !== 'win32')
-    throw new Error(`beneath-win32 uses the NT API, which exists only on Windows (this is ${process.platform})`);
+    throw new Error(`win32-beneath uses the NT API, which exists only on Windows (this is ${process.platform})`);
   if (api) return api;
   let ffi: Ffi;
   try {

@@ -10,12 +10,12 @@
 // its stdin, written once AssignProcessToJobObject has put the launcher in the job; only then
 // does the launcher spawn the command, which is born inside the job.
 //
-// Conventions as in src/ipc/win32.ts: handles cross the boundary as plain numbers, structures as
+// Conventions as in src/platform/win32-identity.ts: handles cross the boundary as plain numbers, structures as
 // Buffers (ffi-rs passes a Buffer as a pointer to its bytes and keeps what the call wrote), and
 // every failure names the Win32 call and its GetLastError value.
 import { spawn, type ChildProcessByStdio } from 'child_process';
 import type { Readable, Writable } from 'stream';
-import { win32Error } from '../ipc/win32';
+import { win32Error } from './win32-identity';
 
 type Ffi = typeof import('ffi-rs');
 type FieldType = import('ffi-rs').FieldType;
