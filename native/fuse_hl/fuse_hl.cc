@@ -112,6 +112,7 @@ class HLMount final : public LoopedMount {
   bool mounted() const override { return mounted_.load(); }
   uint64_t requests() const override { return requests_.load(std::memory_order_relaxed); }
   int unmount(bool lazy) override;
+  void endedOnItsOwn() override;
 
   // --- request handlers (loop threads) ---
   static HLMount* self() {
@@ -551,9 +552,14 @@ int HLMount::unmount(bool lazy) {
   // Never compiled or run: no Windows machine here. WinFsp ends the loop on fuse_exit; there is
   // no busy check, so `lazy` makes no difference.
   (void)lazy;
+  askUnmount(true);
   fuse_exit(f_);
 #else
-  if (int e = unmountFuse(mountPoint_, lazy)) return e;
+  askUnmount(true);
+  if (int e = unmountFuse(mountPoint_, lazy)) {
+    askUnmount(false);
+    return e;
+  }
 #endif
   mounted_ = false;
   // After a plain unmount the loop's next read fails and it ends (unless a copy of the mount
@@ -561,6 +567,13 @@ int HLMount::unmount(bool lazy) {
   // last program using the detached mount lets go (see dispose()).
   if (!lazy) joinLoopSoon();
   return 0;
+}
+void HLMount::endedOnItsOwn() {
+  mounted_ = false;
+  const std::string reason = "the FUSE mount at " + mountPoint_ +
+                             " ended without shadowfs unmounting it (it was unmounted from "
+                             "outside, or its connection was aborted)";
+  if (!reportGone(reason)) std::fprintf(stderr, "shadowfs: %s\n", reason.c_str());
 }
 
 std::unique_ptr<MountBackend> mountFuseHL(std::shared_ptr<Overlay> overlay, Layer* view,

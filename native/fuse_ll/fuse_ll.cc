@@ -799,7 +799,11 @@ void ll::LLMount::closeSession() {
 
 int ll::LLMount::unmount(bool lazy) {
   if (!mounted_.load()) return 0;
-  if (int e = unmountFuse(mountPoint_, lazy)) return e;
+  askUnmount(true);
+  if (int e = unmountFuse(mountPoint_, lazy)) {
+    askUnmount(false);
+    return e;
+  }
   mounted_ = false;
   // After a plain unmount the loop's next read fails with ENODEV and it ends (unless a copy of
   // the mount lives on in another mount namespace: see joinLoopSoon). After a lazy one it ends
@@ -808,6 +812,13 @@ int ll::LLMount::unmount(bool lazy) {
   return 0;
 }
 
+void ll::LLMount::endedOnItsOwn() {
+  mounted_ = false;
+  const std::string reason = "the FUSE mount at " + mountPoint_ +
+                             " ended without shadowfs unmounting it (it was unmounted from "
+                             "outside, or its kernel connection was aborted)";
+  if (!reportGone(reason)) std::fprintf(stderr, "shadowfs: %s\n", reason.c_str());
+}
 
 std::unique_ptr<MountBackend> mountFuseLL(std::shared_ptr<Overlay> overlay, Layer* view,
                                           const std::string& lower, const std::string& mountPoint,

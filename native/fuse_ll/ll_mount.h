@@ -121,6 +121,7 @@ class LLMount final : public LoopedMount {
   void invalidateNames(const std::vector<std::string>& paths, bool filePages);
   void invalidateAll() override;
   int unmount(bool lazy) override;
+  void endedOnItsOwn() override;
 
   // --- request handlers (loop threads) ---
   static LLMount* self(Req* req) {

@@ -11,6 +11,7 @@
 #include <fuse_opt.h>
 #endif
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <functional>
@@ -70,10 +71,13 @@ class LoopedMount : public MountBackend {
   }
 
  protected:
-  // Runs `serve` (the request loop) on its own thread.
+  // Runs `serve` (the request loop) on its own thread. When the loop ends and no unmount was
+  // asked for (askUnmount), the mount ended on its own: someone unmounted it from outside, or
+  // its kernel connection was aborted; endedOnItsOwn() then tells the addon (reportGone).
   void startLoop(std::function<void()> serve) {
     loop_ = std::thread([this, serve = std::move(serve)] {
       serve();
+      if (!unmountAsked_.exchange(true)) endedOnItsOwn();
       std::unique_lock lock(loopMu_);
       loopDone_ = true;
       loopCv_.notify_all();
@@ -104,12 +108,20 @@ class LoopedMount : public MountBackend {
   }
   static constexpr std::chrono::milliseconds kLoopEndWait{1000};
 
+  // unmount() says so before it asks the kernel (so the loop's end that follows is expected),
+  // and takes it back when the kernel refused (busy): the mount is still there.
+  void askUnmount(bool asked) { unmountAsked_.store(asked); }
+  // The loop ended and nobody asked: turn mounted() false and report why (loop thread; the
+  // object is still alive, whatever dispose() has been told).
+  virtual void endedOnItsOwn() = 0;
+
  private:
   std::thread loop_;
   std::mutex loopMu_;
   std::condition_variable loopCv_;
   bool loopDone_ = false;  // guarded by loopMu_
   bool orphaned_ = false;  // guarded by loopMu_
+  std::atomic<bool> unmountAsked_{false};
 };
 
 }  // namespace shadowfs
