@@ -1,0 +1,524 @@
+// Integrity levels of the processes of a run on Windows, read and lowered with Win32 calls through
+// ffi-rs, and the per-run temporary directory a Low-integrity run needs. A run whose token is at
+// Low integrity cannot write the user's files (they carry no label, which Windows reads as
+// Medium, and mandatory integrity control refuses a write up whatever the ACL grants), while the
+// shadow, whose security descriptors carry a Low label, stays writable; no ACL, owner or label of
+// any of the user's files is touched. ffi-rs is required only when a call is made: importing this
+// module never fails, on any platform, and the pure parts (SID bytes, structure layout, names,
+// paths) are usable everywhere.
+//
+// How a run gets there (see the notes on lowerIntegrity): the daemon lowers the primary token of
+// the launcher (src/platform/win32-job.ts) after AssignProcessToJobObject and before it lets it
+// go, so the command is created from a Low token and everything it starts inherits it.
+//
+// Conventions as in win32-identity.ts and win32-job.ts: handles and native addresses cross the
+// boundary as plain numbers, structures as Buffers (ffi-rs passes a Buffer as a pointer to its
+// bytes and keeps what the call wrote), a structure that holds a pointer into itself lives in
+// LocalAlloc memory (a Buffer's address is not known here) and is copied in and out with
+// RtlMoveMemory, and every failure names the Win32 call and its GetLastError value.
+import * as fs from 'fs';
+import * as path from 'path';
+import { win32Error } from './win32-identity';
+
+type Ffi = typeof import('ffi-rs');
+type FieldType = import('ffi-rs').FieldType;
+
+const KERNEL32 = 'shadowfs-integrity-kernel32';
+const ADVAPI32 = 'shadowfs-integrity-advapi32';
+const SHELL32 = 'shadowfs-integrity-shell32';
+const OLE32 = 'shadowfs-integrity-ole32';
+
+// Access rights and constants, from the Win32 documentation (winnt.h values).
+const PROCESS_QUERY_LIMITED_INFORMATION = 0x1000;
+const TOKEN_QUERY = 0x0008;
+const TOKEN_ADJUST_DEFAULT = 0x0080;
+/** TOKEN_INFORMATION_CLASS TokenIntegrityLevel. */
+const TOKEN_INTEGRITY_LEVEL_CLASS = 25;
+/** SID_AND_ATTRIBUTES.Attributes of an integrity SID in a token (winnt.h SE_GROUP_INTEGRITY). */
+export const SE_GROUP_INTEGRITY = 0x00000020;
+/** SECURITY_MANDATORY_LABEL_AUTHORITY: the identifier authority {0,0,0,0,0,16} of S-1-16-x. */
+const MANDATORY_LABEL_AUTHORITY = 16;
+const LPTR = 0x0040; // LocalAlloc: fixed, zero-initialised
+const ERROR_INSUFFICIENT_BUFFER = 122;
+/** SHGetKnownFolderPath: create the folder when it does not exist yet. */
+const KF_FLAG_CREATE = 0x00008000;
+/** FOLDERID_LocalAppDataLow, {A520A1A4-1780-4FF6-BD18-167343C5AF16} (KnownFolders.h). */
+const FOLDERID_LOCAL_APP_DATA_LOW = guid('A520A1A4-1780-4FF6-BD18-167343C5AF16');
+
+/** The relative identifiers of the named integrity levels, S-1-16-<rid> (winnt.h SECURITY_MANDATORY_*_RID). */
+export const INTEGRITY_RID = {
+  untrusted: 0x0000,
+  low: 0x1000,
+  medium: 0x2000,
+  mediumPlus: 0x2100,
+  high: 0x3000,
+  system: 0x4000,
+  protectedProcess: 0x5000,
+} as const;
+
+const RID_NAMES: Record<number, string> = {
+  [INTEGRITY_RID.untrusted]: 'untrusted',
+  [INTEGRITY_RID.low]: 'low',
+  [INTEGRITY_RID.medium]: 'medium',
+  [INTEGRITY_RID.mediumPlus]: 'medium-plus',
+  [INTEGRITY_RID.high]: 'high',
+  [INTEGRITY_RID.system]: 'system',
+  [INTEGRITY_RID.protectedProcess]: 'protected-process',
+};
+
+/** An integrity level: the last sub-authority of its SID and its name. */
+export interface IntegrityLevel {
+  rid: number;
+  /** The level's name, or its SID (S-1-16-<rid>) for a level between the named ones. */
+  name: 'untrusted' | 'low' | 'medium' | 'high' | 'system' | string;
+}
+
+/** The name of the integrity level `rid` ('low', 'medium', ...), or its SID when it has none. */
+export function integrityName(rid: number): string {
+  return RID_NAMES[rid] ?? `S-1-16-${rid}`;
+}
+
+// A SID (winnt.h SID; MS-DTYP 2.4.2.2), 8 + 4 * SubAuthorityCount bytes, no padding:
+//    0 BYTE  Revision                 (1)
+//    1 BYTE  SubAuthorityCount        (1 for an integrity SID)
+//    2 BYTE  IdentifierAuthority[6]   (big-endian 48-bit value: 16 for S-1-16-x)
+//    8 DWORD SubAuthority[n]          (little-endian: the level's RID)
+const SID_HEADER = 8;
+const INTEGRITY_SID_SIZE = SID_HEADER + 4;
+
+/** The bytes of the integrity SID S-1-16-<rid> (12 bytes). */
+export function integritySid(rid: number): Buffer {
+  if (!Number.isInteger(rid) || rid < 0 || rid > 0xffffffff) throw new Error(`integritySid: ${rid} is not a RID`);
+  const sid = Buffer.alloc(INTEGRITY_SID_SIZE);
+  sid.writeUInt8(1, 0);
+  sid.writeUInt8(1, 1);
+  sid.writeUInt8(MANDATORY_LABEL_AUTHORITY, 7);
+  sid.writeUInt32LE(rid, SID_HEADER);
+  return sid;
+}
+
+/** The RID of the integrity SID in `sid` (S-1-16-<rid>); throws when `sid` is not one. */
+export function integrityRid(sid: Buffer): number {
+  if (sid.length < SID_HEADER) throw new Error(`integrityRid: ${sid.length} bytes hold no SID`);
+  const count = sid.readUInt8(1);
+  const authority = sid.readUIntBE(2, 6);
+  if (sid.readUInt8(0) !== 1 || authority !== MANDATORY_LABEL_AUTHORITY || count !== 1 || sid.length < INTEGRITY_SID_SIZE)
+    throw new Error(
+      `integrityRid: not an integrity SID (revision ${sid.readUInt8(0)}, authority ${authority}, ${count} sub-authorities, ${sid.length} bytes)`,
+    );
+  return sid.readUInt32LE(SID_HEADER);
+}
+
+// TOKEN_MANDATORY_LABEL on x64 (learn.microsoft.com "TOKEN_MANDATORY_LABEL", "SID_AND_ATTRIBUTES";
+// x64 rules: a pointer is 8 bytes aligned to 8, a DWORD 4 aligned to 4, a structure padded to a
+// multiple of its largest alignment), 16 bytes:
+//    0 SID_AND_ATTRIBUTES Label
+//        0 PSID  Sid
+//        8 DWORD Attributes   (SE_GROUP_INTEGRITY)
+//       12 (4 bytes of padding)
+// SetTokenInformation(TokenIntegrityLevel) takes the structure followed by the SID it points to,
+// one block of sizeof(TOKEN_MANDATORY_LABEL) + GetLengthSid(sid) bytes (the length Microsoft's
+// low-integrity sample passes); GetTokenInformation hands back the same shape.
+export const TOKEN_MANDATORY_LABEL_SIZE = 16;
+const LABEL_SID_OFFSET = 0;
+const LABEL_ATTRIBUTES_OFFSET = 8;
+
+/**
+ * The TOKEN_MANDATORY_LABEL for the integrity level `rid` followed by its SID, as it must lie at
+ * the native address `address` (its Sid pointer is `address` + 16): 28 bytes.
+ */
+export function mandatoryLabel(rid: number, address: bigint): Buffer {
+  const block = Buffer.alloc(TOKEN_MANDATORY_LABEL_SIZE + INTEGRITY_SID_SIZE);
+  block.writeBigUInt64LE(address + BigInt(TOKEN_MANDATORY_LABEL_SIZE), LABEL_SID_OFFSET);
+  block.writeUInt32LE(SE_GROUP_INTEGRITY, LABEL_ATTRIBUTES_OFFSET);
+  integritySid(rid).copy(block, TOKEN_MANDATORY_LABEL_SIZE);
+  return block;
+}
+
+/**
+ * Reads a TOKEN_MANDATORY_LABEL answer `bytes` that lay at the native address `address`: the RID of
+ * its SID, which must lie inside the answer, and the label's attributes.
+ */
+export function parseMandatoryLabel(bytes: Buffer, address: bigint): { rid: number; attributes: number } {
+  if (bytes.length < TOKEN_MANDATORY_LABEL_SIZE + INTEGRITY_SID_SIZE)
+    throw new Error(`TOKEN_MANDATORY_LABEL: ${bytes.length} bytes are less than the label with its SID`);
+  const sidAt = bytes.readBigUInt64LE(LABEL_SID_OFFSET) - address;
+  if (sidAt < BigInt(TOKEN_MANDATORY_LABEL_SIZE) || sidAt + BigInt(INTEGRITY_SID_SIZE) > BigInt(bytes.length))
+    throw new Error(`TOKEN_MANDATORY_LABEL: the label's SID pointer is not inside the ${bytes.length} bytes answered`);
+  return { rid: integrityRid(bytes.subarray(Number(sidAt))), attributes: bytes.readUInt32LE(LABEL_ATTRIBUTES_OFFSET) };
+}
+
+/** The 16 bytes of a GUID written as in the registry (Data1-3 little-endian, Data4 as bytes). */
+function guid(text: string): Buffer {
+  const hex = text.replace(/-/g, '');
+  const out = Buffer.alloc(16);
+  out.writeUInt32LE(parseInt(hex.slice(0, 8), 16), 0);
+  out.writeUInt16LE(parseInt(hex.slice(8, 12), 16), 4);
+  out.writeUInt16LE(parseInt(hex.slice(12, 16), 16), 6);
+  Buffer.from(hex.slice(16), 'hex').copy(out, 8);
+  return out;
+}
+
+interface CallResult {
+  value: number;
+  errnoCode: number;
+  errnoMessage: string;
+}
+
+interface Api {
+  ffi: Ffi;
+  /** Calls `fn` in `library`; `value` is its return value, `errnoCode` GetLastError right after it. */
+  call(library: string, fn: string, ret: FieldType, params: [FieldType, unknown][]): CallResult;
+}
+
+let loaded: Api | undefined;
+
+function win32(fn: string): Api {
+  if (process.platform !== 'win32') throw new Error(`${fn} uses the Win32 API, which exists only on Windows (this is ${process.platform})`);
+  if (loaded) return loaded;
+  let ffi: Ffi;
+  try {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    ffi = require('ffi-rs') as Ffi;
+  } catch (err) {
+    throw new Error(`cannot read or set integrity levels: ffi-rs does not load (${(err as Error).message})`, { cause: err });
+  }
+  ffi.open({ library: KERNEL32, path: 'kernel32.dll' });
+  ffi.open({ library: ADVAPI32, path: 'advapi32.dll' });
+  ffi.open({ library: SHELL32, path: 'shell32.dll' });
+  ffi.open({ library: OLE32, path: 'ole32.dll' });
+  loaded = {
+    ffi,
+    call: (library, name, ret, params) =>
+      ffi.load({
+        library,
+        funcName: name,
+        retType: ret,
+        paramsType: params.map((p) => p[0]),
+        paramsValue: params.map((p) => p[1]),
+        errno: true,
+      }) as unknown as CallResult,
+  };
+  return loaded;
+}
+
+/** A pointer or handle stored in an 8-byte out-parameter. */
+function pointerIn(buf: Buffer): number {
+  const v = buf.readBigUInt64LE(0);
+  if (v > BigInt(Number.MAX_SAFE_INTEGER))
+    throw new Error(`a Win32 call returned the pointer 0x${v.toString(16)}, beyond what this module handles`);
+  return Number(v);
+}
+
+function closeHandle(a: Api, handle: number): void {
+  const T = a.ffi.DataType;
+  a.call(KERNEL32, 'CloseHandle', T.I32, [[T.I64, handle]]);
+}
+
+function localFree(a: Api, mem: number): void {
+  const T = a.ffi.DataType;
+  a.call(KERNEL32, 'LocalFree', T.I64, [[T.I64, mem]]);
+}
+
+/** Copies `length` bytes at the native address `address` into a new Buffer. */
+function readMemory(a: Api, address: number, length: number): Buffer {
+  const T = a.ffi.DataType;
+  const out = Buffer.alloc(length);
+  if (length > 0)
+    a.call(KERNEL32, 'RtlMoveMemory', T.Void, [
+      [T.U8Array, out],
+      [T.I64, address],
+      [T.I64, length],
+    ]);
+  return out;
+}
+
+/** Copies `bytes` to the native address `address`. */
+function writeMemory(a: Api, address: number, bytes: Buffer): void {
+  const T = a.ffi.DataType;
+  a.call(KERNEL32, 'RtlMoveMemory', T.Void, [
+    [T.I64, address],
+    [T.U8Array, bytes],
+    [T.I64, bytes.length],
+  ]);
+}
+
+/** LocalAlloc'd, zeroed native memory of `size` bytes; free it with localFree. */
+function localAlloc(a: Api, size: number, what: string): number {
+  const T = a.ffi.DataType;
+  const block = a.call(KERNEL32, 'LocalAlloc', T.I64, [
+    [T.U32, LPTR],
+    [T.I64, size],
+  ]);
+  if (!block.value) throw win32Error('LocalAlloc', `(${size} bytes) ${what}`, block.errnoCode, block.errnoMessage);
+  return block.value;
+}
+
+function checkPid(fn: string, pid: number): void {
+  if (!Number.isInteger(pid) || pid <= 0 || pid > 0xffffffff) throw new Error(`${fn}: ${pid} is not a process id`);
+}
+
+/** Runs `use` with a handle on the token of process `pid` (this process when undefined) opened for `access`. */
+function withProcessToken<T>(
+  a: Api,
+  pid: number | undefined,
+  access: number,
+  accessName: string,
+  use: (token: number, what: string) => T,
+): T {
+  const D = a.ffi.DataType;
+  const what = pid === undefined ? 'for this process' : `for process ${pid}`;
+  let proc: number;
+  let ownsProc = false;
+  if (pid === undefined) {
+    // A pseudo-handle (-1) that needs no closing.
+    proc = a.call(KERNEL32, 'GetCurrentProcess', D.I64, []).value;
+  } else {
+    const opened = a.call(KERNEL32, 'OpenProcess', D.I64, [
+      [D.U32, PROCESS_QUERY_LIMITED_INFORMATION],
+      [D.I32, 0],
+      [D.U32, pid],
+    ]);
+    if (!opened.value) throw win32Error('OpenProcess(PROCESS_QUERY_LIMITED_INFORMATION)', what, opened.errnoCode, opened.errnoMessage);
+    proc = opened.value;
+    ownsProc = true;
+  }
+  try {
+    const tokenOut = Buffer.alloc(8);
+    const got = a.call(ADVAPI32, 'OpenProcessToken', D.I32, [
+      [D.I64, proc],
+      [D.U32, access],
+      [D.U8Array, tokenOut],
+    ]);
+    if (!got.value) throw win32Error(`OpenProcessToken(${accessName})`, what, got.errnoCode, got.errnoMessage);
+    const token = pointerIn(tokenOut);
+    try {
+      return use(token, what);
+    } finally {
+      closeHandle(a, token);
+    }
+  } finally {
+    if (ownsProc) closeHandle(a, proc);
+  }
+}
+
+/** The integrity level of the token `token` (opened with TOKEN_QUERY). */
+function tokenIntegrity(a: Api, token: number, what: string): IntegrityLevel {
+  const T = a.ffi.DataType;
+  const call = 'GetTokenInformation(TokenIntegrityLevel)';
+  const size = Buffer.alloc(4);
+  const probe = a.call(ADVAPI32, 'GetTokenInformation', T.I32, [
+    [T.I64, token],
+    [T.I32, TOKEN_INTEGRITY_LEVEL_CLASS],
+    [T.I64, 0],
+    [T.U32, 0],
+    [T.U8Array, size],
+  ]);
+  if (!probe.value && probe.errnoCode !== ERROR_INSUFFICIENT_BUFFER) throw win32Error(call, what, probe.errnoCode, probe.errnoMessage);
+  const needed = size.readUInt32LE(0);
+  if (needed < TOKEN_MANDATORY_LABEL_SIZE + INTEGRITY_SID_SIZE)
+    throw new Error(`${call} ${what} asked for ${needed} bytes, less than a TOKEN_MANDATORY_LABEL with its SID`);
+  // The Sid pointer of the answer points into the answer, so it lives in native memory that stays put.
+  const block = localAlloc(a, needed, `for TOKEN_MANDATORY_LABEL ${what}`);
+  try {
+    const got = a.call(ADVAPI32, 'GetTokenInformation', T.I32, [
+      [T.I64, token],
+      [T.I32, TOKEN_INTEGRITY_LEVEL_CLASS],
+      [T.I64, block],
+      [T.U32, needed],
+      [T.U8Array, size],
+    ]);
+    if (!got.value) throw win32Error(call, what, got.errnoCode, got.errnoMessage);
+    try {
+      return levelOf(parseMandatoryLabel(readMemory(a, block, needed), BigInt(block)).rid);
+    } catch (err) {
+      throw new Error(`${call} ${what}: ${(err as Error).message}`, { cause: err });
+    }
+  } finally {
+    localFree(a, block);
+  }
+}
+
+function levelOf(rid: number): IntegrityLevel {
+  return { rid, name: integrityName(rid) };
+}
+
+/**
+ * lowerIntegrity's error when SetTokenInformation succeeded but the token still reports a level
+ * above Low: the system does not apply integrity levels (wine accepts the call and changes
+ * nothing), so a run started from that token is not confined.
+ */
+export interface IntegrityNotLoweredError extends Error {
+  code: 'INTEGRITY_NOT_LOWERED';
+  pid: number;
+  /** The level the token reports after the call. */
+  level: IntegrityLevel;
+}
+
+/** Whether `err` is lowerIntegrity's IntegrityNotLoweredError. */
+export function isIntegrityNotLowered(err: unknown): err is IntegrityNotLoweredError {
+  return err instanceof Error && (err as Partial<IntegrityNotLoweredError>).code === 'INTEGRITY_NOT_LOWERED';
+}
+
+/** The integrity level of process `pid`, or of this process when `pid` is undefined. */
+export function integrityLevel(pid?: number): IntegrityLevel {
+  const a = win32('integrityLevel');
+  if (pid !== undefined) checkPid('integrityLevel', pid);
+  return withProcessToken(a, pid, TOKEN_QUERY, 'TOKEN_QUERY', (token, what) => tokenIntegrity(a, token, what));
+}
+
+/**
+ * Lowers the primary token of process `pid` to Low integrity (S-1-16-4096): every process it
+ * creates from then on is created from a copy of that token, so at Low too. The level is read back
+ * with GetTokenInformation and returned; when the token still reports a level above Low although
+ * the call succeeded, it throws an IntegrityNotLoweredError (code INTEGRITY_NOT_LOWERED), so that
+ * nobody reports a run as protected that is not. A token already at Low or below is left as it is.
+ *
+ * What it needs (Microsoft's documentation, learn.microsoft.com): OpenProcessToken needs a process
+ * handle with PROCESS_QUERY_LIMITED_INFORMATION ("OpenProcessToken function"), and the access asked
+ * of the token is checked against the token's DACL ("Access Rights for Access-Token Objects"),
+ * which for a process this user started grants the user full access; setting TokenIntegrityLevel
+ * takes TOKEN_ADJUST_DEFAULT, the right Microsoft's low-integrity sample ("Designing Applications
+ * to Run at a Low Integrity Level") and Chromium's sandbox (SetProcessIntegrityLevel, on its own
+ * running process) open the token with. This only ever lowers: a level is never raised here. The
+ * caller and `pid` must be the same user, and the caller at `pid`'s level or above (a process
+ * object carries the level its token had when it was created, with NO_READ_UP and NO_WRITE_UP).
+ *
+ * Call it while the process has not yet started anything that must be confined (the launcher
+ * before it is let go): processes it started before keep their own tokens, and handles it opened
+ * before keep the access they were granted.
+ */
+export function lowerIntegrity(pid: number): IntegrityLevel {
+  const a = win32('lowerIntegrity');
+  checkPid('lowerIntegrity', pid);
+  const T = a.ffi.DataType;
+  return withProcessToken(a, pid, TOKEN_ADJUST_DEFAULT | TOKEN_QUERY, 'TOKEN_ADJUST_DEFAULT | TOKEN_QUERY', (token, what) => {
+    const before = tokenIntegrity(a, token, what);
+    if (before.rid <= INTEGRITY_RID.low) return before;
+    const size = TOKEN_MANDATORY_LABEL_SIZE + INTEGRITY_SID_SIZE;
+    const block = localAlloc(a, size, `for TOKEN_MANDATORY_LABEL ${what}`);
+    try {
+      writeMemory(a, block, mandatoryLabel(INTEGRITY_RID.low, BigInt(block)));
+      const set = a.call(ADVAPI32, 'SetTokenInformation', T.I32, [
+        [T.I64, token],
+        [T.I32, TOKEN_INTEGRITY_LEVEL_CLASS],
+        [T.I64, block],
+        [T.U32, size],
+      ]);
+      if (!set.value) throw win32Error('SetTokenInformation(TokenIntegrityLevel, S-1-16-4096)', what, set.errnoCode, set.errnoMessage);
+    } finally {
+      localFree(a, block);
+    }
+    const after = tokenIntegrity(a, token, what);
+    if (after.rid <= INTEGRITY_RID.low) return after;
+    const err = new Error(
+      `SetTokenInformation(TokenIntegrityLevel, S-1-16-4096) succeeded ${what}, but its token still reports ` +
+        `${after.name} (S-1-16-${after.rid}): this system does not apply integrity levels, and what the process starts is not confined`,
+    ) as IntegrityNotLoweredError;
+    err.code = 'INTEGRITY_NOT_LOWERED';
+    err.pid = pid;
+    err.level = after;
+    throw err;
+  });
+}
+
+/**
+ * The user's LocalLow folder (FOLDERID_LocalAppDataLow, normally %USERPROFILE%\AppData\LocalLow),
+ * asked of the shell so a relocated profile is followed. Windows labels it Low with an inheritable
+ * label, so what is made below it is writable at Low integrity.
+ */
+export function localLowDir(): string {
+  const a = win32('localLowDir');
+  const T = a.ffi.DataType;
+  const out = Buffer.alloc(8);
+  // SHGetKnownFolderPath returns an HRESULT, not a GetLastError value: it is reported as that.
+  const hr = a.call(SHELL32, 'SHGetKnownFolderPath', T.I32, [
+    [T.U8Array, FOLDERID_LOCAL_APP_DATA_LOW],
+    [T.U32, KF_FLAG_CREATE],
+    [T.I64, 0],
+    [T.U8Array, out],
+  ]);
+  const str = pointerIn(out);
+  try {
+    if (hr.value !== 0)
+      throw win32Error(
+        'SHGetKnownFolderPath(FOLDERID_LocalAppDataLow)',
+        `(HRESULT 0x${(hr.value >>> 0).toString(16)})`,
+        hr.errnoCode,
+        hr.errnoMessage,
+      );
+    const chars = a.call(KERNEL32, 'lstrlenW', T.I32, [[T.I64, str]]).value;
+    return readMemory(a, str, chars * 2).toString('utf16le');
+  } finally {
+    // Freed whether or not the call succeeded, as the documentation asks (CoTaskMemFree(NULL) is allowed).
+    a.call(OLE32, 'CoTaskMemFree', T.Void, [[T.I64, str]]);
+  }
+}
+
+const RUN_ID = /^[A-Za-z0-9_-][A-Za-z0-9._-]{0,63}$/;
+
+/** The per-run temporary directory of run `runId` below `localLow`: <localLow>\shadowfs\runs\<runId>. */
+export function lowRunTempPath(runId: string, localLow: string): string {
+  if (!RUN_ID.test(runId)) throw new Error(`lowRunTemp: ${JSON.stringify(runId)} is not a run id (letters, digits, . _ -, at most 64)`);
+  return path.join(localLow, 'shadowfs', 'runs', runId);
+}
+
+/**
+ * Makes the empty per-run temporary directory of run `runId` under LocalLow and returns its path.
+ * A Low-integrity command cannot write the user's %TEMP% (Medium); this directory inherits
+ * LocalLow's Low label, so it can. Made by the daemon before the run; a directory left by an
+ * earlier run of the same id is emptied first. Remove it with removeLowRunTemp after the run.
+ */
+export function lowRunTemp(runId: string, localLow: string = localLowDir()): string {
+  const dir = lowRunTempPath(runId, localLow);
+  if (fs.existsSync(dir)) removeTree(dir);
+  // No mode and no security descriptor: the directory inherits LocalLow's DACL and Low label.
+  fs.mkdirSync(dir, { recursive: true });
+  return dir;
+}
+
+/** The environment a Low-integrity run needs on top of its own: TEMP and TMP in `tempDir`. */
+export function lowRunEnv(tempDir: string): { TEMP: string; TMP: string } {
+  return { TEMP: tempDir, TMP: tempDir };
+}
+
+/**
+ * Removes the per-run temporary directory of run `runId`; nothing when it is gone. Call it once
+ * no process of the run is left (the job is empty): the tree was written by the command.
+ */
+export function removeLowRunTemp(runId: string, localLow: string = localLowDir()): void {
+  removeTree(lowRunTempPath(runId, localLow));
+}
+
+/**
+ * Removes `dir` and what is below it without ever following a link: the command could have left a
+ * junction or symbolic link there that names the user's files, and the daemon, at Medium, could
+ * delete through it what the command could not. Node's lstat reports junctions and symbolic links
+ * alike as links; a link is removed itself, never entered.
+ */
+function removeTree(dir: string): void {
+  let st: fs.Stats;
+  try {
+    st = fs.lstatSync(dir);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
+    throw err;
+  }
+  if (st.isSymbolicLink() || !st.isDirectory()) {
+    unlinkAny(dir, st);
+    return;
+  }
+  for (const name of fs.readdirSync(dir)) removeTree(path.join(dir, name));
+  fs.rmdirSync(dir);
+}
+
+function unlinkAny(p: string, st: fs.Stats): void {
+  try {
+    fs.unlinkSync(p);
+  } catch (err) {
+    // A directory link (junction or directory symlink) is removed as a directory on Windows.
+    const code = (err as NodeJS.ErrnoException).code;
+    if (st.isSymbolicLink() && (code === 'EPERM' || code === 'EISDIR')) fs.rmdirSync(p);
+    else throw err;
+  }
+}
