@@ -1076,10 +1076,13 @@ void WinFspMount::invalidateAll() {
   notifyPaths(paths);
 }
 
+// WinFsp first, the journal second: whoever learns of an edit in A from the journal (the
+// daemon, its clients) finds WinFsp's caches already told, so what a program then reads through
+// the volume is not the cached answer from before the edit.
 void WinFspMount::onFolderChange(const std::vector<std::string>& paths, bool overflow) {
-  journal_.record(paths, overflow);
   if (overflow) invalidateAll();
   else notifyPaths(paths);
+  journal_.record(paths, overflow);
 }
 
 // ---------------------------------------------------------------- lifecycle

@@ -14,12 +14,13 @@
 // printed. The scenarios: test/native/winfsp_double/scenarios/windows-semantics.txt (WinFsp's own
 // memfs passes them all, run-memfs-check.sh) less the parts that encode memfs's policy, and
 // test/native/winfsp_double/workloads/shadowfs.txt (npm/pnpm links, a big file opened for writing,
-// a file renamed while open, listings, security, metadata, notifications after an API write, the
-// read-only view refusing deletes, a write-opened file of A asked and changed through its handle
+// a file renamed while open, listings, security, metadata, notifications after an API write, a
+// layer switch and an edit in A seen by the backend's watcher, the read-only view refusing deletes, a write-opened file of A asked and changed through its handle
 // after its name went, git's index.lock dance and an editor's safe save over files of A, an
 // executable of A mapped as an image, an unmount refused while a file is open). Between steps
 // the child changes things behind the volume's back (API writes, layer switches, an unmount) at
-// the scenario's signal. A is hashed before and after and must not change; the layer must hold
+// the scenario's signal, and edits A's dev\ folder as a developer would (left out of the hash).
+// A is hashed before and after and must not change; the layer must hold
 // nothing for the big file and the saved texts for git's index and the editor's files; new files
 // must not be executable.
 //
@@ -121,7 +122,14 @@ function makeFolder(a: string): void {
   put('doc/notes.txt', 'notes of A');
   put('doc/plain.txt', 'plain of A');
   put('bin/tool.exe', 'MZ tool of A');
+  put('sw/base.txt', 'base of A');
+  // The developer's folder: the child edits it behind the volume's back (left out of the hash).
+  put('dev/edit.txt', 'edit me');
+  put('dev/tool.exe', 'MZ tool v1');
 }
+
+/** The part of A the developer edits during the run (the child does, at the scenario's signal). */
+const DEVELOPER_DIR = 'dev';
 
 /** What the layer must hold after the workloads on A's files (git's index, the editor's saves). */
 const layerAfter: Record<string, string> = {
@@ -132,11 +140,12 @@ const layerAfter: Record<string, string> = {
   'wo/kept.txt': 'KEPT kept in A.',
 };
 
-/** Every name, type, size, mtime and content byte under `dir`: any change to A changes it. */
+/** Every name, type, size, mtime and content byte under `dir` (but the developer's own folder): any change to A changes it. */
 function hashTree(dir: string): string {
   const h = crypto.createHash('sha256');
   const walk = (d: string, rel: string) => {
     for (const name of fs.readdirSync(d).sort()) {
+      if (rel === '' && name === DEVELOPER_DIR) continue;
       const p = path.join(d, name);
       const st = fs.lstatSync(p);
       h.update(`${rel}/${name}\0${st.isDirectory() ? 'd' : st.isSymbolicLink() ? 'l' : 'f'}\0${st.size}\0${st.mtimeMs}\0${st.mode}\0`);
@@ -204,6 +213,30 @@ async function child(): Promise<void> {
           (err: unknown) => String((err as { code?: string }).code),
         );
         answer('busy');
+      } else if (ask('switch-away') || ask('switch-back')) {
+        // A layer switch: the backend must notify WinFsp before activate() settles.
+        const away = ask('switch-away');
+        await shadow.activate(away ? null : 'agent');
+        answer(away ? 'switch-away' : 'switch-back');
+      } else if (ask('edit-a')) {
+        // The developer edits A; the backend's watcher must notify WinFsp before it records the
+        // change in its journal (what the daemon hands to clients), so once the journal lists
+        // both names the driver has been told.
+        const since = shadow.folderChanges(0)?.seq ?? 0;
+        fs.writeFileSync(path.join(a, 'dev', 'edit.txt'), 'edited in A');
+        fs.writeFileSync(path.join(a, 'dev', 'added.txt'), 'added');
+        const want = ['dev/edit.txt', 'dev/added.txt'];
+        const seen = new Set<string>();
+        const until = Date.now() + 20_000;
+        for (;;) {
+          const fc = shadow.folderChanges(since);
+          if (!fc) throw new Error('the winfsp backend has no folder watcher');
+          for (const p of fc.paths) seen.add(p.toLowerCase());
+          if (fc.overflow || want.every((p) => seen.has(p))) break;
+          if (Date.now() > until) throw new Error(`the watcher reported ${[...seen].join(', ')} within 20 s, not ${want.join(', ')}`);
+          await new Promise((r) => setTimeout(r, 20));
+        }
+        answer('edit-a');
       } else if (ask('readonly')) {
         await shadow.activate(null);
         answer('readonly');
