@@ -16,6 +16,15 @@
 // - Listings with full information in one pass (ReadDirectory fills every entry's attributes,
 //   sizes and times; GetDirInfoByName answers exact-name lookups without a listing).
 // - One security descriptor for every object: owner and SYSTEM only (finding 8).
+// - A file of A opened for execution (GrantedAccess has FILE_EXECUTE and no write right: how a
+//   program or DLL is opened before its image section is made) reads from a private copy taken
+//   at the open, not from A's live file (finding 15). The memory manager pages an image in
+//   through the file object the section was made from, at any time until it is unmapped, and
+//   WinFsp tells a file system nothing about sections: the one moment it sees is this open, and
+//   the one end it sees is that file object's Close (which comes only once the section let go of
+//   it). So the copy is taken here and kept until the Close of the last execute-open of that
+//   file. It is nameless and not in the visible layer: nothing shows as a change, A keeps no
+//   handle of ours, and the developer may edit, replace, rename or delete A's file meanwhile.
 // - Links: a relative link is a relative symlink; a link (or junction) into the folder is shown
 //   as the same place inside the shadow; a link out of the folder resolves outside for reading
 //   only: an open through it that could write is refused (a write never leaves the shadow).
@@ -69,6 +78,7 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <map>
 #include <cstdio>
 #include <cstring>
 #include <mutex>
@@ -126,6 +136,18 @@ struct Api {
   }
 };
 
+// The private copy of a file of A that execute-opens read (see the header). One per file (its
+// layer and inode number) while any execute-open of it lives, as Windows keeps one image section
+// per file: a second execute-open made while the first is alive reads the same copy.
+struct ImageCopy {
+  ImageCopy() = default;
+  ImageCopy(const ImageCopy&) = delete;
+  ImageCopy& operator=(const ImageCopy&) = delete;
+  Handle* h = nullptr;  // a nameless copy in a writable layer (Overlay::writableCopy), or
+  std::string bytes;    // the content itself, in the read-only view (no layer to hold a copy)
+  int opens = 0;        // execute-opens using it; guarded by WinFspMount::imageMu_
+};
+
 // One open of a file, directory or link (WinFsp's UserContext2).
 struct FileCtx {
   FileCtx() = default;
@@ -141,6 +163,7 @@ struct FileCtx {
   SharedMutex mu;
   Handle* h = nullptr;
   bool upgraded = false;         // h is writable
+  struct ImageCopy* image = nullptr;  // an execute-open of A's file: reads come from here
   // Directories: the listing this handle's enumeration walks (taken again when an enumeration
   // starts without a marker).
   std::mutex dirMu;
@@ -228,6 +251,8 @@ class WinFspMount final : public MountBackend {
   int attrOf(FileCtx* c, Attr* a);
   NTSTATUS infoOf(FileCtx* c, FSP_FSCTL_FILE_INFO* out);
   int ensureWritable(FileCtx* c, bool truncate);
+  int takeImageCopy(FileCtx* c);
+  void dropImageCopy(FileCtx* c);
   bool leadsToDirectory(Layer* L, const std::string& path, int depth = 0);
   NTSTATUS linkData(Layer* L, const std::string& path, bool forFsctl, std::string* out);
   void setNormalizedName(PWSTR fileName, FSP_FSCTL_FILE_INFO* info);
@@ -254,6 +279,10 @@ class WinFspMount final : public MountBackend {
   // Every live FileCtx (rank: a leaf; never held while calling the overlay or WinFsp).
   mutable std::mutex ctxMu_;
   std::unordered_set<FileCtx*> ctxs_;
+  // Execute-opens' copies by (layer, inode number) (rank: a leaf, like ctxMu_; the copy is
+  // made and released outside it).
+  std::mutex imageMu_;
+  std::map<std::pair<const Layer*, uint64_t>, ImageCopy*> images_;
   // Notification and shutdown: notify holds it shared, shutdown exclusively.
   SharedMutex lifeMu_;
   ChangeJournal journal_;
@@ -308,6 +337,7 @@ void WinFspMount::renameContexts(Layer* L, const std::string& from, const std::s
 }
 
 void WinFspMount::freeContext(FileCtx* c) {
+  dropImageCopy(c);
   if (c->h) ov_->release(c->h);
   if (c->watch && watcher_) watcher_->unwatch(c->watch);
   delete c;
@@ -370,6 +400,72 @@ int WinFspMount::ensureWritable(FileCtx* c, bool truncate) {
   c->h = nh;
   c->upgraded = true;
   return 0;
+}
+
+// An execute-open of A's file (see the header): the copy this open reads, shared with the other
+// execute-opens of the same file, made now when there is none. In a writable layer it is a
+// nameless copy there (spilled like any layer file when big, never linked to a name); in the
+// read-only view it is read into memory.
+int WinFspMount::takeImageCopy(FileCtx* c) {
+  const auto key = std::make_pair(static_cast<const Layer*>(c->layer.get()), c->ino);
+  {
+    std::lock_guard<std::mutex> lock(imageMu_);
+    auto it = images_.find(key);
+    if (it != images_.end()) {
+      it->second->opens++;
+      c->image = it->second;
+      return 0;
+    }
+  }
+  auto copy = std::make_unique<ImageCopy>();
+  int e = writable(c->layer.get()) ? ov_->writableCopy(c->h, &copy->h) : EROFS;
+  if (e == EROFS) {
+    e = 0;
+    for (uint64_t off = 0;;) {
+      char buf[65536];
+      size_t n = 0;
+      if ((e = ov_->read(c->h, buf, sizeof buf, off, &n)) || n == 0) break;
+      copy->bytes.append(buf, n);
+      off += n;
+    }
+  }
+  if (e) {
+    if (copy->h) ov_->release(copy->h);
+    return e;
+  }
+  ImageCopy* mine = copy.release();
+  ImageCopy* use = mine;
+  {
+    std::lock_guard<std::mutex> lock(imageMu_);
+    auto [it, added] = images_.emplace(key, mine);
+    use = it->second;  // another execute-open of the same file made one meanwhile: share it
+    use->opens++;
+  }
+  if (use != mine) {
+    if (mine->h) ov_->release(mine->h);
+    delete mine;
+  }
+  c->image = use;
+  return 0;
+}
+
+// At the Close of an execute-open (the section, if any, is gone by then): the last one drops it.
+void WinFspMount::dropImageCopy(FileCtx* c) {
+  ImageCopy* img = c->image;
+  if (!img) return;
+  c->image = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(imageMu_);
+    if (--img->opens > 0) return;
+    for (auto it = images_.begin(); it != images_.end(); ++it) {
+      if (it->second == img) {
+        images_.erase(it);
+        break;
+      }
+    }
+  }
+  if (img->h) ov_->release(img->h);
+  delete img;
 }
 
 // ---------------------------------------------------------------- links
@@ -558,8 +654,8 @@ NTSTATUS WinFspMount::Create(FSP_FILE_SYSTEM* fs, PWSTR fileName, UINT32 createO
   return st::SUCCESS;
 }
 
-NTSTATUS WinFspMount::Open(FSP_FILE_SYSTEM* fs, PWSTR fileName, UINT32 createOptions, UINT32,
-                           PVOID* pCtx, FSP_FSCTL_FILE_INFO* info) {
+NTSTATUS WinFspMount::Open(FSP_FILE_SYSTEM* fs, PWSTR fileName, UINT32 createOptions,
+                           UINT32 grantedAccess, PVOID* pCtx, FSP_FSCTL_FILE_INFO* info) {
   WinFspMount* m = self(fs);
   std::string path;
   if (!toCorePath(fileName, &path)) return st::OBJECT_NAME_INVALID;
@@ -584,6 +680,15 @@ NTSTATUS WinFspMount::Open(FSP_FILE_SYSTEM* fs, PWSTR fileName, UINT32 createOpt
     // Read-only in the core even for a write-open: the copy-up waits for the first write.
     Attr ha;
     if (int e = m->ov_->open(L.get(), path, OpenIntent{}, &c->h, &ha)) return statusFromErrno(e);
+    // Finding 15: a file of A opened to be run or loaded reads from a copy (see the header).
+    const bool execute = (grantedAccess & FILE_EXECUTE) &&
+                         !(grantedAccess & (FILE_WRITE_DATA | FILE_APPEND_DATA));
+    if (execute && !c->h->inode) {
+      if (int e = m->takeImageCopy(c.get())) {
+        m->ov_->release(c->h);
+        return statusFromErrno(e);
+      }
+    }
   } else if (a.type == FileType::Symlink) {
     c->linkToDirectory = m->leadsToDirectory(L.get(), path);
   } else if (a.type == FileType::Directory && m->watcher_) {
@@ -658,7 +763,15 @@ NTSTATUS WinFspMount::Read(FSP_FILE_SYSTEM* fs, PVOID ctx, PVOID buf, UINT64 off
   if (c->type != FileType::Regular) return st::INVALID_DEVICE_REQUEST;
   std::shared_lock<SharedMutex> lock(c->mu);
   size_t n = 0;
-  if (int e = m->ov_->read(c->h, static_cast<char*>(buf), len, off, &n)) return statusFromErrno(e);
+  if (ImageCopy* img = c->image; img && !img->h) {
+    // The read-only view's copy, in memory (never changed once made).
+    if (off < img->bytes.size()) {
+      n = std::min<size_t>(len, img->bytes.size() - off);
+      std::memcpy(buf, img->bytes.data() + off, n);
+    }
+  } else if (int e = m->ov_->read(img ? img->h : c->h, static_cast<char*>(buf), len, off, &n)) {
+    return statusFromErrno(e);
+  }
   if (n == 0 && len > 0) return st::END_OF_FILE;
   *got = static_cast<ULONG>(n);
   return st::SUCCESS;

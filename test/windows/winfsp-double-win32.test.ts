@@ -32,13 +32,11 @@
 // nothing reaches the volume by path and GetFinalPathNameByHandleW is not observed), no
 // concurrency between scenario steps (the double's dispatcher threads serve one step at a time).
 // An executable mapped as an image: the double models the driver's refusals while the image is
-// mapped (a write-open: SHARING_VIOLATION; a delete: CANNOT_DELETE) and the program's reads, not the
-// memory manager's page-ins through the image section, which a real WinFsp volume serves with Read
-// requests at any later time. The backend keeps no handle on A's file for it (it reads by path or
-// file ID and closes), so a developer who rebuilds the executable in A while it runs from the
-// shadow can have later page-ins read the new file: issue 28 asks for a mapped executable to be
-// copied into the layer, and the backend does not do that (WinFsp's native API tells a file system
-// nothing when an image section is created, so there is no moment to copy at; not fixed).
+// mapped (a write-open: SHARING_VIOLATION; a delete: CANNOT_DELETE) and the section holding the
+// file object it was made from, whose page-ins are Reads through it until it is unmapped, also
+// after the program closed its handle; not the memory manager's keeping of pages it read once.
+// The backend reads an execute-open of A's file from a private copy taken at the open, so the
+// developer can rebuild, replace or delete the program in A while it runs from the shadow.
 // Wine cannot make links in A (FSCTL_SET_REPARSE_POINT is ENOTSUP in wine 8.0), so the npm/pnpm
 // links are made through the shadow, as pnpm makes them, and read A's files through them.
 import * as assert from 'assert';
@@ -93,6 +91,7 @@ interface ChildResult {
   mountDirWhileMounted?: boolean;
   mountDirAfter?: boolean;
   unmountError?: string;
+  exeDeveloper?: string;
 }
 
 /** The folder A: files a workload reads, and the tree the links of the scenarios point into. */
@@ -237,6 +236,19 @@ async function child(): Promise<void> {
           await new Promise((r) => setTimeout(r, 20));
         }
         answer('edit-a');
+      } else if (ask('exe-edit')) {
+        // The developer rebuilds the running program in A, in place.
+        out.exeDeveloper = 'edit';
+        fs.writeFileSync(path.join(a, 'dev', 'tool.exe'), 'MZ tool v2, rebuilt in place');
+        answer('exe-edit');
+      } else if (ask('exe-replace')) {
+        // ... then replaces it: renames it away, writes a new one, deletes the old one.
+        out.exeDeveloper = 'replace';
+        fs.renameSync(path.join(a, 'dev', 'tool.exe'), path.join(a, 'dev', 'tool.old.exe'));
+        fs.writeFileSync(path.join(a, 'dev', 'tool.exe'), 'MZ tool v3');
+        fs.unlinkSync(path.join(a, 'dev', 'tool.old.exe'));
+        out.exeDeveloper = 'done';
+        answer('exe-replace');
       } else if (ask('readonly')) {
         await shadow.activate(null);
         answer('readonly');
@@ -395,6 +407,11 @@ if (process.env.SHADOWFS_WFD_CHILD === '1') {
 
     it('refuses to unmount while a program has a file open in the volume (finding 7)', () => {
       assert.strictEqual(result.busyCode, 'MOUNT_BUSY', childOutput);
+    });
+
+    it("lets the developer rebuild, rename and delete A's program while it runs from the shadow, which keeps its copy out of the layer (finding 15)", () => {
+      assert.strictEqual(result.exeDeveloper, 'done', childOutput);
+      assert.ok(!result.changes?.some((c) => c.path.startsWith('dev/')), JSON.stringify(result.changes));
     });
 
     it('creates new files without execute bits (finding 12)', () => {

@@ -24,7 +24,9 @@
 // - The driver (this file): name checks (src/sys/name.c), root rules and attribute masking
 //   (create.c:265-742); the node table keyed by name with the volume's case rule, share access
 //   checked after the file system opened, with Close and no Cleanup on failure, delete-pending,
-//   and an "image mapped" flag (create.c:1074-1130, file.c:607-790); the normalized-name check;
+//   and image sections (create.c:1074-1130, file.c:607-790): a section is made from a file object
+//   opened with FILE_EXECUTE and holds it, so its Close waits for the unmapping while page-ins
+//   keep reading through it after the program's CloseHandle (double_run.cc, "Image sections"); the normalized-name check;
 //   the Overwrite request with the HIDDEN/SYSTEM rule (create.c:1190-1233); Cleanup flags and
 //   PostCleanupWhenModifiedOnly (cleanup.c, file.c:793-830), the name dropped from the table after
 //   a delete cleanup; Disposition (classic and Ex, status caching per handle,
@@ -48,8 +50,9 @@
 //   handle needs for each call.
 //
 // WHAT IT CANNOT SHOW. No kernel runs: no cache manager or memory mapping (data caching with
-// FileInfoTimeout=INFINITE, paging I/O, flush-before-cleanup, MmFlushImageSection; "mapped" is a
-// flag a scenario sets), no oplocks, no real I/O manager races or cancellation, no Mount Manager
+// FileInfoTimeout=INFINITE, paging I/O, flush-before-cleanup, MmFlushImageSection; a
+// section is a count on the node and a reference on the file object that a scenario makes, and
+// every page-in is a Read: no page is kept), no oplocks, no real I/O manager races or cancellation, no Mount Manager
 // or MUP (so GetFinalPathNameByHandleW, drive letters in other logon sessions and directory
 // junction mounts are modelled as contracts, not observed: SetMountPoint checks WinFsp's rules
 // and makes the mount directory, but a program that opens it reaches an empty host directory,

@@ -19,7 +19,10 @@ struct Node {
   int handles = 0;    // file objects not yet cleaned up
   int refs = 0;       // file objects not yet closed
   int openCount = 0, readers = 0, writers = 0, deleters = 0, sharedRead = 0, sharedWrite = 0, sharedDelete = 0;
-  bool deletePending = false, posixDeleted = false, isDir = false, mappedImage = false, truncateOnClose = false;
+  bool deletePending = false, posixDeleted = false, isDir = false, truncateOnClose = false;
+  // Image sections of the file (the memory manager's, one per file; counted here per mapping the
+  // scenario made): while any exists the driver refuses write-opens and deletes.
+  int mappedImage = 0;
   bool inTable = true;
   UINT64 userContext = 0, userContext2 = 0;
   FSP_FSCTL_FILE_INFO info = {};
@@ -41,6 +44,10 @@ struct Handle {
   bool cleaned = false, closed = false, deleteOnClose = false, modified = false, setAttrs = false, posixDelete = false;
   NTSTATUS cachedDisposition = 0;
   bool patternSet = false, listedAny = false, listedAll = false;
+  // Image sections made from this file object. The section holds a reference to it: the program's
+  // CloseHandle brings the Cleanup, but the Close only comes once every section is gone, and page-ins
+  // come through this file object (and so with its file system context) until then.
+  int sections = 0;
   std::wstring pattern;
 };
 
@@ -91,7 +98,9 @@ OpenResult ioOpen(Volume *v, const OpenArgs &a);
 void ioCleanup(Volume *v, Handle *h);
 void ioClose(Volume *v, Handle *h);
 NTSTATUS ioWrite(Volume *v, Handle *h, UINT64 offset, const std::string &data);
-NTSTATUS ioRead(Volume *v, Handle *h, UINT64 offset, ULONG length, std::string *data);
+// `paging`: a page-in through an image section (no handle-level access check; allowed after the
+// Cleanup, until the Close).
+NTSTATUS ioRead(Volume *v, Handle *h, UINT64 offset, ULONG length, std::string *data, bool paging = false);
 NTSTATUS ioGetInfo(Volume *v, Handle *h, FSP_FSCTL_FILE_INFO *info, bool *fromCache = nullptr);
 NTSTATUS ioSetAttributes(Volume *v, Handle *h, UINT32 attrs);
 NTSTATUS ioSetSize(Volume *v, Handle *h, UINT64 size);

@@ -421,6 +421,7 @@ void ioCleanup(Volume *v, Handle *h) {
 void ioClose(Volume *v, Handle *h) {
   if (h->closed) return;
   if (!h->cleaned) ioCleanup(v, h);
+  if (h->sections > 0) return;  // the section holds the file object: Close once it is unmapped
   h->closed = true;
   Buffers b;
   b.req()->Kind = FspFsctlTransactCloseKind;
@@ -452,8 +453,9 @@ NTSTATUS ioWrite(Volume *v, Handle *h, UINT64 offset, const std::string &data) {
   return r;
 }
 
-NTSTATUS ioRead(Volume *v, Handle *h, UINT64 offset, ULONG length, std::string *data) {
-  if (!(h->granted & FILE_READ_DATA)) return STATUS_ACCESS_DENIED;
+NTSTATUS ioRead(Volume *v, Handle *h, UINT64 offset, ULONG length, std::string *data, bool paging) {
+  if (paging && (h->sections == 0 || h->closed)) return STATUS_INVALID_PARAMETER;
+  if (!paging && !(h->granted & FILE_READ_DATA)) return STATUS_ACCESS_DENIED;
   if (h->node->isDir) return STATUS_INVALID_DEVICE_REQUEST;
   Buffers b;
   std::string buf(length, '\0');

@@ -16,7 +16,9 @@
 //   cleanup H | close H (cleanup if not yet, then close) | closeall
 //   write H OFFSET TEXT | read H OFFSET LEN [data=TEXT] | truncate H SIZE
 //   getinfo H [attrs=LIST] [noattrs=LIST] [size=N] [cached=yes|no] [created_after=YEAR]
-//   setattr H attrs=LIST | mapimage H
+//   setattr H attrs=LIST
+//   mapimage H | pagein H OFFSET LEN [data=TEXT] | unmapimage H   (an image section made from H:
+//        see "Image sections" below)
 //   delete H [undelete] [posix|classic] [ignore_ro]     (default: DeleteFileW's Ex-then-classic)
 //   rename H NEWPATH [replace] [posix]
 //   list H [pattern=P] [bufsize=N] [names=a,b,c|none] [cached=yes|no]   (. and .. not compared)
@@ -26,6 +28,19 @@
 //        hosting the file system, e.g. a test that writes through shadowfs's API between steps)
 //   Every step takes expect=STATUS (default STATUS_SUCCESS): the status the real driver and DLL
 //   give the program for a file system that keeps WinFsp's contracts.
+//
+// Image sections (what NtCreateSection(SEC_IMAGE) on a file of the volume leads to, from
+// Microsoft's documentation of sections and file objects and WinFsp's driver, which has no
+// special path for them: a page-in is a paging Read through the file object like any other).
+// `mapimage H` needs H to have been opened with FILE_EXECUTE (ACCESS_DENIED otherwise, as
+// NtCreateSection answers) and makes a section from H's file object: the section holds a
+// reference to it, so `close H` (CloseHandle) brings the Cleanup at once but the Close only at
+// `unmapimage H` (or the scenario's end); meanwhile `pagein H` reads through it with H's file
+// system context, without an access check, as the memory manager's page-ins do at any time while
+// the program runs. While the section exists the driver refuses write-opens and deletes of the
+// file (MmFlushImageSection fails). Not modelled: the memory manager's caching of pages (a page
+// read once is not read again until it is trimmed: here every pagein reads), the section's size
+// taken from the file size at creation, and sections shared between file objects.
 #include "double_driver.h"
 
 #include <algorithm>
@@ -152,14 +167,27 @@ std::vector<UINT8> makeLink(ULONG tag, const std::wstring &target, ULONG flags) 
 struct Runner {
   Volume *v;
   std::map<std::string, Handle *> handles;
+  std::map<std::string, Handle *> sectionsOnly;  // closed by the program, still held by a section
   std::vector<std::string> scenariosJson;
   std::string curName;
   std::vector<std::string> curSteps;
   bool curOk = true;
   int passed = 0, failed = 0;
 
+  void unmapAll(Handle *h) {
+    std::lock_guard<std::mutex> g(v->lock);
+    h->node->mappedImage -= h->sections;
+    h->sections = 0;
+  }
   void closeAll() {
+    for (auto &kv : sectionsOnly) {
+      unmapAll(kv.second);
+      ioClose(v, kv.second);
+      delete kv.second;
+    }
+    sectionsOnly.clear();
     for (auto &kv : handles) {
+      unmapAll(kv.second);
       ioCleanup(v, kv.second);
       ioClose(v, kv.second);
       delete kv.second;
@@ -225,6 +253,10 @@ struct Runner {
     const std::string &op = t[0];
     auto handle = [&](const std::string &id) -> Handle * {
       auto it = handles.find(id);
+      if (it == handles.end() && (op == "pagein" || op == "unmapimage")) {
+        it = sectionsOnly.find(id);
+        if (it != sectionsOnly.end()) return it->second;
+      }
       if (it == handles.end()) {
         mismatches.push_back("no open handle " + id);
         return nullptr;
@@ -317,7 +349,8 @@ struct Runner {
       else if (op == "close") {
         ioClose(v, h);
         handles.erase(pos[0]);
-        delete h;
+        if (h->sections > 0) sectionsOnly[pos[0]] = h;  // Cleanup done; the Close waits for the section
+        else delete h;
       } else if (op == "write") got = ioWrite(v, h, strtoull(pos.at(1).c_str(), nullptr, 0), pos.at(2));
       else if (op == "read") {
         std::string data;
@@ -355,7 +388,37 @@ struct Runner {
         if (NT_SUCCESS(got) && kv.count("size") && fi.FileSize != strtoull(kv["size"].c_str(), nullptr, 0))
           mismatches.push_back("size " + std::to_string(fi.FileSize) + ", expected " + kv["size"]);
       } else if (op == "setattr") got = ioSetAttributes(v, h, parseAttrs(kv["attrs"]));
-      else if (op == "mapimage") h->node->mappedImage = true;
+      else if (op == "mapimage") {
+        if (!(h->granted & FILE_EXECUTE)) {
+          got = STATUS_ACCESS_DENIED;
+        } else {
+          std::lock_guard<std::mutex> g(v->lock);
+          h->sections++;
+          h->node->mappedImage++;
+        }
+      } else if (op == "unmapimage") {
+        if (h->sections == 0) {
+          got = STATUS_INVALID_PARAMETER;
+        } else {
+          {
+            std::lock_guard<std::mutex> g(v->lock);
+            h->sections--;
+            h->node->mappedImage--;
+          }
+          auto it = sectionsOnly.find(pos[0]);
+          if (h->sections == 0 && it != sectionsOnly.end()) {
+            ioClose(v, h);  // the last reference to the file object: now the Close
+            sectionsOnly.erase(it);
+            delete h;
+          }
+        }
+      } else if (op == "pagein") {
+        std::string data;
+        got = ioRead(v, h, strtoull(pos.at(1).c_str(), nullptr, 0), (ULONG)strtoul(pos.at(2).c_str(), nullptr, 0), &data,
+                     true);
+        detail = "\"data\":" + jsonString(data) + ",";
+        if (NT_SUCCESS(got) && kv.count("data") && kv["data"] != data) mismatches.push_back("paged in " + data + ", expected " + kv["data"]);
+      }
       else if (op == "delete") {
         UINT32 flags = (has("undelete") ? 0 : 1) | (has("ignore_ro") ? 0x10 : 0) | (has("posix") ? 2 : 0);
         got = ioDisposition(v, h, flags, has("classic") ? 1 : has("posix") ? 2 : 0);
