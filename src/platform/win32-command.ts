@@ -121,7 +121,9 @@ const PLAIN = /^[A-Za-z0-9#$*+\-./:?@\\_]$/;
  * - `%` is expanded by cmd before it looks at quotes at all. Each `%` is written `%%cd:~,%`: the
  *   `%cd:~,%` part is an empty substring of the always-defined dynamic variable CD (command
  *   extensions, hence /e:on), so it expands to nothing and leaves the first `%` alone, with no
- *   text after it that could form a variable name.
+ *   text after it that could form a variable name. (Microsoft's cmd expands a line once, so the
+ *   `%` a batch file gets in %1 or %* stays text; wine's cmd expands that text again, which no
+ *   escape here can prevent: see test/windows/command-win32.test.ts.)
  * - `!` is text under /v:off.
  * - Refused outright (INVALID_ARGUMENT): CR and LF, since cmd ends the command at a line break
  *   (and removes CRs) so no quoting carries them; and NUL, which no command line can hold.
