@@ -1,12 +1,11 @@
 // Where this user's daemon is: its private state directory (socket or pipe endpoint, state, pid,
-// log) and, on Windows, the endpoint file through which a client finds the daemon's named pipe
-// and the secret both use to prove they run as this user. Shared by the daemon and the client;
+// log), and the proofs of the hello handshake by which, on Windows, each end shows it knows the
+// secret of the endpoint file (platform/win32-transport.ts). Shared by the daemon and the client;
 // loads neither the native module nor winston.
 import * as crypto from 'crypto';
-import * as fs from 'fs';
 import * as path from 'path';
 import { ShadowError } from './errors';
-import { runtimeDir } from './platform';
+import { platform } from './platform';
 
 export interface DaemonPaths {
   /** The private per-user directory (mode 0700 on Linux; %LOCALAPPDATA%\shadowfs on Windows). */
@@ -25,8 +24,8 @@ export interface DaemonPaths {
 const MAX_SOCKET_PATH = 107;
 
 export function daemonPaths(): DaemonPaths {
-  const dir = runtimeDir();
-  const socket = process.platform === 'win32' ? '' : path.join(dir, 'daemon.sock');
+  const dir = platform.runtimeDir();
+  const socket = platform.transport.kind === 'socket' ? path.join(dir, 'daemon.sock') : '';
   if (Buffer.byteLength(socket) > MAX_SOCKET_PATH) {
     throw new ShadowError(
       'INVALID_PATH',
@@ -41,45 +40,6 @@ export function daemonPaths(): DaemonPaths {
     pid: path.join(dir, 'daemon.pid'),
     log: path.join(dir, 'daemon.log'),
   };
-}
-
-/** What a Windows daemon publishes in its endpoint file. */
-export interface Endpoint {
-  /** \\.\pipe\shadowfs-<random>: unpredictable, so nobody can take the name first. */
-  pipe: string;
-  pid: number;
-  /** 32 random bytes, hex: readable only by this user (and administrators). */
-  secret: string;
-}
-
-export function newPipeName(): string {
-  return `\\\\.\\pipe\\shadowfs-${crypto.randomBytes(16).toString('hex')}`;
-}
-
-export function newSecret(): string {
-  return crypto.randomBytes(32).toString('hex');
-}
-
-export function writeEndpoint(file: string, e: Endpoint): void {
-  const tmp = `${file}.${process.pid}.tmp`;
-  fs.writeFileSync(tmp, JSON.stringify(e), { mode: 0o600 });
-  fs.renameSync(tmp, file);
-}
-
-export function readEndpoint(file: string): Endpoint | undefined {
-  try {
-    const e = JSON.parse(fs.readFileSync(file, 'utf8')) as Partial<Endpoint>;
-    if (
-      typeof e.pipe === 'string' &&
-      /^\\\\\.\\pipe\\shadowfs-[0-9a-f]{32}$/.test(e.pipe) &&
-      typeof e.secret === 'string' &&
-      Number.isInteger(e.pid)
-    )
-      return e as Endpoint;
-  } catch {
-    // none, or half written: treated as no daemon
-  }
-  return undefined;
 }
 
 /** The proofs of the hello handshake: HMAC-SHA256 of the nonce under the shared secret. */

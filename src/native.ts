@@ -2,6 +2,7 @@
 import * as fs from 'fs';
 import * as path from 'path';
 import { ShadowError } from './errors';
+import { platform } from './platform';
 
 export interface NativeMountOptions {
   entryTimeout?: number;
@@ -185,7 +186,7 @@ export function nativeModuleCandidates(): string[] {
   const root = path.join(__dirname, '..', '..');
   const native = path.join(root, 'build', 'Release', 'shadowfs.node');
   const cross = path.join(root, 'build-win', 'Release', 'shadowfs.node');
-  return process.platform === 'win32' ? [cross, native] : [native];
+  return platform.name === 'win32' ? [cross, native] : [native];
 }
 
 /**
@@ -210,7 +211,7 @@ export function nativeModule(): Addon {
     'NATIVE_UNAVAILABLE',
     present.length
       ? `the native module ${present.join(' or ')} does not load on this system (${(lastErr as Error).message}); rebuild it with "npm run build"`
-      : `the native module is not built for ${process.platform}-${process.arch} (${candidates[0]} is missing); build it with "npm run build" (needs cmake and a C++ compiler, and libfuse3-dev on Linux)`,
+      : `the native module is not built for ${platform.name}-${process.arch} (${candidates[0]} is missing); build it with "npm run build" (needs cmake and a C++ compiler, and libfuse3-dev on Linux)`,
     { cause: lastErr },
   );
 }
@@ -231,7 +232,7 @@ export function addon(): Addon {
     failure = err as ShadowError;
     throw failure;
   }
-  const w = process.platform === 'win32' && typeof m.winfsp === 'function' ? m.winfsp() : null;
+  const w = platform.name === 'win32' && typeof m.winfsp === 'function' ? m.winfsp() : null;
   if (w && !w.available) {
     failure = new ShadowError(
       'WINFSP_MISSING',

@@ -2,6 +2,7 @@
 // They call libc through ffi-rs, so they exercise the same open(2) the FUSE backend makes.
 import * as fs from 'fs';
 import * as os from 'os';
+import { platform } from './platform';
 
 export interface ProbeResult {
   ok: boolean;
@@ -12,7 +13,7 @@ const O_RDWR = 2;
 
 /** Opens /dev/fuse read-write the way libfuse does, and closes it again. */
 export function probeFuseDevice(): ProbeResult {
-  if (process.platform !== 'linux') return { ok: false, detail: `no FUSE device on ${process.platform}` };
+  if (platform.name !== 'linux') return { ok: false, detail: `no FUSE device on ${platform.name}` };
   let ffi: typeof import('ffi-rs');
   try {
     // eslint-disable-next-line @typescript-eslint/no-require-imports

@@ -8,7 +8,7 @@ import { addon, type ChangeBase, LayerStats, NativeChange, NativeDirEntry, Nativ
 import * as os from 'os';
 import { constants as osConstants } from 'os';
 import { normalizeRelPath } from './paths';
-import { checkAllowOther, checkFuseDevice, mountedPaths, prepareWin32MountPoint, runtimeDir } from './platform';
+import { checkAllowOther, isInside, platform } from './platform';
 import { JobOptions, LayerScheduler, SchedulerStats } from './scheduler';
 
 export interface MountOptions {
@@ -95,7 +95,7 @@ function networkPrefix(name: string): string {
  * undefined for other backends and OSes. Decided before the mount point is prepared, so that a refusal touches nothing.
  */
 function volumeFor(backend: string, mountPoint: string | undefined, requested: WindowsVolume | undefined): WindowsVolume | undefined {
-  if (process.platform !== 'win32' || backend !== 'winfsp') return undefined;
+  if (backend !== 'winfsp') return undefined; // the winfsp backend exists on Windows only
   if (requested !== undefined && requested !== 'network' && requested !== 'disk')
     throw new ShadowError('INVALID_ARGUMENT', `volume must be "network" or "disk", got ${JSON.stringify(requested)}`);
   const drive = mountPoint === undefined || /^[A-Za-z]:\\?$/.test(mountPoint);
@@ -115,11 +115,6 @@ export type Change = NativeChange;
 /** The scheduler queue of jobs that need no layer active (no agent id has a NUL byte). */
 const FOLDER_QUEUE = '\0folder';
 
-function isInside(child: string, parent: string): boolean {
-  const rel = path.relative(parent, child);
-  return rel === '' || (!rel.startsWith('..') && !path.isAbsolute(rel));
-}
-
 function checkLower(lowerDir: string): string {
   if (typeof lowerDir !== 'string' || lowerDir === '') throw new ShadowError('LOWER_NOT_FOUND', 'no folder given to shadow');
   let real: string;
@@ -137,56 +132,7 @@ function checkLower(lowerDir: string): string {
 
 /** Returns the real mount point path and whether we created it (then we remove it on unmount). */
 function prepareMountPoint(requested: string | undefined, lower: string, name?: string): { mountPoint: string; created: boolean } {
-  if (process.platform === 'win32') return prepareWin32MountPoint(requested, lower, name ?? (path.basename(lower) || 'root'), isInside);
-  let mp: string;
-  let created = false;
-  if (requested === undefined) {
-    const dir = path.join(runtimeDir(), 'mounts');
-    fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
-    mp = path.join(dir, `${name ?? (path.basename(lower) || 'root')}-${crypto.randomBytes(4).toString('hex')}`);
-  } else {
-    mp = path.resolve(requested);
-  }
-  const abs = path.resolve(mp);
-  if (mountedPaths().has(abs))
-    throw new ShadowError(
-      'MOUNTPOINT_IN_USE',
-      `something is already mounted at ${abs}; unmount it first (fusermount3 -u ${abs}) or pick another --at`,
-    );
-  let st: fs.Stats | undefined;
-  try {
-    st = fs.lstatSync(abs);
-  } catch {
-    st = undefined;
-  }
-  // Decide about nesting before creating anything, so a refused mount leaves no directory behind.
-  const probe = st ? fs.realpathSync(abs) : path.join(fs.realpathSync(nearestExisting(abs)), path.relative(nearestExisting(abs), abs));
-  if (isInside(lower, probe))
-    throw new ShadowError('LOWER_INSIDE_MOUNTPOINT', `the folder ${lower} is inside the mount point ${abs}; mount somewhere outside it`);
-  if (isInside(probe, lower))
-    throw new ShadowError(
-      'MOUNTPOINT_INSIDE_LOWER',
-      `the mount point ${abs} is inside the folder it would shadow (${lower}); mount somewhere outside it`,
-    );
-  if (st) {
-    if (!st.isDirectory()) throw new ShadowError('MOUNTPOINT_NOT_DIRECTORY', `the mount point ${abs} exists and is not a directory`);
-    if (fs.readdirSync(abs).length > 0)
-      throw new ShadowError('MOUNTPOINT_NOT_EMPTY', `the mount point ${abs} is not empty; use an empty or new directory`);
-  } else {
-    fs.mkdirSync(abs, { recursive: true, mode: 0o755 });
-    created = true;
-  }
-  return { mountPoint: fs.realpathSync(abs), created };
-}
-
-function nearestExisting(p: string): string {
-  let cur = p;
-  while (!fs.existsSync(cur)) {
-    const up = path.dirname(cur);
-    if (up === cur) break;
-    cur = up;
-  }
-  return cur;
+  return platform.prepareMountPoint(requested, lower, name ?? (path.basename(lower) || 'root'));
 }
 
 const AGENT_MAX = 128;
@@ -856,10 +802,8 @@ export class Shadow {
     const native = this.native;
     if (!native) throw new ShadowError('NOT_MOUNTED', `the shadow at ${this.mountPoint} was unmounted for good`);
     if (native.mounted) return;
-    // Linux mounts on a directory that exists. WinFsp makes a directory mount point itself and
-    // refuses one that exists (it removed it at suspend; the backend removes an empty one left
-    // there), and a drive letter is no directory at all: nothing is made on Windows.
-    if (process.platform !== 'win32' && !fs.existsSync(this.mountPoint)) fs.mkdirSync(this.mountPoint, { recursive: true, mode: 0o755 });
+    // Linux mounts on a directory that exists; WinFsp makes its own (see the platform modules).
+    platform.remakeMountPoint(this.mountPoint);
     try {
       await native.remount(this.mountPoint);
     } catch (err) {
@@ -933,7 +877,7 @@ export function pickBackend(requested: string | undefined, built: readonly strin
 /** Mounts a shadow of `lowerDir`. */
 export async function mount(lowerDir: string, options: MountOptions = {}): Promise<Shadow> {
   const lower = checkLower(lowerDir);
-  checkFuseDevice();
+  platform.checkMountable();
   if (options.allowOther) checkAllowOther();
   // Long kernel caching is safe: every change behind the kernel's back (API writes, switches,
   // edits in the folder seen by inotify) is invalidated explicitly; the timeout only bounds how
@@ -953,7 +897,7 @@ export async function mount(lowerDir: string, options: MountOptions = {}): Promi
       `the spill directory ${spillDir} is inside the folder being shadowed; the folder is never written, pick another`,
     );
   }
-  const caseInsensitive = options.caseInsensitive ?? process.platform === 'win32';
+  const caseInsensitive = options.caseInsensitive ?? platform.caseInsensitiveNames;
   if (typeof caseInsensitive !== 'boolean')
     throw new ShadowError('INVALID_ARGUMENT', `caseInsensitive must be true or false, got ${String(caseInsensitive)}`);
   const lib = addon();

@@ -20,10 +20,10 @@ import {
   StreamMessageReader,
   StreamMessageWriter,
 } from 'vscode-jsonrpc/node';
-import { daemonPaths, proofMatches, proofOf, readEndpoint } from '../endpoint';
+import { daemonPaths, proofMatches, proofOf } from '../endpoint';
+import { platform } from '../platform';
 import { isErrorCode, ShadowError } from '../protocol/errors';
 import type { MethodName, NotificationName, NotificationParamsOf, ParamsOf, ResultOf } from '../protocol/methods';
-import { verifyServer } from './verify';
 
 export * from '../protocol';
 
@@ -243,7 +243,7 @@ export class ShadowClient {
       s.once('error', reject);
     });
     try {
-      verifyServer(socket, where, daemonPid);
+      platform.transport.verifyServer(socket, where, daemonPid);
     } catch (err) {
       socket.destroy();
       throw err;
@@ -308,8 +308,7 @@ class RefusalReader extends StreamMessageReader {
 
 /** Where this user's daemon listens, for messages. */
 function describeEndpoint(): string {
-  const p = daemonPaths();
-  return process.platform === 'win32' ? `the pipe named in ${p.endpoint}` : p.socket;
+  return platform.transport.describe(daemonPaths());
 }
 
 /** One try at this user's daemon: a client, or undefined when nothing answers there. */
@@ -319,14 +318,10 @@ async function attempt(options: ClientOptions): Promise<ShadowClient | undefined
   let pid: number | undefined;
   if (options.socketPath !== undefined) {
     where = options.socketPath;
-  } else if (process.platform === 'win32') {
-    const e = readEndpoint(daemonPaths().endpoint);
-    if (!e) return undefined;
-    where = e.pipe;
-    secret = e.secret;
-    pid = e.pid;
   } else {
-    where = daemonPaths().socket;
+    const found = platform.transport.locate(daemonPaths());
+    if (!found) return undefined;
+    ({ where, secret, pid } = found);
   }
   try {
     return await ShadowClient.open(where, secret, options, pid);

@@ -7,7 +7,7 @@ import * as path from 'path';
 import type { Logger } from 'winston';
 import * as z from 'zod';
 import { ShadowError } from '../errors';
-import { mountedPaths, type MountLine, mountTable, runtimeDir, runWithin, unanswered } from '../platform';
+import { mountedPaths, type MountLine, mountTable, platform, runtimeDir, runWithin, unanswered } from '../platform';
 import type { NotificationName, NotificationParamsOf, ShadowInfo } from '../protocol/methods';
 import { DiagnosticsService } from '../diagnostics/service';
 import { mount, Shadow } from '../shadow';
@@ -34,7 +34,7 @@ interface Entry {
 /** No NUL, absolute and written the way path.normalize writes it (no "..", ".", "//" or trailing "/"). */
 function isCleanAbsolute(p: string): boolean {
   if (p.includes('\0') || !path.isAbsolute(p)) return false;
-  if (process.platform === 'win32' && /^[A-Za-z]:\\?$/.test(p)) return true; // a drive letter mount point ("X:\\")
+  if (platform.isDriveRoot(p)) return true; // a drive letter mount point ("X:\\")
   return path.normalize(p) === p && (p.length === 1 || !p.endsWith(path.sep));
 }
 
@@ -130,16 +130,6 @@ const STALE_PROBE_MS = Number(process.env.SHADOWFS_STALE_PROBE_MS) > 0 ? Number(
 async function run(file: string, args: string[], timeout: number): Promise<string> {
   const r = await runWithin(file, args, timeout);
   return r.timedOut ? '' : r.stdout;
-}
-
-/** Detaches a stale mount (lazily: nothing waits on it); whether it is gone. */
-async function detachStale(mountPoint: string): Promise<boolean> {
-  const tries: Array<[string, string[]]> = [
-    ['umount', ['-l', mountPoint]],
-    ['fusermount3', ['-uz', mountPoint]],
-  ];
-  for (const [file, args] of tries) if ((await runWithin(file, args, STALE_PROBE_MS, process.env)).status === 0) return true;
-  return false;
 }
 
 /** Why a folder the state file names must not be shadowed again after a crash, or undefined. */
@@ -262,7 +252,7 @@ export class ShadowManager {
           continue;
         }
         if (onTable) {
-          if (!(await detachStale(p.mountPoint))) {
+          if (!(await platform.forceUnmount(p.mountPoint, STALE_PROBE_MS))) {
             log.warn('could not clean a stale mount (umount -l and fusermount3 -uz failed)', { mountPoint: p.mountPoint });
             continue;
           }

@@ -9,10 +9,11 @@ import * as net from 'net';
 import * as path from 'path';
 import { type CancellationToken, ResponseError } from 'vscode-jsonrpc/node';
 import type { Logger } from 'winston';
-import { type DaemonPaths, newPipeName, newSecret, proofMatches, proofOf, readEndpoint, writeEndpoint } from '../endpoint';
+import { type DaemonPaths, proofMatches, proofOf } from '../endpoint';
 import { ShadowError } from '../errors';
 import { addon, nativeStatus } from '../native';
 import { normalizeRelPath } from '../paths';
+import { platform } from '../platform';
 import { RpcErrorCodes, rpcCodeFor } from '../protocol/errors';
 import {
   checkParams,
@@ -30,7 +31,6 @@ import { runInShadow } from '../run/runner';
 import type { Shadow } from '../shadow';
 import { ShadowManager } from './manager';
 import * as files from '../work/files';
-import { checkPeer } from '../platform/linux-peer';
 import { openConnection, type RpcConnection } from './rpc';
 import { hears, narrowResult, type Scope, type ScopeContext, scopeRefusal } from './scope';
 
@@ -122,7 +122,7 @@ export class Daemon {
   /** Where clients reach this daemon: the socket path, or the pipe name on Windows. */
   private endpoint = '';
   /** Windows: the secret of the hello handshake, published in the endpoint file. */
-  private readonly secret = process.platform === 'win32' ? newSecret() : '';
+  private readonly secret = platform.transport.newSecret();
   private ownsPidFile = false;
   /** Resolves when the daemon has stopped. */
   readonly done: Promise<void>;
@@ -143,7 +143,7 @@ export class Daemon {
     const rel = (p: { path: string }) => normalizeRelPath(p.path);
     this.handlers = {
       hello: async (p, ctx) => {
-        if (process.platform === 'win32') {
+        if (this.secret) {
           if (!p.nonce || !proofMatches(proofOf(this.secret, 'client', p.nonce), p.proof)) {
             ctx.client.trusted = false;
             setTimeout(() => ctx.client.rpc.socket.destroy(), 100).unref();
@@ -188,7 +188,7 @@ export class Daemon {
         return {
           version: VERSION,
           protocol: PROTOCOL_VERSION,
-          platform: process.platform,
+          platform: platform.name,
           backends: native.available ? addon().backends : [],
           native,
         };
@@ -457,30 +457,8 @@ export class Daemon {
     for (const s of previous?.shadows ?? []) this.recovering.add(s.name);
     this.server = net.createServer((socket) => this.accept(socket));
     this.server.maxConnections = MAX_CLIENTS;
-    if (process.platform === 'win32') {
-      // A random name nobody can predict; libuv creates the first instance exclusively, so a
-      // name somebody holds already fails with EADDRINUSE: then take another.
-      for (let attempt = 0; ; attempt++) {
-        const pipe = newPipeName();
-        try {
-          await this.listen(pipe);
-          this.endpoint = pipe;
-          break;
-        } catch (err) {
-          if ((err as NodeJS.ErrnoException).code !== 'EADDRINUSE' || attempt >= 4) throw err;
-        }
-      }
-      writeEndpoint(paths.endpoint, { pipe: this.endpoint, pid: process.pid, secret: this.secret });
-    } else {
-      try {
-        fs.unlinkSync(paths.socket); // stale socket of a daemon that is gone (we hold the lock)
-      } catch {
-        // none
-      }
-      await this.listen(paths.socket);
-      fs.chmodSync(paths.socket, 0o600);
-      this.endpoint = paths.socket;
-    }
+    // We hold the lock: a socket left by a daemon that is gone is replaced.
+    this.endpoint = await platform.transport.listen(paths, this.secret, (where) => this.listen(where));
     this.recovery = this.recover(previous);
     this.manager.startIdleChecks(Math.max(250, Math.min(30_000, this.opts.idleMs / 4)));
     // The change feed runs while somebody is connected to hear it.
@@ -588,7 +566,7 @@ export class Daemon {
       const other = readPid(paths.pid);
       if (other === process.pid) return;
       if (other && isAlive(other)) {
-        const where = process.platform === 'win32' ? readEndpoint(paths.endpoint)?.pipe : paths.socket;
+        const where = platform.transport.locate(paths)?.where;
         const answers = where !== undefined && (await canConnect(where));
         let age = 0;
         try {
@@ -621,10 +599,9 @@ export class Daemon {
     await this.manager.shutdown();
     for (const c of this.clients) c.rpc.socket.destroy();
     await new Promise<void>((r) => (this.server ? this.server.close(() => r()) : r()));
-    const mine = [process.platform === 'win32' ? '' : this.opts.paths.socket];
-    if (process.platform === 'win32' && readEndpoint(this.opts.paths.endpoint)?.pid === process.pid) mine.push(this.opts.paths.endpoint);
+    const mine = platform.transport.ownFiles(this.opts.paths);
     if (this.ownsPidFile) mine.push(this.opts.paths.pid);
-    for (const f of mine.filter(Boolean)) {
+    for (const f of mine) {
       try {
         fs.unlinkSync(f);
       } catch {
@@ -654,7 +631,7 @@ export class Daemon {
 
   private accept(socket: net.Socket): void {
     socket.on('error', () => undefined);
-    const refusal = checkPeer(socket);
+    const refusal = platform.transport.refusePeer(socket);
     if (refusal) {
       this.opts.log.warn('refused a connection', { reason: refusal });
       const body = JSON.stringify({
@@ -671,7 +648,8 @@ export class Daemon {
       onViolation: (v) => this.opts.log.warn('closing a connection after a framing error', v),
       logger: { error: (msg) => this.opts.log.debug('rpc', { msg: msg.slice(0, 500) }) },
     });
-    const client: Client = { rpc, trusted: process.platform !== 'win32', closed: new AbortController() };
+    // Where the kernel vouched for the peer there is no secret; otherwise hello must prove it.
+    const client: Client = { rpc, trusted: !this.secret, closed: new AbortController() };
     this.clients.add(client);
     clearTimeout(this.exitTimer);
     rpc.connection.onRequest((method, params, token) => this.handle(client, method, params, token));

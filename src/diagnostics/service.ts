@@ -24,6 +24,7 @@ import {
 } from '../lsp/servers';
 import { FolderChanges } from '../folder-changes';
 import { normalizeRelPath } from '../paths';
+import { platform } from '../platform';
 import type { CheckedParamsOf, Diagnostic, ResultOf } from '../protocol/methods';
 import type { Shadow } from '../shadow';
 
@@ -173,7 +174,7 @@ export class DiagnosticsService {
         idleMs: this.options.idleMs,
         log: this.options.log,
         // Confined like a run: servers see the shadow, never write it, and cannot write the folder.
-        ...(process.platform === 'linux' ? { confine: { lower: this.shadow.lower } } : {}),
+        ...(platform.namespaces ? { confine: { lower: this.shadow.lower } } : {}),
       });
     if (!this.feed) this.feed = new FolderChanges(this.shadow);
     if (!this.specs) {

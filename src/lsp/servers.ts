@@ -6,7 +6,7 @@
 // `.shadowfs/lsp.json`.
 
 import * as fs from 'fs';
-import * as os from 'os';
+import { platform } from '../platform';
 import * as path from 'path';
 
 export interface LanguageMapping {
@@ -127,11 +127,7 @@ export function loadServerConfig(root: string): ServerSpec[] {
  */
 export function userServerConfigFile(): string {
   if (process.env.SHADOWFS_LSP_CONFIG) return path.resolve(process.env.SHADOWFS_LSP_CONFIG);
-  const base =
-    process.platform === 'win32'
-      ? (process.env.APPDATA ?? path.join(os.homedir(), 'AppData', 'Roaming'))
-      : (process.env.XDG_CONFIG_HOME ?? path.join(os.homedir(), '.config'));
-  return path.join(base, 'shadowfs', 'lsp.json');
+  return path.join(platform.configDir(), 'shadowfs', 'lsp.json');
 }
 
 /** Servers from one config file; no file: none. `baseDir` resolves commands starting with ".". */

@@ -28,6 +28,7 @@ import { pathToFileURL, fileURLToPath } from 'url';
 import { CancellationTokenSource, createMessageConnection, StreamMessageReader, StreamMessageWriter } from 'vscode-jsonrpc/node';
 import type { MessageConnection } from 'vscode-jsonrpc/node';
 import { commandEnv, launchArgs, type LaunchPlan, launcherPath, parseStatus, privateTempDir, probeConfinement } from '../run/launcher';
+import { platform } from '../platform';
 import type {
   ClientCapabilities,
   CodeAction,
@@ -710,19 +711,14 @@ export class LanguageServerSession {
   }
 
   private killGroup(): void {
-    if (this.pid <= 0) return;
-    try {
-      process.kill(-this.pid, 'SIGKILL');
-    } catch {
-      // the group is gone already
-    }
+    platform.processes.killGroup(this.pid);
   }
 
   /** Shuts the server down (shutdown + exit), kills it and its process group after a grace period. */
   async dispose(graceMs = 2000): Promise<void> {
     // Taken while the tree is intact: a child that made a group of its own would otherwise
     // outlive the server for a while (and keep the root, a mount point, busy).
-    const tree = this.pid > 0 ? processTree(this.pid) : [];
+    const tree = this.pid > 0 ? platform.processes.treeOf(this.pid) : [];
     if (!this.exitInfo && !this.disposing) {
       this.disposing = true;
       const grace = new Deadline(graceMs);
@@ -742,70 +738,15 @@ export class LanguageServerSession {
     // The server's children (tsserver under typescript-language-server) die with the group's
     // SIGKILL a moment later; until then they hold the root open and it cannot be unmounted.
     this.killGroup();
-    for (const p of stillRunning(tree)) {
+    for (const p of platform.processes.stillRunning(tree)) {
       try {
         process.kill(p, 'SIGKILL');
       } catch {
         // gone
       }
     }
-    for (let i = 0; i < 150 && stillRunning(tree).length > 0; i++) await new Promise((r) => setTimeout(r, 20));
+    for (let i = 0; i < 150 && platform.processes.stillRunning(tree).length > 0; i++) await new Promise((r) => setTimeout(r, 20));
   }
-}
-
-/** Linux: every live process as [pid, ppid, pgrp, state, start time] (from /proc/<pid>/stat). */
-function processTable(): Array<[number, number, number, string, string]> {
-  if (process.platform !== 'linux') return [];
-  let entries: string[];
-  try {
-    entries = fs.readdirSync('/proc');
-  } catch {
-    return [];
-  }
-  const out: Array<[number, number, number, string, string]> = [];
-  for (const e of entries) {
-    if (!/^\d+$/.test(e)) continue;
-    let stat: string;
-    try {
-      stat = fs.readFileSync(`/proc/${e}/stat`, 'utf8');
-    } catch {
-      continue;
-    }
-    // pid (comm) state ppid pgrp ...: comm may hold spaces and parentheses, so split after the last ")".
-    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    out.push([Number(e), Number(f[1]), Number(f[2]), f[0], f[19]]);
-  }
-  return out;
-}
-
-/**
- * The server's process group and every descendant of `pid` (children may start groups of their
- * own), each as "pid:start time" so that a pid the system reused later is never mistaken for it.
- */
-function processTree(pid: number): string[] {
-  const table = processTable();
-  const tree = new Set<number>([pid]);
-  for (const [p, , pgrp] of table) if (pgrp === pid) tree.add(p);
-  for (let grew = true; grew;) {
-    grew = false;
-    for (const [p, ppid] of table) {
-      if (tree.has(ppid) && !tree.has(p)) {
-        tree.add(p);
-        grew = true;
-      }
-    }
-  }
-  return table.filter(([p]) => tree.has(p)).map(([p, , , , start]) => `${p}:${start}`);
-}
-
-/** Those of `tree` (see processTree) still running; zombies, which hold nothing open, do not count. */
-function stillRunning(tree: string[]): number[] {
-  const live = new Set(
-    processTable()
-      .filter(([, , , st]) => st !== 'Z' && st !== 'X')
-      .map(([p, , , , start]) => `${p}:${start}`),
-  );
-  return tree.filter((k) => live.has(k)).map((k) => Number(k.split(':')[0]));
 }
 
 interface TsLocation {

@@ -9,7 +9,7 @@
 import * as fs from 'fs';
 import type * as net from 'net';
 import { peerCredentials } from './linux-peercred';
-import { RUN_MARKER } from '../run/tracker';
+import { RUN_MARKER } from './common';
 
 /** The namespaces a client must share with the daemon. */
 const SHARED_NAMESPACES = ['user', 'pid'] as const;

@@ -10,7 +10,7 @@ import * as os from 'os';
 import * as path from 'path';
 import { ShadowError } from '../errors';
 import { nativeModuleCandidates } from '../native';
-import { runtimeDir, shadowfsMounts, stateDir } from '../platform';
+import { platform, runtimeDir, shadowfsMounts, stateDir } from '../platform';
 
 /** The launcher program: beside the native module (build/Release, or the package's prebuilt folder). */
 export function launcherPath(): string {
@@ -43,7 +43,7 @@ const PASSED = new Set([
 /** The environment of a confined command: a few of the daemon's variables, then the caller's. */
 export function commandEnv(extra: Record<string, string>): Record<string, string> {
   const env: Record<string, string> = {};
-  if (process.platform !== 'linux') {
+  if (!platform.namespaces) {
     // Windows runs start through their Job Object with the daemon's environment (issue 29 makes
     // that minimal too: Windows needs SystemRoot, PATHEXT, COMSPEC and more than this list).
     for (const [k, v] of Object.entries(process.env)) if (v !== undefined) env[k] = v;
@@ -232,7 +232,7 @@ export function probeConfinement(noNetwork: boolean): { protections: Protection[
   const known = probes.get(key);
   if (known) return known;
   let result: { protections: Protection[] } | { problem: string };
-  if (process.platform !== 'linux') result = { problem: `${process.platform} has no Linux namespaces` };
+  if (!platform.namespaces) result = { problem: `${platform.name} has no Linux namespaces` };
   else if (!fs.existsSync(launcherPath())) result = { problem: `the launcher ${launcherPath()} is not built (npm run build:native)` };
   else {
     const r = spawnSync(

@@ -13,7 +13,7 @@ import type { RunResult } from '../protocol/methods';
 import type { Shadow } from '../shadow';
 import { commandEnv, launchArgs, type LaunchPlan, launcherPath, parseStatus, privateTempDir, probeConfinement } from './launcher';
 import { checkPolicy, RunPolicy } from './policy';
-import { ProcessTracker, RUN_MARKER } from './tracker';
+import { platform, RUN_MARKER } from '../platform';
 
 export type { RunResult };
 
@@ -86,7 +86,7 @@ function chooseConfinement(shadow: Shadow, opts: RunOptions): Confinement {
     );
   }
   return {
-    launcher: process.platform === 'linux' && fs.existsSync(launcherPath()),
+    launcher: platform.namespaces && fs.existsSync(launcherPath()),
     noNamespaces: true,
     protected: false,
     unprotectedReason: `the mount namespace could not be created (${probe.problem}); --unprotected ran it anyway`,
@@ -108,7 +108,7 @@ function checkArgs(opts: RunOptions): { cwd: string } {
   }
   if (opts.timeoutMs !== undefined && !(opts.timeoutMs > 0))
     throw new ShadowError('INVALID_ARGUMENT', `timeout must be a positive number of milliseconds, got ${String(opts.timeoutMs)}`);
-  if (opts.noNetwork && process.platform !== 'linux') throw new ShadowError('NOT_SUPPORTED', '--no-network needs Linux namespaces');
+  if (opts.noNetwork && !platform.namespaces) throw new ShadowError('NOT_SUPPORTED', '--no-network needs Linux namespaces');
   if (opts.runId !== undefined && !RUN_ID.test(opts.runId))
     throw new ShadowError('INVALID_ARGUMENT', `a run id is 1 to 64 letters, digits, '-' or '_', got ${JSON.stringify(opts.runId)}`);
   if (opts.atOriginalPath === true && opts.originalPath === false) {
@@ -172,7 +172,7 @@ async function spawnAndWait(
   opts: RunOptions,
   queuedMs: () => number,
 ): Promise<RunResult> {
-  const tracker = new ProcessTracker(runId);
+  const tracker = platform.processes.group(runId);
   const started = Date.now();
   const atLower = opts.originalPath !== false && !ns.noNamespaces;
   const root = atLower ? shadow.lower : dir;
@@ -190,7 +190,7 @@ async function spawnAndWait(
   let timedOut = false;
   let cancelled = false;
   // Linux: through the launcher, which confines the command and reports on fd 3. Windows:
-  // started through the run's Job Object (ProcessTracker.launch), so the command is in it before
+  // started through the run's Job Object (ProcessGroup.launch), so the command is in it before
   // it can start anything.
   let child: ChildProcessByStdio<Writable | null, Readable, Readable>;
   if (ns.launcher) {
@@ -211,7 +211,7 @@ async function spawnAndWait(
     });
     (spawned.stdio[3] as Readable).on('data', (c: Buffer) => (status += c.toString()));
     child = spawned as unknown as ChildProcessByStdio<null, Readable, Readable>;
-  } else if (tracker.job) {
+  } else if (tracker.launches) {
     child = await tracker.launch(argv, { cwd: workdir, env });
   } else {
     child = spawn(argv[0], argv.slice(1), { cwd: workdir, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
@@ -229,11 +229,7 @@ async function spawnAndWait(
   child.stdout.on('data', collect('stdout'));
   child.stderr.on('data', collect('stderr'));
   const killTree = async (): Promise<void> => {
-    try {
-      if (child.pid) process.kill(-child.pid, 'SIGKILL');
-    } catch {
-      // group already gone
-    }
+    if (child.pid) platform.processes.killGroup(child.pid);
     await tracker.killAll();
   };
   const timer = opts.timeoutMs === undefined ? undefined : setTimeout(() => ((timedOut = true), void killTree()), opts.timeoutMs);
@@ -252,11 +248,7 @@ async function spawnAndWait(
   // Background children of the command: a run never leaves processes behind (the launcher's
   // PID namespace ends with the command; the cgroup or Job Object catches the rest).
   let leftover = tracker.alive().length;
-  try {
-    if (child.pid) process.kill(-child.pid, 'SIGKILL');
-  } catch {
-    // group already gone
-  }
+  if (child.pid) platform.processes.killGroup(child.pid);
   await tracker.dispose();
   await closed;
   if (scratch) fs.rmSync(scratch, { recursive: true, force: true });

@@ -20,13 +20,14 @@ import * as fs from 'fs';
 import * as path from 'path';
 import { ShadowError } from '../errors';
 import { allZero, writeAt } from './content';
+import { platform } from '../platform';
 import { BeneathWin32 } from '../platform/win32-beneath';
 
 const { O_RDONLY, O_WRONLY, O_DIRECTORY, O_NOFOLLOW, O_CREAT, O_EXCL } = fs.constants;
 // Absent on Windows, where a FIFO cannot be met this way anyway.
 const O_NONBLOCK = fs.constants.O_NONBLOCK ?? 0;
 
-const HANDLE_RELATIVE = process.platform === 'linux' && fs.existsSync('/proc/self/fd');
+const HANDLE_RELATIVE = platform.name === 'linux' && fs.existsSync('/proc/self/fd');
 
 /** The components of a '/'-separated relative path; INVALID_PATH for anything that could leave the folder. */
 function components(rel: string): string[] {
@@ -57,7 +58,7 @@ export class Beneath {
   ) {}
 
   static open(root: string): Beneath {
-    if (process.platform === 'win32') return new Beneath(root, null, BeneathWin32.open(root));
+    if (platform.name === 'win32') return new Beneath(root, null, BeneathWin32.open(root));
     return new Beneath(root, HANDLE_RELATIVE ? fs.openSync(root, O_RDONLY | O_DIRECTORY) : null);
   }
 

@@ -25,7 +25,7 @@ import * as z from 'zod';
 import { ShadowError } from '../errors';
 import type { ChangeBase } from '../native';
 import { normalizeRelPath } from '../paths';
-import { stateDir } from '../platform';
+import { platform, stateDir } from '../platform';
 import type { Shadow } from '../shadow';
 import { collect, folderSide, sameIdentity } from './collect';
 
@@ -181,7 +181,7 @@ const ManifestSchema = z.object({
 
 /** An agent's directory name: what shadow.ts takes as an agent id, and a single path component. */
 function checkAgentDir(agent: unknown): string {
-  const separators = process.platform === 'win32' ? /[/\\\0]/ : /[/\0]/;
+  const separators = platform.nameSeparators;
   if (
     typeof agent !== 'string' ||
     agent === '' ||

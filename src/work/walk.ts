@@ -6,6 +6,7 @@
 // node_modules is never entered.
 import ignore from 'ignore';
 import { ShadowError } from '../errors';
+import { platform } from '../platform';
 import type { Layer } from '../shadow';
 
 export type EntryType = 'file' | 'directory' | 'symlink' | 'special';
@@ -29,7 +30,7 @@ export function byName(a: string, b: string): number {
 }
 
 // Git's default on Linux is to match case-sensitively; on Windows it folds case.
-const IGNORE_CASE = process.platform === 'win32';
+const IGNORE_CASE = platform.caseInsensitiveNames;
 
 /** Glob characters a directory name is escaped of before it prefixes a nested .gitignore's pattern. */
 function escapeDir(dir: string): string {

@@ -1,16 +1,16 @@
-// The Job Object of a run on Windows (src/platform/win32-job.ts, and ProcessTracker on win32): a
+// The Job Object of a run on Windows (src/platform/win32-job.ts, and the run's ProcessGroup on win32): a
 // command started through the launcher is in the job with everything it starts, detached
 // processes included, and dies with it on killAll(), when the job's handle is closed, and when
 // the process that holds the job dies. A launcher that is never let go starts nothing. Runs only
 // on Windows; on Linux under wine with
 //   scripts/wine-node.sh node_modules/mocha/bin/mocha.js --config test/windows/.mocharc.json
-// (nothing mounts on Windows yet, so a whole `run` cannot be exercised here; the tracker can).
+// (nothing mounts on Windows yet, so a whole `run` cannot be exercised here; the run's process group can).
 import * as assert from 'assert';
 import { type ChildProcess, spawn } from 'child_process';
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
-import { ProcessTracker } from '../../src/run/tracker';
+import { platform, type ProcessGroup } from '../../src/platform';
 import { LAUNCHER_CANNOT_START, LAUNCHER_NOT_STARTED, launcherCommand, Win32Job } from '../../src/platform/win32-job';
 
 type Ffi = typeof import('ffi-rs');
@@ -293,11 +293,10 @@ describe('run: Job Object of a run (Windows)', function () {
     assert.deepStrictEqual(fs.readFileSync(log, 'utf8').split('\n').filter(Boolean), [run.stdout]);
   });
 
-  it('ProcessTracker uses a Job Object on Windows: alive() and dispose() cover the whole tree', async () => {
-    const tracker = new ProcessTracker('job-test');
-    assert.ok(tracker.job, 'the tracker has a job');
+  it("a run's ProcessGroup is a Job Object on Windows: alive() and dispose() cover the whole tree", async () => {
+    const tracker = platform.processes.group('job-test') as ProcessGroup & { job: Win32Job };
+    assert.ok(tracker.launches && tracker.job, 'the group launches into a job');
     assert.strictEqual(tracker.cgroup, undefined);
-    assert.strictEqual(tracker.joinScript(), '');
     const files = pidFiles();
     const launched = watchLaunch(await tracker.launch(treeCommand(files, true), { cwd: dir }));
     const tree = await pidsOf(files, launched);

@@ -3,7 +3,7 @@ import { execFileSync } from 'child_process';
 import type { Argv, CommandModule } from 'yargs';
 import { ShadowClient } from '../../client';
 import { nativeModule, type WinFspStatus } from '../../native';
-import { winfspInstallDir } from '../../platform';
+import { platform, winfspInstallDir } from '../../platform';
 import { probeFuseDevice, probeInotify, probeKernel, ProbeResult } from '../../probe';
 import { emit, ExitCode } from '../output';
 
@@ -23,7 +23,7 @@ export const doctorCommand: CommandModule<object, Args> = {
   handler: async (args) => {
     const checks: Check[] = [];
     const add = (name: string, required: boolean, r: ProbeResult): void => void checks.push({ name, required, ...r });
-    if (process.platform === 'win32') {
+    if (platform.name === 'win32') {
       // The module's own look (registry, then the DLL by full path, then its entry points) when
       // it loads; the registry alone otherwise.
       let w: WinFspStatus | null = null;

@@ -1,0 +1,60 @@
+// The Linux platform (other POSIX systems get it too, and are told where it cannot serve them):
+// per-user directories under XDG_RUNTIME_DIR and XDG_STATE_HOME, FUSE mounts, a Unix socket, and
+// cgroups or /proc for process trees.
+import * as fs from 'fs';
+import * as os from 'os';
+import * as path from 'path';
+import { ShadowError } from '../errors';
+import { checkFuseDevice, forceUnmount, mountTable, prepareMountPoint, remakeMountPoint } from './linux-mounts';
+import { linuxProcesses } from './linux-processes';
+import { socketTransport } from './linux-transport';
+import type { Platform } from './types';
+
+/**
+ * Mode 0700 under XDG_RUNTIME_DIR (or a per-uid directory in the temp dir), owned by this user:
+ * mount points and the daemon's socket, state and log.
+ */
+function runtimeDir(): string {
+  const base =
+    process.env.XDG_RUNTIME_DIR && fs.existsSync(process.env.XDG_RUNTIME_DIR)
+      ? path.join(process.env.XDG_RUNTIME_DIR, 'shadowfs')
+      : path.join(os.tmpdir(), `shadowfs-${process.getuid?.() ?? 'user'}`);
+  fs.mkdirSync(base, { recursive: true, mode: 0o700 });
+  const st = fs.lstatSync(base);
+  if (!st.isDirectory() || (process.getuid && st.uid !== process.getuid())) {
+    throw new ShadowError('INTERNAL', `the runtime directory ${base} is not a directory owned by you; remove it and retry`);
+  }
+  fs.chmodSync(base, 0o700);
+  return base;
+}
+
+/** $SHADOWFS_STATE_DIR, else $XDG_STATE_HOME/shadowfs or ~/.local/state/shadowfs; mode 0700. */
+function stateDir(): string {
+  const dir =
+    process.env.SHADOWFS_STATE_DIR || path.join(process.env.XDG_STATE_HOME || path.join(os.homedir(), '.local', 'state'), 'shadowfs');
+  fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+  fs.chmodSync(dir, 0o700);
+  return dir;
+}
+
+export const linux: Platform = {
+  name: process.platform,
+  caseInsensitiveNames: false,
+  nameSeparators: /[/\0]/,
+  namespaces: process.platform === 'linux',
+  runtimeDir,
+  stateDir,
+  configDir: () => process.env.XDG_CONFIG_HOME ?? path.join(os.homedir(), '.config'),
+  mountTable,
+  checkMountable(): void {
+    if (process.platform !== 'linux')
+      throw new ShadowError('NOT_SUPPORTED', `shadowfs mounts only on Linux in this version (this is ${process.platform})`);
+    checkFuseDevice();
+  },
+  prepareMountPoint: (requested, lower, name) => prepareMountPoint(requested, lower, name, () => path.join(runtimeDir(), 'mounts')),
+  remakeMountPoint,
+  isDriveRoot: () => false,
+  forceUnmount,
+  transport: socketTransport,
+  processes: linuxProcesses,
+};
