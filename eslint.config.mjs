@@ -17,6 +17,21 @@ export default tseslint.config(
     rules,
   },
   {
+    // What differs between OSes lives in src/platform/ (one module per OS behind one interface);
+    // everything else asks `platform`. Tests (which skip per OS) and the extension are exempt.
+    files: ['src/**/*.ts'],
+    ignores: ['src/platform/**'],
+    rules: {
+      'no-restricted-syntax': [
+        'error',
+        {
+          selector: "MemberExpression[object.name='process'][property.name='platform']",
+          message: "process.platform belongs in src/platform/: ask `platform` (import { platform } from '../platform') instead",
+        },
+      ],
+    },
+  },
+  {
     // The VS Code extension is its own package, type-checked with its own tsconfig.
     files: ['extension/**/*.ts'],
     languageOptions: { parserOptions: { project: './extension/tsconfig.json', tsconfigRootDir: import.meta.dirname } },
