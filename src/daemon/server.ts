@@ -49,6 +49,8 @@ export interface DaemonOptions {
   policy?: RunPolicy;
   /** Autosave changed layers this often (0: never). Default 30 s. */
   autosaveMs?: number;
+  /** How long a connection that must prove itself (Windows) may take to say hello; default HELLO_DEADLINE_MS. */
+  helloDeadlineMs?: number;
 }
 
 /** What a handler knows about the connection that asked. */
@@ -93,6 +95,13 @@ function defaultCheckpointName(): string {
 const BEFORE_HELLO = new Set<MethodName>(['hello']);
 /** More connections than this at once are refused (each may hold a partial message in memory). */
 const MAX_CLIENTS = 512;
+/**
+ * A connection that must prove itself with hello (Windows, where nothing vouches for a pipe's
+ * client) and has not within this long is closed: else a client that says nothing holds one of
+ * the MAX_CLIENTS slots, and keeps the daemon from exiting, for ever. A real client says hello
+ * at once after it connects.
+ */
+export const HELLO_DEADLINE_MS = 5000;
 /** Requests that answer while the daemon recovers; the others wait for it (they could see a shadow half recovered). */
 const ANSWERED_DURING_RECOVERY = new Set<string>(['hello', 'version', 'health', 'status', 'run.cancel']);
 /** How long an unmount waits for the runs in its shadow to end once cancelled. */
@@ -661,6 +670,16 @@ export class Daemon {
       this.clients.delete(client);
       this.armExit();
     });
+    if (!client.trusted) {
+      const deadline = this.opts.helloDeadlineMs ?? HELLO_DEADLINE_MS;
+      const timer = setTimeout(() => {
+        if (client.trusted) return;
+        this.opts.log.warn('closed a connection that did not prove itself with hello in time', { deadlineMs: deadline });
+        socket.destroy();
+      }, deadline);
+      timer.unref();
+      socket.once('close', () => clearTimeout(timer));
+    }
     rpc.connection.listen();
   }
 

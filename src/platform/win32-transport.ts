@@ -49,6 +49,17 @@ export function readEndpoint(file: string): Endpoint | undefined {
   return undefined;
 }
 
+/** Whether the process `pid` exists (one this user may not signal does). */
+function isAlive(pid: number): boolean {
+  if (!(pid > 0)) return false;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
 /**
  * Node gives no handle of its own pipe connection, so the check opens the pipe once more itself
  * (ffi-rs): GetNamedPipeServerProcessId names the serving process, which must be the one the
@@ -105,9 +116,11 @@ export const pipeTransport: DaemonTransport = {
     writeEndpoint(files.endpoint, { pipe, pid: process.pid, secret });
     return pipe;
   },
+  // An endpoint file whose daemon is dead names a pipe anybody may have created since: it counts
+  // as no daemon (a new one is started, and publishes its own), and is never connected to.
   locate(files: DaemonFiles) {
     const e = readEndpoint(files.endpoint);
-    return e && { where: e.pipe, secret: e.secret, pid: e.pid };
+    return e && isAlive(e.pid) ? { where: e.pipe, secret: e.secret, pid: e.pid } : undefined;
   },
   describe: (files) => `the pipe named in ${files.endpoint}`,
   ownFiles: (files) => (readEndpoint(files.endpoint)?.pid === process.pid ? [files.endpoint] : []),

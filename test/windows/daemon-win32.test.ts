@@ -20,6 +20,29 @@ import { encodeMessage, Raw } from '../helpers/raw-rpc';
 const repoRoot = path.join(__dirname, '..', '..', '..');
 const bin = path.join(repoRoot, 'bin', 'shadowfs.js');
 
+/** The daemon's hello deadline in these tests; wine is slow, so not much shorter than a second. */
+const HELLO_DEADLINE_TEST_MS = 2000;
+
+/**
+ * A pipe server of the given name in a process of its own: it says on stdout when a client
+ * connects ("connected") and how many bytes arrive ("data N"), and answers nothing.
+ */
+async function impostor(pipe: string): Promise<{ child: ChildProcess; heard: () => string[] }> {
+  const code = `const net=require('net');net.createServer((s)=>{console.log('connected');s.on('data',(d)=>console.log('data '+d.length));s.on('error',()=>{});}).listen(process.argv[1],()=>console.log('listening'));`;
+  const child = spawn(process.execPath, ['-e', code, pipe], { stdio: ['ignore', 'pipe', 'inherit'] });
+  let out = '';
+  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+  const lines = (): string[] => out.split(/\r?\n/).filter(Boolean);
+  await eventually(() => lines().includes('listening') || undefined, 30_000, 'the impostor to listen');
+  return { child, heard: () => lines().filter((l) => l !== 'listening') };
+}
+
+/** A pid no process has: that of a process that ran and ended. */
+function deadPid(): number {
+  const r = spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.pid))'], { encoding: 'utf8' });
+  return Number(r.stdout);
+}
+
 async function eventually<T>(fn: () => T | undefined | Promise<T | undefined>, ms: number, what: string): Promise<T> {
   const deadline = Date.now() + ms;
   for (;;) {
@@ -73,7 +96,8 @@ describe('daemon on Windows: named pipe, proofs both ways, no WinFsp', function 
     assert.strictEqual(process.platform, 'win32', 'these tests need Windows (on Linux: npm run test:windows, which runs them under wine)');
     local = fs.mkdtempSync(path.join(os.tmpdir(), 'shadowfs-win-'));
     process.env.LOCALAPPDATA = local;
-    env = { ...process.env, LOCALAPPDATA: local };
+    // A short hello deadline (the default is HELLO_DEADLINE_MS, 5 s), so the silent client's test is quick.
+    env = { ...process.env, LOCALAPPDATA: local, SHADOWFS_HELLO_DEADLINE_MS: String(HELLO_DEADLINE_TEST_MS) };
     daemon = spawn(process.execPath, [bin, 'serve', '--foreground', '--no-console'], { env, stdio: 'ignore' });
     endpoint = await eventually(() => readEndpoint(daemonPaths().endpoint), 30_000, 'the daemon to publish its endpoint');
   });
@@ -218,6 +242,69 @@ describe('daemon on Windows: named pipe, proofs both ways, no WinFsp', function 
       assert.match(wrongPid.message, new RegExp(`served by process ${endpoint.pid}, not by the daemon`));
     } finally {
       process.env.LOCALAPPDATA = saved;
+      fs.rmSync(other, { recursive: true, force: true });
+    }
+  });
+
+  it('closes a connection that says nothing (no hello) once the hello deadline passes; one that said hello stays', async () => {
+    const silent = await raw();
+    const started = Date.now();
+    const proven = await raw();
+    const nonce = crypto.randomBytes(16).toString('hex');
+    proven.request(1, 'hello', { nonce, proof: proofOf(endpoint.secret, 'client', nonce) });
+    assert.ok((await proven.next())?.result, 'hello answered');
+    await eventually(() => silent.closed, HELLO_DEADLINE_TEST_MS + 10_000, 'the daemon to close the silent connection');
+    assert.ok(Date.now() - started >= HELLO_DEADLINE_TEST_MS - 200, `closed after ${Date.now() - started} ms, before the deadline`);
+    await new Promise((r) => setTimeout(r, 500));
+    assert.strictEqual(proven.closed, false, 'a connection that proved itself is kept');
+    proven.request(2, 'health');
+    assert.strictEqual(((await proven.next())?.result as { ok: boolean }).ok, true);
+  });
+
+  it('refuses an impostor: a pipe of the published name served by another process than the endpoint names (PEER_REFUSED, nothing sent)', async () => {
+    const pipe = `\\\\.\\pipe\\shadowfs-${crypto.randomBytes(16).toString('hex')}`;
+    const fake = await impostor(pipe);
+    const other = fs.mkdtempSync(path.join(os.tmpdir(), 'shadowfs-win-impostor-'));
+    const saved = process.env.LOCALAPPDATA;
+    try {
+      process.env.LOCALAPPDATA = other;
+      // The endpoint names a live process (this one) with the right secret shape; the pipe is the impostor's.
+      writeEndpoint(daemonPaths().endpoint, { pipe, pid: process.pid, secret: crypto.randomBytes(32).toString('hex') });
+      const err = await rejection(ShadowClient.connect({ autostart: false }));
+      assert.strictEqual(err.code, 'PEER_REFUSED', err.message);
+      assert.match(err.message, new RegExp(`served by process ${fake.child.pid}, not by the daemon \\(pid ${process.pid}\\)`));
+      await new Promise((r) => setTimeout(r, 300));
+      const heard = fake.heard();
+      assert.ok(heard.includes('connected'), `the client did connect to check the server: ${heard.join(', ')}`);
+      assert.deepStrictEqual(
+        heard.filter((l) => l.startsWith('data')),
+        [],
+        'the client sent the impostor nothing',
+      );
+    } finally {
+      process.env.LOCALAPPDATA = saved;
+      fake.child.kill();
+      fs.rmSync(other, { recursive: true, force: true });
+    }
+  });
+
+  it('never connects through a stale endpoint (its pid is dead): no daemon there, and the pipe it names is not opened', async () => {
+    const pipe = `\\\\.\\pipe\\shadowfs-${crypto.randomBytes(16).toString('hex')}`;
+    const fake = await impostor(pipe);
+    const other = fs.mkdtempSync(path.join(os.tmpdir(), 'shadowfs-win-stale-'));
+    const saved = process.env.LOCALAPPDATA;
+    try {
+      process.env.LOCALAPPDATA = other;
+      const dead = deadPid();
+      assert.ok(dead > 0);
+      writeEndpoint(daemonPaths().endpoint, { pipe, pid: dead, secret: crypto.randomBytes(32).toString('hex') });
+      const err = await rejection(ShadowClient.connect({ autostart: false }));
+      assert.strictEqual(err.code, 'DAEMON_UNAVAILABLE', err.message);
+      await new Promise((r) => setTimeout(r, 300));
+      assert.deepStrictEqual(fake.heard(), [], 'the pipe of a dead daemon is never opened');
+    } finally {
+      process.env.LOCALAPPDATA = saved;
+      fake.child.kill();
       fs.rmSync(other, { recursive: true, force: true });
     }
   });

@@ -83,6 +83,8 @@ export const serveCommand: CommandModule<object, Args> = {
         exitAfterMs: args['exit-after'] * 1000,
         policy,
         autosaveMs: args.autosave * 1000,
+        // Test hook: a short hello deadline, so a test need not wait the default (server.ts).
+        ...(envSeconds('SHADOWFS_HELLO_DEADLINE_MS', 0) > 0 ? { helloDeadlineMs: envSeconds('SHADOWFS_HELLO_DEADLINE_MS', 0) } : {}),
       });
       await daemon.start();
       const stop = (): void => void daemon.stop();
