@@ -268,6 +268,7 @@ class WinFspMount final : public MountBackend {
   MountOptions opts_;
   Api api_;
   std::string sd_;           // the one security descriptor (ownerAndSystemDescriptor)
+  std::string mountSd_;      // the mount point's: the same without the Low label
   std::wstring lowerRoot_;   // the folder, \\?\ form
   std::wstring mountW_;      // the mount point as given to WinFsp
   UINT32 fileInfoTimeout_ = 0;
@@ -1217,7 +1218,7 @@ int WinFspMount::start(int* err, std::string* message) {
     *message = l.error.empty() ? "WinFsp's native API is not available" : l.error;
     return -1;
   }
-  if (!ownerAndSystemDescriptor(&sd_, message)) {
+  if (!ownerAndSystemDescriptor(&sd_, message) || !ownerAndSystemDescriptor(&mountSd_, message, false)) {
     *err = EACCES;
     return -1;
   }
@@ -1314,7 +1315,7 @@ int WinFspMount::start(int* err, std::string* message) {
   // once gets served instead of STATUS_CANCELLED (research note §4.3).
   s = api_.start(fs_, 0);
   if (s >= 0) s = api_.setMountPoint(fs_, const_cast<PWSTR>(mountW_.c_str()),
-                                     const_cast<char*>(sd_.data()));
+                                     const_cast<char*>(mountSd_.data()));
   if (s < 0) {
     if (s == st::NETWORK_ACCESS_DENIED) {
       *err = EINVAL;

@@ -143,7 +143,7 @@ uint32_t permWithAttributes(uint32_t perm, UINT32 attributes) {
 
 // ---------------------------------------------------------------- security
 
-bool ownerAndSystemDescriptor(std::string* out, std::string* error) {
+bool ownerAndSystemDescriptor(std::string* out, std::string* error, bool lowLabel) {
   HANDLE token = nullptr;
   if (!OpenProcessToken(GetCurrentProcess(), TOKEN_QUERY, &token)) {
     *error = "cannot read this process's token (Windows error " + std::to_string(GetLastError()) + ")";
@@ -171,6 +171,9 @@ bool ownerAndSystemDescriptor(std::string* out, std::string* error) {
   // for SYSTEM (SY).
   std::wstring sddl = std::wstring(L"O:") + sid + L"G:" + sid + L"D:P(A;OICI;FA;;;" + sid +
                       L")(A;OICI;FA;;;SY)";
+  // Mandatory integrity control: the label is what a Low-integrity token is checked against
+  // (its DACL rights above still apply), inherited by what is created below.
+  if (lowLabel) sddl += L"S:(ML;OICI;NW;;;LW)";
   LocalFree(sid);
   PSECURITY_DESCRIPTOR sd = nullptr;
   ULONG size = 0;

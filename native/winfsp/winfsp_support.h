@@ -54,8 +54,12 @@ uint32_t permWithAttributes(uint32_t perm, UINT32 attributes);
 // A self-relative security descriptor: owner and group the user this process runs as, a
 // protected DACL giving full control to that user and to SYSTEM only, inherited by everything
 // created below (so new files get the same). Other local users get nothing (finding 8).
+// With `lowLabel`, also a SACL with one mandatory label: Low integrity, NO_WRITE_UP, inherited
+// (SDDL S:(ML;OICI;NW;;;LW)), so a program of the same user running at Low integrity (a
+// sandboxed run, #29) may write in the shadow, while A keeps its own labels (unlabelled objects
+// count as Medium, which refuses Low writers). Without it, the label-free form (the mount point's).
 // False and *error when the process token cannot be read.
-bool ownerAndSystemDescriptor(std::string* out, std::string* error);
+bool ownerAndSystemDescriptor(std::string* out, std::string* error, bool lowLabel = true);
 // GetSecurityByName/GetSecurity's protocol: copy `sd` into (buf, *size) when it fits, else
 // BUFFER_OVERFLOW; *size always gets the size needed. A null `size` asks for nothing.
 NTSTATUS copyDescriptor(const std::string& sd, PSECURITY_DESCRIPTOR buf, SIZE_T* size);

@@ -122,6 +122,7 @@ function makeFolder(a: string): void {
   put('doc/plain.txt', 'plain of A');
   put('bin/tool.exe', 'MZ tool of A');
   put('sw/base.txt', 'base of A');
+  put('low/a.txt', 'low of A');
   // The developer's folder: the child edits it behind the volume's back (left out of the hash).
   put('dev/edit.txt', 'edit me');
   put('dev/tool.exe', 'MZ tool v1');

@@ -214,6 +214,31 @@ TEST(winfsp_security_descriptor_owner_and_system_only) {
   CHECK_EQ(aces, static_cast<size_t>(2));
   std::printf("          note: %s\n", utf8(s).c_str());
 
+  // #29: one mandatory label in the SACL, Low (S-1-16-4096) with NO_WRITE_UP, inherited by files
+  // and directories: S:(ML;OICI;NW;;;LW). Read from the ACE itself, not from SDDL text.
+  BOOL present = FALSE, defaulted = FALSE;
+  PACL sacl = nullptr;
+  REQUIRE(GetSecurityDescriptorSacl(p, &present, &sacl, &defaulted));
+  REQUIRE(present && sacl);
+  REQUIRE_EQ(static_cast<int>(sacl->AceCount), 1);
+  void* ace = nullptr;
+  REQUIRE(GetAce(sacl, 0, &ace));
+  auto* label = static_cast<SYSTEM_MANDATORY_LABEL_ACE*>(ace);
+  CHECK_EQ(static_cast<int>(label->Header.AceType), SYSTEM_MANDATORY_LABEL_ACE_TYPE);
+  CHECK_EQ(static_cast<int>(label->Header.AceFlags), OBJECT_INHERIT_ACE | CONTAINER_INHERIT_ACE);
+  CHECK_EQ(static_cast<unsigned>(label->Mask), static_cast<unsigned>(SYSTEM_MANDATORY_LABEL_NO_WRITE_UP));
+  wchar_t* labelSid = nullptr;
+  REQUIRE(ConvertSidToStringSidW(&label->SidStart, &labelSid));
+  CHECK(std::wstring(labelSid) == L"S-1-16-4096");
+  LocalFree(labelSid);
+  // The mount point's form has no SACL.
+  std::string plain;
+  REQUIRE(ownerAndSystemDescriptor(&plain, &error, false));
+  present = TRUE;
+  sacl = nullptr;
+  REQUIRE(GetSecurityDescriptorSacl(const_cast<char*>(plain.data()), &present, &sacl, &defaulted));
+  CHECK(!present);
+
   // The size protocol: too small is BUFFER_OVERFLOW with the size needed.
   std::vector<char> out(sd.size());
   SIZE_T size = 8;

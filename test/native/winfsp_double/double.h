@@ -49,6 +49,10 @@ GENERIC_MAPPING *genericMapping();
 NTSTATUS newSecurityDescriptor(PSECURITY_DESCRIPTOR parent, PSECURITY_DESCRIPTOR creator, bool container,
                                HANDLE token, PSECURITY_DESCRIPTOR *out);
 NTSTATUS getSecurityByName(FSP_FILE_SYSTEM *fs, PWSTR name, UINT32 *attrs, std::vector<UINT8> &sd);
+// Mandatory integrity control (double_dll.cc, runAccessCheck): a token the double made for a
+// Low-integrity opener (`open ... integrity=low`); every other token counts as Medium.
+HANDLE lowIntegrityToken(HANDLE from);
+void closeLowIntegrityToken(HANDLE token);
 NTSTATUS accessCheck(FSP_FILE_SYSTEM *fs, FSP_FSCTL_TRANSACT_REQ *req, bool checkParent, UINT32 desired,
                      UINT32 *granted, UINT32 *reparseIndex, std::vector<UINT8> *sdOut);
 

@@ -543,14 +543,87 @@ static UINT32 suffixIndex(const wchar_t *path) {
   return (UINT32)(p - path);
 }
 
+// --- Mandatory integrity control --------------------------------------------------------------
+// What AccessCheck does on Windows before the DACL (Microsoft's "Mandatory Integrity Control" and
+// SYSTEM_MANDATORY_LABEL_ACE documentation), modelled here because wine 8.0's AccessCheck ignores
+// integrity: the object's level and policy come from the mandatory label ACE in its descriptor's
+// SACL; an object without one counts as Medium with NO_WRITE_UP. A token below the object's level
+// is refused the write rights when the policy has NO_WRITE_UP (NO_READ_UP and NO_EXECUTE_UP are
+// not modelled), whatever its DACL grants: FILE_WRITE_DATA/ADD_FILE, FILE_APPEND_DATA/
+// ADD_SUBDIRECTORY, FILE_WRITE_EA, FILE_WRITE_ATTRIBUTES, FILE_DELETE_CHILD, DELETE, WRITE_DAC and
+// WRITE_OWNER (MAXIMUM_ALLOWED is granted without them). The token's level: the double makes the
+// Low tokens itself (lowIntegrityToken) and knows them by handle; every other token is Medium, a
+// user's unelevated token. Not modelled: levels other than Low and Medium, the token's
+// mandatory policy (TOKEN_MANDATORY_POLICY_NO_WRITE_UP is taken as set, as it is by default),
+// and labels on anything but the object being opened (a create checks its parent's).
+namespace {
+std::mutex lowTokensLock;
+std::vector<HANDLE> lowTokens;
+const UINT32 kMicWriteRights = FILE_WRITE_DATA | FILE_APPEND_DATA | FILE_WRITE_EA | FILE_WRITE_ATTRIBUTES |
+                               FILE_DELETE_CHILD | DELETE | WRITE_DAC | WRITE_OWNER;
+bool tokenIsLow(HANDLE token) {
+  std::lock_guard<std::mutex> g(lowTokensLock);
+  return std::find(lowTokens.begin(), lowTokens.end(), token) != lowTokens.end();
+}
+// The object's integrity RID (SECURITY_MANDATORY_*_RID) and label policy, from its SACL.
+void objectLabel(const std::vector<UINT8> &sd, DWORD *rid, DWORD *policy) {
+  *rid = SECURITY_MANDATORY_MEDIUM_RID;
+  *policy = SYSTEM_MANDATORY_LABEL_NO_WRITE_UP;
+  BOOL present = FALSE, defaulted = FALSE;
+  PACL sacl = nullptr;
+  if (!GetSecurityDescriptorSacl((PSECURITY_DESCRIPTOR)sd.data(), &present, &sacl, &defaulted) || !present || !sacl)
+    return;
+  for (DWORD i = 0; i < sacl->AceCount; i++) {
+    void *ace = nullptr;
+    if (!GetAce(sacl, i, &ace)) continue;
+    auto *l = (SYSTEM_MANDATORY_LABEL_ACE *)ace;
+    if (l->Header.AceType != SYSTEM_MANDATORY_LABEL_ACE_TYPE || (l->Header.AceFlags & INHERIT_ONLY_ACE)) continue;
+    PSID sid = (PSID)&l->SidStart;
+    if (*GetSidSubAuthorityCount(sid) < 1) continue;
+    *rid = *GetSidSubAuthority(sid, *GetSidSubAuthorityCount(sid) - 1);
+    *policy = l->Mask;
+    return;
+  }
+}
+}  // namespace
+
+HANDLE lowIntegrityToken(HANDLE from) {
+  // A token of its own (so its handle tells it apart), made as the volume's token was.
+  HANDLE primary = nullptr, t = nullptr;
+  if (!OpenProcessToken(GetCurrentProcess(), TOKEN_DUPLICATE | TOKEN_QUERY, &primary)) return from;
+  BOOL ok = DuplicateToken(primary, SecurityIdentification, &t);
+  CloseHandle(primary);
+  if (!ok) return from;
+  std::lock_guard<std::mutex> g(lowTokensLock);
+  lowTokens.push_back(t);
+  return t;
+}
+void closeLowIntegrityToken(HANDLE token) {
+  {
+    std::lock_guard<std::mutex> g(lowTokensLock);
+    lowTokens.erase(std::remove(lowTokens.begin(), lowTokens.end(), token), lowTokens.end());
+  }
+  CloseHandle(token);
+}
+
 static NTSTATUS runAccessCheck(const std::vector<UINT8> &sd, HANDLE token, UINT32 desired, UINT32 *granted) {
   UINT8 privBuf[sizeof(PRIVILEGE_SET) + 15 * sizeof(LUID_AND_ATTRIBUTES)];
   DWORD privLen = sizeof privBuf;
   BOOL ok = FALSE;
   DWORD g = 0;
+  UINT32 mapped = desired;
+  MapGenericMask((PDWORD)&mapped, &fileGenericMapping);
+  UINT32 micDenied = 0;
+  if (tokenIsLow(token)) {
+    DWORD rid = 0, policy = 0;
+    objectLabel(sd, &rid, &policy);
+    if (rid > SECURITY_MANDATORY_LOW_RID && (policy & SYSTEM_MANDATORY_LABEL_NO_WRITE_UP)) micDenied = kMicWriteRights;
+  }
+  if (mapped & micDenied & ~MAXIMUM_ALLOWED) return STATUS_ACCESS_DENIED;
   if (!AccessCheck((PSECURITY_DESCRIPTOR)sd.data(), token, desired, &fileGenericMapping, (PPRIVILEGE_SET)privBuf,
                    &privLen, &g, &ok))
     return FspNtStatusFromWin32(GetLastError());
+  g &= ~micDenied;
   if (granted) *granted = g;
   return ok ? STATUS_SUCCESS : STATUS_ACCESS_DENIED;
 }

@@ -19,6 +19,9 @@
 //   SetDelete over CanDelete), Rename (RenameCheck of the target when replacing), ReadDirectory /
 //   GetDirInfoByName, reparse FSCTLs, GetSecurity; the helpers (AddDirInfo, the directory buffer,
 //   FindReparsePoint, ResolveReparsePoints, CanReplaceReparsePoint, security descriptors).
+// - Mandatory integrity control in the open-time access check (double_dll.cc, runAccessCheck): a
+//   Low-integrity opener is refused write rights on an object labelled above Low or unlabelled
+//   (Medium) with NO_WRITE_UP; Low and Medium levels only.
 // - New objects' security descriptors: CreatePrivateObjectSecurity's documented rules, in the
 //   double's own code (double_dll.cc), because wine 8.0's is a semi-stub (O:WD G:WD, no DACL).
 // - The driver (this file): name checks (src/sys/name.c), root rules and attribute masking
@@ -314,6 +317,7 @@ WFD_API VOID FspFileSystemDelete(FSP_FILE_SYSTEM *FileSystem) {
     waitNotifications(v);
     for (auto &kv : v->nodes) delete kv.second;
     if (v->token) CloseHandle(v->token);
+    if (v->lowToken) closeLowIntegrityToken(v->lowToken);
     delete v;
   }
   free(FileSystem);

@@ -62,6 +62,7 @@ struct Volume {
   std::vector<std::thread> threads;
   bool started = false, stopping = false;
   HANDLE token = nullptr;
+  HANDLE lowToken = nullptr;  // made at the first `integrity=low` open (lowIntegrityToken)
   UINT64 nextHint = 1;
   std::map<UINT64, std::pair<FSP_FSCTL_TRANSACT_RSP *, bool *>> pending;
   int notifyDepth = 0;
@@ -86,6 +87,7 @@ struct OpenArgs {
   UINT32 disposition = 1, access = FILE_READ_ATTRIBUTES | SYNCHRONIZE, share = FILE_SHARE_READ | FILE_SHARE_WRITE,
          options = 0, attributes = 0;
   bool openTarget = false;
+  bool lowIntegrity = false;  // the opener runs at Low integrity
   std::wstring sddl;
 };
 struct OpenResult {

@@ -172,7 +172,13 @@ OpenResult ioOpen(Volume *v, const OpenArgs &a0) {
     auto &c = req->Req.Create;
     c.CreateOptions = (disp << 24) | (a.options & 0xffffff);
     c.FileAttributes = attrs;
-    c.AccessToken = ((UINT64)GetCurrentProcessId() << 32) | (UINT64)(UINT_PTR)v->token;
+    HANDLE token = v->token;
+    if (a.lowIntegrity) {
+      std::lock_guard<std::mutex> g(v->lock);
+      if (!v->lowToken) v->lowToken = lowIntegrityToken(v->token);
+      token = v->lowToken;
+    }
+    c.AccessToken = ((UINT64)GetCurrentProcessId() << 32) | (UINT64)(UINT_PTR)token;
     c.DesiredAccess = a.access;
     c.ShareAccess = a.share;
     c.UserMode = 1;
@@ -823,9 +829,35 @@ NTSTATUS ioGetSecurity(Volume *v, Handle *h, std::wstring *sddl) {
   }
   LPWSTR s = nullptr;
   if (ConvertSecurityDescriptorToStringSecurityDescriptorW(
-          sd, 1, OWNER_SECURITY_INFORMATION | GROUP_SECURITY_INFORMATION | DACL_SECURITY_INFORMATION, &s, nullptr)) {
+          sd, 1,
+          OWNER_SECURITY_INFORMATION | GROUP_SECURITY_INFORMATION | DACL_SECURITY_INFORMATION |
+              LABEL_SECURITY_INFORMATION,
+          &s, nullptr)) {
     *sddl = s;
     LocalFree(s);
+  }
+  // Wine 8.0 leaves the mandatory label out of the SDDL it spells; the double adds it the way
+  // Windows writes it (S:(ML;flags;policy;;;level)).
+  BOOL present = FALSE, defaulted = FALSE;
+  PACL sacl = nullptr;
+  if (sddl->find(L"S:") == std::wstring::npos && GetSecurityDescriptorSacl(sd, &present, &sacl, &defaulted) &&
+      present && sacl) {
+    std::wstring label;
+    for (DWORD i = 0; i < sacl->AceCount; i++) {
+      void *ace = nullptr;
+      if (!GetAce(sacl, i, &ace) || ((ACE_HEADER *)ace)->AceType != SYSTEM_MANDATORY_LABEL_ACE_TYPE) continue;
+      auto *l = (SYSTEM_MANDATORY_LABEL_ACE *)ace;
+      PSID sid = (PSID)&l->SidStart;
+      DWORD rid = *GetSidSubAuthority(sid, *GetSidSubAuthorityCount(sid) - 1);
+      const BYTE f = l->Header.AceFlags;
+      label += L"(ML;" + std::wstring(f & OBJECT_INHERIT_ACE ? L"OI" : L"") + (f & CONTAINER_INHERIT_ACE ? L"CI" : L"") +
+               (f & INHERIT_ONLY_ACE ? L"IO" : L"") + L";" + (l->Mask & 1 ? L"NW" : L"") + (l->Mask & 2 ? L"NR" : L"") +
+               (l->Mask & 4 ? L"NX" : L"") + L";;;" +
+               (rid == 0x1000 ? L"LW" : rid == 0x2000 ? L"ME" : rid == 0x3000 ? L"HI" : rid == 0x4000 ? L"SI"
+                                                                                       : L"S-1-16-" + std::to_wstring(rid)) +
+               L")";
+    }
+    if (!label.empty()) *sddl += L"S:" + label;
   }
   return r;
 }

@@ -12,7 +12,8 @@
 //   scenario NAME                      starts a scenario; handles left open are closed at its end
 //   open H PATH [disp=open|create|open_if|overwrite|overwrite_if|supersede] [access=LIST]
 //        [share=rwd|none] [opts=dir,nondir,doc,reparse] [attrs=ro,hidden,system,archive]
-//        [sddl=SDDL] [expect=STATUS] [info=created|opened|overwritten|superseded]
+//        [sddl=SDDL] [integrity=low] [expect=STATUS] [info=created|opened|overwritten|superseded]
+//        (integrity=low: the opener's token is Low integrity; see runAccessCheck in double_dll.cc)
 //   cleanup H | close H (cleanup if not yet, then close) | closeall
 //   write H OFFSET TEXT | read H OFFSET LEN [data=TEXT] | truncate H SIZE
 //   getinfo H [attrs=LIST] [noattrs=LIST] [size=N] [cached=yes|no] [created_after=YEAR]
@@ -284,6 +285,7 @@ struct Runner {
       }
       if (kv.count("attrs")) a.attributes = parseAttrs(kv["attrs"]);
       if (kv.count("sddl")) a.sddl = wide(kv["sddl"]);
+      a.lowIntegrity = kv.count("integrity") && kv["integrity"] == "low";
       OpenResult r = ioOpen(v, a);
       got = r.status;
       if (!r.reparsedTo.empty()) detail = "\"reparsedTo\":" + jsonString(utf8(r.reparsedTo)) + ",";
