@@ -107,6 +107,13 @@ export interface NativeShadow {
   remount(mountPoint: string): Promise<void>;
   /** File-system requests served so far, for idle detection (synchronous, cheap). */
   activity(): number;
+  /**
+   * Handles programs have open in the shared mount and its views (opens minus closes; synchronous,
+   * cheap), so idle unmount and suspend can treat a shadow in use as busy: a number for the winfsp
+   * backend (0 when nothing is mounted), null when a mounted backend does not count them (fuse_ll,
+   * fuse_hl). Optional: native objects built before it lack it.
+   */
+  openHandles?(): number | null;
   /** The shared mount's requests by kind (fuse_ll counts 16 kinds: lookup, getattr, open, read, readdirplus, …; fuse_hl none). */
   requestCounts(): Record<string, number>;
   /** What the shared mount's kernel connection agreed to (fuse_ll: noOpen, noOpendir, readdirplus, epoch, passthrough, ioUring; fuse_hl: nothing). */

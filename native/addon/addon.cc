@@ -41,6 +41,7 @@
 #include "../platform/win32_winfsp.h"
 #endif
 #include "../core/path.h"
+#include "../winfsp/winfsp_native.h"  // OS-free: OpenHandleCount (only the winfsp backend has it)
 #include "backends.h"
 
 namespace shadowfs {
@@ -167,6 +168,7 @@ class Shadow : public Napi::ObjectWrap<Shadow> {
                         InstanceMethod("remount", &Shadow::Remount),
                         InstanceMethod("activity", &Shadow::Activity),
                         InstanceMethod("requestCounts", &Shadow::RequestCounts),
+                        InstanceMethod("openHandles", &Shadow::OpenHandles),
                         InstanceMethod("transport", &Shadow::Transport),
                         InstanceMethod("folderChanges", &Shadow::FolderChanges),
                         InstanceMethod("stat", &Shadow::Stat),
@@ -1111,6 +1113,25 @@ class Shadow : public Napi::ObjectWrap<Shadow> {
     if (main_)
       for (auto& [name, n] : main_->requestCounts()) out.Set(name, Napi::Number::New(info.Env(), static_cast<double>(n)));
     return out;
+  }
+
+  // JS thread, synchronous: handles programs have open in the shared mount and the views (opens
+  // minus closes), for idle unmount and suspend to treat a shadow in use as busy; null when a
+  // mounted backend does not count them (only winfsp does: OpenHandleCount), 0 when nothing is
+  // mounted. Read under infoMu_ so no backend is disposed meanwhile.
+  Napi::Value OpenHandles(const Napi::CallbackInfo& info) {
+    std::lock_guard<std::mutex> lock(infoMu_);
+    uint64_t n = 0;
+    bool known = true;
+    auto add = [&](const MountBackend* b) {
+      if (!b || !b->mounted()) return;
+      if (auto* c = dynamic_cast<const OpenHandleCount*>(b)) n += c->openHandles();
+      else known = false;
+    };
+    add(main_.get());
+    for (auto& [id, v] : views_) add(v.backend.get());
+    if (!known) return info.Env().Null();
+    return Napi::Number::New(info.Env(), static_cast<double>(n));
   }
 
   // JS thread, synchronous: what the shared mount's kernel connection agreed to (an object of

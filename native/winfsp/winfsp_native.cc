@@ -171,7 +171,7 @@ struct FileCtx {
   FolderWatcher::Token watch = 0;
 };
 
-class WinFspMount final : public MountBackend {
+class WinFspMount final : public MountBackend, public OpenHandleCount {
  public:
   WinFspMount(std::shared_ptr<Overlay> ov, Layer* view, std::string lower, std::string mountPoint,
               MountOptions opts)
@@ -193,6 +193,10 @@ class WinFspMount final : public MountBackend {
   bool usesEpoch() const override { return false; }
   int unmount(bool lazy) override;
   bool mounted() const override { return mounted_.load(); }
+  uint64_t openHandles() const override {
+    std::lock_guard<std::mutex> lock(ctxMu_);
+    return ctxs_.size();
+  }
   uint64_t requests() const override { return requests_.load(std::memory_order_relaxed); }
   std::vector<std::pair<std::string, bool>> transport() const override {
     return {{"winfsp-native", true},

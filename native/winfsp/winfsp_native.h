@@ -9,6 +9,20 @@
 
 namespace shadowfs {
 
+// What the winfsp backend tells beyond MountBackend (the addon asks with dynamic_cast): the
+// opens WinFsp has not closed yet, opens (and creates) minus closes, on files, directories and
+// links, including a program's handle already closed whose file object a mapped image still
+// holds (its Close comes at the unmapping). WinFsp reports no busy volume (#28 finding 7), so
+// this is how an idle unmount or suspend can tell a shadow in use (#29); unmount(lazy=false)
+// answers EBUSY while it is not 0. Any thread; an atomic read.
+class OpenHandleCount {
+ public:
+  virtual uint64_t openHandles() const = 0;
+
+ protected:
+  ~OpenHandleCount() = default;
+};
+
 // Mounts `overlay` (the layer `view`, or the active one when null) at `mountPoint`: a drive
 // ("X:") or a directory that does not exist yet (WinFsp creates it; an existing empty one is
 // removed first). With opts.volumePrefix the volume is a network one (\\shadowfs\<name>, drive

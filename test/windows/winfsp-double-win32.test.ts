@@ -92,6 +92,13 @@ interface ChildResult {
   mountDirAfter?: boolean;
   unmountError?: string;
   exeDeveloper?: string;
+  openHandlesBusy?: number | null;
+  openHandlesAtEnd?: number | null;
+}
+
+/** The native object's count of handles open in the volume (#29: idle unmount treats it as busy). */
+function openHandles(shadow: object): number | null | undefined {
+  return (shadow as { native?: { openHandles?: () => number | null } }).native?.openHandles?.();
 }
 
 /** The folder A: files a workload reads, and the tree the links of the scenarios point into. */
@@ -208,6 +215,7 @@ async function child(): Promise<void> {
         answer('api-write');
       } else if (ask('busy')) {
         // A file is open in the volume: the unmount must be refused and the volume stay.
+        out.openHandlesBusy = openHandles(shadow);
         out.busyCode = await shadow.unmount().then(
           () => 'unmounted',
           (err: unknown) => String((err as { code?: string }).code),
@@ -260,6 +268,7 @@ async function child(): Promise<void> {
         await new Promise((r) => setTimeout(r, 20));
       }
     }
+    out.openHandlesAtEnd = openHandles(shadow);
     out.changes = (await shadow.layer('agent').changes()).map((c) => ({ path: c.path, kind: c.kind }));
     out.metaMode = (await shadow.layer('agent').stat('meta-new.txt')).mode;
     out.keptMode = (await shadow.layer('agent').stat('wo/kept.txt')).mode;
@@ -408,6 +417,12 @@ if (process.env.SHADOWFS_WFD_CHILD === '1') {
 
     it('refuses to unmount while a program has a file open in the volume (finding 7)', () => {
       assert.strictEqual(result.busyCode, 'MOUNT_BUSY', childOutput);
+    });
+
+    it('counts the handles programs have open in the volume: at least one while a file is open, none once all are closed (#29)', () => {
+      assert.strictEqual(typeof result.openHandlesBusy, 'number', childOutput);
+      assert.ok((result.openHandlesBusy as number) >= 1, String(result.openHandlesBusy));
+      assert.strictEqual(result.openHandlesAtEnd, 0, childOutput);
     });
 
     it("lets the developer rebuild, rename and delete A's program while it runs from the shadow, which keeps its copy out of the layer (finding 15)", () => {
