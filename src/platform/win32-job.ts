@@ -78,13 +78,21 @@ export const LAUNCHER_CANNOT_START = 127;
  * command.
  */
 const NODE_OPTIONS_CARRIER = 'SHADOWFS_LAUNCHER_NODE_OPTIONS';
+/**
+ * Set ("1") in the launcher's environment when the command's arguments are one finished command
+ * line (a cmd.exe line from win32-command.ts) that the launcher's spawn must pass as it is, with
+ * windowsVerbatimArguments; never passed on to the command.
+ */
+const VERBATIM_FLAG = 'SHADOWFS_LAUNCHER_VERBATIM';
 
 /**
  * The launcher, run as `node -e LAUNCHER -- command args...`. It reads its stdin up to the first
  * newline; that line must be "go", else (or at the end of stdin) it exits with 125 and starts
  * nothing. Then it spawns the command with its own stdout and stderr (stdin: nothing; the
- * launcher's stdin is the daemon's channel), passes on SIGINT, SIGTERM, SIGBREAK and SIGHUP, and
- * exits with the command's exit code (127 with a message when the command cannot start).
+ * launcher's stdin is the daemon's channel), with windowsVerbatimArguments when the daemon said so
+ * in SHADOWFS_LAUNCHER_VERBATIM (so Node does not quote a finished cmd.exe line again), passes on
+ * SIGINT, SIGTERM, SIGBREAK and SIGHUP, and exits with the command's exit code (127 with a message
+ * when the command cannot start).
  */
 export const LAUNCHER = `'use strict';
 const { spawn } = require('child_process');
@@ -107,9 +115,16 @@ const start = () => {
   for (const k of Object.keys(env)) if (k.toUpperCase() === 'NODE_OPTIONS') delete env[k];
   if (env.${NODE_OPTIONS_CARRIER} !== undefined) env.NODE_OPTIONS = env.${NODE_OPTIONS_CARRIER};
   delete env.${NODE_OPTIONS_CARRIER};
+  const verbatim = env.${VERBATIM_FLAG} === '1';
+  delete env.${VERBATIM_FLAG};
   let child;
   try {
-    child = spawn(argv[0], argv.slice(1), { stdio: ['ignore', 'inherit', 'inherit'], env, windowsHide: true });
+    child = spawn(argv[0], argv.slice(1), {
+      stdio: ['ignore', 'inherit', 'inherit'],
+      env,
+      windowsHide: true,
+      windowsVerbatimArguments: verbatim,
+    });
   } catch (err) {
     say('cannot start ' + argv[0] + ': ' + err.message);
     process.exit(${LAUNCHER_CANNOT_START});
@@ -141,21 +156,36 @@ process.stdin.on('error', (err) => notStarted('its channel to the daemon failed:
 export interface LaunchOptions {
   cwd?: string;
   env?: NodeJS.ProcessEnv;
+  /**
+   * argv[1..] is one finished command line (win32-command.ts's cmd.exe lines): the launcher
+   * spawns the command with windowsVerbatimArguments, so Node adds no quotes of its own.
+   */
+  windowsVerbatimArguments?: boolean;
+  /**
+   * Called with the launcher's pid once it is in the job and before it is let go (the run lowers
+   * its token here). When it throws, the launcher is never let go: it is killed having started
+   * nothing, and launch() throws what it threw.
+   */
+  beforeGo?: (pid: number) => void;
 }
 
 /** The launcher's command line and environment for `argv` (argv[0] is the program). */
 export function launcherCommand(
   argv: string[],
   env: NodeJS.ProcessEnv = process.env,
+  opts: { windowsVerbatimArguments?: boolean } = {},
 ): { file: string; args: string[]; env: NodeJS.ProcessEnv } {
   if (argv.length === 0) throw new Error('launcherCommand: no command given');
   const out: NodeJS.ProcessEnv = {};
   let nodeOptions: string | undefined;
   for (const [k, v] of Object.entries(env)) {
-    if (k.toUpperCase() === 'NODE_OPTIONS') nodeOptions = v;
-    else if (k.toUpperCase() !== NODE_OPTIONS_CARRIER) out[k] = v;
+    const name = k.toUpperCase();
+    if (name === 'NODE_OPTIONS') nodeOptions = v;
+    // The launcher's own variables are the daemon's to set, never the run's environment's.
+    else if (name !== NODE_OPTIONS_CARRIER && name !== VERBATIM_FLAG) out[k] = v;
   }
   if (nodeOptions !== undefined) out[NODE_OPTIONS_CARRIER] = nodeOptions;
+  if (opts.windowsVerbatimArguments) out[VERBATIM_FLAG] = '1';
   // `--` ends node's own options, so a command that starts with "-" is not taken for one.
   return { file: process.execPath, args: ['-e', LAUNCHER, '--', ...argv], env: out };
 }
@@ -338,14 +368,14 @@ export class Win32Job {
   }
 
   /**
-   * Starts `argv` inside the job: spawns the launcher, assigns it, then lets it start the command.
-   * The launcher is the returned child (its pid, exit code, stdout and stderr are the run's). If the
-   * launcher cannot be assigned, it is told nothing (so it exits with 125 having started nothing),
-   * is terminated, and the error is thrown.
+   * Starts `argv` inside the job: spawns the launcher, assigns it, calls opts.beforeGo, then lets
+   * it start the command. The launcher is the returned child (its pid, exit code, stdout and
+   * stderr are the run's). If the launcher cannot be assigned or beforeGo throws, it is told
+   * nothing (so it exits with 125 having started nothing), is terminated, and the error is thrown.
    */
   launch(argv: string[], opts: LaunchOptions = {}): ChildProcessByStdio<Writable, Readable, Readable> {
     this.open('launch');
-    const cmd = launcherCommand(argv, opts.env);
+    const cmd = launcherCommand(argv, opts.env, { windowsVerbatimArguments: opts.windowsVerbatimArguments });
     // detached: a process group of its own, so the daemon's console signals do not reach the run
     // (as on Linux); windowsHide: no console window pops up for it.
     const child = spawn(cmd.file, cmd.args, {
@@ -360,6 +390,7 @@ export class Win32Job {
     if (child.pid === undefined) return child; // spawn failed: the child emits 'error'
     try {
       this.assign(child.pid);
+      opts.beforeGo?.(child.pid);
     } catch (err) {
       child.stdin.end();
       child.kill();
