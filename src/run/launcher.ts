@@ -46,8 +46,15 @@ export function commandEnv(extra: Record<string, string>): Record<string, string
   if (!platform.namespaces) {
     // Windows runs start through their Job Object with the daemon's environment (issue 29 makes
     // that minimal too: Windows needs SystemRoot, PATHEXT, COMSPEC and more than this list).
+    // Windows names variables without letter case: an extra `Path` or `temp` replaces the
+    // daemon's `PATH` or `TEMP` instead of standing beside it (where spawn would keep whichever
+    // sorts first, the daemon's).
     for (const [k, v] of Object.entries(process.env)) if (v !== undefined) env[k] = v;
-    return { ...env, ...extra };
+    for (const [k, v] of Object.entries(extra)) {
+      for (const old of Object.keys(env)) if (old.toUpperCase() === k.toUpperCase()) delete env[old];
+      env[k] = v;
+    }
+    return env;
   }
   for (const [k, v] of Object.entries(process.env)) {
     if (v === undefined || v.includes('\0')) continue;

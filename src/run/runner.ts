@@ -14,6 +14,7 @@ import type { Shadow } from '../shadow';
 import { commandEnv, launchArgs, type LaunchPlan, launcherPath, parseStatus, privateTempDir, probeConfinement } from './launcher';
 import { checkPolicy, RunPolicy } from './policy';
 import { platform, RUN_MARKER } from '../platform';
+import { isWin32Group } from '../platform/win32-processes';
 
 export type { RunResult };
 
@@ -28,7 +29,7 @@ export interface RunOptions {
   timeoutMs?: number;
   /** Run on a scratch copy of the agent's layer that is dropped afterwards. */
   discardWrites?: boolean;
-  /** Run argv joined by spaces with `sh -c`. */
+  /** Run argv joined by spaces as a shell line: `sh -c` (Linux), `cmd.exe /d /s /c` (Windows). */
   shell?: boolean;
   /**
    * Linux, default true: the command runs in a private mount namespace in which the folder's
@@ -39,8 +40,9 @@ export interface RunOptions {
   /** Older name of `originalPath: true`, which is now the default; still accepted. */
   atOriginalPath?: boolean;
   /**
-   * Where the mount namespace cannot be made, run without it (`protected: false`) instead of
-   * refusing with NAMESPACE_UNAVAILABLE.
+   * Where the run's protection cannot be made (Linux: the mount namespace; Windows: a Low
+   * integrity token), run without it (`protected: false`) instead of refusing with
+   * NAMESPACE_UNAVAILABLE.
    */
   unprotected?: boolean;
   /** Linux: run in a network namespace of its own with only loopback. */
@@ -62,6 +64,11 @@ const ENABLE_NAMESPACES =
 interface Confinement {
   /** Linux: through the launcher; false elsewhere (Windows: the run's Job Object). */
   launcher: boolean;
+  /**
+   * Windows: protected is decided when the command starts, by whether its token read back Low
+   * (Win32ProcessGroup.launchRun); `protected` here is false until then.
+   */
+  atLaunch?: boolean;
   /** No namespaces could be made and the caller accepted that: Landlock, seccomp and the environment only. */
   noNamespaces: boolean;
   protected: boolean;
@@ -70,6 +77,9 @@ interface Confinement {
 
 /** The confinement a run gets; throws NAMESPACE_UNAVAILABLE when it may not run. */
 function chooseConfinement(shadow: Shadow, opts: RunOptions): Confinement {
+  // Windows (no namespaces; --no-network was refused in checkArgs): the Low-integrity token is
+  // made, or refused, as the command starts.
+  if (platform.name === 'win32') return { launcher: false, noNamespaces: true, protected: false, atLaunch: true };
   const net = opts.noNetwork === true;
   const probe = probeConfinement(net);
   if ('protections' in probe) return { launcher: true, noNamespaces: false, protected: true };
@@ -119,9 +129,11 @@ function checkArgs(opts: RunOptions): { cwd: string } {
 
 export async function runInShadow(shadow: Shadow, opts: RunOptions): Promise<RunResult> {
   const { cwd } = checkArgs(opts);
-  const argv = opts.shell ? ['sh', '-c', opts.argv.join(' ')] : opts.argv;
-  checkPolicy(opts.policy, argv);
   const ns = chooseConfinement(shadow, opts);
+  // Windows resolves the command where it runs (its PATH, its directory in the agent's layer) and
+  // judges it then, before anything starts (Win32ProcessGroup.launchRun).
+  const argv = opts.shell && !ns.atLaunch ? ['sh', '-c', opts.argv.join(' ')] : opts.argv;
+  if (!ns.atLaunch) checkPolicy(opts.policy, argv);
   const runId = opts.runId ?? crypto.randomBytes(6).toString('hex');
   const agent = opts.agent;
   await shadow.createLayer(agent);
@@ -173,17 +185,27 @@ async function spawnAndWait(
   queuedMs: () => number,
 ): Promise<RunResult> {
   const tracker = platform.processes.group(runId);
+  const win = isWin32Group(tracker) ? tracker : undefined;
   const started = Date.now();
   const atLower = opts.originalPath !== false && !ns.noNamespaces;
   const root = atLower ? shadow.lower : dir;
   const workdir = path.join(root, cwd);
   const scratch = ns.launcher && ns.noNamespaces ? privateTempDir() : undefined;
-  const env = commandEnv({
-    ...(scratch ? { TMPDIR: scratch } : {}),
-    ...opts.env,
-    [RUN_MARKER]: runId,
-    SHADOWFS_AGENT: opts.agent,
-  });
+  let env: Record<string, string>;
+  try {
+    env = commandEnv({
+      ...(scratch ? { TMPDIR: scratch } : {}),
+      // Windows: TEMP, TMP and npm's cache in the run's own directory under LocalLow.
+      ...(win ? win.runEnv() : {}),
+      ...opts.env,
+      [RUN_MARKER]: runId,
+      SHADOWFS_AGENT: opts.agent,
+    });
+  } catch (err) {
+    await tracker.dispose();
+    throw err;
+  }
+  let protection = { protected: ns.protected, unprotectedReason: ns.unprotectedReason };
   let status = '';
   const max = opts.maxOutputBytes ?? 8 * 1024 * 1024;
   const out = { stdout: [] as Buffer[], stderr: [] as Buffer[], bytes: { stdout: 0, stderr: 0 }, truncated: false };
@@ -211,6 +233,20 @@ async function spawnAndWait(
     });
     (spawned.stdio[3] as Readable).on('data', (c: Buffer) => (status += c.toString()));
     child = spawned as unknown as ChildProcessByStdio<null, Readable, Readable>;
+  } else if (win) {
+    // Resolved, judged, lowered and let go; refused (nothing started, the group disposed) when
+    // the token cannot be lowered and the caller did not accept that.
+    const run = await win.launchRun({
+      argv,
+      shell: opts.shell === true,
+      cwd: workdir,
+      env,
+      folder: shadow.lower,
+      unprotected: opts.unprotected === true,
+      check: (resolved) => checkPolicy(opts.policy, argv, resolved),
+    });
+    child = run.child;
+    protection = { protected: run.protected, unprotectedReason: run.unprotectedReason };
   } else if (tracker.launches) {
     child = await tracker.launch(argv, { cwd: workdir, env });
   } else {
@@ -271,8 +307,8 @@ async function spawnAndWait(
     cancelled,
     leftoverProcesses: leftover,
     outputTruncated: out.truncated,
-    protected: ns.protected,
+    protected: protection.protected,
     protections: said.protections ?? [],
-    ...(ns.unprotectedReason === undefined ? {} : { unprotectedReason: ns.unprotectedReason }),
+    ...(protection.unprotectedReason === undefined ? {} : { unprotectedReason: protection.unprotectedReason }),
   };
 }
