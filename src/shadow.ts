@@ -745,6 +745,15 @@ export class Shadow {
   }
 
   /**
+   * Handles programs hold open on the shared mount and its views (winfsp: opens not yet closed, an image section
+   * counting as one); null where the backend does not count them (the FUSE backends, where a plain unmount is refused
+   * with EBUSY instead), 0 while unmounted.
+   */
+  openHandles(): number | null {
+    return this.native?.openHandles?.() ?? (this.native ? null : 0);
+  }
+
+  /**
    * The shared mount's FUSE requests by kind since it was mounted: on fuse_ll `lookup`, `getattr`, `setattr`, `open`,
    * `create`, `mknod`, `release`, `flush`, `read`, `write`, `opendir`, `readdir`, `readdirplus`, `releasedir`,
    * `getxattr`, `forget`, and `ring`: how many requests of any kind came through io_uring ring entries (0 when

@@ -27,7 +27,7 @@
 // a failure to confine, and "leftover N" when the command ended.
 //
 // Usage:
-//   shadowfs-launch [--cgroup DIR] [--bind SRC DST]... [--ro-bind SRC DST]... [--tmpfs DIR]...
+//   shadowfs-launch [--cgroup DIR]... [--bind SRC DST]... [--ro-bind SRC DST]... [--tmpfs DIR]...
 //                   [--hide DIR]... [--writable DIR]...
 //                   [--net] [--cwd DIR] [--env NAME=VALUE]... [--status-fd N]
 //                   [--no-namespaces] [--probe] -- COMMAND [ARG]...
@@ -103,7 +103,7 @@ constexpr long kSysLandlockAddRule = 445;
 constexpr long kSysLandlockRestrictSelf = 446;
 
 struct Options {
-  std::string cgroup;
+  std::vector<std::string> cgroups;  // the run's cgroup, and those that hold its resource limits
   std::vector<std::pair<std::string, std::string>> binds;    // source, target
   std::vector<std::pair<std::string, std::string>> roBinds;  // source, target, read-only
   std::vector<std::string> hides;
@@ -686,7 +686,7 @@ void parse(int argc, char** argv) {
       break;
     } else if (a == "--cgroup") {
       need(1);
-      g_opts.cgroup = argv[++i];
+      g_opts.cgroups.emplace_back(argv[++i]);
     } else if (a == "--bind") {
       need(2);
       g_opts.binds.emplace_back(argv[i + 1], argv[i + 2]);
@@ -743,8 +743,11 @@ void parse(int argc, char** argv) {
 int main(int argc, char** argv) {
   parse(argc, argv);
   closeOthers();
-  if (!g_opts.cgroup.empty() && !writeFile(g_opts.cgroup + "/cgroup.procs", "0\n"))
-    fail("INTERNAL", "cannot join the run's cgroup " + g_opts.cgroup, errno);
+  // Every cgroup before anything else runs: the run's (killed whole at its end) and, on a
+  // system whose controllers are still on cgroup v1, one per limited controller.
+  for (const std::string& cg : g_opts.cgroups)
+    if (!writeFile(cg + "/cgroup.procs", "0\n"))
+      fail("INTERNAL", "cannot join the run's cgroup " + cg, errno);
   if (!g_opts.namespaces) {
     std::vector<std::string> w = writableTargets();
     confineAndExec(w);

@@ -586,6 +586,7 @@ export class ShadowManager {
     // A shadow unmounted meanwhile (idle) simply lists no agents.
     const agents = mounted ? await e.shadow.agents().catch(() => []) : [];
     const lost = e.shadow.lost;
+    const handles = e.shadow.openHandles();
     return {
       name: e.name,
       lower: e.shadow.lower,
@@ -600,6 +601,7 @@ export class ShadowManager {
       agents,
       views: [...e.shadow.views].map((v) => ({ id: v.viewId, agent: v.agentId, mountPoint: v.mountPoint })),
       idleSeconds: Math.round((Date.now() - e.lastUsed) / 1000),
+      ...(handles !== null && mounted ? { openHandles: handles } : {}),
     };
   }
 
@@ -626,8 +628,9 @@ export class ShadowManager {
     for (const e of this.entries.values()) {
       if (!e.shadow.mounted) continue;
       const activity = e.shadow.activity();
-      // A run in progress uses its shadow even while it is quiet (its namespace holds a copy).
-      if (activity !== e.lastActivity || this.opts.busy?.(e.shadow)) {
+      // A run in progress uses its shadow even while it is quiet (its namespace holds a copy), and
+      // so does a program with a file open (counted by winfsp; FUSE refuses the unmount instead).
+      if (activity !== e.lastActivity || this.opts.busy?.(e.shadow) || (e.shadow.openHandles() ?? 0) > 0) {
         e.lastActivity = activity;
         e.lastUsed = now;
         continue;

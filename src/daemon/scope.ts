@@ -56,6 +56,7 @@ const RUN_PARAMS: ReadonlySet<string> = new Set<keyof CheckedParamsOf<'run'>>([
   'atOriginalPath',
   'unprotected',
   'noNetwork',
+  'limits', // limits only take away
 ]);
 
 const RULES: { [M in ScopedMethod]: Rule<M> } = {

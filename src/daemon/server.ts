@@ -417,6 +417,7 @@ export class Daemon {
             atOriginalPath: p.atOriginalPath === true,
             unprotected: p.unprotected === true,
             noNetwork: p.noNetwork === true,
+            ...(p.limits ? { limits: p.limits } : {}),
             policy: this.opts.policy,
             signal: controller.signal,
             onOutput: (stream, chunk) => ctx.notify('run/output', { runId, stream, data: chunk.toString('base64') }),

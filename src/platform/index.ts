@@ -13,11 +13,13 @@ export type {
   DaemonLocation,
   DaemonTransport,
   LaunchOptions,
+  LimitHit,
   MountLine,
   Platform,
   ProcessGroup,
   ProcessSnapshot,
   ProcessTrees,
+  RunLimits,
 } from './types';
 export { isInside, RUN_MARKER, runWithin } from './common';
 // Linux-only helpers; each answers harmlessly where there is no mount table (nothing may hang,

@@ -65,6 +65,19 @@ export interface LaunchOptions {
   env?: NodeJS.ProcessEnv;
 }
 
+/** Resource limits of one run, each optional (left out: no limit). */
+export interface RunLimits {
+  /** Bytes of memory the run's processes may use together (page cache included, as the kernel counts it; no swap beyond it). */
+  memoryBytes?: number;
+  /** Processes the run may have at once (Linux counts threads too). */
+  processes?: number;
+  /** CPU time as a number of CPUs' worth (1.5: one and a half CPUs). */
+  cpus?: number;
+}
+
+/** A limit a run reached: memory (the kernel killed one of its processes for it), processes (a fork was refused). */
+export type LimitHit = 'memory' | 'processes';
+
 /** Every process one command started, its whole tree, whatever it did to leave its process group. */
 export interface ProcessGroup {
   /** Linux: the run's cgroup directory, which the launcher joins; undefined where none could be made. */
@@ -76,6 +89,13 @@ export interface ProcessGroup {
   readonly launches: boolean;
   /** Starts `argv` inside the group (only when `launches`). */
   launch(argv: string[], opts: LaunchOptions): Promise<ChildProcessByStdio<Writable, Readable, Readable>>;
+  /**
+   * Linux: the cgroup directories the launcher joins before the command starts: the run's own
+   * (cgroup) and, where the controllers are still on cgroup v1, one per limited controller.
+   */
+  readonly joins?: string[];
+  /** The limits the group has reached so far (none where it has none). */
+  limitsHit?(): LimitHit[];
   /** Processes of the group still alive. */
   alive(): number[];
   /** Kills every process of the group and waits (up to 5 s) until none is left; how many were killed. */
@@ -91,8 +111,12 @@ export interface ProcessGroup {
 export type ProcessSnapshot = string[];
 
 export interface ProcessTrees {
-  /** A tracked group for the run `runId` (which names its cgroup and marks its processes). */
-  group(runId: string): ProcessGroup;
+  /**
+   * A tracked group for the run `runId` (which names its cgroup and marks its processes), with
+   * `limits` applied; throws NOT_SUPPORTED, having made nothing, when one of them cannot be set
+   * here (a run is never started with less confinement than it asked for).
+   */
+  group(runId: string, limits?: RunLimits): ProcessGroup;
   /** `pid`, the processes of its process group, and every descendant of them. */
   treeOf(pid: number): ProcessSnapshot;
   /** Those of `tree` still running (zombies, which hold nothing open, do not count). */

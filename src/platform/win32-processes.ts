@@ -203,7 +203,14 @@ export function isWin32Group(group: ProcessGroup): group is Win32ProcessGroup {
 }
 
 export const win32Processes: ProcessTrees = {
-  group: (runId) => new Win32ProcessGroup(runId),
+  group: (runId, limits) => {
+    if (limits && Object.values(limits).some((v) => v !== undefined))
+      throw new ShadowError(
+        'NOT_SUPPORTED',
+        "resource limits are not set on a Windows run's Job Object yet; run without --memory, --max-processes and --cpus",
+      );
+    return new Win32ProcessGroup(runId);
+  },
   treeOf: () => [],
   stillRunning: () => [],
   killGroup: () => undefined,

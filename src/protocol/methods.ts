@@ -79,6 +79,11 @@ export const ShadowInfo = z.object({
   agents: z.array(z.string()),
   views: z.array(z.object({ id: z.number().int(), agent: z.string(), mountPoint: z.string() })),
   idleSeconds: z.number(),
+  openHandles: z
+    .number()
+    .int()
+    .optional()
+    .describe('Windows, winfsp backend: handles programs hold open in it; it is never idle-unmounted while any is open.'),
   restored: z.array(z.string()).optional().describe('mount only: agents whose layers came back from their autosave checkpoints.'),
 });
 export type ShadowInfo = z.infer<typeof ShadowInfo>;
@@ -154,6 +159,12 @@ export const RunResult = z.object({
       'What confined the run (Linux): "mount" (a view where the folder\'s path shows the shadow, the system read-only, shadowfs\'s own directories hidden), "user" (a user namespace that locks those mounts and holds no capability outside), "pid" (a PID namespace: nothing outside visible, nothing left behind), "network" (--no-network), "landlock" (writes only beneath the shadow, private temporary directories and the user\'s list; no abstract sockets or signals outside), "landlock-writes" (the same without the socket and signal scoping of older kernels), "seccomp" (no mount, namespace, file-handle, keyring, BPF or terminal-injection calls). Empty where none applied.',
     ),
   unprotectedReason: z.string().optional().describe('Why the run was not protected, when it was not.'),
+  limitsHit: z
+    .array(z.enum(['memory', 'processes']))
+    .optional()
+    .describe(
+      'Limits the run reached: "memory" (past its memory limit: the kernel killed a process of it, and shadowfs then killed the rest), "processes" (a process it tried to start was refused). Absent when none was reached.',
+    ),
 });
 export type RunResult = z.infer<typeof RunResult>;
 
@@ -805,6 +816,21 @@ export const Requests = {
         .optional()
         .describe('Run without protection where the namespace cannot be made, instead of NAMESPACE_UNAVAILABLE.'),
       noNetwork: z.boolean().optional().describe('Run in a network namespace with loopback only.'),
+      limits: z
+        .strictObject({
+          memoryBytes: z
+            .number()
+            .int()
+            .min(1 << 20)
+            .optional()
+            .describe('Memory all its processes may use together, in bytes (at least 1 MiB); past it the run is killed.'),
+          processes: z.number().int().min(1).optional().describe('Processes it may have at once (Linux counts threads too).'),
+          cpus: z.number().min(0.01).max(1024).optional().describe('CPU time, in CPUs (1.5: one and a half CPUs).'),
+        })
+        .optional()
+        .describe(
+          'Resource limits of the run (Linux: cgroup v2 where delegated, else cgroup v1; Windows: its Job Object). A limit this system cannot set refuses the run with NOT_SUPPORTED.',
+        ),
     }),
     result: RunResult,
     errors: [
@@ -814,6 +840,7 @@ export const Requests = {
       'INVALID_PATH',
       'POLICY_DENIED',
       'NAMESPACE_UNAVAILABLE',
+      'NOT_SUPPORTED',
       'NOT_MOUNTED',
       'ABORTED',
     ],

@@ -170,7 +170,8 @@ export interface LaunchPlan {
   /** Absolute directory the command starts in, as the command sees it. */
   cwd: string;
   env: Record<string, string>;
-  cgroup?: string;
+  /** Cgroups the launcher joins before anything runs: the run's, and those holding its limits. */
+  cgroups?: string[];
   noNetwork?: boolean;
   /** No namespaces: cgroup, Landlock, seccomp and the environment only (an accepted unprotected run). */
   noNamespaces?: boolean;
@@ -183,7 +184,7 @@ export interface LaunchPlan {
 /** The launcher's argument list for `argv` under `plan`; the status descriptor is fd 3. */
 export function launchArgs(plan: LaunchPlan, argv: string[]): string[] {
   const args: string[] = ['--status-fd', '3', '--cwd', plan.cwd];
-  if (plan.cgroup) args.push('--cgroup', plan.cgroup);
+  for (const cg of plan.cgroups ?? []) args.push('--cgroup', cg);
   if (plan.noNamespaces) args.push('--no-namespaces');
   if (plan.noNetwork) args.push('--net');
   for (const b of plan.binds) args.push(b.readOnly ? '--ro-bind' : '--bind', b.source, b.target);

@@ -13,7 +13,7 @@ import type { RunResult } from '../protocol/methods';
 import type { Shadow } from '../shadow';
 import { commandEnv, launchArgs, type LaunchPlan, launcherPath, parseStatus, privateTempDir, probeConfinement } from './launcher';
 import { checkPolicy, RunPolicy } from './policy';
-import { platform, RUN_MARKER } from '../platform';
+import { platform, RUN_MARKER, type RunLimits } from '../platform';
 import { isWin32Group } from '../platform/win32-processes';
 
 export type { RunResult };
@@ -47,6 +47,12 @@ export interface RunOptions {
   unprotected?: boolean;
   /** Linux: run in a network namespace of its own with only loopback. */
   noNetwork?: boolean;
+  /**
+   * Memory, processes and CPU the whole run may use (its cgroups on Linux, its Job Object on
+   * Windows). A limit this system cannot set refuses the run with NOT_SUPPORTED; a run past its
+   * memory limit is killed, and `limitsHit` says so.
+   */
+  limits?: RunLimits;
   signal?: AbortSignal;
   policy?: RunPolicy;
   onOutput?: (stream: 'stdout' | 'stderr', chunk: Buffer) => void;
@@ -184,7 +190,15 @@ async function spawnAndWait(
   opts: RunOptions,
   queuedMs: () => number,
 ): Promise<RunResult> {
-  const tracker = platform.processes.group(runId);
+  const limited = opts.limits !== undefined && Object.values(opts.limits).some((v) => v !== undefined);
+  // Linux limits live in cgroups the launcher joins before the command starts; a command started
+  // without the launcher could not be put in them.
+  if (limited && platform.name !== 'win32' && !ns.launcher)
+    throw new ShadowError(
+      'NOT_SUPPORTED',
+      `limits need the run launcher (${launcherPath()}), which is not built; build it with npm run build`,
+    );
+  const tracker = platform.processes.group(runId, limited ? opts.limits : undefined);
   const win = isWin32Group(tracker) ? tracker : undefined;
   const started = Date.now();
   const atLower = opts.originalPath !== false && !ns.noNamespaces;
@@ -220,7 +234,7 @@ async function spawnAndWait(
       binds: ns.noNamespaces ? [] : [{ source: dir, target: root }],
       cwd: workdir,
       env,
-      cgroup: tracker.cgroup,
+      cgroups: tracker.joins ?? (tracker.cgroup ? [tracker.cgroup] : []),
       noNetwork: opts.noNetwork,
       noNamespaces: ns.noNamespaces,
       writable: ns.noNamespaces ? [dir, ...(scratch ? [scratch] : [])] : [],
@@ -273,18 +287,31 @@ async function spawnAndWait(
     cancelled = true;
     void killTree();
   };
+  // Past its memory limit the kernel kills one process of the run (the largest); the run is then
+  // ended whole, as a timeout ends it, and reported by what it hit.
+  let overMemory = false;
+  const watch = !tracker.limitsHit
+    ? undefined
+    : setInterval(() => {
+        if (!overMemory && tracker.limitsHit?.().includes('memory')) {
+          overMemory = true;
+          void killTree();
+        }
+      }, 200);
   opts.signal?.addEventListener('abort', onAbort, { once: true });
   const [exitCode, signal] = await new Promise<[number | null, NodeJS.Signals | null]>((resolve, reject) => {
     child.once('error', (err) => reject(new ShadowError('NOT_FOUND', `cannot start ${argv[0]}: ${err.message}`, { cause: err })));
     child.once('exit', (code, sig) => resolve([code, sig]));
   }).finally(() => {
     clearTimeout(timer);
+    clearInterval(watch);
     opts.signal?.removeEventListener('abort', onAbort);
   });
   // Background children of the command: a run never leaves processes behind (the launcher's
   // PID namespace ends with the command; the cgroup or Job Object catches the rest).
   let leftover = tracker.alive().length;
   if (child.pid) platform.processes.killGroup(child.pid);
+  const hits = tracker.limitsHit?.() ?? [];
   await tracker.dispose();
   await closed;
   if (scratch) fs.rmSync(scratch, { recursive: true, force: true });
@@ -310,5 +337,6 @@ async function spawnAndWait(
     protected: protection.protected,
     protections: said.protections ?? [],
     ...(protection.unprotectedReason === undefined ? {} : { unprotectedReason: protection.unprotectedReason }),
+    ...(hits.length > 0 ? { limitsHit: hits } : {}),
   };
 }

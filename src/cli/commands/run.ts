@@ -21,6 +21,9 @@ interface Args {
   'at-original-path': boolean;
   unprotected: boolean;
   network: boolean;
+  memory?: string;
+  'max-processes'?: number;
+  cpus?: number;
   json: boolean;
   '--'?: string[];
   command?: string[];
@@ -56,6 +59,12 @@ export const runCommand: CommandModule<object, Args> = {
         default: true,
         describe: 'Linux: --no-network gives the command only loopback (network namespace)',
       })
+      .option('memory', {
+        type: 'string',
+        describe: 'memory limit of the whole run, e.g. 512M or 2G (bytes without a unit); past it the run is killed',
+      })
+      .option('max-processes', { type: 'number', describe: 'processes the run may have at once (Linux counts threads too)' })
+      .option('cpus', { type: 'number', describe: 'CPU time the run may use, in CPUs (e.g. 1.5)' })
       .option('json', {
         type: 'boolean',
         default: false,
@@ -67,6 +76,11 @@ export const runCommand: CommandModule<object, Args> = {
       const argv = [...(args.command ?? []), ...(args['--'] ?? [])].map(String);
       if (argv.length === 0)
         throw new ShadowError('INVALID_ARGUMENT', 'name the command to run after --, e.g. shadowfs run proj --agent a -- npm test');
+      const limits = {
+        ...(args.memory !== undefined ? { memoryBytes: parseSize(args.memory) } : {}),
+        ...(args['max-processes'] !== undefined ? { processes: args['max-processes'] } : {}),
+        ...(args.cpus !== undefined ? { cpus: args.cpus } : {}),
+      };
       client = await connectCli();
       const runId = crypto.randomBytes(6).toString('hex');
       if (!args.json) {
@@ -92,6 +106,7 @@ export const runCommand: CommandModule<object, Args> = {
         ...(args['at-original-path'] ? { atOriginalPath: true } : {}),
         unprotected: args.unprotected,
         noNetwork: !args.network,
+        ...(Object.keys(limits).length > 0 ? { limits } : {}),
       });
       process.off('SIGINT', cancel);
       process.off('SIGTERM', cancel);
@@ -101,6 +116,8 @@ export const runCommand: CommandModule<object, Args> = {
         );
       }
       if (args.json) emit(args, r as unknown as Record<string, unknown>, '');
+      else if (r.limitsHit?.includes('memory'))
+        process.stderr.write(`shadowfs: the run went past its memory limit (--memory ${args.memory}); its processes were killed\n`);
       else if (r.timedOut) process.stderr.write(`shadowfs: the command ran longer than ${args.timeout} s; its processes were killed\n`);
       const sigNum = r.signal ? ((os.constants.signals as Record<string, number>)[r.signal] ?? 9) : 0;
       process.exitCode = r.timedOut ? 124 : (r.exitCode ?? 128 + sigNum);
@@ -111,3 +128,11 @@ export const runCommand: CommandModule<object, Args> = {
     }
   },
 };
+
+/** Bytes from "512M", "2G", "1.5g", "65536" (K, M, G, T: powers of 1024); INVALID_ARGUMENT otherwise. */
+export function parseSize(text: string): number {
+  const m = /^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?\s*$/i.exec(text);
+  if (!m) throw new ShadowError('INVALID_ARGUMENT', `--memory takes a size such as 512M or 2G, not ${JSON.stringify(text)}`);
+  const power = ' kmgt'.indexOf((m[2] || ' ').toLowerCase());
+  return Math.floor(Number(m[1]) * 1024 ** power);
+}
