@@ -39,7 +39,8 @@ export const ErrorCodes = {
     'The file is larger than this operation reads or stores whole (16 MiB for one answer of layer.read: read it in ranges with offset and length; a checkpoint has its own, configurable cap on stored data): read it in parts, leave it out, or make it smaller.',
   POLICY_DENIED: 'The run policy does not allow this command.',
   INVALID_POLICY: 'The run policy file is not valid JSON of the documented shape.',
-  NAMESPACE_UNAVAILABLE: 'This system cannot create the mount or network namespace the run asked for.',
+  NAMESPACE_UNAVAILABLE:
+    "This system cannot make the run's protection: the mount or network namespace (Linux), or the Low-integrity token (Windows); --unprotected runs it without.",
   ABORTED: 'The job was cancelled.',
   NOT_SUPPORTED: 'This operation is not available in this version or on this platform.',
   NATIVE_UNAVAILABLE: 'The native module (which mounts shadows) cannot be loaded: it is not built for this system, or the build is broken.',

@@ -151,7 +151,7 @@ export const RunResult = z.object({
   protected: z
     .boolean()
     .describe(
-      "Whether the run was kept from writing the folder through its absolute path (Linux: a private mount namespace in which the folder's own path shows the shadow).",
+      "Whether the run was kept from writing the folder through its absolute path (Linux: a private mount namespace in which the folder's own path shows the shadow; Windows: a Low-integrity token, which the folder's files refuse to write and the shadow lets write).",
     ),
   protections: z
     .array(z.string())
@@ -814,7 +814,9 @@ export const Requests = {
       unprotected: z
         .boolean()
         .optional()
-        .describe('Run without protection where the namespace cannot be made, instead of NAMESPACE_UNAVAILABLE.'),
+        .describe(
+          'Run without protection where it cannot be made (Linux: the namespace; Windows: the Low-integrity token), instead of NAMESPACE_UNAVAILABLE.',
+        ),
       noNetwork: z.boolean().optional().describe('Run in a network namespace with loopback only.'),
       limits: z
         .strictObject({
@@ -841,6 +843,7 @@ export const Requests = {
       'POLICY_DENIED',
       'NAMESPACE_UNAVAILABLE',
       'NOT_SUPPORTED',
+      'NOT_FOUND',
       'NOT_MOUNTED',
       'ABORTED',
     ],
