@@ -4,6 +4,7 @@ import type { Argv, CommandModule } from 'yargs';
 import { ShadowClient } from '../../client';
 import { nativeModule, type WinFspStatus } from '../../native';
 import { platform, winfspInstallDir } from '../../platform';
+import { type DoctorCheck, win32DoctorChecks } from '../../platform/win32-doctor';
 import { probeFuseDevice, probeInotify, probeKernel, ProbeResult } from '../../probe';
 import { emit, ExitCode } from '../output';
 
@@ -14,44 +15,45 @@ interface Args {
 interface Check extends ProbeResult {
   name: string;
   required: boolean;
+  /** The facts of `detail` as values (Windows checks). */
+  facts?: DoctorCheck['facts'];
 }
 
 export const doctorCommand: CommandModule<object, Args> = {
   command: 'doctor',
-  describe: 'Check the FUSE device (WinFsp on Windows), fusermount3, the kernel, the native module and the daemon',
+  describe:
+    'Check the FUSE device, fusermount3, the kernel (on Windows: WinFsp and its version, whether runs can be protected, antivirus and Dev Drive advice), the native module and the daemon',
   builder: (y: Argv) => y.option('json', { type: 'boolean', default: false }) as Argv<Args>,
   handler: async (args) => {
     const checks: Check[] = [];
     const add = (name: string, required: boolean, r: ProbeResult): void => void checks.push({ name, required, ...r });
+    // The daemon first: on Windows its shadows name the mount points and folders the advice is about.
+    let daemon: { pid: number; socket: string; shadows: Array<{ lower: string; mountPoint: string }> } | undefined;
+    try {
+      const c = await ShadowClient.connect({ autostart: false });
+      daemon = await c.request('status');
+      c.close();
+    } catch {
+      daemon = undefined;
+    }
     if (platform.name === 'win32') {
       // The module's own look (registry, then the DLL by full path, then its entry points) when
-      // it loads; the registry alone otherwise.
+      // it loads; the registry alone (and the DLL's version read with version.dll) otherwise.
       let w: WinFspStatus | null = null;
       try {
         w = nativeModule().winfsp();
       } catch {
         w = null;
       }
-      const dir = winfspInstallDir();
-      add(
-        'winfsp',
-        true,
-        w
-          ? w.available
-            ? {
-                ok: true,
-                detail: `${w.dll}${w.version ? ` (version ${w.version})` : ' (no version resource)'} loaded; FUSE3 entry points found: ${w.resolved.length}`,
-              }
-            : { ok: false, detail: w.error }
-          : dir
-            ? { ok: true, detail: `installed in ${dir}` }
-            : { ok: false, detail: 'WinFsp is not installed: install WinFsp 2.x from https://winfsp.dev/rel/' },
+      const shadows = daemon?.shadows ?? [];
+      checks.push(
+        ...(await win32DoctorChecks({
+          module: w,
+          installDir: winfspInstallDir(),
+          mountPoints: shadows.map((s) => s.mountPoint),
+          folders: shadows.length ? shadows.map((s) => s.lower) : [process.cwd()],
+        })),
       );
-      add('antivirus', false, {
-        ok: true,
-        detail:
-          'real-time scanning of the mount points (under %LOCALAPPDATA%\\shadowfs\\mounts) scans every file a build reads twice; exclude that folder if builds in a shadow are slow',
-      });
     } else {
       add('fuse-device', true, probeFuseDevice());
       try {
@@ -72,14 +74,13 @@ export const doctorCommand: CommandModule<object, Args> = {
     } catch (err) {
       add('native-module', true, { ok: false, detail: (err as Error).message });
     }
-    try {
-      const c = await ShadowClient.connect({ autostart: false });
-      const st = await c.request('status');
-      c.close();
-      add('daemon', false, { ok: true, detail: `running (pid ${st.pid}) at ${st.socket}` });
-    } catch {
-      add('daemon', false, { ok: true, detail: 'not running (any command starts it)' });
-    }
+    add(
+      'daemon',
+      false,
+      daemon
+        ? { ok: true, detail: `running (pid ${daemon.pid}) at ${daemon.socket}` }
+        : { ok: true, detail: 'not running (any command starts it)' },
+    );
     const healthy = checks.every((c) => c.ok || !c.required);
     emit(
       args,
