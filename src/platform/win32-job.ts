@@ -10,11 +10,21 @@
 // its stdin, written once AssignProcessToJobObject has put the launcher in the job; only then
 // does the launcher spawn the command, which is born inside the job.
 //
+// Resource limits (setLimits, before the launcher is let go) go on the same job: committed memory
+// of all its processes together (JOB_OBJECT_LIMIT_JOB_MEMORY), processes at once
+// (JOB_OBJECT_LIMIT_ACTIVE_PROCESS, one more than asked: the launcher is in the job too) and a hard
+// cap on CPU time (JobObjectCpuRateControlInformation). Windows refuses what would pass a limit (an
+// allocation, a new process) rather than killing anything, and says so on the job's I/O completion
+// port (JOB_OBJECT_MSG_JOB_MEMORY_LIMIT, JOB_OBJECT_MSG_ACTIVE_PROCESS_LIMIT): limitsHit() reads
+// those messages, and the run ends itself past its memory limit as on Linux.
+//
 // Conventions as in src/platform/win32-identity.ts: handles cross the boundary as plain numbers, structures as
 // Buffers (ffi-rs passes a Buffer as a pointer to its bytes and keeps what the call wrote), and
 // every failure names the Win32 call and its GetLastError value.
 import { spawn, type ChildProcessByStdio } from 'child_process';
 import type { Readable, Writable } from 'stream';
+import { ShadowError } from '../errors';
+import type { LimitHit, RunLimits } from './types';
 import { win32Error } from './win32-identity';
 
 type Ffi = typeof import('ffi-rs');
@@ -25,10 +35,22 @@ const KERNEL32 = 'shadowfs-job-kernel32';
 // Access rights and constants, from the Win32 documentation (winnt.h values).
 const PROCESS_TERMINATE = 0x0001;
 const PROCESS_SET_QUOTA = 0x0100;
-const JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE = 0x2000;
+export const JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE = 0x2000;
+export const JOB_OBJECT_LIMIT_ACTIVE_PROCESS = 0x0008;
+export const JOB_OBJECT_LIMIT_JOB_MEMORY = 0x0200;
+export const JOB_OBJECT_CPU_RATE_CONTROL_ENABLE = 0x1;
+export const JOB_OBJECT_CPU_RATE_CONTROL_HARD_CAP = 0x4;
 /** JOBOBJECTINFOCLASS values. */
 const JOB_OBJECT_BASIC_PROCESS_ID_LIST = 3;
-const JOB_OBJECT_EXTENDED_LIMIT_INFORMATION = 9;
+const JOB_OBJECT_ASSOCIATE_COMPLETION_PORT_INFORMATION = 7;
+export const JOB_OBJECT_EXTENDED_LIMIT_INFORMATION = 9;
+export const JOB_OBJECT_CPU_RATE_CONTROL_INFORMATION = 15;
+/** Messages a job posts on its completion port (the lpNumberOfBytesTransferred of each). */
+const JOB_OBJECT_MSG_ACTIVE_PROCESS_LIMIT = 3;
+const JOB_OBJECT_MSG_JOB_MEMORY_LIMIT = 10;
+/** GetActiveProcessorCount: every processor group, not only the caller's. */
+const ALL_PROCESSOR_GROUPS = 0xffff;
+const INVALID_HANDLE_VALUE = -1;
 const ERROR_MORE_DATA = 234;
 
 // Layouts for x64, derived from the structure definitions in Microsoft's documentation
@@ -57,14 +79,108 @@ const ERROR_MORE_DATA = 234;
 //  120 SIZE_T JobMemoryLimit
 //  128 SIZE_T PeakProcessMemoryUsed
 //  136 SIZE_T PeakJobMemoryUsed
-const EXTENDED_LIMIT_INFORMATION_SIZE = 144;
+export const EXTENDED_LIMIT_INFORMATION_SIZE = 144;
 const LIMIT_FLAGS_OFFSET = 16;
+const ACTIVE_PROCESS_LIMIT_OFFSET = 40;
+const JOB_MEMORY_LIMIT_OFFSET = 120;
+const PEAK_JOB_MEMORY_USED_OFFSET = 136;
+// JOBOBJECT_CPU_RATE_CONTROL_INFORMATION (8 bytes; learn.microsoft.com,
+// "JOBOBJECT_CPU_RATE_CONTROL_INFORMATION"):
+//    0 DWORD ControlFlags
+//    4 union { DWORD CpuRate; DWORD Weight; struct { WORD MinRate; WORD MaxRate; } }
+// CpuRate is the job's share of all the machine's processor cycles, per 10,000; 0 is refused.
+export const CPU_RATE_CONTROL_INFORMATION_SIZE = 8;
+// JOBOBJECT_ASSOCIATE_COMPLETION_PORT (16 bytes; "JOBOBJECT_ASSOCIATE_COMPLETION_PORT"):
+//    0 PVOID  CompletionKey
+//    8 HANDLE CompletionPort
+const ASSOCIATE_COMPLETION_PORT_SIZE = 16;
 // JOBOBJECT_BASIC_PROCESS_ID_LIST (8 + 8 * n bytes for n ids):
 //    0 DWORD     NumberOfAssignedProcesses   (all processes in the job)
 //    4 DWORD     NumberOfProcessIdsInList    (how many ids follow)
 //    8 ULONG_PTR ProcessIdList[n]
 const PID_LIST_HEADER = 8;
 const PID_SIZE = 8;
+
+/**
+ * Processes of a run's job that are not the command's: the launcher (a node process that stays
+ * until the command exits). ActiveProcessLimit is the run's `processes` plus this.
+ */
+export const LAUNCHER_PROCESSES = 1;
+
+/**
+ * The JOBOBJECT_EXTENDED_LIMIT_INFORMATION block that sets `limits` on a run's job (its memory and
+ * process limits; cpus is a class of its own), KILL_ON_JOB_CLOSE always. Throws INVALID_ARGUMENT
+ * for a value no limit can be made of.
+ */
+export function extendedLimitInformation(limits: RunLimits = {}): Buffer {
+  const info = Buffer.alloc(EXTENDED_LIMIT_INFORMATION_SIZE);
+  let flags = JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE;
+  if (limits.memoryBytes !== undefined) {
+    const bytes = Math.floor(limits.memoryBytes);
+    if (!Number.isFinite(limits.memoryBytes) || bytes < 1)
+      throw new ShadowError('INVALID_ARGUMENT', `a memory limit of ${limits.memoryBytes} bytes cannot be set`);
+    flags |= JOB_OBJECT_LIMIT_JOB_MEMORY;
+    info.writeBigUInt64LE(BigInt(bytes), JOB_MEMORY_LIMIT_OFFSET);
+  }
+  if (limits.processes !== undefined) {
+    const n = Math.floor(limits.processes);
+    if (!Number.isFinite(limits.processes) || n < 1 || n + LAUNCHER_PROCESSES > 0xffffffff)
+      throw new ShadowError('INVALID_ARGUMENT', `a limit of ${limits.processes} processes cannot be set`);
+    flags |= JOB_OBJECT_LIMIT_ACTIVE_PROCESS;
+    info.writeUInt32LE(n + LAUNCHER_PROCESSES, ACTIVE_PROCESS_LIMIT_OFFSET);
+  }
+  info.writeUInt32LE(flags, LIMIT_FLAGS_OFFSET);
+  return info;
+}
+
+/** What a JOBOBJECT_EXTENDED_LIMIT_INFORMATION block says about the limits shadowfs sets. */
+export function parseExtendedLimitInformation(info: Buffer): {
+  limitFlags: number;
+  activeProcessLimit: number;
+  jobMemoryLimit: bigint;
+  peakJobMemoryUsed: bigint;
+} {
+  if (info.length < EXTENDED_LIMIT_INFORMATION_SIZE) throw new Error(`extended limit information of ${info.length} bytes`);
+  return {
+    limitFlags: info.readUInt32LE(LIMIT_FLAGS_OFFSET),
+    activeProcessLimit: info.readUInt32LE(ACTIVE_PROCESS_LIMIT_OFFSET),
+    jobMemoryLimit: info.readBigUInt64LE(JOB_MEMORY_LIMIT_OFFSET),
+    peakJobMemoryUsed: info.readBigUInt64LE(PEAK_JOB_MEMORY_USED_OFFSET),
+  };
+}
+
+/**
+ * CpuRate for `cpus` CPUs' worth of time on a machine of `logicalCpus` logical processors: the
+ * share of all cycles per 10,000, rounded, at least 1 (0 is refused by Windows) and at most 10,000
+ * (all of them: asking for more CPUs than there are limits nothing).
+ */
+export function cpuRate(cpus: number, logicalCpus: number): number {
+  if (!Number.isFinite(cpus) || cpus <= 0) throw new ShadowError('INVALID_ARGUMENT', `a CPU limit of ${cpus} CPUs cannot be set`);
+  if (!Number.isInteger(logicalCpus) || logicalCpus < 1) throw new Error(`cpuRate: ${logicalCpus} is not a processor count`);
+  return Math.min(10_000, Math.max(1, Math.round((cpus / logicalCpus) * 10_000)));
+}
+
+/** The JOBOBJECT_CPU_RATE_CONTROL_INFORMATION block of a hard cap at `rate` (cpuRate()). */
+export function cpuRateControlInformation(rate: number): Buffer {
+  if (!Number.isInteger(rate) || rate < 1 || rate > 10_000) throw new Error(`cpuRateControlInformation: ${rate} is not a CpuRate`);
+  const info = Buffer.alloc(CPU_RATE_CONTROL_INFORMATION_SIZE);
+  info.writeUInt32LE(JOB_OBJECT_CPU_RATE_CONTROL_ENABLE | JOB_OBJECT_CPU_RATE_CONTROL_HARD_CAP, 0);
+  info.writeUInt32LE(rate, 4);
+  return info;
+}
+
+/** ControlFlags and CpuRate of a JOBOBJECT_CPU_RATE_CONTROL_INFORMATION block. */
+export function parseCpuRateControlInformation(info: Buffer): { controlFlags: number; cpuRate: number } {
+  if (info.length < CPU_RATE_CONTROL_INFORMATION_SIZE) throw new Error(`CPU rate control information of ${info.length} bytes`);
+  return { controlFlags: info.readUInt32LE(0), cpuRate: info.readUInt32LE(4) };
+}
+
+/** The limit a message of a job's completion port says was reached, if it says one. */
+export function limitOfMessage(message: number): LimitHit | undefined {
+  if (message === JOB_OBJECT_MSG_JOB_MEMORY_LIMIT) return 'memory';
+  if (message === JOB_OBJECT_MSG_ACTIVE_PROCESS_LIMIT) return 'processes';
+  return undefined;
+}
 
 /** The line that lets a launcher start its command. */
 const GO = 'go\n';
@@ -229,6 +345,12 @@ function api(): { ffi: Ffi; call: Call } {
 /** A Job Object whose processes all die with it: on killAll(), and when its handle closes. */
 export class Win32Job {
   private handle: number;
+  /** The completion port the job posts its messages on (0: none; made by setLimits). */
+  private port = 0;
+  /** The limits the job's messages said were reached, kept once seen. */
+  private readonly hits = new Set<LimitHit>();
+  /** Every kind of message (JOB_OBJECT_MSG_*) limitsHit() has read off the port: for tests and diagnosis. */
+  readonly messagesSeen = new Set<number>();
 
   constructor() {
     const { ffi, call } = api();
@@ -241,8 +363,7 @@ export class Win32Job {
     ]);
     if (!made.value) throw win32Error('CreateJobObjectW', 'for a run', made.errnoCode, made.errnoMessage);
     this.handle = made.value;
-    const info = Buffer.alloc(EXTENDED_LIMIT_INFORMATION_SIZE);
-    info.writeUInt32LE(JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE, LIMIT_FLAGS_OFFSET);
+    const info = extendedLimitInformation();
     const set = call('SetInformationJobObject', T.I32, [
       [T.I64, this.handle],
       [T.I32, JOB_OBJECT_EXTENDED_LIMIT_INFORMATION],
@@ -259,6 +380,160 @@ export class Win32Job {
       this.close();
       throw err;
     }
+  }
+
+  /**
+   * Sets `limits` on the job; call it before anything is in the job (the run's command must never
+   * run without them). Memory and processes go in one SetInformationJobObject call with
+   * KILL_ON_JOB_CLOSE (JobObjectExtendedLimitInformation replaces all basic limits at once); cpus
+   * as a hard cap (JobObjectCpuRateControlInformation, Windows 8 and later). With a memory or
+   * process limit, a completion port is made and associated with the job so that limitsHit() can
+   * read what Windows refused. Throws (naming the Win32 call and its error) when any of it fails;
+   * the job is then left as it was made or partly limited, and the caller should close it.
+   */
+  setLimits(limits: RunLimits): void {
+    const job = this.open('setLimits');
+    const { ffi, call } = api();
+    const T = ffi.DataType;
+    const info = extendedLimitInformation(limits);
+    const rate = limits.cpus === undefined ? undefined : cpuRate(limits.cpus, logicalProcessors());
+    const said = describeLimits(info);
+    if (limits.memoryBytes !== undefined || limits.processes !== undefined) {
+      const set = call('SetInformationJobObject', T.I32, [
+        [T.I64, job],
+        [T.I32, JOB_OBJECT_EXTENDED_LIMIT_INFORMATION],
+        [T.U8Array, info],
+        [T.U32, info.length],
+      ]);
+      if (!set.value)
+        throw win32Error(
+          `SetInformationJobObject(JobObjectExtendedLimitInformation, ${said})`,
+          'for a run',
+          set.errnoCode,
+          set.errnoMessage,
+        );
+      this.associatePort();
+    }
+    if (rate !== undefined) {
+      const cpu = cpuRateControlInformation(rate);
+      const set = call('SetInformationJobObject', T.I32, [
+        [T.I64, job],
+        [T.I32, JOB_OBJECT_CPU_RATE_CONTROL_INFORMATION],
+        [T.U8Array, cpu],
+        [T.U32, cpu.length],
+      ]);
+      if (!set.value)
+        throw win32Error(
+          `SetInformationJobObject(JobObjectCpuRateControlInformation, ENABLE | HARD_CAP, CpuRate ${rate})`,
+          'for a run',
+          set.errnoCode,
+          set.errnoMessage,
+        );
+    }
+  }
+
+  /** A completion port of this process's own, associated with the job; its messages are read by limitsHit(). */
+  private associatePort(): void {
+    if (this.port !== 0) return;
+    const job = this.open('associatePort');
+    const { ffi, call } = api();
+    const T = ffi.DataType;
+    // A new port (no file handle), one thread may run at once: only limitsHit() reads it.
+    const made = call('CreateIoCompletionPort', T.I64, [
+      [T.I64, INVALID_HANDLE_VALUE],
+      [T.I64, 0],
+      [T.I64, 0],
+      [T.U32, 1],
+    ]);
+    if (!made.value) throw win32Error('CreateIoCompletionPort', "for a run's job", made.errnoCode, made.errnoMessage);
+    this.port = made.value;
+    const assoc = Buffer.alloc(ASSOCIATE_COMPLETION_PORT_SIZE);
+    // The key is not looked at: the port serves this one job.
+    assoc.writeBigUInt64LE(1n, 0);
+    assoc.writeBigInt64LE(BigInt(this.port), 8);
+    const set = call('SetInformationJobObject', T.I32, [
+      [T.I64, job],
+      [T.I32, JOB_OBJECT_ASSOCIATE_COMPLETION_PORT_INFORMATION],
+      [T.U8Array, assoc],
+      [T.U32, assoc.length],
+    ]);
+    if (!set.value)
+      throw win32Error(
+        'SetInformationJobObject(JobObjectAssociateCompletionPortInformation)',
+        'for a run',
+        set.errnoCode,
+        set.errnoMessage,
+      );
+  }
+
+  /**
+   * The limits the job has reached so far: the job's messages are read off its completion port
+   * without waiting (every message, so the port does not fill with the job's process-start and
+   * exit messages) and a limit's message is kept once seen. Windows posts
+   * JOB_OBJECT_MSG_JOB_MEMORY_LIMIT when it refuses a commit past JobMemoryLimit and
+   * JOB_OBJECT_MSG_ACTIVE_PROCESS_LIMIT when it refuses a process past ActiveProcessLimit. Empty
+   * without a port (no memory or process limit); never throws (a port that cannot be read says
+   * what it said before).
+   */
+  limitsHit(): LimitHit[] {
+    if (this.port !== 0) {
+      const { ffi, call } = api();
+      const T = ffi.DataType;
+      const message = Buffer.alloc(4);
+      const key = Buffer.alloc(8);
+      const overlapped = Buffer.alloc(8);
+      // Bounded: a job cannot post faster than this reads, but a loop must end.
+      for (let i = 0; i < 10_000; i++) {
+        const got = call('GetQueuedCompletionStatus', T.I32, [
+          [T.I64, this.port],
+          [T.U8Array, message],
+          [T.U8Array, key],
+          [T.U8Array, overlapped],
+          [T.U32, 0],
+        ]);
+        // FALSE with WAIT_TIMEOUT: nothing more is queued (and a port that cannot be read has nothing to say).
+        if (!got.value) break;
+        this.messagesSeen.add(message.readUInt32LE(0));
+        const hit = limitOfMessage(message.readUInt32LE(0));
+        if (hit) this.hits.add(hit);
+      }
+    }
+    return [...this.hits];
+  }
+
+  /**
+   * The job's limits as QueryInformationJobObject reads them: the extended limit block and, when
+   * `cpu`, the CPU rate block (queried only then: a job without one may be refused the query).
+   */
+  readLimits(cpu = false): {
+    extended: ReturnType<typeof parseExtendedLimitInformation>;
+    cpu?: ReturnType<typeof parseCpuRateControlInformation>;
+  } {
+    const job = this.open('readLimits');
+    const { ffi, call } = api();
+    const T = ffi.DataType;
+    const query = (cls: number, name: string, size: number): Buffer => {
+      const buf = Buffer.alloc(size);
+      const got = call('QueryInformationJobObject', T.I32, [
+        [T.I64, job],
+        [T.I32, cls],
+        [T.U8Array, buf],
+        [T.U32, buf.length],
+        [T.I64, 0],
+      ]);
+      if (!got.value) throw win32Error(`QueryInformationJobObject(${name})`, 'for a run', got.errnoCode, got.errnoMessage);
+      return buf;
+    };
+    const extended = parseExtendedLimitInformation(
+      query(JOB_OBJECT_EXTENDED_LIMIT_INFORMATION, 'JobObjectExtendedLimitInformation', EXTENDED_LIMIT_INFORMATION_SIZE),
+    );
+    if (!cpu) return { extended };
+    return {
+      extended,
+      cpu: parseCpuRateControlInformation(
+        query(JOB_OBJECT_CPU_RATE_CONTROL_INFORMATION, 'JobObjectCpuRateControlInformation', CPU_RATE_CONTROL_INFORMATION_SIZE),
+      ),
+    };
   }
 
   get closed(): boolean {
@@ -365,6 +640,11 @@ export class Win32Job {
     const h = this.handle;
     this.handle = 0;
     closeHandle(h);
+    if (this.port !== 0) {
+      const port = this.port;
+      this.port = 0;
+      closeHandle(port);
+    }
   }
 
   /**
@@ -399,6 +679,26 @@ export class Win32Job {
     child.stdin.end(GO);
     return child;
   }
+}
+
+/** How a limit block reads in a message: "JOB_MEMORY 268435456, ACTIVE_PROCESS 17". */
+function describeLimits(info: Buffer): string {
+  const l = parseExtendedLimitInformation(info);
+  const parts = ['KILL_ON_JOB_CLOSE'];
+  if (l.limitFlags & JOB_OBJECT_LIMIT_JOB_MEMORY) parts.push(`JOB_MEMORY ${l.jobMemoryLimit}`);
+  if (l.limitFlags & JOB_OBJECT_LIMIT_ACTIVE_PROCESS) parts.push(`ACTIVE_PROCESS ${l.activeProcessLimit}`);
+  return parts.join(', ');
+}
+
+/**
+ * The machine's logical processors, in every processor group (CpuRate is a share of all of them;
+ * os.cpus() may see only this process's group on machines of more than 64).
+ */
+export function logicalProcessors(): number {
+  const { ffi, call } = api();
+  const n = call('GetActiveProcessorCount', ffi.DataType.U32, [[ffi.DataType.U32, ALL_PROCESSOR_GROUPS]]);
+  if (!n.value) throw win32Error('GetActiveProcessorCount(ALL_PROCESSOR_GROUPS)', 'for a CPU limit', n.errnoCode, n.errnoMessage);
+  return n.value;
 }
 
 function closeHandle(handle: number): void {
