@@ -5,13 +5,17 @@
 // server's tree is not tracked here yet: treeOf gives nothing and killGroup does nothing, as
 // before (Windows has no process groups that a signal reaches).
 //
+// A run's resource limits are set on its job when the group is made, before anything is
+// launched into it (win32-job.ts setLimits): a limit that cannot be set refuses the run with
+// NOT_SUPPORTED naming the Win32 call and its error, and nothing starts.
+//
 // Nothing here changes an ACL, owner or label of any file: the only security change made is to
 // the launcher's own token (SetTokenInformation(TokenIntegrityLevel)); the run directory inherits
 // LocalLow's descriptor as it is made.
 import type { ChildProcessByStdio } from 'child_process';
 import type { Readable, Writable } from 'stream';
 import { ShadowError } from '../errors';
-import type { LaunchOptions, ProcessGroup, ProcessTrees } from './types';
+import type { LaunchOptions, LimitHit, ProcessGroup, ProcessTrees, RunLimits } from './types';
 import { resolveWindowsCommand, type WindowsSpawn } from './win32-command';
 import { INTEGRITY_RID, integrityName, lowerIntegrity, lowRunEnv, lowRunTemp, removeLowRunTemp } from './win32-integrity';
 import { type LaunchOptions as JobLaunchOptions, Win32Job } from './win32-job';
@@ -48,12 +52,44 @@ const OPT_OUT = 'To run without that protection, pass --unprotected (API and RPC
 export class Win32ProcessGroup implements ProcessGroup {
   readonly cgroup = undefined;
   readonly launches = true;
-  /** The run's Job Object; start the command with launch() so it is born in it. */
-  readonly job = new Win32Job();
+  /** The run's Job Object, with the run's limits on it; start the command with launch() so it is born in it. */
+  readonly job: Win32Job;
   /** The run's directory under LocalLow (runTemp), removed by dispose(). */
   private temp: { runId: string; dir: string } | undefined;
 
-  constructor(readonly runId: string) {}
+  /**
+   * Makes the run's job and sets `limits` on it (memory: committed memory of all the run's
+   * processes together, the launcher's included; processes: at once, the launcher not counted;
+   * cpus: a hard cap on the share of all processors' time). Throws NOT_SUPPORTED, with the job
+   * closed, when one cannot be set.
+   */
+  constructor(
+    readonly runId: string,
+    limits: RunLimits = {},
+  ) {
+    this.job = new Win32Job();
+    if (Object.values(limits).every((v) => v === undefined)) return;
+    try {
+      this.job.setLimits(limits);
+    } catch (err) {
+      this.job.close();
+      if (err instanceof ShadowError) throw err;
+      throw new ShadowError(
+        'NOT_SUPPORTED',
+        `cannot set the run's limits on its Job Object, so it was not started: ${(err as Error).message}. Run without that limit.`,
+        { cause: err },
+      );
+    }
+  }
+
+  /** The limits the run has reached (read from its job's completion port; see Win32Job.limitsHit). */
+  limitsHit(): LimitHit[] {
+    try {
+      return this.job.limitsHit();
+    } catch {
+      return [];
+    }
+  }
 
   /**
    * Makes the run's empty directory under LocalLow (win32-integrity.ts lowRunTemp) and returns the
@@ -203,14 +239,7 @@ export function isWin32Group(group: ProcessGroup): group is Win32ProcessGroup {
 }
 
 export const win32Processes: ProcessTrees = {
-  group: (runId, limits) => {
-    if (limits && Object.values(limits).some((v) => v !== undefined))
-      throw new ShadowError(
-        'NOT_SUPPORTED',
-        "resource limits are not set on a Windows run's Job Object yet; run without --memory, --max-processes and --cpus",
-      );
-    return new Win32ProcessGroup(runId);
-  },
+  group: (runId, limits) => new Win32ProcessGroup(runId, limits),
   treeOf: () => [],
   stillRunning: () => [],
   killGroup: () => undefined,
