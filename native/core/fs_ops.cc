@@ -319,6 +319,8 @@ void applyAttrs(Inode* s, uint32_t mask, const Attr& v, Timespec t) {
   if (mask & kSetMtimeNow) s->setMtime(t);
   else if (mask & kSetMtime) s->setMtime(v.mtime);
   s->setCtime((mask & kSetCtime) ? v.ctime : t);
+  if (mask & kSetWinAttrs) s->setWinAttrs(v.winAttrs);
+  if (mask & kSetBirth) s->setBirth(&v.birth);
 }
 }  // namespace
 

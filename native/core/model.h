@@ -191,8 +191,8 @@ struct More {
 };
 
 // What a path needs beyond the fixed part, in two steps: the Base of a file whose content was
-// taken from the folder (every such file has one, so it is kept small: 64 bytes with malloc's
-// header), then everything rarer (More).
+// taken from the folder (every such file has one, so it is kept small: 80 bytes with malloc's
+// header) and Windows' own metadata, then everything rarer (More).
 struct Extra {
   Extra() = default;
   Extra(const Extra&) = delete;
@@ -203,6 +203,12 @@ struct Extra {
   int64_t baseMtimeSec = 0, baseCtimeSec = 0;
   uint32_t baseMtimeNs = 0, baseCtimeNs = 0;
   std::atomic<More*> more{nullptr};
+  // Windows' metadata (under mmu): attributes of kWinAttrsKept (0 without an Extra), and the
+  // creation time when the inode's kBirth flag is set. 16 bytes that fit the malloc block the
+  // fields above leave (72 of 80 bytes with malloc's header), so nothing else grows.
+  uint32_t winAttrs = 0;
+  uint32_t birthNs = 0;
+  int64_t birthSec = 0;
 };
 
 // One path of a layer (a Node) and, unless it is a whiteout or a second name of a hard-linked
@@ -227,6 +233,7 @@ struct Inode {
     kBaseHashed = 512,  // and it is hashed
     kBigKids = 1024,    // directories: u.kids is a list of runs (Node::kFlatMax)
     kWideTimes = 2048,  // the times live in More::times (one was out of `times`' range)
+    kBirth = 4096,      // Extra holds a creation time of the layer's own (Windows)
   };
   Inode(const Inode&) = delete;
   Inode& operator=(const Inode&) = delete;
@@ -301,6 +308,15 @@ struct Inode {
   void setCtime(Timespec t) { setTime(2, t); }
   Timespec timeAt(int i) const;
   void setTime(int i, Timespec t);
+  // Windows' metadata (mmu held, or unpublished): attributes (kWinAttrsKept bits) and birth
+  // time. Setting 0 attributes or no birth time allocates nothing.
+  uint32_t winAttrs() const {
+    const Extra* e = ex();
+    return e ? e->winAttrs : 0;
+  }
+  void setWinAttrs(uint32_t a);
+  bool birth(Timespec* out) const;
+  void setBirth(const Timespec* t);  // null: none of its own
   // The attributes as an Attr (mmu held); nlink 1, blocks from size.
   Attr snap() const;
   // Stores an Attr's attributes (mmu held or unpublished); the inode number stays.

@@ -116,6 +116,8 @@ Attr Inode::snap() const {
   a.atime = atime();
   a.mtime = mtime();
   a.ctime = ctime();
+  a.winAttrs = winAttrs();
+  a.hasBirth = birth(&a.birth);
   return a;
 }
 
@@ -128,6 +130,31 @@ void Inode::setSnap(const Attr& a) {
   setAtime(a.atime);
   setMtime(a.mtime);
   setCtime(a.ctime);
+  setWinAttrs(a.winAttrs);
+  setBirth(a.hasBirth ? &a.birth : nullptr);
+}
+
+void Inode::setWinAttrs(uint32_t a) {
+  a &= kWinAttrsKept;
+  if (a || ex()) extra().winAttrs = a;
+}
+
+bool Inode::birth(Timespec* out) const {
+  const Extra* e = ex();
+  if (!e || !has(kBirth)) return false;
+  *out = Timespec{e->birthSec, e->birthNs};
+  return true;
+}
+
+void Inode::setBirth(const Timespec* t) {
+  if (!t) {
+    clear(kBirth);
+    return;
+  }
+  Extra& e = extra();
+  e.birthSec = t->sec;
+  e.birthNs = static_cast<uint32_t>(t->nsec);
+  set(kBirth);
 }
 
 namespace {

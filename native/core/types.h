@@ -36,7 +36,22 @@ struct Attr {
   // through: its nlink counts the layer's names. A folder file's nlink counts the folder's hard
   // links, which the layer treats as separate files (a copy-up takes one name only).
   bool layerObject = false;
+  // Windows' metadata with no POSIX meaning, kept per layer object and copied up from the
+  // folder (win32_lower reports it; POSIX folders and the Linux backends neither set nor show
+  // it). `winAttrs`: the attributes of kWinAttrsKept, in Windows' own bit values. `birth`: the
+  // creation time, when `hasBirth` (else the object has none of its own: backends derive one).
+  uint32_t winAttrs = 0;
+  bool hasBirth = false;
+  Timespec birth;
 };
+
+// The Windows file attributes the core keeps as they are (FILE_ATTRIBUTE_HIDDEN, _SYSTEM,
+// _ARCHIVE, _TEMPORARY, _OFFLINE, _NOT_CONTENT_INDEXED: what SetFileAttributesW may set that no
+// POSIX attribute says). READONLY is not among them: it is the write bits of `perm`.
+// DIRECTORY and REPARSE_POINT follow from the type.
+constexpr uint32_t kWinAttrHidden = 0x2, kWinAttrSystem = 0x4, kWinAttrArchive = 0x20;
+constexpr uint32_t kWinAttrsKept = kWinAttrHidden | kWinAttrSystem | kWinAttrArchive | 0x100 |
+                                   0x1000 | 0x2000;
 
 // A stretch of a file that holds data (see Overlay::dataExtents); outside such stretches a
 // sparse file reads as zeros.
@@ -73,6 +88,8 @@ enum SetAttrMask : uint32_t {
   kSetAtimeNow = 1u << 6,
   kSetMtimeNow = 1u << 7,
   kSetCtime = 1u << 8,
+  kSetWinAttrs = 1u << 9,  // Attr::winAttrs (only the bits of kWinAttrsKept are kept)
+  kSetBirth = 1u << 10,    // Attr::birth
 };
 
 // rename(2) flags, with the values Linux uses so the Linux backend passes them unchanged.

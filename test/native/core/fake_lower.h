@@ -67,6 +67,14 @@ class FakeLower final : public LowerFs {
     o->attr.size = data.size();
     o->attr.mtime = o->attr.ctime = tick();
   }
+  // Windows' metadata of a file of A, as win32_lower reports it (attributes, creation time).
+  void setWinMeta(const std::string& path, uint32_t winAttrs, const Timespec* birth) {
+    std::lock_guard lock(mu_);
+    Attr& a = objects_.at(path)->attr;
+    a.winAttrs = winAttrs;
+    a.hasBirth = birth != nullptr;
+    if (birth) a.birth = *birth;
+  }
   void setXattr(const std::string& path, const std::string& name, const std::string& value) {
     std::lock_guard lock(mu_);
     objects_.at(path)->xattrs[name] = value;

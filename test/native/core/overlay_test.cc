@@ -581,6 +581,103 @@ TEST(xattrs_copy_up_into_the_layer) {
   CHECK_EQ(other, (Names{"user.origin"}));
 }
 
+// Windows' metadata with no POSIX meaning (attributes such as HIDDEN and SYSTEM, a creation
+// time) is kept per layer object: set by setattr, shown by getattr, carried by renames, hard
+// links and clones, copied up from the folder's file with the rest of its attributes, and
+// never mixed into what POSIX sees (perm stays the mode; READONLY is not one of these bits).
+TEST(windows_attributes_and_creation_time_are_kept_per_layer_object) {
+  World w(project);
+  Attr at;
+  Handle* h = nullptr;
+  REQUIRE_OK(w.ov->create(w.a, "new.txt", 0644, OpenIntent{true}, kWho, &h, &at));
+  w.ov->release(h);
+  CHECK_EQ(at.winAttrs, uint32_t{0});
+  CHECK(!at.hasBirth);
+  Attr v, out;
+  v.winAttrs = kWinAttrHidden | kWinAttrSystem | 0x1 /* READONLY */ | 0x10 /* DIRECTORY */;
+  v.birth = Timespec{1000000000, 123456700};
+  REQUIRE_OK(w.ov->setattr(w.a, "new.txt", nullptr, kSetWinAttrs | kSetBirth, v, &out));
+  CHECK_EQ(out.winAttrs, kWinAttrHidden | kWinAttrSystem);
+  Attr st = w.stat(w.a, "new.txt");
+  CHECK_EQ(st.winAttrs, kWinAttrHidden | kWinAttrSystem);
+  CHECK(st.hasBirth);
+  CHECK_EQ(st.birth.sec, int64_t{1000000000});
+  CHECK_EQ(st.birth.nsec, int64_t{123456700});
+  CHECK_EQ(st.perm, uint32_t{0644});
+  // Other changes leave them as they are.
+  Attr t;
+  t.mtime = Timespec{5, 0};
+  t.perm = 0600;
+  REQUIRE_OK(w.ov->setattr(w.a, "new.txt", nullptr, kSetMtime | kSetMode, t, &out));
+  CHECK_EQ(out.winAttrs, kWinAttrHidden | kWinAttrSystem);
+  CHECK_EQ(out.birth.sec, int64_t{1000000000});
+  // A rename, a hard link and a clone carry them.
+  REQUIRE_OK(w.ov->rename(w.a, "new.txt", "src/moved.txt", 0));
+  CHECK_EQ(w.stat(w.a, "src/moved.txt").winAttrs, kWinAttrHidden | kWinAttrSystem);
+  CHECK_EQ(w.stat(w.a, "src/moved.txt").birth.sec, int64_t{1000000000});
+  REQUIRE_OK(w.ov->link(w.a, "src/moved.txt", "linked.txt", &at));
+  CHECK_EQ(w.stat(w.a, "linked.txt").winAttrs, kWinAttrHidden | kWinAttrSystem);
+  REQUIRE_OK(w.ov->cloneLayer("a", "c"));
+  Attr cl = w.stat(w.layer("c"), "src/moved.txt");
+  CHECK_EQ(cl.winAttrs, kWinAttrHidden | kWinAttrSystem);
+  CHECK(cl.hasBirth);
+  CHECK_EQ(cl.birth.nsec, int64_t{123456700});
+  // Cleared again; a directory keeps them too.
+  v.winAttrs = 0;
+  REQUIRE_OK(w.ov->setattr(w.a, "src/moved.txt", nullptr, kSetWinAttrs, v, &out));
+  CHECK_EQ(w.stat(w.a, "linked.txt").winAttrs, uint32_t{0});
+  CHECK_EQ(w.stat(w.layer("c"), "src/moved.txt").winAttrs, kWinAttrHidden | kWinAttrSystem);
+  REQUIRE_OK(w.ov->mkdir(w.a, "d", 0755, kWho, &at));
+  v.winAttrs = kWinAttrHidden;
+  REQUIRE_OK(w.ov->setattr(w.a, "d", nullptr, kSetWinAttrs, v, &out));
+  REQUIRE_OK(w.ov->rename(w.a, "d", "d2", 0));
+  CHECK_EQ(w.stat(w.a, "d2").winAttrs, kWinAttrHidden);
+}
+
+TEST(a_folder_files_windows_attributes_and_creation_time_are_copied_up) {
+  const Timespec born{1200000000, 500};
+  World w([&](fake::FakeLower& f) {
+    f.addFile("hid.txt", "hidden in A");
+    f.setWinMeta("hid.txt", kWinAttrHidden | kWinAttrArchive, &born);
+    f.addFile("other.txt", "plain");
+    f.addDir("sys");
+    f.setWinMeta("sys", kWinAttrSystem, &born);
+    f.addFile("sys/x.txt", "x");
+  });
+  // Seen through before any change...
+  Attr st = w.stat(w.a, "hid.txt");
+  CHECK_EQ(st.winAttrs, kWinAttrHidden | kWinAttrArchive);
+  CHECK(st.hasBirth);
+  // ...and kept by the copy-up of a write, after which A's own changes no longer show.
+  OpenIntent wr;
+  wr.write = true;
+  Handle* h = nullptr;
+  Attr at;
+  REQUIRE_OK(w.ov->open(w.a, "hid.txt", wr, &h, &at));
+  REQUIRE_OK(w.ov->write(h, "HID", 3, 0));
+  w.ov->release(h);
+  w.lower->setWinMeta("hid.txt", 0, nullptr);
+  st = w.stat(w.a, "hid.txt");
+  CHECK_EQ(st.winAttrs, kWinAttrHidden | kWinAttrArchive);
+  CHECK(st.hasBirth);
+  CHECK_EQ(st.birth.sec, born.sec);
+  CHECK_EQ(st.birth.nsec, born.nsec);
+  // A mode change takes the attributes over too (no content copied), and so does a directory
+  // of A renamed (its redirect keeps merging A's directory).
+  w.lower->setWinMeta("other.txt", kWinAttrSystem, &born);
+  Attr v, out;
+  v.perm = 0600;
+  REQUIRE_OK(w.ov->setattr(w.a, "other.txt", nullptr, kSetMode, v, &out));
+  w.lower->setWinMeta("other.txt", 0, nullptr);
+  CHECK_EQ(w.stat(w.a, "other.txt").winAttrs, kWinAttrSystem);
+  CHECK(w.stat(w.a, "other.txt").hasBirth);
+  REQUIRE_OK(w.ov->rename(w.a, "sys", "sys2", 0));
+  CHECK_EQ(w.stat(w.a, "sys2").winAttrs, kWinAttrSystem);
+  CHECK_EQ(w.stat(w.a, "sys2").birth.sec, born.sec);
+  // Another layer still sees A's file as A has it now.
+  CHECK_EQ(w.stat(w.layer("b"), "hid.txt").winAttrs, uint32_t{0});
+}
+
 TEST(symlinks_in_the_layer_and_the_folder) {
   World w(project);
   Attr at;
