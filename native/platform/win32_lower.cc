@@ -803,6 +803,11 @@ class Win32Lower final : public LowerFs {
       out->ctime = fromFileTime(basic.ChangeTime.QuadPart);
     else
       out->ctime = out->mtime;
+    // What Windows keeps and POSIX has no word for: the attributes the core keeps as they are
+    // (HIDDEN, SYSTEM, ARCHIVE...) and the creation time, so a copy-up keeps them.
+    out->winAttrs = attrs & kWinAttrsKept;
+    out->hasBirth = true;
+    out->birth = fromFileTime(bi.ftCreationTime);
     return 0;
   }
 

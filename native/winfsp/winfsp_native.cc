@@ -651,6 +651,17 @@ NTSTATUS WinFspMount::Create(FSP_FILE_SYSTEM* fs, PWSTR fileName, UINT32 createO
     c->upgraded = true;
   }
   if (e) return statusOfLookup(e, true);
+  // HIDDEN, SYSTEM and the other attributes the core keeps, as asked (on the new object: the
+  // file's handle, the directory by its path, which this create holds exclusively).
+  if (fileAttributes & kWinAttrsKept) {
+    Attr v;
+    v.winAttrs = fileAttributes & kWinAttrsKept;
+    e = m->ov_->setattr(L.get(), c->h ? std::string() : path, c->h, kSetWinAttrs, v, &a);
+    if (e) {
+      if (c->h) m->ov_->release(c->h);
+      return statusFromErrno(e);
+    }
+  }
   c->ino = a.ino;
   fileInfoOf(a, false, kAllocationUnit, info);
   m->setNormalizedName(fileName, info);
@@ -709,7 +720,12 @@ NTSTATUS WinFspMount::Open(FSP_FILE_SYSTEM* fs, PWSTR fileName, UINT32 createOpt
 }
 
 // FILE_OVERWRITE(_IF) and FILE_SUPERSEDE of an existing file: truncate to 0 (nothing is
-// copied from A) and merge (or, superseding, replace) the READONLY attribute.
+// copied from A) and merge (or, superseding, replace) the attributes, as WinFsp's memfs does
+// (ReplaceFileAttributes: the caller's replace the file's; else they are added to them), with
+// READONLY kept as the write bits. Refusing an overwrite that would drop HIDDEN or SYSTEM is the
+// driver's part (CreateFileW's CREATE_ALWAYS rule; WinFsp's create.c checks the attributes the
+// Open returned), which is why the Open and GetFileInfo must report them. ARCHIVE is not added
+// on its own, as NTFS and memfs do: the core keeps attributes as they are set.
 NTSTATUS WinFspMount::Overwrite(FSP_FILE_SYSTEM* fs, PVOID ctx, UINT32 fileAttributes,
                                 BOOLEAN replaceAttributes, UINT64, FSP_FSCTL_FILE_INFO* info) {
   WinFspMount* m = self(fs);
@@ -726,6 +742,8 @@ NTSTATUS WinFspMount::Overwrite(FSP_FILE_SYSTEM* fs, PVOID ctx, UINT32 fileAttri
   uint32_t perm = cur.perm;
   if (replaceAttributes || (fileAttributes & FILE_ATTRIBUTE_READONLY))
     perm = permWithAttributes(cur.perm, fileAttributes);
+  const uint32_t asked = fileAttributes & kWinAttrsKept;
+  const uint32_t winAttrs = replaceAttributes ? asked : (cur.winAttrs | asked);
   Attr v, out;
   uint64_t size = 0;
   uint32_t mask = kSetSize;
@@ -733,6 +751,10 @@ NTSTATUS WinFspMount::Overwrite(FSP_FILE_SYSTEM* fs, PVOID ctx, UINT32 fileAttri
   if (perm != cur.perm) {
     mask |= kSetMode;
     v.perm = perm;
+  }
+  if (winAttrs != cur.winAttrs) {
+    mask |= kSetWinAttrs;
+    v.winAttrs = winAttrs;
   }
   {
     std::shared_lock<SharedMutex> lock(c->mu);
@@ -821,12 +843,15 @@ NTSTATUS WinFspMount::GetFileInfo(FSP_FILE_SYSTEM* fs, PVOID ctx, FSP_FSCTL_FILE
   return self(fs)->infoOf(ctxOf(ctx), info);
 }
 
-// Attributes: READONLY maps to the write bits (the core has no other Windows attributes yet:
-// HIDDEN, SYSTEM and ARCHIVE asked here are not kept). Times of 0 mean "leave as is".
-// CreationTime: the core keeps no birth time, so it is not kept either.
-NTSTATUS WinFspMount::SetBasicInfo(FSP_FILE_SYSTEM* fs, PVOID ctx, UINT32 attributes, UINT64,
-                                   UINT64 accessTime, UINT64 writeTime, UINT64 changeTime,
-                                   FSP_FSCTL_FILE_INFO* info) {
+// Attributes: READONLY maps to the write bits; HIDDEN, SYSTEM, ARCHIVE and the others of
+// kWinAttrsKept are kept as they are (what else WinFsp passes, DIRECTORY or NORMAL, follows from
+// the object). Times of 0 mean "leave as is". CreationTime is the object's own from then on; an
+// object without one of its own (a new file of the layer, whose creation time is the earliest of
+// its times) keeps the creation time it showed when another of its times is set, so setting
+// LastWriteTime into the past does not move its creation time with it.
+NTSTATUS WinFspMount::SetBasicInfo(FSP_FILE_SYSTEM* fs, PVOID ctx, UINT32 attributes,
+                                   UINT64 creationTime, UINT64 accessTime, UINT64 writeTime,
+                                   UINT64 changeTime, FSP_FSCTL_FILE_INFO* info) {
   WinFspMount* m = self(fs);
   FileCtx* c = ctxOf(ctx);
   Attr cur;
@@ -839,6 +864,17 @@ NTSTATUS WinFspMount::SetBasicInfo(FSP_FILE_SYSTEM* fs, PVOID ctx, UINT32 attrib
       mask |= kSetMode;
       v.perm = perm;
     }
+    if ((attributes & kWinAttrsKept) != cur.winAttrs) {
+      mask |= kSetWinAttrs;
+      v.winAttrs = attributes & kWinAttrsKept;
+    }
+  }
+  if (creationTime) {
+    mask |= kSetBirth;
+    v.birth = timespecOf(creationTime);
+  } else if (!cur.hasBirth && (accessTime || writeTime || changeTime)) {
+    mask |= kSetBirth;
+    v.birth = timespecOf(creationTimeOf(cur));
   }
   if (accessTime) mask |= kSetAtime, v.atime = timespecOf(accessTime);
   if (writeTime) mask |= kSetMtime, v.mtime = timespecOf(writeTime);

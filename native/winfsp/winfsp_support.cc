@@ -111,7 +111,18 @@ UINT32 attributesOf(const Attr& a, bool linkToDirectory) {
   } else if ((a.perm & 0222) == 0) {
     attrs |= FILE_ATTRIBUTE_READONLY;  // links have no mode of their own on Windows
   }
-  return attrs;
+  return attrs | (a.winAttrs & kWinAttrsKept);
+}
+
+UINT64 creationTimeOf(const Attr& a) {
+  if (a.hasBirth) return fileTimeOf(a.birth);
+  // No creation time of its own (a new file of the layer): the earliest time it has, which is
+  // when it was made until a time is set (SetBasicInfo then keeps this one, see there).
+  const UINT64 atime = fileTimeOf(a.atime), ctime = fileTimeOf(a.ctime);
+  UINT64 created = fileTimeOf(a.mtime);
+  if (ctime && (!created || ctime < created)) created = ctime;
+  if (atime && (!created || atime < created)) created = atime;
+  return created;
 }
 
 void fileInfoOf(const Attr& a, bool linkToDirectory, uint32_t allocationUnit,
@@ -126,11 +137,7 @@ void fileInfoOf(const Attr& a, bool linkToDirectory, uint32_t allocationUnit,
   out->LastAccessTime = fileTimeOf(a.atime);
   out->LastWriteTime = fileTimeOf(a.mtime);
   out->ChangeTime = fileTimeOf(a.ctime);
-  // No birth time in the core (finding 12): the earliest time it knows is the closest to one.
-  UINT64 created = out->LastWriteTime;
-  if (out->ChangeTime && (!created || out->ChangeTime < created)) created = out->ChangeTime;
-  if (out->LastAccessTime && (!created || out->LastAccessTime < created)) created = out->LastAccessTime;
-  out->CreationTime = created;
+  out->CreationTime = creationTimeOf(a);
   out->IndexNumber = a.ino;
   out->HardLinks = 0;
   out->EaSize = 0;

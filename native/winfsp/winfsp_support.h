@@ -40,10 +40,14 @@ Timespec timespecOf(UINT64 fileTime);
 // The Windows attributes of an object: DIRECTORY for directories, REPARSE_POINT for links
 // (plus DIRECTORY when `linkToDirectory`, as for a junction or a directory symlink), READONLY
 // when no write bit is set (what win32_lower reports for the folder's read-only files, and what
-// SetBasicInfo's READONLY sets). 0 for a plain file: the driver shows it as NORMAL.
+// SetBasicInfo's READONLY sets), and the ones the core keeps as they are (Attr::winAttrs:
+// HIDDEN, SYSTEM, ARCHIVE...). 0 for a plain file: the driver shows it as NORMAL.
 UINT32 attributesOf(const Attr& a, bool linkToDirectory);
-// WinFsp's file information. CreationTime: the core keeps no birth time, so the earliest of the
-// times it has (never 1970 for a file that has times). IndexNumber is the core's inode number.
+// The creation time: the object's own (Attr::birth: A's file's, copied up with it, or one set
+// by SetBasicInfo), else the earliest of its times (never 1970 for a file that has times).
+UINT64 creationTimeOf(const Attr& a);
+// WinFsp's file information (CreationTime as creationTimeOf says). IndexNumber is the core's
+// inode number.
 void fileInfoOf(const Attr& a, bool linkToDirectory, uint32_t allocationUnit,
                 FSP_FSCTL_FILE_INFO* out);
 // The permission bits after SetBasicInfo/Overwrite set `attributes` (READONLY clears every

@@ -151,6 +151,56 @@ TEST(win32_lower_stats_files_and_directories) {
   CHECK_ERR(fs->stat("dir/a.txt", &moved), ENOENT);
 }
 
+// What Windows keeps and POSIX has no word for: HIDDEN, SYSTEM (and ARCHIVE) as the file has
+// them, READONLY still only as the mode, and the creation time, so that a copy-up keeps them.
+TEST(win32_lower_reports_hidden_system_and_the_creation_time) {
+  TempDir t;
+  REQUIRE(t.write("hid.txt", "h"));
+  REQUIRE(t.write("plain.txt", "p"));
+  REQUIRE(t.mkdir("sysdir"));
+  REQUIRE(SetFileAttributesW(t.at("hid.txt").c_str(),
+                             FILE_ATTRIBUTE_HIDDEN | FILE_ATTRIBUTE_SYSTEM | FILE_ATTRIBUTE_READONLY));
+  REQUIRE(SetFileAttributesW(t.at("plain.txt").c_str(), FILE_ATTRIBUTE_NORMAL));
+  REQUIRE(SetFileAttributesW(t.at("sysdir").c_str(), FILE_ATTRIBUTE_SYSTEM));
+  // Windows (and wine) read back what was set.
+  const DWORD back = GetFileAttributesW(t.at("hid.txt").c_str());
+  REQUIRE(back != INVALID_FILE_ATTRIBUTES && (back & FILE_ATTRIBUTE_HIDDEN) && (back & FILE_ATTRIBUTE_SYSTEM));
+  // The creation time as Windows reports it. (A set one would be better, but wine keeps none:
+  // SetFileTime's creation time succeeds and reads back as Linux's birth time of the file.)
+  uint64_t ft = 0;
+  {
+    HANDLE h = CreateFileW(t.at("plain.txt").c_str(), FILE_READ_ATTRIBUTES, FILE_SHARE_READ, nullptr,
+                           OPEN_EXISTING, 0, nullptr);
+    REQUIRE(h != INVALID_HANDLE_VALUE);
+    FILETIME c{};
+    CHECK(GetFileTime(h, &c, nullptr, nullptr));
+    CloseHandle(h);
+    ft = (static_cast<uint64_t>(c.dwHighDateTime) << 32) | c.dwLowDateTime;
+  }
+  REQUIRE(ft != 0);
+  auto fs = lowerOf(t);
+  Attr hid, plain, dir;
+  REQUIRE_OK(fs->stat("hid.txt", &hid));
+  CHECK_EQ(hid.winAttrs & (kWinAttrHidden | kWinAttrSystem), kWinAttrHidden | kWinAttrSystem);
+  CHECK_EQ(hid.winAttrs & 0x1u, 0u);  // READONLY is the mode
+  CHECK_EQ(hid.perm, 0444u);
+  CHECK(hid.hasBirth);
+  REQUIRE_OK(fs->stat("plain.txt", &plain));
+  CHECK_EQ(plain.winAttrs & (kWinAttrHidden | kWinAttrSystem), 0u);
+  CHECK(plain.hasBirth);
+  const int64_t since1970 = static_cast<int64_t>(ft) - 116444736000000000LL;
+  CHECK_EQ(plain.birth.sec, since1970 / 10000000);
+  CHECK_EQ(plain.birth.nsec, (since1970 % 10000000) * 100);
+  REQUIRE_OK(fs->stat("sysdir", &dir));
+  CHECK_EQ(dir.winAttrs & kWinAttrSystem, kWinAttrSystem);
+  LowerHandle h = -1;
+  REQUIRE_OK(fs->open("hid.txt", &h));
+  Attr viaHandle;
+  CHECK_OK(fs->fstat(h, &viaHandle));
+  CHECK_EQ(viaHandle.winAttrs, hid.winAttrs);
+  fs->close(h);
+}
+
 TEST(win32_lower_readdir_lists_names_and_types) {
   TempDir t;
   REQUIRE(t.mkdir("sub"));

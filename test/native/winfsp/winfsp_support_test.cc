@@ -148,8 +148,19 @@ TEST(winfsp_times_and_attributes) {
   CHECK_EQ(i.AllocationSize, 8192ull);
   CHECK_EQ(i.IndexNumber, 77ull);
   CHECK_EQ(i.HardLinks, 0u);
-  // No birth time in the core: the earliest time known, never 1970 (finding 12).
+  // No creation time of its own: the earliest time known, never 1970 (finding 12).
   CHECK_EQ(i.CreationTime, fileTimeOf(f.mtime));
+  // Its own (A's, copied up, or set): shown as it is; HIDDEN and SYSTEM shown with the rest.
+  Attr own = f;
+  own.hasBirth = true;
+  own.birth = {1000000000, 500};
+  own.winAttrs = FILE_ATTRIBUTE_HIDDEN | FILE_ATTRIBUTE_SYSTEM;
+  own.perm = 0444;
+  fileInfoOf(own, false, 4096, &i);
+  CHECK_EQ(i.CreationTime, fileTimeOf(own.birth));
+  CHECK_EQ(i.FileAttributes,
+           static_cast<UINT32>(FILE_ATTRIBUTE_HIDDEN | FILE_ATTRIBUTE_SYSTEM | FILE_ATTRIBUTE_READONLY));
+  CHECK_EQ(creationTimeOf(own), fileTimeOf(own.birth));
 
   f.perm = 0444;
   CHECK_EQ(attributesOf(f, false), static_cast<UINT32>(FILE_ATTRIBUTE_READONLY));
