@@ -104,12 +104,14 @@ NTSTATUS ioWrite(Volume *v, Handle *h, UINT64 offset, const std::string &data);
 // Cleanup, until the Close).
 NTSTATUS ioRead(Volume *v, Handle *h, UINT64 offset, ULONG length, std::string *data, bool paging = false);
 NTSTATUS ioGetInfo(Volume *v, Handle *h, FSP_FSCTL_FILE_INFO *info, bool *fromCache = nullptr);
-NTSTATUS ioSetAttributes(Volume *v, Handle *h, UINT32 attrs);
+// attrs 0: no change; creationTime 0: no change (FILE_BASIC_INFORMATION's own rule).
+NTSTATUS ioSetAttributes(Volume *v, Handle *h, UINT32 attrs, UINT64 creationTime = 0);
 NTSTATUS ioSetSize(Volume *v, Handle *h, UINT64 size);
 NTSTATUS ioDisposition(Volume *v, Handle *h, UINT32 flags, int mode);  // mode 0: Win32 DeleteFile retry, 1: legacy, 2: Ex
 NTSTATUS ioRename(Volume *v, Handle *h, const std::wstring &newPath, bool replace, bool posix);
+// `attrs` (optional) gets each listed name's FileAttributes, in the order of `names`.
 NTSTATUS ioList(Volume *v, Handle *h, const std::wstring &pattern, ULONG length, std::vector<std::wstring> *names,
-                bool *fromCache);
+                bool *fromCache, std::vector<UINT32> *attrs = nullptr);
 NTSTATUS ioGetSecurity(Volume *v, Handle *h, std::wstring *sddl);
 NTSTATUS ioSetReparse(Volume *v, Handle *h, const std::vector<UINT8> &data);
 NTSTATUS ioGetReparse(Volume *v, Handle *h, std::vector<UINT8> *data);

@@ -500,7 +500,7 @@ NTSTATUS ioGetInfo(Volume *v, Handle *h, FSP_FSCTL_FILE_INFO *info, bool *fromCa
   return r;
 }
 
-NTSTATUS ioSetAttributes(Volume *v, Handle *h, UINT32 attrs) {
+NTSTATUS ioSetAttributes(Volume *v, Handle *h, UINT32 attrs, UINT64 creationTime) {
   if (!(h->granted & FILE_WRITE_ATTRIBUTES)) return STATUS_ACCESS_DENIED;
   Buffers b;
   b.req()->Kind = FspFsctlTransactSetInformationKind;
@@ -511,6 +511,7 @@ NTSTATUS ioSetAttributes(Volume *v, Handle *h, UINT32 attrs) {
   UINT32 a = attrs == 0 ? INVALID_FILE_ATTRIBUTES : (attrs & ~FILE_ATTRIBUTE_NORMAL);
   if (a != INVALID_FILE_ATTRIBUTES) a = h->node->isDir ? (a | FILE_ATTRIBUTE_DIRECTORY) : (a & ~FILE_ATTRIBUTE_DIRECTORY);
   s.Info.Basic.FileAttributes = a;
+  s.Info.Basic.CreationTime = creationTime;
   NTSTATUS r = transactForIo(v, b.req(), b.rsp());
   if (NT_SUCCESS(r)) {
     std::lock_guard<std::mutex> g(v->lock);
@@ -703,7 +704,7 @@ bool matches(const wchar_t *p, const wchar_t *s) {
 }  // namespace
 
 NTSTATUS ioList(Volume *v, Handle *h, const std::wstring &pattern0, ULONG length, std::vector<std::wstring> *names,
-                bool *fromCache) {
+                bool *fromCache, std::vector<UINT32> *attrs) {
   Node *n = h->node;
   *fromCache = false;
   if (!n->isDir) return STATUS_INVALID_PARAMETER;
@@ -791,6 +792,7 @@ NTSTATUS ioList(Volume *v, Handle *h, const std::wstring &pattern0, ULONG length
       std::wstring cmp = v->params.CaseSensitiveSearch ? name : upper(name);
       if (matches(h->pattern.c_str(), cmp.c_str())) {
         names->push_back(name);
+        if (attrs) attrs->push_back(di->FileInfo.FileAttributes);
         any = true;
         if (!wild) break;
       }

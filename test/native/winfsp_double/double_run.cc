@@ -17,12 +17,15 @@
 //   cleanup H | close H (cleanup if not yet, then close) | closeall
 //   write H OFFSET TEXT | read H OFFSET LEN [data=TEXT] | truncate H SIZE
 //   getinfo H [attrs=LIST] [noattrs=LIST] [size=N] [cached=yes|no] [created_after=YEAR]
-//   setattr H attrs=LIST
+//        [created=FILETIME]   (FILETIME: 100 ns units since 1601, as a decimal number)
+//   setattr H [attrs=LIST] [created=FILETIME]   (SetFileInformationByHandle(FileBasicInfo);
+//        what is not given is left as it is)
 //   mapimage H | pagein H OFFSET LEN [data=TEXT] | unmapimage H   (an image section made from H:
 //        see "Image sections" below)
 //   delete H [undelete] [posix|classic] [ignore_ro]     (default: DeleteFileW's Ex-then-classic)
 //   rename H NEWPATH [replace] [posix]
 //   list H [pattern=P] [bufsize=N] [names=a,b,c|none] [cached=yes|no]   (. and .. not compared)
+//        [attrsof=NAME:LIST] [noattrsof=NAME:LIST]   (the entry NAME has every / none of LIST)
 //   getsec H [sddl~=TEXT] [lacks=SID,SID] | symlink PATH TARGET [relative] [dir] | junction PATH TARGET
 //   notify PATH filter=N action=N | wait (for the notifications queued so far to be processed)
 //   waitfor FILE [timeout=MS] | signal FILE   (host files: a meeting point with the program
@@ -383,13 +386,18 @@ struct Runner {
           UINT64 t = ((UINT64)ft.dwHighDateTime << 32) | ft.dwLowDateTime;
           if (fi.CreationTime <= t) mismatches.push_back("creation time before " + kv["created_after"]);
         }
+        if (NT_SUCCESS(got) && kv.count("created") && fi.CreationTime != strtoull(kv["created"].c_str(), nullptr, 10))
+          mismatches.push_back("creation time " + std::to_string(fi.CreationTime) + ", expected " + kv["created"]);
         if (NT_SUCCESS(got) && kv.count("noattrs") && (fi.FileAttributes & parseAttrs(kv["noattrs"])))
           mismatches.push_back("attributes have one of " + kv["noattrs"]);
         if (NT_SUCCESS(got) && kv.count("attrs") && (fi.FileAttributes & parseAttrs(kv["attrs"])) != parseAttrs(kv["attrs"]))
           mismatches.push_back("attributes lack " + kv["attrs"]);
         if (NT_SUCCESS(got) && kv.count("size") && fi.FileSize != strtoull(kv["size"].c_str(), nullptr, 0))
           mismatches.push_back("size " + std::to_string(fi.FileSize) + ", expected " + kv["size"]);
-      } else if (op == "setattr") got = ioSetAttributes(v, h, parseAttrs(kv["attrs"]));
+      } else if (op == "setattr") {
+        got = ioSetAttributes(v, h, kv.count("attrs") ? parseAttrs(kv["attrs"]) : 0,
+                              kv.count("created") ? strtoull(kv["created"].c_str(), nullptr, 10) : 0);
+      }
       else if (op == "mapimage") {
         if (!(h->granted & FILE_EXECUTE)) {
           got = STATUS_ACCESS_DENIED;
@@ -427,9 +435,28 @@ struct Runner {
       } else if (op == "rename") got = ioRename(v, h, wide(pos.at(1)), has("replace"), has("posix"));
       else if (op == "list") {
         std::vector<std::wstring> names;
+        std::vector<UINT32> entryAttrs;
         bool cached = false;
         got = ioList(v, h, wide(kv.count("pattern") ? kv["pattern"] : ""),
-                     kv.count("bufsize") ? (ULONG)strtoul(kv["bufsize"].c_str(), nullptr, 0) : 65536, &names, &cached);
+                     kv.count("bufsize") ? (ULONG)strtoul(kv["bufsize"].c_str(), nullptr, 0) : 65536, &names, &cached,
+                     &entryAttrs);
+        for (const char *key : {"attrsof", "noattrsof"}) {
+          if (!kv.count(key)) continue;
+          const std::string &spec = kv[key];
+          const size_t colon = spec.find(':');
+          const std::string entry = spec.substr(0, colon);
+          const UINT32 want = colon == std::string::npos ? 0 : parseAttrs(spec.substr(colon + 1));
+          bool found = false;
+          for (size_t i = 0; i < names.size(); i++) {
+            if (utf8(names[i]) != entry) continue;
+            found = true;
+            const bool none = std::string(key) == "noattrsof";
+            if (none ? (entryAttrs[i] & want) != 0 : (entryAttrs[i] & want) != want)
+              mismatches.push_back("listed " + entry + " with attributes " + std::to_string(entryAttrs[i]) +
+                                   (none ? ", which have one of " : ", which lack ") + spec.substr(colon + 1));
+          }
+          if (!found) mismatches.push_back("listing has no " + entry);
+        }
         std::vector<std::string> got8;
         for (auto &n : names)
           if (n != L"." && n != L"..") got8.push_back(utf8(n));
