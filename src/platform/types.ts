@@ -67,15 +67,23 @@ export interface LaunchOptions {
 
 /** Resource limits of one run, each optional (left out: no limit). */
 export interface RunLimits {
-  /** Bytes of memory the run's processes may use together (page cache included, as the kernel counts it; no swap beyond it). */
+  /**
+   * Bytes of memory the run's processes may use together. Linux: as the cgroup counts it (page
+   * cache included, no swap beyond it). Windows: committed memory of the Job Object, the launcher's
+   * own included.
+   */
   memoryBytes?: number;
-  /** Processes the run may have at once (Linux counts threads too). */
+  /** Processes the run may have at once (Linux counts threads too; Windows does not count the launcher). */
   processes?: number;
   /** CPU time as a number of CPUs' worth (1.5: one and a half CPUs). */
   cpus?: number;
 }
 
-/** A limit a run reached: memory (the kernel killed one of its processes for it), processes (a fork was refused). */
+/**
+ * A limit a run reached: memory (Linux: the kernel killed one of its processes for it; Windows: an
+ * allocation was refused), processes (a process it tried to start was refused). Either way a memory
+ * hit ends the run.
+ */
 export type LimitHit = 'memory' | 'processes';
 
 /** Every process one command started, its whole tree, whatever it did to leave its process group. */

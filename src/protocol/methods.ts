@@ -163,7 +163,7 @@ export const RunResult = z.object({
     .array(z.enum(['memory', 'processes']))
     .optional()
     .describe(
-      'Limits the run reached: "memory" (past its memory limit: the kernel killed a process of it, and shadowfs then killed the rest), "processes" (a process it tried to start was refused). Absent when none was reached.',
+      'Limits the run reached: "memory" (past its memory limit: on Linux the kernel killed a process of it, on Windows an allocation was refused; shadowfs then ended the run), "processes" (a process it tried to start was refused). Absent when none was reached.',
     ),
 });
 export type RunResult = z.infer<typeof RunResult>;
@@ -825,7 +825,9 @@ export const Requests = {
             .int()
             .min(1 << 20)
             .optional()
-            .describe('Memory all its processes may use together, in bytes (at least 1 MiB); past it the run is killed.'),
+            .describe(
+              'Memory all its processes may use together, in bytes (at least 1 MiB; Windows: committed memory, the launcher included); past it the run is ended.',
+            ),
           processes: z.number().int().min(1).optional().describe('Processes it may have at once (Linux counts threads too).'),
           cpus: z.number().min(0.01).max(1024).optional().describe('CPU time, in CPUs (1.5: one and a half CPUs).'),
         })
