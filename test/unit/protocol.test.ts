@@ -80,10 +80,10 @@ describe('unit: protocol', () => {
     assert.deepStrictEqual(JSON.parse(fs.readFileSync(built, 'utf8')), doc, 'dist/protocol.schema.json is current');
   });
 
-  it("the README's protocol section is the one rendered from the schema", () => {
-    const readme = fs.readFileSync(path.join(__dirname, '..', '..', '..', 'README.md'), 'utf8');
-    const m = /<!-- protocol:begin[^>]*-->\n([\s\S]*?)\n<!-- protocol:end -->/.exec(readme);
-    assert.ok(m, 'README.md has the protocol markers');
-    assert.strictEqual(m[1], protocolMarkdown(), 'README.md is out of date: run npm run build (it rewrites the section)');
+  it("docs/protocol.md's generated section is the one rendered from the schema", () => {
+    const reference = fs.readFileSync(path.join(__dirname, '..', '..', '..', 'docs', 'protocol.md'), 'utf8');
+    const m = /<!-- protocol:begin[^>]*-->\n([\s\S]*?)\n<!-- protocol:end -->/.exec(reference);
+    assert.ok(m, 'docs/protocol.md has the protocol markers');
+    assert.strictEqual(m[1], protocolMarkdown(), 'docs/protocol.md is out of date: run npm run docs (it rewrites the section)');
   });
 });
