@@ -408,8 +408,11 @@ struct Node : Inode {
 };
 using NodeRef = Ref<Node>;
 
-// Where A merges below `child`: declared here for changes.cc and layers.cc.
+// Where A merges below `child`: declared here for changes.cc.
 void descendInto(const Node* child, std::string_view name, bool* lv, std::string* low);
+// The names under `n` went away (tree.cc; layer_ops.cc's revert): one link fewer each, and
+// each file's ctime moves through `touchFn` (Overlay::touch).
+void dropNames(Overlay* ov, Node* n, void (Overlay::*touchFn)(Inode*, bool));
 
 struct Layer : std::enable_shared_from_this<Layer> {
   std::string name;

@@ -15,10 +15,11 @@
 // in parallel, and A's file contents are read (copy-up, big files included) without any lock
 // that other files or other layers need.
 //
-// The implementation is split by concern: tree.cc (resolving paths, shaping the layer tree),
-// content.cc (file contents, copy-up, spill), fs_ops.cc (one function per file-system
-// operation), layers.cc (the set of layers and the API's changes to one), changes.cc (what a
-// layer changed, its memory).
+// The implementation is split by concern: model.cc (the records of model.h: inodes, nodes,
+// children, lock stripes), tree.cc (resolving paths, shaping the layer tree), content.cc (file
+// contents, copy-up, spill), fs_ops.cc (one function per file-system operation), layers.cc
+// (the set of layers), layer_ops.cc (the API's changes to one layer and its reads of one),
+// changes.cc (what a layer changed, its memory).
 #pragma once
 
 #include <atomic>
