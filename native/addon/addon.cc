@@ -16,14 +16,14 @@
 // activate that waits for a copy-up) delays the next jobs of the same shadow, never the JS
 // thread, other shadows, or programs using the mounts: their requests are served by the
 // backends' own loop threads and never enter this queue.
+// The queue itself (a worker thread, Promises settled through a thread-safe function) is in
+// job_queue.{h,cc}.
 #include <napi.h>
 
 #include <cerrno>
 #include <cstdio>
 #include <chrono>
-#include <condition_variable>
 #include <cstring>
-#include <deque>
 #include <exception>
 #include <functional>
 #include <map>
@@ -31,7 +31,6 @@
 #include <mutex>
 #include <new>
 #include <string>
-#include <thread>
 #include <utility>
 #include <vector>
 
@@ -43,43 +42,10 @@
 #include "../core/path.h"
 #include "../winfsp/winfsp_native.h"  // OS-free: OpenHandleCount (only the winfsp backend has it)
 #include "backends.h"
+#include "job_queue.h"
 
 namespace shadowfs {
 namespace {
-
-const char* errnoName(int e) {
-  switch (e) {
-    case ENOENT: return "ENOENT";
-    case EEXIST: return "EEXIST";
-    case ENOTDIR: return "ENOTDIR";
-    case EISDIR: return "EISDIR";
-    case ENOTEMPTY: return "ENOTEMPTY";
-    case ELOOP: return "ELOOP";
-    case EBUSY: return "EBUSY";
-    case EINVAL: return "EINVAL";
-    case EIO: return "EIO";
-    case ENAMETOOLONG: return "ENAMETOOLONG";
-    case EACCES: return "EACCES";
-    case EPERM: return "EPERM";
-    case ENODEV: return "ENODEV";
-    case ENOTCONN: return "ENOTCONN";
-    case ENXIO: return "ENXIO";  // unknown layer
-    case EROFS: return "EROFS";
-    case ENOSYS: return "ENOSYS";
-    case ENOMEM: return "ENOMEM";
-    case EXDEV: return "EXDEV";  // revert under a moved/opaque directory
-    case EFBIG: return "EFBIG";  // a file too large to read into one Buffer
-    default: return "EUNKNOWN";
-  }
-}
-
-// JS thread.
-Napi::Error errnoError(Napi::Env env, int e, const std::string& message) {
-  Napi::Error err = Napi::Error::New(env, message);
-  err.Set("code", Napi::String::New(env, errnoName(e)));
-  err.Set("errno", Napi::Number::New(env, e));
-  return err;
-}
 
 const char* typeName(FileType t) {
   switch (t) {
@@ -99,19 +65,6 @@ const char* kindName(Change::Kind k) {
   }
 }
 
-// What a job hands back to the JS thread: an errno and a whole sentence, or (err == 0) a way
-// to build the JS value there (empty: undefined).
-struct Outcome {
-  int err = 0;
-  std::string message;
-  std::function<Napi::Value(Napi::Env)> value;
-};
-
-// Any thread: a failure about `what`, with the OS's words for `e`.
-Outcome fail(int e, const std::string& what) { return Outcome{e, what + ": " + std::strerror(e), {}}; }
-Outcome ok() { return Outcome{}; }
-Outcome okValue(std::function<Napi::Value(Napi::Env)> v) { return Outcome{0, {}, std::move(v)}; }
-
 class Shadow;
 
 // The largest file readFile returns: 4 GiB, what Node 20 can hold in one Buffer (later Node
@@ -119,19 +72,6 @@ class Shadow;
 constexpr uint64_t kMaxReadBytes = uint64_t(1) << 32;
 // The most one readRange returns (callers read larger files in pieces).
 constexpr uint64_t kMaxRangeBytes = uint64_t(64) << 20;
-
-// One queued operation. Made and destroyed on the JS thread; `work` runs on the worker.
-struct Job {
-  std::function<Outcome()> work;
-  Napi::Promise::Deferred deferred;
-  // JS values the work reads while it runs (the Buffer of a write), kept from the GC.
-  std::vector<Napi::Reference<Napi::Value>> keep;
-  Outcome outcome;
-  explicit Job(Napi::Env env) : deferred(Napi::Promise::Deferred::New(env)) {}
-};
-
-void settleOnJs(Napi::Env env, Napi::Function, Shadow* shadow, Job* job);
-using Settler = Napi::TypedThreadSafeFunction<Shadow, Job, settleOnJs>;
 
 // A mount that ended without being asked to (MountBackend::reportGone): made on a backend
 // thread, handed to the JS thread by the Shadow's `goner_`.
@@ -223,14 +163,12 @@ class Shadow : public Napi::ObjectWrap<Shadow> {
     backendName_ = info[0].As<Napi::String>();
     lower_ = info[1].As<Napi::String>();
     mountPoint_ = info[2].As<Napi::String>();
-    // The settler keeps the event loop alive only while jobs are pending (see enqueue()).
-    settler_ = Settler::New(env, "shadowfs.Shadow", 0, 1, this);
-    settler_.Unref(env);
+    // The Shadow stays alive (and the event loop with it) while any job is pending.
+    queue_ = std::make_unique<JobQueue>(env, "shadowfs.Shadow", [this] { Ref(); }, [this] { Unref(); });
     // Never keeps the process alive: a gone report matters only while someone listens.
     goner_ = Goner::New(env, "shadowfs.Shadow.gone", 0, 1, this);
     goner_.Unref(env);
-    worker_ = std::thread([this] { workerLoop(); });
-    // Registered after the settler's own hook, so it runs before it (hooks run in reverse).
+    // Registered after the job queue's settler hook, so it runs before it (hooks run in reverse).
     env_ = env;
     napi_add_env_cleanup_hook(env_, onEnvCleanup, this);
   }
@@ -253,16 +191,7 @@ class Shadow : public Napi::ObjectWrap<Shadow> {
   static void onEnvCleanup(void* self) { static_cast<Shadow*>(self)->stopWorker(); }
 
   void stopWorker() {
-    std::deque<Job*> dropped;
-    {
-      std::lock_guard<std::mutex> lock(queueMu_);
-      stop_ = true;
-      dropped.swap(queue_);
-    }
-    queueCv_.notify_all();
-    if (worker_.joinable()) worker_.join();
-    for (Job* j : dropped) forget(j);
-    settler_.Release();
+    queue_->stop();
     // No backend may call goner_ once it is released: their callbacks go first (the worker,
     // the only other thread that changes main_ and views_, has ended).
     if (main_) main_->setOnGone(nullptr);
@@ -282,82 +211,16 @@ class Shadow : public Napi::ObjectWrap<Shadow> {
         self, {Napi::String::New(env, e->reason), e->view ? Napi::Number::New(env, e->view).As<Napi::Value>() : env.Null()});
   }
 
-  // JS thread, called by the settler: resolves or rejects the job's Promise.
-  void settle(Napi::Env env, Job* job) {
-    {
-      Napi::HandleScope scope(env);
-      if (job->outcome.err) {
-        job->deferred.Reject(errnoError(env, job->outcome.err, job->outcome.message).Value());
-      } else {
-        Napi::Value v = job->outcome.value ? job->outcome.value(env) : env.Undefined();
-        // A value that could not be made (a Buffer the runtime refused) rejects with its error.
-        if (env.IsExceptionPending())
-          job->deferred.Reject(env.GetAndClearPendingException().Value());
-        else
-          job->deferred.Resolve(v);
-      }
-    }
-    delete job;
-    if (--pending_ == 0) {
-      settler_.Unref(env);
-      Unref();
-    }
-  }
-
-  // Any thread, when the environment is gone: frees a job without touching JS.
-  static void forget(Job* job) {
-    for (auto& r : job->keep) r.SuppressDestruct();
-    delete job;
-  }
-
  private:
   struct View {
     std::unique_ptr<MountBackend> backend;
     std::string layer;
   };
 
-  // Worker thread: runs jobs in order until the destructor stops it.
-  void workerLoop() {
-    for (;;) {
-      Job* job;
-      {
-        std::unique_lock<std::mutex> lock(queueMu_);
-        queueCv_.wait(lock, [this] { return stop_ || !queue_.empty(); });
-        if (stop_) return;
-        job = queue_.front();
-        queue_.pop_front();
-      }
-      try {
-        job->outcome = job->work();
-      } catch (const std::bad_alloc&) {
-        job->outcome = fail(ENOMEM, "out of memory");
-      } catch (const std::exception& e) {
-        job->outcome = Outcome{EIO, std::string("internal error: ") + e.what(), {}};
-      } catch (...) {
-        job->outcome = Outcome{EIO, "internal error", {}};
-      }
-      if (settler_.NonBlockingCall(job) != napi_ok) forget(job);  // the environment is closing
-    }
-  }
-
-  // JS thread: queues `work` and returns the Promise it settles. The Shadow stays alive (and
-  // the event loop with it) while any job is pending.
+  // JS thread: queues `work` on this shadow's worker (see JobQueue) and returns its Promise.
   Napi::Value enqueue(Napi::Env env, std::function<Outcome()> work,
                       std::vector<Napi::Reference<Napi::Value>> keep = {}) {
-    auto* job = new Job(env);
-    job->work = std::move(work);
-    job->keep = std::move(keep);
-    Napi::Promise promise = job->deferred.Promise();
-    if (pending_++ == 0) {
-      Ref();
-      settler_.Ref(env);
-    }
-    {
-      std::lock_guard<std::mutex> lock(queueMu_);
-      queue_.push_back(job);
-    }
-    queueCv_.notify_one();
-    return promise;
+    return queue_->enqueue(env, std::move(work), std::move(keep));
   }
 
   // JS thread: a Promise already rejected (bad arguments), so every method reports the same way.
@@ -1216,27 +1079,13 @@ class Shadow : public Napi::ObjectWrap<Shadow> {
   std::mutex infoMu_;
   uint64_t mounts_ = 0;  // times the shared mount was mounted: tells one folder journal from the next
 
-  // The job queue: filled on the JS thread, drained by the worker.
-  std::mutex queueMu_;
-  std::condition_variable queueCv_;
-  std::deque<Job*> queue_;
-  bool stop_ = false;
-  std::thread worker_;
-  Settler settler_;
+  // The job queue: filled on the JS thread, drained by its worker (the only thread that runs
+  // this Shadow's jobs, see the top of this file).
+  std::unique_ptr<JobQueue> queue_;
   Goner goner_;  // gone reports; released by stopWorker after every backend's callback is cleared
   napi_env env_ = nullptr;
   bool stopped_ = false;  // JS thread only: stopWorker() ran
-  uint32_t pending_ = 0;  // JS thread only: jobs queued and not yet settled
 };
-
-// JS thread (env is null when the environment is going away: then only free the job).
-void settleOnJs(Napi::Env env, Napi::Function, Shadow* shadow, Job* job) {
-  if (env == nullptr || shadow == nullptr) {
-    Shadow::forget(job);
-    return;
-  }
-  shadow->settle(env, job);
-}
 
 // JS thread (env is null when the environment is going away: then only free the event).
 void goneOnJs(Napi::Env env, Napi::Function, Shadow* shadow, GoneEvent* e) {
