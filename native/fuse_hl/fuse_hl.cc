@@ -37,8 +37,8 @@
 #include <cerrno>
 #include <cstring>
 
-#include "../platform/fuse_attr.h"
-#include "../platform/fuse_loop.h"
+#include "../fuse_common/fuse_attr.h"
+#include "../fuse_common/fuse_loop.h"
 #if !defined(_WIN32)
 #include "../platform/posix_mount.h"
 #endif

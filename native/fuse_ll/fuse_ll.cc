@@ -19,7 +19,7 @@
 #include <cstring>
 
 #include "../core/path.h"
-#include "../platform/fuse_attr.h"
+#include "../fuse_common/fuse_attr.h"
 #include "../platform/posix_mount.h"
 #include "ll_mount.h"
 

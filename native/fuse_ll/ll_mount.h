@@ -22,7 +22,7 @@
 #include "../core/dir_stream.h"
 #include "../core/overlay.h"
 #include "../core/watcher.h"
-#include "../platform/fuse_loop.h"
+#include "../fuse_common/fuse_loop.h"
 #include "kernel_abi.h"
 #include "uring_loop.h"
 #include "wire.h"

@@ -8,7 +8,7 @@
 #include <cstring>
 #include <limits>
 
-#include "../platform/fuse_attr.h"
+#include "../fuse_common/fuse_attr.h"
 
 namespace shadowfs {
 namespace ll {

@@ -6,7 +6,7 @@
 
 #include <fcntl.h>
 #if defined(_WIN32)
-#include "winfsp_fuse3.h"  // WinFsp's FUSE3 API, declared by this project
+#include "../platform/winfsp_fuse3.h"  // WinFsp's FUSE3 API, declared by this project
 #else
 #include <fuse_opt.h>
 #endif
