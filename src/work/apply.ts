@@ -42,6 +42,12 @@ export interface ApplyOptions {
   /** Base records that win over the layer's own (a layer restored from a checkpoint). */
   baseOverrides?: Map<string, ChangeBase>;
   /**
+   * When the layer started (ms since the epoch; see Provenance.layerSince). Where the layer
+   * recorded no base, a folder file changed after it is one the agent never saw; unknown: every
+   * such file counts as changed.
+   */
+  layerSince?: number;
+  /**
    * Confirms type changes (a directory replaced by a file or link, a file or link by a
    * directory, a file by a link, ...) and links that point out of the folder. Without it they
    * are refused and reported as conflicts (with whatever lies under them); the rest is applied.
@@ -215,7 +221,7 @@ async function applyBeneath(shadow: Shadow, root: Beneath, agent: string, opts: 
   const res: ApplyResult = { dryRun: !!opts.dryRun, applied: [], conflicts: [], kept: [], skipped: [], typeChanges, links };
   const c = await collect(shadow, agent, only);
   res.skipped.push(...c.skipped);
-  const since = shadow.layerSince(agent);
+  const since = opts.layerSince;
   const layer = shadow.layer(agent);
   const resolutions = new Map(Object.entries(opts.resolutions ?? {}).map(([k, v]) => [normalizeRelPath(k), v]));
   const dirsAdded = c.dirsAdded.filter((d) => !only || only.length === 0 || only.some((s) => under(d, s)));

@@ -28,6 +28,7 @@ import { normalizeRelPath } from '../paths';
 import { platform, stateDir } from '../platform';
 import type { Shadow } from '../shadow';
 import { collect, folderSide, sameIdentity } from './collect';
+import type { Provenance } from './provenance';
 
 const NAME_RE = /^[A-Za-z0-9._-]{1,64}$/;
 
@@ -65,7 +66,7 @@ export interface CheckpointManifest {
   agent: string;
   folder: string;
   createdAt: string;
-  /** When the layer started (see Shadow.layerSince). */
+  /** When the layer started (see Provenance.layerSince). */
   layerSince?: number;
   /** Whether autosave made it. */
   auto: boolean;
@@ -378,7 +379,7 @@ export class CheckpointStore {
   }
 
   /** Saves `agent`'s layer as checkpoint `name` (replacing one of that name). */
-  async save(shadow: Shadow, agent: string, name: string, auto = false): Promise<CheckpointInfo> {
+  async save(shadow: Shadow, provenance: Provenance, agent: string, name: string, auto = false): Promise<CheckpointInfo> {
     checkName(name);
     checkAgentDir(agent);
     const layer = shadow.layer(agent);
@@ -400,7 +401,7 @@ export class CheckpointStore {
       if (!seen.has(p)) {
         // What the folder's file was when the agent deleted it: restored with the deletion, so
         // that deleting a file the user edited since stays a conflict.
-        const base = shadow.baseOverride(agent, p) ?? layerBase ?? c.bases.get(p);
+        const base = provenance.baseOverride(agent, p)?.base ?? layerBase ?? c.bases.get(p);
         entries.push(base ? { path: p, type: 'deleted', base } : { path: p, type: 'deleted' });
       }
       seen.add(p);
@@ -421,10 +422,10 @@ export class CheckpointStore {
         const stored = await this.putFile(shadow, agent, ch.path, max);
         bytes += stored.bytes;
         const e: CheckpointEntry = { path: ch.path, type: 'file', mode: st.mode, ...stored.content };
-        const base = shadow.baseOverride(agent, ch.path) ?? ch.base;
+        const base = provenance.baseOverride(agent, ch.path)?.base ?? ch.base;
         if (base) {
           e.base = base;
-          const known = shadow.baseBlob(agent, ch.path);
+          const known = provenance.baseOverride(agent, ch.path)?.blob;
           if (known) e.baseBlob = known;
           else {
             // The folder's file is still the one the agent started from: keep its content.
@@ -445,7 +446,7 @@ export class CheckpointStore {
       agent,
       folder: this.folder,
       createdAt: new Date().toISOString(),
-      ...(shadow.layerSince(agent) === undefined ? {} : { layerSince: shadow.layerSince(agent) }),
+      ...(provenance.layerSince(agent) === undefined ? {} : { layerSince: provenance.layerSince(agent) }),
       auto,
       entries,
     };
@@ -561,7 +562,7 @@ export class CheckpointStore {
    * The whole checkpoint, blobs included, is checked before the layer is touched: a damaged one
    * leaves the layer as it was.
    */
-  async restore(shadow: Shadow, agent: string, name: string): Promise<{ name: string; paths: number }> {
+  async restore(shadow: Shadow, provenance: Provenance, agent: string, name: string): Promise<{ name: string; paths: number }> {
     const m = this.read(agent, name);
     for (const e of m.entries) {
       if (e.blob) this.getBlob(e.blob);
@@ -603,17 +604,17 @@ export class CheckpointStore {
         await layer.symlink(e.target!, e.path);
       }
     }
-    shadow.setLayerSince(agent, m.layerSince);
-    shadow.clearBaseOverrides(agent);
+    provenance.setLayerSince(agent, m.layerSince);
+    provenance.clearBaseOverrides(agent);
     // Each path keeps the base the checkpoint recorded (the earliest: a checkpoint of a restored
     // layer records the restored one). Without one, what the folder has there now is no base the
     // agent ever saw if it changed after the agent started: writing the checkpoint's content over
     // it made the layer record it as the base, which would let apply overwrite the user's edit.
     // An impossible base makes that a conflict instead.
     for (const e of m.entries) {
-      if (e.base) shadow.setBaseOverride(agent, e.path, e.base, e.baseBlob);
+      if (e.base) provenance.setBaseOverride(agent, e.path, e.base, e.baseBlob);
       else if (e.type !== 'dir' && changedInFolderSince(path.join(shadow.lower, e.path), m.layerSince))
-        shadow.setBaseOverride(agent, e.path, NO_BASE);
+        provenance.setBaseOverride(agent, e.path, NO_BASE);
     }
     return { name, paths: m.entries.length };
   }

@@ -8,6 +8,7 @@ import { fetchAgentBranch, type BranchResult } from './branch';
 import { CheckpointStore, type CheckpointInfo } from './checkpoints';
 import { collect, exclusions, folderPieces, withCollectOptions, type Excluded, type ExcludedReason } from './collect';
 import { Beneath } from './beneath';
+import { Provenance } from './provenance';
 import { layerPieces, streamedLiteral } from './content';
 import { ShadowError } from '../errors';
 
@@ -26,7 +27,7 @@ export interface OutOptions {
   includeIgnored?: boolean;
 }
 
-export interface WorkApplyOptions extends Omit<ApplyOptions, 'baseOverrides' | 'baseContents'>, OutOptions {
+export interface WorkApplyOptions extends Omit<ApplyOptions, 'baseOverrides' | 'baseContents' | 'layerSince'>, OutOptions {
   /** Bring the agent's commits (its HEAD) into the folder's repository as this new branch instead of writing files. */
   branch?: string;
   /** With branch: replace a branch of that name (never the one checked out). */
@@ -40,6 +41,8 @@ export type MarkedChange = Change & { excluded?: ExcludedReason };
 
 export class WorkService {
   readonly store: CheckpointStore;
+  /** When each layer started and what it was restored from, kept from the shadow's layer events. */
+  readonly provenance: Provenance;
   private timer: NodeJS.Timeout | undefined;
   /** Per agent: a fingerprint of the layer's change list at the last autosave. */
   private readonly saved = new Map<string, string>();
@@ -50,6 +53,7 @@ export class WorkService {
     private readonly opts: { autosaveMs?: number; log?: (line: string) => void } = {},
   ) {
     this.store = new CheckpointStore(shadow.lower);
+    this.provenance = new Provenance(shadow);
     if (opts.autosaveMs && opts.autosaveMs > 0) {
       this.timer = setInterval(() => void this.autosave(), opts.autosaveMs);
       this.timer.unref();
@@ -116,7 +120,7 @@ export class WorkService {
       const b = await fetchAgentBranch(this.shadow, agent, branch, { force: force === true, dryRun: opts.dryRun === true });
       return { dryRun: opts.dryRun === true, applied: [], conflicts: [], kept: [], skipped: [], excluded: [], branch: b };
     }
-    const overrides = this.shadow.baseOverrides(agent);
+    const overrides = this.provenance.baseOverrides(agent);
     const baseContents = new Map<string, Buffer>();
     for (const [p, o] of overrides) {
       const b = o.blob ? this.store.baseContent(o.blob) : null;
@@ -129,6 +133,7 @@ export class WorkService {
         ...fileOpts,
         baseOverrides: new Map([...overrides].map(([p, o]) => [p, o.base])),
         baseContents,
+        layerSince: this.provenance.layerSince(agent),
       }),
     );
     this.saved.delete(agent);
@@ -137,11 +142,11 @@ export class WorkService {
 
   async checkpoint(agent: string, name: string): Promise<CheckpointInfo> {
     // A checkpoint keeps the layer whole (.git and ignored files too): it is the agent's state, not work out.
-    return withCollectOptions({ everything: true }, () => this.store.save(this.shadow, agent, name));
+    return withCollectOptions({ everything: true }, () => this.store.save(this.shadow, this.provenance, agent, name));
   }
 
   async restore(agent: string, name: string): Promise<{ name: string; paths: number }> {
-    const r = await this.store.restore(this.shadow, agent, name);
+    const r = await this.store.restore(this.shadow, this.provenance, agent, name);
     this.saved.delete(agent);
     return r;
   }
@@ -183,7 +188,7 @@ export class WorkService {
         }
         // One agent's autosave that fails (its checkpoint directory was tampered with, say) does not stop the others'.
         try {
-          await withCollectOptions({ everything: true }, () => this.store.save(this.shadow, agent, AUTOSAVE_NAME, true));
+          await withCollectOptions({ everything: true }, () => this.store.save(this.shadow, this.provenance, agent, AUTOSAVE_NAME, true));
         } catch (err) {
           this.opts.log?.(`autosave of ${agent} on ${this.shadow.mountPoint} failed: ${(err as Error).message}`);
           continue;
@@ -257,5 +262,6 @@ export class WorkService {
     if (this.timer) clearInterval(this.timer);
     this.timer = undefined;
     if (flush) await this.autosave();
+    this.provenance.dispose();
   }
 }

@@ -10,8 +10,10 @@ import * as os from 'os';
 import * as path from 'path';
 import { createLogger, transports } from 'winston';
 import type { NativeShadow } from '../../src/native';
-import * as shadowModule from '../../src/shadow';
+import type * as shadowModule from '../../src/shadow';
 import { Shadow, View } from '../../src/shadow';
+// Where mount() is defined: src/shadow re-exports it (a getter), so the stand-in replaces it here.
+import * as mountModule from '../../src/shadow/mount';
 import { ShadowManager } from '../../src/daemon/manager';
 
 /** A native shadow that is mounted until told otherwise, and records what it is asked. */
@@ -80,8 +82,8 @@ describe('a mount that ends on its own (the backend reports it gone)', () => {
     process.env.SHADOWFS_STATE_DIR = state;
     const n = standIn();
     const s = new Shadow(n, state, '/mnt', false, 'fuse_ll');
-    const realMount = shadowModule.mount;
-    (shadowModule as { mount: typeof shadowModule.mount }).mount = async () => s;
+    const realMount = mountModule.mount;
+    (mountModule as { mount: typeof mountModule.mount }).mount = async () => s;
     const notes: string[] = [];
     const m = new ShadowManager({
       statePath: path.join(state, 'state.json'),
@@ -104,7 +106,7 @@ describe('a mount that ends on its own (the backend reports it gone)', () => {
       assert.strictEqual(after.mounted, true);
       assert.strictEqual(after.lost, undefined);
     } finally {
-      (shadowModule as { mount: typeof shadowModule.mount }).mount = realMount;
+      (mountModule as { mount: typeof mountModule.mount }).mount = realMount;
       if (oldState === undefined) delete process.env.SHADOWFS_STATE_DIR;
       else process.env.SHADOWFS_STATE_DIR = oldState;
       await m.shutdown().catch(() => undefined);

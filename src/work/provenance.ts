@@ -1,0 +1,90 @@
+// Provenance of agents' layers, as getting work out needs it: when each layer started (created,
+// reset, or the start recorded in the checkpoint it was restored from), and the base records a
+// restored layer carries over from its checkpoint. Kept here, by the changes service, from the
+// layer events the shadow emits (Shadow.onLayer); the shadow itself keeps none of it.
+import type { ChangeBase } from '../native';
+import type { LayerEvent, Shadow } from '../shadow';
+
+/** A base record a checkpoint carried over, with the checkpoint blob of that base's content when it was kept. */
+export interface BaseOverride {
+  base: ChangeBase;
+  blob?: string;
+}
+
+export class Provenance {
+  /** Per agent: when its layer started; a key with undefined: not known (a checkpoint that did not say). */
+  private readonly since = new Map<string, number | undefined>();
+  private readonly overrides = new Map<string, Map<string, BaseOverride>>();
+  private readonly unsubscribe: () => void;
+
+  /**
+   * Listens to `shadow`'s layer events from now on. A layer that started before (the one mount()
+   * makes, say) is taken to have started when the shadow was mounted: no later than it did, so a
+   * folder file changed since counts as one the agent may not have seen.
+   */
+  constructor(private readonly shadow: Shadow) {
+    this.unsubscribe = shadow.onLayer((e) => this.heard(e));
+  }
+
+  private heard(e: LayerEvent): void {
+    switch (e.kind) {
+      case 'created':
+        if (!this.since.has(e.agent)) this.since.set(e.agent, e.at);
+        break;
+      case 'cloned':
+        this.since.set(e.agent, this.layerSince(e.from));
+        break;
+      case 'reset':
+        this.since.set(e.agent, e.at);
+        this.overrides.delete(e.agent);
+        break;
+      case 'dropped':
+        this.since.delete(e.agent);
+        this.overrides.delete(e.agent);
+        break;
+      default:
+        break;
+    }
+  }
+
+  /**
+   * When the agent's layer started, in ms since the epoch; undefined when unknown. Apply uses it
+   * where the layer recorded no base: a folder file changed after it is one the agent never saw.
+   */
+  layerSince(agent: string): number | undefined {
+    return this.since.has(agent) ? this.since.get(agent) : this.shadow.mountedAt;
+  }
+
+  /** Sets when the agent's layer started (a restore: the start its checkpoint recorded, or unknown). */
+  setLayerSince(agent: string, ms: number | undefined): void {
+    this.since.set(agent, ms);
+  }
+
+  /**
+   * The base record carried over from the checkpoint a layer was restored from (the layer's own
+   * records then name the folder file at restore time, not the one the agent started from).
+   */
+  baseOverride(agent: string, rel: string): BaseOverride | undefined {
+    return this.overrides.get(agent)?.get(rel);
+  }
+
+  /** Every base record carried over for the agent, by path. */
+  baseOverrides(agent: string): ReadonlyMap<string, BaseOverride> {
+    return this.overrides.get(agent) ?? new Map();
+  }
+
+  setBaseOverride(agent: string, rel: string, base: ChangeBase, blob?: string): void {
+    let m = this.overrides.get(agent);
+    if (!m) this.overrides.set(agent, (m = new Map()));
+    m.set(rel, blob === undefined ? { base } : { base, blob });
+  }
+
+  clearBaseOverrides(agent: string): void {
+    this.overrides.delete(agent);
+  }
+
+  /** Stops listening. */
+  dispose(): void {
+    this.unsubscribe();
+  }
+}
