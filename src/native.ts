@@ -182,18 +182,56 @@ let cached: Addon | undefined;
 let failure: ShadowError | undefined;
 
 let loaded: Addon | undefined;
+let loadedFrom: string | undefined;
+
+/** The package's root (dist/src/native.js is two folders below it). */
+const packageRoot = path.join(__dirname, '..', '..');
+
+/** Where the package keeps the prebuilt binaries for this system: prebuilds/<platform>-<arch> (scripts/pack-prebuilds.sh). */
+export function prebuiltDir(): string {
+  return path.join(packageRoot, 'prebuilds', `${platform.name}-${process.arch}`);
+}
 
 /**
- * Where the module is: build/Release (a native build: cmake-js on Linux, MSVC on Windows), and on
- * Windows also build-win/Release (the MinGW cross build, npm run build:win). Overridden by
- * $SHADOWFS_NATIVE_MODULE.
+ * Where the module may be, the ones present first (each group in this order), so that the first
+ * is the one that loads when it can, and the launcher beside it (src/run/launcher.ts) is that
+ * build's: a source build of the package's own first, build/Release (cmake-js on Linux, MSVC on
+ * Windows; a git clone, or scripts/install.js's fallback), on Windows after build-win/Release
+ * (the MinGW cross build, npm run build:win, where the MSI installs it), then the package's
+ * prebuilt binary for this platform and architecture, prebuilds/<platform>-<arch>/ (npm pack puts
+ * them there). Overridden by $SHADOWFS_NATIVE_MODULE.
  */
 export function nativeModuleCandidates(): string[] {
   if (process.env.SHADOWFS_NATIVE_MODULE) return [process.env.SHADOWFS_NATIVE_MODULE];
-  const root = path.join(__dirname, '..', '..');
-  const native = path.join(root, 'build', 'Release', 'shadowfs.node');
-  const cross = path.join(root, 'build-win', 'Release', 'shadowfs.node');
-  return platform.name === 'win32' ? [cross, native] : [native];
+  const native = path.join(packageRoot, 'build', 'Release', 'shadowfs.node');
+  const cross = path.join(packageRoot, 'build-win', 'Release', 'shadowfs.node');
+  const prebuilt = path.join(prebuiltDir(), 'shadowfs.node');
+  const all = platform.name === 'win32' ? [cross, native, prebuilt] : [native, prebuilt];
+  const present = all.filter((f) => fs.existsSync(f));
+  return [...present, ...all.filter((f) => !present.includes(f))];
+}
+
+/** The file the module was loaded from, once nativeModule() has loaded it. */
+export function nativeModuleFile(): string | undefined {
+  return loadedFrom;
+}
+
+/** The platform-arch folders of prebuilds/ this package carries. */
+function prebuiltTargets(): string[] {
+  try {
+    return fs.readdirSync(path.join(packageRoot, 'prebuilds')).sort();
+  } catch {
+    return [];
+  }
+}
+
+/** What to do about a module that is there but does not load, from its loader's message. */
+function loadAdvice(message: string): string {
+  if (/libfuse3\.so/.test(message))
+    return 'it needs the FUSE 3 library: install it (Debian/Ubuntu: apt-get install fuse3; Fedora: dnf install fuse3)';
+  if (/GLIBC|GLIBCXX|CXXABI/.test(message))
+    return 'it was built for newer C and C++ libraries than this system has; build it from source with "npm rebuild shadowfs --build-from-source" (needs cmake, a C++ compiler and libfuse3-dev), or "npm run build" in a clone';
+  return 'build it from source with "npm rebuild shadowfs --build-from-source" (needs cmake, a C++ compiler and libfuse3-dev on Linux), or "npm run build" in a clone';
 }
 
 /**
@@ -209,16 +247,22 @@ export function nativeModule(): Addon {
     try {
       // eslint-disable-next-line @typescript-eslint/no-require-imports
       loaded = require(file) as Addon;
+      loadedFrom = file;
       return loaded;
     } catch (err) {
       lastErr = err; // e.g. the Linux build in build/Release, seen from Windows
     }
   }
+  const target = `${platform.name}-${process.arch}`;
+  const prebuilt = prebuiltTargets();
+  const message = (lastErr as Error | undefined)?.message ?? '';
   throw new ShadowError(
     'NATIVE_UNAVAILABLE',
     present.length
-      ? `the native module ${present.join(' or ')} does not load on this system (${(lastErr as Error).message}); rebuild it with "npm run build"`
-      : `the native module is not built for ${platform.name}-${process.arch} (${candidates[0]} is missing); build it with "npm run build" (needs cmake and a C++ compiler, and libfuse3-dev on Linux)`,
+      ? `the native module ${present.join(' or ')} does not load on this system (${message}); ${loadAdvice(message)}`
+      : `the native module is not there for ${target}: ${
+          prebuilt.length ? `this package carries prebuilt ones for ${prebuilt.join(' and ')} only` : 'this copy carries no prebuilt ones'
+        }, and none was built from source (${candidates[0]} is missing); build it with "npm rebuild shadowfs --build-from-source" where shadowfs is installed, or "npm run build" in a clone (needs cmake and a C++ compiler, and on Linux pkg-config and libfuse3-dev)`,
     { cause: lastErr },
   );
 }
