@@ -1,7 +1,7 @@
 // Public API of the shadowfs package.
 export { mount, Shadow, Layer, View } from './shadow';
 export type { JobOptions, SchedulerStats, AgentQueueStats } from './scheduler';
-export type { MountOptions, Change, IoMode, GoneEvent, LayerEvent } from './shadow';
+export type { MountOptions, Change, IoMode, GoneEvent, LayerEvent, RunAsJob, RunAsOptions } from './shadow';
 export type { ChangeBase } from './native';
 export { ShadowError, ErrorCodes } from './errors';
 export type { ErrorCode } from './errors';

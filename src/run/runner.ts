@@ -1,7 +1,7 @@
-// The run service: runs a command inside a shadow as an agent. The command gets the agent's
-// layer (through the scheduler on the shared mount, or the agent's own view when it has one),
-// what it writes stays in that layer (or in a scratch copy that is dropped), its output is
-// streamed, and on exit, timeout or cancel every process it started is killed.
+// The run service: runs a command inside a shadow as an agent. Where it runs is the shadow's
+// business (Shadow.runAs: the agent's view, or its turn on the shared mount, or a scratch copy of
+// its layer that is dropped); this module confines and spawns the command there, streams its
+// output, and on exit, timeout or cancel kills every process it started.
 import { type ChildProcessByStdio, spawn } from 'child_process';
 import * as crypto from 'crypto';
 import * as fs from 'fs';
@@ -141,43 +141,13 @@ export async function runInShadow(shadow: Shadow, opts: RunOptions): Promise<Run
   const argv = opts.shell && !ns.atLaunch ? ['sh', '-c', opts.argv.join(' ')] : opts.argv;
   if (!ns.atLaunch) checkPolicy(opts.policy, argv);
   const runId = opts.runId ?? crypto.randomBytes(6).toString('hex');
-  const agent = opts.agent;
-  await shadow.createLayer(agent);
-  const view = [...shadow.views].find((v) => v.agentId === agent && v.open);
-  const scratch = opts.discardWrites ? `${agent}~run-${runId}` : undefined;
-  if (scratch) await shadow.cloneLayer(agent, scratch);
-  const queuedAt = Date.now();
-  let startedAt = queuedAt;
-  const execute = async (dir: string): Promise<RunResult> => {
-    startedAt = Date.now();
-    return spawnAndWait(shadow, dir, cwd, argv, ns, runId, opts, () => startedAt - queuedAt);
-  };
   // A cancel while queued takes the job out of the queue; once it runs, the run itself kills the
   // processes and reports `cancelled`, so the shadow is released only when they are gone.
-  const whileQueued = new AbortController();
-  let running = false;
-  const onAbort = (): void => {
-    if (!running) whileQueued.abort();
-  };
-  opts.signal?.addEventListener('abort', onAbort, { once: true });
-  if (opts.signal?.aborted) whileQueued.abort();
-  try {
-    if (view && !scratch) return await execute(view.mountPoint);
-    return await shadow.withLayer(
-      agent,
-      (dir) => {
-        running = true;
-        return execute(dir);
-      },
-      { layer: scratch ?? agent, signal: whileQueued.signal },
-    );
-  } finally {
-    opts.signal?.removeEventListener('abort', onAbort);
-    if (scratch && shadow.mounted) {
-      if (shadow.active === scratch) await shadow.activate(agent);
-      await shadow.dropLayer(scratch);
-    }
-  }
+  return shadow.runAs(opts.agent, ({ dir, queuedMs }) => spawnAndWait(shadow, dir, cwd, argv, ns, runId, opts, queuedMs), {
+    discardWrites: opts.discardWrites === true,
+    scratchId: runId,
+    signal: opts.signal,
+  });
 }
 
 async function spawnAndWait(
@@ -188,7 +158,7 @@ async function spawnAndWait(
   ns: Confinement,
   runId: string,
   opts: RunOptions,
-  queuedMs: () => number,
+  queuedMs: number,
 ): Promise<RunResult> {
   const limited = opts.limits !== undefined && Object.values(opts.limits).some((v) => v !== undefined);
   // Linux limits live in cgroups the launcher joins before the command starts; a command started
@@ -329,7 +299,7 @@ async function spawnAndWait(
     stdout: Buffer.concat(out.stdout).toString('utf8'),
     stderr: Buffer.concat(out.stderr).toString('utf8'),
     durationMs: Date.now() - started,
-    queuedMs: queuedMs(),
+    queuedMs,
     timedOut,
     cancelled,
     leftoverProcesses: leftover,

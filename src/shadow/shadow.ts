@@ -1,5 +1,5 @@
 // Shadow: one shadow of a folder, mounted. Its layers (one per agent) and which of them the
-// shared mount shows; the scheduler that time-slices agents on that mount (withLayer);
+// shared mount shows; the scheduler that time-slices agents on that mount (withLayer, runAs);
 // views for agents that run at once; suspend, resume and unmount. Everything that changes a
 // layer is told to onLayer listeners, so that services keep what they need to know about a
 // layer's history (src/work keeps when each started and what it was restored from) themselves.
@@ -14,6 +14,7 @@ import { ERRNOS } from './errnos';
 import { Layer } from './layer';
 import type { IoMode } from './mount';
 import { networkPrefix, prepareMountPoint, volumeFor, type WindowsVolume } from './mount-point';
+import { runAs, type RunAsJob, type RunAsOptions } from './run-as';
 import { View } from './view';
 
 export type { LayerStats };
@@ -345,6 +346,20 @@ export class Shadow {
       },
       options,
     );
+  }
+
+  /**
+   * Runs `job` as `agentId`: in its open view if it has one, else queued on the shared mount with
+   * its layer active; with `discardWrites`, on a scratch copy of its layer dropped afterwards (see
+   * ./run-as). The layer is created if needed.
+   */
+  runAs<T>(agentId: string, job: RunAsJob<T>, options: RunAsOptions = {}): Promise<T> {
+    return runAs(this, agentId, job, options);
+  }
+
+  /** The open view of `agentId`'s layer, if it has one. */
+  viewOf(agentId: string): View | undefined {
+    return [...this.views].find((v) => v.agentId === agentId && v.open);
   }
 
   /** Mounts a second mount point that always shows `agentId`'s layer, for agents that must run at the same time as others. */

@@ -168,7 +168,7 @@ export async function fetchAgentBranch(
     return { name, commit, previous };
   };
   // A view of the agent's layer shows it at once; otherwise the shared mount, while its layer is active.
-  const view = [...shadow.views].find((v) => v.agentId === agent && v.open);
+  const view = shadow.viewOf(agent);
   if (view) return job(view.mountPoint);
   return shadow.withLayer(agent, (dir) => job(dir));
 }
