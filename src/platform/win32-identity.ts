@@ -9,11 +9,7 @@
 // bytes and keeps what the call wrote), and memory that Windows hands back is read with
 // RtlMoveMemory into a Buffer. Every failure names the Win32 call and its GetLastError value.
 
-type Ffi = typeof import('ffi-rs');
-type FieldType = import('ffi-rs').FieldType;
-
-const KERNEL32 = 'shadowfs-kernel32';
-const ADVAPI32 = 'shadowfs-advapi32';
+import { ADVAPI32, type Api, closeHandle, KERNEL32, localFree, pointerIn, readMemory, readWideString, win32Api } from './win32-ffi';
 
 const TOKEN_QUERY = 0x0008;
 const PROCESS_QUERY_LIMITED_INFORMATION = 0x1000;
@@ -70,83 +66,8 @@ function requireWindows(fn: string): void {
   if (process.platform !== 'win32') throw new Error(`${fn} uses the Win32 API, which exists only on Windows (this is ${process.platform})`);
 }
 
-interface CallResult {
-  value: number;
-  errnoCode: number;
-  errnoMessage: string;
-}
-
-interface Api {
-  ffi: Ffi;
-  /** Calls `fn` in `library`; `value` is its return value, `errnoCode` GetLastError right after it. */
-  call(library: string, fn: string, ret: FieldType, params: [FieldType, unknown][]): CallResult;
-}
-
-let api: Api | undefined;
-
 function win32(): Api {
-  if (api) return api;
-  let ffi: Ffi;
-  try {
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
-    ffi = require('ffi-rs') as Ffi;
-  } catch (err) {
-    throw new Error(`cannot make Win32 identity checks: ffi-rs does not load (${(err as Error).message})`, { cause: err });
-  }
-  ffi.open({ library: KERNEL32, path: 'kernel32.dll' });
-  ffi.open({ library: ADVAPI32, path: 'advapi32.dll' });
-  api = {
-    ffi,
-    call(library, fn, ret, params) {
-      return ffi.load({
-        library,
-        funcName: fn,
-        retType: ret,
-        paramsType: params.map((p) => p[0]),
-        paramsValue: params.map((p) => p[1]),
-        errno: true,
-      }) as unknown as CallResult;
-    },
-  };
-  return api;
-}
-
-/** A pointer or handle stored in an 8-byte out-parameter. */
-function pointerIn(buf: Buffer): number {
-  const v = buf.readBigUInt64LE(0);
-  if (v > BigInt(Number.MAX_SAFE_INTEGER))
-    throw new Error(`a Win32 call returned the pointer 0x${v.toString(16)}, beyond what this module handles`);
-  return Number(v);
-}
-
-function closeHandle(a: Api, handle: number): void {
-  const T = a.ffi.DataType;
-  a.call(KERNEL32, 'CloseHandle', T.I32, [[T.I64, handle]]);
-}
-
-function localFree(a: Api, mem: number): void {
-  const T = a.ffi.DataType;
-  a.call(KERNEL32, 'LocalFree', T.I64, [[T.I64, mem]]);
-}
-
-/** Copies `length` bytes at the native address `address` into a new Buffer. */
-function readMemory(a: Api, address: number, length: number): Buffer {
-  const T = a.ffi.DataType;
-  const out = Buffer.alloc(length);
-  if (length > 0)
-    a.call(KERNEL32, 'RtlMoveMemory', T.Void, [
-      [T.U8Array, out],
-      [T.I64, address],
-      [T.I64, length],
-    ]);
-  return out;
-}
-
-/** The NUL-terminated UTF-16 string at `address`. */
-function readWideString(a: Api, address: number): string {
-  const T = a.ffi.DataType;
-  const chars = a.call(KERNEL32, 'lstrlenW', T.I32, [[T.I64, address]]).value;
-  return readMemory(a, address, chars * 2).toString('utf16le');
+  return win32Api('make Win32 identity checks');
 }
 
 /** The string SID of the user of the token of `proc` (a process handle with query rights). */

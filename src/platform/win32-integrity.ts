@@ -18,15 +18,20 @@
 // RtlMoveMemory, and every failure names the Win32 call and its GetLastError value.
 import * as fs from 'fs';
 import * as path from 'path';
+import {
+  ADVAPI32,
+  type Api,
+  closeHandle,
+  KERNEL32,
+  localFree,
+  OLE32,
+  pointerIn,
+  readMemory,
+  SHELL32,
+  win32Api,
+  writeMemory,
+} from './win32-ffi';
 import { win32Error } from './win32-identity';
-
-type Ffi = typeof import('ffi-rs');
-type FieldType = import('ffi-rs').FieldType;
-
-const KERNEL32 = 'shadowfs-integrity-kernel32';
-const ADVAPI32 = 'shadowfs-integrity-advapi32';
-const SHELL32 = 'shadowfs-integrity-shell32';
-const OLE32 = 'shadowfs-integrity-ole32';
 
 // Access rights and constants, from the Win32 documentation (winnt.h values).
 const PROCESS_QUERY_LIMITED_INFORMATION = 0x1000;
@@ -159,88 +164,8 @@ function guid(text: string): Buffer {
   return out;
 }
 
-interface CallResult {
-  value: number;
-  errnoCode: number;
-  errnoMessage: string;
-}
-
-interface Api {
-  ffi: Ffi;
-  /** Calls `fn` in `library`; `value` is its return value, `errnoCode` GetLastError right after it. */
-  call(library: string, fn: string, ret: FieldType, params: [FieldType, unknown][]): CallResult;
-}
-
-let loaded: Api | undefined;
-
 function win32(fn: string): Api {
-  if (process.platform !== 'win32') throw new Error(`${fn} uses the Win32 API, which exists only on Windows (this is ${process.platform})`);
-  if (loaded) return loaded;
-  let ffi: Ffi;
-  try {
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
-    ffi = require('ffi-rs') as Ffi;
-  } catch (err) {
-    throw new Error(`cannot read or set integrity levels: ffi-rs does not load (${(err as Error).message})`, { cause: err });
-  }
-  ffi.open({ library: KERNEL32, path: 'kernel32.dll' });
-  ffi.open({ library: ADVAPI32, path: 'advapi32.dll' });
-  ffi.open({ library: SHELL32, path: 'shell32.dll' });
-  ffi.open({ library: OLE32, path: 'ole32.dll' });
-  loaded = {
-    ffi,
-    call: (library, name, ret, params) =>
-      ffi.load({
-        library,
-        funcName: name,
-        retType: ret,
-        paramsType: params.map((p) => p[0]),
-        paramsValue: params.map((p) => p[1]),
-        errno: true,
-      }) as unknown as CallResult,
-  };
-  return loaded;
-}
-
-/** A pointer or handle stored in an 8-byte out-parameter. */
-function pointerIn(buf: Buffer): number {
-  const v = buf.readBigUInt64LE(0);
-  if (v > BigInt(Number.MAX_SAFE_INTEGER))
-    throw new Error(`a Win32 call returned the pointer 0x${v.toString(16)}, beyond what this module handles`);
-  return Number(v);
-}
-
-function closeHandle(a: Api, handle: number): void {
-  const T = a.ffi.DataType;
-  a.call(KERNEL32, 'CloseHandle', T.I32, [[T.I64, handle]]);
-}
-
-function localFree(a: Api, mem: number): void {
-  const T = a.ffi.DataType;
-  a.call(KERNEL32, 'LocalFree', T.I64, [[T.I64, mem]]);
-}
-
-/** Copies `length` bytes at the native address `address` into a new Buffer. */
-function readMemory(a: Api, address: number, length: number): Buffer {
-  const T = a.ffi.DataType;
-  const out = Buffer.alloc(length);
-  if (length > 0)
-    a.call(KERNEL32, 'RtlMoveMemory', T.Void, [
-      [T.U8Array, out],
-      [T.I64, address],
-      [T.I64, length],
-    ]);
-  return out;
-}
-
-/** Copies `bytes` to the native address `address`. */
-function writeMemory(a: Api, address: number, bytes: Buffer): void {
-  const T = a.ffi.DataType;
-  a.call(KERNEL32, 'RtlMoveMemory', T.Void, [
-    [T.I64, address],
-    [T.U8Array, bytes],
-    [T.I64, bytes.length],
-  ]);
+  return win32Api(`call ${fn}`);
 }
 
 /** LocalAlloc'd, zeroed native memory of `size` bytes; free it with localFree. */
