@@ -3,7 +3,7 @@
 # with MinGW-w64 (installed with apt-get when missing), into build-win/:
 #   build-win/Release/shadowfs.node      loads in a Windows node.exe (and renamed hosts)
 #   build-win/unit/shadowfs_unit_tests.exe
-# On a Windows machine build with MSVC instead: npm run build:native (see README "Windows").
+# On a Windows machine build with MSVC instead: npm run build:native (see docs/windows.md).
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"

@@ -120,7 +120,7 @@ describe('agent layers', function () {
           }
           console.log('OK ' + reads);`;
         // fuse_hl names objects by path, so a program whose open and fstat fall on both sides of
-        // a switch can see one layer's size with the other's bytes (README, "native/fuse_hl"):
+        // a switch can see one layer's size with the other's bytes (docs/how-it-works.md, "native/fuse_hl"):
         // it gets no concurrent readers, only the check after every switch below.
         const readerCount = shadow.backend === 'fuse_ll' ? 3 : 0;
         const readers = Array.from({ length: readerCount }, () =>

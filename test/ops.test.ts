@@ -304,7 +304,7 @@ describe('file-system operations through a shadow', function () {
       fs.readSync(fd, buf, 0, 10, 0);
       assert.strictEqual(buf.toString(), 'still here');
       if (s.backend === 'fuse_hl') {
-        // Known difference (see README, fuse_hl): fstat of a file with no name left has no path
+        // Known difference (see docs/how-it-works.md, fuse_hl): fstat of a file with no name left has no path
         // to go by in the high-level API (Node has no name for ESTALE). ftruncate carries the
         // handle, so it still works.
         assert.throws(

@@ -1,5 +1,5 @@
 // The protocol as one JSON document (JSON Schema for every parameter and result), and the
-// README's protocol section rendered from it. `npm run build` writes the document to
+// protocol section of docs/protocol.md rendered from it. `npm run build` writes the document to
 // dist/protocol.schema.json (package export "shadowfs/protocol.schema.json").
 import * as z from 'zod';
 import { ErrorCodes, RpcErrorCodes, rpcCodeFor, type ErrorCode } from './errors';
@@ -59,7 +59,7 @@ function fields(schema: object): string {
   return props.map(([k]) => `\`${k}${s.required?.includes(k) ? '' : '?'}\``).join(', ');
 }
 
-/** The README's protocol section (between its markers), rendered from the document. */
+/** The protocol section of docs/protocol.md (between its markers), rendered from the document. */
 export function protocolMarkdown(doc: ProtocolDocument = protocolDocument()): string {
   const lines: string[] = [];
   lines.push(`Protocol version ${doc.protocol}. ${doc.transport}`, '');
