@@ -6,6 +6,7 @@
 import * as assert from 'assert';
 import * as fs from 'fs';
 import * as path from 'path';
+import { addon } from '../src/native';
 import type { Layer, Shadow } from '../src/shadow';
 import { editText, glob, grep, list, readText, writeText } from '../src/work/files';
 import { IgnoreRules } from '../src/work/walk';
@@ -439,5 +440,80 @@ describe('file tools: .gitignore rules of nested files, rebased on the root', ()
       assert.strictEqual(w.ignores('other/x', false), false, dir);
     }
     assert.strictEqual(IgnoreRules.empty().withFile('we*ird', 'x').ignores('weAird/x', false), false);
+  });
+});
+
+// writeText and editText are one native job each (Overlay::updateFile): the look at the file
+// and the write happen under the file's content lock, so concurrent tool calls never
+// interleave. Through the three jobs they used to make (stat, read, write, chmod on the
+// shadow's serial worker), 40 concurrent edits all read the same content and all but one
+// line were lost.
+describe('file tools: single native jobs', () => {
+  it('concurrent edits of one file, each appending a line, all land exactly once', async () => {
+    const lower = makeToolsProject();
+    await withShadow(lower, async (shadow, mp) => {
+      const a = await twoAgents(shadow, lower);
+      await writeText(a, 'log.txt', 'BEGIN\nEND\n');
+      const n = 40;
+      const results = await Promise.all(Array.from({ length: n }, (_, i) => editText(a, 'log.txt', 'END\n', `line ${i}\nEND\n`)));
+      assert.ok(results.every((r) => r.replacements === 1));
+      const lines = (await a.readFile('log.txt')).toString('utf8').split('\n');
+      assert.strictEqual(lines[0], 'BEGIN');
+      assert.strictEqual(lines[n + 1], 'END');
+      for (let i = 0; i < n; i++)
+        assert.strictEqual(lines.filter((l) => l === `line ${i}`).length, 1, `line ${i} once in ${lines.join('|')}`);
+      assert.strictEqual(lines.length, n + 3); // BEGIN, n lines, END, and '' after the last newline
+      // Edits and writes with a mode, interleaved on a file of the folder: each write replaces
+      // the whole file with its mode, each edit changes what the write before it left.
+      const ops: Array<Promise<unknown>> = [];
+      for (let i = 0; i < 10; i++) {
+        ops.push(writeText(a, 'script.sh', `#!/bin/sh\n# ${i}\n`, { mode: 0o700 }));
+        ops.push(editText(a, 'script.sh', `# ${i}\n`, `# ${i} edited\n`));
+      }
+      await Promise.all(ops);
+      assert.strictEqual((await a.readFile('script.sh')).toString('utf8'), '#!/bin/sh\n# 9 edited\n');
+      assert.strictEqual((await a.stat('script.sh')).mode, 0o700);
+      assertMountShowsB(mp, shadow);
+    });
+  });
+
+  it('stat-then-write writes only what the caller saw, and refuses a stale write with CONFLICT', async () => {
+    const lower = makeToolsProject();
+    await withShadow(lower, async (shadow) => {
+      const a = await twoAgents(shadow, lower);
+      const seen = await a.readFile('README.md');
+      const st = await a.stat('README.md');
+      const hash = addon().contentHash(seen);
+      // What the caller saw: the folder's file, by hash, size and mtime.
+      const first = await writeText(a, 'README.md', 'first\n', { expect: { hash, size: st.size, mtimeMs: st.mtimeMs } });
+      assert.strictEqual(first.created, false);
+      assert.strictEqual(first.hash, addon().contentHash(Buffer.from('first\n')));
+      // A second writer that saw the same old file is refused, and writes nothing.
+      await assert.rejects(writeText(a, 'README.md', 'second\n', { expect: { hash } }), (err: Error & { code?: string }) => {
+        assert.strictEqual(err.code, 'CONFLICT');
+        assert.match(err.message, /content hash is [0-9a-f]{16}, not [0-9a-f]{16}.*nothing was written/);
+        return true;
+      });
+      await assert.rejects(writeText(a, 'README.md', 'second\n', { expect: { size: st.size } }), { code: 'CONFLICT' });
+      await assert.rejects(editText(a, 'README.md', 'first', 'third', { expect: { mtimeMs: st.mtimeMs } }), { code: 'CONFLICT' });
+      assert.strictEqual((await a.readFile('README.md')).toString('utf8'), 'first\n');
+      // The state the first write handed back is what a next write names.
+      const next = await writeText(a, 'README.md', 'fourth\n', { expect: { hash: first.hash, mtimeMs: first.mtimeMs } });
+      assert.strictEqual((await a.readFile('README.md')).toString('utf8'), 'fourth\n');
+      assert.ok(next.hash);
+      // Create-only: absent is a precondition too.
+      await writeText(a, 'fresh.txt', 'one\n', { expect: { exists: false } });
+      await assert.rejects(writeText(a, 'fresh.txt', 'two\n', { expect: { exists: false } }), { code: 'CONFLICT' });
+      await assert.rejects(writeText(a, 'gone.txt', 'x', { expect: { exists: true } }), { code: 'CONFLICT' });
+      assert.strictEqual((await a.readFile('fresh.txt')).toString('utf8'), 'one\n');
+      await assert.rejects(writeText(a, 'fresh.txt', 'x', { expect: { hash: 'nothex' } }), { code: 'INVALID_ARGUMENT' });
+      // Of many concurrent create-only writers, exactly one wins.
+      const racers = await Promise.allSettled(
+        Array.from({ length: 20 }, (_, i) => writeText(a, 'race.txt', `${i}\n`, { expect: { exists: false } })),
+      );
+      const won = racers.filter((r) => r.status === 'fulfilled');
+      assert.strictEqual(won.length, 1);
+      assert.ok(racers.every((r) => r.status === 'fulfilled' || (r.reason as { code?: string }).code === 'CONFLICT'));
+    });
   });
 });

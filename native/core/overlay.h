@@ -81,6 +81,35 @@ struct LayerStats {
   uint64_t spilledBytes = 0; // contents moved to spill files
 };
 
+// A whole-file read-modify-write (Overlay::updateFile). The change sees the file as the layer
+// shows it at one moment and decides what it becomes; nothing else changes the file between
+// that look and the write.
+struct FileNow {
+  bool exists = false;
+  Attr attr;                              // when it exists (size: of `content` when read)
+  const std::string* content = nullptr;   // the whole content, when FileUpdate::readContent
+};
+struct FileChange {
+  bool write = false;             // false: leave the file as it is (refused, or nothing to do)
+  std::string content;            // the whole new content
+  std::optional<uint32_t> perm;   // permission bits to set (a new file: else FileUpdate::newPerm)
+};
+struct FileUpdate {
+  // Runs once per look (a path found absent may be looked at again, so it must be a function
+  // of what it is shown); called with the file's content lock held: it must not call back into
+  // the overlay, and should be quick.
+  std::function<void(const FileNow&, FileChange*)> change;
+  bool mayCreate = false;     // a missing file (and missing parents) may be created
+  bool readContent = false;   // the change needs the content
+  uint64_t maxRead = UINT64_MAX;  // a larger file is EFBIG, unread
+  uint32_t newPerm = 0644;
+};
+struct FileUpdateResult {
+  bool written = false;
+  bool created = false;
+  Attr attr;  // the file after the update (before it when nothing was written)
+};
+
 // Layers and what a file-system call sees:
 // - Any number of named layers, all on top of the live folder A.
 // - At most one is *active*: the shared mount shows it. With none active the mount shows A
@@ -202,6 +231,14 @@ class Overlay {
   // Writes a whole regular file, creating missing parent directories.
   int putFile(const std::string& layer, const std::string& path, const std::string& data,
               uint32_t perm, const Caller& who);
+  // A regular file's read-modify-write as one step (see FileUpdate): the change runs with the
+  // file's content lock held, so no write, truncate, API write or other update of that file (by
+  // any thread: mounts, API) lands between its look and its write; the folder's file is read
+  // under that lock only, never under the layer's. A rename or removal of the path meanwhile
+  // orders the update before it, as for a program that had the file open. Not a regular file:
+  // EISDIR, ELOOP (a symlink, or one on the way), EINVAL; absent and not mayCreate: ENOENT.
+  int updateFile(const std::string& layer, const std::string& path, const FileUpdate& u,
+                 const Caller& who, FileUpdateResult* res);
   // Removes a file or a whole directory tree from what the layer shows.
   int remove(const std::string& layer, const std::string& path);
   // Drops the layer's own entry at `path` (a file, symlink, deletion, or a directory with all

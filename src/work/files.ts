@@ -9,6 +9,7 @@ import { Worker } from 'worker_threads';
 import { ShadowError } from '../errors';
 import { normalizeRelPath } from '../paths';
 import { GREP_DEFAULT_TIMEOUT_MS, GREP_MAX_TIMEOUT_MS, LAYER_READ_MAX_BYTES } from '../protocol/methods';
+import type { NativeShadow } from '../native';
 import type { Layer } from '../shadow';
 import { isIgnored, joinRel, orderedMap, planWalk, walk, WalkEntry } from './walk';
 
@@ -215,27 +216,156 @@ async function statOrNull(layer: Layer, rel: string): Promise<{ type: string; mo
   }
 }
 
+// ---------------------------------------------------------------------------------------------
+// The single native jobs behind writeText and editText: each is one Overlay::updateFile, so
+// nothing else changes the file (another tool call, a program writing through the mount)
+// between what it looks at and what it writes.
+
+/** What a caller saw of a file; a write or edit with it happens only if the file still is that. */
+export interface FileExpectation {
+  /** false: the file must not exist yet (create only); true: it must exist. */
+  exists?: boolean;
+  size?: number;
+  /** As Layer.stat reports it. */
+  mtimeMs?: number;
+  /** contentHash of its bytes (what the results of writeText and editText carry). */
+  hash?: string;
+}
+
+/** What the file is after a write (or, for a conflict, what it was found to be). */
+interface FileState {
+  size: number;
+  mtimeMs: number;
+  mode: number;
+  hash?: string;
+}
+type NativeConflict = { status: 'conflict'; reason: string; exists: boolean } & Partial<FileState>;
+type NativeWriteResult = ({ status: 'written'; created: boolean } & FileState) | NativeConflict;
+type NativeEditResult =
+  | ({ status: 'written'; replacements: number[] } & FileState)
+  | NativeConflict
+  | { status: 'no-match' | 'ambiguous' | 'binary' | 'not-utf8' | 'unchanged'; edit: number; count: number; lines: number[] }
+  | { status: 'too-large'; size: number };
+
+declare module '../native' {
+  interface NativeShadow {
+    /** One job: a whole file with its mode (null: an existing file keeps its own, a new one gets 0644), if `expect` holds. */
+    writeFile(
+      layer: string,
+      path: string,
+      data: Buffer,
+      mode: number | null,
+      uid: number,
+      gid: number,
+      expect?: FileExpectation | null,
+    ): Promise<NativeWriteResult>;
+    /** One job: exact-text edits applied in order to a UTF-8 file of at most maxBytes, if `expect` holds. */
+    editFile(
+      layer: string,
+      path: string,
+      edits: Array<{ oldText: string; newText: string; replaceAll?: boolean }>,
+      maxBytes: number,
+      expect?: FileExpectation | null,
+    ): Promise<NativeEditResult>;
+  }
+}
+
+// The Layer handle has no methods for these jobs yet (src/shadow is being split as this is
+// written): they are reached through the shadow it belongs to, as Layer's own methods do,
+// and the change is told to the shadow's layer listeners where it has them.
+interface ShadowOfLayer {
+  ensureLayer(id: string): Promise<void>;
+  call<T>(what: string, fn: (n: NativeShadow) => Promise<T>): Promise<T>;
+  emit?(news: { kind: 'written'; agent: string; path: string }): void;
+}
+
+async function fileJob<T extends { status: string }>(
+  layer: Layer,
+  p: string,
+  what: string,
+  fn: (n: NativeShadow) => Promise<T>,
+): Promise<T> {
+  const shadow = (layer as unknown as { shadow: ShadowOfLayer }).shadow;
+  await shadow.ensureLayer(layer.agentId);
+  const r = await shadow.call(what, fn);
+  if (r.status === 'written') shadow.emit?.({ kind: 'written', agent: layer.agentId, path: p });
+  return r;
+}
+
+function checkExpectation(expect: unknown): FileExpectation | undefined {
+  if (expect === undefined || expect === null) return undefined;
+  if (typeof expect !== 'object')
+    throw new ShadowError('INVALID_ARGUMENT', `expect must be an object ({ exists, size, mtimeMs, hash }), got ${typeof expect}`);
+  const e = expect as Record<string, unknown>;
+  const out: FileExpectation = {};
+  for (const k of Object.keys(e))
+    if (!['exists', 'size', 'mtimeMs', 'hash'].includes(k))
+      throw new ShadowError('INVALID_ARGUMENT', `expect has no field ${JSON.stringify(k)}`);
+  if (e.exists !== undefined) out.exists = boolOpt('expect.exists', e.exists);
+  if (e.size !== undefined) out.size = intOpt('expect.size', e.size, 0, 0, Number.MAX_SAFE_INTEGER);
+  if (e.mtimeMs !== undefined) {
+    if (typeof e.mtimeMs !== 'number' || !Number.isFinite(e.mtimeMs))
+      throw new ShadowError('INVALID_ARGUMENT', `expect.mtimeMs must be a number, got ${JSON.stringify(e.mtimeMs)}`);
+    out.mtimeMs = e.mtimeMs;
+  }
+  if (e.hash !== undefined) {
+    if (typeof e.hash !== 'string' || !/^[0-9a-f]{16}$/.test(e.hash))
+      throw new ShadowError('INVALID_ARGUMENT', `expect.hash must be 16 hex digits (contentHash), got ${JSON.stringify(e.hash)}`);
+    out.hash = e.hash;
+  }
+  return out;
+}
+
+function conflictError(p: string, r: NativeConflict): ShadowError {
+  return new ShadowError(
+    'CONFLICT',
+    `${p} is not what the caller saw (${r.reason}); nothing was written: read it again and redo the change on what it holds now`,
+  );
+}
+
+/** The errors of a native file job that name what is at the path, worded for a tool call. */
+async function explainNotFile(layer: Layer, p: string, err: unknown, verb: string): Promise<never> {
+  if (err instanceof ShadowError) {
+    if (err.code === 'IS_DIRECTORY') throw new ShadowError('IS_DIRECTORY', `${p} is a directory; ${verb}`, { cause: err });
+    if (err.code === 'PATH_THROUGH_SYMLINK' || (err.code === 'INVALID_ARGUMENT' && err.errno !== undefined)) {
+      const st = await statOrNull(layer, p).catch(() => null);
+      if (st) await checkRegularFile(layer, p, st.type);
+    }
+  }
+  throw err;
+}
+
 /**
- * Writes a whole text file into the layer, creating missing parent directories. An existing
- * file keeps its permission bits unless `mode` is given (a new one gets `mode` or 0o644). A
- * directory is never written over (IS_DIRECTORY), nor is anything through a symlink.
+ * Writes a whole text file into the layer, creating missing parent directories, in one native
+ * job with its mode: an existing file keeps its permission bits unless `mode` is given (a new
+ * one gets `mode` or 0o644). A directory is never written over (IS_DIRECTORY), nor is anything
+ * through a symlink. With `expect`, the file is written only if it is still what the caller saw
+ * (size, mtimeMs, content hash, or absent with exists: false); else CONFLICT and nothing is
+ * written. No other change of the file lands between that check and the write.
  */
 export async function writeText(
   layer: Layer,
   rel: string,
   content: string,
-  opts: { mode?: number } = {},
-): Promise<{ path: string; bytes: number; created: boolean }> {
+  opts: { mode?: number; expect?: FileExpectation } = {},
+): Promise<{ path: string; bytes: number; created: boolean; hash?: string; mtimeMs?: number }> {
   const p = normalizeRelPath(rel);
   stringArg('content', content);
-  const before = await statOrNull(layer, p);
-  if (before?.type === 'directory') throw new ShadowError('IS_DIRECTORY', `${p} is a directory; a file cannot be written over it`);
-  const mode = opts.mode ?? (before?.type === 'file' ? before.mode : undefined);
+  const mode = opts.mode === undefined ? null : intOpt('mode', opts.mode, 0, 0, 0o7777);
+  const expect = checkExpectation(opts.expect);
   const data = Buffer.from(content, 'utf8');
-  await layer.write(p, data, mode === undefined ? {} : { mode });
-  // Writing over a file keeps its mode (the mode of a write is for new files): set the one asked for.
-  if (before !== null && opts.mode !== undefined && before.mode !== opts.mode) await layer.chmod(p, opts.mode);
-  return { path: p, bytes: data.length, created: before === null };
+  const r = await fileJob(layer, p, `write ${p}`, (n) =>
+    n.writeFile(layer.agentId, p, data, mode, process.getuid?.() ?? 0, process.getgid?.() ?? 0, expect ?? null),
+  ).catch((err) => explainNotFile(layer, p, err, 'a file cannot be written over it'));
+  if (r.status === 'conflict') throw conflictError(p, r);
+  const out: { path: string; bytes: number; created: boolean; hash?: string; mtimeMs?: number } = {
+    path: p,
+    bytes: data.length,
+    created: r.created,
+  };
+  // The state a next stat-then-write can name, for callers that ask with a precondition.
+  if (expect) Object.assign(out, { hash: r.hash, mtimeMs: r.mtimeMs });
+  return out;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -254,73 +384,72 @@ function squeeze(s: string): { text: string; at: number[] } {
   return { text, at };
 }
 
-const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
-
 /**
  * Replaces the exact text `oldText` with `newText` in one file of the layer: it must occur
  * once, or `replaceAll` must be set. Nothing is written when it fails: NO_MATCH (saying when
  * the text is there but with other whitespace), AMBIGUOUS_MATCH (how often and on which
- * lines). The file keeps its mode.
+ * lines). The file keeps its mode. One native job: the file is read, edited and written with
+ * no other change of it in between (so concurrent edits never lose one another's changes);
+ * with `expect`, only if it is still what the caller saw (else CONFLICT).
  */
 export async function editText(
   layer: Layer,
   rel: string,
   oldText: string,
   newText: string,
-  opts: { replaceAll?: boolean } = {},
+  opts: { replaceAll?: boolean; expect?: FileExpectation } = {},
 ): Promise<{ path: string; replacements: number }> {
   const p = normalizeRelPath(rel);
   stringArg('oldText', oldText, { nonEmpty: true });
   stringArg('newText', newText);
   const replaceAll = boolOpt('replaceAll', opts.replaceAll);
-  const st = await layer.stat(p);
-  if (st.type === 'directory') throw new ShadowError('IS_DIRECTORY', `${p} is a directory; name a file to edit`);
-  await checkRegularFile(layer, p, st.type);
-  if (st.size > MAX_FILE_BYTES) throw tooLarge(p, st.size);
-  const buf = await layer.readFile(p);
-  if (isBinary(buf)) throw new ShadowError('INVALID_ARGUMENT', `${p} is a binary file; it cannot be edited as text`);
-  let text: string;
-  try {
-    text = utf8.decode(buf);
-  } catch {
-    throw new ShadowError('INVALID_ARGUMENT', `${p} is not valid UTF-8; editing it as text would change bytes it does not mean to`);
-  }
-  const found: number[] = [];
-  for (let i = text.indexOf(oldText); i >= 0; i = text.indexOf(oldText, i + oldText.length)) found.push(i);
-  if (found.length === 0) {
-    let hint = '';
-    const want = squeeze(oldText).text;
-    if (want !== '') {
-      const have = squeeze(text);
-      const i = have.text.indexOf(want);
-      if (i >= 0) {
-        const [line] = lineNumbers(text, [have.at[i]]);
-        hint = ` It does occur at line ${line} when whitespace is ignored: the whitespace differs (indentation, tabs or spaces, line breaks); copy the text exactly as the file has it.`;
-      }
+  const expect = checkExpectation(opts.expect);
+  const r = await fileJob(layer, p, `edit ${p}`, (n) =>
+    n.editFile(layer.agentId, p, [{ oldText, newText, replaceAll }], MAX_FILE_BYTES, expect ?? null),
+  ).catch((err) => explainNotFile(layer, p, err, 'name a file to edit'));
+  switch (r.status) {
+    case 'written':
+      return { path: p, replacements: r.replacements[0] };
+    case 'conflict':
+      throw conflictError(p, r);
+    case 'too-large':
+      throw tooLarge(p, r.size);
+    case 'binary':
+      throw new ShadowError('INVALID_ARGUMENT', `${p} is a binary file; it cannot be edited as text`);
+    case 'not-utf8':
+      throw new ShadowError('INVALID_ARGUMENT', `${p} is not valid UTF-8; editing it as text would change bytes it does not mean to`);
+    case 'ambiguous': {
+      const shown = r.lines.slice(0, 20).join(', ') + (r.count > 20 ? ', ...' : '');
+      throw new ShadowError(
+        'AMBIGUOUS_MATCH',
+        `the text to replace occurs ${r.count} times in ${p} (lines ${shown}); include more of the surrounding text to pick one, or set replaceAll`,
+      );
     }
-    throw new ShadowError(
-      'NO_MATCH',
-      `the text to replace does not occur in ${p}.${hint || ' Read the file again and copy the text exactly.'}`,
-    );
+    default:
+      throw await noMatchError(layer, p, oldText);
   }
-  if (found.length > 1 && !replaceAll) {
-    const lines = lineNumbers(text, found);
-    const shown = lines.slice(0, 20).join(', ') + (lines.length > 20 ? ', ...' : '');
-    throw new ShadowError(
-      'AMBIGUOUS_MATCH',
-      `the text to replace occurs ${found.length} times in ${p} (lines ${shown}); include more of the surrounding text to pick one, or set replaceAll`,
-    );
+}
+
+/** NO_MATCH, saying where the text occurs when whitespace is ignored (read again: a hint only). */
+async function noMatchError(layer: Layer, p: string, oldText: string): Promise<ShadowError> {
+  let hint = '';
+  const want = squeeze(oldText).text;
+  if (want !== '') {
+    const text = await layer
+      .readFile(p)
+      .then((b) => b.toString('utf8'))
+      .catch(() => '');
+    const have = squeeze(text);
+    const i = have.text.indexOf(want);
+    if (i >= 0) {
+      const [line] = lineNumbers(text, [have.at[i]]);
+      hint = ` It does occur at line ${line} when whitespace is ignored: the whitespace differs (indentation, tabs or spaces, line breaks); copy the text exactly as the file has it.`;
+    }
   }
-  // Spliced by hand: String.replace would read "$&" and the like in newText.
-  const parts: string[] = [];
-  let from = 0;
-  for (const i of found) {
-    parts.push(text.slice(from, i), newText);
-    from = i + oldText.length;
-  }
-  parts.push(text.slice(from));
-  await layer.write(p, parts.join(''), { mode: st.mode });
-  return { path: p, replacements: found.length };
+  return new ShadowError(
+    'NO_MATCH',
+    `the text to replace does not occur in ${p}.${hint || ' Read the file again and copy the text exactly.'}`,
+  );
 }
 
 // ---------------------------------------------------------------------------------------------
