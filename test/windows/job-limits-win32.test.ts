@@ -29,7 +29,7 @@ import {
 } from '../../src/platform/win32-job';
 import { type Win32ProcessGroup } from '../../src/platform/win32-processes';
 import { runInShadow, type RunOptions } from '../../src/run/runner';
-import type { Shadow } from '../../src/shadow';
+import type { RunAsJob, Shadow } from '../../src/shadow';
 
 type Ffi = typeof import('ffi-rs');
 
@@ -51,11 +51,9 @@ function standIn(lower: string, layer: string): Shadow {
   return {
     lower,
     mountPoint: layer,
-    views: new Set(),
     mounted: true,
-    active: 'agent',
-    createLayer: async () => undefined,
-    withLayer: <T>(_agent: string, job: (dir: string, signal: AbortSignal) => Promise<T>) => job(layer, new AbortController().signal),
+    // Where the run goes is the shadow's (Shadow.runAs); the runner only spawns there.
+    runAs: <T>(_agent: string, job: RunAsJob<T>) => job({ dir: layer, queuedMs: 0 }),
   } as unknown as Shadow;
 }
 

@@ -20,7 +20,7 @@ import * as path from 'path';
 import { ShadowError } from '../../src/errors';
 import { localLowDir } from '../../src/platform/win32-integrity';
 import { runInShadow, type RunOptions } from '../../src/run/runner';
-import type { Shadow } from '../../src/shadow';
+import type { RunAsJob, Shadow } from '../../src/shadow';
 
 type Ffi = typeof import('ffi-rs');
 
@@ -87,11 +87,9 @@ function standIn(lower: string, layer: string): Shadow {
   return {
     lower,
     mountPoint: layer,
-    views: new Set(),
     mounted: true,
-    active: 'agent',
-    createLayer: async () => undefined,
-    withLayer: <T>(_agent: string, job: (dir: string, signal: AbortSignal) => Promise<T>) => job(layer, new AbortController().signal),
+    // Where the run goes is the shadow's (Shadow.runAs); the runner only spawns there.
+    runAs: <T>(_agent: string, job: RunAsJob<T>) => job({ dir: layer, queuedMs: 0 }),
   } as unknown as Shadow;
 }
 
