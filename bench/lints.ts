@@ -1,6 +1,6 @@
 // The lints section of `npm run bench`: end-to-end time of `lints` (RPC call to answer, through
 // the daemon, a shadow of this repository at HEAD, typescript-language-server + tsserver
-// inside it) for a one-line edit of src/shadow.ts: cold (server start included), warm, and two
+// inside it) for a one-line edit of src/shadow/shadow.ts: cold (server start included), warm, and two
 // agents interleaving on one shadow; side by side with the same server driven directly on the
 // folder itself (no shadow, no daemon, no layer switch), reported as ratios. Issue 13's target:
 // p50 under 200 ms warm. It reports; every answer is checked to be fresh and right.
@@ -26,7 +26,7 @@ export interface LintsBench {
   rows: LintsRow[];
 }
 
-const FILE = 'src/shadow.ts';
+const FILE = 'src/shadow/shadow.ts';
 
 function pct(xs: number[], p: number): number {
   const s = [...xs].sort((a, b) => a - b);
