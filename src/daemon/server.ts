@@ -4,15 +4,17 @@
 // protocol's schemas before anything is touched; malformed, oversized or unknown messages get a
 // JSON-RPC error and never take the daemon down. Without its native module (not built, broken,
 // Windows without WinFsp) it still answers everything that does not mount.
+//
+// This file accepts connections, checks who they come from (auth), dispatches requests, holds
+// the single-instance lock and runs the daemon's lifecycle (start, recovery, idle exit, stop).
+// What each method does is in handlers/, one module per area.
 import * as fs from 'fs';
 import * as net from 'net';
-import * as path from 'path';
 import { type CancellationToken, ResponseError } from 'vscode-jsonrpc/node';
 import type { Logger } from 'winston';
-import { type DaemonPaths, proofMatches, proofOf } from '../endpoint';
+import type { DaemonPaths } from '../endpoint';
 import { ShadowError } from '../errors';
-import { addon, nativeStatus } from '../native';
-import { normalizeRelPath } from '../paths';
+import { nativeStatus } from '../native';
 import { platform } from '../platform';
 import { RpcErrorCodes, rpcCodeFor } from '../protocol/errors';
 import {
@@ -26,16 +28,11 @@ import {
   Requests,
   type ResultOf,
 } from '../protocol/methods';
-import { RunPolicy } from '../run/policy';
-import { runInShadow } from '../run/runner';
-import type { Shadow } from '../shadow';
+import type { RunPolicy } from '../run/policy';
+import { type CallContext, changeOf, type Client, type Handlers, handlerTable, Runs } from './handlers';
 import { ShadowManager } from './manager';
-import * as files from '../work/files';
-import { openConnection, type RpcConnection } from './rpc';
-import { hears, narrowResult, type Scope, type ScopeContext, scopeRefusal } from './scope';
-
-const VERSION = (JSON.parse(fs.readFileSync(path.join(__dirname, '..', '..', '..', 'package.json'), 'utf8')) as { version: string })
-  .version;
+import { openConnection } from './rpc';
+import { hears, narrowResult, type ScopeContext, scopeRefusal } from './scope';
 
 export interface DaemonOptions {
   paths: DaemonPaths;
@@ -53,44 +50,6 @@ export interface DaemonOptions {
   helloDeadlineMs?: number;
 }
 
-/** What a handler knows about the connection that asked. */
-interface CallContext {
-  notify<N extends NotificationName>(method: N, params: NotificationParamsOf<N>): void;
-  /** Aborted when the client cancels the request or the connection closes before it is answered. */
-  signal: AbortSignal;
-  client: Client;
-}
-
-type Handlers = { [M in MethodName]: (params: CheckedParamsOf<M>, ctx: CallContext) => Promise<ResultOf<M>> };
-
-interface Client {
-  rpc: RpcConnection;
-  /** Windows: set by a hello whose proof matched; Linux: the kernel vouched for the peer. */
-  trusted: boolean;
-  closed: AbortController;
-  /** The name it gave in hello, for status and the log. */
-  name?: string;
-  /** Set by session.restrict, never unset: what the connection may still reach (see scope.ts). */
-  scope?: Scope;
-}
-
-/** A checkpoint name from the time: cp-20261122-104501. */
-/**
- * The daemon's memory for `status`. Test hook (test/rpc-fuzz.test.ts): with SHADOWFS_TEST_GC=1 and
- * the daemon started with --expose-gc (NODE_OPTIONS), V8 collects garbage first, so that heapUsed
- * is what is live.
- */
-function memoryNow(): { rss: number; heapUsed: number; heapTotal: number; external: number; arrayBuffers: number } {
-  const gc = (globalThis as { gc?: () => void }).gc;
-  if (process.env.SHADOWFS_TEST_GC === '1' && typeof gc === 'function') gc();
-  const m = process.memoryUsage();
-  return { rss: m.rss, heapUsed: m.heapUsed, heapTotal: m.heapTotal, external: m.external, arrayBuffers: m.arrayBuffers };
-}
-
-function defaultCheckpointName(): string {
-  return `cp-${new Date().toISOString().replace(/[-:]/g, '').replace('T', '-').slice(0, 15)}`;
-}
-
 /** Methods a Windows client may call before its hello proved who it is. */
 const BEFORE_HELLO = new Set<MethodName>(['hello']);
 /** More connections than this at once are refused (each may hold a partial message in memory). */
@@ -104,8 +63,6 @@ const MAX_CLIENTS = 512;
 export const HELLO_DEADLINE_MS = 5000;
 /** Requests that answer while the daemon recovers; the others wait for it (they could see a shadow half recovered). */
 const ANSWERED_DURING_RECOVERY = new Set<string>(['hello', 'version', 'health', 'status', 'run.cancel']);
-/** How long an unmount waits for the runs in its shadow to end once cancelled. */
-const CANCEL_RUNS_MS = 5000;
 /** A request that waits this long for recovery hears why (daemon/waiting). */
 const WAITING_NOTICE_MS = 300;
 
@@ -122,12 +79,8 @@ export class Daemon {
   private exitTimer: NodeJS.Timeout | undefined;
   private stopping = false;
   private readonly handlers: Handlers;
-  /** Runs in progress by id: how to cancel one, the shadow it runs in, and its end. */
-  private readonly runs = new Map<string, { controller: AbortController; shadow: Shadow; ended: Promise<unknown> }>();
-  /** Runs cancelled (run.cancel) before they started. */
-  private readonly cancelledEarly = new Set<string>();
-  /** Which connection asked for each run in progress (see handle()). */
-  private readonly runOwners = new Map<string, Client>();
+  /** Runs in progress, and which connection asked for each. */
+  private readonly runs: Runs;
   /** Where clients reach this daemon: the socket path, or the pipe name on Windows. */
   private endpoint = '';
   /** Windows: the secret of the hello handshake, published in the endpoint file. */
@@ -139,318 +92,30 @@ export class Daemon {
 
   constructor(private readonly opts: DaemonOptions) {
     this.done = new Promise((r) => (this.resolveDone = r));
+    this.runs = new Runs(opts.log);
     this.manager = new ShadowManager({
       statePath: opts.paths.state,
       idleMs: opts.idleMs,
       autosaveMs: opts.autosaveMs ?? 30_000,
       log: opts.log,
       notify: (method, params) => this.broadcast(method, params),
-      busy: (shadow) => this.hasRuns(shadow),
+      busy: (shadow) => this.runs.busy(shadow),
     });
-    const m = this.manager;
-    const shadowOf = async (p: { shadow: string }) => m.use(m.get(p.shadow));
-    const rel = (p: { path: string }) => normalizeRelPath(p.path);
-    this.handlers = {
-      hello: async (p, ctx) => {
-        if (this.secret) {
-          if (!p.nonce || !proofMatches(proofOf(this.secret, 'client', p.nonce), p.proof)) {
-            ctx.client.trusted = false;
-            setTimeout(() => ctx.client.rpc.socket.destroy(), 100).unref();
-            throw new ShadowError(
-              'PEER_REFUSED',
-              "the client did not prove it runs as the daemon's user (hello needs a nonce and the proof made with the secret in the daemon's endpoint file)",
-            );
-          }
-          ctx.client.trusted = true;
-        }
-        this.opts.log.debug('hello', { client: p.client });
-        if (p.client !== undefined) ctx.client.name = p.client;
-        return {
-          version: VERSION,
-          protocol: PROTOCOL_VERSION,
-          pid: process.pid,
-          ...(this.secret && p.nonce ? { proof: proofOf(this.secret, 'server', p.nonce) } : {}),
-        };
-      },
-      'session.restrict': async (p, ctx) => {
-        // A restricted connection reaches here only with the same shadow and agent (scope.ts).
-        const current = ctx.client.scope;
-        if (current) {
-          current.allowApply &&= p.allowApply === true;
-          return { shadow: current.name, agent: current.agent, allowApply: current.allowApply };
-        }
-        const entry = m.get(p.shadow);
-        if (p.agent === '' || p.agent.includes('/'))
-          throw new ShadowError('INVALID_AGENT', `agent id must be non-empty and without "/", got ${JSON.stringify(p.agent)}`);
-        const scope: Scope = { name: entry.name, shadow: entry.shadow, agent: p.agent, allowApply: p.allowApply === true };
-        ctx.client.scope = scope;
-        this.opts.log.info('a connection restricted itself to one agent', {
-          client: ctx.client.name,
-          shadow: scope.name,
-          agent: scope.agent,
-          allowApply: scope.allowApply,
-        });
-        return { shadow: scope.name, agent: scope.agent, allowApply: scope.allowApply };
-      },
-      version: async () => {
-        const native = nativeStatus();
-        return {
-          version: VERSION,
-          protocol: PROTOCOL_VERSION,
-          platform: platform.name,
-          backends: native.available ? addon().backends : [],
-          native,
-        };
-      },
-      health: async () => ({
-        ok: true as const,
-        pid: process.pid,
-        uptimeSeconds: this.uptime(),
-        shadows: m.size,
-        native: nativeStatus().available,
-      }),
-      status: async () => ({
-        pid: process.pid,
-        socket: this.endpoint,
+    this.handlers = handlerTable({
+      manager: this.manager,
+      runs: this.runs,
+      log: opts.log,
+      policy: opts.policy,
+      daemon: {
+        secret: this.secret,
         logFile: opts.paths.log,
-        uptimeSeconds: this.uptime(),
-        shadows: await m.list(),
-        recovered: this.recovered,
-        recovering: [...this.recovering],
-        clients: [...this.clients].map((c) => ({
-          ...(c.name === undefined ? {} : { client: c.name }),
-          ...(c.scope ? { scope: { shadow: c.scope.name, agent: c.scope.agent, allowApply: c.scope.allowApply } } : {}),
-        })),
-        native: nativeStatus(),
-        memory: memoryNow(),
-      }),
-      mount: async (p) => {
-        addon(); // NATIVE_UNAVAILABLE / WINFSP_MISSING before anything else
-        return m.mount(p);
+        endpoint: () => this.endpoint,
+        uptimeSeconds: () => this.uptime(),
+        recovered: () => this.recovered,
+        recovering: () => [...this.recovering],
+        clients: () => this.clients,
       },
-      unmount: async (p) => {
-        // A run's namespace holds its own copy of the shadow, which would outlive the unmount:
-        // the runs in it end first (their results say cancelled).
-        await this.cancelRuns(m.get(p.shadow).shadow);
-        return { name: await m.unmount(p.shadow, p.lazy === true) };
-      },
-      list: async () => ({ shadows: await m.list() }),
-      'layer.create': async (p) => {
-        await (await shadowOf(p)).createLayer(p.agent);
-        return { agent: p.agent };
-      },
-      'layer.drop': async (p) => {
-        await (await shadowOf(p)).dropLayer(p.agent);
-        this.broadcast('layer/changed', { shadow: p.shadow, agent: p.agent, event: 'dropped' });
-        return { agent: p.agent };
-      },
-      'layer.clone': async (p) => {
-        await (await shadowOf(p)).cloneLayer(p.agent, p.to);
-        this.broadcast('layer/changed', { shadow: p.shadow, agent: p.to, event: 'cloned', from: p.agent });
-        return { agent: p.agent, to: p.to };
-      },
-      'layer.list': async (p) => {
-        const s = await shadowOf(p);
-        return { agents: await s.agents(), active: s.active };
-      },
-      'layer.write': async (p) => {
-        const s = await shadowOf(p);
-        const data = Buffer.from(p.data, 'base64');
-        await s.layer(p.agent).write(rel(p), data, p.mode === undefined ? {} : { mode: p.mode });
-        this.broadcast('layer/changed', { shadow: p.shadow, agent: p.agent, event: 'written', path: rel(p) });
-        return { path: rel(p), bytes: data.length };
-      },
-      'layer.remove': async (p) => {
-        await (await shadowOf(p)).layer(p.agent).remove(rel(p));
-        this.broadcast('layer/changed', { shadow: p.shadow, agent: p.agent, event: 'removed', path: rel(p) });
-        return { path: rel(p) };
-      },
-      'layer.revert': async (p) => {
-        const shadow = await shadowOf(p);
-        await shadow.layer(p.agent).revert(rel(p));
-        this.broadcast('layer/changed', { shadow: p.shadow, agent: p.agent, event: 'reverted', path: rel(p) });
-        return { path: rel(p) };
-      },
-      'layer.read': async (p) => files.readLayerRange((await shadowOf(p)).layer(p.agent), rel(p), { offset: p.offset, length: p.length }),
-      'layer.reset': async (p) => {
-        await (await shadowOf(p)).layer(p.agent).reset();
-        this.broadcast('layer/changed', { shadow: p.shadow, agent: p.agent, event: 'reset' });
-        return { agent: p.agent };
-      },
-      'layer.changes': async (p) => {
-        await shadowOf(p);
-        return { changes: await (await m.work(p.shadow)).changes(p.agent) };
-      },
-      'layer.diff': async (p) => (await m.work(p.shadow)).diff(p.agent, p.paths, { includeIgnored: p.includeIgnored === true }),
-      'layer.patch': async (p) => (await m.work(p.shadow)).patch(p.agent, p.paths, { includeIgnored: p.includeIgnored === true }),
-      'layer.apply': async (p) => {
-        const work = await m.work(p.shadow);
-        const r = await work.apply(p.agent, {
-          paths: p.paths,
-          dryRun: p.dryRun === true,
-          resolutions: p.resolutions,
-          includeIgnored: p.includeIgnored === true,
-          allowTypeChanges: p.allowTypeChanges === true,
-          ...(p.branch !== undefined ? { branch: p.branch, force: p.force === true } : {}),
-        });
-        if (!r.dryRun && r.applied.length)
-          this.broadcast('layer/changed', {
-            shadow: p.shadow,
-            agent: p.agent,
-            event: 'applied',
-            changes: r.applied.map((a) => ({ path: a.path, kind: a.action === 'delete' ? 'deleted' : 'modified', type: 'file' })),
-          });
-        this.opts.log.info('applied a layer to the folder', {
-          shadow: p.shadow,
-          agent: p.agent,
-          dryRun: r.dryRun,
-          applied: r.applied.length,
-          conflicts: r.conflicts.length,
-          ...(r.branch ? { branch: r.branch.name, commit: r.branch.commit } : {}),
-        });
-        return r;
-      },
-      'layer.checkpoint': async (p) => {
-        const w = await m.work(p.shadow);
-        await w.shadow.createLayer(p.agent);
-        return w.checkpoint(p.agent, p.name ?? defaultCheckpointName());
-      },
-      'layer.restore': async (p) => {
-        const w = await m.work(p.shadow);
-        const name = p.name ?? w.checkpoints(p.agent).at(-1)?.name;
-        if (!name)
-          throw new ShadowError(
-            'UNKNOWN_CHECKPOINT',
-            `agent ${p.agent} has no checkpoint for this folder (make one with "shadowfs checkpoint")`,
-          );
-        const r = await w.restore(p.agent, name);
-        this.broadcast('layer/changed', { shadow: p.shadow, agent: p.agent, event: 'restored' });
-        return r;
-      },
-      'layer.checkpoints': async (p) => ({ checkpoints: (await m.work(p.shadow)).checkpoints(p.agent) }),
-      'file.read': async (p) => files.readText((await shadowOf(p)).layer(p.agent), p.path, { startLine: p.startLine, endLine: p.endLine }),
-      'file.write': async (p) => {
-        const r = await files.writeText(
-          await (await shadowOf(p)).createLayer(p.agent),
-          p.path,
-          p.content,
-          p.mode === undefined ? {} : { mode: p.mode },
-        );
-        this.broadcast('layer/changed', { shadow: p.shadow, agent: p.agent, event: 'written', path: r.path });
-        return r;
-      },
-      'file.edit': async (p) => {
-        const r = await files.editText(await (await shadowOf(p)).createLayer(p.agent), p.path, p.oldText, p.newText, {
-          replaceAll: p.replaceAll === true,
-        });
-        this.broadcast('layer/changed', { shadow: p.shadow, agent: p.agent, event: 'written', path: r.path });
-        return r;
-      },
-      'file.list': async (p) =>
-        files.list((await shadowOf(p)).layer(p.agent), p.path ?? '', {
-          recursive: p.recursive,
-          includeIgnored: p.includeIgnored,
-          limit: p.limit,
-        }),
-      'file.glob': async (p) =>
-        files.glob((await shadowOf(p)).layer(p.agent), p.pattern, { cwd: p.cwd, includeIgnored: p.includeIgnored, limit: p.limit }),
-      'file.grep': async (p) =>
-        files.grep((await shadowOf(p)).layer(p.agent), p.pattern, {
-          path: p.path,
-          glob: p.glob,
-          ignoreCase: p.ignoreCase,
-          fixedStrings: p.fixedStrings,
-          context: p.context,
-          includeIgnored: p.includeIgnored,
-          maxMatches: p.maxMatches,
-          timeoutMs: p.timeoutMs,
-        }),
-      activate: async (p) => {
-        const s = await shadowOf(p);
-        if (p.agent !== null) await s.createLayer(p.agent);
-        const r = await s.activate(p.agent);
-        m.saveState(); // a crash brings the shadow back showing this layer
-        this.broadcast('layer/changed', { shadow: p.shadow, agent: p.agent, event: 'activated' });
-        return { active: s.active, ...r };
-      },
-      'view.open': async (p) => {
-        const v = await (await shadowOf(p)).openView(p.agent, { mountPoint: p.mountPoint });
-        m.saveState();
-        return { view: v.viewId, agent: v.agentId, mountPoint: v.mountPoint };
-      },
-      'view.close': async (p) => {
-        const s = await shadowOf(p);
-        const v = [...s.views].find((x) => x.viewId === p.view);
-        if (!v) throw new ShadowError('NOT_FOUND', `shadow ${p.shadow} has no open view ${p.view}`);
-        await v.close({ lazy: p.lazy === true });
-        m.saveState();
-        return { view: p.view };
-      },
-      stats: async (p) => (await shadowOf(p)).stats(),
-      run: async (p, ctx) => {
-        const s = await shadowOf(p);
-        const env: Record<string, string> = {};
-        for (const kv of p.env ?? []) {
-          const i = kv.indexOf('=');
-          if (i <= 0) throw new ShadowError('INVALID_ARGUMENT', `environment entries look like NAME=value, got ${JSON.stringify(kv)}`);
-          env[kv.slice(0, i)] = kv.slice(i + 1);
-        }
-        const runId = p.runId ?? Math.random().toString(16).slice(2, 14);
-        if (this.runs.has(runId)) throw new ShadowError('INVALID_ARGUMENT', `a run with id ${runId} is in progress; pick another runId`);
-        const controller = new AbortController();
-        ctx.signal.addEventListener('abort', () => controller.abort(), { once: true });
-        // Cancelled before it started (run.cancel while the request waited): it never starts.
-        if (ctx.signal.aborted || this.cancelledEarly.delete(runId)) controller.abort();
-        let ended!: () => void;
-        this.runs.set(runId, { controller, shadow: s, ended: new Promise<void>((r) => (ended = r)) });
-        try {
-          return await runInShadow(s, {
-            agent: p.agent,
-            argv: p.argv,
-            runId,
-            cwd: p.cwd,
-            env,
-            timeoutMs: p.timeout === undefined ? undefined : p.timeout * 1000,
-            discardWrites: p.discardWrites === true,
-            shell: p.shell === true,
-            originalPath: p.originalPath,
-            atOriginalPath: p.atOriginalPath === true,
-            unprotected: p.unprotected === true,
-            noNetwork: p.noNetwork === true,
-            ...(p.limits ? { limits: p.limits } : {}),
-            policy: this.opts.policy,
-            signal: controller.signal,
-            onOutput: (stream, chunk) => ctx.notify('run/output', { runId, stream, data: chunk.toString('base64') }),
-          });
-        } finally {
-          this.runs.delete(runId);
-          ended();
-        }
-      },
-      lints: async (p) => (await m.diagnostics(p.shadow)).lints(p),
-      'lsp.definition': async (p) => {
-        const r = await (await m.diagnostics(p.shadow)).at('definition', p);
-        return { status: r.status, ...(r.error ? { error: r.error } : {}), locations: r.locations };
-      },
-      'lsp.references': async (p) => {
-        const r = await (await m.diagnostics(p.shadow)).at('references', p);
-        return { status: r.status, ...(r.error ? { error: r.error } : {}), locations: r.locations };
-      },
-      'lsp.hover': async (p) => {
-        const r = await (await m.diagnostics(p.shadow)).at('hover', p);
-        return { status: r.status, ...(r.error ? { error: r.error } : {}), contents: r.contents, ...(r.range ? { range: r.range } : {}) };
-      },
-      'run.cancel': async (p) => {
-        const c = this.runs.get(p.runId)?.controller;
-        c?.abort();
-        // Asked for, not started yet (waiting for recovery): it is cancelled as it starts.
-        if (!c && this.runOwners.has(p.runId)) {
-          this.cancelledEarly.add(p.runId);
-          return { runId: p.runId, cancelled: true };
-        }
-        return { runId: p.runId, cancelled: c !== undefined };
-      },
-    };
+    });
   }
 
   /**
@@ -492,31 +157,6 @@ export class Daemon {
       this.armExit();
       if (previous) log.info('recovered what the previous daemon left', { recovered: this.recovered });
     }
-  }
-
-  /**
-   * Cancels the runs in `shadow` and waits until they have ended, for at most a few seconds: a
-   * process stuck on a hung file system cannot be ended, and the unmount goes on without it (its
-   * copy of the shadow is then served until it goes).
-   */
-  private async cancelRuns(shadow: Shadow): Promise<void> {
-    const mine = [...this.runs.entries()].filter(([, r]) => r.shadow === shadow);
-    for (const [, r] of mine) r.controller.abort();
-    let timer: NodeJS.Timeout | undefined;
-    const late = await Promise.race([
-      Promise.all(mine.map(([, r]) => r.ended)).then(() => false),
-      new Promise<boolean>((r) => (timer = setTimeout(() => r(true), CANCEL_RUNS_MS))),
-    ]);
-    clearTimeout(timer);
-    if (late)
-      this.opts.log.warn('runs did not end within the time given; unmounting anyway', {
-        runs: mine.filter(([id]) => this.runs.has(id)).map(([id]) => id),
-      });
-  }
-
-  /** Whether runs are going on in `shadow` (an idle unmount waits for them). */
-  private hasRuns(shadow: Shadow): boolean {
-    return [...this.runs.values()].some((r) => r.shadow === shadow);
   }
 
   /**
@@ -716,12 +356,11 @@ export class Daemon {
       // asked: a restricted connection may cancel its own runs only (scope.ts).
       const p = checked.value as CheckedParamsOf<'run'>;
       p.runId ??= Math.random().toString(16).slice(2, 14);
-      if (this.runOwners.has(p.runId))
+      if (!this.runs.claim(p.runId, client))
         throw new ResponseError(RpcErrorCodes.InvalidArgument, clip(`a run with id ${p.runId} is in progress; pick another runId`), {
           code: 'INVALID_ARGUMENT',
         });
       ownRun = p.runId;
-      this.runOwners.set(ownRun, client);
     }
     const signal = AbortSignal.any([client.closed.signal, abortSignalOf(token)]);
     const ctx: CallContext = {
@@ -745,6 +384,8 @@ export class Daemon {
         throw new ShadowError('ABORTED', `${method} was not done: the daemon is stopping`);
       const handler = this.handlers[method] as (p: unknown, c: CallContext) => Promise<unknown>;
       let result = await handler(checked.value, ctx);
+      const change = changeOf(method, checked.value, result as ResultOf<typeof method>);
+      if (change) this.broadcast('layer/changed', change);
       if (scope) result = narrowResult(method, result as ResultOf<typeof method>, scope, this.scopeContext(client));
       if (process.env.SHADOWFS_CHECK_RESULTS === '1') {
         const r = Requests[method].result.safeParse(result);
@@ -763,10 +404,7 @@ export class Daemon {
         code: 'INTERNAL',
       });
     } finally {
-      if (ownRun !== undefined) {
-        this.runOwners.delete(ownRun);
-        this.cancelledEarly.delete(ownRun);
-      }
+      if (ownRun !== undefined) this.runs.release(ownRun);
       client.rpc.end();
     }
   }
@@ -775,7 +413,7 @@ export class Daemon {
   private scopeContext(client: Client): ScopeContext {
     return {
       resolve: (ref) => this.shadowNamed(ref),
-      ownsRun: (runId) => this.runOwners.get(runId) === client,
+      ownsRun: (runId) => this.runs.ownedBy(runId, client),
     };
   }
 

@@ -1,0 +1,122 @@
+// Handlers about the daemon and the connection itself: hello (the Windows proof), session.restrict,
+// version, health and status. They touch no shadow.
+import * as fs from 'fs';
+import * as path from 'path';
+import type { Logger } from 'winston';
+import { proofMatches, proofOf } from '../../endpoint';
+import { ShadowError } from '../../errors';
+import { addon, nativeStatus } from '../../native';
+import { platform } from '../../platform';
+import { PROTOCOL_VERSION } from '../../protocol/methods';
+import type { ShadowManager } from '../manager';
+import type { Scope } from '../scope';
+import type { Client, Handlers } from './context';
+
+const VERSION = (JSON.parse(fs.readFileSync(path.join(__dirname, '..', '..', '..', '..', 'package.json'), 'utf8')) as { version: string })
+  .version;
+
+/** What the daemon tells these handlers about itself. */
+export interface DaemonFacts {
+  /** Windows: the secret of the hello handshake; empty where the kernel vouches for the peer. */
+  readonly secret: string;
+  readonly logFile: string;
+  /** Where clients reach the daemon: the socket path, or the pipe name on Windows. */
+  endpoint(): string;
+  uptimeSeconds(): number;
+  /** Shadows a crashed predecessor left, cleaned up. */
+  recovered(): string[];
+  /** Shadows of a crashed predecessor still being cleaned up or mounted again. */
+  recovering(): string[];
+  clients(): Iterable<Client>;
+}
+
+/**
+ * The daemon's memory for `status`. Test hook (test/rpc-fuzz.test.ts): with SHADOWFS_TEST_GC=1 and
+ * the daemon started with --expose-gc (NODE_OPTIONS), V8 collects garbage first, so that heapUsed
+ * is what is live.
+ */
+function memoryNow(): { rss: number; heapUsed: number; heapTotal: number; external: number; arrayBuffers: number } {
+  const gc = (globalThis as { gc?: () => void }).gc;
+  if (process.env.SHADOWFS_TEST_GC === '1' && typeof gc === 'function') gc();
+  const m = process.memoryUsage();
+  return { rss: m.rss, heapUsed: m.heapUsed, heapTotal: m.heapTotal, external: m.external, arrayBuffers: m.arrayBuffers };
+}
+
+export function adminHandlers(m: ShadowManager, daemon: DaemonFacts, log: Logger) {
+  const { secret } = daemon;
+  return {
+    hello: async (p, ctx) => {
+      if (secret) {
+        if (!p.nonce || !proofMatches(proofOf(secret, 'client', p.nonce), p.proof)) {
+          ctx.client.trusted = false;
+          setTimeout(() => ctx.client.rpc.socket.destroy(), 100).unref();
+          throw new ShadowError(
+            'PEER_REFUSED',
+            "the client did not prove it runs as the daemon's user (hello needs a nonce and the proof made with the secret in the daemon's endpoint file)",
+          );
+        }
+        ctx.client.trusted = true;
+      }
+      log.debug('hello', { client: p.client });
+      if (p.client !== undefined) ctx.client.name = p.client;
+      return {
+        version: VERSION,
+        protocol: PROTOCOL_VERSION,
+        pid: process.pid,
+        ...(secret && p.nonce ? { proof: proofOf(secret, 'server', p.nonce) } : {}),
+      };
+    },
+    'session.restrict': async (p, ctx) => {
+      // A restricted connection reaches here only with the same shadow and agent (scope.ts).
+      const current = ctx.client.scope;
+      if (current) {
+        current.allowApply &&= p.allowApply === true;
+        return { shadow: current.name, agent: current.agent, allowApply: current.allowApply };
+      }
+      const entry = m.get(p.shadow);
+      if (p.agent === '' || p.agent.includes('/'))
+        throw new ShadowError('INVALID_AGENT', `agent id must be non-empty and without "/", got ${JSON.stringify(p.agent)}`);
+      const scope: Scope = { name: entry.name, shadow: entry.shadow, agent: p.agent, allowApply: p.allowApply === true };
+      ctx.client.scope = scope;
+      log.info('a connection restricted itself to one agent', {
+        client: ctx.client.name,
+        shadow: scope.name,
+        agent: scope.agent,
+        allowApply: scope.allowApply,
+      });
+      return { shadow: scope.name, agent: scope.agent, allowApply: scope.allowApply };
+    },
+    version: async () => {
+      const native = nativeStatus();
+      return {
+        version: VERSION,
+        protocol: PROTOCOL_VERSION,
+        platform: platform.name,
+        backends: native.available ? addon().backends : [],
+        native,
+      };
+    },
+    health: async () => ({
+      ok: true as const,
+      pid: process.pid,
+      uptimeSeconds: daemon.uptimeSeconds(),
+      shadows: m.size,
+      native: nativeStatus().available,
+    }),
+    status: async () => ({
+      pid: process.pid,
+      socket: daemon.endpoint(),
+      logFile: daemon.logFile,
+      uptimeSeconds: daemon.uptimeSeconds(),
+      shadows: await m.list(),
+      recovered: daemon.recovered(),
+      recovering: daemon.recovering(),
+      clients: [...daemon.clients()].map((c) => ({
+        ...(c.name === undefined ? {} : { client: c.name }),
+        ...(c.scope ? { scope: { shadow: c.scope.name, agent: c.scope.agent, allowApply: c.scope.allowApply } } : {}),
+      })),
+      native: nativeStatus(),
+      memory: memoryNow(),
+    }),
+  } satisfies Partial<Handlers>;
+}

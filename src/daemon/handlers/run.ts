@@ -1,0 +1,125 @@
+// Handlers for runs (run, run.cancel), and the daemon's table of runs in progress: which
+// connection asked for each (a restricted connection may cancel its own only), how to cancel one,
+// and which shadow it runs in (an unmount ends the runs in its shadow first; an idle unmount waits).
+import type { Logger } from 'winston';
+import { ShadowError } from '../../errors';
+import type { RunPolicy } from '../../run/policy';
+import { runInShadow } from '../../run/runner';
+import type { Shadow } from '../../shadow';
+import type { ShadowManager } from '../manager';
+import type { Client, Handlers } from './context';
+
+/** How long an unmount waits for the runs in its shadow to end once cancelled. */
+const CANCEL_RUNS_MS = 5000;
+
+export class Runs {
+  /** Runs in progress by id: how to cancel one, the shadow it runs in, and its end. */
+  private readonly going = new Map<string, { controller: AbortController; shadow: Shadow; ended: Promise<unknown> }>();
+  /** Runs cancelled (run.cancel) before they started. */
+  private readonly cancelledEarly = new Set<string>();
+  /** Which connection asked for each run in progress, from the moment its request arrived. */
+  private readonly owners = new Map<string, Client>();
+
+  constructor(private readonly log: Logger) {}
+
+  /**
+   * Takes a run's id for the connection that asked, before anything waits; false when a run with
+   * that id is in progress.
+   */
+  claim(runId: string, client: Client): boolean {
+    if (this.owners.has(runId)) return false;
+    this.owners.set(runId, client);
+    return true;
+  }
+
+  /** The request for this run has been answered. */
+  release(runId: string): void {
+    this.owners.delete(runId);
+    this.cancelledEarly.delete(runId);
+  }
+
+  /** Whether this connection asked for the run with this id. */
+  ownedBy(runId: string, client: Client): boolean {
+    return this.owners.get(runId) === client;
+  }
+
+  /** Whether runs are going on in `shadow` (an idle unmount waits for them). */
+  busy(shadow: Shadow): boolean {
+    return [...this.going.values()].some((r) => r.shadow === shadow);
+  }
+
+  /**
+   * Cancels the runs in `shadow` and waits until they have ended, for at most a few seconds: a
+   * process stuck on a hung file system cannot be ended, and the unmount goes on without it (its
+   * copy of the shadow is then served until it goes).
+   */
+  async cancelIn(shadow: Shadow): Promise<void> {
+    const mine = [...this.going.entries()].filter(([, r]) => r.shadow === shadow);
+    for (const [, r] of mine) r.controller.abort();
+    let timer: NodeJS.Timeout | undefined;
+    const late = await Promise.race([
+      Promise.all(mine.map(([, r]) => r.ended)).then(() => false),
+      new Promise<boolean>((r) => (timer = setTimeout(() => r(true), CANCEL_RUNS_MS))),
+    ]);
+    clearTimeout(timer);
+    if (late)
+      this.log.warn('runs did not end within the time given; unmounting anyway', {
+        runs: mine.filter(([id]) => this.going.has(id)).map(([id]) => id),
+      });
+  }
+
+  handlers(m: ShadowManager, policy: RunPolicy | undefined) {
+    return {
+      run: async (p, ctx) => {
+        const s = await m.use(m.get(p.shadow));
+        const env: Record<string, string> = {};
+        for (const kv of p.env ?? []) {
+          const i = kv.indexOf('=');
+          if (i <= 0) throw new ShadowError('INVALID_ARGUMENT', `environment entries look like NAME=value, got ${JSON.stringify(kv)}`);
+          env[kv.slice(0, i)] = kv.slice(i + 1);
+        }
+        const runId = p.runId ?? Math.random().toString(16).slice(2, 14);
+        if (this.going.has(runId)) throw new ShadowError('INVALID_ARGUMENT', `a run with id ${runId} is in progress; pick another runId`);
+        const controller = new AbortController();
+        ctx.signal.addEventListener('abort', () => controller.abort(), { once: true });
+        // Cancelled before it started (run.cancel while the request waited): it never starts.
+        if (ctx.signal.aborted || this.cancelledEarly.delete(runId)) controller.abort();
+        let ended!: () => void;
+        this.going.set(runId, { controller, shadow: s, ended: new Promise<void>((r) => (ended = r)) });
+        try {
+          return await runInShadow(s, {
+            agent: p.agent,
+            argv: p.argv,
+            runId,
+            cwd: p.cwd,
+            env,
+            timeoutMs: p.timeout === undefined ? undefined : p.timeout * 1000,
+            discardWrites: p.discardWrites === true,
+            shell: p.shell === true,
+            originalPath: p.originalPath,
+            atOriginalPath: p.atOriginalPath === true,
+            unprotected: p.unprotected === true,
+            noNetwork: p.noNetwork === true,
+            ...(p.limits ? { limits: p.limits } : {}),
+            policy,
+            signal: controller.signal,
+            onOutput: (stream, chunk) => ctx.notify('run/output', { runId, stream, data: chunk.toString('base64') }),
+          });
+        } finally {
+          this.going.delete(runId);
+          ended();
+        }
+      },
+      'run.cancel': async (p) => {
+        const c = this.going.get(p.runId)?.controller;
+        c?.abort();
+        // Asked for, not started yet (waiting for recovery): it is cancelled as it starts.
+        if (!c && this.owners.has(p.runId)) {
+          this.cancelledEarly.add(p.runId);
+          return { runId: p.runId, cancelled: true };
+        }
+        return { runId: p.runId, cancelled: c !== undefined };
+      },
+    } satisfies Partial<Handlers>;
+  }
+}

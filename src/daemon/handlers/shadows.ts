@@ -1,0 +1,48 @@
+// Handlers for shadows as a whole: mount, unmount, list, which layer the shared mount shows
+// (activate), views of their own for agents, and stats.
+import { addon } from '../../native';
+import { ShadowError } from '../../errors';
+import type { ShadowManager } from '../manager';
+import { type Changes, type Handlers, shadowOf } from './context';
+import type { Runs } from './run';
+
+export function shadowHandlers(m: ShadowManager, runs: Runs) {
+  return {
+    mount: async (p) => {
+      addon(); // NATIVE_UNAVAILABLE / WINFSP_MISSING before anything else
+      return m.mount(p);
+    },
+    unmount: async (p) => {
+      // A run's namespace holds its own copy of the shadow, which would outlive the unmount:
+      // the runs in it end first (their results say cancelled).
+      await runs.cancelIn(m.get(p.shadow).shadow);
+      return { name: await m.unmount(p.shadow, p.lazy === true) };
+    },
+    list: async () => ({ shadows: await m.list() }),
+    activate: async (p) => {
+      const s = await shadowOf(m, p);
+      if (p.agent !== null) await s.createLayer(p.agent);
+      const r = await s.activate(p.agent);
+      m.saveState(); // a crash brings the shadow back showing this layer
+      return { active: s.active, ...r };
+    },
+    'view.open': async (p) => {
+      const v = await (await shadowOf(m, p)).openView(p.agent, { mountPoint: p.mountPoint });
+      m.saveState();
+      return { view: v.viewId, agent: v.agentId, mountPoint: v.mountPoint };
+    },
+    'view.close': async (p) => {
+      const s = await shadowOf(m, p);
+      const v = [...s.views].find((x) => x.viewId === p.view);
+      if (!v) throw new ShadowError('NOT_FOUND', `shadow ${p.shadow} has no open view ${p.view}`);
+      await v.close({ lazy: p.lazy === true });
+      m.saveState();
+      return { view: p.view };
+    },
+    stats: async (p) => (await shadowOf(m, p)).stats(),
+  } satisfies Partial<Handlers>;
+}
+
+export const shadowChanges = {
+  activate: (p) => ({ agent: p.agent, event: 'activated' }),
+} satisfies Changes;
