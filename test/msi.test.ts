@@ -7,7 +7,7 @@
 // The before hook builds two MSIs with scripts/build-msi.sh: this version's, and the same payload
 // as the next patch version for the major upgrade. It needs what that script needs (wixl and
 // msitools, MinGW for the native module: apt-get when missing; the npm registry for node.exe and
-// the Windows dependencies) and the PowerShell module's generator (dist/src/powershell/generate.js)
+// the Windows dependencies) and the PowerShell module's generator (dist/tools/powershell/generate.js)
 // or SHADOWFS_MSI_PS_MODULE_DIR. scripts/wine-node.sh makes the template prefix (wine from
 // apt-get when missing, Windows 10, the bcryptprimitives.dll stand-in wine 8 lacks) in
 // build-msi/wine; each test installs into a copy of it and kills that copy's wineserver after.

@@ -11,9 +11,9 @@ import Parser from 'tree-sitter';
 import yargs, { type CommandModule } from 'yargs';
 import { ErrorCodes } from '../src/protocol/errors';
 import { protocolDocument } from '../src/protocol';
-import { cliCommands, findCliCommand, leafCommands, type CliCommand } from '../src/powershell/cli-spec';
-import { CMDLETS, UNMAPPED_COMMANDS, UNMAPPED_OPTIONS, findCmdlet, type CmdletSpec } from '../src/powershell/cmdlets';
-import { generateModule } from '../src/powershell/generate';
+import { cliCommands, findCliCommand, leafCommands, type CliCommand } from '../tools/powershell/cli-spec';
+import { CMDLETS, UNMAPPED_COMMANDS, UNMAPPED_OPTIONS, findCmdlet, type CmdletSpec } from '../tools/powershell/cmdlets';
+import { generateModule } from '../tools/powershell/generate';
 import {
   argvOrder,
   bindFromPipeline,
@@ -22,7 +22,7 @@ import {
   switchArg,
   type Bound,
   type CallOutcome,
-} from '../src/powershell/invocation';
+} from '../tools/powershell/invocation';
 import {
   ERROR_CATEGORIES,
   ERROR_CATEGORY,
@@ -31,8 +31,8 @@ import {
   parameterHelp,
   renderModule,
   synopsis,
-} from '../src/powershell/render';
-import { APPROVED_VERBS, READ_ONLY_VERBS, VERBS_SINCE_PS6, isApprovedVerb } from '../src/powershell/verbs';
+} from '../tools/powershell/render';
+import { APPROVED_VERBS, READ_ONLY_VERBS, VERBS_SINCE_PS6, isApprovedVerb } from '../tools/powershell/verbs';
 import { FolderGuard, makeProject, repoRoot, tempDir } from './helpers/fixtures';
 import { stopTestDaemon } from './helpers/hooks';
 
@@ -312,7 +312,7 @@ describe('PowerShell module (ShadowFS, generated)', function () {
       assert.deepStrictEqual(
         topNames,
         cliCommands().map((c) => c.path[0]),
-        'src/powershell/cli-spec.ts lists other top-level commands than the CLI has',
+        'tools/powershell/cli-spec.ts lists other top-level commands than the CLI has',
       );
       help = new Map();
       for (const c of cliCommands().filter((x) => x.subcommands.length)) {

@@ -1,4 +1,4 @@
-// `node dist/src/powershell/generate.js <outDir>` (npm run build:powershell): writes the ShadowFS
+// `node dist/tools/powershell/generate.js <outDir>` (npm run build:powershell): writes the ShadowFS
 // PowerShell module, <outDir>/ShadowFS/ShadowFS.psd1 and ShadowFS.psm1, generated from the
 // cmdlet table and the CLI's and protocol's own descriptions. Both files are ASCII (see render.ts).
 import * as fs from 'fs';
@@ -29,7 +29,7 @@ export function generateModule(outDir: string): GeneratedModule {
 if (require.main === module) {
   const outDir = process.argv[2];
   if (!outDir) {
-    process.stderr.write('usage: node dist/src/powershell/generate.js <outDir>\n');
+    process.stderr.write('usage: node dist/tools/powershell/generate.js <outDir>\n');
     process.exit(2);
   }
   const m = generateModule(path.resolve(outDir));

@@ -3,21 +3,28 @@
 // generator takes help text from here; the tests check every cmdlet parameter against it (and
 // check it against the real CLI's --help).
 import type { CommandModule } from 'yargs';
-import { activateCommand } from '../cli/commands/activate';
-import { demoCommand } from '../cli/commands/demo';
-import { doctorCommand } from '../cli/commands/doctor';
-import { fileCommand } from '../cli/commands/file';
-import { layerCommand } from '../cli/commands/layer';
-import { lintsCommand } from '../cli/commands/lints';
-import { listCommand } from '../cli/commands/list';
-import { mcpCommand } from '../cli/commands/mcp';
-import { mountCommand } from '../cli/commands/mount';
-import { runCommand } from '../cli/commands/run';
-import { serveCommand } from '../cli/commands/serve';
-import { statusCommand } from '../cli/commands/status';
-import { unmountCommand } from '../cli/commands/unmount';
-import { viewCommand } from '../cli/commands/view';
-import { applyCommand, checkpointCommand, checkpointsCommand, diffCommand, patchCommand, restoreCommand } from '../cli/commands/work';
+import { activateCommand } from '../../src/cli/commands/activate';
+import { demoCommand } from '../../src/cli/commands/demo';
+import { doctorCommand } from '../../src/cli/commands/doctor';
+import { fileCommand } from '../../src/cli/commands/file';
+import { layerCommand } from '../../src/cli/commands/layer';
+import { lintsCommand } from '../../src/cli/commands/lints';
+import { listCommand } from '../../src/cli/commands/list';
+import { mcpCommand } from '../../src/cli/commands/mcp';
+import { mountCommand } from '../../src/cli/commands/mount';
+import { runCommand } from '../../src/cli/commands/run';
+import { serveCommand } from '../../src/cli/commands/serve';
+import { statusCommand } from '../../src/cli/commands/status';
+import { unmountCommand } from '../../src/cli/commands/unmount';
+import { viewCommand } from '../../src/cli/commands/view';
+import {
+  applyCommand,
+  checkpointCommand,
+  checkpointsCommand,
+  diffCommand,
+  patchCommand,
+  restoreCommand,
+} from '../../src/cli/commands/work';
 
 export type CliType = 'string' | 'number' | 'boolean';
 

@@ -3,7 +3,7 @@
 // it makes of the JSON the command prints. render.ts turns this table into ShadowFS.psm1 and
 // ShadowFS.psd1; invocation.ts reads it the way the module does, so the tests can run the
 // exact command lines against the real CLI.
-import type { MethodName } from '../protocol/methods';
+import type { MethodName } from '../../src/protocol/methods';
 
 /** PowerShell parameter types the module uses. */
 export type PsType = 'string' | 'string[]' | 'int' | 'double' | 'switch';
