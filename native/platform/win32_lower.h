@@ -13,6 +13,7 @@
 
 #include "../core/lower.h"
 #include "../core/spill.h"
+#include "win32_path.h"  // toWide, toUtf8, longPath, joinRel
 
 namespace shadowfs {
 
@@ -65,31 +66,14 @@ namespace win32 {
 // The errno for a Win32 error code (GetLastError()); EIO for codes with no better match.
 int errnoFromWin32(uint32_t error);
 
-// UTF-8 <-> UTF-16, losslessly for names Windows allows but UTF-16 does not (an unpaired
-// surrogate travels as its 3-byte WTF-8 form). toWide() is false for bytes that are not
-// (W)UTF-8: no such name can exist on Windows.
-bool toWide(const std::string& utf8, std::wstring* out);
-std::string toUtf8(const wchar_t* s, size_t n);
-inline std::string toUtf8(const std::wstring& s) { return toUtf8(s.data(), s.size()); }
-
 // The target readlink() reports (see openWin32Lower) for a reparse point's data as
 // FSCTL_GET_REPARSE_POINT returns it (a REPARSE_DATA_BUFFER). False for a tag that is no link
 // or malformed data.
 bool linkTarget(const void* reparseData, size_t size, std::string* out);
 
-// The \\?\ form of an absolute or relative Windows path (GetFullPathNameW, then "\\?\" or
-// "\\?\UNC\"), with no trailing separator except after a drive ("\\?\C:\"). Empty on failure.
-std::wstring longPath(const std::wstring& path);
-
 // The folder's root as the Win32 modules address it: the \\?\ form of its final path (a link
 // the user named as the root is followed once, here). 0, or an errno (ENOTDIR: no directory).
 int resolveRoot(const std::string& rootUtf8, std::wstring* out);
-
-// root + '\' + rel ('/'-separated, normalised, "" = the root itself) with '\' separators. A
-// component no Windows name can be ('\', ':', wildcards, control characters; ':' would name
-// an alternate data stream) is ENOENT: the folder cannot hold it. "", "." and ".." components
-// never come from the core: EINVAL.
-int joinRel(const std::wstring& root, const std::string& rel, std::wstring* out);
 
 // 0 when `path` (\\?\ form) is a directory that is no symlink or junction (never followed);
 // ENOTDIR when it is anything else, or the errno of opening it.

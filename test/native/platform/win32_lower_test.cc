@@ -771,21 +771,6 @@ TEST(win32_lower_maps_errors_to_errno) {
   CHECK_EQ(win32::errnoFromWin32(0xDEAD), EIO);
 }
 
-TEST(win32_utf8_conversion_round_trips_every_windows_name) {
-  std::wstring w;
-  const std::wstring lone = {L'a', static_cast<wchar_t>(0xD800), L'b'};  // an unpaired surrogate
-  std::string u = win32::toUtf8(lone);
-  CHECK_EQ(u, "a\xED\xA0\x80""b");
-  CHECK(win32::toWide(u, &w) && w == lone);
-  const std::wstring pair = {static_cast<wchar_t>(0xD83D), static_cast<wchar_t>(0xDE00)};
-  CHECK_EQ(win32::toUtf8(pair), "\xF0\x9F\x98\x80");
-  CHECK(win32::toWide("\xF0\x9F\x98\x80", &w) && w == pair);
-  CHECK(!win32::toWide("\xED\xA0\xBD\xED\xB8\x80", &w));  // the same pair spelt CESU-8
-  CHECK(!win32::toWide("\xC0\xAF", &w));                  // overlong '/'
-  CHECK(!win32::toWide("ab\xE2\x82", &w));                // truncated
-  CHECK(!win32::toWide(std::string("a\0b", 3), &w));
-}
-
 TEST(win32_spill_files_go_when_destroyed) {
   TempDir t;
   int err = 0;
