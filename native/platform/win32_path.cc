@@ -165,6 +165,21 @@ int joinRel(const std::wstring& root, const std::string& rel, std::wstring* out)
   return 0;
 }
 
+std::wstring plainPath(const std::wstring& p) {
+  if (p.rfind(L"\\\\?\\UNC\\", 0) == 0) return L"\\\\" + p.substr(8);
+  if (p.rfind(L"\\\\?\\", 0) == 0 || p.rfind(L"\\??\\", 0) == 0) return p.substr(4);
+  return p;
+}
+
+bool mountPointOf(const std::string& utf8, std::wstring* out) {
+  if (!toWide(utf8, out)) return false;
+  for (wchar_t& c : *out)
+    if (c == L'/') c = L'\\';
+  while (out->size() > 3 && out->back() == L'\\') out->pop_back();
+  if (out->size() == 3 && (*out)[1] == L':' && (*out)[2] == L'\\') out->pop_back();
+  return true;
+}
+
 }  // namespace win32
 }  // namespace shadowfs
 #endif  // _WIN32

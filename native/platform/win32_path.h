@@ -27,5 +27,14 @@ std::wstring longPath(const std::wstring& path);
 // never come from the core: EINVAL.
 int joinRel(const std::wstring& root, const std::string& rel, std::wstring* out);
 
+// A path without its long-form prefix, as users and Node spell it: "\\?\C:\x" and the NT form
+// "\??\C:\x" -> "C:\x", "\\?\UNC\s\x" -> "\\s\x"; anything else unchanged.
+std::wstring plainPath(const std::wstring& p);
+
+// A mount point as WinFsp takes it: '\' separators, no trailing one, and a drive's root
+// ("X:\" or "X:/", as the TypeScript side gives it) as the bare letter "X:". False for bytes
+// that are not (W)UTF-8.
+bool mountPointOf(const std::string& utf8, std::wstring* out);
+
 }  // namespace win32
 }  // namespace shadowfs

@@ -1125,9 +1125,7 @@ NTSTATUS WinFspMount::SetReparsePoint(FSP_FILE_SYSTEM* fs, PVOID ctx, PWSTR, PVO
   if (const wchar_t* mp = m->fs_ ? m->fs_->MountPoint : nullptr; mp && *mp) {
     LinkPlace p = placeOfLink(target, mp);
     if (p.kind == LinkPlace::InsideFolder) {
-      std::wstring root = m->lowerRoot_;
-      if (root.rfind(L"\\\\?\\UNC\\", 0) == 0) root = L"\\\\" + root.substr(8);
-      else if (root.rfind(L"\\\\?\\", 0) == 0) root = root.substr(4);
+      std::wstring root = win32::plainPath(m->lowerRoot_);
       std::wstring rest;
       win32::toWide(p.inside, &rest);
       std::replace(rest.begin(), rest.end(), L'/', L'\\');
@@ -1267,11 +1265,8 @@ int WinFspMount::start(int* err, std::string* message) {
     *message = "cannot open the folder " + lower_;
     return -1;
   }
-  win32::toWide(mountPoint_, &mountW_);
-  std::replace(mountW_.begin(), mountW_.end(), L'/', L'\\');
-  while (mountW_.size() > 3 && mountW_.back() == L'\\') mountW_.pop_back();
   // A drive's root ("X:\\", as shadow.ts gives it) is the drive letter WinFsp takes ("X:").
-  if (mountW_.size() == 3 && mountW_[1] == L':' && mountW_[2] == L'\\') mountW_.pop_back();
+  win32::mountPointOf(mountPoint_, &mountW_);
   const bool drive = mountW_.size() == 2 && mountW_[1] == L':';
   // The network form (see the header): the prefix as the driver takes it, checked here so that
   // a bad one is refused with a sentence rather than a status (volume.c:268-292: exactly one

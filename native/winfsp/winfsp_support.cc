@@ -305,12 +305,6 @@ std::vector<std::string> NotifyBatch::buffers(size_t maxBytes) const {
 // ---------------------------------------------------------------- links
 
 namespace {
-// "\\?\C:\x" -> "C:\x", "\\?\UNC\s\x" -> "\\s\x"; anything else unchanged.
-std::wstring plainPath(const std::wstring& p) {
-  if (p.rfind(L"\\\\?\\UNC\\", 0) == 0) return L"\\\\" + p.substr(8);
-  if (p.rfind(L"\\\\?\\", 0) == 0 || p.rfind(L"\\??\\", 0) == 0) return p.substr(4);
-  return p;
-}
 bool absoluteWindowsPath(const std::wstring& p) {
   return (p.size() >= 2 && p[1] == L':') || p.rfind(L"\\\\", 0) == 0 || p.rfind(L"\\??\\", 0) == 0;
 }
@@ -327,7 +321,7 @@ LinkPlace placeOfLink(const std::string& target, const std::wstring& lowerRoot) 
     p.relative = t;
     return p;
   }
-  std::wstring abs = plainPath(t), root = plainPath(lowerRoot);
+  std::wstring abs = win32::plainPath(t), root = win32::plainPath(lowerRoot);
   std::replace(abs.begin(), abs.end(), L'/', L'\\');
   while (root.size() > 3 && root.back() == L'\\') root.pop_back();
   while (abs.size() > 3 && abs.back() == L'\\') abs.pop_back();

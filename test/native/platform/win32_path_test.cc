@@ -52,3 +52,16 @@ TEST(win32_longPath_gives_the_long_form_without_trailing_separators) {
   CHECK(win32::longPath(L"\\\\?\\C:\\x") == L"\\\\?\\C:\\x");
   CHECK(win32::longPath(L"").empty());
 }
+
+TEST(win32_plainPath_and_mountPointOf_spell_paths_as_users_and_winfsp_do) {
+  CHECK(win32::plainPath(L"\\\\?\\C:\\x") == L"C:\\x");
+  CHECK(win32::plainPath(L"\\??\\C:\\x") == L"C:\\x");
+  CHECK(win32::plainPath(L"\\\\?\\UNC\\s\\x") == L"\\\\s\\x");
+  CHECK(win32::plainPath(L"C:\\x") == L"C:\\x");
+  std::wstring m;
+  CHECK(win32::mountPointOf("X:\\", &m) && m == L"X:");
+  CHECK(win32::mountPointOf("X:/", &m) && m == L"X:");
+  CHECK(win32::mountPointOf("C:/shadows/a//", &m) && m == L"C:\\shadows\\a");
+  CHECK(win32::mountPointOf("C:\\shadows\\caf\xC3\xA9", &m) && m == L"C:\\shadows\\caf\u00e9");
+  CHECK(!win32::mountPointOf("bad\xC0\xAF", &m));
+}
