@@ -76,4 +76,58 @@ describe('file tools over MCP: concurrent edits of one file never interleave', f
       await daemon.request('unmount', { shadow: 'mcp-atomic', lazy: true }).catch(() => undefined);
     }
   });
+
+  it('stat-then-write: read_file names the hash, write_file and edit_file with expect.hash write only while it holds (CONFLICT after)', async () => {
+    const folder = tempDir('mcp-expect');
+    fs.writeFileSync(path.join(folder, 'cfg.txt'), 'v1\n');
+    const guard = new FolderGuard(folder);
+    await daemon.request('mount', { folder, name: 'mcp-expect' });
+    const env: Record<string, string> = {};
+    for (const [k, v] of Object.entries(process.env)) if (v !== undefined) env[k] = v;
+    const transport = new StdioClientTransport({
+      command: process.execPath,
+      args: [cliPath, 'mcp', '--shadow', 'mcp-expect', '--agent', 'careful'],
+      env,
+      stderr: 'pipe',
+    });
+    const client = new Client({ name: 'shadowfs-test', version: '1.0.0' });
+    await client.connect(transport);
+    try {
+      const call = async (name: string, a: Record<string, unknown>) => (await client.callTool({ name, arguments: a })) as ToolResult;
+      const seen = /\(hash ([0-9a-f]{16})\)/.exec(textOf(await call('read_file', { path: 'cfg.txt' })))?.[1];
+      assert.ok(seen, 'read_file names the content hash');
+      // Over RPC the same read gives hash, size and mtimeMs as fields.
+      const rpc = await daemon.request('file.read', { shadow: 'mcp-expect', agent: 'careful', path: 'cfg.txt' });
+      assert.strictEqual(rpc.hash, seen);
+      assert.strictEqual(rpc.size, 3);
+      const first = await call('write_file', { path: 'cfg.txt', content: 'v2\n', expect: { hash: seen } });
+      assert.ok(!first.isError, textOf(first));
+      // Another writer saw v1 too: its write is refused, and nothing of it lands.
+      const stale = await call('write_file', { path: 'cfg.txt', content: 'v2-other\n', expect: { hash: seen } });
+      assert.ok(stale.isError, textOf(stale));
+      assert.match(textOf(stale), /CONFLICT/);
+      const staleEdit = await call('edit_file', { path: 'cfg.txt', oldText: 'v', newText: 'w', expect: { hash: seen } });
+      assert.ok(staleEdit.isError && /CONFLICT/.test(textOf(staleEdit)), textOf(staleEdit));
+      await assert.rejects(
+        daemon.request('file.write', { shadow: 'mcp-expect', agent: 'careful', path: 'cfg.txt', content: 'x', expect: { exists: false } }),
+        (e: { code?: string }) => e.code === 'CONFLICT',
+      );
+      const now = await daemon.request('file.read', { shadow: 'mcp-expect', agent: 'careful', path: 'cfg.txt' });
+      assert.strictEqual(now.content, 'v2\n');
+      const ok = await daemon.request('file.edit', {
+        shadow: 'mcp-expect',
+        agent: 'careful',
+        path: 'cfg.txt',
+        oldText: 'v2',
+        newText: 'v3',
+        expect: { hash: now.hash },
+      });
+      assert.strictEqual(ok.replacements, 1);
+    } finally {
+      await client.close();
+      await daemon.request('unmount', { shadow: 'mcp-expect' });
+      await guard.check();
+      guard.stop();
+    }
+  });
 });

@@ -194,13 +194,18 @@ describe('file tools: one agent layer as it shows the tree, without switching th
     await withShadow(lower, async (shadow, mp) => {
       const a = await twoAgents(shadow, lower);
       await a.write('lines.txt', 'l1\nl2\r\nl3\nl4');
-      assert.deepStrictEqual(await readText(a, 'lines.txt'), {
+      const whole = await readText(a, 'lines.txt');
+      assert.deepStrictEqual(whole, {
         path: 'lines.txt',
         content: 'l1\nl2\r\nl3\nl4',
         totalLines: 4,
         startLine: 1,
         endLine: 4,
         binary: false,
+        // What a stat-then-write names in expect: the whole file's size, mtime and content hash.
+        size: 12,
+        mtimeMs: (await a.stat('lines.txt')).mtimeMs,
+        hash: addon().contentHash(Buffer.from('l1\nl2\r\nl3\nl4')),
       });
       const mid = await readText(a, './lines.txt', { startLine: 2, endLine: 3 });
       assert.deepStrictEqual([mid.content, mid.startLine, mid.endLine, mid.totalLines], ['l2\r\nl3\n', 2, 3, 4]);

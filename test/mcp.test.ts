@@ -108,7 +108,7 @@ describe('the MCP server, through the SDK client over stdio', function () {
       assert.strictEqual(weaker.isError, true, textOf(weaker));
       // Input schemas come from the protocol: the edit tool's fields, without shadow/agent.
       const edit = tools.find((t) => t.name === 'edit_file')!;
-      assert.deepStrictEqual(Object.keys(edit.inputSchema.properties ?? {}).sort(), ['newText', 'oldText', 'path', 'replaceAll']);
+      assert.deepStrictEqual(Object.keys(edit.inputSchema.properties ?? {}).sort(), ['expect', 'newText', 'oldText', 'path', 'replaceAll']);
 
       assert.match(textOf(await call('read_file', { path: 'src/greet.js' })), /return 'hello ' \+ name;/);
       const bad = await call('edit_file', { path: 'src/greet.js', oldText: 'nowhere', newText: 'x' });

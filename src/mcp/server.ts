@@ -41,9 +41,19 @@ const TOOLS: ToolDef[] = [
     title: 'Read a file',
     readOnly: true,
     render: (r) => {
-      const x = r as { path: string; content: string; startLine: number; endLine: number; totalLines: number; binary: boolean };
-      if (x.binary) return `${x.path} is a binary file`;
-      return `${x.path} lines ${x.startLine}-${x.endLine} of ${x.totalLines}:\n${x.content}`;
+      const x = r as {
+        path: string;
+        content: string;
+        startLine: number;
+        endLine: number;
+        totalLines: number;
+        binary: boolean;
+        hash?: string;
+      };
+      // The hash is what write_file and edit_file take in expect.hash (write only if unchanged since).
+      const hash = x.hash ? ` (hash ${x.hash})` : '';
+      if (x.binary) return `${x.path} is a binary file${hash}`;
+      return `${x.path} lines ${x.startLine}-${x.endLine} of ${x.totalLines}${hash}:\n${x.content}`;
     },
   },
   { name: 'write_file', method: 'file.write', title: 'Write a file', hide: ['mode'] },

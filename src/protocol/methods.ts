@@ -136,6 +136,22 @@ export const SchedulerStats = z.object({
   ),
 });
 
+/** A file.write / file.edit precondition: the file must still be what the caller saw (file.read gives these). */
+const fileExpectation = z
+  .strictObject({
+    exists: z.boolean().optional().describe('false: create only (the file must not exist); true: it must exist.'),
+    size: z.number().int().min(0).optional(),
+    mtimeMs: z.number().optional(),
+    hash: z
+      .string()
+      .regex(/^[0-9a-f]{16}$/)
+      .optional()
+      .describe('The content hash file.read gave.'),
+  })
+  .describe(
+    'Write only if the file is still what you saw; else CONFLICT and nothing is written. Checked and written in one step, with no other change of the file in between.',
+  );
+
 export const RunResult = z.object({
   runId: z.string(),
   exitCode: z.number().nullable(),
@@ -667,6 +683,9 @@ export const Requests = {
       startLine: z.number().int(),
       endLine: z.number().int(),
       binary: z.boolean(),
+      size: z.number().int().optional().describe('Bytes of the whole file.'),
+      mtimeMs: z.number().optional().describe('Its modification time, as file.write and file.edit take it in expect.'),
+      hash: z.string().optional().describe("Content hash of the whole file's bytes, as expect takes it."),
     }),
     errors: ['UNKNOWN_SHADOW', 'INVALID_AGENT', 'INVALID_PATH', 'NOT_FOUND', 'IS_DIRECTORY', 'INVALID_ARGUMENT', 'NOT_MOUNTED'],
   }),
@@ -678,9 +697,16 @@ export const Requests = {
       path: relPath,
       content: z.string(),
       mode: z.number().int().min(0).max(0o7777).optional(),
+      expect: fileExpectation.optional(),
     }),
-    result: z.object({ path: z.string(), bytes: z.number().int(), created: z.boolean() }),
-    errors: ['UNKNOWN_SHADOW', 'INVALID_AGENT', 'INVALID_PATH', 'IS_DIRECTORY', 'NOT_MOUNTED'],
+    result: z.object({
+      path: z.string(),
+      bytes: z.number().int(),
+      created: z.boolean(),
+      hash: z.string().optional().describe('With expect: the content hash the file has now, for the next expect.'),
+      mtimeMs: z.number().optional().describe('With expect: its modification time now.'),
+    }),
+    errors: ['UNKNOWN_SHADOW', 'INVALID_AGENT', 'INVALID_PATH', 'IS_DIRECTORY', 'CONFLICT', 'NOT_MOUNTED'],
   }),
   'file.edit': request({
     summary:
@@ -692,9 +718,10 @@ export const Requests = {
       oldText: z.string().min(1),
       newText: z.string(),
       replaceAll: z.boolean().optional(),
+      expect: fileExpectation.optional(),
     }),
     result: z.object({ path: z.string(), replacements: z.number().int() }),
-    errors: ['UNKNOWN_SHADOW', 'INVALID_AGENT', 'INVALID_PATH', 'NOT_FOUND', 'NO_MATCH', 'AMBIGUOUS_MATCH', 'NOT_MOUNTED'],
+    errors: ['UNKNOWN_SHADOW', 'INVALID_AGENT', 'INVALID_PATH', 'NOT_FOUND', 'NO_MATCH', 'AMBIGUOUS_MATCH', 'CONFLICT', 'NOT_MOUNTED'],
   }),
   'file.list': request({
     summary: "Lists a directory (or a tree) as the agent's layer shows it; .gitignore'd entries left out unless asked.",

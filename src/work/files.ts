@@ -9,7 +9,7 @@ import { Worker } from 'worker_threads';
 import { ShadowError } from '../errors';
 import { normalizeRelPath } from '../paths';
 import { GREP_DEFAULT_TIMEOUT_MS, GREP_MAX_TIMEOUT_MS, LAYER_READ_MAX_BYTES } from '../protocol/methods';
-import type { NativeShadow } from '../native';
+import { addon, type NativeShadow } from '../native';
 import type { Layer } from '../shadow';
 import { isIgnored, joinRel, orderedMap, planWalk, walk, WalkEntry } from './walk';
 
@@ -163,6 +163,10 @@ export interface ReadTextResult {
   startLine: number;
   endLine: number;
   binary: boolean;
+  /** Bytes of the whole file, its mtime and the content hash of its bytes: what `expect` of writeText and editText names. */
+  size: number;
+  mtimeMs: number;
+  hash: string;
 }
 
 /**
@@ -184,7 +188,9 @@ export async function readText(layer: Layer, rel: string, opts: ReadTextOptions 
   await checkRegularFile(layer, p, st.type);
   if (st.size > MAX_FILE_BYTES) throw tooLarge(p, st.size);
   const buf = await layer.readFile(p);
-  if (isBinary(buf)) return { path: p, content: '', totalLines: 0, startLine: 1, endLine: 0, binary: true };
+  // What a stat-then-write names in `expect` (writeText, editText).
+  const state = { size: buf.length, mtimeMs: st.mtimeMs, hash: addon().contentHash(buf) };
+  if (isBinary(buf)) return { path: p, content: '', totalLines: 0, startLine: 1, endLine: 0, binary: true, ...state };
   const starts = lineStarts(buf);
   const total = starts.length;
   const first = Math.min(startLine, total + 1);
@@ -200,7 +206,15 @@ export async function readText(layer: Layer, rel: string, opts: ReadTextOptions 
         : `${p} is ${buf.length} bytes (${total} lines), more than maxBytes (${maxBytes}); read it in parts with startLine and endLine`,
     );
   }
-  return { path: p, content: buf.toString('utf8', from, from + bytes), totalLines: total, startLine: first, endLine: last, binary: false };
+  return {
+    path: p,
+    content: buf.toString('utf8', from, from + bytes),
+    totalLines: total,
+    startLine: first,
+    endLine: last,
+    binary: false,
+    ...state,
+  };
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -8,10 +8,14 @@ export function fileHandlers(m: ShadowManager) {
   return {
     'file.read': async (p) => files.readText((await shadowOf(m, p)).layer(p.agent), p.path, { startLine: p.startLine, endLine: p.endLine }),
     'file.write': async (p) =>
-      files.writeText(await (await shadowOf(m, p)).createLayer(p.agent), p.path, p.content, p.mode === undefined ? {} : { mode: p.mode }),
+      files.writeText(await (await shadowOf(m, p)).createLayer(p.agent), p.path, p.content, {
+        ...(p.mode === undefined ? {} : { mode: p.mode }),
+        ...(p.expect === undefined ? {} : { expect: p.expect }),
+      }),
     'file.edit': async (p) =>
       files.editText(await (await shadowOf(m, p)).createLayer(p.agent), p.path, p.oldText, p.newText, {
         replaceAll: p.replaceAll === true,
+        ...(p.expect === undefined ? {} : { expect: p.expect }),
       }),
     'file.list': async (p) =>
       files.list((await shadowOf(m, p)).layer(p.agent), p.path ?? '', {
