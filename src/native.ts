@@ -64,7 +64,55 @@ export interface LayerStats {
  * shadow's own native worker thread and returns a Promise; jobs of one shadow run one at a
  * time, in the order they were called. Only the getters below are synchronous.
  */
+// The single native jobs behind the agent file tools (work/files.ts writeText and editText):
+// each is one Overlay::updateFile, so nothing else changes the file between what it looks at and
+// what it writes.
+/** What a caller saw of a file; a write or edit with it happens only if the file still is that. */
+export interface FileExpectation {
+  /** false: the file must not exist yet (create only); true: it must exist. */
+  exists?: boolean;
+  size?: number;
+  /** As Layer.stat reports it. */
+  mtimeMs?: number;
+  /** contentHash of its bytes (what the results of writeText and editText carry). */
+  hash?: string;
+}
+
+/** What the file is after a write (or, for a conflict, what it was found to be). */
+export interface FileState {
+  size: number;
+  mtimeMs: number;
+  mode: number;
+  hash?: string;
+}
+export type NativeConflict = { status: 'conflict'; reason: string; exists: boolean } & Partial<FileState>;
+export type NativeWriteResult = ({ status: 'written'; created: boolean } & FileState) | NativeConflict;
+export type NativeEditResult =
+  | ({ status: 'written'; replacements: number[] } & FileState)
+  | NativeConflict
+  | { status: 'no-match' | 'ambiguous' | 'binary' | 'not-utf8' | 'unchanged'; edit: number; count: number; lines: number[] }
+  | { status: 'too-large'; size: number };
+
 export interface NativeShadow {
+  /** One job: a whole file with its mode (null: an existing file keeps its own, a new one gets 0644), if `expect` holds. */
+  writeFile(
+    layer: string,
+    path: string,
+    data: Buffer,
+    mode: number | null,
+    uid: number,
+    gid: number,
+    expect?: FileExpectation | null,
+  ): Promise<NativeWriteResult>;
+  /** One job: exact-text edits applied in order to a UTF-8 file of at most maxBytes, if `expect` holds. */
+  editFile(
+    layer: string,
+    path: string,
+    edits: Array<{ oldText: string; newText: string; replaceAll?: boolean }>,
+    maxBytes: number,
+    expect?: FileExpectation | null,
+  ): Promise<NativeEditResult>;
+
   /** Whether the shared mount is mounted (synchronous, cheap). */
   readonly mounted: boolean;
   /**

@@ -1,7 +1,7 @@
 // Layer: a handle on one agent's layer of a shadow, active or not. Writes, reads and queries of
 // that layer's tree go straight to the native module (the shared mount is not switched); what
 // changes the layer is told to the shadow's layer listeners (Shadow.onLayer).
-import type { LayerStats, NativeDirEntry, NativeStat } from '../native';
+import type { LayerStats, NativeDirEntry, NativeShadow, NativeStat } from '../native';
 import { normalizeRelPath } from '../paths';
 import { checkByteCount, checkMode, checkSymlinkTarget, MAX_RANGE_BYTES, toBuffer } from './checks';
 import type { Change, Shadow } from './shadow';
@@ -30,6 +30,18 @@ export class Layer {
     await this.shadow.ensureLayer(this.agentId);
     await this.shadow.call(`write ${p}`, (n) => n.write(this.agentId, p, buf, mode, process.getuid?.() ?? 0, process.getgid?.() ?? 0));
     this.shadow.emit({ kind: 'written', agent: this.agentId, path: p });
+  }
+
+  /**
+   * One native job on the file `p` of this layer (the layer is created if needed): `fn` calls one of
+   * the native shadow's single-job file operations (writeFile, editFile); a result with status
+   * "written" is told to the layer's listeners. For work/files.ts's writeText and editText.
+   */
+  async fileJob<T extends { status: string }>(p: string, what: string, fn: (n: NativeShadow) => Promise<T>): Promise<T> {
+    await this.shadow.ensureLayer(this.agentId);
+    const r = await this.shadow.call(what, fn);
+    if (r.status === 'written') this.shadow.emit({ kind: 'written', agent: this.agentId, path: p });
+    return r;
   }
 
   /** Removes a file or a whole directory from what this layer shows (the folder is untouched; the layer is created if needed). */

@@ -9,7 +9,8 @@ import { Worker } from 'worker_threads';
 import { ShadowError } from '../errors';
 import { normalizeRelPath } from '../paths';
 import { GREP_DEFAULT_TIMEOUT_MS, GREP_MAX_TIMEOUT_MS, LAYER_READ_MAX_BYTES } from '../protocol/methods';
-import { addon, type NativeShadow } from '../native';
+import { addon, type FileExpectation, type NativeConflict, type NativeShadow } from '../native';
+export type { FileExpectation } from '../native';
 import type { Layer } from '../shadow';
 import { isIgnored, joinRel, orderedMap, planWalk, walk, WalkEntry } from './walk';
 
@@ -235,75 +236,13 @@ async function statOrNull(layer: Layer, rel: string): Promise<{ type: string; mo
 // nothing else changes the file (another tool call, a program writing through the mount)
 // between what it looks at and what it writes.
 
-/** What a caller saw of a file; a write or edit with it happens only if the file still is that. */
-export interface FileExpectation {
-  /** false: the file must not exist yet (create only); true: it must exist. */
-  exists?: boolean;
-  size?: number;
-  /** As Layer.stat reports it. */
-  mtimeMs?: number;
-  /** contentHash of its bytes (what the results of writeText and editText carry). */
-  hash?: string;
-}
-
-/** What the file is after a write (or, for a conflict, what it was found to be). */
-interface FileState {
-  size: number;
-  mtimeMs: number;
-  mode: number;
-  hash?: string;
-}
-type NativeConflict = { status: 'conflict'; reason: string; exists: boolean } & Partial<FileState>;
-type NativeWriteResult = ({ status: 'written'; created: boolean } & FileState) | NativeConflict;
-type NativeEditResult =
-  | ({ status: 'written'; replacements: number[] } & FileState)
-  | NativeConflict
-  | { status: 'no-match' | 'ambiguous' | 'binary' | 'not-utf8' | 'unchanged'; edit: number; count: number; lines: number[] }
-  | { status: 'too-large'; size: number };
-
-declare module '../native' {
-  interface NativeShadow {
-    /** One job: a whole file with its mode (null: an existing file keeps its own, a new one gets 0644), if `expect` holds. */
-    writeFile(
-      layer: string,
-      path: string,
-      data: Buffer,
-      mode: number | null,
-      uid: number,
-      gid: number,
-      expect?: FileExpectation | null,
-    ): Promise<NativeWriteResult>;
-    /** One job: exact-text edits applied in order to a UTF-8 file of at most maxBytes, if `expect` holds. */
-    editFile(
-      layer: string,
-      path: string,
-      edits: Array<{ oldText: string; newText: string; replaceAll?: boolean }>,
-      maxBytes: number,
-      expect?: FileExpectation | null,
-    ): Promise<NativeEditResult>;
-  }
-}
-
-// The Layer handle has no methods for these jobs yet (src/shadow is being split as this is
-// written): they are reached through the shadow it belongs to, as Layer's own methods do,
-// and the change is told to the shadow's layer listeners where it has them.
-interface ShadowOfLayer {
-  ensureLayer(id: string): Promise<void>;
-  call<T>(what: string, fn: (n: NativeShadow) => Promise<T>): Promise<T>;
-  emit?(news: { kind: 'written'; agent: string; path: string }): void;
-}
-
 async function fileJob<T extends { status: string }>(
   layer: Layer,
   p: string,
   what: string,
   fn: (n: NativeShadow) => Promise<T>,
 ): Promise<T> {
-  const shadow = (layer as unknown as { shadow: ShadowOfLayer }).shadow;
-  await shadow.ensureLayer(layer.agentId);
-  const r = await shadow.call(what, fn);
-  if (r.status === 'written') shadow.emit?.({ kind: 'written', agent: layer.agentId, path: p });
-  return r;
+  return layer.fileJob(p, what, fn);
 }
 
 function checkExpectation(expect: unknown): FileExpectation | undefined {
