@@ -1,7 +1,7 @@
-// What the agent file tools decide inside one Overlay::updateFile (see addon.cc's writeFile
-// and editFile): whether a file is still what the caller saw (size, mtime, content hash), and
-// the text edits (exact strings replaced, as src/work/files.ts describes them). Plain C++, no
-// N-API and no locks: it runs inside the update's change, on the file's content as shown.
+// What the agent file tools decide inside one Overlay::updateFile (see writeFile and editFile
+// in shadow_file_tools.cc): whether a file is still what the caller saw (size, mtime, content
+// hash), and the text edits (exact strings replaced, as src/work/files.ts describes them). Plain
+// C++, no N-API and no locks: it runs inside the update's change, on the file's content as shown.
 #pragma once
 
 #include <cstdint>

@@ -1,7 +1,7 @@
 // The addon's job queue: one worker thread per owner (a Shadow) that runs jobs in the order the
 // JS thread queued them and settles each job's Promise back on the JS thread through a
 // thread-safe function. Jobs never run on libuv's pool (which Node's fs shares) and the JS
-// thread never waits for one (see addon.cc for why one serial worker per Shadow).
+// thread never waits for one (see shadow_object.h for why one serial worker per Shadow).
 //
 // Threads: enqueue(), stop() and the busy/idle callbacks run on the JS thread; a job's `work`
 // runs on the queue's worker thread; its value builder runs on the JS thread when it settles.

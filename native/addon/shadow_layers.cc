@@ -1,0 +1,187 @@
+// The Shadow's layers as a whole (shadow_object.h): create, clone, drop, list, activate
+// (switch the shared mount) and reset, and what a layer holds: its changes and its stats.
+#include "shadow_object.h"
+
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace shadowfs {
+
+namespace {
+
+const char* kindName(Change::Kind k) {
+  switch (k) {
+    case Change::Kind::Added: return "added";
+    case Change::Kind::Modified: return "modified";
+    case Change::Kind::Deleted: return "deleted";
+    default: return "metadata";
+  }
+}
+
+}  // namespace
+
+// JS thread: createLayer(name) -> Promise<void> (an existing layer is kept as it is).
+Napi::Value Shadow::CreateLayer(const Napi::CallbackInfo& info) {
+  std::string name;
+  if (!stringArg(info, 0, &name)) return rejected(info.Env(), EINVAL, "createLayer(name)");
+  return enqueue(info.Env(), [this, name] {  // worker thread
+    if (!live()) return notMounted();
+    int e = ov_->createLayer(name);
+    return e ? fail(e, "cannot create layer " + name) : ok();
+  });
+}
+
+// JS thread: cloneLayer(from, to) -> Promise<void>; EEXIST when `to` exists.
+Napi::Value Shadow::CloneLayer(const Napi::CallbackInfo& info) {
+  std::string from, to;
+  if (!stringArg(info, 0, &from) || !stringArg(info, 1, &to))
+    return rejected(info.Env(), EINVAL, "cloneLayer(from, to)");
+  return enqueue(info.Env(), [this, from, to] {  // worker thread
+    if (!live()) return notMounted();
+    int e = ov_->cloneLayer(from, to);
+    return e ? fail(e, "cannot copy layer " + from + " to " + to) : ok();
+  });
+}
+
+// JS thread: dropLayer(name) -> Promise<void>; EBUSY while active or viewed.
+Napi::Value Shadow::DropLayer(const Napi::CallbackInfo& info) {
+  std::string name;
+  if (!stringArg(info, 0, &name)) return rejected(info.Env(), EINVAL, "dropLayer(name)");
+  return enqueue(info.Env(), [this, name] {  // worker thread
+    if (!live()) return notMounted();
+    int e = ov_->dropLayer(name);
+    return e ? fail(e, "cannot drop layer " + name) : ok();
+  });
+}
+
+// JS thread: layers() -> Promise<string[]>.
+Napi::Value Shadow::Layers(const Napi::CallbackInfo& info) {
+  return enqueue(info.Env(), [this] {  // worker thread
+    if (!live()) return notMounted();
+    auto names = std::make_shared<std::vector<std::string>>(ov_->layerNames());
+    return okValue([names](Napi::Env env) -> Napi::Value {  // JS thread
+      Napi::Array out = Napi::Array::New(env, names->size());
+      for (size_t i = 0; i < names->size(); ++i) out.Set(static_cast<uint32_t>(i), (*names)[i]);
+      return out;
+    });
+  });
+}
+
+// JS thread: activate(name | null) -> Promise<{ paths, epoch, ms }>. The worker swaps the
+// layer (waiting for file-system calls in flight) and invalidates the kernel's caches before
+// the Promise settles; `ms` is the time that took on the worker (the switch itself, without
+// the trip through the queue).
+Napi::Value Shadow::Activate(const Napi::CallbackInfo& info) {
+  std::string name;
+  if (info.Length() > 0 && !info[0].IsNull() && !info[0].IsUndefined() &&
+      !stringArg(info, 0, &name))
+    return rejected(info.Env(), EINVAL, "activate(name | null)");
+  return enqueue(info.Env(), [this, name] {  // worker thread
+    if (!live()) return notMounted();
+    auto t0 = std::chrono::steady_clock::now();
+    std::vector<std::string> changed;
+    int e = ov_->activate(name, &changed);
+    if (e) return fail(e, "cannot activate layer " + name);
+    {
+      std::lock_guard<std::mutex> lock(infoMu_);
+      active_ = name;
+    }
+    main_->invalidateForSwitch(changed);
+    double paths = static_cast<double>(changed.size());
+    bool epoch = main_->usesEpoch();
+    double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    return okValue([paths, epoch, ms](Napi::Env env) -> Napi::Value {  // JS thread
+      Napi::Object o = Napi::Object::New(env);
+      o.Set("paths", paths);
+      o.Set("epoch", epoch);
+      o.Set("ms", ms);
+      return o;
+    });
+  });
+}
+
+// JS thread: reset(layer) -> Promise<number> (paths the layer held).
+Napi::Value Shadow::Reset(const Napi::CallbackInfo& info) {
+  std::string layer;
+  if (!stringArg(info, 0, &layer)) return rejected(info.Env(), EINVAL, "reset(layer)");
+  return enqueue(info.Env(), [this, layer] {  // worker thread
+    if (!live()) return notMounted();
+    std::vector<std::string> paths;
+    int e = ov_->reset(layer, &paths);
+    if (e) return fail(e, "cannot reset layer " + layer);
+    // Names first (this also drops negative entries for what the layer had deleted), then the
+    // attributes and pages of everything the kernel still holds.
+    layerChanged(layer, paths, true);
+    double n = static_cast<double>(paths.size());
+    return okValue([n](Napi::Env env) -> Napi::Value { return Napi::Number::New(env, n); });
+  });
+}
+
+// JS thread: changes(layer) -> Promise<{ path, kind, type, base? }[]>.
+Napi::Value Shadow::Changes(const Napi::CallbackInfo& info) {
+  std::string layer;
+  if (!stringArg(info, 0, &layer)) return rejected(info.Env(), EINVAL, "changes(layer)");
+  return enqueue(info.Env(), [this, layer] {  // worker thread
+    if (!live()) return notMounted();
+    auto list = std::make_shared<std::vector<Change>>();
+    int e = ov_->changes(layer, list.get());
+    if (e) return fail(e, "cannot list changes of " + layer);
+    return okValue([list](Napi::Env env) -> Napi::Value {  // JS thread
+      Napi::Array out = Napi::Array::New(env, list->size());
+      for (size_t i = 0; i < list->size(); ++i) {
+        const Change& ch = (*list)[i];
+        Napi::Object c = Napi::Object::New(env);
+        c.Set("path", ch.path);
+        c.Set("kind", kindName(ch.kind));
+        c.Set("type", typeName(ch.type));
+        if (ch.base) {
+          // What the folder's file was when the layer took it (for conflict detection).
+          // Times in nanoseconds as decimal strings: they do not fit a double exactly.
+          const Base& b = *ch.base;
+          Napi::Object o = Napi::Object::New(env);
+          o.Set("ino", static_cast<double>(b.ino));
+          o.Set("size", static_cast<double>(b.size));
+          o.Set("mtimeNs", std::to_string(static_cast<uint64_t>(b.mtime.sec) * 1000000000ull +
+                                          static_cast<uint64_t>(b.mtime.nsec)));
+          o.Set("ctimeNs", std::to_string(static_cast<uint64_t>(b.ctime.sec) * 1000000000ull +
+                                          static_cast<uint64_t>(b.ctime.nsec)));
+          if (b.hashed) {
+            char hex[17];
+            std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(b.hash));
+            o.Set("hash", hex);
+          } else {
+            o.Set("hash", env.Null());
+          }
+          c.Set("base", o);
+        }
+        out.Set(static_cast<uint32_t>(i), c);
+      }
+      return out;
+    });
+  });
+}
+
+// JS thread: stats(layer) -> Promise<{ memoryBytes, paths, spilledBytes }>.
+Napi::Value Shadow::Stats(const Napi::CallbackInfo& info) {
+  std::string layer;
+  if (!stringArg(info, 0, &layer)) return rejected(info.Env(), EINVAL, "stats(layer)");
+  return enqueue(info.Env(), [this, layer] {  // worker thread
+    if (!live()) return notMounted();
+    LayerStats st;
+    int e = ov_->stats(layer, &st);
+    if (e) return fail(e, "cannot read stats of " + layer);
+    return okValue([st](Napi::Env env) -> Napi::Value {  // JS thread
+      Napi::Object o = Napi::Object::New(env);
+      o.Set("memoryBytes", static_cast<double>(st.memoryBytes));
+      o.Set("paths", static_cast<double>(st.paths));
+      o.Set("spilledBytes", static_cast<double>(st.spilledBytes));
+      return o;
+    });
+  });
+}
+
+}  // namespace shadowfs
