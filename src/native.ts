@@ -59,7 +59,7 @@ export interface LayerStats {
 }
 
 /**
- * The raw addon object (native/addon/addon.cc). Layer names are checked in TypeScript first.
+ * The raw addon object (native/addon/shadow_object.h and addon.cc). Layer names are checked in TypeScript first.
  * Every method that can wait on the overlay's locks, the folder or the kernel runs on the
  * shadow's own native worker thread and returns a Promise; jobs of one shadow run one at a
  * time, in the order they were called. Only the getters below are synchronous.
