@@ -18,6 +18,24 @@ const cliPath = path.join(repoRoot, 'bin', 'shadowfs.js');
 type ToolResult = { isError?: boolean; content: Array<{ type: string; text?: string }> };
 const textOf = (r: ToolResult): string => r.content.map((c) => c.text ?? '').join('');
 
+type Call = (name: string, args: Record<string, unknown>) => Promise<ToolResult>;
+
+/** Mounts `folder` as `name` through the daemon and starts `shadowfs mcp` for `agent` on it, over stdio. */
+async function mcpSession(daemon: ShadowClient, folder: string, name: string, agent: string): Promise<{ client: Client; call: Call }> {
+  await daemon.request('mount', { folder, name });
+  const env: Record<string, string> = {};
+  for (const [k, v] of Object.entries(process.env)) if (v !== undefined) env[k] = v;
+  const transport = new StdioClientTransport({
+    command: process.execPath,
+    args: [cliPath, 'mcp', '--shadow', name, '--agent', agent],
+    env,
+    stderr: 'pipe',
+  });
+  const client = new Client({ name: 'shadowfs-test', version: '1.0.0' });
+  await client.connect(transport);
+  return { client, call: async (tool, args) => (await client.callTool({ name: tool, arguments: args })) as ToolResult };
+}
+
 describe('file tools over MCP: concurrent edits of one file never interleave', function () {
   this.timeout(120_000);
   let daemon: ShadowClient;
@@ -34,19 +52,8 @@ describe('file tools over MCP: concurrent edits of one file never interleave', f
     const folder = tempDir('mcp-atomic');
     fs.writeFileSync(path.join(folder, 'log.txt'), 'BEGIN\nEND\n');
     const guard = new FolderGuard(folder);
-    await daemon.request('mount', { folder, name: 'mcp-atomic' });
-    const env: Record<string, string> = {};
-    for (const [k, v] of Object.entries(process.env)) if (v !== undefined) env[k] = v;
-    const transport = new StdioClientTransport({
-      command: process.execPath,
-      args: [cliPath, 'mcp', '--shadow', 'mcp-atomic', '--agent', 'editor'],
-      env,
-      stderr: 'pipe',
-    });
-    const client = new Client({ name: 'shadowfs-test', version: '1.0.0' });
-    await client.connect(transport);
+    const { client, call } = await mcpSession(daemon, folder, 'mcp-atomic', 'editor');
     try {
-      const call = async (name: string, a: Record<string, unknown>) => (await client.callTool({ name, arguments: a })) as ToolResult;
       const n = 30;
       const results = await Promise.all(
         Array.from({ length: n }, (_, i) => call('edit_file', { path: 'log.txt', oldText: 'END\n', newText: `line ${i}\nEND\n` })),
@@ -81,19 +88,8 @@ describe('file tools over MCP: concurrent edits of one file never interleave', f
     const folder = tempDir('mcp-expect');
     fs.writeFileSync(path.join(folder, 'cfg.txt'), 'v1\n');
     const guard = new FolderGuard(folder);
-    await daemon.request('mount', { folder, name: 'mcp-expect' });
-    const env: Record<string, string> = {};
-    for (const [k, v] of Object.entries(process.env)) if (v !== undefined) env[k] = v;
-    const transport = new StdioClientTransport({
-      command: process.execPath,
-      args: [cliPath, 'mcp', '--shadow', 'mcp-expect', '--agent', 'careful'],
-      env,
-      stderr: 'pipe',
-    });
-    const client = new Client({ name: 'shadowfs-test', version: '1.0.0' });
-    await client.connect(transport);
+    const { client, call } = await mcpSession(daemon, folder, 'mcp-expect', 'careful');
     try {
-      const call = async (name: string, a: Record<string, unknown>) => (await client.callTool({ name, arguments: a })) as ToolResult;
       const seen = /\(hash ([0-9a-f]{16})\)/.exec(textOf(await call('read_file', { path: 'cfg.txt' })))?.[1];
       assert.ok(seen, 'read_file names the content hash');
       // Over RPC the same read gives hash, size and mtimeMs as fields.
