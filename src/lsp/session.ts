@@ -477,7 +477,7 @@ export class LanguageServerSession {
         };
       return { status: 'fresh', diagnostics: report.items, version };
     } catch (err) {
-      return { status: 'error', diagnostics: [], version, error: this.describe(err) };
+      return { status: 'error', diagnostics: [], version, error: await this.describe(err) };
     } finally {
       cts.dispose();
     }
@@ -502,7 +502,7 @@ export class LanguageServerSession {
       }
       return { status: 'fresh', diagnostics: out, version };
     } catch (err) {
-      return { status: 'error', diagnostics: [], version, error: this.describe(err) };
+      return { status: 'error', diagnostics: [], version, error: await this.describe(err) };
     }
   }
 
@@ -586,7 +586,7 @@ export class LanguageServerSession {
       if (r === 'exited') return { status: 'error', value: empty, error: `the language server '${this.spec.id}' exited` };
       return { status: 'fresh', value: await map(r) };
     } catch (err) {
-      return { status: 'error', value: empty, error: this.describe(err) };
+      return { status: 'error', value: empty, error: await this.describe(err) };
     } finally {
       deadline.clear();
       cts.dispose();
@@ -688,7 +688,14 @@ export class LanguageServerSession {
     return out;
   }
 
-  private describe(err: unknown): string {
+  /**
+   * Why a request failed, in words. A write into a pipe the server no longer reads (EPIPE, a
+   * reset, a closed connection) means it went away, and Node reports its exit only after the
+   * failed write: that exit, which says how it ended, is waited for (a moment at most, for a server
+   * that closed its input and lives on).
+   */
+  private async describe(err: unknown): Promise<string> {
+    if (!this.exitInfo && brokenPipe(err)) await Promise.race([this.exitPromise, new Promise((r) => setTimeout(r, 2000).unref())]);
     if (this.exitInfo) return `the language server '${this.spec.id}' exited (code ${this.exitInfo.code}, signal ${this.exitInfo.signal})`;
     return err instanceof Error ? err.message : String(err);
   }
@@ -786,4 +793,14 @@ function fromTsDiagnostic(d: TsDiagnostic): Diagnostic {
   }
   if (related.length) out.relatedInformation = related;
   return out;
+}
+
+/** A failure that means the other end of the server's pipes is gone. */
+function brokenPipe(err: unknown): boolean {
+  const e = err as { code?: unknown; message?: unknown } | null;
+  const code = typeof e?.code === 'string' ? e.code : '';
+  if (['EPIPE', 'ECONNRESET', 'ERR_STREAM_DESTROYED', 'ERR_STREAM_WRITE_AFTER_END'].includes(code)) return true;
+  return (
+    typeof e?.message === 'string' && /\bEPIPE\b|\bECONNRESET\b|Connection is (closed|disposed)|Pending response rejected/.test(e.message)
+  );
 }
