@@ -56,6 +56,38 @@ describe('resource limits of a run', function () {
     });
   });
 
+  it('escape: a limited run cannot raise its own limits or leave its cgroups (cgroup v1 or v2); the memory limit still holds after it tried', async () => {
+    const lower = makeProject('limits-escape');
+    await withShadow(lower, async (shadow) => {
+      // Every cgroup file the run could reach for its own limits, by each hierarchy it is in:
+      // raise the limit, move itself to the hierarchy's root, make a sibling cgroup.
+      const tries = [
+        'for line in $(cat /proc/self/cgroup); do',
+        '  ctl=$(echo "$line" | cut -d: -f2); p=$(echo "$line" | cut -d: -f3);',
+        '  for root in /sys/fs/cgroup/$ctl /sys/fs/cgroup/unified /sys/fs/cgroup; do',
+        '    for f in memory.limit_in_bytes memory.memsw.limit_in_bytes memory.max pids.max; do',
+        '      [ -e "$root$p/$f" ] && { echo 9223372036854771712 > "$root$p/$f" 2>/dev/null && echo "RAISED $root$p/$f" || echo "refused $f"; };',
+        '    done;',
+        '    [ -e "$root/cgroup.procs" ] && { echo $$ > "$root/cgroup.procs" 2>/dev/null && echo "MOVED $root" || echo "refused move"; };',
+        '    mkdir "$root/escape-$$" 2>/dev/null && echo "MADE $root/escape-$$";',
+        '  done;',
+        'done;',
+      ].join(' ');
+      const hog = `const a = []; for (;;) a.push(Buffer.alloc(8 << 20, 1));`;
+      const r = await runInShadow(shadow, {
+        agent: 'a',
+        argv: ['sh', '-c', `${tries} exec ${process.execPath} -e '${hog}'`],
+        limits: { memoryBytes: 96 << 20, processes: 64 },
+        timeoutMs: 60_000,
+      });
+      assert.ok(r.protected, 'the run was confined');
+      assert.doesNotMatch(r.stdout, /RAISED|MOVED|MADE/, r.stdout);
+      // It did reach its own memory limit's file, and was refused (the view's /sys is read-only).
+      assert.match(r.stdout, /refused (memory\.limit_in_bytes|memory\.max)/, r.stdout);
+      assert.deepStrictEqual(r.limitsHit, ['memory'], `the memory limit held: ${JSON.stringify(r)}`);
+    });
+  });
+
   it('a run under its limits is not reported; the process limit refuses forks past it', async () => {
     const lower = makeProject('limits-pids');
     await withShadow(lower, async (shadow) => {
