@@ -17,7 +17,7 @@ import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import { mount, Shadow, ShadowClient } from '../src';
-import { addon } from '../src/native';
+import { addon } from '../src/shadow/native';
 import { lintsBench, lintsMarkdown } from './lints';
 import { addRun, countsDelta, countsLine, Counts, perRun, RequestCounts, requestCountsMarkdown } from './requests';
 import { responsiveness, responsivenessMarkdown, ResponsivenessRow, TARGET_MAX_DELAY_MS } from './responsiveness';

@@ -10,7 +10,7 @@
 #   node_modules\                 the production dependencies for win32-x64 (npm ci --omit=dev
 #                                 --os=win32 --cpu=x64: ffi-rs's Windows binary included)
 #   build-win\Release\shadowfs.node   the MinGW cross build (npm run build:win), where
-#                                 src/native.ts looks for it
+#                                 src/shadow/native.ts looks for it
 #   vscode\shadowfs-vscode-<v>.vsix   the VS Code extension (node extension/build.mjs --vsix)
 # and the PowerShell module into Program Files\WindowsPowerShell\Modules\ShadowFS. It refuses to
 # install without WinFsp (launch condition on its registry InstallDir). See installer/.

@@ -5,7 +5,7 @@
 #                                          libfuse3.so.3 as Debian ships it)
 #   prebuilds/linux-x64/shadowfs-launch    the run launcher beside it (src/run/launcher.ts)
 #   prebuilds/win32-x64/shadowfs.node      the MinGW cross build, from build-win/Release
-# src/native.ts loads prebuilds/<platform>-<arch>/ after a source build of the package's own
+# src/shadow/native.ts loads prebuilds/<platform>-<arch>/ after a source build of the package's own
 # (build/Release, and on Windows build-win/Release); scripts/install.js builds from source
 # through cmake-js where no prebuilt binary fits. `postpack` (this script with --clean) removes
 # prebuilds/ again: it is made for the tarball only.

@@ -5,7 +5,7 @@ import { spawnSync } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
 import { Change, mount, Shadow } from './shadow';
-import { fingerprintTree } from './fingerprint';
+import { fingerprintTree } from './common/fingerprint';
 
 export const bundledExample = path.join(__dirname, '..', '..', 'examples', 'demo-project');
 

@@ -1,11 +1,11 @@
 // Public API of the shadowfs package.
 export { mount, Shadow, Layer, View } from './shadow';
-export type { JobOptions, SchedulerStats, AgentQueueStats } from './scheduler';
+export type { JobOptions, SchedulerStats, AgentQueueStats } from './shadow/scheduler';
 export type { MountOptions, Change, IoMode, GoneEvent, LayerEvent, RunAsJob, RunAsOptions } from './shadow';
-export type { ChangeBase } from './native';
-export { ShadowError, ErrorCodes } from './errors';
-export type { ErrorCode } from './errors';
-export { normalizeRelPath } from './paths';
+export type { ChangeBase } from './shadow/native';
+export { ShadowError, ErrorCodes } from './common/errors';
+export type { ErrorCode } from './common/errors';
+export { normalizeRelPath } from './common/paths';
 export { ShadowClient } from './client';
 export type { ClientOptions } from './client';
 export * as protocol from './protocol';

@@ -2,11 +2,11 @@
 // (README and docs link here; the rules below are the reference.)
 //
 //   1. The protocol (src/protocol/**) is data: it imports its own modules and zod, nothing else.
-//      No Node module (fs, net, node:…), not the native module (src/native.ts), nothing else of
+//      No Node module (fs, net, node:…), not the native module (src/shadow/native.ts), nothing else of
 //      src/ (which could bring either in). The VS Code extension and the generators import it
 //      as is; tsconfig.protocol.json also compiles it without Node's types.
 //   2. Services never reach into the daemon or the CLI: src/work, src/run, src/lsp,
-//      src/diagnostics, src/patch, src/shadow.ts with src/shadow/**, and src/platform import
+//      src/diagnostics, src/patch, src/shadow/**, and src/platform import
 //      nothing under src/daemon or src/cli. The daemon calls services; they hear back through
 //      what they return and the events they emit.
 //   3. Nothing in src/ imports the CLI (src/cli/**) but the CLI's own modules. Its entry is
@@ -14,6 +14,7 @@
 //      its command definitions.
 //   4. The shipped code (src/**) imports nothing from tools/: the PowerShell generator
 //      (tools/powershell) is a build tool, compiled by tsconfig.json but not in the package.
+//   5. src/'s top level holds only entry points: index.ts (the library) and demo.ts.
 //
 // Imports are read with the TypeScript compiler's parser (import and export declarations,
 // `import type`, `import x = require()`, require() and import() calls, import('…') types), from
@@ -82,7 +83,11 @@ export const RULES: readonly Rule[] = [
     crossed(from, t) {
       if (!under(from, 'src/protocol')) return undefined;
       if ('file' in t)
-        return under(t.file, 'src/protocol') ? undefined : t.file === 'src/native' ? 'the native module' : 'a module outside src/protocol';
+        return under(t.file, 'src/protocol')
+          ? undefined
+          : t.file === 'src/shadow/native'
+            ? 'the native module'
+            : 'a module outside src/protocol';
       if (isNodeBuiltin(t.pkg)) return 'a Node module';
       if (t.pkg.endsWith('.node')) return 'a native module';
       return PROTOCOL_PACKAGES.has(t.pkg) ? undefined : `a package other than ${[...PROTOCOL_PACKAGES].join(', ')}`;
@@ -142,6 +147,16 @@ describe('architecture: imports respect the documented seams', () => {
     assert.deepStrictEqual(violations(files), []);
   });
 
+  it("src/'s top level holds only entry points (rule 5)", () => {
+    // The library (index.ts) and the demo (demo.ts, behind `shadowfs demo`); everything else
+    // lives in the folder of its concern (README's map). A new loose module fails here.
+    const loose = fs
+      .readdirSync(path.join(ROOT, 'src'), { withFileTypes: true })
+      .filter((d) => d.isFile())
+      .map((d) => d.name);
+    assert.deepStrictEqual(loose.sort(), ['demo.ts', 'index.ts']);
+  });
+
   it('reads imports of every syntax with the compiler', () => {
     const text = [
       "import * as fs from 'fs';",
@@ -167,15 +182,18 @@ describe('architecture: imports respect the documented seams', () => {
     it('the protocol importing Node, the native module, or the rest of src/', () => {
       assert.match(planted('src/protocol/planted.ts', "import * as fs from 'fs';")[0], /imports "fs" \(a Node module\).*rule 1/);
       assert.match(planted('src/protocol/planted.ts', "import { x } from 'node:path';")[0], /rule 1/);
-      assert.match(planted('src/protocol/planted.ts', "import { addon } from '../native';")[0], /the native module.*rule 1/);
-      assert.match(planted('src/protocol/planted.ts', "import { ShadowError } from '../errors';")[0], /outside src\/protocol.*rule 1/);
+      assert.match(planted('src/protocol/planted.ts', "import { addon } from '../shadow/native';")[0], /the native module.*rule 1/);
+      assert.match(
+        planted('src/protocol/planted.ts', "import { ShadowError } from '../common/errors';")[0],
+        /outside src\/protocol.*rule 1/,
+      );
       assert.match(planted('src/protocol/planted.ts', "import { MessageConnection } from 'vscode-jsonrpc/node';")[0], /rule 1/);
       assert.deepStrictEqual(planted('src/protocol/planted.ts', "import * as z from 'zod';\nimport { Requests } from './methods';"), []);
     });
 
     it('a service importing the daemon or the CLI', () => {
       assert.match(planted('src/work/planted.ts', "import { Daemon } from '../daemon/server';")[0], /the daemon.*rule 2/);
-      assert.match(planted('src/shadow.ts', "import type { ShadowManager } from './daemon/manager';")[0], /rule 2/);
+      assert.match(planted('src/shadow/index.ts', "import type { ShadowManager } from '../daemon/manager';")[0], /rule 2/);
       assert.match(planted('src/shadow/layer.ts', "import { x } from '../daemon/handlers';")[0], /rule 2/);
       assert.match(planted('src/platform/linux.ts', "const d = require('../daemon/log');")[0], /rule 2/);
       assert.ok(planted('src/run/planted.ts', "import { main } from '../cli/main';").some((v) => /the CLI.*rule 2/.test(v)));

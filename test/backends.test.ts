@@ -4,7 +4,7 @@ import * as assert from 'assert';
 import * as fs from 'fs';
 import * as path from 'path';
 import { mount, ShadowError } from '../src';
-import { addon } from '../src/native';
+import { addon } from '../src/shadow/native';
 import { mountedPaths } from '../src/platform';
 import { pickBackend } from '../src/shadow';
 import { FolderGuard, makeProject, tempDir, withShadow } from './helpers/fixtures';

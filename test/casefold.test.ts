@@ -7,7 +7,7 @@
 import * as assert from 'assert';
 import * as fs from 'fs';
 import * as path from 'path';
-import { addon } from '../src/native';
+import { addon } from '../src/shadow/native';
 import { mount } from '../src';
 import { errCode, makeProject, tempDir, withShadow } from './helpers/fixtures';
 

@@ -7,7 +7,7 @@ import * as fs from 'fs';
 import * as net from 'net';
 import * as path from 'path';
 import { ShadowClient } from '../src/client';
-import { daemonPaths } from '../src/endpoint';
+import { daemonPaths } from '../src/common/endpoint';
 import { mountedPaths } from '../src/platform';
 import { RpcErrorCodes } from '../src/protocol';
 import { encodeMessage, Raw } from './helpers/raw-rpc';

@@ -64,7 +64,10 @@ describe('package entry points', function () {
     assert.strictEqual(out.client, 'function');
     assert.strictEqual(out.codes, 'string');
     // The package's main entry needs what the copy lacks (a deep import is not exported either).
-    const deep = node(root, `try { require('shadowfs/dist/src/native.js'); console.log('loaded') } catch (e) { console.log(e.code) }`);
+    const deep = node(
+      root,
+      `try { require('shadowfs/dist/src/shadow/native.js'); console.log('loaded') } catch (e) { console.log(e.code) }`,
+    );
     assert.strictEqual(deep.stdout.trim(), 'ERR_PACKAGE_PATH_NOT_EXPORTED');
   });
 

@@ -6,7 +6,7 @@
 import * as assert from 'assert';
 import * as fs from 'fs';
 import * as path from 'path';
-import { addon } from '../src/native';
+import { addon } from '../src/shadow/native';
 import type { Layer, Shadow } from '../src/shadow';
 import { editText, glob, grep, list, readText, writeText } from '../src/work/files';
 import { IgnoreRules } from '../src/work/walk';

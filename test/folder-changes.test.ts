@@ -3,7 +3,7 @@
 import * as assert from 'assert';
 import * as fs from 'fs';
 import * as path from 'path';
-import { FolderChanges } from '../src/folder-changes';
+import { FolderChanges } from '../src/shadow/folder-changes';
 import { eventually, makeProject, withShadow } from './helpers/fixtures';
 
 describe('folder changes: edits made in the folder itself, as a reader polls them', function () {

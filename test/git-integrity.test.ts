@@ -9,7 +9,7 @@ import { execFileSync } from 'child_process';
 import * as crypto from 'crypto';
 import * as fs from 'fs';
 import * as path from 'path';
-import { ShadowError } from '../src/errors';
+import { ShadowError } from '../src/common/errors';
 import { runInShadow } from '../src/run/runner';
 import type { Shadow } from '../src/shadow';
 import { tempDir, withWork } from './helpers/fixtures';

@@ -8,7 +8,7 @@ import { execFileSync, spawn, spawnSync, type ChildProcess } from 'child_process
 import * as fs from 'fs';
 import * as path from 'path';
 import { ShadowClient } from '../src/client';
-import { daemonPaths } from '../src/endpoint';
+import { daemonPaths } from '../src/common/endpoint';
 import { mountedPaths } from '../src/platform';
 import { eventually, FolderGuard, makeProject, repoRoot, tempDir } from './helpers/fixtures';
 import { running, stopDaemonAndShadows, stopTestDaemon } from './helpers/hooks';

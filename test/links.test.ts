@@ -5,7 +5,7 @@ import * as assert from 'assert';
 import { execFileSync, spawnSync } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
-import { addon } from '../src/native';
+import { addon } from '../src/shadow/native';
 import type { IoMode } from '../src/shadow';
 import { makeProject, tempDir, withShadow } from './helpers/fixtures';
 

@@ -7,7 +7,7 @@ import { spawnSync } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
 import { DiagnosticsService } from '../src/diagnostics/service';
-import { FolderChanges } from '../src/folder-changes';
+import { FolderChanges } from '../src/shadow/folder-changes';
 import type { Shadow } from '../src/shadow';
 import { eventually, repoRoot, tempDir, withShadow } from './helpers/fixtures';
 import { stopTestDaemon } from './helpers/hooks';

@@ -23,7 +23,7 @@ import * as fs from 'fs';
 import * as net from 'net';
 import * as path from 'path';
 import { ShadowClient } from '../src/client';
-import { daemonPaths } from '../src/endpoint';
+import { daemonPaths } from '../src/common/endpoint';
 import { mountedPaths } from '../src/platform';
 import { FolderGuard, makeProject, ownsTestPath, repoRoot, tempDir, testRootPrefix } from './helpers/fixtures';
 import { stopTestDaemon } from './helpers/hooks';

@@ -10,7 +10,7 @@ import * as crypto from 'crypto';
 import * as fs from 'fs';
 import * as path from 'path';
 import { ShadowClient } from '../src/client';
-import { daemonPaths } from '../src/endpoint';
+import { daemonPaths } from '../src/common/endpoint';
 import { mountedPaths } from '../src/platform';
 import { mount, type Shadow } from '../src/shadow';
 import { WorkService } from '../src/work/service';

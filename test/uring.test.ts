@@ -14,7 +14,7 @@ import { spawn, spawnSync } from 'child_process';
 import * as crypto from 'crypto';
 import * as fs from 'fs';
 import * as path from 'path';
-import { addon } from '../src/native';
+import { addon } from '../src/shadow/native';
 import type { Shadow } from '../src/shadow';
 import { tempDir, withShadow } from './helpers/fixtures';
 

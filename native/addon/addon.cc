@@ -1,6 +1,6 @@
 // node-addon-api binding: the module's entry point. Exports the `Shadow` class (shadow_object.h;
 // its methods are in shadow_*.cc) and the free functions: contentHash, winfsp and the list of
-// backends this build has (src/native.ts types them all).
+// backends this build has (src/shadow/native.ts types them all).
 #include <napi.h>
 
 #include <cstdio>

@@ -1,4 +1,4 @@
-// The `Shadow` class of the node-addon-api binding (src/native.ts types it). A Shadow owns one
+// The `Shadow` class of the node-addon-api binding (src/shadow/native.ts types it). A Shadow owns one
 // overlay (the folder plus named layers), the shared mount that shows the active layer, and any
 // views that pin one layer each. Its methods live in files by area:
 //   shadow_object.cc      the method table, construction and teardown, shared argument checks

@@ -51,7 +51,7 @@
 //     (as for SSHFS in WinFsp issue 410). No administrator needed. WinFsp cannot put a network
 //     volume on a directory (junctions may not point at network volumes; SetMountPoint answers
 //     STATUS_NETWORK_ACCESS_DENIED, mount.c:487-499), so it goes on a drive letter.
-//   shadowfs uses the network form by default (src/shadow.ts decides: a drive letter, the prefix
+//   shadowfs uses the network form by default (src/shadow/mount.ts decides: a drive letter, the prefix
 //   named after the shadow) and a disk volume when the user asks for a directory mount point,
 //   where realpath fails as described (README, Windows). Not verified: no Windows, no WinFsp
 //   driver and no MUP ran here; the WinFsp double checks only the creation parameters and

@@ -2,7 +2,7 @@
 // --json. Exit codes: 0 success, 1 failure (the message carries an error code), 2 bad usage,
 // 3 the daemon is not running (status only), 4 lints: the change introduced errors, 5 lints: a
 // file got no fresh answer (timeout or server error), 6 apply: conflicts (nothing written for them).
-import { ShadowError } from '../errors';
+import { ShadowError } from '../common/errors';
 
 export const ExitCode = { OK: 0, FAILURE: 1, USAGE: 2, NOT_RUNNING: 3, INTRODUCED_ERRORS: 4, NOT_FRESH: 5, CONFLICTS: 6 } as const;
 

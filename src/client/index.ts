@@ -20,7 +20,7 @@ import {
   StreamMessageReader,
   StreamMessageWriter,
 } from 'vscode-jsonrpc/node';
-import { daemonPaths, proofMatches, proofOf } from '../endpoint';
+import { daemonPaths, proofMatches, proofOf } from '../common/endpoint';
 import { platform } from '../platform';
 import { isErrorCode, ShadowError } from '../protocol/errors';
 import type { MethodName, NotificationName, NotificationParamsOf, ParamsOf, ResultOf } from '../protocol/methods';

@@ -1,7 +1,7 @@
 // Daemon logging: structured JSON lines to a size-rotated file in the state directory, and
 // human-readable lines on the console when running in the foreground.
 import * as winston from 'winston';
-import type { LogLevel } from '../log';
+import type { LogLevel } from '../common/log';
 
 export function createDaemonLogger(file: string, options: { level?: LogLevel; console?: boolean } = {}): winston.Logger {
   const transports: winston.transport[] = [

@@ -3,7 +3,7 @@
 // that a daemon started after a crash can find and clean the mounts its predecessor left (state.ts).
 import * as path from 'path';
 import type { Logger } from 'winston';
-import { ShadowError } from '../errors';
+import { ShadowError } from '../common/errors';
 import { unanswered } from '../platform';
 import type { NotificationName, NotificationParamsOf, ShadowInfo } from '../protocol/methods';
 import { DiagnosticsService } from '../diagnostics/service';

@@ -12,9 +12,9 @@ import * as fs from 'fs';
 import * as net from 'net';
 import { type CancellationToken, ResponseError } from 'vscode-jsonrpc/node';
 import type { Logger } from 'winston';
-import type { DaemonPaths } from '../endpoint';
-import { ShadowError } from '../errors';
-import { nativeStatus } from '../native';
+import type { DaemonPaths } from '../common/endpoint';
+import { ShadowError } from '../common/errors';
+import { nativeStatus } from '../shadow/native';
 import { platform } from '../platform';
 import { RpcErrorCodes, rpcCodeFor } from '../protocol/errors';
 import {

@@ -10,7 +10,7 @@
 import * as fs from 'fs';
 import * as path from 'path';
 import type { Diagnostic as LspDiagnostic } from 'vscode-languageserver-protocol';
-import { ShadowError } from '../errors';
+import { ShadowError } from '../common/errors';
 import type { LanguageServerSession } from '../lsp/session';
 import { ServerPool } from '../lsp/pool';
 import {
@@ -22,8 +22,8 @@ import {
   type ServerSpec,
   userServerConfigFile,
 } from '../lsp/servers';
-import { FolderChanges } from '../folder-changes';
-import { normalizeRelPath } from '../paths';
+import { FolderChanges } from '../shadow/folder-changes';
+import { normalizeRelPath } from '../common/paths';
 import { platform } from '../platform';
 import type { CheckedParamsOf, Diagnostic, ResultOf } from '../protocol/methods';
 import type { Shadow } from '../shadow';

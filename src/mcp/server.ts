@@ -8,7 +8,7 @@
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { ShadowClient } from '../client';
-import { ShadowError } from '../errors';
+import { ShadowError } from '../common/errors';
 import { Requests, type MethodName, type ParamsOf } from '../protocol/methods';
 
 export interface McpOptions {

@@ -3,7 +3,7 @@
 // in a clean checkout of the folder turns into the layer's state byte for byte: text and binary
 // files, new and deleted files, renames, mode changes and symlinks. Pure: the caller gathers the
 // contents; nothing here touches the file system or starts a process.
-import { ShadowError } from '../errors';
+import { ShadowError } from '../common/errors';
 import { comparePaths } from './git-format';
 import { findRenames } from './renames';
 import type { RenameCandidate } from './renames';

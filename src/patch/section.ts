@@ -1,7 +1,7 @@
 // One "diff --git" section of a patch: git's extended header lines (file modes, rename, index),
 // then either text hunks, a "GIT binary patch" or a "Binary files ... differ" line. The order and
 // spelling of the header lines follow git's diff.c, which is what git apply parses.
-import { ShadowError } from '../errors';
+import { ShadowError } from '../common/errors';
 import { gitBinaryPatch, gitBinaryPatchOf, literalHunkOf } from './binary';
 import { textHunks } from './hunks';
 import { NULL_ID, SHORT_ID_LENGTH, blobId, hasNulPrefix, isUtf8, modeString, quotePath } from './git-format';

@@ -2,7 +2,7 @@
 // nesting checks every mount point passes.
 import { execFile } from 'child_process';
 import * as path from 'path';
-import { ShadowError } from '../errors';
+import { ShadowError } from '../common/errors';
 
 /** The environment variable every process of a run carries: its run id (see linux-processes.ts and linux-peer.ts). */
 export const RUN_MARKER = 'SHADOWFS_RUN_ID';

@@ -4,7 +4,7 @@
 import * as crypto from 'crypto';
 import * as fs from 'fs';
 import * as path from 'path';
-import { ShadowError } from '../errors';
+import { ShadowError } from '../common/errors';
 import { checkNesting, runWithin } from './common';
 import type { MountLine } from './types';
 

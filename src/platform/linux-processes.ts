@@ -16,7 +16,7 @@
 // machine that lost power) are empty and removed by the next daemon's first run.
 import * as fs from 'fs';
 import * as path from 'path';
-import { ShadowError } from '../errors';
+import { ShadowError } from '../common/errors';
 import { RUN_MARKER } from './common';
 import { mountTable } from './linux-mounts';
 import type { LimitHit, ProcessGroup, ProcessSnapshot, ProcessTrees, RunLimits } from './types';

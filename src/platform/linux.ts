@@ -4,7 +4,7 @@
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
-import { ShadowError } from '../errors';
+import { ShadowError } from '../common/errors';
 import { checkFuseDevice, forceUnmount, mountTable, prepareMountPoint, remakeMountPoint } from './linux-mounts';
 import { linuxProcesses } from './linux-processes';
 import { socketTransport } from './linux-transport';

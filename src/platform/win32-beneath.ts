@@ -30,7 +30,7 @@
 import * as crypto from 'crypto';
 import * as fs from 'fs';
 import * as path from 'path';
-import { ShadowError } from '../errors';
+import { ShadowError } from '../common/errors';
 import { allZero, writeAt } from '../work/content';
 
 type Ffi = typeof import('ffi-rs');

@@ -25,7 +25,7 @@ export interface DoctorCheck {
   facts?: Record<string, string | number | boolean | null>;
 }
 
-/** What the native module reported about WinFsp (src/native.ts WinFspStatus), or what the registry says. */
+/** What the native module reported about WinFsp (src/shadow/native.ts WinFspStatus), or what the registry says. */
 export interface WinFspSeen {
   /** The module's own look (registry InstallDir, then the DLL by full path); null when the module does not load. */
   module: {

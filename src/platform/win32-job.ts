@@ -23,7 +23,7 @@
 // every failure names the Win32 call and its GetLastError value.
 import { spawn, type ChildProcessByStdio } from 'child_process';
 import type { Readable, Writable } from 'stream';
-import { ShadowError } from '../errors';
+import { ShadowError } from '../common/errors';
 import type { LimitHit, RunLimits } from './types';
 import { win32Error } from './win32-identity';
 

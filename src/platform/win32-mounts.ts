@@ -2,7 +2,7 @@
 import { execFileSync } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
-import { ShadowError } from '../errors';
+import { ShadowError } from '../common/errors';
 import { checkNesting } from './common';
 
 const DRIVE_ROOT = /^[A-Za-z]:\\?$/;

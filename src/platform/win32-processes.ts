@@ -14,7 +14,7 @@
 // LocalLow's descriptor as it is made.
 import type { ChildProcessByStdio } from 'child_process';
 import type { Readable, Writable } from 'stream';
-import { ShadowError } from '../errors';
+import { ShadowError } from '../common/errors';
 import type { LaunchOptions, LimitHit, ProcessGroup, ProcessTrees, RunLimits } from './types';
 import { resolveWindowsCommand, type WindowsSpawn } from './win32-command';
 import { INTEGRITY_RID, integrityName, lowerIntegrity, lowRunEnv, lowRunTemp, removeLowRunTemp } from './win32-integrity';

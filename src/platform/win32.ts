@@ -4,7 +4,7 @@
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
-import { ShadowError } from '../errors';
+import { ShadowError } from '../common/errors';
 import type { Platform } from './types';
 import { isDriveRoot, prepareWin32MountPoint } from './win32-mounts';
 import { win32Processes } from './win32-processes';

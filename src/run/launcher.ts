@@ -8,8 +8,8 @@ import { spawnSync } from 'child_process';
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
-import { ShadowError } from '../errors';
-import { nativeModuleCandidates } from '../native';
+import { ShadowError } from '../common/errors';
+import { nativeModuleCandidates } from '../shadow/native';
 import { platform, runtimeDir, shadowfsMounts, stateDir } from '../platform';
 
 /** The launcher program: beside the native module (build/Release, or the package's prebuilt folder). */

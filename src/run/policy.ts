@@ -8,7 +8,7 @@
 // (`npm`, `NPM.cmd` and C:\nodejs\npm.cmd are one program, as Windows runs them). A shell line
 // cannot be judged word by word: its program is the shell (cmd.exe), as `sh` is on Linux.
 import * as path from 'path';
-import { ShadowError } from '../errors';
+import { ShadowError } from '../common/errors';
 
 export interface RunPolicy {
   allow?: string[];

@@ -1,7 +1,7 @@
 // Input checks of the shadow API: every argument is checked here, in TypeScript, before the
 // native module sees it (a wrong type reaching C++ is a hard-to-diagnose crash, not an error).
 import * as fs from 'fs';
-import { ShadowError } from '../errors';
+import { ShadowError } from '../common/errors';
 
 /** The longest agent id, in UTF-8 bytes. */
 export const AGENT_MAX = 128;

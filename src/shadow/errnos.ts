@@ -1,7 +1,7 @@
 // What the native module's errnos mean for each operation of the shadow API, where that differs
 // from what they mean everywhere (NATIVE_ERRNOS in ../errors). Declared once per operation and
 // read by fromNative only; nothing else in the shadow re-reads an error to change its code.
-import type { ErrnoMeaning, ErrnoTable } from '../errors';
+import type { ErrnoMeaning, ErrnoTable } from '../common/errors';
 
 /** `subject` (a mount at `mountPoint`) is in use. */
 const inUse = (subject: string, mountPoint: string): ErrnoMeaning => ({

@@ -1,8 +1,8 @@
 // Layer: a handle on one agent's layer of a shadow, active or not. Writes, reads and queries of
 // that layer's tree go straight to the native module (the shared mount is not switched); what
 // changes the layer is told to the shadow's layer listeners (Shadow.onLayer).
-import type { LayerStats, NativeDirEntry, NativeShadow, NativeStat } from '../native';
-import { normalizeRelPath } from '../paths';
+import type { LayerStats, NativeDirEntry, NativeShadow, NativeStat } from './native';
+import { normalizeRelPath } from '../common/paths';
 import { checkByteCount, checkMode, checkSymlinkTarget, MAX_RANGE_BYTES, toBuffer } from './checks';
 import type { Change, Shadow } from './shadow';
 

@@ -2,7 +2,7 @@
 // module, and on Windows the form of the WinFsp volume, decided before anything is touched.
 import * as crypto from 'crypto';
 import * as path from 'path';
-import { ShadowError } from '../errors';
+import { ShadowError } from '../common/errors';
 import { platform } from '../platform';
 
 export type WindowsVolume = 'network' | 'disk';

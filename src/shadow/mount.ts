@@ -3,8 +3,8 @@
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
-import { fromNative, ShadowError } from '../errors';
-import { addon } from '../native';
+import { fromNative, ShadowError } from '../common/errors';
+import { addon } from './native';
 import { checkAllowOther, isInside, platform } from '../platform';
 import { checkAgent, checkLower } from './checks';
 import { ERRNOS } from './errnos';

@@ -5,9 +5,9 @@
 // layer's history (src/work keeps when each started and what it was restored from) themselves.
 import * as fs from 'fs';
 import * as path from 'path';
-import { type ErrnoTable, fromNative, ShadowError } from '../errors';
-import type { LayerStats, NativeChange, NativeFolderChanges, NativeShadow } from '../native';
-import { JobOptions, LayerScheduler, SchedulerStats } from '../scheduler';
+import { type ErrnoTable, fromNative, ShadowError } from '../common/errors';
+import type { LayerStats, NativeChange, NativeFolderChanges, NativeShadow } from './native';
+import { JobOptions, LayerScheduler, SchedulerStats } from './scheduler';
 import { platform } from '../platform';
 import { checkAgent } from './checks';
 import { ERRNOS } from './errnos';

@@ -18,7 +18,7 @@
 import * as crypto from 'crypto';
 import * as fs from 'fs';
 import * as path from 'path';
-import { ShadowError } from '../errors';
+import { ShadowError } from '../common/errors';
 import { allZero, writeAt } from './content';
 import { platform } from '../platform';
 import { BeneathWin32 } from '../platform/win32-beneath';

@@ -21,7 +21,7 @@
 import { spawn } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
-import { ShadowError } from '../errors';
+import { ShadowError } from '../common/errors';
 import type { Shadow } from '../shadow';
 
 export interface GitResult {

@@ -10,9 +10,9 @@
 // the files the folder's git ignores (build output, caches, logs); both are named in `excluded`.
 import { AsyncLocalStorage } from 'async_hooks';
 import * as fs from 'fs';
-import type { ChangeBase } from '../native';
+import type { ChangeBase } from '../shadow/native';
 import type { FileChange, Side } from '../patch';
-import { ShadowError } from '../errors';
+import { ShadowError } from '../common/errors';
 import type { Layer, Shadow } from '../shadow';
 import { Beneath } from './beneath';
 import { ignoredPaths } from './branch';

@@ -6,7 +6,7 @@
 import * as crypto from 'crypto';
 import * as fs from 'fs';
 import * as zlib from 'zlib';
-import { ShadowError } from '../errors';
+import { ShadowError } from '../common/errors';
 import { encodeBase85, lineLengthChar, BYTES_PER_LINE } from '../patch/binary';
 import type { Layer } from '../shadow';
 

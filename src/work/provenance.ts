@@ -2,7 +2,7 @@
 // reset, or the start recorded in the checkpoint it was restored from), and the base records a
 // restored layer carries over from its checkpoint. Kept here, by the changes service, from the
 // layer events the shadow emits (Shadow.onLayer); the shadow itself keeps none of it.
-import type { ChangeBase } from '../native';
+import type { ChangeBase } from '../shadow/native';
 import type { LayerEvent, Shadow } from '../shadow';
 
 /** A base record a checkpoint carried over, with the checkpoint blob of that base's content when it was kept. */

@@ -10,7 +10,7 @@ import { collect, exclusions, folderPieces, withCollectOptions, type Excluded, t
 import { Beneath } from './beneath';
 import { Provenance } from './provenance';
 import { layerPieces, streamedLiteral } from './content';
-import { ShadowError } from '../errors';
+import { ShadowError } from '../common/errors';
 
 export const AUTOSAVE_NAME = 'autosave';
 

@@ -5,7 +5,7 @@
 // .gitignore files (as the layer shows them) exclude is pruned while walking, so an ignored
 // node_modules is never entered.
 import ignore from 'ignore';
-import { ShadowError } from '../errors';
+import { ShadowError } from '../common/errors';
 import { platform } from '../platform';
 import type { Layer } from '../shadow';
 

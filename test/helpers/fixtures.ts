@@ -8,7 +8,7 @@ import * as os from 'os';
 import * as path from 'path';
 import { mount, MountOptions, Shadow } from '../../src';
 import { mountedPaths } from '../../src/platform';
-import { fingerprintTree } from '../../src/fingerprint';
+import { fingerprintTree } from '../../src/common/fingerprint';
 import { WorkService } from '../../src/work/service';
 
 export const repoRoot = path.join(__dirname, '..', '..', '..');

@@ -6,7 +6,7 @@ import * as os from 'os';
 import * as path from 'path';
 import { execFileSync } from 'child_process';
 import { ShadowClient } from '../../src/client';
-import { daemonPaths } from '../../src/endpoint';
+import { daemonPaths } from '../../src/common/endpoint';
 import { mountedPaths } from '../../src/platform';
 import { deadTestMounts, FolderGuard, leakedTestMounts, removeTempDirs } from './fixtures';
 

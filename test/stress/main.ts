@@ -9,7 +9,7 @@ import * as os from 'os';
 import * as path from 'path';
 import { mount } from '../../src';
 import { mountedPaths } from '../../src/platform';
-import { fingerprintTree } from '../../src/fingerprint';
+import { fingerprintTree } from '../../src/common/fingerprint';
 
 const secondsArg = process.argv.indexOf('--seconds');
 const SECONDS = secondsArg >= 0 ? Number(process.argv[secondsArg + 1]) : 20;

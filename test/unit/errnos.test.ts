@@ -1,9 +1,9 @@
-// What a native errno means (src/errors.ts, src/shadow/errnos.ts), and the layer events the
+// What a native errno means (src/common/errors.ts, src/shadow/errnos.ts), and the layer events the
 // shadow emits that the changes service keeps its provenance from (src/work/provenance.ts).
 // No mount: the native object is a stand-in that fails or records as told.
 import * as assert from 'assert';
-import { fromNative, NATIVE_ERRNOS, ShadowError } from '../../src/errors';
-import type { NativeShadow } from '../../src/native';
+import { fromNative, NATIVE_ERRNOS, ShadowError } from '../../src/common/errors';
+import type { NativeShadow } from '../../src/shadow/native';
 import { type LayerEvent, Shadow } from '../../src/shadow';
 import { ERRNOS } from '../../src/shadow/errnos';
 import { Provenance } from '../../src/work/provenance';

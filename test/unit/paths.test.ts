@@ -1,8 +1,8 @@
 // Unit tests of API path checks: what a caller may name inside a shadow, and the error otherwise.
 // No mount needed (these also form the TypeScript project's test suite in the benchmark).
 import * as assert from 'assert';
-import { normalizeRelPath } from '../../src/paths';
-import { ShadowError } from '../../src/errors';
+import { normalizeRelPath } from '../../src/common/paths';
+import { ShadowError } from '../../src/common/errors';
 
 function codeOf(fn: () => unknown): string {
   try {

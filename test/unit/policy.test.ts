@@ -1,6 +1,6 @@
 // Unit tests of the run policy: which argv a run may start, and how a bad policy file is reported.
 import * as assert from 'assert';
-import { ShadowError } from '../../src/errors';
+import { ShadowError } from '../../src/common/errors';
 import { checkPolicy, parsePolicy } from '../../src/run/policy';
 
 const denied = (fn: () => void): string => {

@@ -4,7 +4,7 @@
 import * as assert from 'assert';
 import * as fs from 'fs';
 import * as path from 'path';
-import { ErrorCodes, type ErrorCode } from '../../src/errors';
+import { ErrorCodes, type ErrorCode } from '../../src/common/errors';
 import { checkParams, isMethod, protocolDocument, protocolMarkdown, Requests, RpcErrorCodes, rpcCodeFor } from '../../src/protocol';
 
 function problem(r: ReturnType<typeof checkParams>): string {

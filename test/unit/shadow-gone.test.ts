@@ -9,7 +9,7 @@ import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import { createLogger, transports } from 'winston';
-import type { NativeShadow } from '../../src/native';
+import type { NativeShadow } from '../../src/shadow/native';
 import type * as shadowModule from '../../src/shadow';
 import { Shadow, View } from '../../src/shadow';
 // Where mount() is defined: src/shadow re-exports it (a getter), so the stand-in replaces it here.

@@ -2,7 +2,7 @@
 // the PATH x PATHEXT search (over a made-up file list) and what it refuses. The same module runs
 // against a real cmd.exe and real batch files in test/windows/command-win32.test.ts (wine).
 import * as assert from 'assert';
-import { ShadowError } from '../../src/errors';
+import { ShadowError } from '../../src/common/errors';
 import {
   comSpec,
   findWindowsCommand,

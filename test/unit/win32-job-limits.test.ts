@@ -4,7 +4,7 @@
 // number of CPUs, and which completion-port messages mean a limit was reached. The Win32 calls
 // themselves run under wine (test/windows/job-limits-win32.test.ts).
 import * as assert from 'assert';
-import { ShadowError } from '../../src/errors';
+import { ShadowError } from '../../src/common/errors';
 import {
   CPU_RATE_CONTROL_INFORMATION_SIZE,
   cpuRate,

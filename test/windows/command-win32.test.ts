@@ -25,7 +25,7 @@ import { spawnSync } from 'child_process';
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
-import { ShadowError } from '../../src/errors';
+import { ShadowError } from '../../src/common/errors';
 import { resolveWindowsCommand, windowsBatchCommand, type WindowsSpawn } from '../../src/platform/win32-command';
 
 type Ffi = typeof import('ffi-rs');

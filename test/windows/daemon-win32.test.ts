@@ -12,7 +12,7 @@ import * as net from 'net';
 import * as os from 'os';
 import * as path from 'path';
 import { ShadowClient } from '../../src/client';
-import { daemonPaths, proofOf } from '../../src/endpoint';
+import { daemonPaths, proofOf } from '../../src/common/endpoint';
 import { type Endpoint, readEndpoint, writeEndpoint } from '../../src/platform';
 import { RpcErrorCodes, ShadowError } from '../../src/protocol';
 import { encodeMessage, Raw } from '../helpers/raw-rpc';

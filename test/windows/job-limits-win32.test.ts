@@ -18,7 +18,7 @@ import * as assert from 'assert';
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
-import { ShadowError } from '../../src/errors';
+import { ShadowError } from '../../src/common/errors';
 import { platform } from '../../src/platform';
 import {
   cpuRate,

@@ -9,7 +9,7 @@ import { spawnSync } from 'child_process';
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
-import { addon, nativeModule, nativeStatus } from '../../src/native';
+import { addon, nativeModule, nativeStatus } from '../../src/shadow/native';
 
 const repoRoot = path.join(__dirname, '..', '..', '..');
 const moduleFile = path.join(repoRoot, 'build-win', 'Release', 'shadowfs.node');

@@ -17,7 +17,7 @@ import * as assert from 'assert';
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
-import { ShadowError } from '../../src/errors';
+import { ShadowError } from '../../src/common/errors';
 import { localLowDir } from '../../src/platform/win32-integrity';
 import { runInShadow, type RunOptions } from '../../src/run/runner';
 import type { RunAsJob, Shadow } from '../../src/shadow';

@@ -4,7 +4,7 @@
 // WHAT RUNS. The Windows build of the module (build-win/Release/shadowfs.node, MinGW) in wine's
 // node.exe finds "WinFsp" through the registry (HKLM\SOFTWARE\WOW6432Node\WinFsp InstallDir,
 // as WinFsp's installer writes it) and gets the double's winfsp-x64.dll. A child node.exe mounts a
-// shadow of a real temporary folder A through the module's own API (mount() of src/shadow.ts,
+// shadow of a real temporary folder A through the module's own API (mount() of src/shadow/,
 // backend "winfsp", one agent layer active). The double, playing WinFsp's DLL and driver, runs
 // scenario files against the backend's FSP_FILE_SYSTEM_INTERFACE: Windows' own sequences (create,
 // open with share modes, overwrite, cleanup with delete, close, rename with replace, listings with

@@ -34,7 +34,7 @@ async function child(): Promise<void> {
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   const { mount } = require('../../src/shadow') as typeof import('../../src/shadow');
   // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const { addon } = require('../../src/native') as typeof import('../../src/native');
+  const { addon } = require('../../src/shadow/native') as typeof import('../../src/shadow/native');
   const failure = async (p: Promise<unknown>): Promise<{ code?: string; message: string } | undefined> => {
     try {
       await p;

@@ -1,6 +1,6 @@
 // `shadowfs activate <shadow> <agent>` or `shadowfs activate <shadow> --none`
 import type { Argv, CommandModule } from 'yargs';
-import { ShadowError } from '../../errors';
+import { ShadowError } from '../../common/errors';
 import { withClient } from '../daemon-call';
 
 interface Args {

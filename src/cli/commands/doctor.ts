@@ -2,10 +2,10 @@
 import { execFileSync } from 'child_process';
 import type { Argv, CommandModule } from 'yargs';
 import { ShadowClient } from '../../client';
-import { nativeModule, type WinFspStatus } from '../../native';
+import { nativeModule, type WinFspStatus } from '../../shadow/native';
 import { platform, winfspInstallDir } from '../../platform';
 import { type DoctorCheck, win32DoctorChecks } from '../../platform/win32-doctor';
-import { probeFuseDevice, probeInotify, probeKernel, ProbeResult } from '../../probe';
+import { probeFuseDevice, probeInotify, probeKernel, ProbeResult } from '../../platform/probe';
 import { emit, ExitCode } from '../output';
 
 interface Args {

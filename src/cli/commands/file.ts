@@ -2,7 +2,7 @@
 // each seeing the tree as A's layer shows it, without switching the shared mount.
 import * as fs from 'fs';
 import type { Argv, CommandModule } from 'yargs';
-import { ShadowError } from '../../errors';
+import { ShadowError } from '../../common/errors';
 import { withClient } from '../daemon-call';
 
 interface Base {

@@ -4,7 +4,7 @@ import type { Argv, CommandModule } from 'yargs';
 import { connectCli, withClient } from '../daemon-call';
 import { emit, reportError } from '../output';
 import { ShadowClient } from '../../client';
-import { ShadowError } from '../../errors';
+import { ShadowError } from '../../common/errors';
 import { LAYER_READ_MAX_BYTES } from '../../protocol/methods';
 
 interface Base {

@@ -2,7 +2,7 @@
 // servers say about an agent's change, split into what it introduced and what the folder has.
 import * as fs from 'fs';
 import type { Argv, CommandModule } from 'yargs';
-import { ShadowError } from '../../errors';
+import { ShadowError } from '../../common/errors';
 import type { ResultOf } from '../../protocol/methods';
 import { withClient } from '../daemon-call';
 import { ExitCode } from '../output';

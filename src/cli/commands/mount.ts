@@ -2,9 +2,9 @@
 // daemon, or with --foreground in this process until SIGINT/SIGTERM, then unmount cleanly.
 import type { Argv, CommandModule } from 'yargs';
 import * as path from 'path';
-import { ShadowError } from '../../errors';
+import { ShadowError } from '../../common/errors';
 import { withClient } from '../daemon-call';
-import { createLogger } from '../../log';
+import { createLogger } from '../../common/log';
 import { mount } from '../../shadow';
 import type { IoMode } from '../../shadow';
 import { emit, reportError } from '../output';

@@ -6,7 +6,7 @@ import * as os from 'os';
 import type { Argv, CommandModule } from 'yargs';
 import { ShadowClient } from '../../client';
 import { connectCli } from '../daemon-call';
-import { ShadowError } from '../../errors';
+import { ShadowError } from '../../common/errors';
 import { emit, reportError } from '../output';
 
 interface Args {

@@ -4,12 +4,12 @@ import type { Argv, CommandModule } from 'yargs';
 import { ShadowClient } from '../../client';
 import { Daemon } from '../../daemon/server';
 import { createDaemonLogger } from '../../daemon/log';
-import { daemonPaths } from '../../endpoint';
-import type { LogLevel } from '../../log';
+import { daemonPaths } from '../../common/endpoint';
+import type { LogLevel } from '../../common/log';
 import * as fs from 'fs';
 import { parsePolicy } from '../../run/policy';
 import { emit, reportError } from '../output';
-import { ShadowError } from '../../errors';
+import { ShadowError } from '../../common/errors';
 
 interface Args {
   foreground: boolean;

@@ -2,7 +2,7 @@
 // Exit status 3 when no daemon runs (it is not started for this).
 import type { Argv, CommandModule } from 'yargs';
 import { ShadowClient } from '../../client';
-import { ShadowError } from '../../errors';
+import { ShadowError } from '../../common/errors';
 import { emit, ExitCode, reportError } from '../output';
 
 interface Args {

@@ -3,9 +3,9 @@
 import * as fs from 'fs';
 import * as path from 'path';
 import type { Logger } from 'winston';
-import { proofMatches, proofOf } from '../../endpoint';
-import { ShadowError } from '../../errors';
-import { addon, nativeStatus } from '../../native';
+import { proofMatches, proofOf } from '../../common/endpoint';
+import { ShadowError } from '../../common/errors';
+import { addon, nativeStatus } from '../../shadow/native';
 import { platform } from '../../platform';
 import { PROTOCOL_VERSION } from '../../protocol/methods';
 import type { ShadowManager } from '../manager';

@@ -2,8 +2,8 @@
 // read paths in one; reset it; what it changed (changes, diff, patch); apply it to the folder;
 // checkpoints. The diffs, apply and checkpoints are the work service's.
 import type { Logger } from 'winston';
-import { ShadowError } from '../../errors';
-import { normalizeRelPath } from '../../paths';
+import { ShadowError } from '../../common/errors';
+import { normalizeRelPath } from '../../common/paths';
 import * as files from '../../work/files';
 import type { ShadowManager } from '../manager';
 import { type Changes, type Handlers, shadowOf } from './context';

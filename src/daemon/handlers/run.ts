@@ -2,7 +2,7 @@
 // connection asked for each (a restricted connection may cancel its own only), how to cancel one,
 // and which shadow it runs in (an unmount ends the runs in its shadow first; an idle unmount waits).
 import type { Logger } from 'winston';
-import { ShadowError } from '../../errors';
+import { ShadowError } from '../../common/errors';
 import type { RunPolicy } from '../../run/policy';
 import { runInShadow } from '../../run/runner';
 import type { Shadow } from '../../shadow';

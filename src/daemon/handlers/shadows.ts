@@ -1,7 +1,7 @@
 // Handlers for shadows as a whole: mount, unmount, list, which layer the shared mount shows
 // (activate), views of their own for agents, and stats.
-import { addon } from '../../native';
-import { ShadowError } from '../../errors';
+import { addon } from '../../shadow/native';
+import { ShadowError } from '../../common/errors';
 import type { ShadowManager } from '../manager';
 import { type Changes, type Handlers, shadowOf } from './context';
 import type { Runs } from './run';

@@ -1,6 +1,6 @@
 // The argument checks the file tools share. These functions are called with what a model sent
 // (over MCP or RPC), so nothing is assumed: each names the argument and what it must be.
-import { ShadowError } from '../../errors';
+import { ShadowError } from '../../common/errors';
 
 export function intOpt(name: string, value: unknown, def: number, min: number, max: number): number {
   if (value === undefined || value === null) return def;

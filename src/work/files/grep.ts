@@ -3,8 +3,8 @@
 // pattern a model sends can take exponential time.
 import picomatch from 'picomatch';
 import { Worker } from 'worker_threads';
-import { ShadowError } from '../../errors';
-import { normalizeRelPath } from '../../paths';
+import { ShadowError } from '../../common/errors';
+import { normalizeRelPath } from '../../common/paths';
 import { GREP_DEFAULT_TIMEOUT_MS, GREP_MAX_TIMEOUT_MS } from '../../protocol/methods';
 import type { Layer } from '../../shadow';
 import { orderedMap, planWalk, walk } from '../walk';

@@ -7,7 +7,7 @@
 //
 // text.ts reads, writes and edits (each write one native job, with `expect` preconditions);
 // search.ts lists and globs; grep.ts searches contents; args.ts and probe.ts hold what they share.
-export type { FileExpectation } from '../../native';
+export type { FileExpectation } from '../../shadow/native';
 export {
   DEFAULT_MAX_BYTES,
   editText,

@@ -1,6 +1,6 @@
 // What more than one file tool asks of the layer before it reads a file: is anything there,
 // and is it text. Also how many files the tools read or stat at the same time.
-import { ShadowError } from '../../errors';
+import { ShadowError } from '../../common/errors';
 import type { Layer } from '../../shadow';
 
 /** Like git: a NUL byte in the first this-many bytes makes a file binary. */

@@ -1,8 +1,8 @@
 // list and glob: the tree as ONE agent's layer shows it, walked in path order, leaving out .git
 // and what .gitignore files exclude unless asked (or a directory is named on purpose).
 import picomatch from 'picomatch';
-import { ShadowError } from '../../errors';
-import { normalizeRelPath } from '../../paths';
+import { ShadowError } from '../../common/errors';
+import { normalizeRelPath } from '../../common/paths';
 import type { Layer } from '../../shadow';
 import { isIgnored, joinRel, orderedMap, planWalk, walk, WalkEntry } from '../walk';
 import { boolOpt, checkPattern, intOpt, PICOMATCH_OPTIONS, relativeTo } from './args';

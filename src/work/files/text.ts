@@ -2,10 +2,10 @@
 // (writeText) and replace exact text in one (editText), as ONE agent's layer shows it. Writes
 // and edits are each a single native job with an optional `expect` precondition, so nothing
 // changes the file between what the job looks at and what it writes.
-import { ShadowError } from '../../errors';
-import { normalizeRelPath } from '../../paths';
+import { ShadowError } from '../../common/errors';
+import { normalizeRelPath } from '../../common/paths';
 import { LAYER_READ_MAX_BYTES } from '../../protocol/methods';
-import { addon, type FileExpectation, type NativeConflict, type NativeShadow } from '../../native';
+import { addon, type FileExpectation, type NativeConflict, type NativeShadow } from '../../shadow/native';
 import type { Layer } from '../../shadow';
 import { boolOpt, intOpt, stringArg } from './args';
 import { isBinary, statOrNull } from './probe';

@@ -2,7 +2,7 @@
 // active layer before each job. Agents are served round robin, so an agent that floods the
 // queue cannot starve another; a job that times out or is aborted releases the shadow at once
 // (its AbortSignal tells it to stop touching the files).
-import { ShadowError } from './errors';
+import { ShadowError } from '../common/errors';
 
 export interface JobOptions {
   /** Milliseconds the job may run once it has the shadow (default: no limit). */

@@ -1,8 +1,8 @@
 // Typed facade over the raw addon. Arguments are checked in TypeScript before they reach C++.
 import * as fs from 'fs';
 import * as path from 'path';
-import { ShadowError } from './errors';
-import { platform } from './platform';
+import { ShadowError } from '../common/errors';
+import { platform } from '../platform';
 
 export interface NativeMountOptions {
   entryTimeout?: number;
@@ -232,8 +232,8 @@ let failure: ShadowError | undefined;
 let loaded: Addon | undefined;
 let loadedFrom: string | undefined;
 
-/** The package's root (dist/src/native.js is two folders below it). */
-const packageRoot = path.join(__dirname, '..', '..');
+/** The package's root (dist/src/shadow/native.js is three folders below it). */
+const packageRoot = path.join(__dirname, '..', '..', '..');
 
 /** Where the package keeps the prebuilt binaries for this system: prebuilds/<platform>-<arch> (scripts/pack-prebuilds.sh). */
 export function prebuiltDir(): string {

@@ -10,7 +10,7 @@
 // here (ReadDirectoryChangesW on Windows, one inotify watch per directory on Linux).
 import * as fs from 'fs';
 import * as path from 'path';
-import type { Shadow } from './shadow';
+import type { Shadow } from './index';
 
 export interface FolderDelta {
   paths: string[];

@@ -5,7 +5,7 @@
 import * as crypto from 'crypto';
 import * as path from 'path';
 import { ShadowError } from './errors';
-import { platform } from './platform';
+import { platform } from '../platform';
 
 export interface DaemonPaths {
   /** The private per-user directory (mode 0700 on Linux; %LOCALAPPDATA%\shadowfs on Windows). */

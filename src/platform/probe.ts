@@ -2,7 +2,7 @@
 // They call libc through ffi-rs, so they exercise the same open(2) the FUSE backend makes.
 import * as fs from 'fs';
 import * as os from 'os';
-import { platform } from './platform';
+import { platform } from './';
 
 export interface ProbeResult {
   ok: boolean;

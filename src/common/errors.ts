@@ -4,9 +4,9 @@
 // errno means whatever the operation, and a table per operation (src/shadow/errnos.ts) for the
 // few that mean something of their own there. fromNative is the one function that reads them.
 
-import { type ErrorCode, ShadowError } from './protocol/errors';
-export { ErrorCodes, ShadowError, isErrorCode } from './protocol/errors';
-export type { ErrorCode } from './protocol/errors';
+import { type ErrorCode, ShadowError } from '../protocol/errors';
+export { ErrorCodes, ShadowError, isErrorCode } from '../protocol/errors';
+export type { ErrorCode } from '../protocol/errors';
 
 /** What one errno means: the code users get, and the sentence given what was being done and the native module's own message. */
 export interface ErrnoMeaning {
