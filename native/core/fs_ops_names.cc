@@ -1,0 +1,266 @@
+// The file-system operations on names (see fs_ops.h): listings, and making, linking, removing
+// and renaming entries.
+#include <cerrno>
+
+#include "fs_ops.h"
+#include "path.h"
+
+namespace shadowfs {
+
+int Overlay::readdir(Layer* view, const std::string& asked, std::vector<DirEntry>* out) {
+  SFS_AT(view);
+  ListPlan plan;
+  {
+    ReadLock lock(L.mu, LockRank::Layer);
+    std::string cbuf;
+    int e = planList(L, canon(L, asked, &cbuf), &plan);
+    if (e) return e;
+  }
+  return runList(plan, out);
+}
+
+int Overlay::list(Layer* view, const std::string& asked, DirStream* d) {
+  SFS_AT(view);
+  ListPlan plan;
+  {
+    ReadLock lock(L.mu, LockRank::Layer);
+    std::string cbuf;
+    int e = planList(L, canon(L, asked, &cbuf), &plan);
+    if (e) return e;
+  }
+  std::vector<DirEntry> fresh;
+  int e = runList(plan, &fresh);
+  if (e) return e;
+  d->ino = plan.ino;
+  d->entries.swap(fresh);
+  d->loaded = true;
+  return 0;
+}
+
+int Overlay::mknod(Layer* view, const std::string& asked, FileType type, uint32_t perm,
+                   uint64_t rdev, const Caller& who, Attr* out) {
+  SFS_AT(view);
+  if (!L.writable) return EROFS;
+  std::string askedDir, askedName;
+  splitLast(asked, &askedDir, &askedName);
+  NodeRef in = newInode(type, perm, who, askedName);
+  if (rdev) in->more().rdev = rdev;
+  WriteLock lock(L.mu, LockRank::Layer);
+  std::string cbuf, respellAs;
+  const std::string& path = canon(L, asked, &cbuf, &respellAs);
+  Node* n;
+  int e = placeNew(L, path, std::move(in), &n);
+  if (!e && !respellAs.empty()) e = respell(L, path, respellAs);
+  if (e) return e;
+  nodeAttr(n, false, std::string(), out);
+  return 0;
+}
+
+int Overlay::mkdir(Layer* view, const std::string& asked, uint32_t perm, const Caller& who,
+                   Attr* out) {
+  SFS_AT(view);
+  if (!L.writable) return EROFS;
+  std::string askedDir, askedName;
+  splitLast(asked, &askedDir, &askedName);
+  NodeRef in = newInode(FileType::Directory, perm, who, askedName);
+  WriteLock lock(L.mu, LockRank::Layer);
+  std::string cbuf, respellAs;
+  const std::string& path = canon(L, asked, &cbuf, &respellAs);
+  Node* n;
+  int e = placeNew(L, path, std::move(in), &n);
+  if (!e && !respellAs.empty()) e = respell(L, path, respellAs);
+  if (e) return e;
+  nodeAttr(n, false, std::string(), out);
+  return 0;
+}
+
+int Overlay::symlink(Layer* view, const std::string& target, const std::string& asked,
+                     const Caller& who, Attr* out) {
+  SFS_AT(view);
+  if (!L.writable) return EROFS;
+  std::string askedDir, askedName;
+  splitLast(asked, &askedDir, &askedName);
+  NodeRef in = newInode(FileType::Symlink, 0777, who, askedName);
+  in->more().target = target;
+  in->size = target.size();
+  WriteLock lock(L.mu, LockRank::Layer);
+  std::string cbuf, respellAs;
+  const std::string& path = canon(L, asked, &cbuf, &respellAs);
+  Node* n;
+  int e = placeNew(L, path, std::move(in), &n);
+  if (!e && !respellAs.empty()) e = respell(L, path, respellAs);
+  if (e) return e;
+  nodeAttr(n, false, std::string(), out);
+  return 0;
+}
+
+int Overlay::link(Layer* view, const std::string& fromAsked, const std::string& toAsked,
+                  Attr* out) {
+  SFS_AT(view);
+  if (!L.writable) return EROFS;
+  WriteLock lock(L.mu, LockRank::Layer);
+  std::string fbuf, tbuf, respellAs;
+  const std::string& from = canon(L, fromAsked, &fbuf);
+  const std::string& to = canon(L, toAsked, &tbuf, &respellAs);
+  Res r;
+  Node* src;
+  int e = materializeNode(L, from, &src, &r);
+  if (e) return e;
+  if (src->dir()) return EPERM;
+  Ref<Inode> in = src->inodeRef();
+  noteCopy(L, in.get());  // handles of the folder's file from before follow it (bindPending)
+  // The new name is a node of its own that stands for `in` (Extra::link).
+  std::string toDir, toName;
+  splitLast(to, &toDir, &toName);
+  NodeRef ln = Node::make(in->type, toName);
+  ln->ino = in->ino;
+  ln->more().link = Ref<Inode>(in).release();
+  Node* n;
+  e = placeNew(L, to, std::move(ln), &n);
+  if (!e && !respellAs.empty()) e = respell(L, to, respellAs);
+  if (e) return e;
+  ensureOwnMeta(in.get(), false, std::string());
+  touch(in.get(), false);
+  nodeAttr(n, false, std::string(), out);
+  return 0;
+}
+
+int Overlay::unlink(Layer* view, const std::string& asked) {
+  SFS_AT(view);
+  if (!L.writable) return EROFS;
+  WriteLock lock(L.mu, LockRank::Layer);
+  std::string cbuf;
+  const std::string& path = canon(L, asked, &cbuf);
+  Res r;
+  int e = resolve(L, path, &r);
+  if (e) return e;
+  FileType t = r.node ? r.node->inode()->type : r.lowerAttr.type;
+  if (t == FileType::Directory) return EISDIR;
+  return removeAt(L, path);
+}
+
+int Overlay::rmdir(Layer* view, const std::string& asked) {
+  SFS_AT(view);
+  if (!L.writable) return EROFS;
+  if (asked.empty()) return EBUSY;
+  WriteLock lock(L.mu, LockRank::Layer);
+  std::string cbuf;
+  const std::string& path = canon(L, asked, &cbuf);
+  ListPlan plan;
+  int e = planList(L, path, &plan);
+  if (e) return e;
+  std::vector<DirEntry> ls;
+  e = runList(plan, &ls);
+  if (e) return e;
+  if (!ls.empty()) return ENOTEMPTY;
+  return removeAt(L, path);
+}
+
+int Overlay::rename(Layer* view, const std::string& fromAsked, const std::string& toAsked,
+                    uint32_t flags) {
+  SFS_AT(view);
+  if (!L.writable) return EROFS;
+  if ((flags & kRenameNoReplace) && (flags & kRenameExchange)) return EINVAL;
+  if (fromAsked.empty() || toAsked.empty()) return EBUSY;
+  WriteLock lock(L.mu, LockRank::Layer);
+  std::string fbuf, tbuf, respellAs;
+  const std::string& from = canon(L, fromAsked, &fbuf);
+  const std::string& to = canon(L, toAsked, &tbuf, &respellAs);
+  Res rf;
+  int e = resolve(L, from, &rf);
+  if (e) return e;
+  if (ignoreCase_ && from == to) {
+    // Both names are one entry: a rename to another case of its own name (`foo` -> `Foo`)
+    // changes its spelling to the one given for the target, as on Windows. The caller giving
+    // the same last name twice changes nothing (rename(2) of a name onto itself), whatever the
+    // entry's spelling. Exchanging an entry with itself does nothing either; NoReplace has
+    // nothing it could replace.
+    std::string dir, fromName, toName;
+    splitLast(fromAsked, &dir, &fromName);
+    splitLast(toAsked, &dir, &toName);
+    if ((flags & kRenameExchange) || fromName == toName) return 0;
+    return respell(L, from, toName);
+  }
+  if (isInside(to, from)) return EINVAL;
+  std::string tparent, tname;
+  splitLast(to, &tparent, &tname);
+  if (tname.size() > kNameMax) return ENAMETOOLONG;
+  Res rt;
+  int et = resolve(L, to, &rt);
+  if (et && et != ENOENT) return et;
+  if (et == ENOENT) {
+    Res rp;
+    int ep = resolve(L, tparent, &rp);
+    if (ep) return ep;
+    FileType pt = rp.node ? rp.node->inode()->type : rp.lowerAttr.type;
+    if (pt != FileType::Directory) return ENOTDIR;
+  }
+  const bool toExists = et == 0;
+  if (from == to) return 0;
+  const FileType ft = rf.node ? rf.node->inode()->type : rf.lowerAttr.type;
+  if ((flags & kRenameNoReplace) && toExists) return EEXIST;
+  // Two names of one file (hard links): POSIX says succeed and do nothing. Linux's VFS stops
+  // this before a path-based backend sees it only when both names are one kernel inode.
+  if (toExists && ft != FileType::Directory) {
+    const bool sameInLayer = rf.node && rt.node && rf.node->inode() == rt.node->inode();
+    const bool sameInLower = !rf.node && !rt.node && rf.lowerAttr.nlink > 1 &&
+                             rf.lowerAttr.ino == rt.lowerAttr.ino;
+    if (sameInLayer || sameInLower) return 0;
+  }
+  // Everything that can fail happens before the first detach: a rename that fails must change
+  // nothing (the folder's directories are stat-ed again while the layer mirrors them). Called
+  // once every check has passed, so a refused rename leaves no trace in the layer either.
+  // The files of the folder that move (or are replaced) are recorded for their handles opened
+  // before, so a deferred write-open's first write follows the file it opened (bindPending).
+  auto prepare = [&]() -> int {
+    Node* n;
+    Res pre;
+    if (int pe = materializeNode(L, from, &n, &pre)) return pe;
+    noteCopy(L, n->inode());
+    Node* tp;
+    if (int pe = materializeDir(L, tparent, &tp, nullptr, nullptr)) return pe;
+    Res preTo;
+    if (!toExists) return 0;
+    if (int pe = materializeNode(L, to, &n, &preTo)) return pe;
+    noteCopy(L, n->inode());
+    return 0;
+  };
+  if (flags & kRenameExchange) {
+    if (!toExists) return ENOENT;
+    if (isInside(from, to)) return EINVAL;
+    if ((e = prepare())) return e;
+    Res a, b;
+    NodeRef na = detach(L, from, a);
+    if (!na) return EIO;
+    NodeRef nb = detach(L, to, b);
+    if (!nb) return EIO;
+    e = attach(L, to, std::move(na));
+    if (e) return e;
+    return attach(L, from, std::move(nb));
+  }
+  if (toExists) {
+    const FileType tt = rt.node ? rt.node->inode()->type : rt.lowerAttr.type;
+    const bool fromDir = ft == FileType::Directory, toDir = tt == FileType::Directory;
+    if (fromDir && !toDir) return ENOTDIR;
+    if (!fromDir && toDir) return EISDIR;
+    if (toDir) {
+      if (isInside(from, to)) return ENOTEMPTY;
+      ListPlan plan;
+      e = planList(L, to, &plan);
+      std::vector<DirEntry> ls;
+      if (!e) e = runList(plan, &ls);
+      if (e) return e;
+      if (!ls.empty()) return ENOTEMPTY;
+    }
+  }
+  if ((e = prepare())) return e;
+  Res a;
+  NodeRef na = detach(L, from, a);
+  if (!na) return EIO;
+  e = attach(L, to, std::move(na));
+  // To a name the layer deleted in another case: the entry takes the caller's spelling.
+  if (!e && !respellAs.empty()) e = respell(L, to, respellAs);
+  return e;
+}
+
+}  // namespace shadowfs
