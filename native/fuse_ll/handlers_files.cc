@@ -1,0 +1,397 @@
+// fuse_ll's handlers for open files and directories: OPEN and CREATE (and the passthrough
+// backing files registered for them), READ, WRITE, FLUSH, RELEASE, FSYNC, FALLOCATE, OPENDIR,
+// READDIR(PLUS), RELEASEDIR. Each one: ids -> path and layer (or the open handle), one overlay
+// call, one reply (through wire.h). Requests on names and attributes are in handlers_names.cc,
+// the session in fuse_ll.cc; ll_mount.h has the mount object and its thread rules.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <sys/ioctl.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include "../core/path.h"
+#include "../fuse_common/fuse_attr.h"
+#include "ll_mount.h"
+
+namespace shadowfs {
+namespace ll {
+
+void LLMount::opOpen(Req* req, uint64_t ino, FileInfo* fi) {
+  LLMount* m = self(req);
+  m->count(Op::Open);
+  // ENOSYS: the kernel now opens every file without asking (fuse_file_open, fs/fuse/file.c),
+  // keeping cached pages across opens; reads and writes come by node (see nodeHandle).
+  if (m->noOpen()) return (void)wire::replyErr(req, ENOSYS);
+  std::string path;
+  std::shared_ptr<Layer> layer;
+  if (int pe = m->nodeAt(ino, &path, &layer)) return (void)wire::replyErr(req, pe);
+  Handle* h = nullptr;
+  Attr a;
+  int e = m->ov_->open(layer.get(), path, intentOf(fi->flags), &h, &a);
+  if (e) return (void)wire::replyErr(req, e);
+  fi->fh = reinterpret_cast<uint64_t>(h);
+  // flush does nothing here, and a close() that waits for a FLUSH answer deadlocks a process
+  // that exits while holding files open on its own mount: tell the kernel not to send it.
+  fi->noflush = 1;
+  // Passthrough: decided and recorded under ptMu_, together with the handle's tracking below,
+  // so that two opens of one node cannot pick different modes.
+  std::unique_lock<std::mutex> pt;
+  uint32_t backingId = 0;
+  if (m->passthrough_.load()) {
+    pt = std::unique_lock<std::mutex>(m->ptMu_);
+    if (int pe = m->passthroughOpen(ino, h, &backingId)) {
+      pt.unlock();
+      m->ov_->release(h);
+      return (void)wire::replyErr(req, pe);
+    }
+  }
+  {
+    // Keep the kernel's cached pages only when the content is what the last open saw.
+    std::lock_guard lock(m->tmu_);
+    auto it = m->nodes_.find(ino);
+    if (it != m->nodes_.end()) {
+      FNode* n = it->second.get();
+      fi->keep_cache = n->opened && n->mtime == a.mtime && n->size == a.size;
+      n->opened = true;
+      n->mtime = a.mtime;
+      n->size = a.size;
+      n->handles.push_back(h);
+    }
+  }
+  if (pt.owns_lock()) pt.unlock();
+  // The kernel refuses (EIO) a passthrough open that also asks to keep cached pages: the pages
+  // are the backing file's.
+  if (backingId) fi->keep_cache = false;
+  const uint32_t flags = fi->openFlags() | (backingId ? abi::kOpenPassthrough : 0);
+  if (wire::replyOpen(req, fi->fh, flags, backingId) == -ENOENT) {
+    if (backingId) m->passthroughRelease(h);
+    m->trackHandle(ino, h, false);
+    m->ov_->release(h);
+  }
+}
+
+int LLMount::passthroughOpen(uint64_t ino, Handle* h, uint32_t* backingId) {
+  *backingId = 0;
+  // Only content that is the folder's own file, opened read-only: the backing file is then
+  // the descriptor of A's file the handle holds, and nothing the layer must see goes past us.
+  // A write-open is never passthrough, also now that it copies nothing until its first write
+  // (Overlay::open): the kernel would send that write to the backing file, A's own, or fail it
+  // on a read-only descriptor, and either way we would never see it to copy the file up. So a
+  // write-open is served through us like in "open" mode, and gets the same deferral.
+  const bool eligible = !h->inode && h->lower >= 0 && !h->writable;
+  uint32_t existing = 0;
+  bool othersOpen = false;
+  {
+    std::lock_guard lock(tmu_);
+    auto it = nodes_.find(ino);
+    if (it == nodes_.end()) return 0;
+    FNode* n = it->second.get();
+    existing = n->backingId;
+    othersOpen = !n->handles.empty();
+    if (existing && (!eligible || h->lowerIno != n->backingIno)) {
+      // Open for writing (its first write copies up), the layer has its own content now, or the
+      // folder's name leads to another file than the backing one (replaced in A): a new
+      // object, which the kernel must not see through this inode (it would refuse the open:
+      // one backing file per inode, no mixed modes). Its names go to a new node at the next
+      // lookup; the readers keep this one and the file they opened. That includes the other
+      // names of a hard-linked file, which lookups would otherwise join to this node by its
+      // inode number (and the kernel's retry would get ESTALE again).
+      for (auto& nm : n->names) {
+        auto b = byName_.find(key(nm.parent, nm.name));
+        if (b != byName_.end() && b->second == ino) byName_.erase(b);
+      }
+      auto bi = byIno_.find(n->ino);
+      if (bi != byIno_.end() && bi->second == ino) byIno_.erase(bi);
+      return ESTALE;
+    }
+  }
+  if (existing) {
+    std::lock_guard lock(tmu_);
+    auto it = nodes_.find(ino);
+    if (it == nodes_.end() || it->second->backingId != existing) return 0;
+    it->second->ptOpens++;
+    ptHandles_[h] = ino;
+    *backingId = existing;
+    return 0;
+  }
+  // A node already open without passthrough stays so until those files close.
+  if (!eligible || othersOpen) return 0;
+  abi::BackingMap map{static_cast<int32_t>(h->lower), 0, 0};
+  int id = ::ioctl(fd_, abi::kIocBackingOpen, &map);
+  if (id <= 0) {
+    const int e = errno;
+    if (e == EPERM || e == EINVAL || e == ENOTTY || e == EOPNOTSUPP) {
+      // Not allowed or not supported after all: the mount goes on as "open" does.
+      if (passthrough_.exchange(false))
+        std::fprintf(stderr, "shadowfs: FUSE passthrough refused (%s); serving reads through the daemon\n",
+                     std::strerror(e));
+    }
+    return 0;  // any other failure (a backing file stacked too deep): this open only
+  }
+  std::lock_guard lock(tmu_);
+  auto it = nodes_.find(ino);
+  if (it == nodes_.end()) {
+    uint32_t idv = static_cast<uint32_t>(id);
+    ::ioctl(fd_, abi::kIocBackingClose, &idv);
+    return 0;
+  }
+  it->second->backingId = static_cast<uint32_t>(id);
+  it->second->backingIno = h->lowerIno;
+  it->second->ptOpens = 1;
+  ptHandles_[h] = ino;
+  *backingId = static_cast<uint32_t>(id);
+  return 0;
+}
+
+void LLMount::passthroughRelease(Handle* h) {
+  std::lock_guard pl(ptMu_);
+  auto p = ptHandles_.find(h);
+  if (p == ptHandles_.end()) return;
+  const uint64_t ino = p->second;
+  ptHandles_.erase(p);
+  uint32_t closeId = 0;
+  {
+    std::lock_guard lock(tmu_);
+    auto it = nodes_.find(ino);
+    if (it == nodes_.end()) return;
+    FNode* n = it->second.get();
+    if (n->ptOpens > 0 && --n->ptOpens == 0) {
+      closeId = n->backingId;
+      n->backingId = 0;
+    }
+  }
+  // The kernel holds its own reference to the backing file while files use it; the id is
+  // ours to drop once the last of them is released.
+  if (closeId) ::ioctl(fd_, abi::kIocBackingClose, &closeId);
+}
+
+void LLMount::opRead(Req* req, uint64_t ino, size_t size, off_t off,
+                     FileInfo* fi) {
+  LLMount* m = self(req);
+  m->count(Op::Read);
+  IoHandle io(m, fi->fh);
+  if (!io.h) {
+    if (int e = io.fromNode(ino, false)) return (void)wire::replyErr(req, e);
+  }
+  thread_local std::vector<char> buf;
+  if (buf.size() < size) buf.resize(size);
+  size_t got = 0;
+  int e = m->ov_->read(io.h, buf.data(), size, static_cast<uint64_t>(off), &got);
+  if (e) return (void)wire::replyErr(req, e);
+  wire::replyBuf(req, buf.data(), got);
+}
+
+void LLMount::opWrite(Req* req, uint64_t ino, const char* buf, size_t size, off_t off,
+                      FileInfo* fi) {
+  LLMount* m = self(req);
+  m->count(Op::Write);
+  IoHandle io(m, fi->fh);
+  if (!io.h) {
+    if (int e = io.fromNode(ino, true)) return (void)wire::replyErr(req, e);
+  }
+  int e = m->ov_->write(io.h, buf, size, static_cast<uint64_t>(off));
+  if (e) return (void)wire::replyErr(req, e);
+  {
+    // Our own write changed mtime; the next open must not take that for a change in A, but
+    // we do not know the new mtime here, so the next open simply re-reads.
+    std::lock_guard lock(m->tmu_);
+    auto it = m->nodes_.find(ino);
+    if (it != m->nodes_.end()) it->second->opened = false;
+  }
+  wire::replyWrite(req, static_cast<uint32_t>(size));
+}
+
+// FLUSH comes only without open round trips (opens set noflush): ENOSYS makes the kernel stop
+// sending it (fc->no_flush), as there is nothing to flush.
+void LLMount::opFlush(Req* req, uint64_t, FileInfo*) {
+  LLMount* m = self(req);
+  m->count(Op::Flush);
+  wire::replyErr(req, m->noOpen() ? ENOSYS : 0);
+}
+
+void LLMount::opRelease(Req* req, uint64_t ino, FileInfo* fi) {
+  LLMount* m = self(req);
+  m->count(Op::Release);
+  Handle* h = reinterpret_cast<Handle*>(fi->fh);
+  // The one file opened by the OPEN that was answered ENOSYS is released with no handle.
+  if (!h) return (void)wire::replyErr(req, 0);
+  // Only a passthrough mount has backing files to let go of; the others skip its lock.
+  if (m->opts_.passthrough) m->passthroughRelease(h);
+  m->trackHandle(ino, h, false);
+  m->ov_->release(h);
+  wire::replyErr(req, 0);
+}
+
+void LLMount::opFsync(Req* req, uint64_t, int, FileInfo*) {
+  // The layer lives in memory: there is nothing slower to flush to.
+  wire::replyErr(req, 0);
+}
+
+// Overlay::fallocate has the semantics; punching holes and the other modes are refused as file
+// systems without them refuse them.
+void LLMount::opFallocate(Req* req, uint64_t ino, int mode, off_t offset, off_t length,
+                          FileInfo* fi) {
+  LLMount* m = self(req);
+  if (mode & ~FALLOC_FL_KEEP_SIZE) return (void)wire::replyErr(req, EOPNOTSUPP);
+  IoHandle io(m, fi->fh);
+  if (!io.h) {
+    if (int e = io.fromNode(ino, true)) return (void)wire::replyErr(req, e);
+  }
+  std::shared_ptr<Layer> layer = io.h->layer.lock();
+  int e = layer ? m->ov_->fallocate(layer.get(), io.h, (mode & FALLOC_FL_KEEP_SIZE) != 0,
+                                    static_cast<uint64_t>(offset), static_cast<uint64_t>(length))
+                : ESTALE;
+  wire::replyErr(req, e);
+}
+
+void LLMount::opOpendir(Req* req, uint64_t ino, FileInfo* fi) {
+  LLMount* m = self(req);
+  m->count(Op::Opendir);
+  // ENOSYS: the kernel opens directories without asking from now on, and keeps their
+  // listings (FOPEN_CACHE_DIR) until an invalidation of the directory drops them.
+  if (m->noOpendir()) return (void)wire::replyErr(req, ENOSYS);
+  std::string path;
+  std::shared_ptr<Layer> layer;
+  if (int pe = m->nodeAt(ino, &path, &layer)) return (void)wire::replyErr(req, pe);
+  auto d = std::make_unique<DirHandle>();
+  // The listing itself is taken at the first read (see DirStream).
+  Attr a;
+  if (int e = m->ov_->getattr(layer.get(), path, &a)) return (void)wire::replyErr(req, e);
+  if (a.type != FileType::Directory) return (void)wire::replyErr(req, ENOTDIR);
+  fi->fh = reinterpret_cast<uint64_t>(d.get());
+  // Let the kernel keep listings: every change it does not make itself (API writes, layer
+  // switches, edits in A) invalidates the directory's inode, which drops the cached listing.
+  fi->cache_readdir = 1;
+  fi->keep_cache = 1;
+  if (wire::replyOpen(req, fi->fh, fi->openFlags()) == 0) d.release();
+}
+
+void LLMount::opReaddir(Req* req, uint64_t ino, size_t size, off_t off,
+                        FileInfo* fi) {
+  LLMount* m = self(req);
+  m->count(Op::Readdir);
+  std::shared_ptr<DirStream> held;  // no-opendir: the node's listing
+  if (!fi->fh) {
+    if (int e = m->nodeListing(ino, static_cast<uint64_t>(off), &held))
+      return (void)wire::replyErr(req, e);
+  }
+  DirStream& d = held ? *held : reinterpret_cast<DirHandle*>(fi->fh)->stream;
+  if (!held && d.needsFill(static_cast<uint64_t>(off))) {
+    std::string path;
+    std::shared_ptr<Layer> layer;
+    int e = m->nodeAt(ino, &path, &layer);
+    if (e == 0) e = m->ov_->list(layer.get(), path, &d);
+    if (e && !d.loaded) return (void)wire::replyErr(req, e);  // else: keep the listing it had
+  }
+  std::vector<char> buf(size);
+  size_t pos = 0;
+  for (size_t i = static_cast<size_t>(off); i < d.count(); ++i) {
+    const char* name;
+    uint64_t entIno;
+    FileType type;
+    d.at(i, &name, &entIno, &type);
+    size_t len = wire::addDirent(buf.data() + pos, size - pos, name, i < 2 ? ino : entIno,
+                                 modeOf(type), i + 1);
+    if (len > size - pos) {
+      held = nullptr;  // more to come: keep the node's listing for the next request
+      break;
+    }
+    pos += len;
+  }
+  if (held) m->doneListing(ino, held);
+  wire::replyBuf(req, buf.data(), pos);
+}
+
+// READDIRPLUS: the listing with each entry's attributes, so that one round trip fills the
+// kernel's dentry and attribute caches (ls -l, git status and stat-heavy tools then send no
+// LOOKUP per name). Each entry given with a node id counts as a lookup the kernel will FORGET,
+// exactly as a LOOKUP reply does; "." and "..", and an entry that vanished since the listing
+// was taken, go without one (node id 0: the kernel uses only the name and type).
+void LLMount::opReaddirplus(Req* req, uint64_t ino, size_t size, off_t off,
+                            FileInfo* fi) {
+  LLMount* m = self(req);
+  m->count(Op::Readdirplus);
+  std::shared_ptr<DirStream> held;  // no-opendir: the node's listing
+  if (!fi->fh) {
+    if (int e = m->nodeListing(ino, static_cast<uint64_t>(off), &held))
+      return (void)wire::replyErr(req, e);
+  }
+  DirStream& d = held ? *held : reinterpret_cast<DirHandle*>(fi->fh)->stream;
+  std::string path;
+  std::shared_ptr<Layer> layer;
+  int ne = m->nodeAt(ino, &path, &layer);
+  if (!held && d.needsFill(static_cast<uint64_t>(off))) {
+    int e = ne ? ne : m->ov_->list(layer.get(), path, &d);
+    if (e && !d.loaded) return (void)wire::replyErr(req, e);  // else: keep the listing it had
+  }
+  std::vector<char> buf(size);
+  std::vector<uint64_t> taken;  // node ids handed to the kernel, one lookup each
+  size_t pos = 0;
+  for (size_t i = static_cast<size_t>(off); i < d.count(); ++i) {
+    const char* name;
+    uint64_t entIno;
+    FileType type;
+    d.at(i, &name, &entIno, &type);
+    if (abi::direntPlusSize(std::strlen(name)) > size - pos) {
+      held = nullptr;  // more to come: keep the node's listing for the next request
+      break;
+    }
+    abi::EntryOut e;
+    std::memset(&e, 0, sizeof e);
+    Attr a;
+    if (i >= 2 && ne == 0 && m->ov_->getattr(layer.get(), joinPath(path, name), &a) == 0) {
+      m->fillEntry(&e, m->remember(ino, name, a.type, a.ino, a.layerObject && a.nlink > 1, layer), a);
+      taken.push_back(e.nodeid);
+    } else {
+      e.attr.ino = i < 2 ? ino : entIno;
+      e.attr.mode = modeOf(type);
+    }
+    pos += wire::addDirentPlus(buf.data() + pos, size - pos, name, e, i + 1);
+  }
+  if (held) m->doneListing(ino, held);
+  if (wire::replyBuf(req, buf.data(), pos) == -ENOENT) {
+    // Interrupted: the kernel took none of the references.
+    for (uint64_t id : taken) m->forget(id, 1);
+  }
+}
+
+void LLMount::opReleasedir(Req* req, uint64_t, FileInfo* fi) {
+  self(req)->count(Op::Releasedir);
+  delete reinterpret_cast<DirHandle*>(fi->fh);
+  wire::replyErr(req, 0);
+}
+
+void LLMount::opCreate(Req* req, uint64_t parent, const char* name, mode_t mode,
+                       FileInfo* fi) {
+  LLMount* m = self(req);
+  m->count(Op::Create);
+  // ENOSYS: the kernel makes the file with MKNOD and opens it without asking (it stops sending
+  // CREATE), which spares the RELEASE a created file's handle would cost.
+  if (m->noOpen()) return (void)wire::replyErr(req, ENOSYS);
+  std::string path;
+  std::shared_ptr<Layer> layer;
+  if (int pe = m->childAt(parent, name, &path, &layer)) return (void)wire::replyErr(req, pe);
+  const Req* ctx = req;
+  Handle* h = nullptr;
+  Attr a;
+  int e = m->ov_->create(layer.get(), path, mode & 07777, intentOf(fi->flags),
+                         Caller{ctx->uid, ctx->gid}, &h, &a);
+  if (e) return (void)wire::replyErr(req, e);
+  fi->fh = reinterpret_cast<uint64_t>(h);
+  fi->noflush = 1;
+  abi::EntryOut ep;
+  m->fillEntry(&ep, m->remember(parent, name, a.type, a.ino, a.layerObject && a.nlink > 1, layer), a);
+  m->trackHandle(ep.nodeid, h, true);
+  if (wire::replyCreate(req, ep, fi->fh, fi->openFlags()) == -ENOENT) {
+    m->trackHandle(ep.nodeid, h, false);
+    m->forget(ep.nodeid, 1);
+    m->ov_->release(h);
+  }
+}
+
+}  // namespace ll
+}  // namespace shadowfs
