@@ -36,87 +36,31 @@
 // --no-namespaces: only the cgroup, Landlock, seccomp and the environment (for systems where no
 // namespace can be made, when the caller accepted an unprotected run). --probe: confine, report
 // the protections, and exit 0 instead of running a command.
+//
+// This file: the options, the status line, and the three processes (P0, P1 the run's init, P2
+// up to its confinement). P1's mount view is built in view.cc; P2's Landlock, seccomp and exec
+// are in confine.cc; launch.h is what they share.
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/audit.h>
-#include <linux/filter.h>
-#include <linux/seccomp.h>
-#include <net/if.h>
+#include <grp.h>
 #include <sched.h>
 #include <signal.h>
-#include <stddef.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
-#include <sys/mount.h>
 #include <sys/prctl.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
-#include <dirent.h>
-#include <grp.h>
-#include <termios.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <string>
 #include <utility>
 #include <vector>
 
-extern char** environ;
+#include "launch.h"
 
-namespace {
-
-// ---- Landlock: declared from the kernel's documentation of its stable ABI
-// (Documentation/userspace-api/landlock.rst), since the distribution's header may be older than
-// the kernel. Bits only ever get added; each is used only when the kernel's ABI version has it.
-constexpr uint64_t kLlWriteFile = 1ull << 1;
-constexpr uint64_t kLlRemoveDir = 1ull << 4;
-constexpr uint64_t kLlRemoveFile = 1ull << 5;
-constexpr uint64_t kLlMakeChar = 1ull << 6;
-constexpr uint64_t kLlMakeDir = 1ull << 7;
-constexpr uint64_t kLlMakeReg = 1ull << 8;
-constexpr uint64_t kLlMakeSock = 1ull << 9;
-constexpr uint64_t kLlMakeFifo = 1ull << 10;
-constexpr uint64_t kLlMakeBlock = 1ull << 11;
-constexpr uint64_t kLlMakeSym = 1ull << 12;
-constexpr uint64_t kLlRefer = 1ull << 13;     // ABI 2
-constexpr uint64_t kLlTruncate = 1ull << 14;  // ABI 3
-constexpr uint64_t kLlScopeAbstractUnix = 1ull << 0;  // ABI 6
-constexpr uint64_t kLlScopeSignal = 1ull << 1;        // ABI 6
-constexpr uint32_t kLlCreateRulesetVersion = 1u << 0;
-constexpr int kLlRulePathBeneath = 1;
-struct LlRulesetAttr {
-  uint64_t handled_access_fs;
-  uint64_t handled_access_net;
-  uint64_t scoped;
-};
-struct __attribute__((packed)) LlPathBeneath {
-  uint64_t allowed_access;
-  int32_t parent_fd;
-};
-constexpr long kSysLandlockCreateRuleset = 444;
-constexpr long kSysLandlockAddRule = 445;
-constexpr long kSysLandlockRestrictSelf = 446;
-
-struct Options {
-  std::vector<std::string> cgroups;  // the run's cgroup, and those that hold its resource limits
-  std::vector<std::pair<std::string, std::string>> binds;    // source, target
-  std::vector<std::pair<std::string, std::string>> roBinds;  // source, target, read-only
-  std::vector<std::string> hides;
-  std::vector<std::string> writable;
-  std::vector<std::string> tmpfs;  // private, writable, empty: the home directory
-  bool net = false;
-  std::string cwd;
-  std::vector<std::string> env;
-  int statusFd = -1;
-  bool namespaces = true;
-  bool probe = false;
-  std::vector<std::string> argv;
-};
+namespace launch {
 
 Options g_opts;
 std::vector<std::string> g_held;  // what holds, for the "protections" line
@@ -132,7 +76,7 @@ void status(const std::string& line) {
   (void)ignored;
 }
 
-[[noreturn]] void fail(const char* code, const std::string& what, int err = 0) {
+[[noreturn]] void fail(const char* code, const std::string& what, int err) {
   std::string msg = what;
   if (err) msg += std::string(": ") + strerror(err);
   status(std::string("error ") + code + " " + msg);
@@ -148,400 +92,11 @@ bool writeFile(const std::string& path, const std::string& text) {
   return ok;
 }
 
-bool isDir(const std::string& p) {
-  struct stat st;
-  return lstat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-}
+}  // namespace launch
 
-bool under(const std::string& path, const std::string& dir) {
-  if (dir == "/") return true;
-  return path == dir || (path.size() > dir.size() && path.compare(0, dir.size(), dir) == 0 && path[dir.size()] == '/');
-}
+using namespace launch;
 
-void mkdirs(const std::string& path) {
-  for (size_t i = 1; i <= path.size(); ++i) {
-    if (i == path.size() || path[i] == '/') {
-      std::string part = path.substr(0, i);
-      if (mkdir(part.c_str(), 0755) != 0 && errno != EEXIST) fail("CONFINEMENT_FAILED", "cannot make " + part + " in the run's view", errno);
-    }
-  }
-}
-
-// ---- the mount view (P1) ---------------------------------------------------------------
-
-struct Placed {
-  int fd;
-  std::string target;
-  unsigned long long attrs;  // MOUNT_ATTR_* set on the copy before it is placed
-  bool file;
-};
-
-// The system the run reads: these top-level directories of the host, read-only (symbolic links
-// among them, as merged-/usr systems have, are made again as links). Nothing else of the host
-// is there unless the daemon names it: not /home, /root, /var, /mnt, /media, /srv, whose
-// sockets (container engines, agents, buses) a run could otherwise connect to.
-const char* const kSystem[] = {"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/nix", "/sys"};
-// The devices a build uses; nothing else of the host's /dev.
-const char* const kDevices[] = {"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty"};
-constexpr const char* kRoot = "/tmp";  // the new root is a tmpfs mounted over /tmp, then pivoted into
-
-int cloneTree(const std::string& source, bool recursive = true) {
-  int fd = static_cast<int>(open_tree(AT_FDCWD, source.c_str(), OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | (recursive ? AT_RECURSIVE : 0)));
-  if (fd < 0) fail("CONFINEMENT_FAILED", "cannot take a copy of the mount at " + source, errno);
-  return fd;
-}
-
-void tmpfsAt(const std::string& dir, const char* opts, unsigned long flags) {
-  if (mount("tmpfs", dir.c_str(), "tmpfs", MS_NOSUID | MS_NODEV | flags, opts) != 0)
-    fail("CONFINEMENT_FAILED", "cannot mount a private tmpfs at " + dir, errno);
-}
-
-void setAttrs(int fd, const std::string& what, unsigned long long attrs, bool recursive) {
-  struct mount_attr a = {};
-  a.attr_set = attrs;
-  if (mount_setattr(fd, "", AT_EMPTY_PATH | (recursive ? AT_RECURSIVE : 0), &a, sizeof a) != 0)
-    fail("CONFINEMENT_FAILED", "cannot set the mount flags of " + what, errno);
-}
-
-// A path with no symbolic link in it: the place a mount is taken from, or put at in the view,
-// is never decided by a link someone planted (a run writes links into the shadow and into the
-// writable directories, and the next run's view is built through them).
-void mustBeCanonical(const std::string& path, const std::string& what) {
-  char real[PATH_MAX];
-  if (!realpath(path.c_str(), real)) fail("CONFINEMENT_FAILED", "cannot resolve " + what, errno);
-  if (path != real) fail("CONFINEMENT_FAILED", what + " goes through a symbolic link (to " + real + "); name the real path");
-}
-
-void place(const Placed& p) {
-  std::string at = std::string(kRoot) + p.target;
-  struct stat st;
-  if (lstat(at.c_str(), &st) != 0) {
-    if (p.file) {
-      mkdirs(at.substr(0, at.rfind('/')));
-      int fd = open(at.c_str(), O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
-      if (fd < 0) fail("CONFINEMENT_FAILED", "cannot make " + p.target + " in the run's view", errno);
-      close(fd);
-    } else {
-      mkdirs(at);
-    }
-  }
-  mustBeCanonical(at, p.target + " in the run's view");
-  setAttrs(p.fd, p.target, p.attrs, !p.file);
-  if (move_mount(p.fd, "", AT_FDCWD, at.c_str(), MOVE_MOUNT_F_EMPTY_PATH) != 0)
-    fail("CONFINEMENT_FAILED", "cannot put " + p.target + " in the run's view", errno);
-  close(p.fd);
-}
-
-void buildView() {
-  if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) fail("CONFINEMENT_FAILED", "cannot make the mounts private", errno);
-  const unsigned long long roAttrs = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
-  const unsigned long long rwAttrs = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
-  // Everything the view is made of is taken first, before anything is covered.
-  std::vector<Placed> system, placed, devices;
-  std::vector<std::pair<std::string, std::string>> links;
-  for (const char* dir : kSystem) {
-    struct stat st;
-    if (lstat(dir, &st) != 0) continue;
-    if (S_ISLNK(st.st_mode)) {
-      char target[PATH_MAX];
-      ssize_t n = readlink(dir, target, sizeof target - 1);
-      if (n > 0) links.emplace_back(dir, std::string(target, static_cast<size_t>(n)));
-    } else if (S_ISDIR(st.st_mode)) {
-      system.push_back({cloneTree(dir), dir, roAttrs, false});
-    }
-  }
-  auto add = [&](const std::string& source, const std::string& target, unsigned long long attrs) {
-    struct stat st;
-    if (stat(source.c_str(), &st) != 0) {
-      if (attrs & MOUNT_ATTR_RDONLY) return;  // an optional read-only extra that is not there
-      fail("CONFINEMENT_FAILED", "cannot find " + source, errno);
-    }
-    bool file = !S_ISDIR(st.st_mode);
-    mustBeCanonical(source, source);
-    placed.push_back({cloneTree(source, !file), target, attrs, file});
-  };
-  for (auto& b : g_opts.binds) add(b.first, b.second, rwAttrs);
-  for (auto& b : g_opts.roBinds) add(b.first, b.second, roAttrs);
-  for (auto& w : g_opts.writable)
-    if (isDir(w)) add(w, w, rwAttrs);
-  // Name resolution may live under /run (systemd-resolved's stub file): that one directory comes back.
-  char resolved[PATH_MAX];
-  if (realpath("/etc/resolv.conf", resolved) && under(resolved, "/run")) {
-    std::string dir(resolved);
-    dir = dir.substr(0, dir.rfind('/'));
-    add(dir, dir, roAttrs);
-  }
-  for (const char* dev : kDevices) {
-    struct stat st;
-    if (stat(dev, &st) == 0 && S_ISCHR(st.st_mode)) devices.push_back({cloneTree(dev, false), dev, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC, true});
-  }
-  // The new root: a tmpfs, read-only once built.
-  tmpfsAt(kRoot, "mode=0755", 0);
-  for (auto& l : links) {
-    if (symlink(l.second.c_str(), (std::string(kRoot) + l.first).c_str()) != 0)
-      fail("CONFINEMENT_FAILED", "cannot make the link " + l.first, errno);
-  }
-  for (auto& p : system) place(p);
-  std::string root(kRoot);
-  // The namespace's own processes only; /proc/sys and the sysrq trigger read-only.
-  mkdirs(root + "/proc");
-  if (mount("proc", (root + "/proc").c_str(), "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) != 0)
-    fail("CONFINEMENT_FAILED", "cannot mount the run's own /proc", errno);
-  for (const char* sub : {"/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus"}) {
-    struct stat st;
-    std::string at = root + sub;
-    if (lstat(at.c_str(), &st) != 0) continue;
-    int fd = cloneTree(at, S_ISDIR(st.st_mode));
-    setAttrs(fd, sub, roAttrs, S_ISDIR(st.st_mode));
-    if (move_mount(fd, "", AT_FDCWD, at.c_str(), MOVE_MOUNT_F_EMPTY_PATH) != 0) fail("CONFINEMENT_FAILED", std::string("cannot protect ") + sub, errno);
-    close(fd);
-  }
-  // A /dev of its own: the usual devices, a private pty instance, shared memory.
-  mkdirs(root + "/dev");
-  tmpfsAt(root + "/dev", "mode=0755", MS_NOEXEC);
-  for (auto& d : devices) place(d);
-  mkdirs(root + "/dev/pts");
-  if (mount("devpts", (root + "/dev/pts").c_str(), "devpts", MS_NOSUID | MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620") != 0)
-    fail("CONFINEMENT_FAILED", "cannot mount the run's own /dev/pts", errno);
-  mkdirs(root + "/dev/shm");
-  tmpfsAt(root + "/dev/shm", "mode=1777", 0);
-  for (auto& l : std::vector<std::pair<const char*, const char*>>{
-           {"pts/ptmx", "/dev/ptmx"}, {"/proc/self/fd", "/dev/fd"}, {"/proc/self/fd/0", "/dev/stdin"},
-           {"/proc/self/fd/1", "/dev/stdout"}, {"/proc/self/fd/2", "/dev/stderr"}}) {
-    if (symlink(l.first, (root + l.second).c_str()) != 0) fail("CONFINEMENT_FAILED", std::string("cannot make ") + l.second, errno);
-  }
-  // Private scratch space; an empty /run.
-  for (const char* t : {"/tmp", "/var/tmp"}) {
-    mkdirs(root + t);
-    tmpfsAt(root + t, "mode=1777", 0);
-  }
-  mkdirs(root + "/run");
-  tmpfsAt(root + "/run", "mode=0755", 0);
-  for (auto& t : g_opts.tmpfs) {
-    mkdirs(root + t);
-    tmpfsAt(root + t, "mode=0700", 0);
-  }
-  // The shadow, the daemon's read-only extras and the user's writable list, parents first.
-  std::sort(placed.begin(), placed.end(), [](const Placed& a, const Placed& b) { return a.target.size() < b.target.size(); });
-  for (auto& p : placed) place(p);
-  // Hidden even where an extra would show them: shadowfs's runtime, state and configuration
-  // directories, other shadows and views.
-  for (auto& h : g_opts.hides) {
-    // A directory made only to hold a placed mount (the runtime directory around a view's
-    // mount point) shows nothing else: covering it would cover the mount.
-    bool holds = false;
-    for (auto& p : placed) holds = holds || under(p.target, h);
-    if (holds) continue;
-    std::string at = root + h;
-    // A shadow or view that came along with a cloned tree is a copy of its mount: detached
-    // here, so this namespace never keeps it alive (a daemon that is not root made this
-    // namespace inside a user namespace, which locks the copies: then they are covered only).
-    umount2(at.c_str(), MNT_DETACH | UMOUNT_NOFOLLOW);
-    // What is there, from the kernel's cached attributes only: a hidden path may be a mount
-    // whose server hangs, and a stat that asked it would hang this run before it starts.
-    struct statx sx;
-    if (statx(AT_FDCWD, at.c_str(), AT_SYMLINK_NOFOLLOW | AT_STATX_DONT_SYNC, STATX_TYPE, &sx) != 0 ||
-        !S_ISDIR(sx.stx_mode))
-      continue;
-    tmpfsAt(at, "mode=0555,size=4k", MS_RDONLY | MS_NOEXEC);
-  }
-  // Into the new root; the old one is detached.
-  mkdirs(root + "/.old");
-  if (syscall(SYS_pivot_root, kRoot, (root + "/.old").c_str()) != 0) fail("CONFINEMENT_FAILED", "cannot enter the run's view", errno);
-  if (chdir("/") != 0 || umount2("/.old", MNT_DETACH) != 0) fail("CONFINEMENT_FAILED", "cannot leave the host's view", errno);
-  rmdir("/.old");
-  for (const char* dir : {"/", "/dev"}) {
-    int fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0) fail("CONFINEMENT_FAILED", std::string("cannot open ") + dir, errno);
-    setAttrs(fd, dir, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID, false);
-    close(fd);
-  }
-  g_held.push_back("mount");
-}
-
-void loopbackUp() {
-  int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  if (s < 0) fail("CONFINEMENT_FAILED", "cannot bring up the loopback interface", errno);
-  struct ifreq ifr = {};
-  strncpy(ifr.ifr_name, "lo", IFNAMSIZ - 1);
-  if (ioctl(s, SIOCGIFFLAGS, &ifr) == 0) {
-    ifr.ifr_flags |= IFF_UP | IFF_RUNNING;
-    if (ioctl(s, SIOCSIFFLAGS, &ifr) != 0) fail("CONFINEMENT_FAILED", "cannot bring up the loopback interface", errno);
-  }
-  close(s);
-}
-
-// ---- Landlock and seccomp (P2) -------------------------------------------------------------
-
-void addBeneath(int ruleset, const std::string& path, uint64_t access) {
-  int fd = open(path.c_str(), O_PATH | O_CLOEXEC);
-  if (fd < 0) return;  // nothing there to allow
-  LlPathBeneath rule = {access, fd};
-  if (syscall(kSysLandlockAddRule, ruleset, kLlRulePathBeneath, &rule, 0) != 0 && errno != ENOENT)
-    fail("CONFINEMENT_FAILED", "cannot add the Landlock rule for " + path, errno);
-  close(fd);
-}
-
-void applyLandlock(const std::vector<std::string>& writable) {
-  long abi = syscall(kSysLandlockCreateRuleset, nullptr, 0, kLlCreateRulesetVersion);
-  if (abi < 1) return;  // not in this kernel (or disabled): the caller sees it missing from "protections"
-  uint64_t write = kLlWriteFile | kLlRemoveDir | kLlRemoveFile | kLlMakeChar | kLlMakeDir | kLlMakeReg | kLlMakeSock |
-                   kLlMakeFifo | kLlMakeBlock | kLlMakeSym;
-  if (abi >= 2) write |= kLlRefer;
-  if (abi >= 3) write |= kLlTruncate;
-  LlRulesetAttr attr = {};
-  attr.handled_access_fs = write;
-  size_t size = offsetof(LlRulesetAttr, handled_access_net);
-  if (abi >= 6) {
-    attr.scoped = kLlScopeAbstractUnix | kLlScopeSignal;
-    size = sizeof attr;
-  }
-  int ruleset = static_cast<int>(syscall(kSysLandlockCreateRuleset, &attr, size, 0));
-  if (ruleset < 0) fail("CONFINEMENT_FAILED", "cannot create the Landlock ruleset", errno);
-  for (auto& w : writable) addBeneath(ruleset, w, write);
-  // Devices: writing the few the view has and the run's own terminals; making nothing.
-  for (const char* dev : kDevices) addBeneath(ruleset, dev, kLlWriteFile | (abi >= 3 ? kLlTruncate : 0));
-  addBeneath(ruleset, "/dev/pts", kLlWriteFile | (abi >= 3 ? kLlTruncate : 0));
-  if (syscall(kSysLandlockRestrictSelf, ruleset, 0) != 0) fail("CONFINEMENT_FAILED", "cannot apply the Landlock ruleset", errno);
-  close(ruleset);
-  g_held.push_back(abi >= 6 ? "landlock" : "landlock-writes");
-}
-
-#if defined(__x86_64__)
-constexpr uint32_t kAuditArch = AUDIT_ARCH_X86_64;
-constexpr uint32_t kHighestKnown = 469;  // file_setattr, Linux 6.17
-#elif defined(__aarch64__)
-constexpr uint32_t kAuditArch = AUDIT_ARCH_AARCH64;
-constexpr uint32_t kHighestKnown = 469;
-#else
-#error "shadowfs-launch: add this architecture's AUDIT_ARCH value"
-#endif
-
-void applySeccomp() {
-  // Refused with EPERM: what namespaces and capabilities already stop, once more, and what they
-  // do not cover (keyrings, BPF, perf, userfaultfd, terminal injection).
-  static const long denied[] = {
-      SYS_mount, SYS_umount2, SYS_pivot_root, SYS_move_mount, SYS_open_tree, SYS_fsopen, SYS_fsconfig, SYS_fsmount,
-      SYS_fspick, SYS_mount_setattr, SYS_setns, SYS_unshare, SYS_open_by_handle_at, SYS_name_to_handle_at, SYS_bpf,
-      SYS_perf_event_open, SYS_kexec_load, SYS_kexec_file_load, SYS_init_module, SYS_finit_module, SYS_delete_module,
-      SYS_add_key, SYS_request_key, SYS_keyctl, SYS_userfaultfd, SYS_swapon, SYS_swapoff, SYS_reboot, SYS_syslog, SYS_acct,
-      SYS_quotactl, SYS_chroot,
-      457 /* statmount */, 458 /* listmount */, 467 /* open_tree_attr: a copy of a mount, as open_tree */,
-#ifdef SYS_iopl
-      SYS_iopl, SYS_ioperm,
-#endif
-  };
-  const uint32_t nsFlags = CLONE_NEWNS | CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWCGROUP;
-  std::vector<sock_filter> f;
-  auto stmt = [&](uint16_t code, uint32_t k) { f.push_back(BPF_STMT(code, k)); };
-  auto jump = [&](uint16_t code, uint32_t k, uint8_t jt, uint8_t jf) { f.push_back(BPF_JUMP(code, k, jt, jf)); };
-  const uint32_t eperm = SECCOMP_RET_ERRNO | EPERM;
-  stmt(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, arch));
-  jump(BPF_JMP | BPF_JEQ | BPF_K, kAuditArch, 1, 0);
-  stmt(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS);
-  stmt(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr));
-#if defined(__x86_64__)
-  jump(BPF_JMP | BPF_JGE | BPF_K, 0x40000000u, 0, 1);  // the x32 ABI: another way in to the same calls
-  stmt(BPF_RET | BPF_K, eperm);
-#endif
-  for (long nr : denied) {
-    jump(BPF_JMP | BPF_JEQ | BPF_K, static_cast<uint32_t>(nr), 0, 1);
-    stmt(BPF_RET | BPF_K, eperm);
-  }
-  // Calls newer than this filter knows: not there, as on an older kernel.
-  jump(BPF_JMP | BPF_JGT | BPF_K, kHighestKnown, 0, 1);
-  stmt(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS);
-  // openat2 passes its mode in memory: ENOSYS, and libc's open uses openat.
-  jump(BPF_JMP | BPF_JEQ | BPF_K, SYS_openat2, 0, 1);
-  stmt(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS);
-  // No set-user-ID or set-group-ID bit from a run: a root run could leave such programs in a
-  // writable directory of the host. (The mode argument of chmod, fchmod, fchmodat(2), creat,
-  // open and openat.)
-  for (auto [nr, arg] : std::vector<std::pair<long, int>>{
-           {SYS_chmod, 1}, {SYS_fchmod, 1}, {SYS_fchmodat, 2}, {452 /* fchmodat2 */, 2}, {SYS_creat, 1}, {SYS_open, 2}, {SYS_openat, 3}}) {
-    jump(BPF_JMP | BPF_JEQ | BPF_K, static_cast<uint32_t>(nr), 0, 4);
-    stmt(BPF_LD | BPF_W | BPF_ABS, static_cast<uint32_t>(offsetof(seccomp_data, args) + 8 * arg));
-    jump(BPF_JMP | BPF_JSET | BPF_K, S_ISUID | S_ISGID, 0, 1);
-    stmt(BPF_RET | BPF_K, eperm);
-    stmt(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
-  }
-  // clone3 passes its flags in memory a filter cannot read: ENOSYS makes libc fall back to clone.
-  jump(BPF_JMP | BPF_JEQ | BPF_K, SYS_clone3, 0, 1);
-  stmt(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS);
-  // clone with a namespace flag.
-  jump(BPF_JMP | BPF_JEQ | BPF_K, SYS_clone, 0, 4);
-  stmt(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, args[0]));
-  jump(BPF_JMP | BPF_JSET | BPF_K, nsFlags, 0, 1);
-  stmt(BPF_RET | BPF_K, eperm);
-  stmt(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
-  // ioctl TIOCSTI / TIOCLINUX: typing into a terminal another program reads.
-  jump(BPF_JMP | BPF_JEQ | BPF_K, SYS_ioctl, 0, 5);
-  stmt(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, args[1]));
-  jump(BPF_JMP | BPF_JEQ | BPF_K, TIOCSTI, 2, 0);
-  jump(BPF_JMP | BPF_JEQ | BPF_K, TIOCLINUX, 1, 0);
-  stmt(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
-  stmt(BPF_RET | BPF_K, eperm);
-  stmt(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
-  sock_fprog prog = {static_cast<unsigned short>(f.size()), f.data()};
-  if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0) fail("CONFINEMENT_FAILED", "cannot install the seccomp filter", errno);
-  g_held.push_back("seccomp");
-}
-
-// ---- the command (P2, or P0 without namespaces) ------------------------------------------
-
-std::string joinHeld() {
-  std::string s;
-  for (auto& h : g_held) s += (s.empty() ? "" : ",") + h;
-  return s;
-}
-
-[[noreturn]] void confineAndExec(const std::vector<std::string>& writable) {
-  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) fail("CONFINEMENT_FAILED", "cannot set no_new_privs", errno);
-  applyLandlock(writable);
-  if (!g_opts.cwd.empty() && chdir(g_opts.cwd.c_str()) != 0) fail("CONFINEMENT_FAILED", "cannot enter " + g_opts.cwd, errno);
-  applySeccomp();
-  status("protections " + joinHeld());
-  if (g_opts.probe) _exit(0);
-  std::vector<char*> env;
-  for (auto& e : g_opts.env) env.push_back(const_cast<char*>(e.c_str()));
-  env.push_back(nullptr);
-  std::vector<char*> argv;
-  for (auto& a : g_opts.argv) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  environ = env.data();  // execvp looks the program up in this PATH: the command's own
-  execvp(argv[0], argv.data());
-  int err = errno;
-  status(std::string("error NOT_FOUND cannot start ") + argv[0] + ": " + strerror(err));
-  fprintf(stderr, "shadowfs-launch: cannot start %s: %s\n", argv[0], strerror(err));
-  _exit(err == ENOENT ? 127 : 126);
-}
-
-std::vector<std::string> writableTargets() {
-  std::vector<std::string> w;
-  for (auto& b : g_opts.binds) w.push_back(b.second);
-  for (auto& x : g_opts.writable) w.push_back(x);
-  for (auto& x : g_opts.tmpfs) w.push_back(x);
-  // The view's private temporary directories; without namespaces those would be the host's,
-  // and the caller names a private directory of the run's instead (--writable).
-  if (g_opts.namespaces)
-    for (const char* t : {"/tmp", "/var/tmp", "/dev/shm"}) w.push_back(t);
-  return w;
-}
-
-void closeOthers() {
-  // Everything but the standard streams and the status descriptor.
-  int keep = g_opts.statusFd;
-  if (keep > 3) {
-    if (dup2(keep, 3) < 0) fail("INTERNAL", "cannot move the status descriptor", errno);
-    g_opts.statusFd = keep = 3;
-  }
-  if (keep == 3) {
-    syscall(SYS_close_range, 4u, ~0u, 0u);
-    fcntl(3, F_SETFD, FD_CLOEXEC);
-  } else {
-    syscall(SYS_close_range, 3u, ~0u, 0u);
-  }
-}
+namespace {
 
 // ---- P1: the run's init --------------------------------------------------------------------
 

@@ -110,7 +110,7 @@ function outermost(dirs: string[]): string[] {
   return unique.filter((d) => !unique.some((o) => o !== d && (o === '/' || d.startsWith(`${o}/`))));
 }
 
-/** Top-level directories the launcher shows read-only in every view (native/launcher/linux_launch.cc kSystem). */
+/** Top-level directories the launcher shows read-only in every view (native/launcher/view.cc kSystem). */
 const SYSTEM = ['/usr', '/bin', '/sbin', '/lib', '/lib32', '/lib64', '/libx32', '/etc', '/opt', '/nix', '/sys'];
 
 /**
