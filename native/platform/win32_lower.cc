@@ -1,4 +1,4 @@
-// Windows implementation of LowerFs and SpillStore (see win32_lower.h). Every object of the
+// Windows implementation of LowerFs (see win32_lower.h; the SpillStore is in win32_spill.cc). Every object of the
 // folder is reached by an absolute \\?\ path built from the root's final path, so paths longer
 // than MAX_PATH work and no Win32 path rewriting ("." / ".." / trailing dots) happens behind our
 // back. Handles are opened with all three share modes and closed before the call returns, so
@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "../core/overlay.h"  // kFirstLayerIno
+#include "win32_io.h"
 
 namespace shadowfs {
 
@@ -29,12 +30,6 @@ static_assert(InodeNumbers::kTableLimit <= kFirstLayerIno,
               "the folder's inode numbers must stay below the layer's range");
 static_assert(InodeNumbers::kDirectLimit <= InodeNumbers::kTableFirst,
               "numbered directly and from the table: two ranges that never meet");
-
-static_assert(sizeof(SRWLOCK) == sizeof(void*), "SrwLock keeps an SRWLOCK in one pointer");
-void SrwLock::lock() { AcquireSRWLockExclusive(reinterpret_cast<PSRWLOCK>(&state_)); }
-void SrwLock::unlock() { ReleaseSRWLockExclusive(reinterpret_cast<PSRWLOCK>(&state_)); }
-void SrwLock::lock_shared() { AcquireSRWLockShared(reinterpret_cast<PSRWLOCK>(&state_)); }
-void SrwLock::unlock_shared() { ReleaseSRWLockShared(reinterpret_cast<PSRWLOCK>(&state_)); }
 
 bool InodeNumbers::Key::operator==(const Key& o) const {
   return volume == o.volume && std::memcmp(id, o.id, sizeof id) == 0;
@@ -75,104 +70,18 @@ size_t InodeNumbers::tableSize() const {
   return map_.size();
 }
 
-int errnoFromWin32(uint32_t error) {
-  switch (error) {
-    case ERROR_SUCCESS: return 0;
-    case ERROR_FILE_NOT_FOUND:
-    case ERROR_PATH_NOT_FOUND:
-    case ERROR_INVALID_DRIVE:
-    case ERROR_BAD_NETPATH:
-    case ERROR_BAD_NET_NAME:
-    case ERROR_BAD_PATHNAME:
-    case ERROR_DELETE_PENDING:  // being deleted: already gone as POSIX sees it
-      return ENOENT;
-    case ERROR_ACCESS_DENIED:
-    case ERROR_CANT_ACCESS_FILE:
-    case ERROR_NETWORK_ACCESS_DENIED:
-      return EACCES;
-    case ERROR_PRIVILEGE_NOT_HELD: return EPERM;
-    case ERROR_SHARING_VIOLATION:
-    case ERROR_LOCK_VIOLATION:
-    case ERROR_BUSY:
-      return EBUSY;
-    case ERROR_DIRECTORY: return ENOTDIR;
-    case ERROR_INVALID_NAME:
-    case ERROR_INVALID_PARAMETER:
-    case ERROR_NOT_A_REPARSE_POINT:
-    case ERROR_INVALID_REPARSE_DATA:
-    case ERROR_INVALID_FUNCTION:  // e.g. a reparse-point request on a file system without them
-    case ERROR_NEGATIVE_SEEK:
-      return EINVAL;
-    case ERROR_FILENAME_EXCED_RANGE: return ENAMETOOLONG;
-    case ERROR_INVALID_HANDLE: return EBADF;
-    case ERROR_NOT_ENOUGH_MEMORY:
-    case ERROR_OUTOFMEMORY:
-    case ERROR_NOT_ENOUGH_QUOTA:
-      return ENOMEM;
-    case ERROR_DISK_FULL:
-    case ERROR_HANDLE_DISK_FULL:
-      return ENOSPC;
-    case ERROR_FILE_EXISTS:
-    case ERROR_ALREADY_EXISTS:
-      return EEXIST;
-    case ERROR_DIR_NOT_EMPTY: return ENOTEMPTY;
-    case ERROR_NOT_SAME_DEVICE: return EXDEV;
-    case ERROR_TOO_MANY_OPEN_FILES: return EMFILE;
-    case ERROR_WRITE_PROTECT: return EROFS;
-    case ERROR_NOT_SUPPORTED: return ENOTSUP;
-    case ERROR_CALL_NOT_IMPLEMENTED: return ENOSYS;
-    case ERROR_CANT_RESOLVE_FILENAME:  // too many reparse points on the way
-    case 681:  // ERROR_STOPPED_ON_SYMLINK (not in every SDK's headers)
-      return ELOOP;
-    case ERROR_INSUFFICIENT_BUFFER: return ERANGE;
-    case ERROR_NOACCESS: return EFAULT;
-    default: return EIO;
-  }
-}
-
 }  // namespace win32
 
 namespace {
 
 using win32::errnoFromWin32;
+using win32::kShareAll;
+using win32::lastErrno;
+using win32::readAt;
+using win32::Win32Handle;
 
-constexpr DWORD kShareAll = FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE;
 // 100 ns intervals between 1601-01-01 (FILETIME's epoch) and 1970-01-01.
 constexpr int64_t kUnixEpochInFileTime = 116444736000000000LL;
-
-int lastErrno() { return errnoFromWin32(GetLastError()); }
-
-// Owns one HANDLE. Move-only.
-class Win32Handle {
- public:
-  Win32Handle() = default;
-  explicit Win32Handle(HANDLE h) : h_(h) {}
-  ~Win32Handle() { reset(); }
-  Win32Handle(Win32Handle&& o) noexcept : h_(o.release()) {}
-  Win32Handle& operator=(Win32Handle&& o) noexcept {
-    if (this != &o) {
-      reset();
-      h_ = o.release();
-    }
-    return *this;
-  }
-  Win32Handle(const Win32Handle&) = delete;
-  Win32Handle& operator=(const Win32Handle&) = delete;
-  HANDLE get() const { return h_; }
-  bool valid() const { return h_ != INVALID_HANDLE_VALUE; }
-  HANDLE release() {
-    HANDLE h = h_;
-    h_ = INVALID_HANDLE_VALUE;
-    return h;
-  }
-  void reset(HANDLE h = INVALID_HANDLE_VALUE) {
-    if (h_ != INVALID_HANDLE_VALUE) CloseHandle(h_);
-    h_ = h;
-  }
-
- private:
-  HANDLE h_ = INVALID_HANDLE_VALUE;
-};
 
 Timespec fromFileTime(int64_t t) {
   int64_t d = t - kUnixEpochInFileTime;
@@ -305,48 +214,6 @@ int typeOf(HANDLE h, FileType* out) {
     std::vector<char> buf;
     DWORD n = readReparse(h, &buf);
     if (n && isLinkTag(reparseTag(buf, n))) *out = FileType::Symlink;
-  }
-  return 0;
-}
-
-// An OVERLAPPED that names only a file offset (for ReadFile/WriteFile on a synchronous handle).
-OVERLAPPED overlappedAt(uint64_t at) {
-  OVERLAPPED ov{};
-  ov.Offset = static_cast<DWORD>(at);
-  ov.OffsetHigh = static_cast<DWORD>(at >> 32);
-  return ov;
-}
-
-// ReadFile at an offset (an OVERLAPPED on a synchronous handle: the call still blocks, and
-// concurrent calls on one handle each read their own range) until `size` bytes or end of file.
-int readAt(HANDLE h, char* buf, size_t size, uint64_t off, size_t* got) {
-  size_t done = 0;
-  while (done < size) {
-    DWORD want = static_cast<DWORD>(std::min<size_t>(size - done, 1u << 30));
-    OVERLAPPED ov = overlappedAt(off + done);
-    DWORD n = 0;
-    if (!ReadFile(h, buf + done, want, &n, &ov)) {
-      DWORD e = GetLastError();
-      if (e == ERROR_HANDLE_EOF) break;
-      *got = done;
-      return errnoFromWin32(e);
-    }
-    if (n == 0) break;
-    done += n;
-  }
-  *got = done;
-  return 0;
-}
-
-int writeAt(HANDLE h, const char* buf, size_t size, uint64_t off) {
-  size_t done = 0;
-  while (done < size) {
-    DWORD want = static_cast<DWORD>(std::min<size_t>(size - done, 1u << 30));
-    OVERLAPPED ov = overlappedAt(off + done);
-    DWORD n = 0;
-    if (!WriteFile(h, buf + done, want, &n, &ov)) return lastErrno();
-    if (n == 0) return EIO;
-    done += n;
   }
   return 0;
 }
@@ -699,61 +566,6 @@ class Win32Lower final : public LowerFs {
   std::unordered_map<LowerHandle, std::shared_ptr<OpenFile>> files_;
 };
 
-class Win32SpillFile final : public SpillFile {
- public:
-  explicit Win32SpillFile(Win32Handle h) : h_(std::move(h)) {}
-
-  int pread(char* buf, size_t size, uint64_t off, size_t* got) override {
-    return readAt(h_.get(), buf, size, off, got);
-  }
-  int pwrite(const char* buf, size_t size, uint64_t off) override {
-    return writeAt(h_.get(), buf, size, off);
-  }
-  int truncate(uint64_t size) override {
-    FILE_END_OF_FILE_INFO eof;
-    eof.EndOfFile.QuadPart = static_cast<LONGLONG>(size);
-    return SetFileInformationByHandle(h_.get(), FileEndOfFileInfo, &eof, sizeof eof) ? 0 : lastErrno();
-  }
-
- private:
-  Win32Handle h_;  // closing it deletes the file (FILE_FLAG_DELETE_ON_CLOSE)
-};
-
-class Win32Spill final : public SpillStore {
- public:
-  explicit Win32Spill(std::wstring dir) : dir_(std::move(dir)) {}
-
-  int create(std::unique_ptr<SpillFile>* out) override {
-    Win32Handle h;
-    if (int e = createFile(&h)) return e;
-    *out = std::make_unique<Win32SpillFile>(std::move(h));
-    return 0;
-  }
-
-  // A new, empty file in the directory that goes when its last handle closes (a crash
-  // included). Its name exists meanwhile; it is unique to this process and store.
-  int createFile(Win32Handle* out) {
-    for (int attempt = 0; attempt < 100; ++attempt) {
-      std::wstring name = dir_;
-      if (name.back() != L'\\') name.push_back(L'\\');
-      name += L"shadowfs-spill-" + std::to_wstring(GetCurrentProcessId()) + L"-" +
-              std::to_wstring(reinterpret_cast<uintptr_t>(this)) + L"-" +
-              std::to_wstring(counter_++) + L".tmp";
-      out->reset(CreateFileW(name.c_str(), GENERIC_READ | GENERIC_WRITE | DELETE, kShareAll,
-                             nullptr, CREATE_NEW,
-                             FILE_ATTRIBUTE_TEMPORARY | FILE_FLAG_DELETE_ON_CLOSE, nullptr));
-      if (out->valid()) return 0;
-      DWORD e = GetLastError();
-      if (e != ERROR_FILE_EXISTS && e != ERROR_ALREADY_EXISTS) return errnoFromWin32(e);
-    }
-    return EEXIST;
-  }
-
- private:
-  const std::wstring dir_;
-  std::atomic<uint64_t> counter_{0};
-};
-
 }  // namespace
 
 namespace win32 {
@@ -819,27 +631,6 @@ std::unique_ptr<LowerFs> openWin32Lower(const std::string& rootUtf8, int* err) {
     volume = bi.dwVolumeSerialNumber;
   }
   return std::make_unique<Win32Lower>(std::move(root), useIdInfo, volume);
-}
-
-std::unique_ptr<SpillStore> openWin32Spill(const std::string& dirUtf8, int* err) {
-  std::wstring w;
-  if (!win32::toWide(dirUtf8, &w) || w.empty()) {
-    *err = dirUtf8.empty() ? ENOENT : EINVAL;
-    return nullptr;
-  }
-  std::wstring dir = win32::longPath(w);
-  if (dir.empty()) {
-    *err = lastErrno();
-    return nullptr;
-  }
-  // Probe once so a bad directory is reported at mount time, not at the first big write.
-  auto store = std::make_unique<Win32Spill>(dir);
-  Win32Handle probe;
-  if (int e = store->createFile(&probe)) {
-    *err = e;
-    return nullptr;
-  }
-  return store;
 }
 
 }  // namespace shadowfs
