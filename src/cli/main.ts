@@ -9,6 +9,7 @@ import { listCommand } from './commands/list';
 import { mountCommand } from './commands/mount';
 import { runCommand } from './commands/run';
 import { serveCommand } from './commands/serve';
+import { shellCommand } from './commands/shell';
 import { statusCommand } from './commands/status';
 import { unmountCommand } from './commands/unmount';
 import { viewCommand } from './commands/view';
@@ -27,6 +28,7 @@ export function main(argv: string[]): void {
     .command(activateCommand)
     .command(viewCommand)
     .command(runCommand)
+    .command(shellCommand)
     .command(lintsCommand)
     .command(diffCommand)
     .command(patchCommand)

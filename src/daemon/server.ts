@@ -29,7 +29,7 @@ import {
   type ResultOf,
 } from '../protocol/methods';
 import type { RunPolicy } from '../run/policy';
-import { type CallContext, changeOf, type Client, type Handlers, handlerTable, Runs } from './handlers';
+import { type CallContext, changeOf, type Client, type Handlers, handlerTable, Runs, Shells } from './handlers';
 import { ShadowManager } from './manager';
 import { openConnection } from './rpc';
 import { hears, narrowResult, type ScopeContext, scopeRefusal } from './scope';
@@ -81,6 +81,8 @@ export class Daemon {
   private readonly handlers: Handlers;
   /** Runs in progress, and which connection asked for each. */
   private readonly runs: Runs;
+  /** Shell sessions, and which connections are joined to each. */
+  private readonly shells = new Shells();
   /** Where clients reach this daemon: the socket path, or the pipe name on Windows. */
   private endpoint = '';
   /** Windows: the secret of the hello handshake, published in the endpoint file. */
@@ -99,11 +101,12 @@ export class Daemon {
       autosaveMs: opts.autosaveMs ?? 30_000,
       log: opts.log,
       notify: (method, params) => this.broadcast(method, params),
-      busy: (shadow) => this.runs.busy(shadow),
+      busy: (shadow) => this.runs.busy(shadow) || this.shells.busy(shadow),
     });
     this.handlers = handlerTable({
       manager: this.manager,
       runs: this.runs,
+      shells: this.shells,
       log: opts.log,
       policy: opts.policy,
       daemon: {
@@ -246,6 +249,8 @@ export class Daemon {
     clearTimeout(this.exitTimer);
     // A shadow still being mounted again would be left behind by the shutdown: let recovery end first.
     await this.recovery;
+    // Shell sessions hold their views: they are hung up before the shadows go.
+    await this.shells.sessions.closeAll();
     await this.manager.shutdown();
     for (const c of this.clients) c.rpc.socket.destroy();
     await new Promise<void>((r) => (this.server ? this.server.close(() => r()) : r()));

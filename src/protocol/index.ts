@@ -2,4 +2,5 @@
 // schemas). Loads neither the native module nor winston, and uses no Node APIs.
 export * from './errors';
 export * from './methods';
+export { ShellInfo } from './shell';
 export { protocolDocument, protocolMarkdown, type ProtocolDocument } from './document';

@@ -5,6 +5,7 @@
 // PowerShell module. No Node APIs here (this compiles with "types": []).
 import * as z from 'zod';
 import type { ErrorCode } from './errors';
+import { ShellNotifications, ShellRequests } from './shell';
 
 /** Bumped when a change would break an existing client. */
 export const PROTOCOL_VERSION = 2;
@@ -926,6 +927,7 @@ export const Requests = {
     result: z.object({ status: answerStatus, error: z.string().optional(), contents: z.string(), range: Range.optional() }),
     errors: atPositionErrors,
   }),
+  ...ShellRequests,
 } as const;
 
 /**
@@ -1029,6 +1031,7 @@ export const Notifications = {
     summary: 'To the connection that asked for the run only: a chunk of its output.',
     params: z.object({ runId: z.string(), stream: z.enum(['stdout', 'stderr']), data: z.string().describe('The bytes, base64.') }),
   },
+  ...ShellNotifications,
 } as const satisfies Record<string, NotificationDef>;
 
 export type Notifications = typeof Notifications;

@@ -137,6 +137,9 @@ export const MUTATING: ReadonlySet<string> = new Set<MethodName>([
   'view.close',
   'run',
   'run.cancel',
+  // Starts a program in a view of the agent (the other shell methods name a session by id, and the
+  // fuzzed daemon has none).
+  'shell.open',
   // These write the layer (edits) or start language servers on the shadow: real work, not fuzz.
   'lints',
   'lsp.definition',
@@ -450,6 +453,35 @@ const FIELDS: Record<MethodName, Fields> = {
     ['noNetwork', 'boolean', 'optional'],
   ],
   'run.cancel': [['runId', 'string', 'required']],
+  'shell.open': [
+    ...shadowAgent,
+    ['argv', 'strings', 'optional'],
+    ['cwd', 'string', 'optional'],
+    ['cols', 'int', 'required'],
+    ['rows', 'int', 'required'],
+    ['term', 'string', 'optional'],
+    ['env', 'strings', 'optional'],
+    ['noNetwork', 'boolean', 'optional'],
+    ['writable', 'strings', 'optional'],
+    ['readable', 'strings', 'optional'],
+  ],
+  'shell.attach': [
+    ['sessionId', 'string', 'optional'],
+    ['shadow', 'string', 'optional'],
+    ['agent', 'string', 'optional'],
+  ],
+  'shell.detach': [['sessionId', 'string', 'required']],
+  'shell.input': [
+    ['sessionId', 'string', 'required'],
+    ['data', 'string', 'required'],
+  ],
+  'shell.resize': [
+    ['sessionId', 'string', 'required'],
+    ['cols', 'int', 'required'],
+    ['rows', 'int', 'required'],
+  ],
+  'shell.close': [['sessionId', 'string', 'required']],
+  'shell.list': [['shadow', 'string', 'optional']],
 };
 
 export const METHODS = Object.keys(FIELDS) as MethodName[];

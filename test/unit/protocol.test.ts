@@ -71,7 +71,14 @@ describe('unit: protocol', () => {
       assert.ok(m.summary.length > 10, name);
       for (const e of m.errors) assert.ok(e in ErrorCodes, `${name} documents an unknown error code ${e}`);
     }
-    assert.deepStrictEqual(Object.keys(doc.notifications).sort(), ['daemon/waiting', 'layer/changed', 'run/output', 'shadow/changed']);
+    assert.deepStrictEqual(Object.keys(doc.notifications).sort(), [
+      'daemon/waiting',
+      'layer/changed',
+      'run/output',
+      'shadow/changed',
+      'shell/exit',
+      'shell/output',
+    ]);
     assert.deepStrictEqual(Object.keys(doc.errorCodes).sort(), Object.keys(ErrorCodes).sort());
     // It is plain JSON (what build writes to dist/protocol.schema.json).
     assert.deepStrictEqual(JSON.parse(JSON.stringify(doc)), doc);

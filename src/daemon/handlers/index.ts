@@ -11,14 +11,17 @@ import { layerChanges, layerHandlers } from './layer';
 import { lspHandlers } from './lsp';
 import type { Runs } from './run';
 import { shadowChanges, shadowHandlers } from './shadows';
+import type { Shells } from './shell';
 
 export type { CallContext, Client, Handlers } from './context';
 export type { DaemonFacts } from './admin';
 export { Runs } from './run';
+export { Shells } from './shell';
 
 export interface HandlerDeps {
   manager: ShadowManager;
   runs: Runs;
+  shells: Shells;
   daemon: DaemonFacts;
   log: Logger;
   /** Which commands `run` may start. */
@@ -29,19 +32,20 @@ export interface HandlerDeps {
 export function handlerTable(d: HandlerDeps): Handlers {
   const areas = [
     adminHandlers(d.manager, d.daemon, d.log),
-    shadowHandlers(d.manager, d.runs),
+    shadowHandlers(d.manager, d.runs, d.shells),
     layerHandlers(d.manager, d.log),
     fileHandlers(d.manager),
     d.runs.handlers(d.manager, d.policy),
     lspHandlers(d.manager),
+    d.shells.handlers(d.manager),
   ] as const;
   const seen = new Set<string>();
   for (const method of areas.flatMap((a) => Object.keys(a))) {
     if (seen.has(method)) throw new Error(`two handler areas serve ${method}`);
     seen.add(method);
   }
-  const [admin, shadows, layer, file, run, lsp] = areas;
-  return { ...admin, ...shadows, ...layer, ...file, ...run, ...lsp };
+  const [admin, shadows, layer, file, run, lsp, shell] = areas;
+  return { ...admin, ...shadows, ...layer, ...file, ...run, ...lsp, ...shell };
 }
 
 const changes: Changes = { ...shadowChanges, ...layerChanges, ...fileChanges };

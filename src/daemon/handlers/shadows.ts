@@ -5,8 +5,9 @@ import { ShadowError } from '../../common/errors';
 import type { ShadowManager } from '../manager';
 import { type Changes, type Handlers, shadowOf } from './context';
 import type { Runs } from './run';
+import type { Shells } from './shell';
 
-export function shadowHandlers(m: ShadowManager, runs: Runs) {
+export function shadowHandlers(m: ShadowManager, runs: Runs, shells: Shells) {
   return {
     mount: async (p) => {
       addon(); // NATIVE_UNAVAILABLE / WINFSP_MISSING before anything else
@@ -14,8 +15,9 @@ export function shadowHandlers(m: ShadowManager, runs: Runs) {
     },
     unmount: async (p) => {
       // A run's namespace holds its own copy of the shadow, which would outlive the unmount:
-      // the runs in it end first (their results say cancelled).
-      await runs.cancelIn(m.get(p.shadow).shadow);
+      // the runs in it end first (their results say cancelled), and its shell sessions (hung up).
+      const shadow = m.get(p.shadow).shadow;
+      await Promise.all([runs.cancelIn(shadow), shells.closeIn(shadow)]);
       return { name: await m.unmount(p.shadow, p.lazy === true) };
     },
     list: async () => ({ shadows: await m.list() }),

@@ -1,0 +1,283 @@
+// A shell session: an interactive program (by default the user's shell) on a real
+// pseudo-terminal, as one agent, in that agent's own view of a shadow (a mount that always shows
+// its layer, so the session neither waits for nor blocks other agents), at the folder's own path
+// and confined exactly as runs are (the launcher: mount, user and PID namespaces, Landlock,
+// seccomp). The terminal is node-pty's; whoever is attached reads its output and types into it.
+// The session outlives the connection that started it: the program goes on until it exits or
+// the session is closed, and keeps a bounded copy of its recent output for whoever joins again.
+import { EventEmitter } from 'events';
+import * as crypto from 'crypto';
+import * as fs from 'fs';
+import * as path from 'path';
+import { ShadowError } from '../common/errors';
+import { normalizeRelPath } from '../common/paths';
+import { platform, runtimeDir, stateDir } from '../platform';
+import { commandEnv, launchArgs, launcherPath, probeConfinement, type Protection } from '../run/launcher';
+import type { Shadow } from '../shadow';
+
+/** The part of node-pty a session uses (the package is optional: see loadPty). */
+interface Pty {
+  readonly pid: number;
+  onData(fn: (data: Buffer | string) => void): { dispose(): void };
+  onExit(fn: (e: { exitCode: number; signal?: number }) => void): { dispose(): void };
+  write(data: string | Buffer): void;
+  resize(cols: number, rows: number): void;
+  kill(signal?: string): void;
+}
+interface PtyModule {
+  spawn(file: string, args: string[], opts: Record<string, unknown>): Pty;
+}
+
+let ptyModule: PtyModule | undefined;
+
+/** node-pty, loaded when the first session starts; a clear error when it did not install. */
+function loadPty(): PtyModule {
+  if (ptyModule) return ptyModule;
+  try {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports -- optional: loaded only when a session starts
+    ptyModule = require('node-pty') as PtyModule;
+    return ptyModule;
+  } catch (err) {
+    throw new ShadowError(
+      'NOT_SUPPORTED',
+      `shell sessions need the node-pty package, which did not load (${(err as Error).message.split('\n')[0]}); ` +
+        'it is an optional dependency built at install time: install a C++ compiler, python3 and make, then run npm install again',
+      { cause: err },
+    );
+  }
+}
+
+export interface ShellOptions {
+  agent: string;
+  /** The program and its arguments; default: the user's shell ($SHELL, else /bin/sh). */
+  argv?: string[];
+  /** Where it starts, relative to the folder's root; default: the root. */
+  cwd?: string;
+  cols: number;
+  rows: number;
+  /** The terminal type the program is told ($TERM); default xterm-256color. */
+  term?: string;
+  /** Variables the program gets besides the short list runs get. */
+  env?: Record<string, string>;
+  /** Only loopback networking (a network namespace). */
+  noNetwork?: boolean;
+  /**
+   * Directories outside the folder the program may also write, at their own paths (an agent CLI's
+   * own configuration and login, e.g. ~/.claude): the home directory is otherwise private and empty.
+   */
+  writable?: string[];
+  /** Directories outside the folder the program may read, at their own paths. */
+  readable?: string[];
+}
+
+/**
+ * The extra directories a session is given, checked: absolute, existing directories named by their
+ * real path (a symbolic link could be repointed), and apart from the folder: neither the folder,
+ * inside it, nor above it (that would give the program the folder itself), nor above shadowfs's
+ * own runtime or state directories.
+ */
+export function checkExtraDirs(dirs: string[], folder: string, what: string): string[] {
+  const out: string[] = [];
+  const within = (a: string, b: string): boolean => a === b || b === '/' || a.startsWith(`${b}/`);
+  const own = [runtimeDir, stateDir].flatMap((f) => {
+    try {
+      return [f()];
+    } catch {
+      return [];
+    }
+  });
+  for (const d of dirs) {
+    if (!path.isAbsolute(d)) throw new ShadowError('INVALID_PATH', `${what} directories are absolute paths, got ${JSON.stringify(d)}`);
+    const abs = path.resolve(d);
+    let real: string;
+    try {
+      real = fs.realpathSync(abs);
+    } catch {
+      throw new ShadowError('NOT_FOUND', `${what} directory ${abs} does not exist`);
+    }
+    if (real !== abs)
+      throw new ShadowError('INVALID_PATH', `${what} directory ${abs} goes through a symbolic link (to ${real}); name the real path`);
+    if (!fs.statSync(real).isDirectory()) throw new ShadowError('INVALID_PATH', `${what} names ${real}, which is not a directory`);
+    if (within(real, folder) || within(folder, real))
+      throw new ShadowError(
+        'INVALID_PATH',
+        `${what} directory ${real} would give the session the folder itself (${folder}); name one apart from it`,
+      );
+    const mine = own.find((o) => within(o, real));
+    if (mine) throw new ShadowError('INVALID_PATH', `${what} directory ${real} holds shadowfs's own ${mine}`);
+    out.push(real);
+  }
+  return out;
+}
+
+export interface ShellExit {
+  exitCode: number | null;
+  signal: string | null;
+}
+
+/** What a joining terminal is sent first: the end of the output so far. */
+const SCROLLBACK_BYTES = 256 * 1024;
+/** How long a closed session's program has to end after SIGHUP before its whole tree is killed. */
+const HANGUP_GRACE_MS = 3000;
+
+const SIGNAL_NAMES: Record<number, string> = { 1: 'SIGHUP', 2: 'SIGINT', 3: 'SIGQUIT', 6: 'SIGABRT', 9: 'SIGKILL', 15: 'SIGTERM' };
+
+export class ShellSession extends EventEmitter {
+  readonly id: string;
+  readonly startedAt = Date.now();
+  private readonly chunks: Buffer[] = [];
+  private kept = 0;
+  private exitInfo: ShellExit | undefined;
+  private readonly exited: Promise<ShellExit>;
+  private size: { cols: number; rows: number };
+
+  private constructor(
+    readonly shadow: Shadow,
+    readonly agent: string,
+    readonly argv: string[],
+    readonly cwd: string,
+    readonly protections: Protection[],
+    private readonly pty: Pty,
+    private readonly group: ReturnType<typeof platform.processes.group>,
+    size: { cols: number; rows: number },
+    id: string,
+  ) {
+    super();
+    this.id = id;
+    this.size = size;
+    pty.onData((d) => {
+      const b = typeof d === 'string' ? Buffer.from(d, 'utf8') : d;
+      this.keep(b);
+      this.emit('data', b);
+    });
+    this.exited = new Promise<ShellExit>((resolve) => {
+      pty.onExit((e) => {
+        void (async () => {
+          // What the program left behind (background jobs) goes with it, as a run's does.
+          await this.group.dispose().catch(() => undefined);
+          const signal = e.signal ? (SIGNAL_NAMES[e.signal] ?? `signal ${e.signal}`) : null;
+          this.exitInfo = { exitCode: e.signal ? null : e.exitCode, signal };
+          resolve(this.exitInfo);
+          this.emit('exit', this.exitInfo);
+        })();
+      });
+    });
+  }
+
+  /** Starts `opts.argv` on a new terminal, in `dir` (a mount showing `opts.agent`'s layer of `shadow`) put at the folder's path. */
+  static start(shadow: Shadow, dir: string, opts: ShellOptions): ShellSession {
+    if (!platform.namespaces)
+      throw new ShadowError(
+        'NOT_SUPPORTED',
+        'shell sessions are built for Linux only so far; on Windows use shadowfs run, or open a terminal in the shadow yourself',
+      );
+    const pty = loadPty();
+    const cwd = opts.cwd === undefined || opts.cwd === '' || opts.cwd === '.' ? '.' : normalizeRelPath(opts.cwd);
+    const argv = opts.argv && opts.argv.length > 0 ? opts.argv : [process.env.SHELL || '/bin/sh'];
+    // The same confinement as a run; a system that cannot give it refuses, as a run does.
+    const probe = probeConfinement(opts.noNetwork === true);
+    if ('problem' in probe) throw new ShadowError('NAMESPACE_UNAVAILABLE', `${probe.problem}; the session did not start`);
+    const writable = checkExtraDirs(opts.writable ?? [], shadow.lower, 'writable');
+    const readable = checkExtraDirs(opts.readable ?? [], shadow.lower, 'readable');
+    const id = crypto.randomBytes(6).toString('hex');
+    const group = platform.processes.group(`shell-${id}`);
+    let term: Pty;
+    try {
+      const workdir = path.join(shadow.lower, cwd);
+      const env = commandEnv({
+        TERM: opts.term ?? 'xterm-256color',
+        ...opts.env,
+        SHADOWFS_AGENT: opts.agent,
+        SHADOWFS_SHELL: id,
+      });
+      const args = launchArgs(
+        {
+          binds: [{ source: dir, target: shadow.lower }, ...readable.map((d) => ({ source: d, target: d, readOnly: true }))],
+          writable,
+          cwd: workdir,
+          env,
+          cgroups: group.joins ?? (group.cgroup ? [group.cgroup] : []),
+          noNetwork: opts.noNetwork,
+        },
+        argv,
+      ).filter((a, i, all) => !(a === '--status-fd' || (i > 0 && all[i - 1] === '--status-fd')));
+      term = pty.spawn(launcherPath(), args, {
+        name: opts.term ?? 'xterm-256color',
+        cols: opts.cols,
+        rows: opts.rows,
+        cwd: '/',
+        env: {},
+        encoding: null,
+      });
+    } catch (err) {
+      void group.dispose().catch(() => undefined);
+      throw err;
+    }
+    return new ShellSession(shadow, opts.agent, argv, cwd, probe.protections, term, group, { cols: opts.cols, rows: opts.rows }, id);
+  }
+
+  get pid(): number {
+    return this.pty.pid;
+  }
+
+  get exit(): ShellExit | undefined {
+    return this.exitInfo;
+  }
+
+  get running(): boolean {
+    return this.exitInfo === undefined;
+  }
+
+  get cols(): number {
+    return this.size.cols;
+  }
+
+  get rows(): number {
+    return this.size.rows;
+  }
+
+  /** The program's recent output (at most SCROLLBACK_BYTES), for a terminal that joins. */
+  scrollback(): Buffer {
+    return Buffer.concat(this.chunks);
+  }
+
+  /** Types into the terminal (keys, pasted text; Ctrl-C is the byte 0x03, as on any terminal). */
+  write(data: Buffer): void {
+    if (this.running) this.pty.write(data);
+  }
+
+  resize(cols: number, rows: number): void {
+    if (!this.running) return;
+    this.size = { cols, rows };
+    this.pty.resize(cols, rows);
+  }
+
+  /** Ends the session as a closed terminal does (SIGHUP), then kills what is left; resolves with how it ended. */
+  async close(): Promise<ShellExit> {
+    if (this.running) {
+      try {
+        this.pty.kill('SIGHUP');
+      } catch {
+        // already gone
+      }
+      const timer = setTimeout(() => void this.group.killAll().catch(() => undefined), HANGUP_GRACE_MS);
+      try {
+        return await this.ended();
+      } finally {
+        clearTimeout(timer);
+      }
+    }
+    return this.ended();
+  }
+
+  /** Resolves when the program has exited and its tree is gone. */
+  ended(): Promise<ShellExit> {
+    return this.exited;
+  }
+
+  private keep(b: Buffer): void {
+    this.chunks.push(b);
+    this.kept += b.length;
+    while (this.kept > SCROLLBACK_BYTES && this.chunks.length > 1) this.kept -= this.chunks.shift()!.length;
+  }
+}

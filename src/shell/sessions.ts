@@ -1,0 +1,81 @@
+// The shell sessions of one daemon: starting one in an agent's own view (opened for it when the
+// agent has none, closed again when the agent's last session ends), finding them again by id or
+// by shadow and agent, and ending them when their shadow goes. An ended session is kept a
+// minute, so a terminal that joins late still learns how it ended.
+import type { Shadow, View } from '../shadow';
+import { ShellSession, type ShellOptions } from './session';
+
+export { ShellSession } from './session';
+export type { ShellExit, ShellOptions } from './session';
+
+/** How long an ended session stays listed (with its exit status and last output). */
+const KEEP_ENDED_MS = 60_000;
+
+export class ShellSessions {
+  private readonly sessions = new Map<string, ShellSession>();
+  /** Views opened for sessions, with how many running sessions use each. */
+  private readonly views = new Map<View, number>();
+
+  async start(shadow: Shadow, opts: ShellOptions): Promise<ShellSession> {
+    let view = shadow.viewOf(opts.agent);
+    const opened = view === undefined;
+    view ??= await shadow.openView(opts.agent);
+    let session: ShellSession;
+    try {
+      session = ShellSession.start(shadow, view.mountPoint, opts);
+    } catch (err) {
+      if (opened) await view.close({ lazy: true }).catch(() => undefined);
+      throw err;
+    }
+    if (opened || this.views.has(view)) this.views.set(view, (this.views.get(view) ?? 0) + 1);
+    this.sessions.set(session.id, session);
+    const used = view;
+    void session.ended().then(async () => {
+      await this.release(used);
+      setTimeout(() => this.sessions.delete(session.id), KEEP_ENDED_MS).unref();
+    });
+    return session;
+  }
+
+  get(id: string): ShellSession | undefined {
+    return this.sessions.get(id);
+  }
+
+  /** The sessions of `shadow` (all shadows when undefined), running ones first, oldest first. */
+  list(shadow?: Shadow): ShellSession[] {
+    return [...this.sessions.values()]
+      .filter((s) => shadow === undefined || s.shadow === shadow)
+      .sort((a, b) => Number(b.running) - Number(a.running) || a.startedAt - b.startedAt);
+  }
+
+  /** The running session of `agent` in `shadow` started first, if any. */
+  runningOf(shadow: Shadow, agent: string): ShellSession | undefined {
+    return this.list(shadow).find((s) => s.running && s.agent === agent);
+  }
+
+  /** Whether sessions run in `shadow` (an idle unmount leaves it mounted). */
+  busy(shadow: Shadow): boolean {
+    return this.list(shadow).some((s) => s.running);
+  }
+
+  /** Ends every session of `shadow` (hang-up, then the tree killed), before it is unmounted. */
+  async closeIn(shadow: Shadow): Promise<void> {
+    await Promise.all(this.list(shadow).map((s) => s.close()));
+  }
+
+  /** Ends every session (the daemon stops). */
+  async closeAll(): Promise<void> {
+    await Promise.all([...this.sessions.values()].map((s) => s.close()));
+  }
+
+  private async release(view: View): Promise<void> {
+    const n = this.views.get(view);
+    if (n === undefined) return;
+    if (n > 1) {
+      this.views.set(view, n - 1);
+      return;
+    }
+    this.views.delete(view);
+    if (view.open) await view.close({ lazy: true }).catch(() => undefined);
+  }
+}

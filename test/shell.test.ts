@@ -1,0 +1,281 @@
+// Shell sessions (`shadowfs shell`, shell.* requests) through real terminals: the CLI runs on a
+// pseudo-terminal the test holds (node-pty), as a user's terminal would hold it, and drives an
+// unmodified interactive bash inside the session: it reads and writes files with its own I/O,
+// runs git and subprocesses, reads the terminal size, is interrupted by Ctrl-C, stopped by
+// Ctrl-Z, resized, and its exit status comes back as the CLI's. The folder is hashed and watched
+// throughout; the agent's layer holds exactly what the session wrote. Another agent's run goes on
+// while a session is open, a session is joined again after its terminal went away, and the
+// daemon's unmount and shutdown end sessions.
+import * as assert from 'assert';
+import { execFileSync } from 'child_process';
+import * as fs from 'fs';
+import * as path from 'path';
+import { ShadowClient } from '../src/client';
+import { ShadowError } from '../src/common/errors';
+import { FolderGuard, eventually, repoRoot, tempDir } from './helpers/fixtures';
+import { stopTestDaemon } from './helpers/hooks';
+
+const cliPath = path.join(repoRoot, 'bin', 'shadowfs.js');
+
+interface TermLike {
+  pid: number;
+  onData(fn: (d: string) => void): void;
+  onExit(fn: (e: { exitCode: number; signal?: number }) => void): void;
+  write(s: string): void;
+  resize(c: number, r: number): void;
+  kill(sig?: string): void;
+}
+
+function loadPty(): { spawn(file: string, args: string[], o: Record<string, unknown>): TermLike } {
+  try {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports -- an optional dependency: its absence is this test's failure
+    return require('node-pty') as { spawn(file: string, args: string[], o: Record<string, unknown>): TermLike };
+  } catch (err) {
+    throw new Error(`node-pty did not load (${(err as Error).message}): npm install builds it (needs python3, make and a C++ compiler)`);
+  }
+}
+
+/** The CLI on a terminal of its own: what it printed, and keys typed into it. */
+class Terminal {
+  private out = '';
+  readonly exited: Promise<number>;
+  private readonly term: TermLike;
+
+  constructor(args: string[], cwd: string, size = { cols: 100, rows: 30 }) {
+    const env: Record<string, string> = {};
+    for (const [k, v] of Object.entries(process.env)) if (v !== undefined) env[k] = v;
+    env.TERM = 'xterm-256color';
+    this.term = loadPty().spawn(process.execPath, [cliPath, ...args], { cwd, env, ...size, name: 'xterm-256color' });
+    this.term.onData((d) => (this.out += d));
+    this.exited = new Promise((r) => this.term.onExit((e) => r(e.exitCode)));
+  }
+
+  get output(): string {
+    return this.out;
+  }
+
+  type(s: string): void {
+    this.term.write(s);
+  }
+
+  resize(cols: number, rows: number): void {
+    this.term.resize(cols, rows);
+  }
+
+  /** Waits until the output from `from` on matches; returns the match. */
+  async waitFor(re: RegExp, from = 0, ms = 20_000): Promise<RegExpMatchArray> {
+    let m: RegExpMatchArray | null = null;
+    await eventually(() => (m = this.out.slice(from).match(re)) !== null, ms, `${re} in the terminal; it shows:\n${this.out.slice(-2000)}`);
+    return m!;
+  }
+
+  /** Types a command line and waits for `marker` to be printed by it (not by the echo of the line). */
+  async run(line: string, marker: string): Promise<string> {
+    const from = this.out.length;
+    this.type(`${line}; echo "${marker}-$((20+22))"\r`);
+    await this.waitFor(new RegExp(`${marker}-42`), from);
+    return this.out.slice(from);
+  }
+
+  kill(): void {
+    try {
+      this.term.kill('SIGKILL');
+    } catch {
+      // gone
+    }
+  }
+}
+
+/** Lines as a terminal shows them: escape sequences out (bracketed paste and the like), carriage returns folded. */
+function lines(out: string): string[] {
+  return out.replace(/\x1b\[[?0-9;]*[A-Za-z]/g, '').split(/\r*\n|\r/);
+}
+
+function git(cwd: string, ...args: string[]): string {
+  return execFileSync('git', args, { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+}
+
+function makeRepo(): string {
+  const dir = tempDir('shell-repo');
+  git(dir, 'init', '-q', '-b', 'main');
+  git(dir, 'config', 'user.email', 'test@example.invalid');
+  git(dir, 'config', 'user.name', 'test');
+  fs.mkdirSync(path.join(dir, 'src'));
+  fs.writeFileSync(path.join(dir, 'src', 'app.js'), 'console.log(1);\n');
+  fs.writeFileSync(path.join(dir, 'README.md'), '# app\n');
+  git(dir, 'add', '-A');
+  git(dir, 'commit', '-q', '-m', 'base');
+  return dir;
+}
+
+const BASH = ['--', 'bash', '--norc', '--noprofile', '-i'];
+
+describe('shell sessions: an interactive program on a real terminal, in its own view', function () {
+  this.timeout(120_000);
+  let folder: string;
+  let guard: FolderGuard;
+  let client: ShadowClient;
+  const terms: Terminal[] = [];
+  const open = (args: string[], cwd: string, size?: { cols: number; rows: number }): Terminal => {
+    const t = new Terminal(args, cwd, size);
+    terms.push(t);
+    return t;
+  };
+
+  beforeEach(async () => {
+    folder = makeRepo();
+    guard = new FolderGuard(folder);
+    client = await ShadowClient.connect();
+  });
+
+  afterEach(async () => {
+    for (const t of terms.splice(0)) t.kill();
+    try {
+      const { sessions } = await client.request('shell.list', {});
+      await Promise.all(sessions.filter((s) => s.running).map((s) => client.request('shell.close', { sessionId: s.sessionId })));
+      for (const s of (await client.request('list')).shadows) await client.request('unmount', { shadow: s.name });
+    } finally {
+      client.close();
+      stopTestDaemon();
+      await guard.check();
+    }
+  });
+
+  it('runs an unmodified bash: own I/O, git, subprocesses, terminal size, Ctrl-C, Ctrl-Z, resize, exit status', async () => {
+    // Started from a subfolder of the folder: the session starts in the same place, at the folder's own path.
+    const t = open(['shell', folder, '--agent', 'alice', ...BASH], path.join(folder, 'src'), { cols: 100, rows: 30 });
+    await t.waitFor(/session [0-9a-f]{12}/);
+    let out = await t.run('pwd; stty size', 'M1');
+    assert.ok(lines(out).includes(path.join(folder, 'src')), out);
+    assert.ok(lines(out).includes('30 100'), out);
+    // Its own writes (by relative path, by the folder's absolute path, from a subprocess) and git.
+    out = await t.run(
+      `echo mine > own.txt && echo abs > ${folder}/abs.txt && sh -c 'echo sub > sub.txt' && git -c color.ui=never status --short`,
+      'M2',
+    );
+    for (const f of ['../abs.txt', 'own.txt', 'sub.txt']) assert.ok(lines(out).includes(`?? ${f}`), out);
+    // Ctrl-C interrupts the foreground program, and the shell goes on.
+    let from = t.output.length;
+    t.type('sleep 100\r');
+    await t.waitFor(/sleep 100\r*\n/, from);
+    t.type('\x03');
+    out = await t.run('echo "status=$?"', 'M3');
+    assert.match(out, /status=130/);
+    // Ctrl-Z stops it; job control lists, resumes and kills it.
+    from = t.output.length;
+    t.type('sleep 200\r');
+    await t.waitFor(/sleep 200\r*\n/, from);
+    t.type('\x1a');
+    await t.waitFor(/Stopped/, from);
+    out = await t.run('jobs; kill %1; wait', 'M4');
+    assert.match(out, /\[1\]\+?\s+Stopped\s+sleep 200/);
+    // A resize reaches the program (through the CLI's SIGWINCH and the daemon: asked until it has).
+    t.resize(90, 20);
+    out = '';
+    for (let i = 0; i < 50 && !lines(out).includes('20 90'); i++) out = await t.run('stty size', `M5x${i}x`);
+    assert.ok(lines(out).includes('20 90'), out);
+    // The exit status comes back as the CLI's, with what the agent changed.
+    from = t.output.length;
+    t.type('exit 7\r');
+    assert.strictEqual(await t.exited, 7);
+    assert.match(t.output.slice(from), /agent alice changed \d+ paths? in .*your folder is untouched/);
+    assert.match(t.output.slice(from), /shadowfs apply \S+ --agent alice/);
+    const { shadows } = await client.request('list');
+    const changes = (await client.request('layer.changes', { shadow: shadows[0].name, agent: 'alice' })).changes;
+    assert.deepStrictEqual(
+      changes
+        .filter((c) => !c.excluded)
+        .map((c) => `${c.kind} ${c.path}`)
+        .sort(),
+      ['added abs.txt', 'added src/own.txt', 'added src/sub.txt'],
+    );
+    assert.ok(!fs.existsSync(path.join(folder, 'abs.txt')), 'the write to the absolute path landed in the layer');
+  });
+
+  it("another agent's run goes on while a session holds its own view", async () => {
+    const t = open(['shell', folder, '--agent', 'alice', ...BASH], folder);
+    await t.waitFor(/session [0-9a-f]{12}/);
+    await t.run('echo from-alice > a.txt', 'M1');
+    const shadow = (await client.request('list')).shadows[0];
+    assert.ok(
+      shadow.views.some((v) => v.agent === 'alice'),
+      'the session runs in a view of its own',
+    );
+    // Bob's run on the shared mount, while alice's session sits at its prompt.
+    const r = await client.request('run', { shadow: shadow.name, agent: 'bob', argv: ['sh', '-c', 'cat a.txt 2>&1; echo bob > b.txt'] });
+    assert.strictEqual(r.exitCode, 0);
+    assert.match(r.stdout, /No such file/, "bob does not see alice's file");
+    // Alice's session sees neither bob's file nor is it disturbed.
+    const out = await t.run('ls; cat a.txt', 'M2');
+    assert.doesNotMatch(out, /b\.txt/);
+    assert.match(out, /from-alice/);
+    t.type('exit\r');
+    assert.strictEqual(await t.exited, 0);
+    // Its view goes with its last session.
+    let views = (await client.request('list')).shadows[0].views;
+    for (let i = 0; i < 200 && views.some((v) => v.agent === 'alice'); i++) {
+      await new Promise((r) => setTimeout(r, 50));
+      views = (await client.request('list')).shadows[0].views;
+    }
+    assert.deepStrictEqual(
+      views.filter((v) => v.agent === 'alice'),
+      [],
+    );
+  });
+
+  it('is joined again after its terminal went away, with its output so far', async () => {
+    const first = open(['shell', folder, '--agent', 'carol', ...BASH], folder);
+    await first.waitFor(/session ([0-9a-f]{12})/);
+    await first.run('export MARK=still-here; echo before-the-break', 'M1');
+    first.kill();
+    await first.exited;
+    const shadowName = (await client.request('list')).shadows[0].name;
+    let listed = (await client.request('shell.list', { shadow: shadowName })).sessions;
+    for (let i = 0; i < 100 && listed[0]?.attached !== 0; i++) {
+      await new Promise((r) => setTimeout(r, 50));
+      listed = (await client.request('shell.list', { shadow: shadowName })).sessions;
+    }
+    assert.strictEqual(listed.length, 1);
+    assert.strictEqual(listed[0].running, true);
+    assert.strictEqual(listed[0].attached, 0);
+    const second = open(['shell', folder, '--agent', 'carol'], folder);
+    await second.waitFor(/joining agent carol's session/);
+    await second.waitFor(/before-the-break/);
+    const out = await second.run('echo "mark=$MARK"', 'M2');
+    assert.match(out, /mark=still-here/);
+    second.type('exit 3\r');
+    assert.strictEqual(await second.exited, 3);
+  });
+
+  it('ends sessions on shell.close and on unmount; agents (restricted connections) cannot open one', async () => {
+    const shadow = (await client.request('mount', { folder })).name;
+    const ended: string[] = [];
+    client.on('shell/exit', (p) => ended.push(`${p.sessionId} ${String(p.exitCode)} ${String(p.signal)}`));
+    const a = await client.request('shell.open', { shadow, agent: 'a', argv: ['sleep', '1000'], cols: 80, rows: 24 });
+    const closed = await client.request('shell.close', { sessionId: a.sessionId });
+    assert.strictEqual(closed.running, false);
+    const b = await client.request('shell.open', { shadow, agent: 'b', argv: ['sh', '-c', 'sleep 1000'], cols: 80, rows: 24 });
+    assert.strictEqual((await client.request('shell.list', { shadow })).sessions.filter((s) => s.running).length, 1);
+    await client.request('unmount', { shadow });
+    await eventually(() => ended.length === 2, 10_000, 'both sessions to end');
+    assert.ok(ended.some((e) => e.startsWith(b.sessionId)));
+    await assert.rejects(client.request('shell.input', { sessionId: 'nosuch', data: '' }), (e: ShadowError) => e.code === 'NOT_FOUND');
+    // Bad input is refused with a code before anything starts.
+    const again = (await client.request('mount', { folder })).name;
+    await assert.rejects(
+      client.request('shell.open', { shadow: again, agent: 'a', cwd: '../up', cols: 80, rows: 24 }),
+      (e: ShadowError) => e.code === 'INVALID_PATH',
+    );
+    // An agent's restricted connection is refused: sessions are the user's to open.
+    const agent = await ShadowClient.connect();
+    try {
+      await agent.request('session.restrict', { shadow: again, agent: 'a' });
+      await assert.rejects(
+        agent.request('shell.open', { shadow: again, agent: 'a', cols: 80, rows: 24 }),
+        (e: ShadowError) => e.code === 'SCOPE_DENIED',
+      );
+    } finally {
+      agent.close();
+    }
+  });
+});
