@@ -162,7 +162,7 @@ describe('the npm package (npm pack, installed without a compiler)', function ()
       path.join(String(env.PATH), 'node'),
       [
         '-e',
-        `const n = require(${JSON.stringify(path.join(installed, 'dist', 'src', 'native.js'))});
+        `const n = require(${JSON.stringify(path.join(installed, 'dist', 'src', 'shadow', 'native.js'))});
          n.nativeModule();
          const l = require(${JSON.stringify(path.join(installed, 'dist', 'src', 'run', 'launcher.js'))});
          console.log(JSON.stringify({ module: n.nativeModuleFile(), launcher: l.launcherPath() }));`,
@@ -251,7 +251,7 @@ describe('the npm package (npm pack, installed without a compiler)', function ()
         encoding: 'utf8',
         timeout: 170_000,
       });
-    const native = path.join(installed, 'dist', 'src', 'native.js');
+    const native = path.join(installed, 'dist', 'src', 'shadow', 'native.js');
     const r = wineNode(
       '-e',
       `const n = require(${JSON.stringify(native)}); const m = n.nativeModule(); console.log(JSON.stringify({ file: n.nativeModuleFile(), backends: m.backends }));`,

@@ -465,7 +465,7 @@ describe('recovery never holds the daemon up', function () {
       process.execPath,
       [
         '-e',
-        `require(${JSON.stringify(path.join(repoRoot, 'dist', 'src', 'shadow.js'))}).mount(process.argv[1], { mountPoint: process.argv[2], cacheTimeout: 0 })` +
+        `require(${JSON.stringify(path.join(repoRoot, 'dist', 'src', 'shadow', 'index.js'))}).mount(process.argv[1], { mountPoint: process.argv[2], cacheTimeout: 0 })` +
           ".then(() => process.stdout.write('up\\n'), (e) => { console.error(e); process.exit(1); }); setInterval(() => {}, 1e6);",
         lower,
         mp,

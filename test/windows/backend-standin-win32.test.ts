@@ -34,7 +34,7 @@ describe('the Windows backend driven by a stand-in for WinFsp (under wine; no ke
     const log = path.join(dir, 'standin.log');
     const mp = path.join(dir, 'mnt');
     const script = `
-      const { mount } = require(${JSON.stringify(path.join(repoRoot, 'dist', 'src', 'shadow.js'))});
+      const { mount } = require(${JSON.stringify(path.join(repoRoot, 'dist', 'src', 'shadow', 'index.js'))});
       const fs = require('fs');
       (async () => {
         const s = await mount(${JSON.stringify(lower)}, { mountPoint: ${JSON.stringify(mp)}, backend: 'fuse_hl' });
