@@ -1,25 +1,9 @@
-// One running language server, spoken to over stdio, with answers that are fresh or say why not.
-//
-// Freshness of diagnostics (the bug every neighbouring tool has is stale or silently empty
-// results): `diagnostics(relPath, version)` answers 'fresh' only with diagnostics provably
-// computed from that version of the text, and never turns a timeout or a failure into an empty
-// list. How the proof is made depends on the server:
-// - pull: the server advertises diagnosticProvider, so textDocument/diagnostic is asked after
-//   the didChange; LSP requires a server to handle messages in order, so the answer is for the
-//   text last sent.
-// - tsserver (typescript-language-server): tsserver's own syntactic/semantic/suggestion
-//   diagnostics requests go through `workspace/executeCommand typescript.tsserverRequest`; the
-//   language server forwards a didChange to tsserver at once as a `change` command, which is a
-//   fence in its request queue, so tsserver answers the later request on the changed text.
-//   Measured with typescript-language-server 5.3: its publishDiagnostics never carry a version,
-//   come once per burst of edits about 300-400 ms after the last one, and do not come at all
-//   when an edit leaves a clean file clean; waiting for a publish is therefore unsound both ways.
-// - publish: otherwise, only a publishDiagnostics whose `version` equals the version asked for
-//   counts (pyright 1.1.414 sends the version on every publish, including clean-to-clean edits,
-//   and one publish for the last version of a burst). A publish without a version proves nothing
-//   and is answered as an error, not as fresh.
-// Whatever the route, if the document moved on to a newer version before the answer came, the
-// answer is an error saying so, not diagnostics of another text.
+// One running language server, spoken to over stdio, with answers that are fresh or say why not:
+// the session starts the server (server-process.ts) and speaks to it over one connection, keeps
+// the documents it has sent and their versions, answers diagnostics for a version only when they
+// are proven computed from it (fresh-diagnostics.ts says how, per server) and makes the other
+// requests (definition, references, hover, code actions) under a deadline. What it answers with is
+// in answers.ts; what it tells the server about itself, in capabilities.ts.
 
 import * as cp from 'child_process';
 import * as fs from 'fs';
@@ -27,14 +11,11 @@ import * as path from 'path';
 import { pathToFileURL, fileURLToPath } from 'url';
 import { CancellationTokenSource, createMessageConnection, StreamMessageReader, StreamMessageWriter } from 'vscode-jsonrpc/node';
 import type { MessageConnection } from 'vscode-jsonrpc/node';
-import { commandEnv, launchArgs, type LaunchPlan, launcherPath, parseStatus, privateTempDir, probeConfinement } from '../run/launcher';
 import { platform } from '../platform';
 import type {
-  ClientCapabilities,
   CodeAction,
   Command,
   Diagnostic,
-  DocumentDiagnosticReport,
   Hover,
   InitializeResult,
   Location,
@@ -45,52 +26,14 @@ import type {
   PublishDiagnosticsParams,
   Range,
   ServerCapabilities,
-  TextEdit,
   WorkspaceEdit,
 } from 'vscode-languageserver-protocol';
+import type { Answer, AnswerStatus, CodeActionAnswerItem, DiagnosticsAnswer, FileEdits, Place } from './answers';
+import { Deadline } from './answers';
+import { answerServerRequests, clientCapabilities } from './capabilities';
+import { PublishedDiagnostics, pullDiagnostics, tsserverDiagnostics } from './fresh-diagnostics';
+import { brokenPipe, startConfined } from './server-process';
 import type { ServerSpec } from './servers';
-
-export type AnswerStatus = 'fresh' | 'timeout' | 'error';
-
-export interface DiagnosticsAnswer {
-  status: AnswerStatus;
-  diagnostics: Diagnostic[];
-  /** The document version the diagnostics are for (the one asked for). */
-  version: number;
-  error?: string;
-}
-
-export interface Answer<T> {
-  status: AnswerStatus;
-  value: T;
-  error?: string;
-}
-
-/** A place in the workspace: relPath is relative to the root (absolute when outside it). */
-export interface Place {
-  relPath: string;
-  uri: string;
-  range: Range;
-}
-
-export interface FileEdits {
-  relPath: string;
-  uri: string;
-  edits: TextEdit[];
-}
-
-export interface CodeActionAnswerItem {
-  title: string;
-  kind?: string;
-  isPreferred?: boolean;
-  diagnostics?: Diagnostic[];
-  /** The edit as the server gave it. */
-  edit?: WorkspaceEdit;
-  /** The same edit flattened per file (text edits only; resource operations are left out). */
-  edits: FileEdits[];
-  /** A command the server wants run instead of (or after) the edit; not run here. */
-  command?: Command;
-}
 
 export type FileChangeType = 'created' | 'changed' | 'deleted';
 
@@ -118,130 +61,11 @@ interface OpenDoc {
   stale: boolean;
 }
 
-interface LatestPublish {
-  version: number | undefined;
-  diagnostics: Diagnostic[];
-}
-
-interface PublishWaiter {
-  version: number;
-  resolve: (a: DiagnosticsAnswer) => void;
-}
-
 const WATCH_TYPES: Record<FileChangeType, number> = { created: 1, changed: 2, deleted: 3 };
-
-function clientCapabilities(): ClientCapabilities {
-  return {
-    general: { positionEncodings: ['utf-16'] },
-    workspace: {
-      configuration: true,
-      workspaceFolders: true,
-      didChangeWatchedFiles: { dynamicRegistration: true, relativePatternSupport: true },
-      applyEdit: false,
-      workspaceEdit: { documentChanges: true },
-    },
-    window: { workDoneProgress: true },
-    textDocument: {
-      synchronization: { dynamicRegistration: false, didSave: false, willSave: false },
-      publishDiagnostics: {
-        versionSupport: true,
-        relatedInformation: true,
-        tagSupport: { valueSet: [1, 2] },
-        codeDescriptionSupport: true,
-      },
-      diagnostic: { dynamicRegistration: false, relatedDocumentSupport: false },
-      hover: { contentFormat: ['markdown', 'plaintext'] },
-      definition: { linkSupport: true },
-      references: {},
-      codeAction: {
-        dataSupport: true,
-        isPreferredSupport: true,
-        resolveSupport: { properties: ['edit'] },
-        codeActionLiteralSupport: {
-          codeActionKind: {
-            valueSet: [
-              '',
-              'quickfix',
-              'refactor',
-              'refactor.extract',
-              'refactor.inline',
-              'refactor.rewrite',
-              'source',
-              'source.organizeImports',
-              'source.fixAll',
-            ],
-          },
-        },
-      },
-    },
-  };
-}
-
-/** The value at a dotted section path of a settings object, or null. */
-function lookupSetting(settings: unknown, section: string | undefined): unknown {
-  if (section === undefined || section === '') return settings ?? null;
-  let cur: unknown = settings;
-  for (const part of section.split('.')) {
-    if (typeof cur !== 'object' || cur === null || !(part in cur)) return null;
-    cur = (cur as Record<string, unknown>)[part];
-  }
-  return cur ?? null;
-}
 
 function hoverText(contents: MarkupContent | MarkedString | MarkedString[]): string {
   const one = (c: MarkedString | MarkupContent): string => (typeof c === 'string' ? c : c.value);
   return Array.isArray(contents) ? contents.map(one).join('\n\n') : one(contents);
-}
-
-class Deadline {
-  private timer: NodeJS.Timeout | undefined;
-  readonly done: Promise<'timeout'>;
-  constructor(ms: number) {
-    this.done = new Promise((resolve) => {
-      this.timer = setTimeout(() => resolve('timeout'), Math.max(0, ms));
-    });
-  }
-  clear(): void {
-    if (this.timer) clearTimeout(this.timer);
-  }
-}
-
-/** The shadowfs installation: the built-in servers' scripts are read from it. */
-const INSTALLATION = path.resolve(__dirname, '..', '..', '..');
-
-/**
- * Starts a server through the launcher: PID, user and mount namespaces, the system read-only, the
- * shadow, the folder and shadowfs's installation read-only at their own paths, Landlock and
- * seccomp. Where no namespace can be made, the launcher's Landlock and seccomp alone (logged).
- */
-function startConfined(spec: ServerSpec, root: string, lower: string, log: (line: string) => void): cp.ChildProcess {
-  const probe = probeConfinement(false);
-  const noNamespaces = !('protections' in probe);
-  if (noNamespaces) log(`[${spec.id}] started without namespaces (${probe.problem}): Landlock and seccomp only`);
-  const scratch = noNamespaces ? privateTempDir() : undefined;
-  const dirs = [...new Set([root, lower, INSTALLATION].map((d) => fs.realpathSync(d)))];
-  const plan: LaunchPlan = {
-    binds: noNamespaces ? [] : dirs.map((dir) => ({ source: dir, target: dir, readOnly: true })),
-    cwd: root,
-    env: commandEnv(scratch ? { TMPDIR: scratch } : {}),
-    noNamespaces,
-    writable: scratch ? [scratch] : [],
-  };
-  const proc = cp.spawn(launcherPath(), launchArgs(plan, [spec.command, ...spec.args]), {
-    cwd: '/',
-    env: {},
-    stdio: ['pipe', 'pipe', 'pipe', 'pipe'],
-    detached: true,
-  });
-  let status = '';
-  const fd3 = proc.stdio[3] as NodeJS.ReadableStream;
-  fd3.on('data', (c: Buffer) => (status += c.toString()));
-  if (scratch) proc.once('exit', () => fs.rmSync(scratch, { recursive: true, force: true }));
-  fd3.on('end', () => {
-    const said = parseStatus(status);
-    if (said.error) log(`[${spec.id}] not started: ${said.error.message}`);
-  });
-  return proc;
 }
 
 export class LanguageServerSession {
@@ -252,8 +76,7 @@ export class LanguageServerSession {
   private readonly proc: cp.ChildProcess;
   private readonly conn: MessageConnection;
   private readonly docs = new Map<string, OpenDoc>();
-  private readonly published = new Map<string, LatestPublish>();
-  private readonly waiters = new Map<string, Set<PublishWaiter>>();
+  private readonly publishes = new PublishedDiagnostics();
   private readonly exitListeners: Array<(info: { code: number | null; signal: string | null }) => void> = [];
   private readonly log: (line: string) => void;
   private exitInfo: { code: number | null; signal: string | null } | undefined;
@@ -274,7 +97,7 @@ export class LanguageServerSession {
         if (this.exitInfo) return;
         this.exitInfo = { code, signal };
         this.killGroup();
-        this.failAllWaiters(`the language server '${spec.id}' exited (code ${code}, signal ${signal})`);
+        this.publishes.failAll(`the language server '${spec.id}' exited (code ${code}, signal ${signal})`);
         this.conn.dispose();
         for (const cb of this.exitListeners) cb(this.exitInfo);
         resolve();
@@ -295,16 +118,7 @@ export class LanguageServerSession {
     this.conn.onNotification('textDocument/publishDiagnostics', (p: PublishDiagnosticsParams) => this.onPublish(p));
     this.conn.onNotification('window/logMessage', (p: { message: string }) => this.log(`[${spec.id}] ${p.message}`));
     this.conn.onNotification(() => undefined);
-    this.conn.onRequest('workspace/configuration', (p: { items: Array<{ section?: string }> }) =>
-      p.items.map((item) => lookupSetting(this.spec.settings, item.section)),
-    );
-    this.conn.onRequest('workspace/workspaceFolders', () => [{ uri: pathToFileURL(root).href, name: path.basename(root) }]);
-    this.conn.onRequest('client/registerCapability', () => null);
-    this.conn.onRequest('client/unregisterCapability', () => null);
-    this.conn.onRequest('window/workDoneProgress/create', () => null);
-    this.conn.onRequest('workspace/applyEdit', () => ({ applied: false, failureReason: 'shadowfs applies no edits on its own' }));
-    this.conn.onRequest('window/showMessageRequest', () => null);
-    this.conn.onRequest('workspace/diagnostic/refresh', () => null);
+    answerServerRequests(this.conn, spec, root);
     this.conn.listen();
   }
 
@@ -400,7 +214,7 @@ export class LanguageServerSession {
     doc.text = text;
     doc.stale = false;
     this.notify('textDocument/didChange', { textDocument: { uri, version: doc.version }, contentChanges: [{ text }] });
-    this.supersedeWaiters(key, doc.version);
+    this.publishes.supersede(key, doc.version);
     return doc.version;
   }
 
@@ -410,8 +224,8 @@ export class LanguageServerSession {
     const doc = this.docs.get(key);
     if (!doc) return;
     this.docs.delete(key);
-    this.published.delete(key);
-    this.supersedeWaiters(key, Number.POSITIVE_INFINITY);
+    this.publishes.forget(key);
+    this.publishes.supersede(key, Number.POSITIVE_INFINITY);
     if (!this.exited) this.notify('textDocument/didClose', { textDocument: { uri: doc.uri } });
   }
 
@@ -442,12 +256,13 @@ export class LanguageServerSession {
     const deadline = new Deadline(timeoutMs);
     try {
       let answer: Promise<DiagnosticsAnswer>;
-      if (this.capabilities.diagnosticProvider) answer = this.pullDiagnostics(doc, version);
-      else if (this.spec.diagnosticsMode === 'tsserver') answer = this.tsserverDiagnostics(doc, version);
-      else answer = this.publishedDiagnostics(key, version);
+      if (this.capabilities.diagnosticProvider) answer = pullDiagnostics(this.conn, doc.uri, version, (err) => this.describe(err));
+      else if (this.spec.diagnosticsMode === 'tsserver')
+        answer = tsserverDiagnostics(this.conn, doc.uri, version, (err) => this.describe(err));
+      else answer = this.publishes.wait(key, version);
       const r = await Promise.race([answer, deadline.done]);
       if (r === 'timeout') {
-        this.dropWaiters(key, version);
+        this.publishes.drop(key, version);
         return fail('timeout', `no diagnostics for version ${version} within ${timeoutMs} ms`);
       }
       // The document may have moved on while the server worked.
@@ -460,109 +275,11 @@ export class LanguageServerSession {
     }
   }
 
-  private async pullDiagnostics(doc: OpenDoc, version: number): Promise<DiagnosticsAnswer> {
-    const cts = new CancellationTokenSource();
-    try {
-      const report = await this.conn.sendRequest<DocumentDiagnosticReport>(
-        'textDocument/diagnostic',
-        { textDocument: { uri: doc.uri } },
-        cts.token,
-      );
-      if (report.kind !== 'full')
-        return {
-          status: 'error',
-          diagnostics: [],
-          version,
-          error: 'the server answered "unchanged" to a request without a previous result',
-        };
-      return { status: 'fresh', diagnostics: report.items, version };
-    } catch (err) {
-      return { status: 'error', diagnostics: [], version, error: await this.describe(err) };
-    } finally {
-      cts.dispose();
-    }
-  }
-
-  private async tsserverDiagnostics(doc: OpenDoc, version: number): Promise<DiagnosticsAnswer> {
-    try {
-      const kinds = ['syntacticDiagnosticsSync', 'semanticDiagnosticsSync', 'suggestionDiagnosticsSync'];
-      const bodies = await Promise.all(
-        kinds.map((k) =>
-          this.conn.sendRequest<unknown>('workspace/executeCommand', {
-            command: 'typescript.tsserverRequest',
-            arguments: [k, { file: doc.uri }],
-          }),
-        ),
-      );
-      const out: Diagnostic[] = [];
-      for (const b of bodies) {
-        const list = (b as { body?: unknown } | null)?.body ?? b;
-        if (!Array.isArray(list)) throw new Error(`unexpected answer from tsserver: ${JSON.stringify(b)?.slice(0, 200)}`);
-        for (const d of list as TsDiagnostic[]) out.push(fromTsDiagnostic(d));
-      }
-      return { status: 'fresh', diagnostics: out, version };
-    } catch (err) {
-      return { status: 'error', diagnostics: [], version, error: await this.describe(err) };
-    }
-  }
-
-  private publishedDiagnostics(key: string, version: number): Promise<DiagnosticsAnswer> {
-    const latest = this.published.get(key);
-    if (latest && latest.version === version) return Promise.resolve({ status: 'fresh', diagnostics: latest.diagnostics, version });
-    return new Promise((resolve) => {
-      let set = this.waiters.get(key);
-      if (!set) this.waiters.set(key, (set = new Set()));
-      set.add({ version, resolve });
-    });
-  }
-
   private onPublish(p: PublishDiagnosticsParams): void {
     const key = this.keyOf(p.uri);
     const doc = this.docs.get(key);
     if (!doc) return;
-    this.published.set(key, { version: p.version, diagnostics: p.diagnostics });
-    const set = this.waiters.get(key);
-    if (!set) return;
-    for (const w of [...set]) {
-      if (p.version === w.version) w.resolve({ status: 'fresh', diagnostics: p.diagnostics, version: w.version });
-      else if (p.version === undefined) {
-        w.resolve({
-          status: 'error',
-          diagnostics: [],
-          version: w.version,
-          error: 'the server publishes diagnostics without a document version; they cannot be proven fresh',
-        });
-      } else continue;
-      set.delete(w);
-    }
-  }
-
-  private supersedeWaiters(key: string, now: number): void {
-    const set = this.waiters.get(key);
-    if (!set) return;
-    for (const w of [...set]) {
-      if (w.version < now) {
-        w.resolve({
-          status: 'error',
-          diagnostics: [],
-          version: w.version,
-          error: `the document moved on to a newer version before diagnostics for ${w.version} came`,
-        });
-        set.delete(w);
-      }
-    }
-  }
-
-  private dropWaiters(key: string, version: number): void {
-    const set = this.waiters.get(key);
-    if (!set) return;
-    for (const w of [...set]) if (w.version === version) set.delete(w);
-  }
-
-  private failAllWaiters(error: string): void {
-    for (const set of this.waiters.values())
-      for (const w of set) w.resolve({ status: 'error', diagnostics: [], version: w.version, error });
-    this.waiters.clear();
+    this.publishes.record(key, p);
   }
 
   /** A request with a deadline: the result, or a timeout/error; cancelled on timeout. */
@@ -754,53 +471,4 @@ export class LanguageServerSession {
     }
     for (let i = 0; i < 150 && platform.processes.stillRunning(tree).length > 0; i++) await new Promise((r) => setTimeout(r, 20));
   }
-}
-
-interface TsLocation {
-  line: number;
-  offset: number;
-}
-
-interface TsDiagnostic {
-  start: TsLocation;
-  end: TsLocation;
-  text: string;
-  code?: number;
-  category?: string;
-  source?: string;
-  reportsUnnecessary?: unknown;
-  reportsDeprecated?: unknown;
-  relatedInformation?: Array<{ message: string; span?: { start: TsLocation; end: TsLocation; file: string } }>;
-}
-
-function tsRange(start: TsLocation, end: TsLocation): Range {
-  return { start: { line: start.line - 1, character: start.offset - 1 }, end: { line: end.line - 1, character: end.offset - 1 } };
-}
-
-/** A tsserver diagnostic (1-based line/offset) as an LSP one, as typescript-language-server maps them. */
-function fromTsDiagnostic(d: TsDiagnostic): Diagnostic {
-  const severity = d.category === 'error' ? 1 : d.category === 'warning' ? 2 : d.category === 'suggestion' ? 4 : 3;
-  const tags: Array<1 | 2> = [];
-  if (d.reportsUnnecessary) tags.push(1);
-  if (d.reportsDeprecated) tags.push(2);
-  const out: Diagnostic = { range: tsRange(d.start, d.end), message: d.text, severity, source: d.source ?? 'typescript' };
-  if (d.code !== undefined) out.code = d.code;
-  if (tags.length) out.tags = tags;
-  const related = [];
-  for (const r of d.relatedInformation ?? []) {
-    if (r.span)
-      related.push({ message: r.message, location: { uri: pathToFileURL(r.span.file).href, range: tsRange(r.span.start, r.span.end) } });
-  }
-  if (related.length) out.relatedInformation = related;
-  return out;
-}
-
-/** A failure that means the other end of the server's pipes is gone. */
-function brokenPipe(err: unknown): boolean {
-  const e = err as { code?: unknown; message?: unknown } | null;
-  const code = typeof e?.code === 'string' ? e.code : '';
-  if (['EPIPE', 'ECONNRESET', 'ERR_STREAM_DESTROYED', 'ERR_STREAM_WRITE_AFTER_END'].includes(code)) return true;
-  return (
-    typeof e?.message === 'string' && /\bEPIPE\b|\bECONNRESET\b|Connection is (closed|disposed)|Pending response rejected/.test(e.message)
-  );
 }

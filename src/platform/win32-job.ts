@@ -6,9 +6,9 @@
 // importing this module never fails, on any platform.
 //
 // Node cannot create a process suspended, so a command must not start before it is in the job:
-// it is started through a launcher (`process.execPath -e LAUNCHER`) that waits for one line on
-// its stdin, written once AssignProcessToJobObject has put the launcher in the job; only then
-// does the launcher spawn the command, which is born inside the job.
+// it is started through a launcher (`process.execPath -e LAUNCHER`, win32-launcher.ts) that
+// waits for one line on its stdin, written once AssignProcessToJobObject has put the launcher in
+// the job; only then does the launcher spawn the command, which is born inside the job.
 //
 // Resource limits (setLimits, before the launcher is let go) go on the same job: committed memory
 // of all its processes together (JOB_OBJECT_LIMIT_JOB_MEMORY), processes at once
@@ -16,80 +16,48 @@
 // cap on CPU time (JobObjectCpuRateControlInformation). Windows refuses what would pass a limit (an
 // allocation, a new process) rather than killing anything, and says so on the job's I/O completion
 // port (JOB_OBJECT_MSG_JOB_MEMORY_LIMIT, JOB_OBJECT_MSG_ACTIVE_PROCESS_LIMIT): limitsHit() reads
-// those messages, and the run ends itself past its memory limit as on Linux.
+// those messages, and the run ends itself past its memory limit as on Linux. The limit blocks'
+// bytes are made and read in win32-job-limits.ts.
 //
 // Conventions as in src/platform/win32-identity.ts: handles cross the boundary as plain numbers, structures as
 // Buffers (ffi-rs passes a Buffer as a pointer to its bytes and keeps what the call wrote), and
-// every failure names the Win32 call and its GetLastError value.
+// every failure names the Win32 call and its GetLastError value. ffi-rs is loaded by win32-ffi.ts.
 import { spawn, type ChildProcessByStdio } from 'child_process';
 import type { Readable, Writable } from 'stream';
-import { ShadowError } from '../common/errors';
 import type { LimitHit, RunLimits } from './types';
+import { closeHandle as closeWin32Handle, type CallResult, KERNEL32, win32Api } from './win32-ffi';
 import { win32Error } from './win32-identity';
+import {
+  CPU_RATE_CONTROL_INFORMATION_SIZE,
+  cpuRate,
+  cpuRateControlInformation,
+  describeLimits,
+  EXTENDED_LIMIT_INFORMATION_SIZE,
+  extendedLimitInformation,
+  JOB_OBJECT_CPU_RATE_CONTROL_INFORMATION,
+  JOB_OBJECT_EXTENDED_LIMIT_INFORMATION,
+  limitOfMessage,
+  parseCpuRateControlInformation,
+  parseExtendedLimitInformation,
+} from './win32-job-limits';
+import { GO, launcherCommand, type LaunchOptions } from './win32-launcher';
 
 type Ffi = typeof import('ffi-rs');
 type FieldType = import('ffi-rs').FieldType;
 
-const KERNEL32 = 'shadowfs-job-kernel32';
-
 // Access rights and constants, from the Win32 documentation (winnt.h values).
 const PROCESS_TERMINATE = 0x0001;
 const PROCESS_SET_QUOTA = 0x0100;
-export const JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE = 0x2000;
-export const JOB_OBJECT_LIMIT_ACTIVE_PROCESS = 0x0008;
-export const JOB_OBJECT_LIMIT_JOB_MEMORY = 0x0200;
-export const JOB_OBJECT_CPU_RATE_CONTROL_ENABLE = 0x1;
-export const JOB_OBJECT_CPU_RATE_CONTROL_HARD_CAP = 0x4;
 /** JOBOBJECTINFOCLASS values. */
 const JOB_OBJECT_BASIC_PROCESS_ID_LIST = 3;
 const JOB_OBJECT_ASSOCIATE_COMPLETION_PORT_INFORMATION = 7;
-export const JOB_OBJECT_EXTENDED_LIMIT_INFORMATION = 9;
-export const JOB_OBJECT_CPU_RATE_CONTROL_INFORMATION = 15;
-/** Messages a job posts on its completion port (the lpNumberOfBytesTransferred of each). */
-const JOB_OBJECT_MSG_ACTIVE_PROCESS_LIMIT = 3;
-const JOB_OBJECT_MSG_JOB_MEMORY_LIMIT = 10;
 /** GetActiveProcessorCount: every processor group, not only the caller's. */
 const ALL_PROCESSOR_GROUPS = 0xffff;
 const INVALID_HANDLE_VALUE = -1;
 const ERROR_MORE_DATA = 234;
 
 // Layouts for x64, derived from the structure definitions in Microsoft's documentation
-// (learn.microsoft.com, "JOBOBJECT_BASIC_LIMIT_INFORMATION", "IO_COUNTERS",
-// "JOBOBJECT_EXTENDED_LIMIT_INFORMATION", "JOBOBJECT_BASIC_PROCESS_ID_LIST") with the x64 rules:
-// LARGE_INTEGER, SIZE_T, ULONG_PTR and ULONGLONG are 8 bytes aligned to 8, DWORD 4 aligned to 4,
-// and a structure is padded to a multiple of its largest alignment.
-//
-// JOBOBJECT_BASIC_LIMIT_INFORMATION (64 bytes):
-//    0 LARGE_INTEGER PerProcessUserTimeLimit
-//    8 LARGE_INTEGER PerJobUserTimeLimit
-//   16 DWORD         LimitFlags
-//   20 (4 bytes of padding before the next 8-byte field)
-//   24 SIZE_T        MinimumWorkingSetSize
-//   32 SIZE_T        MaximumWorkingSetSize
-//   40 DWORD         ActiveProcessLimit
-//   44 (padding)
-//   48 ULONG_PTR     Affinity
-//   56 DWORD         PriorityClass
-//   60 DWORD         SchedulingClass
-// IO_COUNTERS (48 bytes): six ULONGLONG counters.
-// JOBOBJECT_EXTENDED_LIMIT_INFORMATION (144 bytes):
-//    0 JOBOBJECT_BASIC_LIMIT_INFORMATION BasicLimitInformation
-//   64 IO_COUNTERS IoInfo
-//  112 SIZE_T ProcessMemoryLimit
-//  120 SIZE_T JobMemoryLimit
-//  128 SIZE_T PeakProcessMemoryUsed
-//  136 SIZE_T PeakJobMemoryUsed
-export const EXTENDED_LIMIT_INFORMATION_SIZE = 144;
-const LIMIT_FLAGS_OFFSET = 16;
-const ACTIVE_PROCESS_LIMIT_OFFSET = 40;
-const JOB_MEMORY_LIMIT_OFFSET = 120;
-const PEAK_JOB_MEMORY_USED_OFFSET = 136;
-// JOBOBJECT_CPU_RATE_CONTROL_INFORMATION (8 bytes; learn.microsoft.com,
-// "JOBOBJECT_CPU_RATE_CONTROL_INFORMATION"):
-//    0 DWORD ControlFlags
-//    4 union { DWORD CpuRate; DWORD Weight; struct { WORD MinRate; WORD MaxRate; } }
-// CpuRate is the job's share of all the machine's processor cycles, per 10,000; 0 is refused.
-export const CPU_RATE_CONTROL_INFORMATION_SIZE = 8;
+// (learn.microsoft.com) with the x64 rules (see win32-job-limits.ts for the limit blocks).
 // JOBOBJECT_ASSOCIATE_COMPLETION_PORT (16 bytes; "JOBOBJECT_ASSOCIATE_COMPLETION_PORT"):
 //    0 PVOID  CompletionKey
 //    8 HANDLE CompletionPort
@@ -101,245 +69,12 @@ const ASSOCIATE_COMPLETION_PORT_SIZE = 16;
 const PID_LIST_HEADER = 8;
 const PID_SIZE = 8;
 
-/**
- * Processes of a run's job that are not the command's: the launcher (a node process that stays
- * until the command exits). ActiveProcessLimit is the run's `processes` plus this.
- */
-export const LAUNCHER_PROCESSES = 1;
-
-/**
- * The JOBOBJECT_EXTENDED_LIMIT_INFORMATION block that sets `limits` on a run's job (its memory and
- * process limits; cpus is a class of its own), KILL_ON_JOB_CLOSE always. Throws INVALID_ARGUMENT
- * for a value no limit can be made of.
- */
-export function extendedLimitInformation(limits: RunLimits = {}): Buffer {
-  const info = Buffer.alloc(EXTENDED_LIMIT_INFORMATION_SIZE);
-  let flags = JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE;
-  if (limits.memoryBytes !== undefined) {
-    const bytes = Math.floor(limits.memoryBytes);
-    if (!Number.isFinite(limits.memoryBytes) || bytes < 1)
-      throw new ShadowError('INVALID_ARGUMENT', `a memory limit of ${limits.memoryBytes} bytes cannot be set`);
-    flags |= JOB_OBJECT_LIMIT_JOB_MEMORY;
-    info.writeBigUInt64LE(BigInt(bytes), JOB_MEMORY_LIMIT_OFFSET);
-  }
-  if (limits.processes !== undefined) {
-    const n = Math.floor(limits.processes);
-    if (!Number.isFinite(limits.processes) || n < 1 || n + LAUNCHER_PROCESSES > 0xffffffff)
-      throw new ShadowError('INVALID_ARGUMENT', `a limit of ${limits.processes} processes cannot be set`);
-    flags |= JOB_OBJECT_LIMIT_ACTIVE_PROCESS;
-    info.writeUInt32LE(n + LAUNCHER_PROCESSES, ACTIVE_PROCESS_LIMIT_OFFSET);
-  }
-  info.writeUInt32LE(flags, LIMIT_FLAGS_OFFSET);
-  return info;
-}
-
-/** What a JOBOBJECT_EXTENDED_LIMIT_INFORMATION block says about the limits shadowfs sets. */
-export function parseExtendedLimitInformation(info: Buffer): {
-  limitFlags: number;
-  activeProcessLimit: number;
-  jobMemoryLimit: bigint;
-  peakJobMemoryUsed: bigint;
-} {
-  if (info.length < EXTENDED_LIMIT_INFORMATION_SIZE) throw new Error(`extended limit information of ${info.length} bytes`);
-  return {
-    limitFlags: info.readUInt32LE(LIMIT_FLAGS_OFFSET),
-    activeProcessLimit: info.readUInt32LE(ACTIVE_PROCESS_LIMIT_OFFSET),
-    jobMemoryLimit: info.readBigUInt64LE(JOB_MEMORY_LIMIT_OFFSET),
-    peakJobMemoryUsed: info.readBigUInt64LE(PEAK_JOB_MEMORY_USED_OFFSET),
-  };
-}
-
-/**
- * CpuRate for `cpus` CPUs' worth of time on a machine of `logicalCpus` logical processors: the
- * share of all cycles per 10,000, rounded, at least 1 (0 is refused by Windows) and at most 10,000
- * (all of them: asking for more CPUs than there are limits nothing).
- */
-export function cpuRate(cpus: number, logicalCpus: number): number {
-  if (!Number.isFinite(cpus) || cpus <= 0) throw new ShadowError('INVALID_ARGUMENT', `a CPU limit of ${cpus} CPUs cannot be set`);
-  if (!Number.isInteger(logicalCpus) || logicalCpus < 1) throw new Error(`cpuRate: ${logicalCpus} is not a processor count`);
-  return Math.min(10_000, Math.max(1, Math.round((cpus / logicalCpus) * 10_000)));
-}
-
-/** The JOBOBJECT_CPU_RATE_CONTROL_INFORMATION block of a hard cap at `rate` (cpuRate()). */
-export function cpuRateControlInformation(rate: number): Buffer {
-  if (!Number.isInteger(rate) || rate < 1 || rate > 10_000) throw new Error(`cpuRateControlInformation: ${rate} is not a CpuRate`);
-  const info = Buffer.alloc(CPU_RATE_CONTROL_INFORMATION_SIZE);
-  info.writeUInt32LE(JOB_OBJECT_CPU_RATE_CONTROL_ENABLE | JOB_OBJECT_CPU_RATE_CONTROL_HARD_CAP, 0);
-  info.writeUInt32LE(rate, 4);
-  return info;
-}
-
-/** ControlFlags and CpuRate of a JOBOBJECT_CPU_RATE_CONTROL_INFORMATION block. */
-export function parseCpuRateControlInformation(info: Buffer): { controlFlags: number; cpuRate: number } {
-  if (info.length < CPU_RATE_CONTROL_INFORMATION_SIZE) throw new Error(`CPU rate control information of ${info.length} bytes`);
-  return { controlFlags: info.readUInt32LE(0), cpuRate: info.readUInt32LE(4) };
-}
-
-/** The limit a message of a job's completion port says was reached, if it says one. */
-export function limitOfMessage(message: number): LimitHit | undefined {
-  if (message === JOB_OBJECT_MSG_JOB_MEMORY_LIMIT) return 'memory';
-  if (message === JOB_OBJECT_MSG_ACTIVE_PROCESS_LIMIT) return 'processes';
-  return undefined;
-}
-
-/** The line that lets a launcher start its command. */
-const GO = 'go\n';
-/** Exit code of a launcher that was never let go (its stdin ended or said something else). */
-export const LAUNCHER_NOT_STARTED = 125;
-/** Exit code of a launcher whose command could not be started (as a shell says for a missing command). */
-export const LAUNCHER_CANNOT_START = 127;
-/**
- * The launcher's own node must not see the run's NODE_OPTIONS (a --require or --inspect meant for
- * the command would act on the launcher); it is handed over under this name and restored for the
- * command.
- */
-const NODE_OPTIONS_CARRIER = 'SHADOWFS_LAUNCHER_NODE_OPTIONS';
-/**
- * Set ("1") in the launcher's environment when the command's arguments are one finished command
- * line (a cmd.exe line from win32-command.ts) that the launcher's spawn must pass as it is, with
- * windowsVerbatimArguments; never passed on to the command.
- */
-const VERBATIM_FLAG = 'SHADOWFS_LAUNCHER_VERBATIM';
-
-/**
- * The launcher, run as `node -e LAUNCHER -- command args...`. It reads its stdin up to the first
- * newline; that line must be "go", else (or at the end of stdin) it exits with 125 and starts
- * nothing. Then it spawns the command with its own stdout and stderr (stdin: nothing; the
- * launcher's stdin is the daemon's channel), with windowsVerbatimArguments when the daemon said so
- * in SHADOWFS_LAUNCHER_VERBATIM (so Node does not quote a finished cmd.exe line again), passes on
- * SIGINT, SIGTERM, SIGBREAK and SIGHUP, and exits with the command's exit code (127 with a message
- * when the command cannot start).
- */
-export const LAUNCHER = `'use strict';
-const { spawn } = require('child_process');
-const fs = require('fs');
-const argv = process.argv.slice(1);
-const say = (m) => { try { fs.writeSync(2, 'shadowfs: ' + m + '\\n'); } catch {} };
-let line = '';
-let decided = false;
-const notStarted = (why) => {
-  if (decided) return;
-  decided = true;
-  say('the command did not start: ' + why);
-  process.exit(${LAUNCHER_NOT_STARTED});
-};
-const start = () => {
-  decided = true;
-  process.stdin.removeAllListeners('data');
-  process.stdin.destroy();
-  const env = { ...process.env };
-  for (const k of Object.keys(env)) if (k.toUpperCase() === 'NODE_OPTIONS') delete env[k];
-  if (env.${NODE_OPTIONS_CARRIER} !== undefined) env.NODE_OPTIONS = env.${NODE_OPTIONS_CARRIER};
-  delete env.${NODE_OPTIONS_CARRIER};
-  const verbatim = env.${VERBATIM_FLAG} === '1';
-  delete env.${VERBATIM_FLAG};
-  let child;
-  try {
-    child = spawn(argv[0], argv.slice(1), {
-      stdio: ['ignore', 'inherit', 'inherit'],
-      env,
-      windowsHide: true,
-      windowsVerbatimArguments: verbatim,
-    });
-  } catch (err) {
-    say('cannot start ' + argv[0] + ': ' + err.message);
-    process.exit(${LAUNCHER_CANNOT_START});
-  }
-  child.once('error', (err) => {
-    say('cannot start ' + argv[0] + ': ' + err.message);
-    process.exit(${LAUNCHER_CANNOT_START});
-  });
-  child.once('exit', (code) => process.exit(code === null ? 1 : code));
-  for (const sig of ['SIGINT', 'SIGTERM', 'SIGBREAK', 'SIGHUP']) {
-    process.on(sig, () => {
-      try { child.kill(sig); } catch {}
-    });
-  }
-};
-if (argv.length === 0) notStarted('no command was given');
-process.stdin.on('data', (chunk) => {
-  line += chunk.toString('latin1');
-  const nl = line.indexOf('\\n');
-  if (nl < 0) return;
-  if (line.slice(0, nl).replace(/\\r$/, '') === 'go') start();
-  else notStarted('the daemon did not let it go');
-});
-process.stdin.on('end', () => notStarted('the daemon closed its channel before letting it go'));
-process.stdin.on('error', (err) => notStarted('its channel to the daemon failed: ' + err.message));
-`;
-
-/** Options of launch(); stdin of the command is always nothing, stdout and stderr are pipes. */
-export interface LaunchOptions {
-  cwd?: string;
-  env?: NodeJS.ProcessEnv;
-  /**
-   * argv[1..] is one finished command line (win32-command.ts's cmd.exe lines): the launcher
-   * spawns the command with windowsVerbatimArguments, so Node adds no quotes of its own.
-   */
-  windowsVerbatimArguments?: boolean;
-  /**
-   * Called with the launcher's pid once it is in the job and before it is let go (the run lowers
-   * its token here). When it throws, the launcher is never let go: it is killed having started
-   * nothing, and launch() throws what it threw.
-   */
-  beforeGo?: (pid: number) => void;
-}
-
-/** The launcher's command line and environment for `argv` (argv[0] is the program). */
-export function launcherCommand(
-  argv: string[],
-  env: NodeJS.ProcessEnv = process.env,
-  opts: { windowsVerbatimArguments?: boolean } = {},
-): { file: string; args: string[]; env: NodeJS.ProcessEnv } {
-  if (argv.length === 0) throw new Error('launcherCommand: no command given');
-  const out: NodeJS.ProcessEnv = {};
-  let nodeOptions: string | undefined;
-  for (const [k, v] of Object.entries(env)) {
-    const name = k.toUpperCase();
-    if (name === 'NODE_OPTIONS') nodeOptions = v;
-    // The launcher's own variables are the daemon's to set, never the run's environment's.
-    else if (name !== NODE_OPTIONS_CARRIER && name !== VERBATIM_FLAG) out[k] = v;
-  }
-  if (nodeOptions !== undefined) out[NODE_OPTIONS_CARRIER] = nodeOptions;
-  if (opts.windowsVerbatimArguments) out[VERBATIM_FLAG] = '1';
-  // `--` ends node's own options, so a command that starts with "-" is not taken for one.
-  return { file: process.execPath, args: ['-e', LAUNCHER, '--', ...argv], env: out };
-}
-
-interface CallResult {
-  value: number;
-  errnoCode: number;
-  errnoMessage: string;
-}
-
 type Call = (fn: string, ret: FieldType, params: [FieldType, unknown][]) => CallResult;
 
-let kernel32: { ffi: Ffi; call: Call } | undefined;
-
+/** The kernel32 calls, through the shared ffi-rs loader (win32-ffi.ts). */
 function api(): { ffi: Ffi; call: Call } {
-  if (process.platform !== 'win32') throw new Error(`Job Objects exist only on Windows (this is ${process.platform})`);
-  if (kernel32) return kernel32;
-  let ffi: Ffi;
-  try {
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
-    ffi = require('ffi-rs') as Ffi;
-  } catch (err) {
-    throw new Error(`cannot make a Job Object for the run: ffi-rs does not load (${(err as Error).message})`, { cause: err });
-  }
-  ffi.open({ library: KERNEL32, path: 'kernel32.dll' });
-  kernel32 = {
-    ffi,
-    call: (fn, ret, params) =>
-      ffi.load({
-        library: KERNEL32,
-        funcName: fn,
-        retType: ret,
-        paramsType: params.map((p) => p[0]),
-        paramsValue: params.map((p) => p[1]),
-        errno: true,
-      }) as unknown as CallResult,
-  };
-  return kernel32;
+  const a = win32Api('make a Job Object for the run');
+  return { ffi: a.ffi, call: (fn, ret, params) => a.call(KERNEL32, fn, ret, params) };
 }
 
 /** A Job Object whose processes all die with it: on killAll(), and when its handle closes. */
@@ -681,15 +416,6 @@ export class Win32Job {
   }
 }
 
-/** How a limit block reads in a message: "JOB_MEMORY 268435456, ACTIVE_PROCESS 17". */
-function describeLimits(info: Buffer): string {
-  const l = parseExtendedLimitInformation(info);
-  const parts = ['KILL_ON_JOB_CLOSE'];
-  if (l.limitFlags & JOB_OBJECT_LIMIT_JOB_MEMORY) parts.push(`JOB_MEMORY ${l.jobMemoryLimit}`);
-  if (l.limitFlags & JOB_OBJECT_LIMIT_ACTIVE_PROCESS) parts.push(`ACTIVE_PROCESS ${l.activeProcessLimit}`);
-  return parts.join(', ');
-}
-
 /**
  * The machine's logical processors, in every processor group (CpuRate is a share of all of them;
  * os.cpus() may see only this process's group on machines of more than 64).
@@ -702,6 +428,5 @@ export function logicalProcessors(): number {
 }
 
 function closeHandle(handle: number): void {
-  const { ffi, call } = api();
-  call('CloseHandle', ffi.DataType.I32, [[ffi.DataType.I64, handle]]);
+  closeWin32Handle(win32Api('make a Job Object for the run'), handle);
 }

@@ -18,7 +18,8 @@ import { ShadowError } from '../common/errors';
 import type { LaunchOptions, LimitHit, ProcessGroup, ProcessTrees, RunLimits } from './types';
 import { resolveWindowsCommand, type WindowsSpawn } from './win32-command';
 import { INTEGRITY_RID, integrityName, lowerIntegrity, lowRunEnv, lowRunTemp, removeLowRunTemp } from './win32-integrity';
-import { type LaunchOptions as JobLaunchOptions, Win32Job } from './win32-job';
+import { Win32Job } from './win32-job';
+import { type LaunchOptions as JobLaunchOptions } from './win32-launcher';
 
 /** What a Windows run asks of its group (see Win32ProcessGroup.launchRun). */
 export interface Win32RunOptions {

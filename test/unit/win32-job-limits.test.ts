@@ -1,4 +1,4 @@
-// Unit tests of the parts of a run's Job Object limits (src/platform/win32-job.ts) that need no
+// Unit tests of the parts of a run's Job Object limits (src/platform/win32-job-limits.ts) that need no
 // Windows: the x64 bytes of JOBOBJECT_EXTENDED_LIMIT_INFORMATION and
 // JOBOBJECT_CPU_RATE_CONTROL_INFORMATION as SetInformationJobObject gets them, the CpuRate for a
 // number of CPUs, and which completion-port messages mean a limit was reached. The Win32 calls
@@ -14,11 +14,11 @@ import {
   JOB_OBJECT_LIMIT_ACTIVE_PROCESS,
   JOB_OBJECT_LIMIT_JOB_MEMORY,
   JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE,
-  LAUNCHER_PROCESSES,
   limitOfMessage,
   parseCpuRateControlInformation,
   parseExtendedLimitInformation,
-} from '../../src/platform/win32-job';
+} from '../../src/platform/win32-job-limits';
+import { LAUNCHER_PROCESSES } from '../../src/platform/win32-launcher';
 
 const invalid = (e: unknown): boolean => e instanceof ShadowError && e.code === 'INVALID_ARGUMENT';
 

@@ -28,7 +28,8 @@ import {
   lowRunTemp,
   removeLowRunTemp,
 } from '../../src/platform/win32-integrity';
-import { launcherCommand, Win32Job } from '../../src/platform/win32-job';
+import { Win32Job } from '../../src/platform/win32-job';
+import { launcherCommand } from '../../src/platform/win32-launcher';
 
 type Ffi = typeof import('ffi-rs');
 

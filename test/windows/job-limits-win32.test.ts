@@ -20,13 +20,13 @@ import * as os from 'os';
 import * as path from 'path';
 import { ShadowError } from '../../src/common/errors';
 import { platform } from '../../src/platform';
+import { logicalProcessors } from '../../src/platform/win32-job';
 import {
   cpuRate,
   JOB_OBJECT_LIMIT_ACTIVE_PROCESS,
   JOB_OBJECT_LIMIT_JOB_MEMORY,
   JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE,
-  logicalProcessors,
-} from '../../src/platform/win32-job';
+} from '../../src/platform/win32-job-limits';
 import { type Win32ProcessGroup } from '../../src/platform/win32-processes';
 import { runInShadow, type RunOptions } from '../../src/run/runner';
 import type { RunAsJob, Shadow } from '../../src/shadow';

@@ -11,7 +11,8 @@ import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import { platform, type ProcessGroup } from '../../src/platform';
-import { LAUNCHER_CANNOT_START, LAUNCHER_NOT_STARTED, launcherCommand, Win32Job } from '../../src/platform/win32-job';
+import { Win32Job } from '../../src/platform/win32-job';
+import { LAUNCHER_CANNOT_START, LAUNCHER_NOT_STARTED, launcherCommand } from '../../src/platform/win32-launcher';
 
 type Ffi = typeof import('ffi-rs');
 

@@ -271,7 +271,9 @@ describe('run on Windows: commands as Windows users write them, at Low integrity
     const src = path.join(__dirname, '..', '..', '..', 'src');
     const files = [
       ...fs.readdirSync(path.join(src, 'run')).map((f) => path.join(src, 'run', f)),
-      ...['win32-job.ts', 'win32-processes.ts', 'win32-command.ts', 'win32-integrity.ts'].map((f) => path.join(src, 'platform', f)),
+      ...['win32-job.ts', 'win32-job-limits.ts', 'win32-launcher.ts', 'win32-processes.ts', 'win32-command.ts', 'win32-integrity.ts'].map(
+        (f) => path.join(src, 'platform', f),
+      ),
     ];
     for (const f of files) {
       const text = fs.readFileSync(f, 'utf8');

@@ -1,0 +1,55 @@
+// The process of a language server: started directly, or confined like a run through the launcher
+// (src/run/launcher.ts), and how a failure reads when the other end of its pipes is gone.
+import * as cp from 'child_process';
+import * as fs from 'fs';
+import * as path from 'path';
+import { commandEnv, launchArgs, type LaunchPlan, launcherPath, parseStatus, privateTempDir, probeConfinement } from '../run/launcher';
+import type { ServerSpec } from './servers';
+
+/** The shadowfs installation: the built-in servers' scripts are read from it. */
+const INSTALLATION = path.resolve(__dirname, '..', '..', '..');
+
+/**
+ * Starts a server through the launcher: PID, user and mount namespaces, the system read-only, the
+ * shadow, the folder and shadowfs's installation read-only at their own paths, Landlock and
+ * seccomp. Where no namespace can be made, the launcher's Landlock and seccomp alone (logged).
+ */
+export function startConfined(spec: ServerSpec, root: string, lower: string, log: (line: string) => void): cp.ChildProcess {
+  const probe = probeConfinement(false);
+  const noNamespaces = !('protections' in probe);
+  if (noNamespaces) log(`[${spec.id}] started without namespaces (${probe.problem}): Landlock and seccomp only`);
+  const scratch = noNamespaces ? privateTempDir() : undefined;
+  const dirs = [...new Set([root, lower, INSTALLATION].map((d) => fs.realpathSync(d)))];
+  const plan: LaunchPlan = {
+    binds: noNamespaces ? [] : dirs.map((dir) => ({ source: dir, target: dir, readOnly: true })),
+    cwd: root,
+    env: commandEnv(scratch ? { TMPDIR: scratch } : {}),
+    noNamespaces,
+    writable: scratch ? [scratch] : [],
+  };
+  const proc = cp.spawn(launcherPath(), launchArgs(plan, [spec.command, ...spec.args]), {
+    cwd: '/',
+    env: {},
+    stdio: ['pipe', 'pipe', 'pipe', 'pipe'],
+    detached: true,
+  });
+  let status = '';
+  const fd3 = proc.stdio[3] as NodeJS.ReadableStream;
+  fd3.on('data', (c: Buffer) => (status += c.toString()));
+  if (scratch) proc.once('exit', () => fs.rmSync(scratch, { recursive: true, force: true }));
+  fd3.on('end', () => {
+    const said = parseStatus(status);
+    if (said.error) log(`[${spec.id}] not started: ${said.error.message}`);
+  });
+  return proc;
+}
+
+/** A failure that means the other end of the server's pipes is gone. */
+export function brokenPipe(err: unknown): boolean {
+  const e = err as { code?: unknown; message?: unknown } | null;
+  const code = typeof e?.code === 'string' ? e.code : '';
+  if (['EPIPE', 'ECONNRESET', 'ERR_STREAM_DESTROYED', 'ERR_STREAM_WRITE_AFTER_END'].includes(code)) return true;
+  return (
+    typeof e?.message === 'string' && /\bEPIPE\b|\bECONNRESET\b|Connection is (closed|disposed)|Pending response rejected/.test(e.message)
+  );
+}
