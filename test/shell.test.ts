@@ -13,7 +13,7 @@ import * as path from 'path';
 import { ShadowClient } from '../src/client';
 import { ShadowError } from '../src/common/errors';
 import { FolderGuard, eventually, repoRoot, tempDir } from './helpers/fixtures';
-import { stopTestDaemon } from './helpers/hooks';
+import { running, stopTestDaemon } from './helpers/hooks';
 
 const cliPath = path.join(repoRoot, 'bin', 'shadowfs.js');
 
@@ -245,6 +245,27 @@ describe('shell sessions: an interactive program on a real terminal, in its own 
     assert.match(out, /mark=still-here/);
     second.type('exit 3\r');
     assert.strictEqual(await second.exited, 3);
+  });
+
+  it('ends every session when the daemon stops, leaving no process behind; the CLI lists and closes them', async () => {
+    const shadow = (await client.request('mount', { folder })).name;
+    const a = await client.request('shell.open', { shadow, agent: 'a', argv: ['sleep', '1000'], cols: 80, rows: 24 });
+    const b = await client.request('shell.open', { shadow, agent: 'b', argv: ['sh', '-c', 'sleep 1000 & wait'], cols: 80, rows: 24 });
+    const listed = open(['shell', '--list', '--json'], folder);
+    assert.strictEqual(await listed.exited, 0);
+    const ids = (JSON.parse(listed.output.slice(listed.output.indexOf('{'))) as { sessions: { sessionId: string }[] }).sessions.map(
+      (s) => s.sessionId,
+    );
+    assert.deepStrictEqual(ids.sort(), [a.sessionId, b.sessionId].sort());
+    const closed = open(['shell', '--close', a.sessionId], folder);
+    assert.strictEqual(await closed.exited, 0);
+    assert.match(closed.output, new RegExp(`ended ${a.sessionId}`));
+    assert.ok(!running(a.pid), "the closed session's terminal process is gone");
+    assert.ok(running(b.pid));
+    client.close();
+    stopTestDaemon();
+    assert.ok(!running(b.pid), "the daemon's stop ended the other session");
+    client = await ShadowClient.connect();
   });
 
   it('ends sessions on shell.close and on unmount; agents (restricted connections) cannot open one', async () => {
