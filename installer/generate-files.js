@@ -23,7 +23,7 @@ const path = require('path');
 
 const MAX_COMPONENTS_PER_FEATURE = 1500;
 // Named in installer/shadowfs.wxs (relative to INSTALLDIR, '/'-separated).
-const TEMPLATE_FILES = ['node.exe', 'package.json', 'bin/shadowfs.cmd', 'bin/shadowfs.js', 'build-win/Release/shadowfs.node'];
+const TEMPLATE_FILES = ['node.exe', 'package.json', 'bin/shadowfs.cmd', 'bin/shadowfs.js', 'prebuilds/win32-x64/shadowfs.node'];
 const GENERATED_TREES = ['dist', 'node_modules'];
 const PE = /\.(exe|dll|node)$/i;
 // Characters the MSI Filename type refuses in long names.

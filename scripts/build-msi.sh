@@ -9,8 +9,8 @@
 #   bin\shadowfs.cmd              the command; bin\ goes on the system PATH
 #   node_modules\                 the production dependencies for win32-x64 (npm ci --omit=dev
 #                                 --os=win32 --cpu=x64: ffi-rs's Windows binary included)
-#   build-win\Release\shadowfs.node   the MinGW cross build (npm run build:win), where
-#                                 src/shadow/native.ts looks for it
+#   prebuilds\win32-x64\shadowfs.node   the MinGW cross build (npm run build:win), where the npm
+#                                 package carries it too (src/shadow/native.ts looks there)
 #   vscode\shadowfs-vscode-<v>.vsix   the VS Code extension (node extension/build.mjs --vsix)
 # and the PowerShell module into Program Files\WindowsPowerShell\Modules\ShadowFS. It refuses to
 # install without WinFsp (launch condition on its registry InstallDir). See installer/.
@@ -146,18 +146,22 @@ fi
 t=$(now)
 rm -rf "$STAGE"
 app=$STAGE/shadowfs
-mkdir -p "$app/bin" "$app/dist" "$app/build-win/Release" "$app/vscode"
+mkdir -p "$app/bin" "$app/dist" "$app/prebuilds/win32-x64" "$app/vscode"
 cp package.json "$app/"
 cp bin/shadowfs.js "$app/bin/"
 # CRLF whatever git checked out (cmd.exe needs it for labels and long lines).
 sed 's/\r$//; s/$/\r/' installer/shadowfs.cmd >"$app/bin/shadowfs.cmd"
 cp -R dist/src "$app/dist/src"
 cp dist/protocol.schema.json "$app/dist/"
-cp build-win/Release/shadowfs.node "$app/build-win/Release/"
+# The same binary and place as the npm package's prebuilt one (scripts/pack-prebuilds.sh).
+cp build-win/Release/shadowfs.node "$app/prebuilds/win32-x64/"
 cp "$NODE_EXE" "$app/node.exe"
 cp "$VSIX" "$app/vscode/"
 # Hard links: the cache is not modified, and 100+ MB are not copied on every build.
 cp -al "$DEPS/node_modules" "$app/node_modules"
+# node-pty (an optional dependency) serves shell sessions, which are built for Linux only so far:
+# Windows refuses them with NOT_SUPPORTED before loading it, so it is not shipped.
+rm -rf "$app/node_modules/node-pty"
 mv "$PS_DIR/ShadowFS" "$STAGE/ShadowFS"
 rm -rf "$PS_DIR"
 say "staged $(du -sh --apparent-size "$STAGE" | cut -f1) in $STAGE ($(find "$STAGE" -type f | wc -l) files; node_modules $(du -sh --apparent-size "$app/node_modules" | cut -f1)) in $(took "$t")"

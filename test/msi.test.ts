@@ -546,7 +546,7 @@ describe('the Windows installer (MSI built with wixl; installed, run, upgraded a
         'package.json',
         'bin/shadowfs.cmd',
         'bin/shadowfs.js',
-        'build-win/Release/shadowfs.node',
+        'prebuilds/win32-x64/shadowfs.node',
         'dist/src/cli/main.js',
         'dist/protocol.schema.json',
         `vscode/shadowfs-vscode-${extensionVersion()}.vsix`,
@@ -594,7 +594,7 @@ describe('the Windows installer (MSI built with wixl; installed, run, upgraded a
       fs.writeFileSync(
         script,
         `const dir = ${JSON.stringify(INSTALL_DIR)};
-const native = require(dir + '\\\\dist\\\\src\\\\native.js');
+const native = require(dir + '\\\\dist\\\\src\\\\shadow\\\\native.js');
 const status = native.nativeStatus();
 require(require.resolve('ffi-rs', { paths: [dir] }));
 console.log(JSON.stringify({ execPath: process.execPath, status, loaded: Object.keys(require.cache).filter((f) => f.endsWith('.node')).sort() }));
@@ -608,9 +608,10 @@ console.log(JSON.stringify({ execPath: process.execPath, status, loaded: Object.
         loaded: string[];
       };
       assert.strictEqual(w.execPath, `${INSTALL_DIR}\\node.exe`);
+      // The installed module and ffi-rs's, from the installation only (sorted by path, as the script lists them).
       assert.deepStrictEqual(w.loaded, [
-        `${INSTALL_DIR}\\build-win\\Release\\shadowfs.node`,
         `${INSTALL_DIR}\\node_modules\\@yuuang\\ffi-rs-win32-x64-msvc\\ffi-rs.win32-x64-msvc.node`,
+        `${INSTALL_DIR}\\prebuilds\\win32-x64\\shadowfs.node`,
       ]);
       assert.strictEqual(w.status.available, false);
       assert.strictEqual(w.status.code, 'WINFSP_MISSING');
