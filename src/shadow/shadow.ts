@@ -335,7 +335,7 @@ export class Shadow {
 
   /**
    * Runs `job` while no layer is active: the shared mount shows the folder itself, read-only
-   * (what the diagnostics service checks a baseline on). Queued with the agents' jobs.
+   * (what the lints service checks a baseline on). Queued with the agents' jobs.
    */
   withFolder<T>(job: (dir: string, signal: AbortSignal) => Promise<T>, options: JobOptions = {}): Promise<T> {
     return this.scheduler.run(

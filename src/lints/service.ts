@@ -1,4 +1,4 @@
-// The diagnostics service of one shadow: what warm language servers, running with the shadow's
+// The lints service of one shadow: what warm language servers, running with the shadow's
 // mount point as their root, say about an agent's change. Each question runs as a scheduler job
 // with the agent's layer active on the shared mount (so the servers read the agent's files, and
 // the folder's node_modules, live), after telling every server which files differ from what it
@@ -144,7 +144,7 @@ async function readRegularText(abs: string, rel: string): Promise<string> {
   }
 }
 
-export class DiagnosticsService {
+export class LintsService {
   private pool: ServerPool | undefined;
   private specs: ServerSpec[] | undefined;
   private readonly baselines = new Map<string, Baseline>();
