@@ -183,7 +183,7 @@ export class ShadowManager {
       ...(params.volume ? { volume: params.volume } : {}),
       allowOther: params.allowOther === true,
     });
-    const name = params.name ?? this.freeName(path.basename(shadow.lower));
+    const name = params.name ?? this.freeName(path.basename(shadow.folder));
     const now = Date.now();
     const work = new WorkService(shadow, {
       autosaveMs: this.opts.autosaveMs,
@@ -211,7 +211,7 @@ export class ShadowManager {
         }
       }
     }
-    this.opts.log.info('mounted', { name, lower: shadow.lower, mountPoint: shadow.mountPoint, ...(restored.length ? { restored } : {}) });
+    this.opts.log.info('mounted', { name, lower: shadow.folder, mountPoint: shadow.mountPoint, ...(restored.length ? { restored } : {}) });
     this.opts.notify('shadow/changed', { shadow: name, event: 'mounted' });
     return { ...(await this.info(entry)), ...(restored.length ? { restored } : {}) };
   }
@@ -311,7 +311,8 @@ export class ShadowManager {
     const handles = e.shadow.openHandles();
     return {
       name: e.name,
-      lower: e.shadow.lower,
+      folder: e.shadow.folder,
+      lower: e.shadow.folder,
       mountPoint: e.shadow.mountPoint,
       backend: e.shadow.backend,
       io: e.shadow.io,
@@ -385,7 +386,7 @@ export class ShadowManager {
       pid: process.pid,
       shadows: [...this.entries.values()].map((e) => ({
         name: e.name,
-        lower: e.shadow.lower,
+        lower: e.shadow.folder,
         mountPoint: e.shadow.mountPoint,
         createdMountPoint: e.shadow.ownsMountPoint,
         backend: e.shadow.backend,

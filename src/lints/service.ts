@@ -174,7 +174,7 @@ export class LintsService {
         idleMs: this.options.idleMs,
         log: this.options.log,
         // Confined like a run: servers see the shadow, never write it, and cannot write the folder.
-        ...(platform.namespaces ? { confine: { lower: this.shadow.lower } } : {}),
+        ...(platform.namespaces ? { confine: { lower: this.shadow.folder } } : {}),
       });
     if (!this.feed) this.feed = new FolderChanges(this.shadow);
     if (!this.specs) {
@@ -182,10 +182,10 @@ export class LintsService {
       try {
         const user = userServerConfigFile();
         this.specs = [
-          ...loadServerConfig(this.shadow.lower),
+          ...loadServerConfig(this.shadow.folder),
           ...loadServerConfigFile(user, path.dirname(user)),
           // Programs from the folder itself (its own TypeScript) or from shadowfs: never from a layer.
-          ...builtinServers(this.shadow.lower),
+          ...builtinServers(this.shadow.folder),
         ];
       } catch (err) {
         if (err instanceof LspConfigError) throw new ShadowError('INVALID_ARGUMENT', err.message);
@@ -472,7 +472,7 @@ export class LintsService {
     const changes: Array<{ relPath: string; type: 'created' | 'changed' | 'deleted' }> = [];
     for (const rel of paths) {
       const here = fs.existsSync(path.join(this.root, rel));
-      const inFolder = fs.existsSync(path.join(this.shadow.lower, rel));
+      const inFolder = fs.existsSync(path.join(this.shadow.folder, rel));
       changes.push({ relPath: rel, type: !here ? 'deleted' : inFolder ? 'changed' : 'created' });
     }
     session.filesChanged(changes);
@@ -521,7 +521,7 @@ export class LintsService {
   /** What identifies the folder's version of a file for the baseline cache. */
   private folderKey(rel: string): string {
     try {
-      const st = fs.statSync(path.join(this.shadow.lower, rel), { bigint: true });
+      const st = fs.statSync(path.join(this.shadow.folder, rel), { bigint: true });
       return `${st.ino}:${st.size}:${st.mtimeNs}:${st.ctimeNs}`;
     } catch {
       return 'absent';

@@ -15,7 +15,8 @@ export const NativeStatus = z
 
 export const ShadowInfo = z.object({
   name: z.string(),
-  lower: z.string().describe('The folder the shadow shows.'),
+  folder: z.string().describe('The folder the shadow shows (its real path).'),
+  lower: z.string().describe('Deprecated: the same as folder, under its former name; removed in protocol version 3.'),
   mountPoint: z.string(),
   backend: z.string().describe('The mount backend serving it ("fuse_ll", "fuse_hl").'),
   io: z.enum(['cached', 'open', 'passthrough']).optional().describe('How the backend serves opens (see mount); fuse_hl always "open".'),
@@ -78,13 +79,13 @@ export const SchedulerStats = z.object({
 const mountErrors: ErrorCode[] = [
   'INVALID_ARGUMENT',
   'INVALID_PATH',
-  'LOWER_NOT_FOUND',
-  'LOWER_NOT_DIRECTORY',
+  'FOLDER_NOT_FOUND',
+  'FOLDER_NOT_DIRECTORY',
   'MOUNTPOINT_NOT_DIRECTORY',
   'MOUNTPOINT_NOT_EMPTY',
   'MOUNTPOINT_IN_USE',
-  'MOUNTPOINT_INSIDE_LOWER',
-  'LOWER_INSIDE_MOUNTPOINT',
+  'MOUNTPOINT_INSIDE_FOLDER',
+  'FOLDER_INSIDE_MOUNTPOINT',
   'UNKNOWN_BACKEND',
   'FUSE_UNAVAILABLE',
   'ALLOW_OTHER_DENIED',

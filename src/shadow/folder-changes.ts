@@ -74,7 +74,7 @@ export class FolderChanges {
 
   private startWatching(): boolean {
     try {
-      const w = fs.watch(this.shadow.lower, { recursive: true, persistent: false }, (_event, name) => {
+      const w = fs.watch(this.shadow.folder, { recursive: true, persistent: false }, (_event, name) => {
         if (name === null || name === undefined) {
           this.lost = true;
           return;
