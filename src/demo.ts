@@ -18,6 +18,9 @@ export interface AgentSummary {
 }
 
 export interface DemoSummary {
+  /** The folder the demo shadowed (its real path). */
+  folder: string;
+  /** @deprecated folder's former name, kept for one release. */
   lower: string;
   mountPoint: string;
   agents: Record<string, AgentSummary>;
@@ -113,7 +116,7 @@ export async function runDemo(folder: string | undefined, say: (line: string) =>
         say(`  agent ${name.padEnd(5)}: tests ${st === 0 ? 'pass' : `fail (exit ${st}) - its own edit broke them`}`);
       }
       const summary = await finish(shadow, lower, before.digest, say);
-      return { lower, mountPoint: shadow.mountPoint, agents, testsInFolder: inFolder, switchMs, folderUnchanged: summary };
+      return { folder: lower, lower, mountPoint: shadow.mountPoint, agents, testsInFolder: inFolder, switchMs, folderUnchanged: summary };
     }
     for (const name of ['alice', 'bob']) {
       await shadow.withLayer(name, async (dir) => {
@@ -125,7 +128,7 @@ export async function runDemo(folder: string | undefined, say: (line: string) =>
       });
     }
     const unchanged = await finish(shadow, lower, before.digest, say);
-    return { lower, mountPoint: shadow.mountPoint, agents, switchMs, folderUnchanged: unchanged };
+    return { folder: lower, lower, mountPoint: shadow.mountPoint, agents, switchMs, folderUnchanged: unchanged };
   } finally {
     if (shadow.mounted) await shadow.unmount({ lazy: true });
   }

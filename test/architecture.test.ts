@@ -6,7 +6,7 @@
 //      src/ (which could bring either in). The VS Code extension and the generators import it
 //      as is; tsconfig.protocol.json also compiles it without Node's types.
 //   2. Services never reach into the daemon or the CLI: src/work, src/run, src/shell, src/lsp,
-//      src/diagnostics, src/patch, src/shadow/**, and src/platform import
+//      src/lints, src/patch, src/shadow/**, and src/platform import
 //      nothing under src/daemon or src/cli. The daemon calls services; they hear back through
 //      what they return and the events they emit.
 //   3. Nothing in src/ imports the CLI (src/cli/**) but the CLI's own modules. Its entry is
@@ -67,7 +67,7 @@ const inside = (t: Target, dir: string): boolean => 'file' in t && under(t.file,
 const NODE_BUILTINS = new Set(builtinModules);
 const isNodeBuiltin = (name: string): boolean =>
   name.startsWith('node:') || NODE_BUILTINS.has(name) || NODE_BUILTINS.has(name.split('/')[0]);
-const SERVICES = ['src/work', 'src/run', 'src/shell', 'src/lsp', 'src/diagnostics', 'src/patch', 'src/shadow', 'src/platform'];
+const SERVICES = ['src/work', 'src/run', 'src/shell', 'src/lsp', 'src/lints', 'src/patch', 'src/shadow', 'src/platform'];
 /** The packages the protocol may use. */
 const PROTOCOL_PACKAGES = new Set(['zod']);
 

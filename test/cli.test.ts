@@ -38,7 +38,8 @@ describe('shadowfs CLI', function () {
           });
           child.on('exit', () => reject(new Error(`exited before mounting: ${JSON.stringify(events)}`)));
         });
-        assert.strictEqual(mounted.lower, fs.realpathSync(lower));
+        assert.strictEqual(mounted.folder, fs.realpathSync(lower));
+        assert.strictEqual(mounted.lower, mounted.folder, 'lower: the former name, kept for one protocol version');
         assert.strictEqual(mounted.backend, backend);
         if (at) assert.strictEqual(mounted.mountPoint, fs.realpathSync(at));
         assert.ok(mountedPaths().has(mounted.mountPoint));
@@ -64,10 +65,10 @@ describe('shadowfs CLI', function () {
   it('reports errors with a code and exit status 1, usage errors with 2', () => {
     const missing = run('mount', '/nonexistent/folder', '--foreground', '--json');
     assert.strictEqual(missing.status, 1);
-    assert.strictEqual((JSON.parse(missing.stdout) as { error: { code: string } }).error.code, 'LOWER_NOT_FOUND');
+    assert.strictEqual((JSON.parse(missing.stdout) as { error: { code: string } }).error.code, 'FOLDER_NOT_FOUND');
     const human = run('mount', '/nonexistent/folder', '--foreground');
     assert.strictEqual(human.status, 1);
-    assert.match(human.stderr, /error LOWER_NOT_FOUND: the folder \/nonexistent\/folder does not exist/);
+    assert.match(human.stderr, /error FOLDER_NOT_FOUND: the folder \/nonexistent\/folder does not exist/);
     const badBackend = run('mount', makeProject(), '--backend', 'winfsp', '--foreground', '--json');
     assert.strictEqual(badBackend.status, 1);
     assert.strictEqual((JSON.parse(badBackend.stdout) as { error: { code: string } }).error.code, 'UNKNOWN_BACKEND');

@@ -47,9 +47,18 @@ describe('the shadowfs daemon', function () {
     const lower = makeProject();
     const guard = new FolderGuard(lower);
     const at = path.join(tempDir('dmnt'), 'm');
-    const mounted = json<{ name: string; mountPoint: string; active: string }>(['mount', lower, '--at', at, '--name', 'proj']);
+    const mounted = json<{ name: string; mountPoint: string; active: string; folder: string; lower: string }>([
+      'mount',
+      lower,
+      '--at',
+      at,
+      '--name',
+      'proj',
+    ]);
     assert.strictEqual(mounted.name, 'proj');
     assert.strictEqual(mounted.mountPoint, at);
+    assert.strictEqual(mounted.folder, fs.realpathSync(lower));
+    assert.strictEqual(mounted.lower, mounted.folder, 'lower: the former name, kept for one protocol version');
     assert.ok(mountedPaths().has(at));
     assert.strictEqual(cli(['mount', lower, '--name', 'proj']).status, 1, 'a second shadow with the same name is refused');
 

@@ -33,8 +33,8 @@ describe('bad input gets a clear error with a code', function () {
   });
 
   it('the folder: missing, or not a directory', async () => {
-    assert.strictEqual(await code(mount(path.join(lower, 'missing'))), 'LOWER_NOT_FOUND');
-    assert.strictEqual(await code(mount(path.join(lower, 'README.md'))), 'LOWER_NOT_DIRECTORY');
+    assert.strictEqual(await code(mount(path.join(lower, 'missing'))), 'FOLDER_NOT_FOUND');
+    assert.strictEqual(await code(mount(path.join(lower, 'README.md'))), 'FOLDER_NOT_DIRECTORY');
   });
 
   it('the mount point: not empty, not a directory, inside the folder, containing the folder, already mounted', async () => {
@@ -42,14 +42,14 @@ describe('bad input gets a clear error with a code', function () {
     fs.writeFileSync(path.join(full, 'x'), 'x');
     assert.strictEqual(await code(mount(lower, { mountPoint: full })), 'MOUNTPOINT_NOT_EMPTY');
     assert.strictEqual(await code(mount(lower, { mountPoint: path.join(full, 'x') })), 'MOUNTPOINT_NOT_DIRECTORY');
-    assert.strictEqual(await code(mount(lower, { mountPoint: path.join(lower, 'empty') })), 'MOUNTPOINT_INSIDE_LOWER');
-    assert.strictEqual(await code(mount(lower, { mountPoint: path.join(lower, 'not-yet-there') })), 'MOUNTPOINT_INSIDE_LOWER');
+    assert.strictEqual(await code(mount(lower, { mountPoint: path.join(lower, 'empty') })), 'MOUNTPOINT_INSIDE_FOLDER');
+    assert.strictEqual(await code(mount(lower, { mountPoint: path.join(lower, 'not-yet-there') })), 'MOUNTPOINT_INSIDE_FOLDER');
     assert.ok(!fs.existsSync(path.join(lower, 'not-yet-there')), 'a refused mount must not create its mount point');
-    assert.strictEqual(await code(mount(lower, { mountPoint: path.dirname(lower) })), 'LOWER_INSIDE_MOUNTPOINT');
+    assert.strictEqual(await code(mount(lower, { mountPoint: path.dirname(lower) })), 'FOLDER_INSIDE_MOUNTPOINT');
     const outer = tempDir('outer');
     const nested = path.join(outer, 'project');
     fs.cpSync(lower, nested, { recursive: true, verbatimSymlinks: true });
-    assert.strictEqual(await code(mount(nested, { mountPoint: outer })), 'LOWER_INSIDE_MOUNTPOINT');
+    assert.strictEqual(await code(mount(nested, { mountPoint: outer })), 'FOLDER_INSIDE_MOUNTPOINT');
     await withShadow(lower, async (_s, mp) => {
       assert.strictEqual(await code(mount(lower, { mountPoint: mp })), 'MOUNTPOINT_IN_USE');
     });

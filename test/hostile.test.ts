@@ -10,7 +10,7 @@ import { spawnSync } from 'child_process';
 import * as crypto from 'crypto';
 import * as fs from 'fs';
 import * as path from 'path';
-import { DiagnosticsService } from '../src/diagnostics/service';
+import { LintsService } from '../src/lints/service';
 import type { Shadow } from '../src/shadow';
 import { grep, readLayerRange } from '../src/work/files';
 import { WorkService } from '../src/work/service';
@@ -34,7 +34,7 @@ function cli(...args: string[]): { status: number | null; out: Record<string, un
   return { status: r.status, out, text: `${r.stdout}${r.stderr}` };
 }
 
-/** A small folder to shadow: one text file and a TypeScript project the diagnostics service knows. */
+/** A small folder to shadow: one text file and a TypeScript project the lints service knows. */
 function makeFolder(): string {
   const dir = tempDir('hostile-lower');
   fs.mkdirSync(path.join(dir, 'src'));
@@ -360,7 +360,7 @@ describe('hostile content: huge sparse files, FIFOs, catastrophic regexes, resto
       const fifo = path.join(mp, 'src', 'pipe.ts');
       const { spawnSync } = await import('child_process');
       assert.strictEqual(spawnSync('mkfifo', [fifo]).status, 0, 'mkfifo through the mount');
-      const svc = new DiagnosticsService(shadow);
+      const svc = new LintsService(shadow);
       try {
         const r = await svc.lints({ shadow: mp, agent: 'agent', paths: ['src/pipe.ts', 'src/pipe.ts'], timeoutMs: 20_000 });
         const f = r.files.find((x) => x.path === 'src/pipe.ts');

@@ -1,4 +1,4 @@
-// The diagnostics service on real language servers (typescript-language-server with tsserver,
+// The lints service on real language servers (typescript-language-server with tsserver,
 // pyright) running inside real shadows: introduced vs existing diagnostics, undo, agents that
 // never see each other's edits, Python, a crashed and a hanging server, definition/references/
 // hover as the agent's layer shows the code, and the CLI. The folder is guarded throughout.
@@ -6,7 +6,7 @@ import * as assert from 'assert';
 import { spawnSync } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
-import { DiagnosticsService } from '../src/diagnostics/service';
+import { LintsService } from '../src/lints/service';
 import { FolderChanges } from '../src/shadow/folder-changes';
 import type { Shadow } from '../src/shadow';
 import { eventually, repoRoot, tempDir, withShadow } from './helpers/fixtures';
@@ -36,9 +36,9 @@ function makeTsProject(): string {
   return dir;
 }
 
-async function withService<T>(fn: (svc: DiagnosticsService, shadow: Shadow) => Promise<T>, lower = makeTsProject()): Promise<T> {
+async function withService<T>(fn: (svc: LintsService, shadow: Shadow) => Promise<T>, lower = makeTsProject()): Promise<T> {
   return withShadow(lower, async (shadow) => {
-    const svc = new DiagnosticsService(shadow);
+    const svc = new LintsService(shadow);
     try {
       return await fn(svc, shadow);
     } finally {
@@ -198,7 +198,7 @@ describe('lints: diagnostics from warm language servers inside the shadow', func
     await withShadow(
       lower,
       async (shadow) => {
-        const svc = new DiagnosticsService(shadow);
+        const svc = new LintsService(shadow);
         try {
           // The agent's b.ts calls add(1, 2); a.ts is opened by the server while the agent's
           // layer holds it, then the agent drops its copy.
@@ -229,7 +229,7 @@ describe('lints: diagnostics from warm language servers inside the shadow', func
     await withShadow(
       lower,
       async (shadow) => {
-        const svc = new DiagnosticsService(shadow);
+        const svc = new LintsService(shadow);
         try {
           // The agent touches b.ts only; the server reads a.ts through b.ts's import.
           const edits = [{ path: 'src/b.ts', content: B_TS + '// the agent was here\n' }];

@@ -192,12 +192,12 @@ describe('the npm package (npm pack, installed without a compiler)', function ()
     const r = shadowfs('demo', '--json');
     assert.strictEqual(r.status, 0, show(r));
     const s = JSON.parse(r.stdout) as {
-      lower: string;
+      folder: string;
       folderUnchanged: boolean;
       testsInFolder: number;
       agents: Record<string, { tests: number }>;
     };
-    assert.strictEqual(s.lower, fs.realpathSync(path.join(installed, 'examples', 'demo-project')));
+    assert.strictEqual(s.folder, fs.realpathSync(path.join(installed, 'examples', 'demo-project')));
     assert.strictEqual(s.folderUnchanged, true);
     assert.strictEqual(s.testsInFolder, 0);
     assert.strictEqual(s.agents.alice.tests, 0);

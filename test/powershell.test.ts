@@ -27,6 +27,7 @@ import {
   ERROR_CATEGORIES,
   ERROR_CATEGORY,
   EXIT_MEANINGS,
+  formerNames,
   moduleVersion,
   parameterHelp,
   renderModule,
@@ -429,7 +430,7 @@ describe('PowerShell module (ShadowFS, generated)', function () {
         if (p.type === 'int') return 7;
         if (p.type === 'double') return 1.5;
         if (p.type === 'string[]') return [`${p.name.toLowerCase()}-1`, `${p.name.toLowerCase()}-2`];
-        if (c.name === 'Set-ShadowOverride' && p.name === 'Mode') return '755';
+        if (c.name === 'Set-ShadowLayerItem' && p.name === 'Mode') return '755';
         if (c.name === 'Mount-ShadowFolder' && p.name === 'Io') return 'passthrough';
         return `${p.name.toLowerCase()}-value`;
       };
@@ -484,7 +485,7 @@ describe('PowerShell module (ShadowFS, generated)', function () {
         [layer, 'Get-ShadowChange', { Shadow: 'p', Agent: 'a' }],
         [layer, 'Compare-ShadowLayer', { Shadow: 'p', Agent: 'a' }],
         [layer, 'Reset-ShadowLayer', { Shadow: 'p', Agent: 'a' }],
-        [change, 'Remove-ShadowOverride', { Shadow: 'p', Agent: 'a', Path: 'src/a.js' }],
+        [change, 'Undo-ShadowLayerItem', { Shadow: 'p', Agent: 'a', Path: 'src/a.js' }],
         [checkpoint, 'Restore-ShadowLayer', { Shadow: 'p', Agent: 'a', Name: 'c1' }],
         [view, 'Close-ShadowView', { Shadow: 'p', View: 3 }],
         [item, 'Get-ShadowContent', { Shadow: 'p', Agent: 'a', Path: 'src/a.js' }],
@@ -526,7 +527,7 @@ describe('PowerShell module (ShadowFS, generated)', function () {
     const nameOf = (f: Node): string => f.descendantsOfType('function_name')[0]?.text ?? '';
     const stringsIn = (n: Node): string[] => n.descendantsOfType('string_literal').map((s) => unquote(s.text));
 
-    it('the manifest exports exactly the functions the module defines as cmdlets, nothing else', () => {
+    it('the manifest exports exactly the functions the module defines as cmdlets, and their former names as aliases', () => {
       const entries = new Map<string, Node>();
       for (const e of manifestTree.descendantsOfType('hash_entry')) {
         const key = e.descendantsOfType('key_expression')[0]?.text;
@@ -545,9 +546,12 @@ describe('PowerShell module (ShadowFS, generated)', function () {
         publicFns,
         CMDLETS.map((c) => c.name),
       );
-      for (const k of ['CmdletsToExport', 'AliasesToExport', 'VariablesToExport']) {
+      for (const k of ['CmdletsToExport', 'VariablesToExport']) {
         assert.strictEqual(value(k).text.replace(/\s/g, ''), `${k}=@()`, `${k} must be an empty array`);
       }
+      // Aliases: only the former names of renamed cmdlets.
+      const former = formerNames().map(([f]) => f);
+      assert.deepStrictEqual(stringsIn(value('AliasesToExport')), former);
       assert.deepStrictEqual(stringsIn(value('RootModule')), ['ShadowFS.psm1']);
       assert.deepStrictEqual(stringsIn(value('PowerShellVersion')), ['5.1']);
       const pkg = JSON.parse(fs.readFileSync(path.join(repoRoot, 'package.json'), 'utf8')) as { version: string };
@@ -559,8 +563,28 @@ describe('PowerShell module (ShadowFS, generated)', function () {
         .descendantsOfType('command')
         .find((c) => c.childForFieldName('command_name')?.text === 'Export-ModuleMember');
       assert.ok(exportCmd);
-      assert.deepStrictEqual(stringsIn(exportCmd), publicFns);
+      assert.deepStrictEqual(stringsIn(exportCmd), [...publicFns, ...former]);
+      assert.match(exportCmd.text, /-Alias @\(/);
       assert.deepStrictEqual(moduleVersion('1.2.3-beta.1'), { version: '1.2.3', prerelease: 'beta1' });
+    });
+
+    it("a renamed cmdlet's former name is an alias of it, set in the module, and names no other cmdlet", () => {
+      // The renames of issue #30; scripts written against the old names keep working for a release.
+      assert.deepStrictEqual(formerNames(), [
+        ['Set-ShadowOverride', 'Set-ShadowLayerItem'],
+        ['Remove-ShadowOverride', 'Undo-ShadowLayerItem'],
+        ['Get-ShadowDiagnostic', 'Get-ShadowLint'],
+      ]);
+      const set = moduleTree
+        .descendantsOfType('command')
+        .filter((c) => c.childForFieldName('command_name')?.text === 'Set-Alias')
+        .map((c) => c.descendantsOfType('string_literal').map((x) => unquote(x.text)));
+      assert.deepStrictEqual(set, formerNames());
+      const defined = functions().map(nameOf);
+      for (const [former, name] of formerNames()) {
+        assert.ok(defined.includes(name), `${former} is an alias of ${name}, which the module does not define`);
+        assert.ok(!defined.includes(former), `${former} is both an alias and a function`);
+      }
     });
 
     it('every cmdlet is an advanced function; those that change something support ShouldProcess and call it', () => {
@@ -826,14 +850,14 @@ describe('PowerShell module (ShadowFS, generated)', function () {
       return o;
     };
 
-    it('Mount-ShadowFolder | Set-ShadowOverride | Get-ShadowFolder | Get-ShadowLayer | Get-ShadowChange | Remove-ShadowOverride | Export-ShadowPatch | Dismount-ShadowFolder', () => {
+    it('Mount-ShadowFolder | Set-ShadowLayerItem | Get-ShadowFolder | Get-ShadowLayer | Get-ShadowChange | Undo-ShadowLayerItem | Export-ShadowPatch | Dismount-ShadowFolder', () => {
       const mounted = clean(call('Mount-ShadowFolder', { Path: lower, Name: 'psproj' }));
       assert.strictEqual(mounted.emitted[0]?.typeName, 'ShadowFS.Folder');
       assert.strictEqual(values(mounted)[0]?.name, 'psproj');
 
       // Content as a string (through a UTF-8 file) and as a file of this machine.
       const text = 'export const greeting = "h\u00e9llo";\n';
-      const wrote = clean(call('Set-ShadowOverride', { Shadow: 'psproj', Agent: 'alice', Path: 'src/greeting.js', Value: text }));
+      const wrote = clean(call('Set-ShadowLayerItem', { Shadow: 'psproj', Agent: 'alice', Path: 'src/greeting.js', Value: text }));
       assert.deepStrictEqual(values(wrote)[0], {
         path: 'src/greeting.js',
         bytes: Buffer.byteLength(text),
@@ -841,8 +865,8 @@ describe('PowerShell module (ShadowFS, generated)', function () {
         Agent: 'alice',
       });
       fs.writeFileSync(path.join(scratch, 'tool.sh'), '#!/bin/sh\necho tool\n');
-      clean(call('Set-ShadowOverride', { Shadow: 'psproj', Agent: 'alice', Path: 'tool.sh', SourcePath: 'tool.sh', Mode: '755' }));
-      clean(call('Set-ShadowOverride', { Shadow: 'psproj', Agent: 'alice', Path: 'README.md', Value: '' }));
+      clean(call('Set-ShadowLayerItem', { Shadow: 'psproj', Agent: 'alice', Path: 'tool.sh', SourcePath: 'tool.sh', Mode: '755' }));
+      clean(call('Set-ShadowLayerItem', { Shadow: 'psproj', Agent: 'alice', Path: 'README.md', Value: '' }));
       const read = clean(call('Get-ShadowContent', { Shadow: 'psproj', Agent: 'alice', Path: 'src/greeting.js' }));
       assert.strictEqual(values(read)[0]?.content, text);
 
@@ -864,10 +888,10 @@ describe('PowerShell module (ShadowFS, generated)', function () {
       assert.ok(changes.emitted.every((e) => e.typeName === 'ShadowFS.Change'));
       assert.deepStrictEqual([byPath.get('src/greeting.js')?.kind, byPath.get('README.md')?.kind], ['added', 'modified']);
 
-      // ... | Where-Object path -eq README.md | Remove-ShadowOverride
+      // ... | Where-Object path -eq README.md | Undo-ShadowLayerItem
       const readme = byPath.get('README.md');
       assert.ok(readme);
-      const reverted = clean(call('Remove-ShadowOverride', bindFromPipeline(findCmdlet('Remove-ShadowOverride'), readme)));
+      const reverted = clean(call('Undo-ShadowLayerItem', bindFromPipeline(findCmdlet('Undo-ShadowLayerItem'), readme)));
       assert.deepStrictEqual(reverted.emitted, []);
       const after = clean(call('Get-ShadowChange', { Shadow: 'psproj', Agent: 'alice' }));
       assert.deepStrictEqual(

@@ -161,7 +161,7 @@ describe('state is input, not truth: forged state and checkpoints', function () 
       const { log } = await recoverFrom([
         { name: 'tmpfs', lower, mountPoint: tmpfs, createdMountPoint: true, views: [{ mountPoint: tmpfs, createdMountPoint: false }] },
         // Its true folder: only the live server tells it from a crashed daemon's.
-        { name: 'live', lower: live.lower, mountPoint: live.mountPoint, createdMountPoint: false },
+        { name: 'live', lower: live.folder, mountPoint: live.mountPoint, createdMountPoint: false },
         // Another folder than the mount there shows.
         {
           name: 'liar',

@@ -235,7 +235,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<Shadow
     );
     await shadows.refresh();
     const restored = info.restored?.length ? ` Restored from autosave: ${info.restored.join(', ')}.` : '';
-    void vscode.window.showInformationMessage(`Shadow ${info.name} of ${info.lower} is mounted at ${info.mountPoint}.${restored}`);
+    void vscode.window.showInformationMessage(`Shadow ${info.name} of ${info.folder} is mounted at ${info.mountPoint}.${restored}`);
     return info;
   });
 
@@ -351,15 +351,15 @@ export async function activate(context: vscode.ExtensionContext): Promise<Shadow
 
   command('shadowfs.openDiff', async (node?: FileNode) => {
     if (node?.kind !== 'file') throw new Error('choose a changed file in the Shadows view');
-    const { change, shadow, agent, lower } = node;
+    const { change, shadow, agent, folder } = node;
     // A change apply leaves out (.git/index, an ignored build file) is a look only: both sides
     // read-only, so that nobody edits git's own files from here by mistake.
     const mine =
       change.kind === 'added'
         ? docUri({ kind: 'empty', path: change.path })
         : change.excluded
-          ? docUri({ kind: 'folder', root: lower, path: change.path })
-          : vscode.Uri.file(joinRel(lower, change.path));
+          ? docUri({ kind: 'folder', root: folder, path: change.path })
+          : vscode.Uri.file(joinRel(folder, change.path));
     const theirs = docUri(
       change.kind === 'deleted' ? { kind: 'empty', path: change.path } : { kind: 'agent', shadow, agent, path: change.path },
     );
@@ -402,7 +402,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<Shadow
   ): Promise<ApplyResult | undefined> => {
     const client = await daemon.get();
     const what = paths ? (paths.length === 1 ? paths[0] : `${paths.length} files`) : `every change of ${agent}`;
-    const lower = shadows.model.shadow(shadow)?.lower ?? 'your folder';
+    const folder = shadows.model.shadow(shadow)?.folder ?? 'your folder';
     // What the layer has that apply leaves out, as the view last heard it: said before asking,
     // and the ignored files offered as a second choice.
     const inScope = (p: string): boolean => !paths || paths.some((q) => p === q || p.startsWith(`${q}/`));
@@ -424,7 +424,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<Shadow
       ].filter(Boolean);
       const actions = ignoredCount && !includeIgnored ? [plain, withIgnored] : [plain];
       const answer = await vscode.window.showWarningMessage(
-        `Write ${what} into ${lower}?`,
+        `Write ${what} into ${folder}?`,
         { modal: true, detail: notes.join(' ') },
         ...actions,
       );
@@ -448,15 +448,15 @@ export async function activate(context: vscode.ExtensionContext): Promise<Shadow
     if (result.conflicts.length && opts?.resolutions === undefined && opts?.confirm !== false) {
       result = await resolveConflicts(shadow, agent, result, includeIgnored);
       if (leftOut)
-        void vscode.window.showInformationMessage(`Applied ${result.applied.length} change(s) of ${agent} to ${lower}.${leftOutNote}`);
+        void vscode.window.showInformationMessage(`Applied ${result.applied.length} change(s) of ${agent} to ${folder}.${leftOutNote}`);
     } else if (result.conflicts.length) {
       void vscode.window.showWarningMessage(
         `shadowfs: ${result.conflicts.length} file(s) not applied; you changed them since ${agent} copied them: ${result.conflicts.map((c) => c.path).join(', ')}.${leftOutNote}`,
       );
     } else if (result.applied.length === 0) {
-      void vscode.window.showInformationMessage(`Nothing of ${agent}'s to write into ${lower}.${leftOutNote}`);
+      void vscode.window.showInformationMessage(`Nothing of ${agent}'s to write into ${folder}.${leftOutNote}`);
     } else {
-      void vscode.window.showInformationMessage(`Applied ${result.applied.length} change(s) of ${agent} to ${lower}.${leftOutNote}`);
+      void vscode.window.showInformationMessage(`Applied ${result.applied.length} change(s) of ${agent} to ${folder}.${leftOutNote}`);
     }
     await shadows.refresh();
     return result;
@@ -466,10 +466,10 @@ export async function activate(context: vscode.ExtensionContext): Promise<Shadow
   const resolveConflicts = async (shadow: string, agent: string, first: ApplyResult, includeIgnored: boolean): Promise<ApplyResult> => {
     const client = await daemon.get();
     const resolutions: Record<string, 'agent' | 'folder' | 'merged' | { content: string }> = {};
-    const lower = shadows.model.shadow(shadow)?.lower ?? '';
+    const folder = shadows.model.shadow(shadow)?.folder ?? '';
     for (const c of first.conflicts) {
       const right = c.merged !== null ? content.hold(c.path, c.merged) : docUri({ kind: 'agent', shadow, agent, path: c.path });
-      const left = c.folder !== null ? vscode.Uri.file(joinRel(lower, c.path)) : docUri({ kind: 'empty', path: c.path });
+      const left = c.folder !== null ? vscode.Uri.file(joinRel(folder, c.path)) : docUri({ kind: 'empty', path: c.path });
       await vscode.commands.executeCommand(
         'vscode.diff',
         left,
@@ -545,7 +545,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<Shadow
     if (!layer) return undefined;
     const { shadow, agent } = layer;
     const client = await daemon.get();
-    const folder = shadows.model.shadow(shadow)?.lower;
+    const folder = shadows.model.shadow(shadow)?.folder;
     const where = folder ?? 'your repository';
     let name = opts?.branch;
     let suggestion = branchNameProblem(`${agent}-work`) ? '' : `${agent}-work`;
@@ -730,7 +730,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<Shadow
     if (list.length === 1) return list[0];
     const mine = workspaceShadow();
     const picked = await vscode.window.showQuickPick(
-      list.map((s) => ({ label: s.name, description: s.lower, picked: s === mine, info: s })),
+      list.map((s) => ({ label: s.name, description: s.folder, picked: s === mine, info: s })),
       { placeHolder: 'Which shadow?' },
     );
     return picked?.info;

@@ -31,7 +31,8 @@ export interface FileNode {
   readonly kind: 'file';
   readonly shadow: string;
   readonly agent: string;
-  readonly lower: string;
+  /** The folder the shadow shows. */
+  readonly folder: string;
   readonly change: ChangeInfo;
 }
 
@@ -165,7 +166,7 @@ export class ShadowsModel {
 
   /** The shadow of a folder (the workspace's), if the daemon has one. */
   shadowOfFolder(folder: string, samePath: (a: string, b: string) => boolean): ShadowInfo | undefined {
-    return this.shadows.find((s) => samePath(s.lower, folder));
+    return this.shadows.find((s) => samePath(s.folder, folder));
   }
 
   roots(): ShadowNode[] {
@@ -186,7 +187,7 @@ export class ShadowsModel {
     const info = this.shadow(shadow);
     const c = this.changes.get(key(shadow, agent));
     if (!info || !c?.changes) return [];
-    return groupChanges(c.changes).work.map((change) => ({ kind: 'file', shadow, agent, lower: info.lower, change }));
+    return groupChanges(c.changes).work.map((change) => ({ kind: 'file', shadow, agent, folder: info.folder, change }));
   }
 
   /** A layer's groups of left-out changes, the empty ones omitted. */
@@ -207,7 +208,7 @@ export class ShadowsModel {
   excludedFiles(group: ExcludedGroupNode): FileNode[] {
     const info = this.shadow(group.shadow);
     if (!info) return [];
-    return group.changes.map((change) => ({ kind: 'file', shadow: group.shadow, agent: group.agent, lower: info.lower, change }));
+    return group.changes.map((change) => ({ kind: 'file', shadow: group.shadow, agent: group.agent, folder: info.folder, change }));
   }
 
   /** The change a layer has at a path, if any. */

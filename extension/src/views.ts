@@ -209,9 +209,9 @@ export class ShadowsProvider implements vscode.TreeDataProvider<Node>, vscode.Fi
 function shadowItem(info: ShadowInfo): vscode.TreeItem {
   const item = new vscode.TreeItem(info.name, vscode.TreeItemCollapsibleState.Expanded);
   item.id = `shadow:${info.name}`;
-  item.description = info.mounted ? info.lower : `${info.lower} (idle)`;
+  item.description = info.mounted ? info.folder : `${info.folder} (idle)`;
   item.tooltip = new vscode.MarkdownString(
-    `**${info.name}** shows \`${info.lower}\`\n\nmounted at \`${info.mountPoint}\`${info.mounted ? '' : ' (unmounted while idle; layers kept)'}\n\nthe shared mount shows: ${info.active === null ? 'the folder (read-only)' : `agent **${info.active}**`}`,
+    `**${info.name}** shows \`${info.folder}\`\n\nmounted at \`${info.mountPoint}\`${info.mounted ? '' : ' (unmounted while idle; layers kept)'}\n\nthe shared mount shows: ${info.active === null ? 'the folder (read-only)' : `agent **${info.active}**`}`,
   );
   item.iconPath = new vscode.ThemeIcon('folder-library');
   item.contextValue = 'shadow';

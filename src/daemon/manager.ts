@@ -6,7 +6,7 @@ import type { Logger } from 'winston';
 import { ShadowError } from '../common/errors';
 import { unanswered } from '../platform';
 import type { NotificationName, NotificationParamsOf, ShadowInfo } from '../protocol/methods';
-import { DiagnosticsService } from '../diagnostics/service';
+import { LintsService } from '../lints/service';
 import { mount, Shadow } from '../shadow';
 import type { GoneEvent, IoMode, WindowsVolume } from '../shadow';
 import { AUTOSAVE_NAME, WorkService } from '../work/service';
@@ -16,7 +16,7 @@ interface Entry {
   name: string;
   shadow: Shadow;
   /** Its language servers, started on the first lints/lsp request. */
-  diagnostics?: DiagnosticsService;
+  lints?: LintsService;
   /** Diffs, apply, checkpoints and autosave. */
   work: WorkService;
   lastUsed: number;
@@ -183,7 +183,7 @@ export class ShadowManager {
       ...(params.volume ? { volume: params.volume } : {}),
       allowOther: params.allowOther === true,
     });
-    const name = params.name ?? this.freeName(path.basename(shadow.lower));
+    const name = params.name ?? this.freeName(path.basename(shadow.folder));
     const now = Date.now();
     const work = new WorkService(shadow, {
       autosaveMs: this.opts.autosaveMs,
@@ -211,7 +211,7 @@ export class ShadowManager {
         }
       }
     }
-    this.opts.log.info('mounted', { name, lower: shadow.lower, mountPoint: shadow.mountPoint, ...(restored.length ? { restored } : {}) });
+    this.opts.log.info('mounted', { name, lower: shadow.folder, mountPoint: shadow.mountPoint, ...(restored.length ? { restored } : {}) });
     this.opts.notify('shadow/changed', { shadow: name, event: 'mounted' });
     return { ...(await this.info(entry)), ...(restored.length ? { restored } : {}) };
   }
@@ -238,15 +238,15 @@ export class ShadowManager {
     return entry.shadow;
   }
 
-  /** The shadow's diagnostics service (its language servers), mounting it again if idle. */
-  async diagnostics(nameOrDir: string): Promise<DiagnosticsService> {
+  /** The shadow's lints service (its language servers), mounting it again if idle. */
+  async lints(nameOrDir: string): Promise<LintsService> {
     const e = this.get(nameOrDir);
     await this.use(e);
-    e.diagnostics ??= new DiagnosticsService(e.shadow, {
+    e.lints ??= new LintsService(e.shadow, {
       // The servers' stderr and window/logMessage lines, tagged with the shadow.
       log: (line) => this.opts.log.debug(line, { shadow: e.name }),
     });
-    return e.diagnostics;
+    return e.lints;
   }
 
   /** The shadow's diffs, apply and checkpoints, mounting it again if idle. */
@@ -277,8 +277,8 @@ export class ShadowManager {
 
   /** Stops a shadow's language servers (before its mount goes away). */
   private async stopServers(e: Entry): Promise<void> {
-    const d = e.diagnostics;
-    e.diagnostics = undefined;
+    const d = e.lints;
+    e.lints = undefined;
     await d
       ?.dispose()
       .catch((err: unknown) => this.opts.log.warn('stopping language servers failed', { name: e.name, error: (err as Error).message }));
@@ -311,7 +311,8 @@ export class ShadowManager {
     const handles = e.shadow.openHandles();
     return {
       name: e.name,
-      lower: e.shadow.lower,
+      folder: e.shadow.folder,
+      lower: e.shadow.folder,
       mountPoint: e.shadow.mountPoint,
       backend: e.shadow.backend,
       io: e.shadow.io,
@@ -385,7 +386,7 @@ export class ShadowManager {
       pid: process.pid,
       shadows: [...this.entries.values()].map((e) => ({
         name: e.name,
-        lower: e.shadow.lower,
+        lower: e.shadow.folder,
         mountPoint: e.shadow.mountPoint,
         createdMountPoint: e.shadow.ownsMountPoint,
         backend: e.shadow.backend,

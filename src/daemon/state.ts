@@ -185,7 +185,7 @@ export async function recoverStale(state: StateFile | undefined, log: Logger, pr
   for (const s of state.shadows) {
     const points = [...(s.views ?? []), { mountPoint: s.mountPoint, createdMountPoint: s.createdMountPoint === true }];
     for (const p of points) {
-      // A normal mount refuses both (MOUNTPOINT_INSIDE_LOWER, LOWER_INSIDE_MOUNTPOINT): only a forged entry has them.
+      // A normal mount refuses both (MOUNTPOINT_INSIDE_FOLDER, FOLDER_INSIDE_MOUNTPOINT): only a forged entry has them.
       if (isInside(p.mountPoint, s.lower) || isInside(s.lower, p.mountPoint)) {
         log.warn('the state file names a mount point inside (or around) its own folder; left alone', {
           name: s.name,

@@ -1,4 +1,4 @@
-// Which language servers the diagnostics service runs, and for which files.
+// Which language servers the lints service runs, and for which files.
 //
 // The built-in servers (TypeScript/JavaScript through typescript-language-server, Python
 // through pyright) come from shadowfs's own dependencies and run under the Node that runs

@@ -51,10 +51,10 @@ export function isInside(child: string, parent: string): boolean {
  */
 export function checkNesting(lower: string, probe: string, shown: string): void {
   if (isInside(lower, probe))
-    throw new ShadowError('LOWER_INSIDE_MOUNTPOINT', `the folder ${lower} is inside the mount point ${shown}; mount somewhere outside it`);
+    throw new ShadowError('FOLDER_INSIDE_MOUNTPOINT', `the folder ${lower} is inside the mount point ${shown}; mount somewhere outside it`);
   if (isInside(probe, lower))
     throw new ShadowError(
-      'MOUNTPOINT_INSIDE_LOWER',
+      'MOUNTPOINT_INSIDE_FOLDER',
       `the mount point ${shown} is inside the folder it would shadow (${lower}); mount somewhere outside it`,
     );
 }

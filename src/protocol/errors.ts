@@ -10,13 +10,13 @@ export const ErrorCodes = {
   NOT_FOUND: 'Nothing exists at that path in the shadow.',
   IS_DIRECTORY: 'The path is a directory where a file was expected.',
   NOT_A_DIRECTORY: 'A component of the path is not a directory.',
-  LOWER_NOT_FOUND: 'The folder to shadow does not exist.',
-  LOWER_NOT_DIRECTORY: 'The folder to shadow is not a directory.',
+  FOLDER_NOT_FOUND: 'The folder to shadow does not exist.',
+  FOLDER_NOT_DIRECTORY: 'The folder to shadow is not a directory.',
   MOUNTPOINT_NOT_DIRECTORY: 'The mount point exists and is not a directory.',
   MOUNTPOINT_NOT_EMPTY: 'The mount point is not an empty directory.',
   MOUNTPOINT_IN_USE: 'Something is already mounted at the mount point.',
-  MOUNTPOINT_INSIDE_LOWER: 'The mount point lies inside the folder to shadow.',
-  LOWER_INSIDE_MOUNTPOINT: 'The folder to shadow lies inside (or is) the mount point.',
+  MOUNTPOINT_INSIDE_FOLDER: 'The mount point lies inside the folder to shadow.',
+  FOLDER_INSIDE_MOUNTPOINT: 'The folder to shadow lies inside (or is) the mount point.',
   UNKNOWN_BACKEND: 'This build has no mount backend of that name (see "shadowfs doctor").',
   FUSE_UNAVAILABLE: 'The FUSE device /dev/fuse cannot be opened.',
   ALLOW_OTHER_DENIED: 'FUSE lets a user other than root allow other users in only when /etc/fuse.conf has "user_allow_other".',
@@ -56,10 +56,28 @@ export const ErrorCodes = {
     'The connection restricted itself to one agent on one shadow (session.restrict), and this request reaches beyond that (another agent or shadow, mounts, views, apply, weaker run protection): ask the user to do it, outside the restricted session.',
   STATE_CORRUPT:
     'A checkpoint or saved state of the daemon is damaged or was tampered with (a path that leaves its folder, a blob that is not what its id says, a manifest of another agent); it was refused and nothing was changed.',
+  // Former names (protocol version 2 and before), kept in the table so a client that names one
+  // still knows it; never sent now: the error comes with the new name (FormerErrorCodes).
+  LOWER_NOT_FOUND: 'Former name of FOLDER_NOT_FOUND; no longer sent.',
+  LOWER_NOT_DIRECTORY: 'Former name of FOLDER_NOT_DIRECTORY; no longer sent.',
+  MOUNTPOINT_INSIDE_LOWER: 'Former name of MOUNTPOINT_INSIDE_FOLDER; no longer sent.',
+  LOWER_INSIDE_MOUNTPOINT: 'Former name of FOLDER_INSIDE_MOUNTPOINT; no longer sent.',
   INTERNAL: 'An unexpected internal error.',
 } as const;
 
 export type ErrorCode = keyof typeof ErrorCodes;
+
+/**
+ * Codes renamed by issue #30 ("folder", not the overlay's "lower"), each with its new name. The
+ * new name is what is sent; a client that matched the former one should match the new one (or
+ * both, to talk to an older daemon too). The former names leave the table in protocol version 3.
+ */
+export const FormerErrorCodes = {
+  LOWER_NOT_FOUND: 'FOLDER_NOT_FOUND',
+  LOWER_NOT_DIRECTORY: 'FOLDER_NOT_DIRECTORY',
+  MOUNTPOINT_INSIDE_LOWER: 'MOUNTPOINT_INSIDE_FOLDER',
+  LOWER_INSIDE_MOUNTPOINT: 'FOLDER_INSIDE_MOUNTPOINT',
+} as const satisfies Partial<Record<ErrorCode, ErrorCode>>;
 
 export function isErrorCode(code: unknown): code is ErrorCode {
   return typeof code === 'string' && Object.prototype.hasOwnProperty.call(ErrorCodes, code);

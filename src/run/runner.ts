@@ -97,7 +97,7 @@ function chooseConfinement(shadow: Shadow, opts: RunOptions): Confinement {
   if (!opts.unprotected) {
     throw new ShadowError(
       'NAMESPACE_UNAVAILABLE',
-      `cannot create the private mount namespace that keeps this run from writing ${shadow.lower} through its absolute path ` +
+      `cannot create the private mount namespace that keeps this run from writing ${shadow.folder} through its absolute path ` +
         `(${probe.problem}); ${ENABLE_NAMESPACES}. To run without that protection, pass --unprotected (API and RPC: unprotected: true).`,
     );
   }
@@ -172,7 +172,7 @@ async function spawnAndWait(
   const win = isWin32Group(tracker) ? tracker : undefined;
   const started = Date.now();
   const atLower = opts.originalPath !== false && !ns.noNamespaces;
-  const root = atLower ? shadow.lower : dir;
+  const root = atLower ? shadow.folder : dir;
   const workdir = path.join(root, cwd);
   const scratch = ns.launcher && ns.noNamespaces ? privateTempDir() : undefined;
   let env: Record<string, string>;
@@ -225,7 +225,7 @@ async function spawnAndWait(
       shell: opts.shell === true,
       cwd: workdir,
       env,
-      folder: shadow.lower,
+      folder: shadow.folder,
       unprotected: opts.unprotected === true,
       check: (resolved) => checkPolicy(opts.policy, argv, resolved),
     });

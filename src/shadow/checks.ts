@@ -9,19 +9,19 @@ export const AGENT_MAX = 128;
 /** The most bytes one Layer.readRange returns (the native module's cap). */
 export const MAX_RANGE_BYTES = 64 * 1024 * 1024;
 
-/** The real path of the folder to shadow; LOWER_NOT_FOUND or LOWER_NOT_DIRECTORY otherwise. */
-export function checkLower(lowerDir: string): string {
-  if (typeof lowerDir !== 'string' || lowerDir === '') throw new ShadowError('LOWER_NOT_FOUND', 'no folder given to shadow');
+/** The real path of the folder to shadow; FOLDER_NOT_FOUND or FOLDER_NOT_DIRECTORY otherwise. */
+export function checkFolder(folder: string): string {
+  if (typeof folder !== 'string' || folder === '') throw new ShadowError('FOLDER_NOT_FOUND', 'no folder given to shadow');
   let real: string;
   try {
-    real = fs.realpathSync(lowerDir);
+    real = fs.realpathSync(folder);
   } catch (err) {
-    throw new ShadowError('LOWER_NOT_FOUND', `the folder ${lowerDir} does not exist`, {
+    throw new ShadowError('FOLDER_NOT_FOUND', `the folder ${folder} does not exist`, {
       errno: (err as NodeJS.ErrnoException).errno,
       cause: err,
     });
   }
-  if (!fs.statSync(real).isDirectory()) throw new ShadowError('LOWER_NOT_DIRECTORY', `${lowerDir} is not a directory; shadow a folder`);
+  if (!fs.statSync(real).isDirectory()) throw new ShadowError('FOLDER_NOT_DIRECTORY', `${folder} is not a directory; shadow a folder`);
   return real;
 }
 

@@ -1,6 +1,6 @@
 // What changed in the user's folder since a reader last asked: the paths (relative, '/'-separated)
 // edited, created or removed by anything outside the shadow, or "overflow" when that is no
-// longer known exactly. The diagnostics service asks before each question to a language server,
+// longer known exactly. The lints service asks before each question to a language server,
 // so servers and cached baselines follow edits made in the folder (FUSE raises no change events
 // in the mount for them, so a server's own file watchers never see them).
 //
@@ -74,7 +74,7 @@ export class FolderChanges {
 
   private startWatching(): boolean {
     try {
-      const w = fs.watch(this.shadow.lower, { recursive: true, persistent: false }, (_event, name) => {
+      const w = fs.watch(this.shadow.folder, { recursive: true, persistent: false }, (_event, name) => {
         if (name === null || name === undefined) {
           this.lost = true;
           return;

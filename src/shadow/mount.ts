@@ -6,7 +6,7 @@ import * as path from 'path';
 import { fromNative, ShadowError } from '../common/errors';
 import { addon } from './native';
 import { checkAllowOther, isInside, platform } from '../platform';
-import { checkAgent, checkLower } from './checks';
+import { checkAgent, checkFolder } from './checks';
 import { ERRNOS } from './errnos';
 import { networkPrefix, prepareMountPoint, volumeFor, type WindowsVolume } from './mount-point';
 import { Shadow } from './shadow';
@@ -87,9 +87,10 @@ export function pickBackend(requested: string | undefined, built: readonly strin
   return name;
 }
 
-/** Mounts a shadow of `lowerDir`. */
-export async function mount(lowerDir: string, options: MountOptions = {}): Promise<Shadow> {
-  const lower = checkLower(lowerDir);
+/** Mounts a shadow of `folder`. */
+export async function mount(folder: string, options: MountOptions = {}): Promise<Shadow> {
+  // "lower" from here on: the overlay's word, which the native module speaks.
+  const lower = checkFolder(folder);
   platform.checkMountable();
   if (options.allowOther) checkAllowOther();
   // Long kernel caching is safe: every change behind the kernel's back (API writes, switches,

@@ -54,7 +54,7 @@ export class Shadow {
   /** Where the shared, time-sliced mount is. */
   readonly mountPoint: string;
   /** The real path of the folder it shadows. */
-  readonly lower: string;
+  readonly folder: string;
   /** The mount backend serving it (and its views). */
   readonly backend: string;
   /** How fuse_ll serves opens (MountOptions.io); fuse_hl always answers "open". */
@@ -78,7 +78,7 @@ export class Shadow {
   /** @internal use mount() */
   constructor(
     native: NativeShadow,
-    lower: string,
+    folder: string,
     mountPoint: string,
     createdMountPoint: boolean,
     backend: string,
@@ -86,7 +86,7 @@ export class Shadow {
     volume?: WindowsVolume,
   ) {
     this.native = native;
-    this.lower = lower;
+    this.folder = folder;
     this.backend = backend;
     this.io = backend === 'fuse_ll' ? io : 'open';
     this.mountPoint = mountPoint;
@@ -95,6 +95,11 @@ export class Shadow {
     // The addon calls this on the JS thread when a mount ends on its own (the native object
     // holds it as a property: a cycle within the JS heap, which the GC collects).
     native.onGone = (reason, view) => this.gone(reason, view);
+  }
+
+  /** @deprecated The former name of folder (the overlay's word); use folder. */
+  get lower(): string {
+    return this.folder;
   }
 
   /**
@@ -335,7 +340,7 @@ export class Shadow {
 
   /**
    * Runs `job` while no layer is active: the shared mount shows the folder itself, read-only
-   * (what the diagnostics service checks a baseline on). Queued with the agents' jobs.
+   * (what the lints service checks a baseline on). Queued with the agents' jobs.
    */
   withFolder<T>(job: (dir: string, signal: AbortSignal) => Promise<T>, options: JobOptions = {}): Promise<T> {
     return this.scheduler.run(
@@ -366,10 +371,10 @@ export class Shadow {
   async openView(agentId: string, options: { mountPoint?: string; volume?: WindowsVolume } = {}): Promise<View> {
     const id = checkAgent(agentId);
     await this.ensureLayer(id);
-    const name = `${path.basename(this.lower) || 'root'}-${id}`;
+    const name = `${path.basename(this.folder) || 'root'}-${id}`;
     // A view is a WinFsp volume of its own, with its own network name when it is a network one.
     const prefix = volumeFor(this.backend, options.mountPoint, options.volume) === 'network' ? networkPrefix(name) : undefined;
-    const { mountPoint, created } = prepareMountPoint(options.mountPoint, this.lower, name);
+    const { mountPoint, created } = prepareMountPoint(options.mountPoint, this.folder, name);
     let viewId: number;
     try {
       viewId = await this.call(`open a view of ${id}`, (n) => (prefix ? n.openView(id, mountPoint, prefix) : n.openView(id, mountPoint)));

@@ -177,13 +177,13 @@ export class ShellSession extends EventEmitter {
     // The same confinement as a run; a system that cannot give it refuses, as a run does.
     const probe = probeConfinement(opts.noNetwork === true);
     if ('problem' in probe) throw new ShadowError('NAMESPACE_UNAVAILABLE', `${probe.problem}; the session did not start`);
-    const writable = checkExtraDirs(opts.writable ?? [], shadow.lower, 'writable');
-    const readable = checkExtraDirs(opts.readable ?? [], shadow.lower, 'readable');
+    const writable = checkExtraDirs(opts.writable ?? [], shadow.folder, 'writable');
+    const readable = checkExtraDirs(opts.readable ?? [], shadow.folder, 'readable');
     const id = crypto.randomBytes(6).toString('hex');
     const group = platform.processes.group(`shell-${id}`);
     let term: Pty;
     try {
-      const workdir = path.join(shadow.lower, cwd);
+      const workdir = path.join(shadow.folder, cwd);
       const env = commandEnv({
         TERM: opts.term ?? 'xterm-256color',
         ...opts.env,
@@ -192,7 +192,7 @@ export class ShellSession extends EventEmitter {
       });
       const args = launchArgs(
         {
-          binds: [{ source: dir, target: shadow.lower }, ...readable.map((d) => ({ source: d, target: d, readOnly: true }))],
+          binds: [{ source: dir, target: shadow.folder }, ...readable.map((d) => ({ source: d, target: d, readOnly: true }))],
           writable,
           cwd: workdir,
           env,

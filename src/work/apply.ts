@@ -206,7 +206,7 @@ function message(err: unknown): string {
 const CONFIRM = 'confirm it with allowTypeChanges (shadowfs apply --allow-type-changes)';
 
 export async function applyLayer(shadow: Shadow, agent: string, opts: ApplyOptions = {}): Promise<ApplyResult> {
-  const root = Beneath.open(shadow.lower);
+  const root = Beneath.open(shadow.folder);
   try {
     return await applyBeneath(shadow, root, agent, opts);
   } finally {
@@ -265,7 +265,7 @@ async function applyBeneath(shadow: Shadow, root: Beneath, agent: string, opts: 
     const now = kindNow(d);
     if (now !== 'file' && now !== 'symlink') continue;
     const base = opts.baseOverrides?.get(d) ?? c.bases.get(d);
-    const abs = path.join(shadow.lower, d);
+    const abs = path.join(shadow.folder, d);
     // File times come from the kernel's coarse clock, which can lag Date.now() (when `since` was
     // taken) by a tick: a link made just after the agent started may carry an earlier time. Doubt
     // makes it "appeared", a conflict, so the user's new entry is never replaced without asking.
@@ -293,7 +293,7 @@ async function applyBeneath(shadow: Shadow, root: Beneath, agent: string, opts: 
   const writes: Array<{ f: FileChange; side: Side | null; action: ApplyResult['applied'][number]['action'] }> = [];
   const give: string[] = []; // paths that leave the layer
   for (const f of c.files) {
-    const abs = path.join(shadow.lower, f.path);
+    const abs = path.join(shadow.folder, f.path);
     const base = opts.baseOverrides?.get(f.path) ?? c.bases.get(f.path);
     let why: string | null = null;
     if (base) {
@@ -314,7 +314,7 @@ async function applyBeneath(shadow: Shadow, root: Beneath, agent: string, opts: 
     }
     const how = hold ? undefined : resolutions.get(f.path);
     const binary = isBinary(f.old) || isBinary(f.new);
-    const baseBytes = binary ? null : baseContent(shadow.lower, f.path, base, opts.baseContents);
+    const baseBytes = binary ? null : baseContent(shadow.folder, f.path, base, opts.baseContents);
     const folderText = text(f.old);
     const agentText = text(f.new);
     const m =
@@ -471,7 +471,7 @@ async function applyBeneath(shadow: Shadow, root: Beneath, agent: string, opts: 
     try {
       const t = typeChange.get(d);
       if (t && t.from !== 'directory') {
-        const abs = path.join(shadow.lower, d);
+        const abs = path.join(shadow.folder, d);
         const base = opts.baseOverrides?.get(d) ?? c.bases.get(d);
         if (base ? !sameIdentity(abs, base) : touchedAfter(abs, since)) {
           conflict(d, `type change: ${d} ${t.from} -> directory refused: the folder's ${t.from} changed after the agent started`);

@@ -107,7 +107,7 @@ export async function fetchAgentBranch(
   name: string,
   opts: { force?: boolean; dryRun?: boolean } = {},
 ): Promise<BranchResult> {
-  const folder = shadow.lower;
+  const folder = shadow.folder;
   const fmt = await runGit(folder, ['check-ref-format', '--branch', name]);
   if (fmt.code !== 0 || name.startsWith('-'))
     throw new ShadowError('INVALID_ARGUMENT', `${JSON.stringify(name)} is not a valid branch name (see "git check-ref-format --branch")`);

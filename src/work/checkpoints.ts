@@ -216,8 +216,14 @@ export class CheckpointStore {
           else {
             // The folder's file is still the one the agent started from: keep its content.
             // (Not a base larger than the cap: the checkpoint then has the base's identity only.)
-            const now = base.size <= max ? await folderSide(shadow.lower, ch.path) : null;
-            if (now && typeof now === 'object' && now.kind === 'file' && !now.large && sameIdentity(path.join(shadow.lower, ch.path), base))
+            const now = base.size <= max ? await folderSide(shadow.folder, ch.path) : null;
+            if (
+              now &&
+              typeof now === 'object' &&
+              now.kind === 'file' &&
+              !now.large &&
+              sameIdentity(path.join(shadow.folder, ch.path), base)
+            )
               e.baseBlob = this.putBlob(now.data);
           }
         }
@@ -399,7 +405,7 @@ export class CheckpointStore {
     // An impossible base makes that a conflict instead.
     for (const e of m.entries) {
       if (e.base) provenance.setBaseOverride(agent, e.path, e.base, e.baseBlob);
-      else if (e.type !== 'dir' && changedInFolderSince(path.join(shadow.lower, e.path), m.layerSince))
+      else if (e.type !== 'dir' && changedInFolderSince(path.join(shadow.folder, e.path), m.layerSince))
         provenance.setBaseOverride(agent, e.path, NO_BASE);
     }
     return { name, paths: m.entries.length };

@@ -269,7 +269,7 @@ export async function collect(shadow: Shadow, agent: string, only?: string[], op
   if (opts.everything) return all;
   const dirs = new Set([...all.dirsAdded, ...all.dirsRemoved]);
   const why = await exclusions(
-    shadow.lower,
+    shadow.folder,
     [...all.files.map((f) => f.path), ...dirs, ...all.skipped],
     dirs,
     opts.includeIgnored === true,
@@ -290,7 +290,7 @@ export async function collect(shadow: Shadow, agent: string, only?: string[], op
 }
 
 async function collectAll(shadow: Shadow, agent: string, only?: string[]): Promise<Collected> {
-  const root = Beneath.open(shadow.lower);
+  const root = Beneath.open(shadow.folder);
   try {
     return await collectBeneath(shadow, root, agent, only);
   } finally {

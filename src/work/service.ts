@@ -53,7 +53,7 @@ export class WorkService {
     readonly shadow: Shadow,
     private readonly opts: { autosaveMs?: number; log?: (line: string) => void } = {},
   ) {
-    this.store = new CheckpointStore(shadow.lower);
+    this.store = new CheckpointStore(shadow.folder);
     this.provenance = new Provenance(shadow);
     if (opts.autosaveMs && opts.autosaveMs > 0) {
       this.timer = setInterval(() => void this.autosave(), opts.autosaveMs);
@@ -76,7 +76,7 @@ export class WorkService {
   async patch(agent: string, paths?: string[], opts: OutOptions = {}): Promise<DiffResult> {
     const c = await collect(this.shadow, agent, paths, { includeIgnored: opts.includeIgnored === true });
     if (c.files.some((f) => f.old?.large || f.new?.large)) {
-      const root = Beneath.open(this.shadow.lower);
+      const root = Beneath.open(this.shadow.folder);
       try {
         const layer = this.shadow.layer(agent);
         for (const f of c.files) {
@@ -105,7 +105,7 @@ export class WorkService {
     const changes = await this.shadow.layer(agent).changes();
     const dirs = new Set(changes.filter((c) => c.type === 'directory').map((c) => c.path));
     const why = await exclusions(
-      this.shadow.lower,
+      this.shadow.folder,
       changes.map((c) => c.path),
       dirs,
     );

@@ -5,7 +5,17 @@ import * as assert from 'assert';
 import * as fs from 'fs';
 import * as path from 'path';
 import { ErrorCodes, type ErrorCode } from '../../src/common/errors';
-import { checkParams, isMethod, protocolDocument, protocolMarkdown, Requests, RpcErrorCodes, rpcCodeFor } from '../../src/protocol';
+import {
+  checkParams,
+  FormerErrorCodes,
+  isErrorCode,
+  isMethod,
+  protocolDocument,
+  protocolMarkdown,
+  Requests,
+  RpcErrorCodes,
+  rpcCodeFor,
+} from '../../src/protocol';
 
 function problem(r: ReturnType<typeof checkParams>): string {
   return r.ok ? '' : r.problem;
@@ -58,6 +68,24 @@ describe('unit: protocol', () => {
     assert.strictEqual(rpcCodeFor('LAYER_BUSY'), RpcErrorCodes.Busy);
     assert.strictEqual(rpcCodeFor('PEER_REFUSED'), RpcErrorCodes.PeerRefused);
     assert.strictEqual(rpcCodeFor('WINFSP_MISSING'), RpcErrorCodes.NotSupported);
+  });
+
+  it('a renamed error code keeps its former name in the table, which points to the new one', () => {
+    for (const [former, now] of Object.entries(FormerErrorCodes)) {
+      assert.ok(isErrorCode(now), `${now} is not a code`);
+      assert.ok(isErrorCode(former), `${former} left the table before protocol version 3`);
+      assert.strictEqual(ErrorCodes[former as ErrorCode], `Former name of ${now}; no longer sent.`);
+      assert.strictEqual(rpcCodeFor(former as ErrorCode), rpcCodeFor(now));
+      // No request documents a former name: only the new one is sent.
+      for (const [method, def] of Object.entries(Requests))
+        assert.ok(!def.errors.includes(former as never), `${method} documents ${former}`);
+    }
+    assert.deepStrictEqual(Object.keys(FormerErrorCodes).sort(), [
+      'LOWER_INSIDE_MOUNTPOINT',
+      'LOWER_NOT_DIRECTORY',
+      'LOWER_NOT_FOUND',
+      'MOUNTPOINT_INSIDE_LOWER',
+    ]);
   });
 
   it('describes every method, notification and error code as JSON Schema', () => {

@@ -37,8 +37,8 @@ describe('Windows mount points (drive letters, directories WinFsp creates), unde
       fs.mkdirSync(full);
       fs.writeFileSync(path.join(full, 'f'), 'x');
       assert.throws(() => prepareWin32MountPoint(full, lower, 'x'), { code: 'MOUNTPOINT_NOT_EMPTY' });
-      assert.throws(() => prepareWin32MountPoint(path.join(lower, 'in'), lower, 'x'), { code: 'MOUNTPOINT_INSIDE_LOWER' });
-      assert.throws(() => prepareWin32MountPoint(path.dirname(lower), lower, 'x'), { code: 'LOWER_INSIDE_MOUNTPOINT' });
+      assert.throws(() => prepareWin32MountPoint(path.join(lower, 'in'), lower, 'x'), { code: 'MOUNTPOINT_INSIDE_FOLDER' });
+      assert.throws(() => prepareWin32MountPoint(path.dirname(lower), lower, 'x'), { code: 'FOLDER_INSIDE_MOUNTPOINT' });
       // No request: the highest free drive letter (a network volume, on which realpath works, goes on a letter only).
       const dflt = prepareWin32MountPoint(undefined, lower, 'proj');
       assert.match(dflt.mountPoint, /^[D-Z]:\\$/);

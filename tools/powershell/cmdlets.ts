@@ -64,6 +64,11 @@ export type OutputSpec = OutputShape | { whenBound: string; then: OutputShape; o
 export interface CmdletSpec {
   /** Verb-Noun, with an approved verb. */
   name: string;
+  /**
+   * Names this cmdlet had before (issue #30's renames), still exported as aliases of it for one
+   * release so scripts keep working; docs/windows.md lists them.
+   */
+  formerNames?: string[];
   /** The CLI command's words. */
   command: string[];
   /** The protocol request the command makes (its summary is part of the description). */
@@ -224,7 +229,8 @@ export const CMDLETS: CmdletSpec[] = [
     ],
   },
   {
-    name: 'Set-ShadowOverride',
+    name: 'Set-ShadowLayerItem',
+    formerNames: ['Set-ShadowOverride'],
     command: ['layer', 'write'],
     method: 'layer.write',
     synopsis: "Writes a file into an agent's layer (content from -Value or -SourcePath); the folder keeps its own",
@@ -265,17 +271,18 @@ export const CMDLETS: CmdletSpec[] = [
     output: { kind: 'object', type: 'ShadowFS.WrittenFile', add: agentAdd },
     examples: [
       {
-        code: 'Set-ShadowOverride -Shadow myproject -Agent alice -Path src/config.json -Value \'{ "debug": true }\'',
+        code: 'Set-ShadowLayerItem -Shadow myproject -Agent alice -Path src/config.json -Value \'{ "debug": true }\'',
         remarks: "Gives alice's layer its own src/config.json.",
       },
       {
-        code: 'Set-ShadowOverride myproject alice tools/run.sh -SourcePath .\\run.sh -Mode 755',
+        code: 'Set-ShadowLayerItem myproject alice tools/run.sh -SourcePath .\\run.sh -Mode 755',
         remarks: 'Copies a local file into the layer as an executable.',
       },
     ],
   },
   {
-    name: 'Remove-ShadowOverride',
+    name: 'Undo-ShadowLayerItem',
+    formerNames: ['Remove-ShadowOverride'],
     command: ['layer', 'revert'],
     method: 'layer.revert',
     description:
@@ -285,11 +292,11 @@ export const CMDLETS: CmdletSpec[] = [
     output: { kind: 'none' },
     examples: [
       {
-        code: 'Remove-ShadowOverride -Shadow myproject -Agent alice -Path src/config.json',
+        code: 'Undo-ShadowLayerItem -Shadow myproject -Agent alice -Path src/config.json',
         remarks: "Gives back the folder's src/config.json to alice.",
       },
       {
-        code: "Get-ShadowChange myproject alice | Where-Object path -like 'dist/*' | Remove-ShadowOverride",
+        code: "Get-ShadowChange myproject alice | Where-Object path -like 'dist/*' | Undo-ShadowLayerItem",
         remarks: 'Drops every change alice made under dist/.',
       },
     ],
@@ -478,7 +485,8 @@ export const CMDLETS: CmdletSpec[] = [
     ],
   },
   {
-    name: 'Get-ShadowDiagnostic',
+    name: 'Get-ShadowLint',
+    formerNames: ['Get-ShadowDiagnostic'],
     command: ['lints'],
     method: 'lints',
     description:
@@ -495,9 +503,9 @@ export const CMDLETS: CmdletSpec[] = [
     ],
     output: { kind: 'items', property: 'files', type: 'ShadowFS.FileDiagnostics', add: agentAdd },
     examples: [
-      { code: 'Get-ShadowDiagnostic -Shadow myproject -Agent alice', remarks: "Checks every file alice's layer changed." },
+      { code: 'Get-ShadowLint -Shadow myproject -Agent alice', remarks: "Checks every file alice's layer changed." },
       {
-        code: 'Get-ShadowDiagnostic myproject alice src/app.ts | ForEach-Object introduced',
+        code: 'Get-ShadowLint myproject alice src/app.ts | ForEach-Object introduced',
         remarks: 'The problems alice introduced in src/app.ts.',
       },
     ],
@@ -821,8 +829,8 @@ export const UNMAPPED_COMMANDS: Record<string, string> = {
   serve: 'runs the daemon itself, which every other command starts when it is not running',
   mcp: "an MCP server on standard input/output for an agent's client; it prints no --json result a pipeline could use",
   demo: 'a demonstration on its own example project, for people',
-  'layer cat': 'raw bytes (base64 in --json); Get-ShadowContent reads text, and Set-ShadowOverride/Export-ShadowPatch carry binary files',
-  'file write': 'Set-ShadowOverride (layer write) writes the same, and any bytes, with a mode',
+  'layer cat': 'raw bytes (base64 in --json); Get-ShadowContent reads text, and Set-ShadowLayerItem/Export-ShadowPatch carry binary files',
+  'file write': 'Set-ShadowLayerItem (layer write) writes the same, and any bytes, with a mode',
 };
 
 /**
@@ -835,7 +843,7 @@ export const UNMAPPED_OPTIONS: Record<string, string> = {
   'run --at-original-path': 'hidden: the old name of what is the default now',
   'file edit --old': '-OldText goes through --old-file (a temporary file): no command-line quoting between it and shadowfs',
   'file edit --new': '-NewText goes through --new-file, for the same reason',
-  'lints --edit': "writes the agent's layer, which a Get- cmdlet must not; write with Set-ShadowOverride first",
+  'lints --edit': "writes the agent's layer, which a Get- cmdlet must not; write with Set-ShadowLayerItem first",
 };
 
 export function findCmdlet(name: string): CmdletSpec {

@@ -144,7 +144,8 @@ function defineTests(): void {
       const info = await vscode.commands.executeCommand<ShadowInfo>('shadowfs.mount');
       assert.ok(info, 'mount answered');
       shadow = info;
-      assert.strictEqual(info.lower, folder);
+      assert.strictEqual(info.folder, folder);
+      assert.strictEqual(info.lower, folder, 'lower, the former name, is kept for one protocol version');
       const roots = await api.shadows.getChildren();
       assert.deepStrictEqual(
         roots.map((r) => (r.kind === 'shadow' ? r.info.name : r.kind)),

@@ -44,6 +44,7 @@ const afterGit = (): ChangeInfo[] => [
 ];
 const shadow = (name: string, agents: string[], active: string | null, mounted = true): ShadowInfo => ({
   name,
+  folder: `/home/u/${name}`,
   lower: `/home/u/${name}`,
   mountPoint: `/run/user/1/shadowfs/${name}`,
   backend: 'fuse_ll',
@@ -143,7 +144,7 @@ describe('extension: the Shadows view model', () => {
       ],
     );
     const meta = m.excludedFiles(groups[0]);
-    assert.ok(meta.every((f) => f.kind === 'file' && f.lower === '/home/u/web' && f.change.excluded === 'repository-metadata'));
+    assert.ok(meta.every((f) => f.kind === 'file' && f.folder === '/home/u/web' && f.change.excluded === 'repository-metadata'));
     assert.deepStrictEqual(
       m.excludedFiles(groups[1]).map((f) => f.change.path),
       ['build/out.js', 'debug.log'],
@@ -184,7 +185,7 @@ describe('extension: the Shadows view model', () => {
     );
     const files = m.files('web', 'alice');
     assert.strictEqual(files.length, 1);
-    assert.strictEqual(files[0].lower, '/home/u/web');
+    assert.strictEqual(files[0].folder, '/home/u/web');
     assert.strictEqual(m.changeAt('web', 'alice', 'x.ts')?.kind, 'modified');
     assert.deepStrictEqual(m.files('web', 'bob'), [], 'changes not loaded yet: no files');
 

@@ -28,7 +28,7 @@ export const doctorCommand: CommandModule<object, Args> = {
     const checks: Check[] = [];
     const add = (name: string, required: boolean, r: ProbeResult): void => void checks.push({ name, required, ...r });
     // The daemon first: on Windows its shadows name the mount points and folders the advice is about.
-    let daemon: { pid: number; socket: string; shadows: Array<{ lower: string; mountPoint: string }> } | undefined;
+    let daemon: { pid: number; socket: string; shadows: Array<{ folder: string; mountPoint: string }> } | undefined;
     try {
       const c = await ShadowClient.connect({ autostart: false });
       daemon = await c.request('status');
@@ -51,7 +51,7 @@ export const doctorCommand: CommandModule<object, Args> = {
           module: w,
           installDir: winfspInstallDir(),
           mountPoints: shadows.map((s) => s.mountPoint),
-          folders: shadows.length ? shadows.map((s) => s.lower) : [process.cwd()],
+          folders: shadows.length ? shadows.map((s) => s.folder) : [process.cwd()],
         })),
       );
     } else {

@@ -20,7 +20,7 @@ export const listCommand: CommandModule<object, Args> = {
           : r.shadows
               .map(
                 (s) =>
-                  `${s.name}\t${s.mounted ? s.mountPoint : '(idle, unmounted)'}\t${s.lower}\tactive: ${s.active ?? '-'}\tagents: ${s.agents.join(',') || '-'}`,
+                  `${s.name}\t${s.mounted ? s.mountPoint : '(idle, unmounted)'}\t${s.folder}\tactive: ${s.active ?? '-'}\tagents: ${s.agents.join(',') || '-'}`,
               )
               .join('\n'),
     ),

@@ -94,8 +94,9 @@ export const mountCommand: CommandModule<object, Args> = {
       });
       emit(
         args,
-        { event: 'mounted', mountPoint: shadow.mountPoint, lower: shadow.lower, backend: shadow.backend },
-        `Mounted a shadow of ${shadow.lower} at ${shadow.mountPoint}. Press Ctrl-C to unmount.`,
+        // lower: folder's former name, kept for one protocol version (as in list and status).
+        { event: 'mounted', mountPoint: shadow.mountPoint, folder: shadow.folder, lower: shadow.folder, backend: shadow.backend },
+        `Mounted a shadow of ${shadow.folder} at ${shadow.mountPoint}. Press Ctrl-C to unmount.`,
       );
       const signal = await signalled;
       try {

@@ -146,19 +146,19 @@ export const applyCommand: CommandModule<object, ApplyArgs> = {
         type: 'string',
         array: true,
         default: [],
-        describe: "conflicting PATH: write the agent's version anyway (repeatable)",
+        describe: 'conflicting PATH: write the agent\'s version anyway (repeatable; the protocol\'s "agent" resolution)',
       })
       .option('keep', {
         type: 'string',
         array: true,
         default: [],
-        describe: "conflicting PATH: keep your version, drop the agent's change (repeatable)",
+        describe: 'conflicting PATH: keep your version, drop the agent\'s change (repeatable; the protocol\'s "folder" resolution)',
       })
       .option('merged', {
         type: 'string',
         array: true,
         default: [],
-        describe: 'conflicting PATH: write the clean three-way merge (repeatable)',
+        describe: 'conflicting PATH: write the clean three-way merge (repeatable; the protocol\'s "merged" resolution)',
       })
       .option('show-merge', { type: 'boolean', default: false, describe: 'print the three-way merges of conflicts' })
       .option('branch', {

@@ -1,21 +1,21 @@
 // Handlers for the language servers running inside a shadow: lints (fresh diagnostics for an
-// agent's edits), definition, references and hover. The work is the diagnostics service's.
+// agent's edits), definition, references and hover. The work is the lints service's.
 import type { ShadowManager } from '../manager';
 import type { Handlers } from './context';
 
 export function lspHandlers(m: ShadowManager) {
   return {
-    lints: async (p) => (await m.diagnostics(p.shadow)).lints(p),
+    lints: async (p) => (await m.lints(p.shadow)).lints(p),
     'lsp.definition': async (p) => {
-      const r = await (await m.diagnostics(p.shadow)).at('definition', p);
+      const r = await (await m.lints(p.shadow)).at('definition', p);
       return { status: r.status, ...(r.error ? { error: r.error } : {}), locations: r.locations };
     },
     'lsp.references': async (p) => {
-      const r = await (await m.diagnostics(p.shadow)).at('references', p);
+      const r = await (await m.lints(p.shadow)).at('references', p);
       return { status: r.status, ...(r.error ? { error: r.error } : {}), locations: r.locations };
     },
     'lsp.hover': async (p) => {
-      const r = await (await m.diagnostics(p.shadow)).at('hover', p);
+      const r = await (await m.lints(p.shadow)).at('hover', p);
       return { status: r.status, ...(r.error ? { error: r.error } : {}), contents: r.contents, ...(r.range ? { range: r.range } : {}) };
     },
   } satisfies Partial<Handlers>;

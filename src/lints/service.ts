@@ -1,4 +1,4 @@
-// The diagnostics service of one shadow: what warm language servers, running with the shadow's
+// The lints service of one shadow: what warm language servers, running with the shadow's
 // mount point as their root, say about an agent's change. Each question runs as a scheduler job
 // with the agent's layer active on the shared mount (so the servers read the agent's files, and
 // the folder's node_modules, live), after telling every server which files differ from what it
@@ -144,7 +144,7 @@ async function readRegularText(abs: string, rel: string): Promise<string> {
   }
 }
 
-export class DiagnosticsService {
+export class LintsService {
   private pool: ServerPool | undefined;
   private specs: ServerSpec[] | undefined;
   private readonly baselines = new Map<string, Baseline>();
@@ -174,7 +174,7 @@ export class DiagnosticsService {
         idleMs: this.options.idleMs,
         log: this.options.log,
         // Confined like a run: servers see the shadow, never write it, and cannot write the folder.
-        ...(platform.namespaces ? { confine: { lower: this.shadow.lower } } : {}),
+        ...(platform.namespaces ? { confine: { lower: this.shadow.folder } } : {}),
       });
     if (!this.feed) this.feed = new FolderChanges(this.shadow);
     if (!this.specs) {
@@ -182,10 +182,10 @@ export class DiagnosticsService {
       try {
         const user = userServerConfigFile();
         this.specs = [
-          ...loadServerConfig(this.shadow.lower),
+          ...loadServerConfig(this.shadow.folder),
           ...loadServerConfigFile(user, path.dirname(user)),
           // Programs from the folder itself (its own TypeScript) or from shadowfs: never from a layer.
-          ...builtinServers(this.shadow.lower),
+          ...builtinServers(this.shadow.folder),
         ];
       } catch (err) {
         if (err instanceof LspConfigError) throw new ShadowError('INVALID_ARGUMENT', err.message);
@@ -472,7 +472,7 @@ export class DiagnosticsService {
     const changes: Array<{ relPath: string; type: 'created' | 'changed' | 'deleted' }> = [];
     for (const rel of paths) {
       const here = fs.existsSync(path.join(this.root, rel));
-      const inFolder = fs.existsSync(path.join(this.shadow.lower, rel));
+      const inFolder = fs.existsSync(path.join(this.shadow.folder, rel));
       changes.push({ relPath: rel, type: !here ? 'deleted' : inFolder ? 'changed' : 'created' });
     }
     session.filesChanged(changes);
@@ -521,7 +521,7 @@ export class DiagnosticsService {
   /** What identifies the folder's version of a file for the baseline cache. */
   private folderKey(rel: string): string {
     try {
-      const st = fs.statSync(path.join(this.shadow.lower, rel), { bigint: true });
+      const st = fs.statSync(path.join(this.shadow.folder, rel), { bigint: true });
       return `${st.ino}:${st.size}:${st.mtimeNs}:${st.ctimeNs}`;
     } catch {
       return 'absent';

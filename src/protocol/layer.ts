@@ -1,0 +1,98 @@
+// The protocol's requests on an agent's layer as a set of entries: create, drop, clone and list
+// layers; write, remove, revert and read paths in one; reset it. Served by
+// src/daemon/handlers/layer.ts (as are the layer requests of work.ts).
+import * as z from 'zod';
+import type { ErrorCode } from './errors';
+import { agentId, relPath, request, shadowAgent, shadowOnly, shadowRef } from './shared';
+
+/** The most bytes one layer.read answer carries (base64 makes a third more); larger files are read in ranges. */
+export const LAYER_READ_MAX_BYTES = 16 * 1024 * 1024;
+
+const pathErrors: ErrorCode[] = ['UNKNOWN_SHADOW', 'INVALID_AGENT', 'INVALID_PATH', 'PATH_THROUGH_SYMLINK', 'NOT_MOUNTED'];
+
+export const LayerRequests = {
+  'layer.create': request({
+    summary: 'Creates an empty layer for an agent (an existing one is kept as it is).',
+    params: shadowAgent,
+    result: z.object({ agent: z.string() }),
+    errors: ['UNKNOWN_SHADOW', 'INVALID_AGENT', 'NOT_MOUNTED'],
+  }),
+  'layer.drop': request({
+    summary: "Drops an agent's layer and everything it holds.",
+    params: shadowAgent,
+    result: z.object({ agent: z.string() }),
+    errors: ['UNKNOWN_SHADOW', 'INVALID_AGENT', 'UNKNOWN_AGENT', 'LAYER_BUSY', 'NOT_MOUNTED'],
+  }),
+  'layer.clone': request({
+    summary: "Makes `to` a copy of `agent`'s layer.",
+    params: z.strictObject({ shadow: shadowRef, agent: agentId, to: agentId }),
+    result: z.object({ agent: z.string(), to: z.string() }),
+    errors: ['UNKNOWN_SHADOW', 'INVALID_AGENT', 'UNKNOWN_AGENT', 'LAYER_EXISTS', 'NOT_MOUNTED'],
+  }),
+  'layer.list': request({
+    summary: 'The agents that have a layer, and the active one.',
+    params: shadowOnly,
+    result: z.object({ agents: z.array(z.string()), active: z.string().nullable() }),
+    errors: ['UNKNOWN_SHADOW', 'NOT_MOUNTED'],
+  }),
+  'layer.write': request({
+    summary: "Writes a file into an agent's layer (creating the layer and missing parent directories).",
+    params: z.strictObject({
+      shadow: shadowRef,
+      agent: agentId,
+      path: relPath,
+      data: z.base64().describe('The file content, base64.'),
+      mode: z.number().int().min(0).max(0o7777).optional().describe("Permission bits (default 0644, or the existing file's)."),
+    }),
+    result: z.object({ path: z.string(), bytes: z.number().int() }),
+    errors: [...pathErrors, 'IS_DIRECTORY', 'NOT_A_DIRECTORY', 'INVALID_ARGUMENT'],
+  }),
+  'layer.remove': request({
+    summary: "Removes a path in an agent's layer (the folder keeps it).",
+    params: z.strictObject({ shadow: shadowRef, agent: agentId, path: relPath }),
+    result: z.object({ path: z.string() }),
+    errors: [...pathErrors, 'NOT_FOUND', 'NOT_A_DIRECTORY'],
+  }),
+  'layer.revert': request({
+    summary:
+      "Drops an agent's own entry at a path (and everything under it), so the folder shows through there again; refused (CONFLICT) under a directory the layer deleted, replaced or moved.",
+    params: z.strictObject({ shadow: shadowRef, agent: agentId, path: relPath }),
+    result: z.object({ path: z.string() }),
+    errors: [...pathErrors, 'UNKNOWN_AGENT', 'CONFLICT'],
+  }),
+  'layer.read': request({
+    summary: `Reads a file as an agent sees it (its layer over the folder): whole, or a range of it (offset, length) for files of any size. One answer carries at most ${LAYER_READ_MAX_BYTES} bytes: a whole read of a larger file is FILE_TOO_LARGE (read it in ranges; every answer says the file's size).`,
+    params: z.strictObject({
+      shadow: shadowRef,
+      agent: agentId,
+      path: relPath,
+      offset: z
+        .number()
+        .int()
+        .min(0)
+        .max(Number.MAX_SAFE_INTEGER)
+        .optional()
+        .describe('Where to start reading, in bytes (default 0). Given with or without length, the read is a range.'),
+      length: z
+        .number()
+        .int()
+        .min(0)
+        .max(LAYER_READ_MAX_BYTES)
+        .optional()
+        .describe(`How many bytes to read at most (default and cap: ${LAYER_READ_MAX_BYTES}); fewer come back at the end of the file.`),
+    }),
+    result: z.object({
+      path: z.string(),
+      data: z.string().describe('The content (of the range, for a ranged read), base64.'),
+      size: z.number().int().optional().describe("The file's whole size in bytes."),
+      offset: z.number().int().optional().describe('Where the bytes in data start.'),
+    }),
+    errors: [...pathErrors, 'UNKNOWN_AGENT', 'NOT_FOUND', 'IS_DIRECTORY', 'NOT_A_DIRECTORY', 'FILE_TOO_LARGE'],
+  }),
+  'layer.reset': request({
+    summary: "Empties an agent's layer.",
+    params: shadowAgent,
+    result: z.object({ agent: z.string() }),
+    errors: ['UNKNOWN_SHADOW', 'INVALID_AGENT', 'UNKNOWN_AGENT', 'NOT_MOUNTED'],
+  }),
+} as const;
