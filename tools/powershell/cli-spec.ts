@@ -14,6 +14,7 @@ import { mcpCommand } from '../../src/cli/commands/mcp';
 import { mountCommand } from '../../src/cli/commands/mount';
 import { runCommand } from '../../src/cli/commands/run';
 import { serveCommand } from '../../src/cli/commands/serve';
+import { shellCommand } from '../../src/cli/commands/shell';
 import { statusCommand } from '../../src/cli/commands/status';
 import { unmountCommand } from '../../src/cli/commands/unmount';
 import { viewCommand } from '../../src/cli/commands/view';
@@ -63,6 +64,7 @@ const TOP_LEVEL: CommandModule[] = [
   activateCommand,
   viewCommand,
   runCommand,
+  shellCommand,
   lintsCommand,
   diffCommand,
   patchCommand,

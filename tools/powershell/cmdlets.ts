@@ -829,6 +829,8 @@ export const UNMAPPED_COMMANDS: Record<string, string> = {
   serve: 'runs the daemon itself, which every other command starts when it is not running',
   mcp: "an MCP server on standard input/output for an agent's client; it prints no --json result a pipeline could use",
   demo: 'a demonstration on its own example project, for people',
+  shell:
+    'an interactive terminal session: it owns the console it runs in and prints no --json result a pipeline could use (and sessions are Linux-only so far)',
   'layer cat': 'raw bytes (base64 in --json); Get-ShadowContent reads text, and Set-ShadowLayerItem/Export-ShadowPatch carry binary files',
   'file write': 'Set-ShadowLayerItem (layer write) writes the same, and any bytes, with a mode',
 };
