@@ -8,6 +8,7 @@ import type { ResultOf, ShadowInfo } from 'shadowfs/client';
 import { docUri, ShadowContentProvider } from './content';
 import { Daemon, type DaemonState } from './daemon';
 import { locate, type Installation } from './locate';
+import { McpServers } from './mcp';
 import { branchNameProblem } from './branchName';
 import { checkedOutBranch, commitsNotOnHead, describeBranchTip, type CommitLine } from './git';
 import { baseName, describeExcluded, groupChanges, type FileNode, type LayerNode, type Node } from './model';
@@ -44,6 +45,8 @@ export interface ShadowfsApi {
   shadowsView: vscode.TreeView<Node>;
   lints: LintsProvider;
   content: ShadowContentProvider;
+  /** The MCP servers offered to VS Code's agent mode (registered only where the editor has the API). */
+  mcp: McpServers;
   installation(): Installation | undefined;
 }
 
@@ -95,6 +98,13 @@ export async function activate(context: vscode.ExtensionContext): Promise<Shadow
     lintsView,
     vscode.workspace.registerTextDocumentContentProvider('shadowfs', content),
     vscode.window.registerFileDecorationProvider(shadows),
+  );
+  const mcp = new McpServers(shadows, () => installation);
+  context.subscriptions.push(mcp);
+  output.appendLine(
+    mcp.registered
+      ? "MCP: offering shadowfs's MCP server to agent mode, one per shadow and agent"
+      : 'MCP: this editor has no MCP server definition API (VS Code 1.101+); not registering',
   );
 
   // ---- status bar ----
@@ -766,7 +776,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<Shadow
     updateStatus();
   });
 
-  return { daemon, shadows, shadowsView, lints, content, installation: () => installation };
+  return { daemon, shadows, shadowsView, lints, content, mcp, installation: () => installation };
 }
 
 export function deactivate(): void {
