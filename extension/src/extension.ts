@@ -12,7 +12,8 @@ import { McpServers } from './mcp';
 import { branchNameProblem } from './branchName';
 import { checkedOutBranch, commitsNotOnHead, describeBranchTip, type CommitLine } from './git';
 import { baseName, describeExcluded, groupChanges, type FileNode, type LayerNode, type Node } from './model';
-import { uniqueAgentName } from './names';
+import { agentIdProblem, uniqueAgentName } from './names';
+import { AgentTerminals } from './terminals';
 import { LintsProvider, samePath, ShadowsProvider, type LintNode } from './views';
 
 /** Options a command takes as its last argument when scripted (tests, keybindings). */
@@ -25,6 +26,8 @@ export interface CommandOptions {
   commandLine?: string;
   /** checkpoint: the name, without asking. restore: the checkpoint. */
   name?: string;
+  /** newAgentTerminal: the agent, without asking (a new one is made if the shadow has none of that name). */
+  agent?: string;
   /** run: cancels the run too (besides the notification's Cancel button). */
   cancellation?: vscode.CancellationToken;
   /** applyBranch: the branch's name, without asking. */
@@ -47,6 +50,8 @@ export interface ShadowfsApi {
   content: ShadowContentProvider;
   /** The MCP servers offered to VS Code's agent mode (registered only where the editor has the API). */
   mcp: McpServers;
+  /** The agent terminals this window opened and that are still open. */
+  terminals: AgentTerminals;
   installation(): Installation | undefined;
 }
 
@@ -100,7 +105,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<Shadow
     vscode.window.registerFileDecorationProvider(shadows),
   );
   const mcp = new McpServers(shadows, () => installation);
-  context.subscriptions.push(mcp);
+  const terminals = new AgentTerminals(daemon, shadows);
+  context.subscriptions.push(mcp, terminals);
   output.appendLine(
     mcp.registered
       ? "MCP: offering shadowfs's MCP server to agent mode, one per shadow and agent"
@@ -731,6 +737,25 @@ export async function activate(context: vscode.ExtensionContext): Promise<Shadow
     }
   });
 
+  command('shadowfs.newAgentTerminal', async (node?: Node, opts?: CommandOptions) => {
+    // From a shadow: ask for the agent. From a layer: that agent. From the palette: ask for both.
+    let shadow: ShadowInfo | undefined;
+    let agent = opts?.agent;
+    if (node?.kind === 'shadow') shadow = node.info;
+    else if (node?.kind === 'layer') {
+      shadow = shadows.model.shadow(node.shadow);
+      agent ??= node.agent;
+    } else shadow = await pickShadow();
+    if (!shadow) return undefined;
+    agent ??= await pickAgent(shadow, `New agent terminal in ${shadow.name}: which agent?`);
+    if (!agent) return undefined;
+    await daemon.get();
+    const inst = installation;
+    if (!inst) throw new Error(locateError ?? 'shadowfs is not located yet');
+    const terminal = terminals.start(inst, shadow, agent);
+    return { name: terminal.name, shadow: shadow.name, agent };
+  });
+
   // ---- pickers for palette use ----
   const pickShadow = async (): Promise<ShadowInfo | undefined> => {
     await daemon.get();
@@ -769,6 +794,27 @@ export async function activate(context: vscode.ExtensionContext): Promise<Shadow
     return picked ? { shadow: shadow.name, agent: picked.label } : undefined;
   };
 
+  /** An agent of the shadow, or a new one (its name asked, a free one offered). */
+  const pickAgent = async (shadow: ShadowInfo, title: string): Promise<string | undefined> => {
+    const fresh = uniqueAgentName('vscode', shadow.agents);
+    const NEW = 'New agent…';
+    const picked = await vscode.window.showQuickPick(
+      [
+        ...[...shadow.agents].sort().map((a) => ({ label: a, description: shadow.active === a ? 'active' : 'has a layer' })),
+        { label: NEW, description: 'a new layer' },
+      ],
+      { title, placeHolder: 'The session sees and writes this agent’s layer only' },
+    );
+    if (!picked) return undefined;
+    if (picked.label !== NEW) return picked.label;
+    return vscode.window.showInputBox({
+      title,
+      prompt: 'The new agent’s id (it names its layer)',
+      value: fresh,
+      validateInput: agentIdProblem,
+    });
+  };
+
   updateStatus();
   // Connect now: the view fills in, and the daemon starts if it is not running.
   void shadows.refresh().then(() => {
@@ -776,7 +822,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<Shadow
     updateStatus();
   });
 
-  return { daemon, shadows, shadowsView, lints, content, mcp, installation: () => installation };
+  return { daemon, shadows, shadowsView, lints, content, mcp, terminals, installation: () => installation };
 }
 
 export function deactivate(): void {

@@ -135,22 +135,28 @@ export function daemonCommand(
   return cliCommand(executable, args, platform);
 }
 
-/** How VS Code starts shadowfs's MCP server for one agent on one shadow (`shadowfs mcp`). */
+/**
+ * How VS Code starts shadowfs's MCP server for one agent on one shadow (`shadowfs mcp`). Values
+ * go as --name=value: an agent id may begin with "-".
+ */
 export function mcpCommand(
   executable: string,
   shadow: string,
   agent: string,
   platform: NodeJS.Platform = process.platform,
 ): { command: string; args: string[] } {
-  return cliCommand(executable, ['mcp', '--shadow', shadow, '--agent', agent], platform);
+  return cliCommand(executable, ['mcp', `--shadow=${shadow}`, `--agent=${agent}`], platform);
 }
 
-/** How an agent terminal runs its session (`shadowfs shell`): joins the agent's running session, or starts one. */
+/**
+ * How an agent terminal runs its session (`shadowfs shell`): joins the agent's running session, or
+ * starts one. The shadow by name, or by its mount point when the name would read as an option.
+ */
 export function shellCommand(
   executable: string,
-  shadow: string,
+  shadow: { name: string; mountPoint: string },
   agent: string,
   platform: NodeJS.Platform = process.platform,
 ): { command: string; args: string[] } {
-  return cliCommand(executable, ['shell', shadow, '--agent', agent], platform);
+  return cliCommand(executable, ['shell', shadow.name.startsWith('-') ? shadow.mountPoint : shadow.name, `--agent=${agent}`], platform);
 }

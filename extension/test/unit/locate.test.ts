@@ -87,12 +87,19 @@ describe('extension: finding the shadowfs installation', () => {
   it('runs the MCP server and agent terminals with the same executable, quoting names for a Windows shim', () => {
     assert.deepStrictEqual(mcpCommand('/usr/bin/shadowfs', 'greeter', 'claude', 'linux'), {
       command: '/usr/bin/shadowfs',
-      args: ['mcp', '--shadow', 'greeter', '--agent', 'claude'],
+      args: ['mcp', '--shadow=greeter', '--agent=claude'],
     });
-    assert.deepStrictEqual(shellCommand('/usr/bin/shadowfs', 'greeter', 'my agent', 'linux'), {
+    const greeter = { name: 'greeter', mountPoint: '/run/user/0/shadowfs/mounts/greeter' };
+    assert.deepStrictEqual(shellCommand('/usr/bin/shadowfs', greeter, '-my agent', 'linux'), {
       command: '/usr/bin/shadowfs',
-      args: ['shell', 'greeter', '--agent', 'my agent'],
+      args: ['shell', 'greeter', '--agent=-my agent'],
     });
+    // A shadow whose name reads as an option is named by its mount point.
+    assert.deepStrictEqual(shellCommand('/usr/bin/shadowfs', { name: '-x', mountPoint: '/m/-x' }, 'a', 'linux').args, [
+      'shell',
+      '/m/-x',
+      '--agent=a',
+    ]);
     const win = cliCommand('C:\\shadowfs\\shadowfs.cmd', ['shell', 'greeter', '--agent', 'my "agent"'], 'win32');
     assert.strictEqual(win.args[3], '"C:\\shadowfs\\shadowfs.cmd" shell greeter --agent "my ""agent"""');
     assert.strictEqual(cliCommand('C:\\shadowfs\\shadowfs.exe', ['mcp'], 'win32').command, 'C:\\shadowfs\\shadowfs.exe');

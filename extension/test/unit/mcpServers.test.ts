@@ -26,9 +26,9 @@ describe("extension: the MCP servers offered to VS Code's agent mode", () => {
     assert.deepStrictEqual(
       specs.map((s) => [s.label, s.command, ...s.args]),
       [
-        ['shadowfs: claude in alpha', '/usr/bin/shadowfs', 'mcp', '--shadow', 'alpha', '--agent', 'claude'],
-        ['shadowfs: codex in alpha', '/usr/bin/shadowfs', 'mcp', '--shadow', 'alpha', '--agent', 'codex'],
-        ['shadowfs: b in zeta', '/usr/bin/shadowfs', 'mcp', '--shadow', 'zeta', '--agent', 'b'],
+        ['shadowfs: claude in alpha', '/usr/bin/shadowfs', 'mcp', '--shadow=alpha', '--agent=claude'],
+        ['shadowfs: codex in alpha', '/usr/bin/shadowfs', 'mcp', '--shadow=alpha', '--agent=codex'],
+        ['shadowfs: b in zeta', '/usr/bin/shadowfs', 'mcp', '--shadow=zeta', '--agent=b'],
       ],
     );
     assert.deepStrictEqual(specs[0].env, { XDG_RUNTIME_DIR: '/run/user/1' });

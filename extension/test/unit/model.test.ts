@@ -13,7 +13,7 @@ import {
   ShadowsModel,
   visibleChanges,
 } from '../../src/model';
-import { uniqueAgentName } from '../../src/names';
+import { agentIdProblem, uniqueAgentName } from '../../src/names';
 
 const change = (
   path: string,
@@ -201,5 +201,15 @@ describe('extension: the Shadows view model', () => {
   it('names a new agent uniquely', () => {
     assert.strictEqual(uniqueAgentName('vscode', []), 'vscode');
     assert.strictEqual(uniqueAgentName('vscode', ['vscode', 'vscode-2']), 'vscode-3');
+  });
+
+  it("checks a new agent's id as the daemon does", () => {
+    assert.strictEqual(agentIdProblem('claude-2'), undefined);
+    assert.strictEqual(agentIdProblem('-odd but fine'), undefined);
+    assert.strictEqual(agentIdProblem('é'.repeat(127)), undefined, '254 bytes');
+    assert.match(agentIdProblem('é'.repeat(128)) ?? '', /255 bytes/);
+    assert.match(agentIdProblem('') ?? '', /name the agent/);
+    assert.match(agentIdProblem('a/b') ?? '', /no "\/"/);
+    assert.match(agentIdProblem('a\u0000b') ?? '', /NUL/);
   });
 });
