@@ -181,6 +181,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<Shadow
       } else {
         shadows.layerChanged(p.shadow, p.agent);
       }
+      // Sessions send no notification of their own; their writes are what the extension sees.
+      shadows.sessionsChanged();
       const paths = p.changes?.map((c) => c.path) ?? (p.path ? [p.path] : undefined);
       content.layerChanged(p.shadow, p.agent, p.event === 'written' || p.event === 'removed' || p.event === 'changed' ? paths : undefined);
     }
@@ -742,9 +744,9 @@ export async function activate(context: vscode.ExtensionContext): Promise<Shadow
     let shadow: ShadowInfo | undefined;
     let agent = opts?.agent;
     if (node?.kind === 'shadow') shadow = node.info;
-    else if (node?.kind === 'layer') {
+    else if (node?.kind === 'layer' || node?.kind === 'session') {
       shadow = shadows.model.shadow(node.shadow);
-      agent ??= node.agent;
+      agent ??= node.kind === 'layer' ? node.agent : node.info.agent;
     } else shadow = await pickShadow();
     if (!shadow) return undefined;
     agent ??= await pickAgent(shadow, `New agent terminal in ${shadow.name}: which agent?`);
@@ -754,6 +756,29 @@ export async function activate(context: vscode.ExtensionContext): Promise<Shadow
     if (!inst) throw new Error(locateError ?? 'shadowfs is not located yet');
     const terminal = terminals.start(inst, shadow, agent);
     return { name: terminal.name, shadow: shadow.name, agent };
+  });
+
+  // A session's terminal joins the agent's running session (its first, when it has several).
+  command('shadowfs.joinSession', (node?: Node, opts?: CommandOptions) =>
+    vscode.commands.executeCommand('shadowfs.newAgentTerminal', node, opts),
+  );
+
+  command('shadowfs.closeSession', async (node?: Node, opts?: CommandOptions) => {
+    if (node?.kind !== 'session') throw new Error('choose a shell session in the Shadows view');
+    const s = node.info;
+    if (
+      !(await confirm(
+        opts,
+        `End ${s.agent}'s session (${s.argv.join(' ') || 'shell'}) in ${node.shadow}?`,
+        `As closing its terminal would: the program gets SIGHUP, whatever is left is killed a few seconds later. ${s.agent}'s layer keeps what it wrote.`,
+        'End Session',
+      ))
+    )
+      return undefined;
+    const client = await daemon.get();
+    const r = await client.request('shell.close', { sessionId: s.sessionId });
+    await shadows.refresh();
+    return r;
   });
 
   // ---- pickers for palette use ----
