@@ -8,10 +8,12 @@ import type { ResultOf, ShadowInfo } from 'shadowfs/client';
 import { docUri, ShadowContentProvider } from './content';
 import { Daemon, type DaemonState } from './daemon';
 import { locate, type Installation } from './locate';
+import { McpServers } from './mcp';
 import { branchNameProblem } from './branchName';
 import { checkedOutBranch, commitsNotOnHead, describeBranchTip, type CommitLine } from './git';
 import { baseName, describeExcluded, groupChanges, type FileNode, type LayerNode, type Node } from './model';
-import { uniqueAgentName } from './names';
+import { agentIdProblem, uniqueAgentName } from './names';
+import { AgentTerminals } from './terminals';
 import { LintsProvider, samePath, ShadowsProvider, type LintNode } from './views';
 
 /** Options a command takes as its last argument when scripted (tests, keybindings). */
@@ -24,6 +26,8 @@ export interface CommandOptions {
   commandLine?: string;
   /** checkpoint: the name, without asking. restore: the checkpoint. */
   name?: string;
+  /** newAgentTerminal: the agent, without asking (a new one is made if the shadow has none of that name). */
+  agent?: string;
   /** run: cancels the run too (besides the notification's Cancel button). */
   cancellation?: vscode.CancellationToken;
   /** applyBranch: the branch's name, without asking. */
@@ -44,6 +48,10 @@ export interface ShadowfsApi {
   shadowsView: vscode.TreeView<Node>;
   lints: LintsProvider;
   content: ShadowContentProvider;
+  /** The MCP servers offered to VS Code's agent mode (registered only where the editor has the API). */
+  mcp: McpServers;
+  /** The agent terminals this window opened and that are still open. */
+  terminals: AgentTerminals;
   installation(): Installation | undefined;
 }
 
@@ -95,6 +103,14 @@ export async function activate(context: vscode.ExtensionContext): Promise<Shadow
     lintsView,
     vscode.workspace.registerTextDocumentContentProvider('shadowfs', content),
     vscode.window.registerFileDecorationProvider(shadows),
+  );
+  const mcp = new McpServers(shadows, () => installation);
+  const terminals = new AgentTerminals(daemon, shadows);
+  context.subscriptions.push(mcp, terminals);
+  output.appendLine(
+    mcp.registered
+      ? "MCP: offering shadowfs's MCP server to agent mode, one per shadow and agent"
+      : 'MCP: this editor has no MCP server definition API (VS Code 1.101+); not registering',
   );
 
   // ---- status bar ----
@@ -165,6 +181,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<Shadow
       } else {
         shadows.layerChanged(p.shadow, p.agent);
       }
+      // Sessions send no notification of their own; their writes are what the extension sees.
+      shadows.sessionsChanged();
       const paths = p.changes?.map((c) => c.path) ?? (p.path ? [p.path] : undefined);
       content.layerChanged(p.shadow, p.agent, p.event === 'written' || p.event === 'removed' || p.event === 'changed' ? paths : undefined);
     }
@@ -721,6 +739,48 @@ export async function activate(context: vscode.ExtensionContext): Promise<Shadow
     }
   });
 
+  command('shadowfs.newAgentTerminal', async (node?: Node, opts?: CommandOptions) => {
+    // From a shadow: ask for the agent. From a layer: that agent. From the palette: ask for both.
+    let shadow: ShadowInfo | undefined;
+    let agent = opts?.agent;
+    if (node?.kind === 'shadow') shadow = node.info;
+    else if (node?.kind === 'layer' || node?.kind === 'session') {
+      shadow = shadows.model.shadow(node.shadow);
+      agent ??= node.kind === 'layer' ? node.agent : node.info.agent;
+    } else shadow = await pickShadow();
+    if (!shadow) return undefined;
+    agent ??= await pickAgent(shadow, `New agent terminal in ${shadow.name}: which agent?`);
+    if (!agent) return undefined;
+    await daemon.get();
+    const inst = installation;
+    if (!inst) throw new Error(locateError ?? 'shadowfs is not located yet');
+    const terminal = terminals.start(inst, shadow, agent);
+    return { name: terminal.name, shadow: shadow.name, agent };
+  });
+
+  // A session's terminal joins the agent's running session (its first, when it has several).
+  command('shadowfs.joinSession', (node?: Node, opts?: CommandOptions) =>
+    vscode.commands.executeCommand('shadowfs.newAgentTerminal', node, opts),
+  );
+
+  command('shadowfs.closeSession', async (node?: Node, opts?: CommandOptions) => {
+    if (node?.kind !== 'session') throw new Error('choose a shell session in the Shadows view');
+    const s = node.info;
+    if (
+      !(await confirm(
+        opts,
+        `End ${s.agent}'s session (${s.argv.join(' ') || 'shell'}) in ${node.shadow}?`,
+        `As closing its terminal would: the program gets SIGHUP, whatever is left is killed a few seconds later. ${s.agent}'s layer keeps what it wrote.`,
+        'End Session',
+      ))
+    )
+      return undefined;
+    const client = await daemon.get();
+    const r = await client.request('shell.close', { sessionId: s.sessionId });
+    await shadows.refresh();
+    return r;
+  });
+
   // ---- pickers for palette use ----
   const pickShadow = async (): Promise<ShadowInfo | undefined> => {
     await daemon.get();
@@ -759,6 +819,27 @@ export async function activate(context: vscode.ExtensionContext): Promise<Shadow
     return picked ? { shadow: shadow.name, agent: picked.label } : undefined;
   };
 
+  /** An agent of the shadow, or a new one (its name asked, a free one offered). */
+  const pickAgent = async (shadow: ShadowInfo, title: string): Promise<string | undefined> => {
+    const fresh = uniqueAgentName('vscode', shadow.agents);
+    const NEW = 'New agent…';
+    const picked = await vscode.window.showQuickPick(
+      [
+        ...[...shadow.agents].sort().map((a) => ({ label: a, description: shadow.active === a ? 'active' : 'has a layer' })),
+        { label: NEW, description: 'a new layer' },
+      ],
+      { title, placeHolder: 'The session sees and writes this agent’s layer only' },
+    );
+    if (!picked) return undefined;
+    if (picked.label !== NEW) return picked.label;
+    return vscode.window.showInputBox({
+      title,
+      prompt: 'The new agent’s id (it names its layer)',
+      value: fresh,
+      validateInput: agentIdProblem,
+    });
+  };
+
   updateStatus();
   // Connect now: the view fills in, and the daemon starts if it is not running.
   void shadows.refresh().then(() => {
@@ -766,7 +847,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<Shadow
     updateStatus();
   });
 
-  return { daemon, shadows, shadowsView, lints, content, installation: () => installation };
+  return { daemon, shadows, shadowsView, lints, content, mcp, terminals, installation: () => installation };
 }
 
 export function deactivate(): void {

@@ -104,6 +104,26 @@ export function locate(setting: string, envPath: string | undefined, platform: N
   return { executable, packageRoot, clientModule, version: isPackageRoot(packageRoot) ?? '?' };
 }
 
+/**
+ * How to run the shadowfs executable with arguments, as a process of its own (the daemon, an MCP
+ * server, a terminal's program): directly, or through cmd.exe for a Windows shim.
+ */
+export function cliCommand(
+  executable: string,
+  args: readonly string[],
+  platform: NodeJS.Platform = process.platform,
+): { command: string; args: string[] } {
+  if (platform === 'win32' && /\.(cmd|bat)$/i.test(executable)) {
+    return { command: process.env.ComSpec ?? 'cmd.exe', args: ['/d', '/s', '/c', `"${executable}" ${args.map(winQuote).join(' ')}`] };
+  }
+  return { command: executable, args: [...args] };
+}
+
+/** An argument on cmd.exe's command line: quoted when it has spaces or quotes (shadow and agent names may). */
+function winQuote(arg: string): string {
+  return /^[A-Za-z0-9._:\\/=-]+$/.test(arg) ? arg : `"${arg.replace(/"/g, '""')}"`;
+}
+
 /** How to start the daemon with this executable: a Windows shim needs cmd.exe. */
 export function daemonCommand(
   executable: string,
@@ -112,8 +132,31 @@ export function daemonCommand(
 ): { command: string; args: string[] } {
   const args = ['serve', '--foreground', '--no-console'];
   if (Number.isFinite(idleTimeoutSeconds) && idleTimeoutSeconds > 0) args.push('--idle-timeout', String(idleTimeoutSeconds));
-  if (platform === 'win32' && /\.(cmd|bat)$/i.test(executable)) {
-    return { command: process.env.ComSpec ?? 'cmd.exe', args: ['/d', '/s', '/c', `"${executable}" ${args.join(' ')}`] };
-  }
-  return { command: executable, args };
+  return cliCommand(executable, args, platform);
+}
+
+/**
+ * How VS Code starts shadowfs's MCP server for one agent on one shadow (`shadowfs mcp`). Values
+ * go as --name=value: an agent id may begin with "-".
+ */
+export function mcpCommand(
+  executable: string,
+  shadow: string,
+  agent: string,
+  platform: NodeJS.Platform = process.platform,
+): { command: string; args: string[] } {
+  return cliCommand(executable, ['mcp', `--shadow=${shadow}`, `--agent=${agent}`], platform);
+}
+
+/**
+ * How an agent terminal runs its session (`shadowfs shell`): joins the agent's running session, or
+ * starts one. The shadow by name, or by its mount point when the name would read as an option.
+ */
+export function shellCommand(
+  executable: string,
+  shadow: { name: string; mountPoint: string },
+  agent: string,
+  platform: NodeJS.Platform = process.platform,
+): { command: string; args: string[] } {
+  return cliCommand(executable, ['shell', shadow.name.startsWith('-') ? shadow.mountPoint : shadow.name, `--agent=${agent}`], platform);
 }

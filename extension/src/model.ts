@@ -1,10 +1,10 @@
 // What the Shadows view shows, kept apart from the VS Code API so that it can be tested on its
 // own: shadows, their agents' layers (the active one marked, with counts of changed files) and
 // each layer's changed files: first the agent's work (what diff, patch and apply carry), then,
-// grouped by reason, what they leave out (git's own data under .git, files git ignores). Built
-// from the daemon's answers (layer.changes marks what is left out); the view turns it into tree
-// items.
-import type { ChangeInfo, ShadowInfo } from 'shadowfs/client';
+// grouped by reason, what they leave out (git's own data under .git, files git ignores); beside
+// the layers, the shadow's shell sessions (shell.list) and its agents' views. Built from the
+// daemon's answers (layer.changes marks what is left out); the view turns it into tree items.
+import type { ChangeInfo, ShadowInfo, ShellInfo } from 'shadowfs/client';
 
 export type ChangeKind = ChangeInfo['kind'];
 /** Why diff, patch and apply leave a changed path out. */
@@ -46,7 +46,34 @@ export interface ExcludedGroupNode {
   readonly changes: readonly ChangeInfo[];
 }
 
-export type Node = ShadowNode | LayerNode | ExcludedGroupNode | FileNode;
+/** An interactive program run as an agent in its own view of the shadow (shadowfs shell). */
+export interface SessionNode {
+  readonly kind: 'session';
+  readonly shadow: string;
+  readonly info: ShellInfo;
+}
+
+/** A view of the shadow: a mount of its own that always shows one agent's layer. */
+export interface ViewNode {
+  readonly kind: 'view';
+  readonly shadow: string;
+  readonly view: ShadowInfo['views'][number];
+}
+
+export type Node = ShadowNode | LayerNode | SessionNode | ViewNode | ExcludedGroupNode | FileNode;
+
+/** A session's label: the agent and its program ("claude: bash"). */
+export function sessionLabel(s: ShellInfo): string {
+  const program = s.argv.length ? [baseName(s.argv[0]), ...s.argv.slice(1)].join(' ') : 'shell';
+  return `${s.agent}: ${program}`;
+}
+
+/** A session's state, short: "running · 1 attached", "exited 0", "ended by SIGHUP". */
+export function sessionState(s: ShellInfo): string {
+  if (s.running) return `running · ${s.attached} attached`;
+  if (s.signal) return `ended by ${s.signal}`;
+  return `exited ${s.exitCode ?? '?'}`;
+}
 
 /**
  * The changes a person looks at: files, symlinks and special files, and whole directories only
@@ -141,11 +168,40 @@ export function baseName(rel: string): string {
 export class ShadowsModel {
   private shadows: ShadowInfo[] = [];
   private readonly changes = new Map<string, { changes?: readonly ChangeInfo[]; error?: string }>();
+  private sessionList: ShellInfo[] = [];
 
   setShadows(list: readonly ShadowInfo[]): void {
     this.shadows = [...list].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
     const live = new Set(this.shadows.flatMap((s) => s.agents.map((a) => key(s.name, a))));
     for (const k of [...this.changes.keys()]) if (!live.has(k)) this.changes.delete(k);
+  }
+
+  /** The daemon's shell sessions (shell.list), of every shadow. */
+  setSessions(list: readonly ShellInfo[]): void {
+    this.sessionList = [...list];
+  }
+
+  /** A shadow's sessions: running ones first, then by agent and start. */
+  sessions(shadow: string): SessionNode[] {
+    if (!this.shadow(shadow)) return [];
+    return this.sessionList
+      .filter((s) => s.shadow === shadow)
+      .sort(
+        (a, b) =>
+          Number(b.running) - Number(a.running) ||
+          (a.agent < b.agent ? -1 : a.agent > b.agent ? 1 : 0) ||
+          (a.startedAt < b.startedAt ? -1 : a.startedAt > b.startedAt ? 1 : 0),
+      )
+      .map((info) => ({ kind: 'session', shadow, info }));
+  }
+
+  /** A shadow's views (one agent's layer each), by agent. */
+  views(shadow: string): ViewNode[] {
+    const info = this.shadow(shadow);
+    if (!info) return [];
+    return [...info.views]
+      .sort((a, b) => (a.agent < b.agent ? -1 : a.agent > b.agent ? 1 : a.id - b.id))
+      .map((view) => ({ kind: 'view', shadow, view }));
   }
 
   setChanges(shadow: string, agent: string, changes: readonly ChangeInfo[]): void {

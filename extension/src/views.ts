@@ -1,12 +1,13 @@
 // The Shadows view (shadows → agents' layers → changed files, kept current from the daemon's
 // change feed; under each layer the agent's work first, then collapsed groups of what diff, patch
-// and apply leave out: .git, ignored files), the decorations of its files (A/M/D like source
+// and apply leave out: .git, ignored files; beside the layers the shadow's shell sessions and
+// views), the decorations of its files (A/M/D like source
 // control, dimmed for what is left out), and the Agent Lints
 // view, which shows what the language servers say about an agent's change apart from the
 // user's own Problems.
 import * as vscode from 'vscode';
 import * as path from 'path';
-import type { ChangeInfo, Diagnostic, ResultOf, ShadowClient, ShadowInfo } from 'shadowfs/client';
+import type { ChangeInfo, Diagnostic, ResultOf, ShadowClient, ShadowInfo, ShellInfo } from 'shadowfs/client';
 import { docUri, refOf } from './content';
 import type { Daemon } from './daemon';
 import {
@@ -18,11 +19,15 @@ import {
   excludedWhy,
   kindLetter,
   parentOf,
+  sessionLabel,
+  sessionState,
   ShadowsModel,
   type ExcludedGroupNode,
   type FileNode,
   type LayerNode,
   type Node,
+  type SessionNode,
+  type ViewNode,
 } from './model';
 
 type LintsResult = ResultOf<'lints'>;
@@ -49,6 +54,7 @@ export class ShadowsProvider implements vscode.TreeDataProvider<Node>, vscode.Fi
   readonly onDidChangeFileDecorations = this.decorationsChanged.event;
   private pending = new Map<string, { shadow: string; agent: string }>();
   private full = false;
+  private sessions = false;
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
   private lastError: string | undefined;
@@ -64,6 +70,16 @@ export class ShadowsProvider implements vscode.TreeDataProvider<Node>, vscode.Fi
   /** Refreshes one layer soon (notifications come in bursts). */
   layerChanged(shadow: string, agent: string): void {
     this.pending.set(`${shadow}\u0000${agent}`, { shadow, agent });
+    this.schedule();
+  }
+
+  /**
+   * Refreshes the shell sessions soon. They have no notification of their own: asked after
+   * layer changes (a session's writes), an agent terminal opening or closing, and with every full
+   * refresh; one shell.list for all shadows.
+   */
+  sessionsChanged(): void {
+    this.sessions = true;
     this.schedule();
   }
 
@@ -100,17 +116,21 @@ export class ShadowsProvider implements vscode.TreeDataProvider<Node>, vscode.Fi
   private async flush(): Promise<void> {
     while (this.running) await this.running;
     const full = this.full;
+    const sessions = this.sessions;
     const layers = [...this.pending.values()];
     this.full = false;
+    this.sessions = false;
     this.pending.clear();
-    this.running = this.load(full, layers).finally(() => (this.running = undefined));
+    this.running = this.load(full, sessions, layers).finally(() => (this.running = undefined));
     await this.running;
   }
 
-  private async load(full: boolean, layers: Array<{ shadow: string; agent: string }>): Promise<void> {
+  private async load(full: boolean, sessions: boolean, layers: Array<{ shadow: string; agent: string }>): Promise<void> {
     let client;
+    let sessionList: Promise<void> | undefined;
     try {
       client = await this.daemon.get();
+      if (full || sessions) sessionList = this.loadSessions(client);
       if (full) {
         const { shadows } = await client.request('list');
         this.model.setShadows(shadows);
@@ -118,14 +138,26 @@ export class ShadowsProvider implements vscode.TreeDataProvider<Node>, vscode.Fi
       }
       this.lastError = undefined;
     } catch (err) {
+      await sessionList;
       this.lastError = (err as Error).message;
       this.model.setShadows([]);
+      this.model.setSessions([]);
       this.changed.fire(undefined);
       return;
     }
-    await Promise.all(layers.map(({ shadow, agent }) => this.loadLayer(client, shadow, agent)));
+    await Promise.all([sessionList, ...layers.map(({ shadow, agent }) => this.loadLayer(client, shadow, agent))]);
     this.changed.fire(undefined);
     this.decorationsChanged.fire(undefined);
+  }
+
+  private async loadSessions(client: ShadowClient): Promise<void> {
+    try {
+      const { sessions } = await client.request('shell.list', {});
+      this.model.setSessions(sessions);
+    } catch {
+      // A daemon without sessions (older, or a platform without them): none to show.
+      this.model.setSessions([]);
+    }
   }
 
   private async loadLayer(client: ShadowClient, shadow: string, agent: string): Promise<void> {
@@ -149,6 +181,10 @@ export class ShadowsProvider implements vscode.TreeDataProvider<Node>, vscode.Fi
         return shadowItem(node.info);
       case 'layer':
         return layerItem(node);
+      case 'session':
+        return sessionItem(node);
+      case 'view':
+        return viewItem(node);
       case 'excluded':
         return excludedGroupItem(node);
       case 'file':
@@ -158,7 +194,10 @@ export class ShadowsProvider implements vscode.TreeDataProvider<Node>, vscode.Fi
 
   async getChildren(node?: Node): Promise<Node[]> {
     if (!node) return this.model.roots();
-    if (node.kind === 'shadow') return this.model.layers(node.info.name);
+    if (node.kind === 'shadow') {
+      const name = node.info.name;
+      return [...this.model.layers(name), ...this.model.sessions(name), ...this.model.views(name)];
+    }
     if (node.kind === 'layer') {
       // An idle shadow's layers are asked for when opened, not before (asking mounts it again).
       if (!node.changes && !node.error) {
@@ -179,7 +218,7 @@ export class ShadowsProvider implements vscode.TreeDataProvider<Node>, vscode.Fi
     if (node.kind === 'shadow') return undefined;
     const info = this.model.shadow(node.shadow);
     if (!info) return undefined;
-    if (node.kind === 'layer') return { kind: 'shadow', info };
+    if (node.kind === 'layer' || node.kind === 'session' || node.kind === 'view') return { kind: 'shadow', info };
     const reason = node.kind === 'file' ? node.change.excluded : undefined;
     if (reason) return this.model.excludedGroups(node.shadow, node.agent).find((g) => g.reason === reason);
     return this.model.layers(node.shadow).find((l) => l.agent === node.agent);
@@ -226,6 +265,38 @@ function layerItem(node: LayerNode): vscode.TreeItem {
   item.tooltip = `Agent ${node.agent}'s layer in shadow ${node.shadow}${node.active ? ' (shown on the shared mount)' : ''}${counts ? `\n${counts}` : ''}`;
   item.iconPath = new vscode.ThemeIcon(node.active ? 'layers-active' : 'layers');
   item.contextValue = node.active ? 'layer.active' : 'layer';
+  return item;
+}
+
+function sessionItem(node: SessionNode): vscode.TreeItem {
+  const s: ShellInfo = node.info;
+  const item = new vscode.TreeItem(sessionLabel(s), vscode.TreeItemCollapsibleState.None);
+  item.id = `session:${node.shadow}/${s.sessionId}`;
+  item.description = sessionState(s);
+  item.tooltip = new vscode.MarkdownString(
+    [
+      `Shell session \`${s.sessionId}\` of agent **${s.agent}** in shadow ${node.shadow}: \`${s.argv.join(' ') || '(the shell)'}\``,
+      `started ${new Date(s.startedAt).toLocaleString()} in \`${s.cwd}\`, ${s.cols}×${s.rows}`,
+      s.running
+        ? `running, ${s.attached} terminal(s) joined; it sees and writes ${s.agent}'s layer only`
+        : `${sessionState(s)}; ${s.agent}'s layer keeps what it wrote`,
+      s.protections.length ? `confined by: ${s.protections.join(', ')}` : '',
+    ]
+      .filter(Boolean)
+      .join('\n\n'),
+  );
+  item.iconPath = new vscode.ThemeIcon(s.running ? 'terminal' : 'debug-stop');
+  item.contextValue = s.running ? 'session.running' : 'session.ended';
+  return item;
+}
+
+function viewItem(node: ViewNode): vscode.TreeItem {
+  const item = new vscode.TreeItem(`view of ${node.view.agent}`, vscode.TreeItemCollapsibleState.None);
+  item.id = `view:${node.shadow}/${node.view.id}`;
+  item.description = node.view.mountPoint;
+  item.tooltip = `A mount of shadow ${node.shadow} of its own, at ${node.view.mountPoint}, that always shows agent ${node.view.agent}'s layer (its sessions and its MCP server's runs use it; nobody waits for the shared mount)`;
+  item.iconPath = new vscode.ThemeIcon('eye');
+  item.contextValue = 'view';
   return item;
 }
 

@@ -4,14 +4,15 @@
 // starts itself and a real mount of the workspace folder. Mocha comes from the repository;
 // results go to the JSON file named by $SHADOWFS_VSCODE_RESULTS.
 import * as assert from 'assert';
-import { execFileSync } from 'child_process';
+import { execFileSync, spawn } from 'child_process';
 import * as crypto from 'crypto';
 import * as fs from 'fs';
 import * as path from 'path';
 import * as vscode from 'vscode';
 import type { ShadowInfo } from 'shadowfs/client';
 import type { BranchApplyResult, CommandOptions, ShadowfsApi } from '../../src/extension';
-import type { ExcludedGroupNode, FileNode, LayerNode, Node } from '../../src/model';
+import type { McpStdioServerDefinition } from '../../src/mcp';
+import type { ExcludedGroupNode, FileNode, LayerNode, Node, SessionNode, ShadowNode, ViewNode } from '../../src/model';
 
 export function run(): Promise<void> {
   // Mocha 12 is an ES module: required from CommonJS, its class is the namespace's Mocha.
@@ -565,6 +566,208 @@ function defineTests(): void {
         const g = await groupsOf();
         return g.some((x) => x.reason === 'ignored' && x.changes.some((c) => c.path === 'debug.log')) ? undefined : true;
       });
+    });
+
+    const shadowNode = async (): Promise<ShadowNode> =>
+      eventually('the shadow in the view', async () =>
+        (await api.shadows.getChildren()).find((r): r is ShadowNode => r.kind === 'shadow' && r.info.name === shadow.name),
+      );
+
+    type McpAnswer = { result?: { content?: Array<{ text?: string }>; tools?: Array<{ name: string }>; serverInfo?: { name: string } } };
+
+    it("offers VS Code's agent mode one MCP server per shadow and agent, started with the extension's shadowfs; the server answers as that agent", async () => {
+      assert.strictEqual(
+        api.mcp.registered,
+        true,
+        `this VS Code (${vscode.version}) has the MCP server definition API and took the provider`,
+      );
+      const McpStdio = (vscode as unknown as { McpStdioServerDefinition?: new (...a: never[]) => McpStdioServerDefinition })
+        .McpStdioServerDefinition;
+      assert.ok(McpStdio, 'the API has McpStdioServerDefinition');
+      const defs = await api.mcp.provideMcpServerDefinitions();
+      const agents = [...(api.shadows.model.shadow(shadow.name)?.agents ?? [])].sort();
+      assert.ok(agents.includes(AGENT), agents.join(', '));
+      assert.deepStrictEqual(
+        defs.map((d) => d.label),
+        agents.map((a) => `shadowfs: ${a} in ${shadow.name}`),
+        'one server per agent the daemon knows in the one shadow',
+      );
+      const def = defs.find((d) => d.label === `shadowfs: ${AGENT} in ${shadow.name}`);
+      assert.ok(def);
+      assert.ok(def instanceof McpStdio, "the editor's own definition class");
+      assert.strictEqual(def.command, api.installation()?.executable);
+      assert.strictEqual(def.command, path.join(process.env.SHADOWFS_REPO ?? '', 'bin', 'shadowfs.js'), 'the shadowfs the settings name');
+      assert.deepStrictEqual(def.args, ['mcp', `--shadow=${shadow.name}`, `--agent=${AGENT}`]);
+      assert.deepStrictEqual(def.env, { XDG_RUNTIME_DIR: process.env.XDG_RUNTIME_DIR, SHADOWFS_STATE_DIR: process.env.SHADOWFS_STATE_DIR });
+      assert.strictEqual(await api.mcp.resolveMcpServerDefinition(def), def, 'a known server is started as it is');
+      assert.strictEqual(
+        await api.mcp.resolveMcpServerDefinition(new McpStdio(...(['shadowfs: nobody in nowhere', def.command, def.args] as never[]))),
+        undefined,
+        'a server whose shadow or agent is gone is not started',
+      );
+
+      // Started as the editor starts it: an MCP client over its stdio, reading the agent's layer.
+      const server = spawn(def.command, def.args, {
+        env: { ...process.env, ...(def.env as Record<string, string>) },
+        stdio: ['pipe', 'pipe', 'pipe'],
+      });
+      const answers = new Map<
+        number,
+        { result?: { content?: Array<{ text?: string }>; tools?: Array<{ name: string }>; serverInfo?: { name: string } } }
+      >();
+      let buffered = '';
+      let stderr = '';
+      server.stdout.on('data', (b: Buffer) => {
+        buffered += b.toString('utf8');
+        for (let i = buffered.indexOf('\n'); i >= 0; i = buffered.indexOf('\n')) {
+          const line = buffered.slice(0, i);
+          buffered = buffered.slice(i + 1);
+          const msg = JSON.parse(line) as McpAnswer & { id?: number };
+          if (typeof msg.id === 'number') answers.set(msg.id, msg);
+        }
+      });
+      server.stderr.on('data', (b: Buffer) => (stderr += b.toString('utf8')));
+      const send = (msg: object): boolean => server.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', ...msg })}\n`);
+      const answer = (id: number) => eventually(`the MCP server's answer ${id} (stderr: ${stderr})`, () => answers.get(id));
+      try {
+        send({
+          id: 1,
+          method: 'initialize',
+          params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'suite', version: '1' } },
+        });
+        assert.strictEqual((await answer(1)).result?.serverInfo?.name, 'shadowfs');
+        send({ method: 'notifications/initialized' });
+        send({ id: 2, method: 'tools/list' });
+        const tools = (await answer(2)).result?.tools?.map((t) => t.name) ?? [];
+        for (const t of ['read_file', 'write_file', 'run_command']) assert.ok(tools.includes(t), tools.join(', '));
+        send({ id: 3, method: 'tools/call', params: { name: 'read_file', arguments: { path: 'src/util.ts' } } });
+        const text = (await answer(3)).result?.content?.map((c) => c.text ?? '').join('') ?? '';
+        assert.match(text, /count: number = "three"/, `the agent's version of src/util.ts, not the folder's: ${text}`);
+      } finally {
+        server.stdin.end();
+        const gone = new Promise((r) => server.once('exit', r));
+        if (server.exitCode === null) await Promise.race([gone, new Promise((r) => setTimeout(r, 5000))]);
+        if (server.exitCode === null) server.kill('SIGKILL');
+      }
+      assert.doesNotMatch(fs.readFileSync(path.join(folder, 'src', 'util.ts'), 'utf8'), /three/);
+    });
+
+    it('opens an agent terminal in the shadow: what is typed runs as the agent in its own view, its writes reach its layer only, the view lists the session and its view, and the MCP servers follow', async () => {
+      const agent = 'codex';
+      const client = await api.daemon.get();
+      const mcpChanges = api.mcp.changes;
+      const opened = await vscode.commands.executeCommand<{ name: string; shadow: string; agent: string }>(
+        'shadowfs.newAgentTerminal',
+        await shadowNode(),
+        { ...conf, agent },
+      );
+      assert.deepStrictEqual(opened, { name: `shadowfs: ${agent} in ${shadow.name}`, shadow: shadow.name, agent });
+      const terminal = await eventually('the agent terminal', () => vscode.window.terminals.find((t) => t.name === opened.name));
+      try {
+        assert.deepStrictEqual(
+          api.terminals.list().map((t) => [t.terminal, t.shadow, t.agent]),
+          [[terminal, shadow.name, agent]],
+        );
+        // The terminal's program is the CLI joined to a session of its own in the daemon.
+        const session = await eventually('the session, joined by the terminal', async () => {
+          const { sessions } = await client.request('shell.list', { shadow: shadow.name });
+          return sessions.find((x) => x.agent === agent && x.running && x.attached === 1);
+        });
+        // The view lists it (nobody refreshed it) and the view the session opened for the agent.
+        const listed = await eventually('the session in the Shadows view', async () =>
+          (await api.shadows.getChildren(await shadowNode())).find(
+            (n): n is SessionNode => n.kind === 'session' && n.info.sessionId === session.sessionId && n.info.attached === 1,
+          ),
+        );
+        const item = api.shadows.getTreeItem(listed);
+        assert.match(String(item.label), new RegExp(`^${agent}: `));
+        assert.strictEqual(item.description, 'running · 1 attached');
+        assert.strictEqual(item.contextValue, 'session.running');
+        assert.strictEqual(api.shadows.getParent(listed)?.kind, 'shadow');
+        const view = await eventually("the agent's view in the Shadows view", async () =>
+          (await api.shadows.getChildren(await shadowNode())).find((n): n is ViewNode => n.kind === 'view' && n.view.agent === agent),
+        );
+        assert.strictEqual(api.shadows.getTreeItem(view).label, `view of ${agent}`);
+
+        terminal.sendText('echo hi > from-terminal.txt && pwd > where.txt');
+        const changes = await eventually("from-terminal.txt in the agent's layer", async () => {
+          const r = await client.request('layer.changes', { shadow: shadow.name, agent });
+          return r.changes.some((c) => c.path === 'from-terminal.txt') && r.changes.some((c) => c.path === 'where.txt')
+            ? r.changes
+            : undefined;
+        });
+        assert.deepStrictEqual(
+          changes.map((c) => `${c.kind} ${c.path}`).sort(),
+          ['added from-terminal.txt', 'added where.txt'],
+          'the layer holds exactly what was typed',
+        );
+        const read = await client.request('file.read', { shadow: shadow.name, agent, path: 'from-terminal.txt' });
+        assert.strictEqual(read.content, 'hi\n');
+        const where = await client.request('file.read', { shadow: shadow.name, agent, path: 'where.txt' });
+        assert.strictEqual(where.content, `${folder}\n`, "the session runs at the folder's own path");
+        assert.ok(!fs.existsSync(path.join(folder, 'from-terminal.txt')), 'the folder did not get it');
+        assert.ok(!fs.existsSync(path.join(folder, 'where.txt')));
+        const claude = await client.request('layer.changes', { shadow: shadow.name, agent: AGENT });
+        assert.ok(!claude.changes.some((c) => c.path === 'from-terminal.txt'), 'nor did another agent');
+        // The new agent has its layer in the view, and a server for agent mode.
+        await eventually("codex's layer in the view", async () =>
+          (await api.shadows.getChildren(await shadowNode())).some((n) => n.kind === 'layer' && n.agent === agent),
+        );
+        await eventually('the editor told of the new server', () => api.mcp.changes > mcpChanges);
+        assert.ok((await api.mcp.provideMcpServerDefinitions()).some((d) => d.label === `shadowfs: ${agent} in ${shadow.name}`));
+
+        // The program's exit ends the terminal's program with its status, and the view says so.
+        terminal.sendText('exit 5');
+        const status = await eventually("the terminal's exit status", () => terminal.exitStatus);
+        assert.strictEqual(status.code, 5, 'the exit status passes through the session to the terminal');
+        const ended = await eventually('the session shown as ended', async () => {
+          await vscode.commands.executeCommand('shadowfs.refresh');
+          return (await api.shadows.getChildren(await shadowNode())).find(
+            (n): n is SessionNode => n.kind === 'session' && n.info.sessionId === session.sessionId && !n.info.running,
+          );
+        });
+        assert.strictEqual(api.shadows.getTreeItem(ended).description, 'exited 5');
+      } finally {
+        terminal.dispose();
+        const { sessions } = await client.request('shell.list', { shadow: shadow.name });
+        for (const x of sessions.filter((y) => y.agent === agent && y.running))
+          await client.request('shell.close', { sessionId: x.sessionId });
+      }
+      assert.deepStrictEqual(
+        differing(initial, fingerprint(folder)).filter((p) => !['notes.md', 'src/app.ts', 'debug.log'].includes(p)),
+        [],
+      );
+    });
+
+    it('ends a running session from the view, as closing its terminal would', async () => {
+      const agent = 'codex';
+      const client = await api.daemon.get();
+      const started = await client.request('shell.open', { shadow: shadow.name, agent, argv: ['sleep', '600'], cols: 80, rows: 24 });
+      try {
+        await vscode.commands.executeCommand('shadowfs.refresh');
+        const node = (await api.shadows.getChildren(await shadowNode())).find(
+          (n): n is SessionNode => n.kind === 'session' && n.info.sessionId === started.sessionId,
+        );
+        assert.ok(node, 'the view lists the session');
+        assert.strictEqual(api.shadows.getTreeItem(node).label, `${agent}: sleep 600`);
+        const closed = await vscode.commands.executeCommand<{ running: boolean; signal?: string | null; exitCode?: number | null }>(
+          'shadowfs.closeSession',
+          node,
+          conf,
+        );
+        assert.ok(closed);
+        assert.strictEqual(closed.running, false, 'the command answers once the session has ended');
+        const after = (await api.shadows.getChildren(await shadowNode())).find(
+          (n): n is SessionNode => n.kind === 'session' && n.info.sessionId === started.sessionId,
+        );
+        assert.ok(after && !after.info.running, 'shown as ended');
+        assert.strictEqual(
+          api.shadows.getTreeItem(after).description,
+          closed.signal ? `ended by ${closed.signal}` : `exited ${String(closed.exitCode)}`,
+        );
+      } finally {
+        await client.request('shell.close', { sessionId: started.sessionId }).catch(() => undefined);
+      }
     });
 
     it('comes back by itself after the daemon crashes: a new daemon, the shadow mounted again, the layer from autosave', async () => {

@@ -4,3 +4,4 @@ import './model.test';
 import './uris.test';
 import './locate.test';
 import './branchName.test';
+import './mcpServers.test';

@@ -2,7 +2,7 @@ import * as assert from 'assert';
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
-import { daemonCommand, findOnPath, locate, LocateError, packageRootOf } from '../../src/locate';
+import { cliCommand, daemonCommand, findOnPath, locate, LocateError, mcpCommand, packageRootOf, shellCommand } from '../../src/locate';
 
 describe('extension: finding the shadowfs installation', () => {
   let dir: string;
@@ -82,5 +82,26 @@ describe('extension: finding the shadowfs installation', () => {
     const win = daemonCommand('C:\\Program Files\\shadowfs\\shadowfs.cmd', 900, 'win32');
     assert.deepStrictEqual(win.args.slice(0, 3), ['/d', '/s', '/c']);
     assert.strictEqual(win.args[3], '"C:\\Program Files\\shadowfs\\shadowfs.cmd" serve --foreground --no-console --idle-timeout 900');
+  });
+
+  it('runs the MCP server and agent terminals with the same executable, quoting names for a Windows shim', () => {
+    assert.deepStrictEqual(mcpCommand('/usr/bin/shadowfs', 'greeter', 'claude', 'linux'), {
+      command: '/usr/bin/shadowfs',
+      args: ['mcp', '--shadow=greeter', '--agent=claude'],
+    });
+    const greeter = { name: 'greeter', mountPoint: '/run/user/0/shadowfs/mounts/greeter' };
+    assert.deepStrictEqual(shellCommand('/usr/bin/shadowfs', greeter, '-my agent', 'linux'), {
+      command: '/usr/bin/shadowfs',
+      args: ['shell', 'greeter', '--agent=-my agent'],
+    });
+    // A shadow whose name reads as an option is named by its mount point.
+    assert.deepStrictEqual(shellCommand('/usr/bin/shadowfs', { name: '-x', mountPoint: '/m/-x' }, 'a', 'linux').args, [
+      'shell',
+      '/m/-x',
+      '--agent=a',
+    ]);
+    const win = cliCommand('C:\\shadowfs\\shadowfs.cmd', ['shell', 'greeter', '--agent', 'my "agent"'], 'win32');
+    assert.strictEqual(win.args[3], '"C:\\shadowfs\\shadowfs.cmd" shell greeter --agent "my ""agent"""');
+    assert.strictEqual(cliCommand('C:\\shadowfs\\shadowfs.exe', ['mcp'], 'win32').command, 'C:\\shadowfs\\shadowfs.exe');
   });
 });

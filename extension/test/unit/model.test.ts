@@ -1,5 +1,5 @@
 import * as assert from 'assert';
-import type { ChangeInfo, ShadowInfo } from 'shadowfs/client';
+import type { ChangeInfo, ShadowInfo, ShellInfo } from 'shadowfs/client';
 import {
   baseName,
   countChanges,
@@ -10,10 +10,12 @@ import {
   groupChanges,
   kindLetter,
   parentOf,
+  sessionLabel,
+  sessionState,
   ShadowsModel,
   visibleChanges,
 } from '../../src/model';
-import { uniqueAgentName } from '../../src/names';
+import { agentIdProblem, uniqueAgentName } from '../../src/names';
 
 const change = (
   path: string,
@@ -202,5 +204,65 @@ describe('extension: the Shadows view model', () => {
   it('names a new agent uniquely', () => {
     assert.strictEqual(uniqueAgentName('vscode', []), 'vscode');
     assert.strictEqual(uniqueAgentName('vscode', ['vscode', 'vscode-2']), 'vscode-3');
+  });
+
+  it("checks a new agent's id as the daemon does", () => {
+    assert.strictEqual(agentIdProblem('claude-2'), undefined);
+    assert.strictEqual(agentIdProblem('-odd but fine'), undefined);
+    assert.strictEqual(agentIdProblem('é'.repeat(127)), undefined, '254 bytes');
+    assert.match(agentIdProblem('é'.repeat(128)) ?? '', /255 bytes/);
+    assert.match(agentIdProblem('') ?? '', /name the agent/);
+    assert.match(agentIdProblem('a/b') ?? '', /no "\/"/);
+    assert.match(agentIdProblem('a\u0000b') ?? '', /NUL/);
+  });
+
+  it("lists a shadow's shell sessions (running first) and views beside its layers", () => {
+    const session = (id: string, shadowName: string, agent: string, running: boolean, more: Partial<ShellInfo> = {}): ShellInfo => ({
+      sessionId: id,
+      shadow: shadowName,
+      agent,
+      argv: ['/bin/bash', '-i'],
+      cwd: '.',
+      pid: 1,
+      startedAt: `2026-01-01T00:00:0${id.length}Z`,
+      running,
+      cols: 80,
+      rows: 24,
+      attached: running ? 1 : 0,
+      protections: [],
+      ...more,
+    });
+    const m = new ShadowsModel();
+    m.setShadows([
+      {
+        ...shadow('web', ['alice', 'bob'], null),
+        views: [
+          { id: 2, agent: 'bob', mountPoint: '/v/2' },
+          { id: 1, agent: 'alice', mountPoint: '/v/1' },
+        ],
+      },
+    ]);
+    m.setSessions([
+      session('s1', 'web', 'bob', false, { exitCode: 0 }),
+      session('s22', 'web', 'bob', true),
+      session('s333', 'web', 'alice', true, { attached: 2 }),
+      session('s4', 'gone', 'alice', true),
+    ]);
+    assert.deepStrictEqual(
+      m.sessions('web').map((n) => n.info.sessionId),
+      ['s333', 's22', 's1'],
+    );
+    assert.deepStrictEqual(m.sessions('gone'), [], 'a shadow the daemon no longer lists has none');
+    assert.deepStrictEqual(
+      m.views('web').map((v) => `${v.view.agent} ${v.view.mountPoint}`),
+      ['alice /v/1', 'bob /v/2'],
+    );
+    const [alice, bobRunning, bobDone] = m.sessions('web').map((n) => n.info);
+    assert.strictEqual(sessionLabel(alice), 'alice: bash -i');
+    assert.strictEqual(sessionState(alice), 'running · 2 attached');
+    assert.strictEqual(sessionState(bobRunning), 'running · 1 attached');
+    assert.strictEqual(sessionState(bobDone), 'exited 0');
+    assert.strictEqual(sessionState({ ...bobDone, exitCode: null, signal: 'SIGHUP' }), 'ended by SIGHUP');
+    assert.strictEqual(sessionLabel({ ...alice, argv: [] }), 'alice: shell');
   });
 });
