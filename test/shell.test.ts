@@ -179,7 +179,7 @@ describe('shell sessions: an interactive program on a real terminal, in its own 
     t.type('exit 7\r');
     assert.strictEqual(await t.exited, 7);
     assert.match(t.output.slice(from), /agent alice changed \d+ paths? in .*your folder is untouched/);
-    assert.match(t.output.slice(from), /shadowfs apply \S+ --agent alice/);
+    assert.match(t.output.slice(from), /shadowfs apply \S+ --agent=alice/);
     const { shadows } = await client.request('list');
     const changes = (await client.request('layer.changes', { shadow: shadows[0].name, agent: 'alice' })).changes;
     assert.deepStrictEqual(

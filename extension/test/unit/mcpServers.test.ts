@@ -4,6 +4,7 @@ import { daemonEnv, mcpServerLabel, mcpServerSpecs } from '../../src/mcpServers'
 
 const shadow = (name: string, agents: string[]): ShadowInfo => ({
   name,
+  folder: `/home/u/${name}`,
   lower: `/home/u/${name}`,
   mountPoint: `/run/user/1/shadowfs/${name}`,
   backend: 'fuse_ll',

@@ -220,7 +220,7 @@ async function joinOrStart(
     stdin.pause();
   }
   if (lost || !exit) {
-    tell(`the connection to the daemon ended; if it still runs, the session goes on: shadowfs shell ${target} --agent ${agent} joins it`);
+    tell(`the connection to the daemon ended; if it still runs, the session goes on: shadowfs shell ${target} --agent=${agent} joins it`);
     return 1;
   }
   await summary(client, shadow, agent);
@@ -242,9 +242,9 @@ async function summary(client: ShadowClient, shadow: string, agent: string): Pro
       [
         `agent ${agent} changed ${changes.length} path${changes.length === 1 ? '' : 's'} in ${shadow} (your folder is untouched):`,
         ...shown,
-        `review:  shadowfs diff ${shadow} --agent ${agent}`,
-        `apply:   shadowfs apply ${shadow} --agent ${agent}`,
-        `commits: shadowfs apply ${shadow} --agent ${agent} --branch NAME   (the agent's git commits, as a branch of yours)`,
+        `review:  shadowfs diff ${shadow} --agent=${agent}`,
+        `apply:   shadowfs apply ${shadow} --agent=${agent}`,
+        `commits: shadowfs apply ${shadow} --agent=${agent} --branch NAME   (the agent's git commits, as a branch of yours)`,
         `drop:    shadowfs layer reset ${shadow} ${agent}`,
       ].join('\n'),
     );
