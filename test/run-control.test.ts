@@ -285,6 +285,14 @@ describe('a run never holds everyone hostage', function () {
         ac.abort();
         await assert.rejects(call);
         await eventually(() => processesWith(marker).length === 0, 30_000, 'the cancelled run_command ends');
+        // A run past its limit says so, and how to give it more.
+        const slow = (await client.callTool({ name: 'run_command', arguments: { argv: ['sleep', '30'], timeout: 0.3 } })) as {
+          content: Array<{ text?: string }>;
+        };
+        assert.match(
+          slow.content.map((c) => c.text ?? '').join(''),
+          /timed out after 0\.3 s; pass a larger timeout \(seconds, 0: no limit\)/,
+        );
         // Another agent's run holds the mount: the MCP agent's run waits, and says so.
         const a = await hold('ctl-mcp', 'a');
         const progress: string[] = [];

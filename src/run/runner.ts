@@ -204,6 +204,8 @@ async function spawnAndWait(
   opts: RunOptions,
   queuedMs: number,
 ): Promise<RunResult> {
+  // Before anything is made for the run (its cgroup or Job Object), which a refusal would leave behind.
+  await checkWorkdir(path.join(dir, cwd), cwd, opts.agent);
   const limited = opts.limits !== undefined && Object.values(opts.limits).some((v) => v !== undefined);
   // Linux limits live in cgroups the launcher joins before the command starts; a command started
   // without the launcher could not be put in them.
@@ -218,7 +220,6 @@ async function spawnAndWait(
   const atLower = opts.originalPath !== false && !ns.noNamespaces;
   const root = atLower ? shadow.folder : dir;
   const workdir = path.join(root, cwd);
-  await checkWorkdir(path.join(dir, cwd), cwd, opts.agent);
   const scratch = ns.launcher && ns.noNamespaces ? privateTempDir() : undefined;
   let env: Record<string, string>;
   try {
