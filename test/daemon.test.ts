@@ -98,7 +98,13 @@ describe('the shadowfs daemon', function () {
       assert.strictEqual(r.status, 1, `${args.join(' ')}: ${r.stdout}${r.stderr}`);
       assert.strictEqual((JSON.parse(r.stdout) as { error: { code: string } }).error.code, 'UNKNOWN_AGENT');
     }
-    assert.match(cli(['layer', 'changes', 'proj', 'ghost']).stderr, /^shadowfs: error UNKNOWN_AGENT: .*ghost/);
+    const ghost = cli(['layer', 'changes', 'proj', 'ghost']).stderr;
+    assert.match(ghost, /^shadowfs: error UNKNOWN_AGENT: .*ghost/);
+    assert.doesNotMatch(ghost, /shadow\.layer|agentId/, 'a CLI user is not told about the library API');
+    // A path the diff cannot take is said so, not answered with "no changes".
+    const abs = cli(['diff', 'proj', '--agent', 'alice', path.join(at, 'src/new.js'), '--json']);
+    assert.strictEqual(abs.status, 1, abs.stdout);
+    assert.strictEqual((JSON.parse(abs.stdout) as { error: { code: string } }).error.code, 'INVALID_PATH');
     assert.ok(!json<{ shadows: Array<{ agents: string[] }> }>(['list']).shadows[0].agents.includes('ghost'), 'no layer was created');
     // Cloning: onto a new id works, onto an existing layer is LAYER_EXISTS, said once.
     assert.deepStrictEqual(json(['layer', 'clone', 'proj', 'alice', 'carol']), { agent: 'alice', to: 'carol' });

@@ -362,6 +362,35 @@ describe('lints: diagnostics from warm language servers inside the shadow', func
     }
   });
 
+  it('a check that never gets the shared mount says queued and whose job held it, not timeout; a missing file is NOT_FOUND', async () => {
+    await withService(async (svc, shadow) => {
+      // Agent a holds the shared mount (a run of its own would) for as long as b's question lasts.
+      let release!: () => void;
+      const held = new Promise<void>((r) => (release = r));
+      let holding!: () => void;
+      const got = new Promise<void>((r) => (holding = r));
+      const a = shadow.withLayer('a', async () => {
+        holding();
+        await held;
+      });
+      await got;
+      try {
+        const r = await svc.lints({ shadow: 's', agent: 'b', paths: ['src/a.ts'], timeoutMs: 1000 });
+        assert.deepStrictEqual(
+          r.files.map((f) => [f.path, f.status, f.waitingFor, f.introduced, f.existing]),
+          [['src/a.ts', 'queued', 'a', [], []]],
+        );
+      } finally {
+        release();
+        await a;
+      }
+      await assert.rejects(
+        svc.lints({ shadow: 's', agent: 'b', paths: ['src/nope.ts'], timeoutMs: 1000 }),
+        (e: { code?: string; message?: string }) => e.code === 'NOT_FOUND' && /src\/nope\.ts/.test(e.message ?? ''),
+      );
+    });
+  });
+
   it('quick fixes come back as edits for the introduced diagnostics only', async () => {
     await withService(async (svc) => {
       const r = await svc.lints({

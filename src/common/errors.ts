@@ -30,7 +30,12 @@ export const NATIVE_ERRNOS: ErrnoTable = {
   EFBIG: { code: 'FILE_TOO_LARGE', say: (what, native) => `${what}: ${native ?? 'the file is too large to read whole'}` },
   ENOTCONN: { code: 'NOT_MOUNTED', say: (what) => `${what}: the shadow is not mounted any more` },
   EBUSY: { code: 'MOUNT_BUSY', say: (what) => `${what}: busy` },
-  ENXIO: { code: 'UNKNOWN_AGENT', say: (what) => `${what}: no layer exists for that agent; create it with shadow.layer(agentId)` },
+  // Said in no one interface's words: CLI users, RPC and MCP clients and the library all read it.
+  ENXIO: {
+    code: 'UNKNOWN_AGENT',
+    say: (what) =>
+      `${what}: that agent has no layer yet (check the agent name); its layer is made when it first writes, edits or runs something`,
+  },
   EXDEV: {
     code: 'CONFLICT',
     say: (what) =>

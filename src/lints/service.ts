@@ -49,6 +49,12 @@ interface Checked {
   session?: LanguageServerSession;
 }
 
+/** Whether a question's jobs got the shared mount, and the agent whose job they last waited behind. */
+interface Waited {
+  started: boolean;
+  behind?: string;
+}
+
 interface Baseline {
   key: string;
   status: 'fresh' | 'timeout' | 'error';
@@ -228,9 +234,21 @@ export class LintsService {
       targets = (await layer.changes()).filter((c) => c.type === 'file' && c.kind !== 'deleted').map((c) => c.path);
     }
     targets = [...new Set(targets)];
+    // A file named outright must be there (an edited file is, and a changed one may be a deletion);
+    // an agent without a layer yet sees the folder (its check would make the layer anyway).
+    if (p.paths?.length) await this.shadow.createLayer(p.agent);
+    for (const rel of p.paths?.length ? targets : []) {
+      await layer.stat(rel).catch((err: unknown) => {
+        if (err instanceof ShadowError && err.code === 'NOT_FOUND')
+          throw new ShadowError('NOT_FOUND', `${rel}: no such file in agent ${p.agent}'s shadow`);
+        throw err;
+      });
+    }
     const { specs } = this.servers();
     this.absorbFolderChanges();
     const files = new Map<string, FileLints>();
+    // Whether a check ever got the shared mount, and whose job it waited behind if not.
+    const wait: Waited = { started: false };
     const supported: Array<{ rel: string; spec: ServerSpec; languageId: string }> = [];
     for (const rel of targets) {
       const m = serverFor(specs, rel);
@@ -249,7 +267,13 @@ export class LintsService {
     });
     if (missing.length) {
       const got = await this.queued(deadline, (signal) =>
-        this.shadow.withFolder(() => this.check(missing, deadline), { signal, timeout: remaining(deadline) }),
+        this.shadow.withFolder(
+          () => {
+            wait.started = true;
+            return this.check(missing, deadline);
+          },
+          { signal, timeout: remaining(deadline), onWait: (a) => (wait.behind = a) },
+        ),
       );
       for (const t of missing) {
         const r = got?.get(t.rel);
@@ -262,10 +286,13 @@ export class LintsService {
         baselines.set(t.rel, { ...b, cached: false });
       }
     }
+    // From here the agent's own job decides (unless the folder's check used up the time).
+    if (remaining(deadline) > 0) wait.started = false;
     const now = await this.queued(deadline, (signal) =>
       this.shadow.withLayer(
         p.agent,
         async () => {
+          wait.started = true;
           const checked = await this.check(supported, deadline);
           for (const t of supported) {
             const r = checked.get(t.rel)!;
@@ -290,12 +317,15 @@ export class LintsService {
             files.set(t.rel, out);
           }
         },
-        { signal, timeout: remaining(deadline) },
+        { signal, timeout: remaining(deadline), onWait: (a) => (wait.behind = a) },
       ),
     );
     if (now === undefined) {
+      // Never got the mount: `queued` (and behind whom), not a server's timeout.
+      const late: Pick<FileLints, 'status' | 'waitingFor'> =
+        wait.started || wait.behind === undefined ? { status: 'timeout' } : { status: 'queued', waitingFor: wait.behind };
       for (const t of supported)
-        if (!files.has(t.rel)) files.set(t.rel, { path: t.rel, status: 'timeout', server: t.spec.id, introduced: [], existing: [] });
+        if (!files.has(t.rel)) files.set(t.rel, { path: t.rel, ...late, server: t.spec.id, introduced: [], existing: [] });
     }
     return { files: targets.map((rel) => files.get(rel)!), ms: Date.now() - started };
   }

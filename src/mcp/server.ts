@@ -5,8 +5,10 @@
 // the JSON-RPC protocol. Writing the user's folder (apply) is offered only when the server was
 // started with it allowed. The client must come restricted to this shadow and agent
 // (ClientOptions.scope): the daemon, not this server, is what holds the agent to its layer.
+import * as crypto from 'crypto';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
+import type { CallToolResult, ServerNotification, ServerRequest } from '@modelcontextprotocol/sdk/types.js';
 import type { ShadowClient } from '../client';
 import { ShadowError } from '../common/errors';
 import { Requests, type MethodName, type ParamsOf } from '../protocol/methods';
@@ -66,7 +68,7 @@ const TOOLS: ToolDef[] = [
     method: 'run',
     title: 'Run a command in the shadow',
     description:
-      "Runs a command (argv) in the shadow with this agent's changes visible, taking turns with other agents; the folder itself is never written. Output comes back when it ends.",
+      "Runs a command (argv) in the shadow with this agent's changes visible, taking turns with other agents; the folder itself is never written. Output comes back when it ends. It has no terminal and no input: editors and prompts fail at once (give git commit -m). It may run 600 s unless timeout (seconds; 0: no limit) says otherwise; cancelling the call interrupts it. While it waits for another agent's run, progress notifications say whom it waits for.",
     hide: ['runId', 'atOriginalPath', 'originalPath', 'unprotected', 'discardWrites'],
     render: (r) => {
       const x = r as {
@@ -75,10 +77,16 @@ const TOOLS: ToolDef[] = [
         stdout: string;
         stderr: string;
         timedOut: boolean;
+        timeoutMs?: number;
+        cancelled: boolean;
         durationMs: number;
       };
+      const limit =
+        x.timeoutMs === undefined
+          ? ''
+          : ` after ${x.timeoutMs / 1000} s; pass a larger timeout (seconds, 0: no limit) to let it run longer`;
       return [
-        `exit code ${x.exitCode ?? 'none'}${x.signal ? ` (signal ${x.signal})` : ''}${x.timedOut ? ' (timed out)' : ''}, ${x.durationMs} ms`,
+        `exit code ${x.exitCode ?? 'none'}${x.signal ? ` (signal ${x.signal})` : ''}${x.timedOut ? ` (timed out${limit})` : ''}${x.cancelled ? ' (cancelled)' : ''}, ${x.durationMs} ms`,
         x.stdout ? `--- stdout\n${x.stdout}` : '',
         x.stderr ? `--- stderr\n${x.stderr}` : '',
       ]
@@ -150,16 +158,57 @@ export function createMcpServer(client: ShadowClient, opts: McpOptions): McpServ
         inputSchema: inputSchemaOf(def),
         annotations: { readOnlyHint: def.readOnly === true, destructiveHint: def.destructive === true, openWorldHint: false },
       },
-      (async (args: Record<string, unknown>): Promise<CallToolResult> => {
+      (async (args: Record<string, unknown>, extra: RequestHandlerExtra<ServerRequest, ServerNotification>): Promise<CallToolResult> => {
+        let unlisten: (() => void) | undefined;
         try {
-          const params = { ...args, shadow: opts.shadow, agent: opts.agent } as ParamsOf<typeof def.method>;
-          const result = await (client.request as (m: MethodName, p: unknown) => Promise<unknown>)(def.method, params);
+          const params = { ...args, shadow: opts.shadow, agent: opts.agent } as Record<string, unknown>;
+          if (def.method === 'run') unlisten = progressWhileQueued(client, params, extra);
+          // The MCP client's cancel (notifications/cancelled) cancels the daemon's request, which
+          // for a run interrupts its command, then kills it.
+          const result = await (client.request as (m: MethodName, p: unknown, o: { signal: AbortSignal }) => Promise<unknown>)(
+            def.method,
+            params as ParamsOf<typeof def.method>,
+            { signal: extra.signal },
+          );
           return { content: [{ type: 'text', text: (def.render ?? json)(result) }] };
         } catch (err) {
           return errorResult(err);
+        } finally {
+          unlisten?.();
         }
       }) as never,
     );
   }
   return server;
+}
+
+/**
+ * A run gets an id of the server's own, and while it waits for another agent's job on the shared
+ * mount, the MCP client hears it as progress (when it gave a progressToken): whom it waits for and
+ * for how long. Returns how to stop listening.
+ */
+function progressWhileQueued(
+  client: ShadowClient,
+  params: Record<string, unknown>,
+  extra: RequestHandlerExtra<ServerRequest, ServerNotification>,
+): (() => void) | undefined {
+  const token = extra._meta?.progressToken;
+  if (token === undefined) return undefined;
+  const runId = `mcp-${crypto.randomBytes(6).toString('hex')}`;
+  params.runId = runId;
+  let progress = 0;
+  return client.on('run/queued', (p) => {
+    if (p.runId !== runId) return;
+    progress++;
+    void extra
+      .sendNotification({
+        method: 'notifications/progress',
+        params: {
+          progressToken: token,
+          progress,
+          message: `queued for ${Math.round(p.queuedMs / 1000)} s behind agent ${p.waitingFor}'s job on the shared mount`,
+        },
+      })
+      .catch(() => undefined);
+  });
 }

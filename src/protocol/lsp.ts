@@ -25,10 +25,14 @@ export const Location = z.object({ path: z.string().describe('Relative to the sh
 export const FileLints = z.object({
   path: z.string(),
   status: z
-    .enum(['fresh', 'timeout', 'unsupported', 'error'])
+    .enum(['fresh', 'timeout', 'queued', 'unsupported', 'error'])
     .describe(
-      'fresh: the server answered for exactly this version; timeout: it did not within timeoutMs (never "no problems"); unsupported: no server for this file.',
+      'fresh: the server answered for exactly this version; timeout: it did not within timeoutMs (never "no problems"); queued: the check never got the shared mount within timeoutMs (waitingFor says whose job held it); unsupported: no server for this file.',
     ),
+  waitingFor: z
+    .string()
+    .optional()
+    .describe('For "queued": the agent whose job held the shared mount ("(folder)": the folder\'s own check).'),
   error: z.string().optional(),
   server: z.string().optional().describe('Which language server answered.'),
   version: z.number().int().optional().describe('The document version the answer is for.'),

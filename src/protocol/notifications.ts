@@ -42,6 +42,11 @@ export const Notifications = {
       waitingFor: z.string().describe('What it waits for, in words.'),
     }),
   },
+  'run/queued': {
+    summary:
+      'To the connection that asked for the run only, while it waits for the shared mount: whose job holds it and how long the run has waited. Sent when it is queued, when the job ahead changes, and every few seconds.',
+    params: z.object({ runId: z.string(), waitingFor: z.string(), queuedMs: z.number() }),
+  },
   'run/output': {
     summary: 'To the connection that asked for the run only: a chunk of its output.',
     params: z.object({ runId: z.string(), stream: z.enum(['stdout', 'stderr']), data: z.string().describe('The bytes, base64.') }),

@@ -1,7 +1,7 @@
 // The protocol's requests for running commands in a shadow (run, run.cancel) and what a run
 // returns. Served by src/daemon/handlers/run.ts.
 import * as z from 'zod';
-import { agentId, request, seconds, shadowRef, text } from './shared';
+import { agentId, request, shadowRef, text } from './shared';
 
 export const RunResult = z.object({
   runId: z.string(),
@@ -12,6 +12,10 @@ export const RunResult = z.object({
   durationMs: z.number(),
   queuedMs: z.number(),
   timedOut: z.boolean(),
+  timeoutMs: z
+    .number()
+    .optional()
+    .describe('The time limit the run had once it had the shadow (absent: none); timedOut says it was reached.'),
   cancelled: z.boolean(),
   leftoverProcesses: z.number().describe('Processes still alive when the command ended (background children), killed then.'),
   outputTruncated: z.boolean(),
@@ -46,7 +50,13 @@ export const RunRequests = {
       runId: text('An id for run.cancel and the run/output notifications; default: a random one.').max(128).optional(),
       cwd: text('Working directory relative to the shadow root.').optional(),
       env: z.array(text('NAME=value')).optional().describe('Extra environment entries, NAME=value.'),
-      timeout: seconds('Seconds the command may run once it has the shadow.').optional(),
+      timeout: z
+        .number()
+        .min(0)
+        .optional()
+        .describe(
+          'Seconds the command may run once it has the shadow (default 600); 0: no limit. Past it the run is interrupted, then killed.',
+        ),
       discardWrites: z.boolean().optional().describe("Empty the agent's layer after the run."),
       shell: z.boolean().optional().describe('Run argv[0] as a shell command line.'),
       originalPath: z
@@ -89,6 +99,7 @@ export const RunRequests = {
       'NAMESPACE_UNAVAILABLE',
       'NOT_SUPPORTED',
       'NOT_FOUND',
+      'NOT_A_DIRECTORY',
       'NOT_MOUNTED',
       'ABORTED',
     ],

@@ -59,8 +59,12 @@ export const LayerStats = z.object({
 });
 
 export const SchedulerStats = z.object({
-  running: z.string().nullable(),
+  running: z.string().nullable().describe('The agent whose job holds the shared mount now ("(folder)": a job on the folder itself).'),
+  runningMs: z.number().optional().describe('How long that job has held it.'),
   queued: z.number(),
+  waiting: z
+    .array(z.object({ agent: z.string(), waitingFor: z.string().nullable(), waitedMs: z.number() }))
+    .describe('Every job waiting for the shared mount, oldest first: whose it is, whose job it waits behind, and for how long.'),
   agents: z.record(
     z.string(),
     z.object({

@@ -25,7 +25,10 @@ export interface RunOptions {
   /** Working directory relative to the shadow root (default: the root). */
   cwd?: string;
   env?: Record<string, string>;
-  /** Milliseconds before the whole process tree is killed. */
+  /**
+   * Milliseconds the command may run once it has the shadow (default DEFAULT_RUN_TIMEOUT_MS);
+   * 0: no limit. Past it the run is interrupted and then killed, as a cancel is.
+   */
   timeoutMs?: number;
   /** Run on a scratch copy of the agent's layer that is dropped afterwards. */
   discardWrites?: boolean;
@@ -53,13 +56,51 @@ export interface RunOptions {
    * memory limit is killed, and `limitsHit` says so.
    */
   limits?: RunLimits;
+  /** Cancels the run: taken out of the queue, or interrupted and then killed (see STOP_GRACE_MS). */
   signal?: AbortSignal;
+  /**
+   * Hears, while the run waits for the shared mount, which agent's job holds it: when the run is
+   * queued, and again each time another job starts ahead of it. Never called once the run started.
+   */
+  onWait?: (waitingFor: string) => void;
+  /** Called once the run has its place (the queue is behind it) and its command is about to start. */
+  onStart?: () => void;
   policy?: RunPolicy;
   onOutput?: (stream: 'stdout' | 'stderr', chunk: Buffer) => void;
   /** How much of each stream the result keeps (default 8 MiB; the stream itself is not cut). */
   maxOutputBytes?: number;
   runId?: string;
 }
+
+/** How long a run may take once it has the shadow unless told otherwise: a run never holds the shared mount for good. */
+export const DEFAULT_RUN_TIMEOUT_MS = 10 * 60 * 1000;
+
+/**
+ * How long a cancelled or timed-out run has between its SIGINT (what Ctrl-C would send) and
+ * SIGKILL of everything it started: time to clean up, not to go on.
+ */
+export const STOP_GRACE_MS = 3000;
+
+/**
+ * What makes a tool that would wait for a human fail at once instead: a run has no terminal and
+ * no one to answer it. An editor that says why and fails (git runs `$GIT_EDITOR "$@"` through
+ * the shell, so the file name it appends is ignored); pagers that only print; no credential
+ * prompts. The caller's own env entries win over these.
+ */
+const NO_EDITOR = `echo 'shadowfs: a run has no terminal, so no editor can open; give the text on the command line (git commit -m MESSAGE)' >&2; false`;
+export const NON_INTERACTIVE_ENV: Readonly<Record<string, string>> = {
+  GIT_EDITOR: NO_EDITOR,
+  EDITOR: NO_EDITOR,
+  VISUAL: NO_EDITOR,
+  GIT_SEQUENCE_EDITOR: NO_EDITOR,
+  GIT_TERMINAL_PROMPT: '0',
+  GCM_INTERACTIVE: 'never',
+  PAGER: 'cat',
+  GIT_PAGER: 'cat',
+  MANPAGER: 'cat',
+  DEBIAN_FRONTEND: 'noninteractive',
+  PIP_NO_INPUT: '1',
+};
 
 const ENABLE_NAMESPACES =
   'run shadowfs (the daemon) as root, or enable unprivileged user namespaces ' +
@@ -122,8 +163,8 @@ function checkArgs(opts: RunOptions): { cwd: string } {
       throw new ShadowError('INVALID_ARGUMENT', `bad environment variable ${JSON.stringify(k)}`);
     }
   }
-  if (opts.timeoutMs !== undefined && !(opts.timeoutMs > 0))
-    throw new ShadowError('INVALID_ARGUMENT', `timeout must be a positive number of milliseconds, got ${String(opts.timeoutMs)}`);
+  if (opts.timeoutMs !== undefined && !(opts.timeoutMs >= 0))
+    throw new ShadowError('INVALID_ARGUMENT', `timeout must be a number of milliseconds (0: no limit), got ${String(opts.timeoutMs)}`);
   if (opts.noNetwork && !platform.namespaces) throw new ShadowError('NOT_SUPPORTED', '--no-network needs Linux namespaces');
   if (opts.runId !== undefined && !RUN_ID.test(opts.runId))
     throw new ShadowError('INVALID_ARGUMENT', `a run id is 1 to 64 letters, digits, '-' or '_', got ${JSON.stringify(opts.runId)}`);
@@ -143,11 +184,14 @@ export async function runInShadow(shadow: Shadow, opts: RunOptions): Promise<Run
   const runId = opts.runId ?? crypto.randomBytes(6).toString('hex');
   // A cancel while queued takes the job out of the queue; once it runs, the run itself kills the
   // processes and reports `cancelled`, so the shadow is released only when they are gone.
-  return shadow.runAs(opts.agent, ({ dir, queuedMs }) => spawnAndWait(shadow, dir, cwd, argv, ns, runId, opts, queuedMs), {
-    discardWrites: opts.discardWrites === true,
-    scratchId: runId,
-    signal: opts.signal,
-  });
+  return shadow.runAs(
+    opts.agent,
+    async ({ dir, queuedMs }) => {
+      opts.onStart?.();
+      return spawnAndWait(shadow, dir, cwd, argv, ns, runId, opts, queuedMs);
+    },
+    { discardWrites: opts.discardWrites === true, scratchId: runId, signal: opts.signal, onWait: opts.onWait },
+  );
 }
 
 async function spawnAndWait(
@@ -160,6 +204,8 @@ async function spawnAndWait(
   opts: RunOptions,
   queuedMs: number,
 ): Promise<RunResult> {
+  // Before anything is made for the run (its cgroup or Job Object), which a refusal would leave behind.
+  await checkWorkdir(path.join(dir, cwd), cwd, opts.agent);
   const limited = opts.limits !== undefined && Object.values(opts.limits).some((v) => v !== undefined);
   // Linux limits live in cgroups the launcher joins before the command starts; a command started
   // without the launcher could not be put in them.
@@ -181,6 +227,7 @@ async function spawnAndWait(
       ...(scratch ? { TMPDIR: scratch } : {}),
       // Windows: TEMP, TMP and npm's cache in the run's own directory under LocalLow.
       ...(win ? win.runEnv() : {}),
+      ...NON_INTERACTIVE_ENV,
       ...opts.env,
       [RUN_MARKER]: runId,
       SHADOWFS_AGENT: opts.agent,
@@ -252,10 +299,27 @@ async function spawnAndWait(
     if (child.pid) platform.processes.killGroup(child.pid);
     await tracker.killAll();
   };
-  const timer = opts.timeoutMs === undefined ? undefined : setTimeout(() => ((timedOut = true), void killTree()), opts.timeoutMs);
+  // A cancel or a timeout first interrupts the run as Ctrl-C would (SIGINT to its process group;
+  // the launcher passes it on to the command), then kills everything it started after a grace
+  // period. Windows has no SIGINT to send: the Job Object is ended at once.
+  let stopping = false;
+  let grace: NodeJS.Timeout | undefined;
+  const stop = (): void => {
+    if (stopping) return;
+    stopping = true;
+    if (platform.name === 'win32' || !child.pid) return void killTree();
+    try {
+      process.kill(-child.pid, 'SIGINT');
+    } catch {
+      // the group is gone already
+    }
+    grace = setTimeout(() => void killTree(), STOP_GRACE_MS);
+  };
+  const limit = opts.timeoutMs ?? DEFAULT_RUN_TIMEOUT_MS;
+  const timer = limit === 0 ? undefined : setTimeout(() => ((timedOut = true), stop()), limit);
   const onAbort = (): void => {
     cancelled = true;
-    void killTree();
+    stop();
   };
   // Past its memory limit the kernel kills one process of the run (the largest); the run is then
   // ended whole, as a timeout ends it, and reported by what it hit.
@@ -274,6 +338,7 @@ async function spawnAndWait(
     child.once('exit', (code, sig) => resolve([code, sig]));
   }).finally(() => {
     clearTimeout(timer);
+    clearTimeout(grace);
     clearInterval(watch);
     opts.signal?.removeEventListener('abort', onAbort);
   });
@@ -301,6 +366,7 @@ async function spawnAndWait(
     durationMs: Date.now() - started,
     queuedMs,
     timedOut,
+    ...(limit === 0 ? {} : { timeoutMs: limit }),
     cancelled,
     leftoverProcesses: leftover,
     outputTruncated: out.truncated,
@@ -309,4 +375,25 @@ async function spawnAndWait(
     ...(protection.unprotectedReason === undefined ? {} : { unprotectedReason: protection.unprotectedReason }),
     ...(hits.length > 0 ? { limitsHit: hits } : {}),
   };
+}
+
+/**
+ * The run's working directory must be a directory of the agent's shadow: said in the caller's
+ * words (the cwd it gave) rather than as the spawn error it would become.
+ */
+async function checkWorkdir(abs: string, cwd: string, agent: string): Promise<void> {
+  let st: fs.Stats;
+  try {
+    st = await fs.promises.stat(abs);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT' || code === 'ENOTDIR')
+      throw new ShadowError('NOT_FOUND', `the working directory (cwd) ${JSON.stringify(cwd)} does not exist in agent ${agent}'s shadow`);
+    throw err;
+  }
+  if (!st.isDirectory())
+    throw new ShadowError(
+      'NOT_A_DIRECTORY',
+      `the working directory (cwd) ${JSON.stringify(cwd)} is not a directory in agent ${agent}'s shadow`,
+    );
 }

@@ -15,6 +15,8 @@ export interface RunAsOptions {
    * Once the job runs, stopping it is the job's own business: the mount is released when it returns.
    */
   signal?: AbortSignal;
+  /** While the job waits for the shared mount: whose job holds it (see JobOptions.onWait). */
+  onWait?: (waitingFor: string) => void;
 }
 
 /** Where the job runs (a mount point showing the agent's layer) and how long it waited for it. */
@@ -42,7 +44,7 @@ export async function runAs<T>(shadow: Shadow, agent: string, job: RunAsJob<T>, 
         running = true;
         return job({ dir, queuedMs: Date.now() - queuedAt });
       },
-      { layer: scratch ?? agent, signal: whileQueued.signal },
+      { layer: scratch ?? agent, signal: whileQueued.signal, onWait: opts.onWait },
     );
   } finally {
     opts.signal?.removeEventListener('abort', onAbort);

@@ -1,7 +1,9 @@
 // Time-slicing: runs jobs of different agents one at a time on one shared mount, switching the
 // active layer before each job. Agents are served round robin, so an agent that floods the
 // queue cannot starve another; a job that times out or is aborted releases the shadow at once
-// (its AbortSignal tells it to stop touching the files).
+// (its AbortSignal tells it to stop touching the files). Waiting is visible: a queued job hears
+// whose job it waits behind (onWait), and stats list every queued job, whom it waits for and
+// since when.
 import { ShadowError } from '../common/errors';
 
 export interface JobOptions {
@@ -9,6 +11,19 @@ export interface JobOptions {
   timeout?: number;
   /** Cancels the job, whether it is still queued or already running. */
   signal?: AbortSignal;
+  /**
+   * While the job waits: called with the agent whose job holds the shadow when this one is
+   * queued behind it, and again each time another job starts ahead of it. Never once it runs.
+   */
+  onWait?: (waitingFor: string) => void;
+}
+
+/** A job waiting for the shadow. */
+export interface QueuedJob {
+  agent: string;
+  /** The agent whose job holds the shadow now. */
+  waitingFor: string | null;
+  waitedMs: number;
 }
 
 export interface AgentQueueStats {
@@ -24,7 +39,11 @@ export interface AgentQueueStats {
 
 export interface SchedulerStats {
   running: string | null;
+  /** How long the running job has held the shadow. */
+  runningMs?: number;
   queued: number;
+  /** Every job waiting, in the order it was queued. */
+  waiting: QueuedJob[];
   agents: Record<string, AgentQueueStats>;
 }
 
@@ -37,6 +56,7 @@ interface Pending {
   timeout?: number;
   signal?: AbortSignal;
   onAbort?: () => void;
+  onWait?: (waitingFor: string) => void;
 }
 
 export class LayerScheduler {
@@ -44,12 +64,13 @@ export class LayerScheduler {
   /** Agents with queued jobs, in service order; the head is served next. */
   private readonly ring: string[] = [];
   private running: string | null = null;
+  private runningSince = 0;
   private readonly stats = new Map<string, AgentQueueStats>();
 
   constructor(private readonly activate: (agent: string) => Promise<void>) {}
 
   run<T>(agent: string, job: (signal: AbortSignal) => Promise<T>, options: JobOptions = {}): Promise<T> {
-    const { timeout, signal } = options;
+    const { timeout, signal, onWait } = options;
     if (timeout !== undefined && !(typeof timeout === 'number' && timeout > 0)) {
       return Promise.reject(
         new ShadowError('INVALID_ARGUMENT', `timeout must be a positive number of milliseconds, got ${String(timeout)}`),
@@ -66,6 +87,7 @@ export class LayerScheduler {
         enqueuedAt: Date.now(),
         timeout,
         signal,
+        onWait,
       };
       if (signal) {
         pending.onAbort = () => {
@@ -83,6 +105,8 @@ export class LayerScheduler {
       // The running agent rejoins the ring when its job ends, behind everyone who waited.
       if (q.length === 1 && agent !== this.running) this.ring.push(agent);
       void this.pump();
+      // Still queued: another job holds the shadow (pump starts a job at once when none does).
+      if (this.running !== null && this.queues.get(agent)?.includes(pending)) this.tellWaiting(pending, this.running);
     });
   }
 
@@ -93,7 +117,27 @@ export class LayerScheduler {
       agents[a] = { ...s };
       queued += s.queued;
     }
-    return { running: this.running, queued, agents };
+    const now = Date.now();
+    const waiting = [...this.queues.values()]
+      .flat()
+      .sort((a, b) => a.enqueuedAt - b.enqueuedAt)
+      .map((p) => ({ agent: p.agent, waitingFor: this.running, waitedMs: now - p.enqueuedAt }));
+    return {
+      running: this.running,
+      ...(this.running === null ? {} : { runningMs: now - this.runningSince }),
+      queued,
+      waiting,
+      agents,
+    };
+  }
+
+  /** A waiting job's onWait must not break the scheduler. */
+  private tellWaiting(p: Pending, running: string): void {
+    try {
+      p.onWait?.(running);
+    } catch {
+      // the listener's own problem
+    }
   }
 
   private agentStats(agent: string): AgentQueueStats {
@@ -127,6 +171,8 @@ export class LayerScheduler {
     this.dequeue(p);
     if (p.onAbort) p.signal?.removeEventListener('abort', p.onAbort);
     this.running = agent;
+    this.runningSince = Date.now();
+    for (const q of this.queues.values()) for (const w of q) this.tellWaiting(w, agent);
     const st = this.agentStats(agent);
     const wait = Date.now() - p.enqueuedAt;
     st.lastWaitMs = wait;

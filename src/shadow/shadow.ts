@@ -50,6 +50,12 @@ type LayerNews = LayerEvent extends infer E ? (E extends LayerEvent ? Omit<E, 'a
 /** The scheduler queue of jobs that need no layer active (no agent id has a NUL byte). */
 const FOLDER_QUEUE = '\0folder';
 
+/** Job options whose onWait hears the folder's own queue as '(folder)', the name stats give it. */
+function named<O extends JobOptions>(options: O): O {
+  const onWait = options.onWait;
+  return onWait ? { ...options, onWait: (a: string) => onWait(a === FOLDER_QUEUE ? '(folder)' : a) } : options;
+}
+
 export class Shadow {
   /** Where the shared, time-sliced mount is. */
   readonly mountPoint: string;
@@ -293,6 +299,10 @@ export class Shadow {
       delete scheduler.agents[FOLDER_QUEUE];
     }
     if (scheduler.running === FOLDER_QUEUE) scheduler.running = '(folder)';
+    for (const w of scheduler.waiting) {
+      if (w.agent === FOLDER_QUEUE) w.agent = '(folder)';
+      if (w.waitingFor === FOLDER_QUEUE) w.waitingFor = '(folder)';
+    }
     const layers: Record<string, LayerStats> = {};
     const agents = await this.agents();
     const all = await Promise.all(
@@ -334,7 +344,7 @@ export class Shadow {
         }
         return job(this.mountPoint, signal);
       },
-      options,
+      named(options),
     );
   }
 
@@ -349,7 +359,7 @@ export class Shadow {
         if (this.active !== null) await this.activate(null);
         return job(this.mountPoint, signal);
       },
-      options,
+      named(options),
     );
   }
 

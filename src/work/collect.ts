@@ -13,6 +13,7 @@ import * as fs from 'fs';
 import type { ChangeBase } from '../shadow/native';
 import type { FileChange, Side } from '../patch';
 import { ShadowError } from '../common/errors';
+import { normalizeRelPath } from '../common/paths';
 import type { Layer, Shadow } from '../shadow';
 import { Beneath } from './beneath';
 import { ignoredPaths } from './branch';
@@ -265,6 +266,10 @@ function folderTree(root: Beneath, rel: string, files: Set<string>, dirs: Set<st
  */
 export async function collect(shadow: Shadow, agent: string, only?: string[], options?: CollectOptions): Promise<Collected> {
   const opts = options ?? ambient.getStore() ?? {};
+  // Paths as the caller gave them: an absolute or escaping one is INVALID_PATH, not "no changes";
+  // the root ("." or "") is everything.
+  const named = only?.map((p) => normalizeRelPath(p, { allowRoot: true }));
+  only = named?.includes('') ? undefined : named;
   const all = await collectAll(shadow, agent, only);
   if (opts.everything) return all;
   const dirs = new Set([...all.dirsAdded, ...all.dirsRemoved]);

@@ -103,6 +103,7 @@ describe('unit: protocol', () => {
       'daemon/waiting',
       'layer/changed',
       'run/output',
+      'run/queued',
       'shadow/changed',
       'shell/exit',
       'shell/output',

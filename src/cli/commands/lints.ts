@@ -22,7 +22,8 @@ const SEVERITY = ['', 'error', 'warning', 'info', 'hint'];
 function render(r: ResultOf<'lints'>): string {
   const lines: string[] = [];
   for (const f of r.files) {
-    const head = `${f.path}: ${f.status}${f.error ? ` (${f.error})` : ''}`;
+    const behind = f.waitingFor ? ` (behind ${f.waitingFor}'s job on the shared mount)` : '';
+    const head = `${f.path}: ${f.status}${behind}${f.error ? ` (${f.error})` : ''}`;
     if (f.status !== 'fresh') {
       lines.push(head);
       continue;
@@ -91,7 +92,8 @@ export const lintsCommand: CommandModule<object, Args> = {
           timeoutMs: Math.round(args.timeout),
           quickFixes: args['quick-fixes'],
         });
-        if (r.files.some((f) => f.status === 'timeout' || f.status === 'error')) process.exitCode = ExitCode.NOT_FRESH;
+        if (r.files.some((f) => f.status === 'timeout' || f.status === 'queued' || f.status === 'error'))
+          process.exitCode = ExitCode.NOT_FRESH;
         else if (r.files.some((f) => f.introduced.some((d) => (d.severity ?? 1) === 1))) process.exitCode = ExitCode.INTRODUCED_ERRORS;
         return r;
       },

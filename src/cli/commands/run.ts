@@ -1,6 +1,7 @@
 // `shadowfs run <shadow> --agent A [options] -- <cmd> [args...]`: runs a command inside the
 // shadow with the agent's layer, streaming its output; exits with the command's exit status
-// (124 on timeout, 128+N when killed by signal N).
+// (124 on timeout, 128+N when killed by signal N). Ctrl-C cancels the daemon's run: the command
+// is interrupted (SIGINT), then killed with everything it started after a few seconds.
 import * as crypto from 'crypto';
 import * as os from 'os';
 import type { Argv, CommandModule } from 'yargs';
@@ -14,7 +15,7 @@ interface Args {
   agent: string;
   cwd?: string;
   env: string[];
-  timeout?: number;
+  timeout?: string;
   'discard-writes': boolean;
   shell: boolean;
   'original-path': boolean;
@@ -38,7 +39,10 @@ export const runCommand: CommandModule<object, Args> = {
       .option('agent', { type: 'string', demandOption: true, describe: 'whose layer the command sees and writes' })
       .option('cwd', { type: 'string', describe: 'working directory relative to the shadow root' })
       .option('env', { type: 'string', array: true, default: [], describe: 'NAME=value, repeatable' })
-      .option('timeout', { type: 'number', describe: 'seconds before the whole process tree is killed' })
+      .option('timeout', {
+        type: 'string',
+        describe: 'seconds the command may run once it has the shadow (default 600); 0 or none: no limit',
+      })
       .option('discard-writes', { type: 'boolean', default: false, describe: 'run on a scratch copy of the layer, dropped afterwards' })
       .option('shell', { type: 'boolean', default: false, describe: 'run the words with sh -c' })
       .option('original-path', {
@@ -81,6 +85,7 @@ export const runCommand: CommandModule<object, Args> = {
         ...(args['max-processes'] !== undefined ? { processes: args['max-processes'] } : {}),
         ...(args.cpus !== undefined ? { cpus: args.cpus } : {}),
       };
+      const timeout = args.timeout === undefined ? undefined : parseTimeout(args.timeout);
       client = await connectCli();
       const runId = crypto.randomBytes(6).toString('hex');
       if (!args.json) {
@@ -89,7 +94,10 @@ export const runCommand: CommandModule<object, Args> = {
         });
       }
       const c = client;
-      const cancel = (): void => void c.request('run.cancel', { runId }).catch(() => undefined);
+      const cancel = (): void => {
+        process.stderr.write('shadowfs: cancelling the run: its command is interrupted, and killed in a few seconds if it has not ended\n');
+        void c.request('run.cancel', { runId }).catch(() => undefined);
+      };
       process.once('SIGINT', cancel);
       process.once('SIGTERM', cancel);
       const r = await client.request('run', {
@@ -99,7 +107,7 @@ export const runCommand: CommandModule<object, Args> = {
         runId,
         env: args.env,
         ...(args.cwd !== undefined ? { cwd: args.cwd } : {}),
-        ...(args.timeout !== undefined ? { timeout: args.timeout } : {}),
+        ...(timeout !== undefined ? { timeout } : {}),
         discardWrites: args['discard-writes'],
         shell: args.shell,
         originalPath: args['original-path'],
@@ -118,7 +126,11 @@ export const runCommand: CommandModule<object, Args> = {
       if (args.json) emit(args, r as unknown as Record<string, unknown>, '');
       else if (r.limitsHit?.includes('memory'))
         process.stderr.write(`shadowfs: the run went past its memory limit (--memory ${args.memory}); its processes were killed\n`);
-      else if (r.timedOut) process.stderr.write(`shadowfs: the command ran longer than ${args.timeout} s; its processes were killed\n`);
+      else if (r.timedOut)
+        process.stderr.write(
+          `shadowfs: the command ran longer than ${(r.timeoutMs ?? 0) / 1000} s${timeout === undefined ? ' (the default limit)' : ''}; it was stopped. ` +
+            'To let it run longer, pass --timeout SECONDS (0 or none: no limit)\n',
+        );
       const sigNum = r.signal ? ((os.constants.signals as Record<string, number>)[r.signal] ?? 9) : 0;
       process.exitCode = r.timedOut ? 124 : (r.exitCode ?? 128 + sigNum);
     } catch (err) {
@@ -135,4 +147,13 @@ export function parseSize(text: string): number {
   if (!m) throw new ShadowError('INVALID_ARGUMENT', `--memory takes a size such as 512M or 2G, not ${JSON.stringify(text)}`);
   const power = ' kmgt'.indexOf((m[2] || ' ').toLowerCase());
   return Math.floor(Number(m[1]) * 1024 ** power);
+}
+
+/** Seconds from --timeout: a number, 0 or "none" for no limit. */
+export function parseTimeout(text: string): number {
+  if (/^\s*none\s*$/i.test(text)) return 0;
+  const n = Number(text);
+  if (text.trim() === '' || !Number.isFinite(n) || n < 0)
+    throw new ShadowError('INVALID_ARGUMENT', `--timeout takes seconds (0 or none: no limit), not ${JSON.stringify(text)}`);
+  return n;
 }

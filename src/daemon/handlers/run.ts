@@ -11,6 +11,8 @@ import type { Client, Handlers } from './context';
 
 /** How long an unmount waits for the runs in its shadow to end once cancelled. */
 const CANCEL_RUNS_MS = 5000;
+/** How often a queued run's connection hears that it still waits. */
+const QUEUED_EVERY_MS = 2000;
 
 export class Runs {
   /** Runs in progress by id: how to cancel one, the shadow it runs in, and its end. */
@@ -86,6 +88,14 @@ export class Runs {
         if (ctx.signal.aborted || this.cancelledEarly.delete(runId)) controller.abort();
         let ended!: () => void;
         this.going.set(runId, { controller, shadow: s, ended: new Promise<void>((r) => (ended = r)) });
+        // While the run waits for the shared mount, its connection hears whom it waits for: when it
+        // is queued, when the job ahead changes, and every few seconds (MCP progress is made of these).
+        const asked = Date.now();
+        let waitingFor: string | undefined;
+        let ticker: NodeJS.Timeout | undefined;
+        const tell = (): void => {
+          if (waitingFor !== undefined) ctx.notify('run/queued', { runId, waitingFor, queuedMs: Date.now() - asked });
+        };
         try {
           return await runInShadow(s, {
             agent: p.agent,
@@ -93,7 +103,7 @@ export class Runs {
             runId,
             cwd: p.cwd,
             env,
-            timeoutMs: p.timeout === undefined ? undefined : p.timeout * 1000,
+            timeoutMs: p.timeout === undefined ? undefined : Math.ceil(p.timeout * 1000),
             discardWrites: p.discardWrites === true,
             shell: p.shell === true,
             originalPath: p.originalPath,
@@ -103,9 +113,16 @@ export class Runs {
             ...(p.limits ? { limits: p.limits } : {}),
             policy,
             signal: controller.signal,
+            onWait: (agent) => {
+              waitingFor = agent;
+              tell();
+              ticker ??= setInterval(tell, QUEUED_EVERY_MS);
+            },
+            onStart: () => clearInterval(ticker),
             onOutput: (stream, chunk) => ctx.notify('run/output', { runId, stream, data: chunk.toString('base64') }),
           });
         } finally {
+          clearInterval(ticker);
           this.going.delete(runId);
           ended();
         }
