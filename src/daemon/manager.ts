@@ -48,6 +48,11 @@ export class ShadowManager {
     return this.entries.size;
   }
 
+  /** Every shadow served, with its name. */
+  all(): { name: string; shadow: Shadow }[] {
+    return [...this.entries.values()].map((e) => ({ name: e.name, shadow: e.shadow }));
+  }
+
   /**
    * Mount points recoverStale proved were stale mounts of the previous daemon and unmounted:
    * the only recorded mount points remountAfterCrash mounts at again.

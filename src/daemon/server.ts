@@ -117,6 +117,7 @@ export class Daemon {
         recovered: () => this.recovered,
         recovering: () => [...this.recovering],
         clients: () => this.clients,
+        activity: () => ({ runs: this.runs.list(), shells: this.shells.list() }),
       },
     });
   }

@@ -2,6 +2,7 @@
 // session.restrict, version, health and status. Served by src/daemon/handlers/admin.ts.
 import * as z from 'zod';
 import { NativeStatus, ShadowInfo } from './shadows';
+import { ShellInfo } from './shell';
 import { agentId, none, request, shadowRef, text } from './shared';
 
 export const AdminRequests = {
@@ -111,6 +112,39 @@ export const AdminRequests = {
         .describe(
           "The daemon's memory in bytes (Node's process.memoryUsage()); layer contents held by the native module are not in heapUsed.",
         ),
+      activity: z
+        .object({
+          runs: z
+            .array(
+              z.object({
+                runId: z.string(),
+                shadow: z.string(),
+                agent: z.string(),
+                argv: z.array(z.string()),
+                state: z
+                  .enum(['queued', 'running'])
+                  .describe('queued: waiting for the shared mount; running: it has it, or runs in its view.'),
+                waitingFor: z
+                  .string()
+                  .optional()
+                  .describe('While queued: the agent whose job holds the shared mount ("(folder)": a job on the folder).'),
+                sinceMs: z.number().describe('How long it has been queued, or running since it started.'),
+              }),
+            )
+            .describe('Runs in progress.'),
+          shells: z.array(ShellInfo).describe('Shell sessions: running ones, and those that ended in the last minute.'),
+          queues: z
+            .array(
+              z.object({
+                shadow: z.string(),
+                running: z.string().nullable().describe('The agent whose job (a run or a lints check) holds the shared mount now.'),
+                runningMs: z.number().optional(),
+                waiting: z.array(z.object({ agent: z.string(), waitingFor: z.string().nullable(), waitedMs: z.number() })),
+              }),
+            )
+            .describe("Each mounted shadow's shared mount: who holds it, and every job waiting for it, oldest first."),
+        })
+        .describe('Who is running what: runs, shell sessions and the queues of the shared mounts (views are in shadows[].views).'),
     }),
     errors: [],
   }),

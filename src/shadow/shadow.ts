@@ -291,9 +291,9 @@ export class Shadow {
     return this.activeLayer().changes();
   }
 
-  /** Memory per layer, and the time-slicing queue. */
-  async stats(): Promise<{ layers: Record<string, LayerStats>; scheduler: SchedulerStats }> {
-    const scheduler = this.scheduler.snapshot(); // as it is when asked
+  /** The time-slicing queue of the shared mount as it is now: who holds it, who waits behind whom. */
+  schedulerStats(): SchedulerStats {
+    const scheduler = this.scheduler.snapshot();
     if (scheduler.agents[FOLDER_QUEUE]) {
       scheduler.agents['(folder)'] = scheduler.agents[FOLDER_QUEUE];
       delete scheduler.agents[FOLDER_QUEUE];
@@ -303,6 +303,12 @@ export class Shadow {
       if (w.agent === FOLDER_QUEUE) w.agent = '(folder)';
       if (w.waitingFor === FOLDER_QUEUE) w.waitingFor = '(folder)';
     }
+    return scheduler;
+  }
+
+  /** Memory per layer, and the time-slicing queue. */
+  async stats(): Promise<{ layers: Record<string, LayerStats>; scheduler: SchedulerStats }> {
+    const scheduler = this.schedulerStats(); // as it is when asked
     const layers: Record<string, LayerStats> = {};
     const agents = await this.agents();
     const all = await Promise.all(

@@ -3,15 +3,40 @@
 import type { Argv, CommandModule } from 'yargs';
 import { ShadowClient } from '../../client';
 import { ShadowError } from '../../common/errors';
+import type { ResultOf } from '../../protocol/methods';
 import { emit, ExitCode, reportError } from '../output';
 
 interface Args {
   json: boolean;
 }
 
+const secs = (ms: number): string => `${Math.round(ms / 1000)} s`;
+
+/** Who is running what, in lines: shell sessions, runs, views, and who waits for each shared mount. */
+function activity(st: ResultOf<'status'>): string[] {
+  const out: string[] = [];
+  for (const s of st.activity.shells.filter((x) => x.running))
+    out.push(`session ${s.sessionId}: agent ${s.agent} in ${s.shadow}: ${s.argv.join(' ')} (since ${s.startedAt}, ${s.attached} attached)`);
+  for (const r of st.activity.runs)
+    out.push(
+      `run ${r.runId}: agent ${r.agent} in ${r.shadow}: ${r.argv.join(' ')} (${
+        r.state === 'queued' ? `queued ${secs(r.sinceMs)} behind ${r.waitingFor ?? 'another job'}` : `running ${secs(r.sinceMs)}`
+      })`,
+    );
+  for (const sh of st.shadows) for (const v of sh.views) out.push(`view ${v.id}: agent ${v.agent} of ${sh.name} at ${v.mountPoint}`);
+  for (const q of st.activity.queues) {
+    if (q.running === null && q.waiting.length === 0) continue;
+    const holder =
+      q.running === null ? 'nobody holds it' : `${q.running} holds it${q.runningMs === undefined ? '' : ` (${secs(q.runningMs)})`}`;
+    const waits = q.waiting.map((w) => `${w.agent} ${secs(w.waitedMs)}${w.waitingFor ? ` behind ${w.waitingFor}` : ''}`);
+    out.push(`shared mount of ${q.shadow}: ${holder}${waits.length ? `; waiting: ${waits.join(', ')}` : ''}`);
+  }
+  return out;
+}
+
 export const statusCommand: CommandModule<object, Args> = {
   command: 'status',
-  describe: 'Show whether the daemon runs, its shadows, and stale mounts it cleaned',
+  describe: 'Show whether the daemon runs, its shadows, who is running what (sessions, runs, views, queues), and stale mounts it cleaned',
   builder: (y: Argv) => y.option('json', { type: 'boolean', default: false }) as Argv<Args>,
   handler: async (args) => {
     let client: ShadowClient | undefined;
@@ -27,6 +52,7 @@ export const statusCommand: CommandModule<object, Args> = {
           `memory: ${(st.memory.rss / 2 ** 20).toFixed(0)} MiB resident, ${(st.memory.heapUsed / 2 ** 20).toFixed(0)} MiB of JavaScript objects`,
           `shadows: ${st.shadows.length === 0 ? 'none' : st.shadows.map((s) => `${s.name} (${s.mounted ? s.mountPoint : 'idle'})`).join(', ')}`,
           ...(st.recovered.length ? [`cleaned stale mounts left by a crashed daemon: ${st.recovered.join(', ')}`] : []),
+          ...activity(st),
         ].join('\n'),
       );
     } catch (err) {

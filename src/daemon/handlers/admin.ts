@@ -10,7 +10,9 @@ import { platform } from '../../platform';
 import { PROTOCOL_VERSION } from '../../protocol/methods';
 import type { ShadowManager } from '../manager';
 import type { Scope } from '../scope';
+import type { ShellInfo } from '../../protocol/shell';
 import type { Client, Handlers } from './context';
+import type { RunActivity } from './run';
 
 const VERSION = (JSON.parse(fs.readFileSync(path.join(__dirname, '..', '..', '..', '..', 'package.json'), 'utf8')) as { version: string })
   .version;
@@ -28,6 +30,8 @@ export interface DaemonFacts {
   /** Shadows of a crashed predecessor still being cleaned up or mounted again. */
   recovering(): string[];
   clients(): Iterable<Client>;
+  /** Runs in progress and shell sessions, for status. */
+  activity(): { runs: RunActivity[]; shells: ShellInfo[] };
 }
 
 /**
@@ -117,6 +121,21 @@ export function adminHandlers(m: ShadowManager, daemon: DaemonFacts, log: Logger
       })),
       native: nativeStatus(),
       memory: memoryNow(),
+      activity: {
+        ...daemon.activity(),
+        queues: m
+          .all()
+          .filter((e) => e.shadow.mounted)
+          .map((e) => {
+            const q = e.shadow.schedulerStats();
+            return {
+              shadow: e.name,
+              running: q.running,
+              ...(q.runningMs === undefined ? {} : { runningMs: q.runningMs }),
+              waiting: q.waiting,
+            };
+          }),
+      },
     }),
   } satisfies Partial<Handlers>;
 }

@@ -9,6 +9,19 @@ import type { Shadow } from '../../shadow';
 import type { ShadowManager } from '../manager';
 import type { Client, Handlers } from './context';
 
+/** A run in progress, as status lists it. */
+export interface RunActivity {
+  runId: string;
+  shadow: string;
+  agent: string;
+  argv: string[];
+  state: 'queued' | 'running';
+  /** While queued: the agent whose job holds the shared mount. */
+  waitingFor?: string;
+  /** How long it has been queued, or running since it got the mount. */
+  sinceMs: number;
+}
+
 /** How long an unmount waits for the runs in its shadow to end once cancelled. */
 const CANCEL_RUNS_MS = 5000;
 /** How often a queued run's connection hears that it still waits. */
@@ -16,7 +29,15 @@ const QUEUED_EVERY_MS = 2000;
 
 export class Runs {
   /** Runs in progress by id: how to cancel one, the shadow it runs in, and its end. */
-  private readonly going = new Map<string, { controller: AbortController; shadow: Shadow; ended: Promise<unknown> }>();
+  private readonly going = new Map<
+    string,
+    {
+      controller: AbortController;
+      shadow: Shadow;
+      ended: Promise<unknown>;
+      about: Omit<RunActivity, 'runId' | 'state' | 'sinceMs'> & { since: number };
+    }
+  >();
   /** Runs cancelled (run.cancel) before they started. */
   private readonly cancelledEarly = new Set<string>();
   /** Which connection asked for each run in progress, from the moment its request arrived. */
@@ -43,6 +64,21 @@ export class Runs {
   /** Whether this connection asked for the run with this id. */
   ownedBy(runId: string, client: Client): boolean {
     return this.owners.get(runId) === client;
+  }
+
+  /** The runs in progress, for status: whose, what, and whether each still waits for the shared mount. */
+  list(): RunActivity[] {
+    const now = Date.now();
+    return [...this.going.entries()].map(([runId, r]) => {
+      const { since, waitingFor, ...about } = r.about;
+      return {
+        runId,
+        ...about,
+        state: waitingFor === undefined ? ('running' as const) : ('queued' as const),
+        ...(waitingFor === undefined ? {} : { waitingFor }),
+        sinceMs: now - since,
+      };
+    });
   }
 
   /** Whether runs are going on in `shadow` (an idle unmount waits for them). */
@@ -73,7 +109,8 @@ export class Runs {
   handlers(m: ShadowManager, policy: RunPolicy | undefined) {
     return {
       run: async (p, ctx) => {
-        const s = await m.use(m.get(p.shadow));
+        const entry = m.get(p.shadow);
+        const s = await m.use(entry);
         const env: Record<string, string> = {};
         for (const kv of p.env ?? []) {
           const i = kv.indexOf('=');
@@ -87,7 +124,13 @@ export class Runs {
         // Cancelled before it started (run.cancel while the request waited): it never starts.
         if (ctx.signal.aborted || this.cancelledEarly.delete(runId)) controller.abort();
         let ended!: () => void;
-        this.going.set(runId, { controller, shadow: s, ended: new Promise<void>((r) => (ended = r)) });
+        const about: Omit<RunActivity, 'runId' | 'state' | 'sinceMs'> & { since: number } = {
+          shadow: entry.name,
+          agent: p.agent,
+          argv: p.argv,
+          since: Date.now(),
+        };
+        this.going.set(runId, { controller, shadow: s, ended: new Promise<void>((r) => (ended = r)), about });
         // While the run waits for the shared mount, its connection hears whom it waits for: when it
         // is queued, when the job ahead changes, and every few seconds (MCP progress is made of these).
         const asked = Date.now();
@@ -115,10 +158,15 @@ export class Runs {
             signal: controller.signal,
             onWait: (agent) => {
               waitingFor = agent;
+              about.waitingFor = agent;
               tell();
               ticker ??= setInterval(tell, QUEUED_EVERY_MS);
             },
-            onStart: () => clearInterval(ticker),
+            onStart: () => {
+              clearInterval(ticker);
+              delete about.waitingFor;
+              about.since = Date.now();
+            },
             onOutput: (stream, chunk) => ctx.notify('run/output', { runId, stream, data: chunk.toString('base64') }),
           });
         } finally {

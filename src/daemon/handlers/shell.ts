@@ -26,8 +26,9 @@ export class Shells {
     return this.sessions.closeIn(shadow);
   }
 
-  handlers(m: ShadowManager) {
-    const info = (s: ShellSession): ShellInfo => ({
+  /** A session as the protocol describes it. */
+  describe(s: ShellSession): ShellInfo {
+    return {
       sessionId: s.id,
       shadow: this.shadowNames.get(s.id) ?? s.shadow.mountPoint,
       agent: s.agent,
@@ -41,7 +42,16 @@ export class Shells {
       rows: s.rows,
       attached: this.joined.get(s.id)?.size ?? 0,
       protections: s.protections,
-    });
+    };
+  }
+
+  /** Every session, running ones first (status). */
+  list(): ShellInfo[] {
+    return this.sessions.list().map((s) => this.describe(s));
+  }
+
+  handlers(m: ShadowManager) {
+    const info = (s: ShellSession): ShellInfo => this.describe(s);
     const find = (id: string): ShellSession => {
       const s = this.sessions.get(id);
       if (!s) throw new ShadowError('NOT_FOUND', `no shell session ${id} (shadowfs shell --list shows them)`);
