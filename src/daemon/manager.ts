@@ -9,6 +9,8 @@ import type { NotificationName, NotificationParamsOf, ShadowInfo } from '../prot
 import { LintsService } from '../lints/service';
 import { mount, Shadow } from '../shadow';
 import type { GoneEvent, IoMode, WindowsVolume } from '../shadow';
+import type { Overlap } from '../work/radar';
+import { radarDelta } from './radar-wire';
 import { AUTOSAVE_NAME, WorkService } from '../work/service';
 import { readState, recoverStale, type ShadowEntry, type StateFile, whyNotRemount, writeState } from './state';
 
@@ -21,6 +23,8 @@ interface Entry {
   work: WorkService;
   lastUsed: number;
   lastActivity: number;
+  /** The change feed's poll of this shadow in progress (one at a time: it keeps what it saw last). */
+  feeding?: Promise<void>;
 }
 
 const NAME_RE = /^[A-Za-z0-9._-]{1,64}$/;
@@ -134,17 +138,36 @@ export class ShadowManager {
       if (busy || !wanted()) return;
       busy = true;
       void (async () => {
-        for (const e of this.entries.values()) {
-          try {
-            for (const a of await e.work.pollChanges())
-              this.opts.notify('layer/changed', { shadow: e.name, agent: a.agent, event: 'changed', changes: a.changes });
-          } catch (err) {
-            this.opts.log.debug('change feed', { name: e.name, error: (err as Error).message });
-          }
-        }
+        for (const e of this.entries.values()) await this.feed(e);
       })().finally(() => (busy = false));
     }, intervalMs);
     this.feedTimer.unref();
+  }
+
+  /** One poll of the change feed for one shadow (joins one in progress): notifies what it saw and tells the radar. */
+  private feed(e: Entry): Promise<void> {
+    e.feeding ??= (async () => {
+      try {
+        for (const a of await e.work.pollChanges())
+          this.opts.notify('layer/changed', { shadow: e.name, agent: a.agent, event: 'changed', changes: a.changes });
+      } catch (err) {
+        this.opts.log.debug('change feed', { name: e.name, error: (err as Error).message });
+      } finally {
+        e.feeding = undefined;
+      }
+    })();
+    return e.feeding;
+  }
+
+  /**
+   * The radar's overlaps of a shadow (those naming `agent` when given), after the change feed has
+   * looked at the layers once more (writes through the mount reach the radar only through it).
+   */
+  async radar(nameOrDir: string, agent?: string): Promise<{ shadow: string; overlaps: Overlap[] }> {
+    const e = this.get(nameOrDir);
+    await this.use(e);
+    await this.feed(e);
+    return { shadow: e.name, overlaps: await e.work.radar.list(agent) };
   }
 
   startIdleChecks(intervalMs: number): void {
@@ -196,6 +219,9 @@ export class ShadowManager {
     });
     const entry: Entry = { name, shadow, work, lastUsed: now, lastActivity: shadow.activity() };
     this.entries.set(name, entry);
+    work.radar.onChange((d) => {
+      if (this.entries.get(name) === entry) this.opts.notify('radar/changed', { shadow: name, ...radarDelta(d) });
+    });
     shadow.onGone((e) => {
       this.lost(entry, e).catch((err: unknown) =>
         this.opts.log.error('handling a lost mount failed', { name, error: (err as Error).message }),

@@ -113,6 +113,8 @@ const RULES: { [M in ScopedMethod]: Rule<M> } = {
   'lsp.definition': own,
   'lsp.references': own,
   'lsp.hover': own,
+  radar: (p, s, ctx) =>
+    shadowOnly(p, s, ctx) ?? (p.agent === undefined || p.agent === s.agent ? undefined : `${JSON.stringify(p.agent)} is another agent`),
 };
 
 function describe(s: Scope): string {
@@ -126,7 +128,7 @@ export function scopeRefusal(method: MethodName, params: unknown, scope: Scope, 
   return why === undefined ? undefined : `${describe(scope)}: ${method} refused, ${why}`;
 }
 
-/** The answer a restricted connection gets: of list and layer.list, only its own shadow and agent. */
+/** The answer a restricted connection gets: of list, layer.list and radar, only its own shadow and agent. */
 export function narrowResult<M extends MethodName>(method: M, result: ResultOf<M>, scope: Scope, ctx: ScopeContext): ResultOf<M> {
   if (method === 'list') {
     const r = result as ResultOf<'list'>;
@@ -139,20 +141,33 @@ export function narrowResult<M extends MethodName>(method: M, result: ResultOf<M
     const r = result as ResultOf<'layer.list'>;
     return { ...r, agents: r.agents.filter((a) => a === scope.agent) } as ResultOf<M>;
   }
+  if (method === 'radar') {
+    const r = result as ResultOf<'radar'>;
+    return { ...r, overlaps: r.overlaps.filter((o) => o.agents.includes(scope.agent)) } as ResultOf<M>;
+  }
   return result;
 }
 
-/** Whether a restricted connection hears this notification: only of its own shadow and agent. */
-export function hears<N extends NotificationName>(
+/**
+ * What a restricted connection hears of this notification: only of its own shadow and agent
+ * (radar/changed keeps the overlaps that name its agent); undefined when nothing.
+ */
+export function heard<N extends NotificationName>(
   method: N,
   params: NotificationParamsOf<N>,
   scope: Scope,
   resolve: ScopeContext['resolve'],
-): boolean {
+): NotificationParamsOf<N> | undefined {
   const p = params as { shadow?: string; agent?: string | null };
-  if (typeof p.shadow !== 'string') return false;
+  if (typeof p.shadow !== 'string') return undefined;
   const mine = p.shadow === scope.name || resolve(p.shadow) === scope.shadow;
-  if (!mine) return false;
-  if (method === 'layer/changed') return p.agent === scope.agent;
-  return true;
+  if (!mine) return undefined;
+  if (method === 'layer/changed') return p.agent === scope.agent ? params : undefined;
+  if (method === 'radar/changed') {
+    const r = params as NotificationParamsOf<'radar/changed'>;
+    const names = (o: { agents: string[] }): boolean => o.agents.includes(scope.agent);
+    const narrowed = { ...r, added: r.added.filter(names), cleared: r.cleared.filter(names) };
+    return narrowed.added.length || narrowed.cleared.length ? (narrowed as NotificationParamsOf<N>) : undefined;
+  }
+  return params;
 }

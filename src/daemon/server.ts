@@ -32,7 +32,7 @@ import type { RunPolicy } from '../run/policy';
 import { type CallContext, changeOf, type Client, type Handlers, handlerTable, Runs, Shells } from './handlers';
 import { ShadowManager } from './manager';
 import { openConnection } from './rpc';
-import { hears, narrowResult, type ScopeContext, scopeRefusal } from './scope';
+import { heard, narrowResult, type ScopeContext, scopeRefusal } from './scope';
 
 export interface DaemonOptions {
   paths: DaemonPaths;
@@ -441,9 +441,10 @@ export class Daemon {
     for (const c of this.clients) {
       if (!c.trusted || c.rpc.socket.destroyed) continue;
       // A restricted connection hears of its own shadow and agent only.
-      if (c.scope && !hears(method, params, c.scope, (ref) => this.shadowNamed(ref))) continue;
+      const told = c.scope ? heard(method, params, c.scope, (ref) => this.shadowNamed(ref)) : params;
+      if (told === undefined) continue;
       try {
-        void c.rpc.connection.sendNotification(method, params).catch(() => undefined);
+        void c.rpc.connection.sendNotification(method, told).catch(() => undefined);
       } catch {
         // closed meanwhile: its own close handler removes it
       }

@@ -4,13 +4,14 @@
 // protocol.schema.json (JSON Schema), the source for the docs, the MCP server and the
 // PowerShell module. No Node APIs here (this compiles with "types": []).
 // The requests are declared by area, one module each, as the daemon's handlers are
-// (src/daemon/handlers/): admin, shadows, layer, work, file, run, lsp, shell; the notifications
+// (src/daemon/handlers/): admin, shadows, layer, work, file, run, lsp, shell, radar; the notifications
 // in notifications.ts. This module puts them together and checks parameters.
 import * as z from 'zod';
 import { AdminRequests } from './admin';
 import { FileRequests } from './file';
 import { LayerRequests } from './layer';
 import { LspRequests } from './lsp';
+import { RadarRequests } from './radar';
 import { RunRequests } from './run';
 import { ShadowRequests, ShadowViewRequests } from './shadows';
 import { ShellRequests } from './shell';
@@ -22,6 +23,7 @@ export { LAYER_READ_MAX_BYTES } from './layer';
 export { ChangeBase, ChangeInfo, PatchFileInfo, ExcludedPath, DiffResult, Resolution, ApplyResult, CheckpointInfo } from './work';
 export { GREP_DEFAULT_TIMEOUT_MS, GREP_MAX_TIMEOUT_MS } from './file';
 export { RunResult } from './run';
+export { Overlap } from './radar';
 export { Position, Range, Diagnostic, TextEdit, Location, FileLints } from './lsp';
 export { Notifications, type NotificationName, type NotificationParamsOf } from './notifications';
 
@@ -42,6 +44,7 @@ export const Requests = {
   ...RunRequests,
   ...LspRequests,
   ...ShellRequests,
+  ...RadarRequests,
 } as const;
 
 /**
@@ -85,6 +88,7 @@ export const ScopedMethods = {
   'lsp.definition': 'its agent',
   'lsp.references': 'its agent',
   'lsp.hover': 'its agent',
+  radar: 'its shadow, its agent (or none given); answers with the overlaps that name its agent only',
 } as const satisfies Partial<Record<keyof typeof Requests, string>>;
 export type ScopedMethod = keyof typeof ScopedMethods;
 

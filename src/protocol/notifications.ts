@@ -1,6 +1,7 @@
 // Every notification the daemon sends, each one typed constant with a runtime schema.
 import * as z from 'zod';
 import type { NotificationDef } from './shared';
+import { RadarNotifications } from './radar';
 import { ShellNotifications } from './shell';
 
 export const Notifications = {
@@ -52,6 +53,7 @@ export const Notifications = {
     params: z.object({ runId: z.string(), stream: z.enum(['stdout', 'stderr']), data: z.string().describe('The bytes, base64.') }),
   },
   ...ShellNotifications,
+  ...RadarNotifications,
 } as const satisfies Record<string, NotificationDef>;
 
 export type Notifications = typeof Notifications;

@@ -10,6 +10,7 @@ import { CheckpointStore } from './checkpoints';
 import { collect, exclusions, folderPieces, withCollectOptions, type Excluded, type ExcludedReason } from './collect';
 import { Beneath } from './beneath';
 import { Provenance } from './provenance';
+import { Radar } from './radar';
 import { layerPieces, streamedLiteral } from './content';
 import { ShadowError } from '../common/errors';
 
@@ -44,6 +45,8 @@ export class WorkService {
   readonly store: CheckpointStore;
   /** When each layer started and what it was restored from, kept from the shadow's layer events. */
   readonly provenance: Provenance;
+  /** Where agents' work collides (two layers on one path, a copy whose folder base moved), kept from events. */
+  readonly radar: Radar;
   private timer: NodeJS.Timeout | undefined;
   /** Per agent: a fingerprint of the layer's change list at the last autosave. */
   private readonly saved = new Map<string, string>();
@@ -55,6 +58,7 @@ export class WorkService {
   ) {
     this.store = new CheckpointStore(shadow.folder);
     this.provenance = new Provenance(shadow);
+    this.radar = new Radar(shadow, this.provenance, { log: opts.log });
     if (opts.autosaveMs && opts.autosaveMs > 0) {
       this.timer = setInterval(() => void this.autosave(), opts.autosaveMs);
       this.timer.unref();
@@ -255,6 +259,8 @@ export class WorkService {
       for (const [p, b] of before) if (!next.has(p)) changes.push({ path: p, kind: 'reverted', type: b.type });
       if (changes.length) out.push({ agent, changes: changes.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0)) });
     }
+    // Writes through the mount reach the radar only this way (the mount never calls into JavaScript).
+    for (const a of out) this.radar.layerChanges(a.agent, a.changes);
     return out;
   }
 
@@ -263,6 +269,7 @@ export class WorkService {
     if (this.timer) clearInterval(this.timer);
     this.timer = undefined;
     if (flush) await this.autosave();
+    this.radar.dispose();
     this.provenance.dispose();
   }
 }

@@ -482,6 +482,10 @@ const FIELDS: Record<MethodName, Fields> = {
   ],
   'shell.close': [['sessionId', 'string', 'required']],
   'shell.list': [['shadow', 'string', 'optional']],
+  radar: [
+    ['shadow', 'string', 'required'],
+    ['agent', 'string', 'optional'],
+  ],
 };
 
 export const METHODS = Object.keys(FIELDS) as MethodName[];

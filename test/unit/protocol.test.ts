@@ -102,6 +102,7 @@ describe('unit: protocol', () => {
     assert.deepStrictEqual(Object.keys(doc.notifications).sort(), [
       'daemon/waiting',
       'layer/changed',
+      'radar/changed',
       'run/output',
       'run/queued',
       'shadow/changed',

@@ -1,6 +1,6 @@
 // What every handler module of the daemon shares: the connection a request came on, the shape of
 // a handler and of the handler table, and how a handler says what it changed in a layer.
-// Handlers live in this folder by area (admin, shadows, layer, file, run, lsp), each returning its
+// Handlers live in this folder by area (admin, shadows, layer, file, run, lsp, shell, radar), each returning its
 // part of the table; index.ts puts the parts together. Accepting, authenticating and dispatching
 // requests stays in ../server.ts.
 import type { CheckedParamsOf, MethodName, NotificationName, NotificationParamsOf, ResultOf } from '../../protocol/methods';

@@ -9,6 +9,7 @@ import type { Changes, Handlers, LayerChange } from './context';
 import { fileChanges, fileHandlers } from './file';
 import { layerChanges, layerHandlers } from './layer';
 import { lspHandlers } from './lsp';
+import { radarHandlers } from './radar';
 import type { Runs } from './run';
 import { shadowChanges, shadowHandlers } from './shadows';
 import type { Shells } from './shell';
@@ -38,14 +39,15 @@ export function handlerTable(d: HandlerDeps): Handlers {
     d.runs.handlers(d.manager, d.policy),
     lspHandlers(d.manager),
     d.shells.handlers(d.manager),
+    radarHandlers(d.manager),
   ] as const;
   const seen = new Set<string>();
   for (const method of areas.flatMap((a) => Object.keys(a))) {
     if (seen.has(method)) throw new Error(`two handler areas serve ${method}`);
     seen.add(method);
   }
-  const [admin, shadows, layer, file, run, lsp, shell] = areas;
-  return { ...admin, ...shadows, ...layer, ...file, ...run, ...lsp, ...shell };
+  const [admin, shadows, layer, file, run, lsp, shell, radar] = areas;
+  return { ...admin, ...shadows, ...layer, ...file, ...run, ...lsp, ...shell, ...radar };
 }
 
 const changes: Changes = { ...shadowChanges, ...layerChanges, ...fileChanges };

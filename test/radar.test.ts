@@ -1,0 +1,175 @@
+// The conflict radar through a real daemon and a real mount: real programs (sh) write through
+// the shadow as two agents, the developer edits the folder with plain fs writes (this test's own
+// temporary folder, written by nothing else), and the daemon tells every client (radar/changed)
+// and lists the overlaps (radar): two layers on one path, and a copy whose base in the folder
+// moved. Cleared when the layer gives the path back or is reset; a restricted connection sees
+// only the overlaps that name its own agent.
+import * as assert from 'assert';
+import * as fs from 'fs';
+import * as path from 'path';
+import { ShadowClient, ShadowError } from '../src/client';
+import type { NotificationParamsOf } from '../src/protocol/methods';
+import { FolderGuard, tempDir } from './helpers/fixtures';
+import { stopTestDaemon } from './helpers/hooks';
+
+type RadarNote = NotificationParamsOf<'radar/changed'>;
+
+function makeFolder(): string {
+  const dir = tempDir('radar');
+  fs.mkdirSync(path.join(dir, 'src'));
+  fs.writeFileSync(path.join(dir, 'src', 'a.ts'), 'export const a = 1;\n');
+  fs.writeFileSync(path.join(dir, 'src', 'b.ts'), 'export const b = 2;\n');
+  fs.writeFileSync(path.join(dir, 'README.md'), '# radar\n');
+  return dir;
+}
+
+describe('the conflict radar, through a real daemon and mount', function () {
+  this.timeout(120_000);
+  let user: ShadowClient;
+  const clients: ShadowClient[] = [];
+  const mounted: string[] = [];
+  const notes: RadarNote[] = [];
+  let waiters: Array<() => void> = [];
+
+  /** Resolves when a radar/changed notification matching `pred` has come (or came already). */
+  const heard = (what: string, pred: (n: RadarNote) => boolean, ms = 20_000): Promise<RadarNote> =>
+    new Promise((resolve, reject) => {
+      const look = (): boolean => {
+        const n = notes.find(pred);
+        if (n) {
+          clearTimeout(timer);
+          resolve(n);
+        }
+        return !!n;
+      };
+      const timer = setTimeout(() => reject(new Error(`no radar/changed: ${what}; heard ${JSON.stringify(notes)}`)), ms);
+      if (!look()) waiters.push(() => void look());
+    });
+
+  before(async () => {
+    user = await ShadowClient.connect({ clientName: 'radar-test user' });
+    user.on('radar/changed', (p) => {
+      notes.push(p);
+      for (const w of waiters) w();
+    });
+  });
+  afterEach(async () => {
+    for (const c of clients.splice(0)) c.close();
+    for (const s of mounted.splice(0)) await user.request('unmount', { shadow: s, lazy: true }).catch(() => undefined);
+    notes.length = 0;
+    waiters = [];
+  });
+  after(() => {
+    user.close();
+    stopTestDaemon();
+  });
+
+  const sh = async (shadow: string, agent: string, script: string): Promise<void> => {
+    const r = await user.request('run', { shadow, agent, argv: ['sh', '-c', script] });
+    assert.strictEqual(r.exitCode, 0, `${agent}: ${script}: ${r.stderr}`);
+  };
+
+  it('two agents writing one file through the mount, and the developer editing a copied file, are noticed and cleared', async () => {
+    const folder = makeFolder();
+    const guard = new FolderGuard(folder);
+    await user.request('mount', { folder, name: 'radar-proj' });
+    mounted.push('radar-proj');
+    await sh('radar-proj', 'alice', 'echo "// alice" >> src/a.ts && echo "// alice" >> src/b.ts');
+    await sh('radar-proj', 'bob', 'sed -i s/1/10/ src/a.ts && echo new > bob.txt');
+    await guard.check(); // the runs wrote nothing in the folder
+
+    const listed = (await user.request('radar', { shadow: 'radar-proj' })).overlaps;
+    assert.deepStrictEqual(
+      listed.map((o) => [o.kind, o.path, o.agents]),
+      [['layers', 'src/a.ts', ['alice', 'bob']]],
+      JSON.stringify(listed),
+    );
+    assert.ok(listed[0].changedAt?.alice && listed[0].changedAt?.bob);
+    await heard('the two-layer overlap', (n) => n.shadow === 'radar-proj' && n.added.some((o) => o.id === 'layers:src/a.ts'));
+    // Filtered by agent.
+    assert.deepStrictEqual((await user.request('radar', { shadow: 'radar-proj', agent: 'alice' })).overlaps.length, 1);
+
+    // The developer edits, in the folder, a file whose copy alice holds: told without any request (the folder watch).
+    const before = notes.length;
+    fs.appendFileSync(path.join(folder, 'src', 'b.ts'), '// the developer\n');
+    const moved = await heard('the base of src/b.ts moved', (n) => n.added.some((o) => o.id === 'folder:alice:src/b.ts'));
+    assert.ok(notes.indexOf(moved) >= before);
+    const o = moved.added.find((x) => x.id === 'folder:alice:src/b.ts')!;
+    assert.strictEqual(o.kind, 'folder');
+    assert.deepStrictEqual(o.agents, ['alice']);
+    assert.strictEqual(o.base?.size, 'export const b = 2;\n'.length);
+    assert.strictEqual(o.folder?.size, 'export const b = 2;\n// the developer\n'.length);
+    // A file no layer holds, edited in the folder, is no overlap.
+    fs.appendFileSync(path.join(folder, 'README.md'), 'more\n');
+    const now = (await user.request('radar', { shadow: 'radar-proj' })).overlaps;
+    assert.deepStrictEqual(
+      now.map((x) => x.id),
+      ['layers:src/a.ts', 'folder:alice:src/b.ts'],
+    );
+
+    // Cleared: alice gives src/b.ts back; bob's layer is reset.
+    await user.request('layer.revert', { shadow: 'radar-proj', agent: 'alice', path: 'src/b.ts' });
+    await heard('src/b.ts cleared', (n) => n.cleared.some((x) => x.id === 'folder:alice:src/b.ts'));
+    await user.request('layer.reset', { shadow: 'radar-proj', agent: 'bob' });
+    await heard('src/a.ts cleared', (n) => n.cleared.some((x) => x.id === 'layers:src/a.ts'));
+    assert.deepStrictEqual((await user.request('radar', { shadow: 'radar-proj' })).overlaps, []);
+  });
+
+  it('a copy of a layer agrees with it until one of them changes the path; the developer putting the base back clears the overlap', async () => {
+    const folder = makeFolder();
+    await user.request('mount', { folder, name: 'radar-clone' });
+    mounted.push('radar-clone');
+    await sh('radar-clone', 'alice', 'echo "// alice" >> src/a.ts');
+    await user.request('layer.clone', { shadow: 'radar-clone', agent: 'alice', to: 'carol' });
+    assert.deepStrictEqual((await user.request('radar', { shadow: 'radar-clone' })).overlaps, []);
+    await user.request('layer.write', {
+      shadow: 'radar-clone',
+      agent: 'carol',
+      path: 'src/a.ts',
+      data: Buffer.from('export const a = 3;\n').toString('base64'),
+    });
+    await heard('carol and alice differ', (n) => n.added.some((o) => o.id === 'layers:src/a.ts' && o.agents.join() === 'alice,carol'));
+
+    // The developer changes src/a.ts and puts it back as it was: the content is the base again.
+    const file = path.join(folder, 'src', 'a.ts');
+    fs.writeFileSync(file, 'export const a = 100;\n');
+    await heard('base moved', (n) => n.added.some((o) => o.id === 'folder:alice:src/a.ts'));
+    fs.writeFileSync(file, 'export const a = 1;\n');
+    await heard('base back', (n) => n.cleared.some((o) => o.id === 'folder:alice:src/a.ts'));
+  });
+
+  it('a restricted connection lists and hears only the overlaps that name its agent', async () => {
+    const folder = makeFolder();
+    await user.request('mount', { folder, name: 'radar-scoped' });
+    mounted.push('radar-scoped');
+    const me = await ShadowClient.connect({ clientName: 'radar-test agent', scope: { shadow: 'radar-scoped', agent: 'me' } });
+    clients.push(me);
+    const mine: RadarNote[] = [];
+    me.on('radar/changed', (p) => mine.push(p));
+    await sh('radar-scoped', 'me', 'echo me >> src/a.ts');
+    await sh('radar-scoped', 'x', 'echo x >> src/a.ts && echo x >> src/b.ts');
+    await sh('radar-scoped', 'y', 'echo y >> src/b.ts');
+    const all = (await user.request('radar', { shadow: 'radar-scoped' })).overlaps;
+    assert.deepStrictEqual(
+      all.map((o) => [o.path, o.agents]),
+      [
+        ['src/a.ts', ['me', 'x']],
+        ['src/b.ts', ['x', 'y']],
+      ],
+    );
+    const seen = (await me.request('radar', { shadow: 'radar-scoped' })).overlaps;
+    assert.deepStrictEqual(
+      seen.map((o) => [o.path, o.agents]),
+      [['src/a.ts', ['me', 'x']]],
+    );
+    await assert.rejects(
+      me.request('radar', { shadow: 'radar-scoped', agent: 'x' }),
+      (e: unknown) => e instanceof ShadowError && e.code === 'SCOPE_DENIED',
+    );
+    await heard('both overlaps told to the user', (n) => n.shadow === 'radar-scoped' && n.added.some((o) => o.path === 'src/b.ts'));
+    // What the restricted connection heard names it in every overlap.
+    await new Promise((r) => setTimeout(r, 200));
+    assert.ok(mine.length > 0, 'the restricted connection heard its overlap');
+    for (const n of mine) for (const o of [...n.added, ...n.cleared]) assert.ok(o.agents.includes('me'), JSON.stringify(n));
+  });
+});
