@@ -5,11 +5,12 @@
 // moved. Cleared when the layer gives the path back or is reset; a restricted connection sees
 // only the overlaps that name its own agent.
 import * as assert from 'assert';
+import { spawn, spawnSync } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
 import { ShadowClient, ShadowError } from '../src/client';
 import type { NotificationParamsOf } from '../src/protocol/methods';
-import { FolderGuard, tempDir } from './helpers/fixtures';
+import { FolderGuard, repoRoot, tempDir } from './helpers/fixtures';
 import { stopTestDaemon } from './helpers/hooks';
 
 type RadarNote = NotificationParamsOf<'radar/changed'>;
@@ -171,5 +172,55 @@ describe('the conflict radar, through a real daemon and mount', function () {
     await new Promise((r) => setTimeout(r, 200));
     assert.ok(mine.length > 0, 'the restricted connection heard its overlap');
     for (const n of mine) for (const o of [...n.added, ...n.cleared]) assert.ok(o.agents.includes('me'), JSON.stringify(n));
+  });
+
+  it("shadowfs radar lists them (--json, --agent) and --watch prints the developer's edit as it happens", async () => {
+    const cli = path.join(repoRoot, 'bin', 'shadowfs.js');
+    const folder = makeFolder();
+    await user.request('mount', { folder, name: 'radar-cli' });
+    mounted.push('radar-cli');
+    await sh('radar-cli', 'alice', 'echo alice >> src/a.ts');
+    await sh('radar-cli', 'bob', 'echo bob >> src/a.ts && echo bob >> src/b.ts');
+    const once = spawnSync(process.execPath, [cli, 'radar', 'radar-cli', '--json'], { encoding: 'utf8' });
+    assert.strictEqual(once.status, 0, once.stderr);
+    const r = JSON.parse(once.stdout) as { shadow: string; overlaps: Array<{ id: string }> };
+    assert.deepStrictEqual(
+      r.overlaps.map((o) => o.id),
+      ['layers:src/a.ts'],
+    );
+    const human = spawnSync(process.execPath, [cli, 'radar', 'radar-cli', '--agent', 'bob'], { encoding: 'utf8' });
+    assert.match(human.stdout, /^src\/a\.ts: changed by alice and bob/m);
+
+    const watch = spawn(process.execPath, [cli, 'radar', 'radar-cli', '--agent', 'bob', '--watch', '--json'], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    try {
+      let out = '';
+      const lines = (n: number): Promise<string[]> =>
+        new Promise((resolve, reject) => {
+          const look = (): void => {
+            const l = out.split('\n').filter(Boolean);
+            if (l.length >= n) resolve(l);
+          };
+          watch.stdout.on('data', (d: Buffer) => {
+            out += d.toString();
+            look();
+          });
+          watch.once('exit', () => reject(new Error(`radar --watch ended: ${out}`)));
+          look();
+        });
+      await lines(1); // the list now: it is watching
+      fs.appendFileSync(path.join(folder, 'src', 'b.ts'), '// the developer\n');
+      const l = await lines(2);
+      const n = JSON.parse(l[1]) as { event: string; added: Array<{ id: string }> };
+      assert.strictEqual(n.event, 'radar/changed');
+      assert.deepStrictEqual(
+        n.added.map((o) => o.id),
+        ['folder:bob:src/b.ts'],
+      );
+    } finally {
+      watch.kill('SIGINT');
+      await new Promise((r) => (watch.exitCode !== null ? r(undefined) : watch.once('exit', r)));
+    }
   });
 });

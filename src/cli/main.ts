@@ -9,6 +9,7 @@ import { listCommand } from './commands/list';
 import { mountCommand } from './commands/mount';
 import { runCommand } from './commands/run';
 import { serveCommand } from './commands/serve';
+import { radarCommand } from './commands/radar';
 import { shellCommand } from './commands/shell';
 import { statusCommand } from './commands/status';
 import { unmountCommand } from './commands/unmount';
@@ -29,6 +30,7 @@ export function main(argv: string[]): void {
     .command(viewCommand)
     .command(runCommand)
     .command(shellCommand)
+    .command(radarCommand)
     .command(lintsCommand)
     .command(diffCommand)
     .command(patchCommand)

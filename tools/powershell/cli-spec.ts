@@ -14,6 +14,7 @@ import { mcpCommand } from '../../src/cli/commands/mcp';
 import { mountCommand } from '../../src/cli/commands/mount';
 import { runCommand } from '../../src/cli/commands/run';
 import { serveCommand } from '../../src/cli/commands/serve';
+import { radarCommand } from '../../src/cli/commands/radar';
 import { shellCommand } from '../../src/cli/commands/shell';
 import { statusCommand } from '../../src/cli/commands/status';
 import { unmountCommand } from '../../src/cli/commands/unmount';
@@ -65,6 +66,7 @@ const TOP_LEVEL: CommandModule[] = [
   viewCommand,
   runCommand,
   shellCommand,
+  radarCommand,
   lintsCommand,
   diffCommand,
   patchCommand,

@@ -831,6 +831,8 @@ export const UNMAPPED_COMMANDS: Record<string, string> = {
   demo: 'a demonstration on its own example project, for people',
   shell:
     'an interactive terminal session: it owns the console it runs in and prints no --json result a pipeline could use (and sessions are Linux-only so far)',
+  radar:
+    'new with the conflict radar (#32); a Get-ShadowOverlap cmdlet is still to be written (its --watch prints until Ctrl-C, which a pipeline cannot use)',
   'layer cat': 'raw bytes (base64 in --json); Get-ShadowContent reads text, and Set-ShadowLayerItem/Export-ShadowPatch carry binary files',
   'file write': 'Set-ShadowLayerItem (layer write) writes the same, and any bytes, with a mode',
 };
