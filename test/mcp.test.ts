@@ -197,7 +197,8 @@ describe('the MCP server, through the SDK client over stdio', function () {
       await call('edit_file', { path: 'README.md', oldText: '# greet', newText: '# greet, by the agent' });
       await call('write_file', { path: 'NEW.md', content: 'new\n' });
       fs.writeFileSync(path.join(repo, 'README.md'), '# greet, by you\n');
-      const r = JSON.parse(textOf(await call('apply'))) as {
+      // The result is the first item: the radar may add a note after it (the user's edit under the agent's copy).
+      const r = JSON.parse((await call('apply')).content[0].text ?? '') as {
         applied: Array<{ path: string }>;
         conflicts: Array<{ path: string; merged: string }>;
       };

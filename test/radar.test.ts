@@ -8,6 +8,8 @@ import * as assert from 'assert';
 import { spawn, spawnSync } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { ShadowClient, ShadowError } from '../src/client';
 import type { NotificationParamsOf } from '../src/protocol/methods';
 import { FolderGuard, repoRoot, tempDir } from './helpers/fixtures';
@@ -221,6 +223,58 @@ describe('the conflict radar, through a real daemon and mount', function () {
     } finally {
       watch.kill('SIGINT');
       await new Promise((r) => (watch.exitCode !== null ? r(undefined) : watch.once('exit', r)));
+    }
+  });
+
+  it('tells the agent through MCP, once, on its next tool result: the user changed its copy, another agent changed its file', async () => {
+    const folder = makeFolder();
+    await user.request('mount', { folder, name: 'radar-mcp' });
+    mounted.push('radar-mcp');
+    const env: Record<string, string> = {};
+    for (const [k, v] of Object.entries(process.env)) if (v !== undefined) env[k] = v;
+    const transport = new StdioClientTransport({
+      command: process.execPath,
+      args: [path.join(repoRoot, 'bin', 'shadowfs.js'), 'mcp', '--shadow', 'radar-mcp', '--agent', 'claude'],
+      env,
+      stderr: 'pipe',
+    });
+    const mcp = new Client({ name: 'radar-test', version: '1.0.0' });
+    await mcp.connect(transport);
+    try {
+      type ToolResult = { isError?: boolean; content: Array<{ type: string; text?: string }> };
+      const call = async (name: string, a: Record<string, unknown>): Promise<string> => {
+        const r = (await mcp.callTool({ name, arguments: a })) as ToolResult;
+        return r.content.map((c) => c.text ?? '').join('\n');
+      };
+      const radarNotes = (t: string): string[] =>
+        t.split('\n').filter((l) => /\[shadowfs radar\]|also changed|since you copied it/.test(l));
+      /** Tool calls until one carries a radar note (the server hears the daemon on its own connection, a moment after this test). */
+      const untilNoted = async (): Promise<string[]> => {
+        for (let i = 0; i < 100; i++) {
+          const n = radarNotes(await call('list_directory', { path: 'src' }));
+          if (n.length) return n;
+          await new Promise((r) => setTimeout(r, 50));
+        }
+        assert.fail('no tool result carried the radar note');
+      };
+      const edited = await call('edit_file', { path: 'src/a.ts', oldText: '= 1', newText: '= 11' });
+      assert.deepStrictEqual(radarNotes(edited), [], edited);
+
+      fs.writeFileSync(path.join(folder, 'src', 'a.ts'), 'export const a = 2; // the developer\n');
+      await heard("the user changed claude's copy", (n) => n.added.some((o) => o.id === 'folder:claude:src/a.ts'));
+      const first = await untilNoted();
+      assert.match(first.join('\n'), /src\/a\.ts changed in the user's folder since you copied it/);
+      // Once: the next result says nothing more.
+      assert.deepStrictEqual(radarNotes(await call('list_directory', { path: 'src' })), []);
+
+      await sh('radar-mcp', 'bob', 'echo "// bob" >> src/a.ts');
+      await user.request('radar', { shadow: 'radar-mcp' }); // the change feed looks at bob's run now
+      await heard('bob too', (n) => n.added.some((o) => o.id === 'layers:src/a.ts'));
+      const second = await untilNoted();
+      assert.match(second.join('\n'), /agent bob also changed src\/a\.ts/);
+      assert.doesNotMatch(second.join('\n'), /since you copied it/);
+    } finally {
+      await mcp.close();
     }
   });
 });

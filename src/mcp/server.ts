@@ -12,6 +12,7 @@ import type { CallToolResult, ServerNotification, ServerRequest } from '@modelco
 import type { ShadowClient } from '../client';
 import { ShadowError } from '../common/errors';
 import { Requests, type MethodName, type ParamsOf } from '../protocol/methods';
+import { RadarNotes } from './radar-notes';
 
 export interface McpOptions {
   shadow: string;
@@ -149,6 +150,8 @@ export function createMcpServer(client: ShadowClient, opts: McpOptions): McpServ
       instructions: `Tools on shadow "${opts.shadow}" as agent "${opts.agent}": your edits go to your own layer, never to the user's folder${opts.allowApply ? ' (except the apply tool, when asked)' : ''}. Paths are relative to the project root.`,
     },
   );
+  // Overlaps with other agents' work or the user's edits, told on the next tool result.
+  const radar = new RadarNotes(client, opts.shadow, opts.agent);
   for (const def of opts.allowApply ? [...TOOLS, APPLY] : TOOLS) {
     server.registerTool(
       def.name,
@@ -170,9 +173,9 @@ export function createMcpServer(client: ShadowClient, opts: McpOptions): McpServ
             params as ParamsOf<typeof def.method>,
             { signal: extra.signal },
           );
-          return { content: [{ type: 'text', text: (def.render ?? json)(result) }] };
+          return await radar.addTo({ content: [{ type: 'text', text: (def.render ?? json)(result) }] });
         } catch (err) {
-          return errorResult(err);
+          return radar.addTo(errorResult(err));
         } finally {
           unlisten?.();
         }
