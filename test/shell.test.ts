@@ -7,13 +7,15 @@
 // while a session is open, a session is joined again after its terminal went away, and the
 // daemon's unmount and shutdown end sessions.
 import * as assert from 'assert';
-import { execFileSync } from 'child_process';
+import { execFileSync, spawn, spawnSync } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
 import { ShadowClient } from '../src/client';
 import { ShadowError } from '../src/common/errors';
 import { FolderGuard, eventually, repoRoot, tempDir } from './helpers/fixtures';
 import { running, stopTestDaemon } from './helpers/hooks';
+import { probeBinary } from './helpers/probe';
+import { launchArgs, launcherPath } from '../src/run/launcher';
 
 const cliPath = path.join(repoRoot, 'bin', 'shadowfs.js');
 
@@ -287,6 +289,20 @@ describe('shell sessions: an interactive program on a real terminal, in its own 
       client.request('shell.open', { shadow: again, agent: 'a', cwd: '../up', cols: 80, rows: 24 }),
       (e: ShadowError) => e.code === 'INVALID_PATH',
     );
+    // Directories a session may write are never shadowfs's own: not inside its runtime directory
+    // (the mount points of every shadow and view), not above its state, not the folder.
+    const runtime = process.env.XDG_RUNTIME_DIR!;
+    for (const [dir, why] of [
+      [path.join(runtime, 'shadowfs', 'mounts'), /is inside shadowfs's own/],
+      [runtime, /holds shadowfs's own/],
+      [path.dirname(folder), /would give the session the folder itself/],
+    ] as const) {
+      await assert.rejects(
+        client.request('shell.open', { shadow: again, agent: 'a', writable: [dir], cols: 80, rows: 24 }),
+        (e: ShadowError) => e.code === 'INVALID_PATH' && why.test(e.message),
+        dir,
+      );
+    }
     // An agent's restricted connection is refused: sessions are the user's to open.
     const agent = await ShadowClient.connect();
     try {
@@ -298,5 +314,46 @@ describe('shell sessions: an interactive program on a real terminal, in its own 
     } finally {
       agent.close();
     }
+  });
+});
+
+describe('the launcher binds the directory it checked, not what a name points to a moment later', function () {
+  this.timeout(120_000);
+
+  it("a run racing a link into a session's writable directory never reaches the folder", async () => {
+    // Found by review: a directory given with --writable that lies inside a directory another
+    // session may write. That session swaps the name between a real directory and a link to the
+    // user's folder (RENAME_EXCHANGE, over and over) while sessions start; the launcher checked
+    // the name with realpath() and then copied the mount by name, so now and then it bound the
+    // folder itself, writable. It now opens the name once, refusing links in every component
+    // (openat2 RESOLVE_NO_SYMLINKS), and copies the mount of what it opened.
+    const folder = tempDir('race-folder');
+    fs.writeFileSync(path.join(folder, 'a.txt'), 'original\n');
+    const guard = new FolderGuard(folder);
+    const w = tempDir('race-writable');
+    fs.mkdirSync(path.join(w, 'sub'));
+    fs.symlinkSync(folder, path.join(w, 'lnk'));
+    const swapper = spawn(probeBinary(), ['exchange-loop', path.join(w, 'sub'), path.join(w, 'lnk'), '600000'], { stdio: 'ignore' });
+    let started = 0;
+    let refused = 0;
+    try {
+      for (let i = 0; i < 150; i++) {
+        const args = launchArgs({ binds: [], cwd: '/', env: { PATH: '/usr/bin:/bin' }, writable: [path.join(w, 'sub')] }, [
+          'sh',
+          '-c',
+          `echo written >> ${path.join(w, 'sub', 'a.txt')}`,
+        ]);
+        const r = spawnSync(launcherPath(), args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe', 'pipe'] });
+        if (r.status === 0) started++;
+        else refused++;
+      }
+    } finally {
+      swapper.kill('SIGKILL');
+    }
+    assert.strictEqual(fs.readFileSync(path.join(folder, 'a.txt'), 'utf8'), 'original\n');
+    await guard.check();
+    // Both outcomes happened, so the race was really run: launches that found the directory
+    // (and wrote into it) and launches that met the link (and were refused).
+    assert.ok(started > 0 && refused > 0, `started ${started}, refused ${refused}`);
   });
 });

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+#include <linux/openat2.h>
 
 #include <algorithm>
 #include <string>
@@ -62,6 +63,35 @@ int cloneTree(const std::string& source, bool recursive = true) {
   int fd = static_cast<int>(open_tree(AT_FDCWD, source.c_str(), OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | (recursive ? AT_RECURSIVE : 0)));
   if (fd < 0) fail("CONFINEMENT_FAILED", "cannot take a copy of the mount at " + source, errno);
   return fd;
+}
+
+// The object at `path`, opened without following any symbolic link in any component (openat2
+// RESOLVE_NO_SYMLINKS), as an O_PATH descriptor: what is copied into the view is the object the
+// check saw. A path string checked with realpath() and then opened again could be swapped for a
+// link in between by a run writing one of its parents (a writable directory of another run or
+// session holding this one): that race once let a session bind the user's folder itself. -1 with
+// errno (ELOOP: a link on the way); a kernel without openat2 (before 5.6) falls back to the check
+// and the open by name, said in the code rather than refused.
+int openNoLinks(const std::string& path) {
+  struct open_how how = {};
+  how.flags = O_PATH | O_CLOEXEC | O_NOFOLLOW;
+  how.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+  int fd = static_cast<int>(syscall(SYS_openat2, AT_FDCWD, path.c_str(), &how, sizeof how));
+  if (fd >= 0 || errno != ENOSYS) return fd;
+  char real[PATH_MAX];
+  if (!realpath(path.c_str(), real)) return -1;
+  if (path != real) {
+    errno = ELOOP;
+    return -1;
+  }
+  return open(path.c_str(), O_PATH | O_CLOEXEC | O_NOFOLLOW);
+}
+
+// A copy of the mount holding the object `fd` refers to (open_tree on the descriptor, not on a name).
+int cloneTreeAt(int fd, const std::string& what, bool recursive) {
+  int t = static_cast<int>(open_tree(fd, "", AT_EMPTY_PATH | OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | (recursive ? AT_RECURSIVE : 0)));
+  if (t < 0) fail("CONFINEMENT_FAILED", "cannot take a copy of the mount at " + what, errno);
+  return t;
 }
 
 void tmpfsAt(const std::string& dir, const char* opts, unsigned long flags) {
@@ -126,14 +156,17 @@ void buildView() {
     }
   }
   auto add = [&](const std::string& source, const std::string& target, unsigned long long attrs) {
-    struct stat st;
-    if (stat(source.c_str(), &st) != 0) {
-      if (attrs & MOUNT_ATTR_RDONLY) return;  // an optional read-only extra that is not there
+    int fd = openNoLinks(source);
+    if (fd < 0) {
+      if (errno == ENOENT && (attrs & MOUNT_ATTR_RDONLY)) return;  // an optional read-only extra that is not there
+      if (errno == ELOOP) fail("CONFINEMENT_FAILED", source + " goes through a symbolic link; name the real path");
       fail("CONFINEMENT_FAILED", "cannot find " + source, errno);
     }
+    struct stat st;
+    if (fstat(fd, &st) != 0) fail("CONFINEMENT_FAILED", "cannot read " + source, errno);
     bool file = !S_ISDIR(st.st_mode);
-    mustBeCanonical(source, source);
-    placed.push_back({cloneTree(source, !file), target, attrs, file});
+    placed.push_back({cloneTreeAt(fd, source, !file), target, attrs, file});
+    close(fd);
   };
   for (auto& b : g_opts.binds) add(b.first, b.second, rwAttrs);
   for (auto& b : g_opts.roBinds) add(b.first, b.second, roAttrs);

@@ -74,7 +74,65 @@ export function commandEnv(extra: Record<string, string>): Record<string, string
  * usual ask): $SHADOWFS_RUN_WRITABLE of the daemon, absolute paths separated by ':'. Default none.
  */
 export function userWritable(): string[] {
-  return outermost(realPaths((process.env.SHADOWFS_RUN_WRITABLE ?? '').split(':'), 'SHADOWFS_RUN_WRITABLE'));
+  const dirs = outermost(realPaths((process.env.SHADOWFS_RUN_WRITABLE ?? '').split(':'), 'SHADOWFS_RUN_WRITABLE'));
+  for (const d of dirs) refuseOwn(d, 'SHADOWFS_RUN_WRITABLE');
+  return dirs;
+}
+
+const within = (a: string, b: string): boolean => a === b || b === '/' || a.startsWith(`${b}/`);
+
+/**
+ * shadowfs's own places a run or session must never be given: its runtime directory (sockets,
+ * mount points of every shadow and view), its state (checkpoints, the state file) and its
+ * configuration (lsp.json names programs the daemon starts), whether they exist yet or not, and
+ * every shadowfs mount. A directory inside one of them, or above one, is refused with the reason.
+ */
+function refuseOwn(dir: string, what: string): void {
+  const own: string[] = [];
+  for (const f of [runtimeDir, stateDir]) {
+    try {
+      own.push(f());
+    } catch {
+      // none on this system
+    }
+  }
+  own.push(path.join(process.env.XDG_CONFIG_HOME || path.join(os.homedir(), '.config'), 'shadowfs'));
+  for (const o of [...own, ...shadowfsMounts()]) {
+    if (within(dir, o) || within(o, dir))
+      throw new ShadowError('INVALID_PATH', `${what} names ${dir}, which ${within(dir, o) ? 'is inside' : 'holds'} shadowfs's own ${o}`);
+  }
+}
+
+/**
+ * The extra directories a shell session is given (--writable, --readable), checked: absolute,
+ * existing directories named by their real path, apart from the folder (neither the folder, inside
+ * it, nor above it: that would give the program the folder itself), and apart from shadowfs's
+ * own places (refuseOwn). The launcher opens each again without following links (openat2), so a
+ * name swapped for a link after this check is refused there.
+ */
+export function checkExtraDirs(dirs: string[], folder: string, what: string): string[] {
+  const out: string[] = [];
+  for (const d of dirs) {
+    if (!path.isAbsolute(d)) throw new ShadowError('INVALID_PATH', `${what} directories are absolute paths, got ${JSON.stringify(d)}`);
+    const abs = path.resolve(d);
+    let real: string;
+    try {
+      real = fs.realpathSync(abs);
+    } catch {
+      throw new ShadowError('NOT_FOUND', `${what} directory ${abs} does not exist`);
+    }
+    if (real !== abs)
+      throw new ShadowError('INVALID_PATH', `${what} directory ${abs} goes through a symbolic link (to ${real}); name the real path`);
+    if (!fs.statSync(real).isDirectory()) throw new ShadowError('INVALID_PATH', `${what} names ${real}, which is not a directory`);
+    if (within(real, folder) || within(folder, real))
+      throw new ShadowError(
+        'INVALID_PATH',
+        `${what} directory ${real} would give the session the folder itself (${folder}); name one apart from it`,
+      );
+    refuseOwn(real, `${what} directory`);
+    out.push(real);
+  }
+  return out;
 }
 
 /**

@@ -7,12 +7,11 @@
 // the session is closed, and keeps a bounded copy of its recent output for whoever joins again.
 import { EventEmitter } from 'events';
 import * as crypto from 'crypto';
-import * as fs from 'fs';
 import * as path from 'path';
 import { ShadowError } from '../common/errors';
 import { normalizeRelPath } from '../common/paths';
-import { platform, runtimeDir, stateDir } from '../platform';
-import { commandEnv, launchArgs, launcherPath, probeConfinement, type Protection } from '../run/launcher';
+import { platform } from '../platform';
+import { checkExtraDirs, commandEnv, launchArgs, launcherPath, probeConfinement, type Protection } from '../run/launcher';
 import type { Shadow } from '../shadow';
 
 /** The part of node-pty a session uses (the package is optional: see loadPty). */
@@ -68,46 +67,6 @@ export interface ShellOptions {
   writable?: string[];
   /** Directories outside the folder the program may read, at their own paths. */
   readable?: string[];
-}
-
-/**
- * The extra directories a session is given, checked: absolute, existing directories named by their
- * real path (a symbolic link could be repointed), and apart from the folder: neither the folder,
- * inside it, nor above it (that would give the program the folder itself), nor above shadowfs's
- * own runtime or state directories.
- */
-export function checkExtraDirs(dirs: string[], folder: string, what: string): string[] {
-  const out: string[] = [];
-  const within = (a: string, b: string): boolean => a === b || b === '/' || a.startsWith(`${b}/`);
-  const own = [runtimeDir, stateDir].flatMap((f) => {
-    try {
-      return [f()];
-    } catch {
-      return [];
-    }
-  });
-  for (const d of dirs) {
-    if (!path.isAbsolute(d)) throw new ShadowError('INVALID_PATH', `${what} directories are absolute paths, got ${JSON.stringify(d)}`);
-    const abs = path.resolve(d);
-    let real: string;
-    try {
-      real = fs.realpathSync(abs);
-    } catch {
-      throw new ShadowError('NOT_FOUND', `${what} directory ${abs} does not exist`);
-    }
-    if (real !== abs)
-      throw new ShadowError('INVALID_PATH', `${what} directory ${abs} goes through a symbolic link (to ${real}); name the real path`);
-    if (!fs.statSync(real).isDirectory()) throw new ShadowError('INVALID_PATH', `${what} names ${real}, which is not a directory`);
-    if (within(real, folder) || within(folder, real))
-      throw new ShadowError(
-        'INVALID_PATH',
-        `${what} directory ${real} would give the session the folder itself (${folder}); name one apart from it`,
-      );
-    const mine = own.find((o) => within(o, real));
-    if (mine) throw new ShadowError('INVALID_PATH', `${what} directory ${real} holds shadowfs's own ${mine}`);
-    out.push(real);
-  }
-  return out;
 }
 
 export interface ShellExit {

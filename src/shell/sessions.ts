@@ -16,25 +16,49 @@ export class ShellSessions {
   /** Views opened for sessions, with how many running sessions use each. */
   private readonly views = new Map<View, number>();
 
+  /** Views being opened, by shadow and agent: two sessions starting at once share one. */
+  private readonly opening = new Map<string, Promise<View>>();
+
   async start(shadow: Shadow, opts: ShellOptions): Promise<ShellSession> {
-    let view = shadow.viewOf(opts.agent);
-    const opened = view === undefined;
-    view ??= await shadow.openView(opts.agent);
+    const view = await this.viewFor(shadow, opts.agent);
+    // A view opened for sessions is counted (closed with its last session); one the user opened is not.
+    const counted = this.views.has(view);
     let session: ShellSession;
     try {
       session = ShellSession.start(shadow, view.mountPoint, opts);
     } catch (err) {
-      if (opened) await view.close({ lazy: true }).catch(() => undefined);
+      if (counted && this.views.get(view) === 0) {
+        this.views.delete(view);
+        await view.close({ lazy: true }).catch(() => undefined);
+      }
       throw err;
     }
-    if (opened || this.views.has(view)) this.views.set(view, (this.views.get(view) ?? 0) + 1);
+    if (counted) this.views.set(view, (this.views.get(view) ?? 0) + 1);
     this.sessions.set(session.id, session);
-    const used = view;
     void session.ended().then(async () => {
-      await this.release(used);
+      await this.release(view);
       setTimeout(() => this.sessions.delete(session.id), KEEP_ENDED_MS).unref();
     });
     return session;
+  }
+
+  /** The agent's open view, or one opened for sessions (counted from 0), shared by sessions starting at once. */
+  private viewFor(shadow: Shadow, agent: string): Promise<View> {
+    const existing = shadow.viewOf(agent);
+    if (existing) return Promise.resolve(existing);
+    const key = `${shadow.mountPoint}\0${agent}`;
+    let pending = this.opening.get(key);
+    if (!pending) {
+      pending = shadow
+        .openView(agent)
+        .then((v) => {
+          this.views.set(v, 0);
+          return v;
+        })
+        .finally(() => this.opening.delete(key));
+      this.opening.set(key, pending);
+    }
+    return pending;
   }
 
   get(id: string): ShellSession | undefined {

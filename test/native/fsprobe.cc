@@ -14,6 +14,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -111,6 +112,21 @@ int main(int argc, char** argv) {
     unsigned flags = std::string(argv[4]) == "exchange" ? RENAME_EXCHANGE : RENAME_NOREPLACE;
     if (renameat2(AT_FDCWD, argv[2], AT_FDCWD, argv[3], flags) != 0) return fail();
     puts("ok");
+    return 0;
+  }
+  if (cmd == "exchange-loop" && argc == 5) {
+    // Swaps two names over and over (RENAME_EXCHANGE) for argv[4] milliseconds: a link and a
+    // directory trading places, as a run racing the launcher's checks would.
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    long ms = atol(argv[4]), swaps = 0;
+    for (;;) {
+      renameat2(AT_FDCWD, argv[2], AT_FDCWD, argv[3], RENAME_EXCHANGE);
+      ++swaps;
+      clock_gettime(CLOCK_MONOTONIC, &t);
+      if ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 >= ms) break;
+    }
+    printf("%ld\n", swaps);
     return 0;
   }
   if (cmd == "mmap-read") {

@@ -10,6 +10,9 @@ import { type ShellSession, ShellSessions } from '../../shell/sessions';
 import type { ShadowManager } from '../manager';
 import type { Client, Handlers } from './context';
 
+/** Output a joined connection may leave unread before it is detached from the session. */
+const MAX_UNREAD_BYTES = 8 * 1024 * 1024;
+
 export class Shells {
   readonly sessions = new ShellSessions();
   /** Connections joined to each session, by session id. */
@@ -129,8 +132,16 @@ export class Shells {
   /** Sends a session's output and end to the connections joined to it. */
   private wire(s: ShellSession): void {
     const send = (method: 'shell/output' | 'shell/exit', params: object): void => {
-      for (const c of this.joined.get(s.id) ?? []) {
-        if (c.rpc.socket.destroyed) continue;
+      const joined = this.joined.get(s.id);
+      for (const c of joined ?? []) {
+        // A connection that restricted itself after joining (an agent's) hears nothing of a session.
+        if (c.rpc.socket.destroyed || c.scope) continue;
+        // One that stopped reading is let go rather than buffered without bound: the program goes
+        // on, and joining again shows the recent output.
+        if (c.rpc.socket.writableLength > MAX_UNREAD_BYTES) {
+          joined?.delete(c);
+          continue;
+        }
         try {
           void c.rpc.connection.sendNotification(method, params).catch(() => undefined);
         } catch {
