@@ -450,7 +450,12 @@ export const CMDLETS: CmdletSpec[] = [
       },
       { name: 'WorkingDirectory', type: 'string', cli: { option: 'cwd' } },
       { name: 'Environment', type: 'string[]', cli: { option: 'env' }, protocolParam: 'env' },
-      { name: 'TimeoutSec', type: 'double', cli: { option: 'timeout' } },
+      {
+        name: 'TimeoutSec',
+        type: 'string',
+        cli: { option: 'timeout' },
+        help: 'Seconds the command may run once it has the shadow (default 600); 0 or none: no limit.',
+      },
       { name: 'DiscardWrites', type: 'switch', cli: { option: 'discard-writes' } },
       { name: 'Shell', type: 'switch', cli: { option: 'shell' }, help: 'Run the first element of -Command as a shell command line.' },
       {
