@@ -17,6 +17,11 @@ export function refOf(uri: vscode.Uri): DocRef | undefined {
   return uri.scheme === SCHEME ? fromUriParts(uri.path, uri.query) : undefined;
 }
 
+/** The path of a file of the user's folder (root) from its slash-separated path in the shadow. */
+export function joinRel(root: string, rel: string): string {
+  return vscode.Uri.joinPath(vscode.Uri.file(root), ...rel.split('/')).fsPath;
+}
+
 /** Text of a file's bytes, or a line saying it is binary. */
 export function textOf(data: Buffer): string {
   if (data.subarray(0, 8000).includes(0)) return `(binary file, ${data.length} bytes)`;

@@ -1,45 +1,25 @@
 // The shadowfs extension: shows what agents changed in shadows of the user's folders, compares
 // it with the user's files, checks it with the shadow's language servers and applies it when the
-// user says so. All of it through the daemon (the installed package's shadowfs/client); nothing
-// here writes the user's folder except the apply commands.
+// user says so. All of it through the daemon (the installed package's shadowfs/client). This file
+// wires the parts together on activation (views, status bar, the change feed) and registers the
+// commands; the apply flow, the only code that writes the user's folder, is in apply.ts, and the
+// palette's quick picks in pickers.ts.
 import * as crypto from 'crypto';
 import * as vscode from 'vscode';
 import type { ResultOf, ShadowInfo } from 'shadowfs/client';
-import { docUri, ShadowContentProvider } from './content';
+import { apply, applyBranch, type ApplyContext, type BranchApplyResult } from './apply';
+import { isScripted, type CommandOptions } from './commandOptions';
+import { docUri, joinRel, ShadowContentProvider } from './content';
 import { Daemon, type DaemonState } from './daemon';
 import { locate, type Installation } from './locate';
 import { McpServers } from './mcp';
-import { branchNameProblem } from './branchName';
-import { checkedOutBranch, commitsNotOnHead, describeBranchTip, type CommitLine } from './git';
-import { baseName, describeExcluded, groupChanges, type FileNode, type LayerNode, type Node } from './model';
-import { agentIdProblem, uniqueAgentName } from './names';
+import { baseName, describeExcluded, type FileNode, type Node } from './model';
+import { pickers } from './pickers';
 import { AgentTerminals } from './terminals';
 import { LintsProvider, samePath, ShadowsProvider, type LintNode } from './views';
 
-/** Options a command takes as its last argument when scripted (tests, keybindings). */
-export interface CommandOptions {
-  /** false: no confirmation dialog. */
-  confirm?: boolean;
-  /** apply: how to resolve conflicts, by path, without asking. */
-  resolutions?: Record<string, 'agent' | 'folder' | 'merged' | { content: string }>;
-  /** run: the command line, without asking. */
-  commandLine?: string;
-  /** checkpoint: the name, without asking. restore: the checkpoint. */
-  name?: string;
-  /** newAgentTerminal: the agent, without asking (a new one is made if the shadow has none of that name). */
-  agent?: string;
-  /** run: cancels the run too (besides the notification's Cancel button). */
-  cancellation?: vscode.CancellationToken;
-  /** applyBranch: the branch's name, without asking. */
-  branch?: string;
-  /** applyBranch: when the branch exists, true replaces it and false refuses, without asking. */
-  force?: boolean;
-  /**
-   * applyLayer, applyFile, showPatch: also the files git ignores in the folder (without it they are
-   * left out; applyLayer asks when the layer has some). .git is left out whatever this says.
-   */
-  includeIgnored?: boolean;
-}
+// The types a script of the commands (the extension's tests) needs, where they always were.
+export type { BranchApplyResult, CommandOptions };
 
 /** What activate() returns: the extension's parts, for other extensions and for its tests. */
 export interface ShadowfsApi {
@@ -55,10 +35,7 @@ export interface ShadowfsApi {
   installation(): Installation | undefined;
 }
 
-type ApplyResult = ResultOf<'layer.apply'>;
 type RunResult = ResultOf<'run'>;
-/** What shadowfs.applyBranch answers: the daemon's result, and the commits the branch has that the folder's HEAD has not. */
-export type BranchApplyResult = ApplyResult & { commits: CommitLine[] | undefined };
 
 let output: vscode.OutputChannel;
 
@@ -199,6 +176,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<Shadow
   );
 
   // ---- commands ----
+  const { pickShadow, pickLayer, pickLayerOrNew, pickAgent } = pickers({ daemon, shadows, workspaceShadow });
+  const applyContext: ApplyContext = { daemon, shadows, content, output };
   const command = (id: string, fn: (...args: never[]) => unknown): void => {
     context.subscriptions.push(
       vscode.commands.registerCommand(id, async (...args: never[]) => {
@@ -412,129 +391,10 @@ export async function activate(context: vscode.ExtensionContext): Promise<Shadow
     return r;
   });
 
-  const apply = async (
-    shadow: string,
-    agent: string,
-    paths: string[] | undefined,
-    opts: CommandOptions | undefined,
-  ): Promise<ApplyResult | undefined> => {
-    const client = await daemon.get();
-    const what = paths ? (paths.length === 1 ? paths[0] : `${paths.length} files`) : `every change of ${agent}`;
-    const folder = shadows.model.shadow(shadow)?.folder ?? 'your folder';
-    // What the layer has that apply leaves out, as the view last heard it: said before asking,
-    // and the ignored files offered as a second choice.
-    const inScope = (p: string): boolean => !paths || paths.some((q) => p === q || p.startsWith(`${q}/`));
-    const known = groupChanges(shadows.model.layers(shadow).find((l) => l.agent === agent)?.changes ?? []).excluded;
-    const metaCount = known['repository-metadata'].filter((c) => inScope(c.path)).length;
-    const ignoredCount = known.ignored.filter((c) => inScope(c.path)).length;
-    let includeIgnored = opts?.includeIgnored === true;
-    if (opts?.confirm !== false) {
-      const plain = 'Apply';
-      const withIgnored = `Apply Including ${ignoredCount} Ignored`;
-      const notes = [
-        'Files you changed since the agent copied them are not written; you choose what happens to each.',
-        metaCount ? `${metaCount} change(s) in .git (git's own data) are never applied.` : '',
-        ignoredCount === 0
-          ? ''
-          : includeIgnored
-            ? `${ignoredCount} file(s) your folder's git ignores are written too.`
-            : `${ignoredCount} file(s) your folder's git ignores are left out; “${withIgnored}” writes them too.`,
-      ].filter(Boolean);
-      const actions = ignoredCount && !includeIgnored ? [plain, withIgnored] : [plain];
-      const answer = await vscode.window.showWarningMessage(
-        `Write ${what} into ${folder}?`,
-        { modal: true, detail: notes.join(' ') },
-        ...actions,
-      );
-      if (answer === undefined) return undefined;
-      if (answer === withIgnored) includeIgnored = true;
-    }
-    const ignoredParam = includeIgnored ? { includeIgnored: true } : {};
-    let result = await client.request('layer.apply', {
-      shadow,
-      agent,
-      ...(paths ? { paths } : {}),
-      ...(opts?.resolutions ? { resolutions: opts.resolutions } : {}),
-      ...ignoredParam,
-    });
-    const leftOut = describeExcluded(result.excluded);
-    output.appendLine(
-      `apply ${agent} (${shadow}): ${result.applied.length} written, ${result.conflicts.length} conflict(s)${leftOut ? `; left out: ${leftOut}` : ''}`,
-    );
-    for (const e of result.excluded ?? []) output.appendLine(`  not applied (${e.reason}): ${e.path}`);
-    const leftOutNote = leftOut ? ` Left out: ${leftOut}.` : '';
-    if (result.conflicts.length && opts?.resolutions === undefined && opts?.confirm !== false) {
-      result = await resolveConflicts(shadow, agent, result, includeIgnored);
-      if (leftOut)
-        void vscode.window.showInformationMessage(`Applied ${result.applied.length} change(s) of ${agent} to ${folder}.${leftOutNote}`);
-    } else if (result.conflicts.length) {
-      void vscode.window.showWarningMessage(
-        `shadowfs: ${result.conflicts.length} file(s) not applied; you changed them since ${agent} copied them: ${result.conflicts.map((c) => c.path).join(', ')}.${leftOutNote}`,
-      );
-    } else if (result.applied.length === 0) {
-      void vscode.window.showInformationMessage(`Nothing of ${agent}'s to write into ${folder}.${leftOutNote}`);
-    } else {
-      void vscode.window.showInformationMessage(`Applied ${result.applied.length} change(s) of ${agent} to ${folder}.${leftOutNote}`);
-    }
-    await shadows.refresh();
-    return result;
-  };
-
-  /** Shows each conflict (your file beside the merge or the agent's version) and asks what to do. */
-  const resolveConflicts = async (shadow: string, agent: string, first: ApplyResult, includeIgnored: boolean): Promise<ApplyResult> => {
-    const client = await daemon.get();
-    const resolutions: Record<string, 'agent' | 'folder' | 'merged' | { content: string }> = {};
-    const folder = shadows.model.shadow(shadow)?.folder ?? '';
-    for (const c of first.conflicts) {
-      const right = c.merged !== null ? content.hold(c.path, c.merged) : docUri({ kind: 'agent', shadow, agent, path: c.path });
-      const left = c.folder !== null ? vscode.Uri.file(joinRel(folder, c.path)) : docUri({ kind: 'empty', path: c.path });
-      await vscode.commands.executeCommand(
-        'vscode.diff',
-        left,
-        right,
-        `${baseName(c.path)} (yours ↔ ${c.merged !== null ? `merged with ${agent}'s` : `${agent}'s`})`,
-        { preview: false },
-      );
-      const items: Array<vscode.QuickPickItem & { value: 'agent' | 'folder' | 'merged' | 'markers' | 'skip' }> = [];
-      if (c.merged !== null && c.mergeConflicts === 0)
-        items.push({ label: 'Take the merge', description: 'both changes merged cleanly', value: 'merged' });
-      items.push({ label: `Take ${agent}'s version`, description: 'overwrites your changes to this file', value: 'agent' });
-      items.push({ label: 'Keep yours', description: `drops ${agent}'s change to this file`, value: 'folder' });
-      if (c.merged !== null && c.mergeConflicts > 0)
-        items.push({
-          label: 'Write the merge with conflict markers',
-          description: `${c.mergeConflicts} region(s) to fix by hand in your file`,
-          value: 'markers',
-        });
-      items.push({ label: 'Decide later', description: `leaves it in ${agent}'s layer`, value: 'skip' });
-      const picked = await vscode.window.showQuickPick(items, {
-        title: `${c.path}: ${c.reason}`,
-        placeHolder: 'You changed this file since the agent copied it',
-        ignoreFocusOut: true,
-      });
-      if (!picked || picked.value === 'skip') continue;
-      resolutions[c.path] = picked.value === 'markers' ? { content: c.merged ?? '' } : picked.value;
-    }
-    const paths = Object.keys(resolutions);
-    if (paths.length === 0) return first;
-    const second = await client.request('layer.apply', {
-      shadow,
-      agent,
-      paths,
-      resolutions,
-      ...(includeIgnored ? { includeIgnored } : {}),
-    });
-    return {
-      ...first,
-      applied: [...first.applied, ...second.applied],
-      conflicts: first.conflicts.filter((c) => !paths.includes(c.path)).concat(second.conflicts),
-    };
-  };
-
   command('shadowfs.applyLayer', async (node?: Node, opts?: CommandOptions) => {
     const layer = node?.kind === 'layer' ? node : await pickLayer('Apply which agent’s change to your folder?');
     if (!layer) return undefined;
-    return apply(layer.shadow, layer.agent, undefined, opts);
+    return apply(applyContext, layer.shadow, layer.agent, undefined, opts);
   });
 
   command('shadowfs.applyFile', async (node?: FileNode, opts?: CommandOptions) => {
@@ -548,6 +408,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<Shadow
       );
     // An ignored file chosen by itself is meant: it is applied with the ignored files included.
     return apply(
+      applyContext,
       node.shadow,
       node.agent,
       [node.change.path],
@@ -561,119 +422,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<Shadow
   command('shadowfs.applyBranch', async (node?: Node, opts?: CommandOptions): Promise<BranchApplyResult | undefined> => {
     const layer = node?.kind === 'layer' ? node : await pickLayer('Bring which agent’s commits into your repository?');
     if (!layer) return undefined;
-    const { shadow, agent } = layer;
-    const client = await daemon.get();
-    const folder = shadows.model.shadow(shadow)?.folder;
-    const where = folder ?? 'your repository';
-    let name = opts?.branch;
-    let suggestion = branchNameProblem(`${agent}-work`) ? '' : `${agent}-work`;
-    for (;;) {
-      if (name === undefined) {
-        name = await vscode.window.showInputBox({
-          title: `Apply ${agent}'s commits as a new branch of ${where}`,
-          prompt:
-            'The new branch. Only it and the commits it needs are written; your checked-out branch, index, files and other branches stay as they are.',
-          value: suggestion,
-          ignoreFocusOut: true,
-          validateInput: (v) => branchNameProblem(v),
-        });
-        if (name === undefined) return undefined;
-      } else {
-        const problem = branchNameProblem(name);
-        if (problem)
-          throw Object.assign(new Error(`${JSON.stringify(name)} is not a valid branch name: ${problem}`), { code: 'INVALID_ARGUMENT' });
-      }
-      const branch: string = name;
-      const request = (force: boolean): Thenable<ApplyResult> =>
-        vscode.window.withProgress(
-          { location: vscode.ProgressLocation.Notification, title: `Bringing ${agent}'s commits into ${where} as branch ${branch}…` },
-          () => client.request('layer.apply', { shadow, agent, branch, ...(force ? { force: true } : {}) }),
-        );
-      let result: ApplyResult;
-      try {
-        result = await request(false);
-      } catch (err) {
-        if ((err as { code?: unknown }).code !== 'BRANCH_EXISTS') throw err;
-        const choice = await onBranchExists(err as Error, folder, branch, agent, opts);
-        if (choice === 'rename') {
-          suggestion = branch;
-          name = undefined;
-          continue;
-        }
-        if (choice !== 'replace') return undefined;
-        result = await request(true);
-      }
-      return reportBranch(agent, folder, result);
-    }
+    return applyBranch(applyContext, layer.shadow, layer.agent, opts);
   });
-
-  /** The branch exists: replace it (asked in a modal dialog), choose another name, or stop. */
-  const onBranchExists = async (
-    err: Error,
-    folder: string | undefined,
-    branch: string,
-    agent: string,
-    opts: CommandOptions | undefined,
-  ): Promise<'replace' | 'rename' | 'cancel'> => {
-    if (opts?.force === true) return 'replace';
-    // Scripted without force: the caller gets BRANCH_EXISTS itself.
-    if (opts?.force === false || opts?.confirm === false) throw err;
-    const another = 'Choose Another Name';
-    if (folder && (await checkedOutBranch(folder)) === branch) {
-      // The daemon never moves the checked-out branch, even with force: offering to is no choice.
-      const answer = await vscode.window.showWarningMessage(
-        `${branch} is the branch checked out in ${folder}.`,
-        {
-          modal: true,
-          detail:
-            'shadowfs never moves the branch you have checked out, not even to replace it. Choose another name for the agent’s commits.',
-        },
-        another,
-      );
-      return answer === another ? 'rename' : 'cancel';
-    }
-    const tip = folder ? await describeBranchTip(folder, branch) : undefined;
-    const replace = 'Replace Branch';
-    const answer = await vscode.window.showWarningMessage(
-      `Branch ${branch} exists already${folder ? ` in ${folder}` : ''}. Replace it with ${agent}'s commits?`,
-      {
-        modal: true,
-        detail: `${tip ? `It points to ${tip}. ` : ''}Replaced, it points to ${agent}'s last commit instead; commits only it had are then on no branch (note the one above to get them back). Your checked-out branch, index, files and other branches are not touched.`,
-      },
-      replace,
-      another,
-    );
-    return answer === replace ? 'replace' : answer === another ? 'rename' : 'cancel';
-  };
-
-  /** Says what the branch apply made and what it left alone; the commits go to the output channel. */
-  const reportBranch = async (agent: string, folder: string | undefined, result: ApplyResult): Promise<BranchApplyResult> => {
-    const b = result.branch;
-    if (!b) throw new Error('the daemon answered without a branch: it may be older than this extension (restart it)');
-    const short = (c: string): string => c.slice(0, 10);
-    const commits = folder ? await commitsNotOnHead(folder, b.commit) : undefined;
-    const head = folder ? await checkedOutBranch(folder) : undefined;
-    const onHead = head ? `your ${head}` : 'your HEAD';
-    output.appendLine(
-      `apply ${agent} as branch ${b.name} in ${folder ?? '?'}: ${b.previous ? `replaced (was ${b.previous}), ` : ''}now ${b.commit}`,
-    );
-    for (const c of commits ?? []) output.appendLine(`  ${short(c.commit)} ${c.subject}`);
-    const made = b.previous
-      ? `Branch ${b.name} now has ${agent}'s commits (${short(b.commit)}; it was ${short(b.previous)}).`
-      : `Made branch ${b.name} from ${agent}'s commits (${short(b.commit)}).`;
-    const brought =
-      commits === undefined
-        ? ''
-        : commits.length === 0
-          ? ` It has no commit that ${onHead} lacks.`
-          : ` ${commits.length} commit(s) not on ${onHead}: "${commits[0].subject}"${commits.length > 1 ? ` and ${commits.length - 1} more` : ''}.`;
-    const left = ` ${head ? `Your checked-out branch (${head})` : 'Your HEAD'}, index, files and other branches are as they were; ${agent}'s file changes stay in its layer.`;
-    void vscode.window.showInformationMessage(made + brought + left, 'Show Commits').then((a) => {
-      if (a) output.show(true);
-    });
-    await shadows.refresh();
-    return { ...result, commits };
-  };
 
   command('shadowfs.lints', async (node?: Node) => {
     const layer = node?.kind === 'layer' ? node : await pickLayer('Check which agent’s change?');
@@ -781,65 +531,6 @@ export async function activate(context: vscode.ExtensionContext): Promise<Shadow
     return r;
   });
 
-  // ---- pickers for palette use ----
-  const pickShadow = async (): Promise<ShadowInfo | undefined> => {
-    await daemon.get();
-    await shadows.refresh();
-    const list = shadows.model.shadowList();
-    if (list.length === 0) throw new Error('there are no shadows; mount this folder first (shadowfs: Mount This Folder)');
-    if (list.length === 1) return list[0];
-    const mine = workspaceShadow();
-    const picked = await vscode.window.showQuickPick(
-      list.map((s) => ({ label: s.name, description: s.folder, picked: s === mine, info: s })),
-      { placeHolder: 'Which shadow?' },
-    );
-    return picked?.info;
-  };
-  const pickLayer = async (title: string): Promise<LayerNode | undefined> => {
-    const shadow = await pickShadow();
-    if (!shadow) return undefined;
-    const layers = shadows.model.layers(shadow.name);
-    if (layers.length === 0) throw new Error(`no agent has a layer in ${shadow.name} yet`);
-    if (layers.length === 1) return layers[0];
-    const picked = await vscode.window.showQuickPick(
-      layers.map((l) => ({ label: l.agent, description: l.active ? 'active' : '', layer: l })),
-      { title },
-    );
-    return picked?.layer;
-  };
-  const pickLayerOrNew = async (title: string): Promise<{ shadow: string; agent: string } | undefined> => {
-    const shadow = await pickShadow();
-    if (!shadow) return undefined;
-    const layers = shadows.model.layers(shadow.name);
-    const fresh = uniqueAgentName('vscode', shadow.agents);
-    const picked = await vscode.window.showQuickPick(
-      [...layers.map((l) => ({ label: l.agent, description: l.active ? 'active' : '' })), { label: fresh, description: 'a new layer' }],
-      { title },
-    );
-    return picked ? { shadow: shadow.name, agent: picked.label } : undefined;
-  };
-
-  /** An agent of the shadow, or a new one (its name asked, a free one offered). */
-  const pickAgent = async (shadow: ShadowInfo, title: string): Promise<string | undefined> => {
-    const fresh = uniqueAgentName('vscode', shadow.agents);
-    const NEW = 'New agent…';
-    const picked = await vscode.window.showQuickPick(
-      [
-        ...[...shadow.agents].sort().map((a) => ({ label: a, description: shadow.active === a ? 'active' : 'has a layer' })),
-        { label: NEW, description: 'a new layer' },
-      ],
-      { title, placeHolder: 'The session sees and writes this agent’s layer only' },
-    );
-    if (!picked) return undefined;
-    if (picked.label !== NEW) return picked.label;
-    return vscode.window.showInputBox({
-      title,
-      prompt: 'The new agent’s id (it names its layer)',
-      value: fresh,
-      validateInput: agentIdProblem,
-    });
-  };
-
   updateStatus();
   // Connect now: the view fills in, and the daemon starts if it is not running.
   void shadows.refresh().then(() => {
@@ -853,12 +544,4 @@ export async function activate(context: vscode.ExtensionContext): Promise<Shadow
 export function deactivate(): void {
   // Disposables registered on the context close the connection; the daemon keeps running for
   // other clients and exits on its own when nothing uses it.
-}
-
-function isScripted(arg: unknown): boolean {
-  return typeof arg === 'object' && arg !== null && !Array.isArray(arg) && (arg as CommandOptions).confirm === false;
-}
-
-function joinRel(root: string, rel: string): string {
-  return vscode.Uri.joinPath(vscode.Uri.file(root), ...rel.split('/')).fsPath;
 }
