@@ -88,6 +88,8 @@ export class Daemon {
   /** Windows: the secret of the hello handshake, published in the endpoint file. */
   private readonly secret = platform.transport.newSecret();
   private ownsPidFile = false;
+  /** Removes the record of the runtime directory for clients without XDG_RUNTIME_DIR (platform.announceRuntimeDir). */
+  private unannounce: (() => void) | undefined;
   /** Resolves when the daemon has stopped. */
   readonly done: Promise<void>;
   private resolveDone: () => void = () => undefined;
@@ -138,6 +140,7 @@ export class Daemon {
     this.server.maxConnections = MAX_CLIENTS;
     // We hold the lock: a socket left by a daemon that is gone is replaced.
     this.endpoint = await platform.transport.listen(paths, this.secret, (where) => this.listen(where));
+    this.unannounce = platform.announceRuntimeDir?.(paths.dir);
     this.recovery = this.recover(previous);
     this.manager.startIdleChecks(Math.max(250, Math.min(30_000, this.opts.idleMs / 4)));
     // The change feed runs while somebody is connected to hear it.
@@ -255,6 +258,7 @@ export class Daemon {
     await this.manager.shutdown();
     for (const c of this.clients) c.rpc.socket.destroy();
     await new Promise<void>((r) => (this.server ? this.server.close(() => r()) : r()));
+    this.unannounce?.();
     const mine = platform.transport.ownFiles(this.opts.paths);
     if (this.ownsPidFile) mine.push(this.opts.paths.pid);
     for (const f of mine) {

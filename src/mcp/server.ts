@@ -1,18 +1,19 @@
 // The MCP face of shadowfs: one agent's tools on one shadow, over stdio, built on the official
-// MCP TypeScript SDK. Every tool is a thin call to the daemon through shadowfs/client; its input
-// schema is the protocol's own parameter schema with the shadow and agent taken out (they are
-// fixed when the server starts), so MCP clients see the same names, types and descriptions as
-// the JSON-RPC protocol. Writing the user's folder (apply) is offered only when the server was
-// started with it allowed. The client must come restricted to this shadow and agent
-// (ClientOptions.scope): the daemon, not this server, is what holds the agent to its layer.
-import * as crypto from 'crypto';
+// MCP TypeScript SDK. Every tool is a thin call to the daemon through shadowfs/client (tools.ts:
+// their schemas and calls; shape.ts: results bounded for a model's context). Writing the user's
+// folder (apply) is offered only when the server was started with it allowed. The client must
+// come restricted to this shadow and agent (ClientOptions.scope): the daemon, not this server, is
+// what holds the agent to its layer; after a daemon restart the server connects again through
+// McpOptions.reconnect, restricted the same way.
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
-import type { CallToolResult, ServerNotification, ServerRequest } from '@modelcontextprotocol/sdk/types.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { ShadowClient } from '../client';
-import { ShadowError } from '../common/errors';
-import { Requests, type MethodName, type ParamsOf } from '../protocol/methods';
+import { type ErrorCode, ShadowError } from '../common/errors';
+import { DaemonLink } from './link';
 import { RadarNotes } from './radar-notes';
+import { BackgroundRuns } from './runs';
+import { output, toolResult, type ToolOutput } from './shape';
+import { APPLY, TOOLS, type Extra, type ToolContext } from './tools';
 
 export interface McpOptions {
   shadow: string;
@@ -20,121 +21,43 @@ export interface McpOptions {
   /** Offer the apply tool (writes the user's folder). */
   allowApply?: boolean;
   version: string;
+  /** Connects again (restricted to this agent) when the daemon went away; without it a lost daemon stays lost. */
+  reconnect?: () => Promise<ShadowClient>;
 }
 
-interface ToolDef {
-  name: string;
-  method: MethodName;
-  title: string;
-  description?: string;
-  /** Protocol parameters the tool does not expose besides shadow and agent. */
-  hide?: string[];
-  /** Shapes the answer for the model (default: the result as JSON). */
-  render?: (result: unknown) => string;
-  readOnly?: boolean;
-  destructive?: boolean;
-}
-
-const json = (r: unknown): string => JSON.stringify(r, null, 1);
-
-const TOOLS: ToolDef[] = [
-  {
-    name: 'read_file',
-    method: 'file.read',
-    title: 'Read a file',
-    readOnly: true,
-    render: (r) => {
-      const x = r as {
-        path: string;
-        content: string;
-        startLine: number;
-        endLine: number;
-        totalLines: number;
-        binary: boolean;
-        hash?: string;
-      };
-      // The hash is what write_file and edit_file take in expect.hash (write only if unchanged since).
-      const hash = x.hash ? ` (hash ${x.hash})` : '';
-      if (x.binary) return `${x.path} is a binary file${hash}`;
-      return `${x.path} lines ${x.startLine}-${x.endLine} of ${x.totalLines}${hash}:\n${x.content}`;
-    },
-  },
-  { name: 'write_file', method: 'file.write', title: 'Write a file', hide: ['mode'] },
-  { name: 'edit_file', method: 'file.edit', title: 'Replace exact text in a file' },
-  { name: 'list_directory', method: 'file.list', title: 'List a directory', readOnly: true },
-  { name: 'glob', method: 'file.glob', title: 'Find files by glob', readOnly: true },
-  { name: 'grep', method: 'file.grep', title: 'Search file contents', readOnly: true },
-  {
-    name: 'run_command',
-    method: 'run',
-    title: 'Run a command in the shadow',
-    description:
-      "Runs a command (argv) in the shadow with this agent's changes visible, taking turns with other agents; the folder itself is never written. Output comes back when it ends. It has no terminal and no input: editors and prompts fail at once (give git commit -m). It may run 600 s unless timeout (seconds; 0: no limit) says otherwise; cancelling the call interrupts it. While it waits for another agent's run, progress notifications say whom it waits for.",
-    hide: ['runId', 'atOriginalPath', 'originalPath', 'unprotected', 'discardWrites'],
-    render: (r) => {
-      const x = r as {
-        exitCode: number | null;
-        signal: string | null;
-        stdout: string;
-        stderr: string;
-        timedOut: boolean;
-        timeoutMs?: number;
-        cancelled: boolean;
-        durationMs: number;
-      };
-      const limit =
-        x.timeoutMs === undefined
-          ? ''
-          : ` after ${x.timeoutMs / 1000} s; pass a larger timeout (seconds, 0: no limit) to let it run longer`;
-      return [
-        `exit code ${x.exitCode ?? 'none'}${x.signal ? ` (signal ${x.signal})` : ''}${x.timedOut ? ` (timed out${limit})` : ''}${x.cancelled ? ' (cancelled)' : ''}, ${x.durationMs} ms`,
-        x.stdout ? `--- stdout\n${x.stdout}` : '',
-        x.stderr ? `--- stderr\n${x.stderr}` : '',
-      ]
-        .filter(Boolean)
-        .join('\n');
-    },
-  },
-  { name: 'lints', method: 'lints', title: 'Diagnostics for the change', readOnly: false },
-  {
-    name: 'diff',
-    method: 'layer.diff',
-    title: 'Diff of the changes',
-    readOnly: true,
-    render: (r) => (r as { text: string }).text || '(no changes)',
-  },
-  {
-    name: 'patch',
-    method: 'layer.patch',
-    title: 'Git patch of the changes',
-    readOnly: true,
-    render: (r) => (r as { text: string }).text || '(no changes)',
-  },
-  { name: 'checkpoint', method: 'layer.checkpoint', title: 'Save a checkpoint' },
-  { name: 'restore_checkpoint', method: 'layer.restore', title: 'Restore a checkpoint', destructive: true },
-  { name: 'list_checkpoints', method: 'layer.checkpoints', title: 'List checkpoints', readOnly: true },
-];
-
-const APPLY: ToolDef = {
-  name: 'apply',
-  method: 'layer.apply',
-  title: "Apply the changes to the user's folder",
-  description:
-    "Writes this agent's changes into the user's real folder (the only tool that does). Files the user changed meanwhile come back as conflicts and are not written unless resolutions say how. With branch, no file is written: this agent's commits (its HEAD) come into the user's repository as that new branch instead (force replaces an existing one).",
-  destructive: true,
+/** What an agent can do about each error: said after the code and message of every error result. */
+const WHAT_TO_DO: Partial<Record<ErrorCode, string>> = {
+  NOT_FOUND: 'check the path with glob or list_directory (paths are relative to the project root)',
+  INVALID_PATH: 'give a path relative to the project root (or absolute inside it), without ".."',
+  IS_DIRECTORY: 'name a file; list_directory shows what the directory holds',
+  NOT_A_DIRECTORY: 'a part of the path is a file, not a directory: check it with list_directory',
+  PATH_THROUGH_SYMLINK: 'give the path the link points to',
+  NO_MATCH: 'read_file the lines again and copy oldText exactly, whitespace and indentation included',
+  AMBIGUOUS_MATCH: 'include more surrounding lines in oldText so that it occurs once, or pass replaceAll: true',
+  CONFLICT: 'the file changed since you read it, or the path is in the way: read it again and redo the change',
+  INVALID_ARGUMENT: "check the arguments against the tool's input schema (tools/list)",
+  FILE_TOO_LARGE: 'read it in parts with offset and limit, or work on it with run_command',
+  TIMEOUT: 'narrow the request (a simpler pattern, a path) or give a larger timeout',
+  ABORTED: 'the call was cancelled; call again if it is still needed',
+  SCOPE_DENIED: 'this server does not let this agent do that; ask the user',
+  POLICY_DENIED: "the user's policy forbids it; ask the user",
+  DAEMON_UNAVAILABLE:
+    'call the tool again: the server connects to the daemon again; if that fails too, ask the user to start it (shadowfs serve)',
+  UNKNOWN_SHADOW: 'ask the user to mount the project again (shadowfs mount), or to start this server with --folder',
+  NOT_MOUNTED: 'call again (the daemon mounts it again); if it persists, ask the user to check shadowfs status',
+  UNKNOWN_AGENT: 'write or edit a file first: your layer is made then',
+  NAMESPACE_UNAVAILABLE: 'runs cannot be confined on this system: ask the user',
+  NOT_SUPPORTED: 'this system cannot do that: try without that option',
+  LAYER_BUSY: 'another of your calls is using the layer: try again in a moment',
+  MOUNT_BUSY: 'try again in a moment',
+  INTERNAL: 'this is a shadowfs bug: tell the user (its daemon log says more) and go on another way',
 };
 
-/** The protocol's parameter schema of `method` without shadow, agent and `hide`. */
-function inputSchemaOf(def: ToolDef) {
-  const omit: Record<string, true> = { shadow: true, agent: true };
-  for (const h of def.hide ?? []) omit[h] = true;
-  const params = Requests[def.method].params as unknown as { omit: (m: Record<string, true>) => unknown };
-  return params.omit(omit) as never;
-}
-
-function errorResult(err: unknown): CallToolResult {
+/** An error as an agent reads it: the code first, what happened, then what to do. */
+export function errorOutput(err: unknown): ToolOutput {
   const e = err instanceof ShadowError ? err : new ShadowError('INTERNAL', (err as Error)?.message ?? String(err));
-  return { isError: true, content: [{ type: 'text', text: `${e.code}: ${e.message}` }] };
+  const todo = WHAT_TO_DO[e.code] ?? 'read the message above: it says what is wrong';
+  return { ...output(`${e.code}: ${e.message}\nWhat to do: ${todo}.`), isError: true };
 }
 
 export function createMcpServer(client: ShadowClient, opts: McpOptions): McpServer {
@@ -147,38 +70,42 @@ export function createMcpServer(client: ShadowClient, opts: McpOptions): McpServ
   const server = new McpServer(
     { name: 'shadowfs', version: opts.version },
     {
-      instructions: `Tools on shadow "${opts.shadow}" as agent "${opts.agent}": your edits go to your own layer, never to the user's folder${opts.allowApply ? ' (except the apply tool, when asked)' : ''}. Paths are relative to the project root.`,
+      instructions: `Tools on shadow "${opts.shadow}" as agent "${opts.agent}": your edits go to your own layer, never to the user's folder${opts.allowApply ? ' (except the apply tool, when asked)' : ''}. Paths are relative to the project root; absolute paths inside the project (as pwd and stack traces in runs show them) work too. Line numbers are 1-based everywhere. Results are bounded in size and say how to get what they leave out.`,
     },
   );
+  // The SDK answers arguments its schema refuses (and unknown tools) with its own message; it
+  // gets the same code-first shape as every other error.
+  (server as unknown as { createToolError: (message: string) => CallToolResult }).createToolError = (message) =>
+    toolResult(errorOutput(new ShadowError('INVALID_ARGUMENT', message)));
   // Overlaps with other agents' work or the user's edits, told on the next tool result.
   const radar = new RadarNotes(client, opts.shadow, opts.agent);
+  const link = new DaemonLink(client, opts.shadow, opts.agent, opts.reconnect);
+  const ctx: ToolContext = {
+    shadow: opts.shadow,
+    agent: opts.agent,
+    link,
+    runs: new BackgroundRuns(link),
+    progressWhileQueued: (runId, extra) => progressWhileQueued(link, runId, extra),
+  };
   for (const def of opts.allowApply ? [...TOOLS, APPLY] : TOOLS) {
     server.registerTool(
       def.name,
       {
         title: def.title,
-        description: def.description ?? Requests[def.method].summary,
-        inputSchema: inputSchemaOf(def),
+        description: def.description,
+        inputSchema: def.inputSchema as never,
         annotations: { readOnlyHint: def.readOnly === true, destructiveHint: def.destructive === true, openWorldHint: false },
       },
-      (async (args: Record<string, unknown>, extra: RequestHandlerExtra<ServerRequest, ServerNotification>): Promise<CallToolResult> => {
-        let unlisten: (() => void) | undefined;
+      (async (args: Record<string, unknown>, extra: Extra): Promise<CallToolResult> => {
+        let out: ToolOutput;
         try {
-          const params = { ...args, shadow: opts.shadow, agent: opts.agent } as Record<string, unknown>;
-          if (def.method === 'run') unlisten = progressWhileQueued(client, params, extra);
-          // The MCP client's cancel (notifications/cancelled) cancels the daemon's request, which
-          // for a run interrupts its command, then kills it.
-          const result = await (client.request as (m: MethodName, p: unknown, o: { signal: AbortSignal }) => Promise<unknown>)(
-            def.method,
-            params as ParamsOf<typeof def.method>,
-            { signal: extra.signal },
-          );
-          return await radar.addTo({ content: [{ type: 'text', text: (def.render ?? json)(result) }] });
+          // The MCP client's cancel (notifications/cancelled) aborts extra.signal, which cancels
+          // the daemon's request: for a run, its command is interrupted, then killed.
+          out = await def.call(ctx, args, extra);
         } catch (err) {
-          return radar.addTo(errorResult(err));
-        } finally {
-          unlisten?.();
+          out = errorOutput(err);
         }
+        return radar.addTo(toolResult(out));
       }) as never,
     );
   }
@@ -186,21 +113,15 @@ export function createMcpServer(client: ShadowClient, opts: McpOptions): McpServ
 }
 
 /**
- * A run gets an id of the server's own, and while it waits for another agent's job on the shared
- * mount, the MCP client hears it as progress (when it gave a progressToken): whom it waits for and
- * for how long. Returns how to stop listening.
+ * While a run waits for another agent's job on the shared mount, the MCP client hears it as
+ * progress (when it gave a progressToken): whom it waits for and for how long. Returns how to
+ * stop listening.
  */
-function progressWhileQueued(
-  client: ShadowClient,
-  params: Record<string, unknown>,
-  extra: RequestHandlerExtra<ServerRequest, ServerNotification>,
-): (() => void) | undefined {
+function progressWhileQueued(link: DaemonLink, runId: string, extra: Extra): (() => void) | undefined {
   const token = extra._meta?.progressToken;
   if (token === undefined) return undefined;
-  const runId = `mcp-${crypto.randomBytes(6).toString('hex')}`;
-  params.runId = runId;
   let progress = 0;
-  return client.on('run/queued', (p) => {
+  return link.on('run/queued', (p) => {
     if (p.runId !== runId) return;
     progress++;
     void extra

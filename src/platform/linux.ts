@@ -1,5 +1,5 @@
 // The Linux platform (other POSIX systems get it too, and are told where it cannot serve them):
-// per-user directories under XDG_RUNTIME_DIR and XDG_STATE_HOME, FUSE mounts, a Unix socket, and
+// per-user directories under XDG_RUNTIME_DIR (found without it too: linux-runtime.ts) and XDG_STATE_HOME, FUSE mounts, a Unix socket, and
 // cgroups or /proc for process trees.
 import * as fs from 'fs';
 import * as os from 'os';
@@ -7,26 +7,9 @@ import * as path from 'path';
 import { ShadowError } from '../common/errors';
 import { checkFuseDevice, forceUnmount, mountTable, prepareMountPoint, remakeMountPoint } from './linux-mounts';
 import { linuxProcesses } from './linux-processes';
+import { announceRuntimeDir, runtimeDir } from './linux-runtime';
 import { socketTransport } from './linux-transport';
 import type { Platform } from './types';
-
-/**
- * Mode 0700 under XDG_RUNTIME_DIR (or a per-uid directory in the temp dir), owned by this user:
- * mount points and the daemon's socket, state and log.
- */
-function runtimeDir(): string {
-  const base =
-    process.env.XDG_RUNTIME_DIR && fs.existsSync(process.env.XDG_RUNTIME_DIR)
-      ? path.join(process.env.XDG_RUNTIME_DIR, 'shadowfs')
-      : path.join(os.tmpdir(), `shadowfs-${process.getuid?.() ?? 'user'}`);
-  fs.mkdirSync(base, { recursive: true, mode: 0o700 });
-  const st = fs.lstatSync(base);
-  if (!st.isDirectory() || (process.getuid && st.uid !== process.getuid())) {
-    throw new ShadowError('INTERNAL', `the runtime directory ${base} is not a directory owned by you; remove it and retry`);
-  }
-  fs.chmodSync(base, 0o700);
-  return base;
-}
 
 /** $SHADOWFS_STATE_DIR, else $XDG_STATE_HOME/shadowfs or ~/.local/state/shadowfs; mode 0700. */
 function stateDir(): string {
@@ -43,6 +26,7 @@ export const linux: Platform = {
   nameSeparators: /[/\0]/,
   namespaces: process.platform === 'linux',
   runtimeDir,
+  announceRuntimeDir,
   stateDir,
   configDir: () => process.env.XDG_CONFIG_HOME ?? path.join(os.homedir(), '.config'),
   mountTable,

@@ -148,6 +148,11 @@ export interface Platform {
 
   /** The private per-user directory: mount points and the daemon's socket, state and log. */
   runtimeDir(): string;
+  /**
+   * Daemon side, once it listens: makes its runtime directory findable by this user's processes
+   * whose environment lost the variable that names it; returns what undoes that at stop.
+   */
+  announceRuntimeDir?(dir: string): () => void;
   /** The per-user directory for what must outlive the daemon and a reboot (checkpoints). */
   stateDir(): string;
   /** The per-user configuration directory shadowfs's own folder goes in (lsp.json). */

@@ -1,5 +1,6 @@
-// `shadowfs mcp --shadow S --agent A [--allow-apply]`: an MCP server on standard input/output
-// for one agent on one shadow (see src/mcp/server.ts). The agent behind it is not trusted: its
+// `shadowfs mcp (--shadow S | --folder DIR) --agent A [--allow-apply]`: an MCP server on standard
+// input/output for one agent on one shadow (see src/mcp/server.ts); --folder finds the shadow
+// showing that folder, or mounts one. It reconnects (restricted again) after a daemon restart. The agent behind it is not trusted: its
 // connection to the daemon is restricted to that agent's layer on that shadow (session.restrict)
 // as it opens, before any tool is served, and the daemon holds it to that whatever the server
 // sends. Logs go to standard error only: standard output carries the protocol.
@@ -7,11 +8,13 @@ import * as fs from 'fs';
 import * as path from 'path';
 import type { Argv, CommandModule } from 'yargs';
 import { ShadowClient } from '../../client';
+import { ShadowError } from '../../common/errors';
 import { connectCli } from '../daemon-call';
 import { reportError } from '../output';
 
 interface Args {
-  shadow: string;
+  shadow?: string;
+  folder?: string;
   agent: string;
   'allow-apply': boolean;
 }
@@ -21,7 +24,16 @@ export const mcpCommand: CommandModule<object, Args> = {
   describe: 'Serve MCP (stdio) for one agent on one shadow: file tools, run, lints, diff, patch, checkpoints (apply with --allow-apply)',
   builder: (y: Argv) =>
     y
-      .option('shadow', { type: 'string', demandOption: true, describe: 'the shadow (name or mount point)' })
+      .option('shadow', { type: 'string', describe: 'the shadow (name or mount point)' })
+      .option('folder', {
+        type: 'string',
+        describe: "the folder instead: the shadow showing it, mounted now if there is none (e.g. --folder . in the project's directory)",
+      })
+      .conflicts('shadow', 'folder')
+      .check((a) => {
+        if (a.shadow === undefined && a.folder === undefined) throw new Error('give --shadow or --folder');
+        return true;
+      })
       .option('agent', { type: 'string', demandOption: true, describe: 'the agent id whose layer the tools use' })
       .option('allow-apply', {
         type: 'boolean',
@@ -31,14 +43,13 @@ export const mcpCommand: CommandModule<object, Args> = {
   handler: async (args) => {
     let client: ShadowClient | undefined;
     try {
+      const shadow = args.shadow ?? (await shadowOfFolder(args.folder!));
+      const scope = { shadow, agent: args.agent, allowApply: args['allow-apply'] };
       // Restricted as it opens; fails at once (on stderr) when the shadow does not exist, rather
       // than at the first tool call.
-      client = await connectCli({
-        clientName: `shadowfs mcp ${process.pid}`,
-        scope: { shadow: args.shadow, agent: args.agent, allowApply: args['allow-apply'] },
-      });
+      client = await connectCli({ clientName: `shadowfs mcp ${process.pid}`, scope });
       // The session is this agent's: its layer exists from the start (empty: the folder as it is).
-      await client.request('layer.create', { shadow: args.shadow, agent: args.agent });
+      await client.request('layer.create', { shadow, agent: args.agent });
       const version = (
         JSON.parse(fs.readFileSync(path.join(__dirname, '..', '..', '..', '..', 'package.json'), 'utf8')) as { version: string }
       ).version;
@@ -48,7 +59,14 @@ export const mcpCommand: CommandModule<object, Args> = {
       const { StdioServerTransport } =
         require('@modelcontextprotocol/sdk/server/stdio.js') as typeof import('@modelcontextprotocol/sdk/server/stdio.js');
       /* eslint-enable @typescript-eslint/no-require-imports */
-      const server = createMcpServer(client, { shadow: args.shadow, agent: args.agent, allowApply: args['allow-apply'], version });
+      const server = createMcpServer(client, {
+        shadow,
+        agent: args.agent,
+        allowApply: args['allow-apply'],
+        version,
+        // After a daemon restart: the same restriction again, on a new connection (closed below as the last one).
+        reconnect: async () => (client = await connectCli({ clientName: `shadowfs mcp ${process.pid}`, scope })),
+      });
       const transport = new StdioServerTransport();
       await server.connect(transport);
       // Ends when the client closes the transport or standard input.
@@ -66,3 +84,25 @@ export const mcpCommand: CommandModule<object, Args> = {
     }
   },
 };
+
+/**
+ * The shadow showing `folder` (by its real path), mounted now when there is none; asked over a
+ * connection of its own, unrestricted, before the server's restricted one opens.
+ */
+async function shadowOfFolder(folder: string): Promise<string> {
+  let real: string;
+  try {
+    real = fs.realpathSync(path.resolve(folder));
+  } catch {
+    throw new ShadowError('FOLDER_NOT_FOUND', `--folder ${folder}: no such folder`);
+  }
+  const c = await connectCli({ clientName: `shadowfs mcp ${process.pid} (finding the shadow)` });
+  try {
+    const { shadows } = await c.request('list');
+    const found = shadows.find((s) => s.folder === real);
+    if (found) return found.name;
+    return (await c.request('mount', { folder: real })).name;
+  } finally {
+    c.close();
+  }
+}
