@@ -53,6 +53,12 @@ export interface ApplyOptions {
    * are refused and reported as conflicts (with whatever lies under them); the rest is applied.
    */
   allowTypeChanges?: boolean;
+  /**
+   * Per path, what to write to the folder instead of the agent's version: some of its hunks
+   * (src/patch/review). The layer keeps the agent's version over the new folder file, so what is
+   * left of its change is the hunks not taken.
+   */
+  partial?: Map<string, Side>;
   /** @internal For tests: called after a step's checks, right before it touches the folder. */
   beforeStep?: (rel: string, step: string) => void;
 }
@@ -306,9 +312,10 @@ async function applyBeneath(shadow: Shadow, root: Beneath, agent: string, opts: 
     }
     const kind = f.old && f.new ? (sameContent(f.old, f.new) ? 'mode' : 'write') : f.new ? 'create' : 'delete';
     const hold = heldBy(f.path);
+    const chosen = opts.partial?.get(f.path);
     if (!why) {
       if (hold) continue; // reported with the path that holds it
-      writes.push({ f, side: f.new, action: kind });
+      writes.push({ f, side: chosen ?? f.new, action: chosen ? 'write' : kind });
       give.push(f.path);
       continue;
     }
@@ -320,7 +327,7 @@ async function applyBeneath(shadow: Shadow, root: Beneath, agent: string, opts: 
     const m =
       baseBytes && folderText !== null && agentText !== null ? mergeText(folderText, baseBytes.data.toString('utf8'), agentText) : null;
     if (how === 'agent') {
-      writes.push({ f, side: f.new, action: kind });
+      writes.push({ f, side: chosen ?? f.new, action: chosen ? 'write' : kind });
       give.push(f.path);
     } else if (how === 'folder') {
       res.applied.push({ path: f.path, action: 'keep-folder' });
@@ -519,6 +526,15 @@ async function applyBeneath(shadow: Shadow, root: Beneath, agent: string, opts: 
   // The applied paths leave the layer (the folder shows through there now).
   for (const p of [...give, ...made].sort(byteOrder)) {
     try {
+      const kept = opts.partial?.has(p) ? c.files.find((f) => f.path === p)?.new : undefined;
+      if (kept) {
+        // Some hunks went to the folder: the layer keeps the agent's version over the new folder
+        // file (taken again, so its base is the file just written, and the rest is still its change).
+        const perm = (await layer.stat(p)).mode & 0o7777;
+        await layer.revert(p);
+        await layer.write(p, kept.data, { mode: perm });
+        continue;
+      }
       await layer.revert(p);
     } catch (err) {
       if (err instanceof ShadowError && err.code === 'CONFLICT') res.kept.push(p);
