@@ -12,6 +12,7 @@ import type { CallToolResult, ServerNotification, ServerRequest } from '@modelco
 import type { ShadowClient } from '../client';
 import { ShadowError } from '../common/errors';
 import { Requests, type MethodName, type ParamsOf } from '../protocol/methods';
+import { withNotes } from './notes';
 import { RadarNotes } from './radar-notes';
 
 export interface McpOptions {
@@ -115,6 +116,16 @@ const TOOLS: ToolDef[] = [
   { name: 'list_checkpoints', method: 'layer.checkpoints', title: 'List checkpoints', readOnly: true },
 ];
 
+/** The user's side of review, offered with apply: the changes as hunks with ids that apply's hunks parameter takes. */
+const REVIEW: ToolDef = {
+  name: 'review_hunks',
+  method: 'layer.hunks',
+  title: 'List the changes as hunks',
+  description:
+    "This agent's changes as hunks with stable ids (whole files where they cannot be cut); apply with hunks: [ids] writes only those to the user's folder.",
+  readOnly: true,
+};
+
 const APPLY: ToolDef = {
   name: 'apply',
   method: 'layer.apply',
@@ -152,7 +163,7 @@ export function createMcpServer(client: ShadowClient, opts: McpOptions): McpServ
   );
   // Overlaps with other agents' work or the user's edits, told on the next tool result.
   const radar = new RadarNotes(client, opts.shadow, opts.agent);
-  for (const def of opts.allowApply ? [...TOOLS, APPLY] : TOOLS) {
+  for (const def of opts.allowApply ? [...TOOLS, REVIEW, APPLY] : TOOLS) {
     server.registerTool(
       def.name,
       {
@@ -173,9 +184,15 @@ export function createMcpServer(client: ShadowClient, opts: McpOptions): McpServ
             params as ParamsOf<typeof def.method>,
             { signal: extra.signal },
           );
-          return await radar.addTo({ content: [{ type: 'text', text: (def.render ?? json)(result) }] });
+          // What the user decided (rejections) and the radar's overlaps, told on the next tool result.
+          return await withNotes(
+            client,
+            opts.shadow,
+            opts.agent,
+            await radar.addTo({ content: [{ type: 'text', text: (def.render ?? json)(result) }] }),
+          );
         } catch (err) {
-          return radar.addTo(errorResult(err));
+          return await withNotes(client, opts.shadow, opts.agent, await radar.addTo(errorResult(err)));
         } finally {
           unlisten?.();
         }
