@@ -99,9 +99,10 @@ interface ApplyArgs extends PathArgs {
   'allow-type-changes': boolean;
   branch?: string;
   force: boolean;
+  hunk: string[];
 }
 
-function renderApply(r: ResultOf<'layer.apply'>, showMerge: boolean): string {
+export function renderApply(r: ResultOf<'layer.apply'>, showMerge: boolean): string {
   const lines: string[] = [];
   if (r.branch)
     return `${r.dryRun ? 'would make' : 'made'} branch ${r.branch.name} at ${r.branch.commit}${r.branch.previous ? ` (was ${r.branch.previous})` : ''}`;
@@ -169,6 +170,12 @@ export const applyCommand: CommandModule<object, ApplyArgs> = {
         type: 'boolean',
         default: false,
         describe: 'with --branch: replace an existing branch of that name',
+      })
+      .option('hunk', {
+        type: 'string',
+        array: true,
+        default: [],
+        describe: 'apply only this hunk (an id from review --list; repeatable), plus the paths named; the layer keeps the rest',
       }) as Argv<ApplyArgs>,
   handler: (args) =>
     withClient(
@@ -186,6 +193,7 @@ export const applyCommand: CommandModule<object, ApplyArgs> = {
           ...(args['allow-type-changes'] ? { allowTypeChanges: true } : {}),
           ...(Object.keys(resolutions).length ? { resolutions } : {}),
           ...(args.branch !== undefined ? { branch: args.branch, ...(args.force ? { force: true } : {}) } : {}),
+          ...(args.hunk.length ? { hunks: args.hunk } : {}),
         });
         if (r.conflicts.length) process.exitCode = ExitCode.CONFLICTS;
         return r;
