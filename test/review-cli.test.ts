@@ -297,4 +297,61 @@ describe('review through the daemon: RPC, CLI, a terminal, and the agent told th
     expected.splice(50, 0, 'a line the agent added\n');
     assert.strictEqual(fs.readFileSync(path.join(repo, 'notes.txt'), 'utf8'), expected.join(''));
   });
+  it('conflicts as reviewers read them: apply --show-merge and the MCP apply result carry only the conflicting regions; --mark-conflicts writes the markers into the layer', async () => {
+    const repo = makeReviewRepo('review-conflict');
+    const big = Array.from({ length: 2000 }, (_, i) => `row ${i + 1}\n`);
+    fs.writeFileSync(path.join(repo, 'big.txt'), big.join(''));
+    spawnSync('git', ['-C', repo, 'add', '-A']);
+    spawnSync('git', ['-C', repo, 'commit', '-q', '-m', 'big']);
+    await user.request('mount', { folder: repo, name: 'rv-cf' });
+    mounted.push('rv-cf');
+    const agent = [...big];
+    agent[999] = 'row 1000, by the agent\n';
+    await user.request('layer.write', { shadow: 'rv-cf', agent: 'claude', path: 'big.txt', data: b64(agent.join('')) });
+    const mine = [...big];
+    mine[999] = 'row 1000, by you\n';
+    fs.writeFileSync(path.join(repo, 'big.txt'), mine.join(''));
+
+    const shown = cli('apply', 'rv-cf', '--agent', 'claude', '--dry-run', '--show-merge');
+    assert.strictEqual(shown.status, 6, shown.stderr);
+    assert.match(shown.stdout, /merged lines 997-1009:\nrow 997\nrow 998\nrow 999\n<<<<<<< folder\nrow 1000, by you\n/);
+    assert.ok(!/^row 1$/m.test(shown.stdout) && !/^row 2000$/m.test(shown.stdout), 'not the whole file');
+    assert.ok(shown.stdout.length < 2000, `${shown.stdout.length} characters`);
+
+    const env: Record<string, string> = {};
+    for (const [k, v] of Object.entries(process.env)) if (v !== undefined) env[k] = v;
+    const transport = new StdioClientTransport({
+      command: process.execPath,
+      args: [cliPath, 'mcp', '--shadow', 'rv-cf', '--agent', 'claude', '--allow-apply'],
+      env,
+      stderr: 'pipe',
+    });
+    const client = new Client({ name: 'review-test', version: '1.0.0' });
+    await client.connect(transport);
+    try {
+      type R = { isError?: boolean; content: Array<{ text?: string }> };
+      const r = (await client.callTool({ name: 'apply', arguments: { dryRun: true } })) as R;
+      const text = r.content[0].text!;
+      const body = JSON.parse(text) as { conflicts: Array<{ path: string; regions: Array<{ text: string }>; merged?: string }> };
+      assert.strictEqual(body.conflicts[0].path, 'big.txt');
+      assert.strictEqual(body.conflicts[0].merged, undefined, 'no whole copies');
+      assert.match(body.conflicts[0].regions[0].text, /<<<<<<< folder\nrow 1000, by you/);
+      assert.ok(text.length < 3000, `${text.length} characters`);
+    } finally {
+      await client.close();
+    }
+
+    const marked = cli('apply', 'rv-cf', '--agent', 'claude', '--mark-conflicts');
+    assert.strictEqual(marked.status, 6, marked.stderr);
+    assert.match(marked.stdout, /marked: big\.txt is in the agent's layer with conflict markers/);
+    assert.strictEqual(fs.readFileSync(path.join(repo, 'big.txt'), 'utf8'), mine.join(''), 'your folder is not written');
+    const inLayer = Buffer.from(
+      (await user.request('layer.read', { shadow: 'rv-cf', agent: 'claude', path: 'big.txt' })).data,
+      'base64',
+    ).toString();
+    assert.match(
+      inLayer,
+      /^row 999\n<<<<<<< folder\nrow 1000, by you\n\|\|\|\|\|\|\| base\nrow 1000\n=======\nrow 1000, by the agent\n>>>>>>> agent\nrow 1001$/m,
+    );
+  });
 });

@@ -5,6 +5,7 @@
 // own text); rejections recorded, persisted, reverted on request. The daemon, CLI and MCP faces
 // are in review-cli.test.ts.
 import * as assert from 'assert';
+import { execFileSync } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
 import { reviewUnits, withChosen } from '../src/patch/review';
@@ -225,6 +226,73 @@ describe('review: hunks with stable ids, and applying some of them', function ()
           ],
         );
         assert.strictEqual(read(path.join(repo, 'notes.txt')), LINES.join(''), 'the folder is never written by a rejection');
+      },
+      false,
+    );
+  });
+
+  it('a conflict shows only its regions with 3 lines around; markConflicts writes the markers into the layer; resolved there, it applies', async () => {
+    const repo = makeReviewRepo();
+    const big = Array.from({ length: 300 }, (_, i) => `row ${i + 1}\n`);
+    fs.writeFileSync(path.join(repo, 'big.txt'), big.join(''));
+    execFileSync('git', ['-C', repo, 'add', '-A']);
+    execFileSync('git', ['-C', repo, 'commit', '-q', '-m', 'big']);
+    await withWork(
+      repo,
+      async (w, shadow, mp) => {
+        await shadow.createLayer('a');
+        await shadow.activate('a');
+        const agent = [...big];
+        agent[149] = 'row 150, by the agent\n';
+        fs.writeFileSync(path.join(mp, 'big.txt'), agent.join(''));
+        const mine = [...big];
+        mine[149] = 'row 150, by you\n';
+        fs.writeFileSync(path.join(repo, 'big.txt'), mine.join(''));
+        const r = await w.apply('a', { dryRun: true });
+        const [c] = r.conflicts;
+        assert.strictEqual(c.mergeConflicts, 1);
+        assert.deepStrictEqual(
+          c.regions?.map((g) => [g.startLine, g.endLine]),
+          [[147, 159]],
+        );
+        assert.strictEqual(
+          c.regions![0].text,
+          [
+            'row 147',
+            'row 148',
+            'row 149',
+            '<<<<<<< folder',
+            'row 150, by you',
+            '||||||| base',
+            'row 150',
+            '=======',
+            'row 150, by the agent',
+            '>>>>>>> agent',
+            'row 151',
+            'row 152',
+            'row 153',
+          ].join('\n'),
+        );
+        // Marked: the layer holds the merge with its markers; the folder keeps yours.
+        const m = await w.apply('a', { markConflicts: true });
+        assert.deepStrictEqual(m.marked, ['big.txt']);
+        assert.strictEqual(read(path.join(repo, 'big.txt')), mine.join(''));
+        assert.strictEqual(read(path.join(mp, 'big.txt')), c.merged);
+        // Applied as it is, the markers would reach the folder: a conflict.
+        const again = await w.apply('a');
+        assert.deepStrictEqual(
+          again.conflicts.map((x) => x.path),
+          ['big.txt'],
+        );
+        assert.match(again.conflicts[0].reason, /still holds conflict markers/);
+        assert.strictEqual(read(path.join(repo, 'big.txt')), mine.join(''));
+        // Resolved in the shadow (as an editor would), it applies without a conflict.
+        const resolved = [...big];
+        resolved[149] = 'row 150, by both of us\n';
+        fs.writeFileSync(path.join(mp, 'big.txt'), resolved.join(''));
+        const done = await w.apply('a');
+        assert.deepStrictEqual(done.conflicts, []);
+        assert.strictEqual(read(path.join(repo, 'big.txt')), resolved.join(''));
       },
       false,
     );

@@ -14,6 +14,7 @@ import { ShadowError } from '../common/errors';
 import { Requests, type MethodName, type ParamsOf } from '../protocol/methods';
 import { withNotes } from './notes';
 import { RadarNotes } from './radar-notes';
+import { boundedApply } from './render';
 
 export interface McpOptions {
   shadow: string;
@@ -133,6 +134,7 @@ const APPLY: ToolDef = {
   description:
     "Writes this agent's changes into the user's real folder (the only tool that does). Files the user changed meanwhile come back as conflicts and are not written unless resolutions say how. With branch, no file is written: this agent's commits (its HEAD) come into the user's repository as that new branch instead (force replaces an existing one).",
   destructive: true,
+  render: boundedApply,
 };
 
 /** The protocol's parameter schema of `method` without shadow, agent and `hide`. */

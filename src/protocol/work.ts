@@ -80,8 +80,22 @@ export const ApplyResult = z.object({
         .describe(
           "The merge's common version: the one the agent started from, or git's HEAD version (a guess, when the layer did not record it).",
         ),
+      regions: z
+        .array(
+          z.object({
+            startLine: z.number().int().describe('First line of merged the excerpt shows (1-based).'),
+            endLine: z.number().int(),
+            text: z.string().describe('The conflicting region with its markers and 3 lines of context around it.'),
+          }),
+        )
+        .optional()
+        .describe('Each conflicting region of merged with a few lines around it: what to read instead of the whole files.'),
     }),
   ),
+  marked: z
+    .array(z.string())
+    .optional()
+    .describe("With markConflicts: the paths written into the agent's layer with conflict markers, for the user to resolve there."),
   kept: z.array(z.string()).describe('Written to the folder, but still held by the layer (under a directory the layer replaced).'),
   excluded: z.array(ExcludedPath).describe('Changed paths not applied: .git at any depth, and files git ignores unless includeIgnored.'),
   branch: z
@@ -218,6 +232,12 @@ export const WorkRequests = {
           "Instead of writing files: bring the agent's commits (its HEAD) into the folder's repository as this new branch, by git fetch; only new objects and that ref are written (HEAD, index, work tree and other refs untouched). BRANCH_EXISTS if it exists, unless force.",
         ),
       force: z.boolean().optional().describe('With branch: replace an existing branch of that name (never the one checked out).'),
+      markConflicts: z
+        .boolean()
+        .optional()
+        .describe(
+          "Write each conflicting text file whose merge has conflicting regions into the agent's layer with conflict markers (over the folder's file as it is now), to be resolved there; the folder is not written. Apply refuses a file that still holds the markers (as a conflict).",
+        ),
       hunks: z
         .array(hunkId)
         .optional()

@@ -42,6 +42,12 @@ export interface WorkApplyOptions extends Omit<ApplyOptions, 'baseOverrides' | '
    * the rest as its change. An id that is not a unit of the layer now is CONFLICT (list again).
    */
   hunks?: string[];
+  /**
+   * Write each conflicting text file whose three-way merge has conflicting regions into the
+   * agent's layer with conflict markers, over the folder's file as it is now, so the user resolves
+   * it there (apply refuses a file that still holds the markers). The folder is not written.
+   */
+  markConflicts?: boolean;
 }
 
 /** A review unit, with why apply would not write its path as it stands (the folder changed since the agent's copy). */
@@ -53,7 +59,7 @@ export interface HunksResult {
   excluded: Excluded[];
 }
 
-export type WorkApplyResult = ApplyResult & { excluded: Excluded[]; branch?: BranchResult };
+export type WorkApplyResult = ApplyResult & { excluded: Excluded[]; branch?: BranchResult; marked?: string[] };
 
 /** A change entry, marked when diffs, patches and apply leave it out. */
 export type MarkedChange = Change & { excluded?: ExcludedReason };
@@ -140,6 +146,24 @@ export class WorkService {
   }
 
   async apply(agent: string, opts: WorkApplyOptions = {}): Promise<WorkApplyResult> {
+    const { markConflicts, ...rest } = opts;
+    const r = await this.applyChosen(agent, rest);
+    if (!markConflicts || r.dryRun) return r;
+    const marked: string[] = [];
+    const layer = this.shadow.layer(agent);
+    for (const x of r.conflicts) {
+      if (x.merged === null || x.mergeConflicts === 0) continue;
+      // Taken again over the folder's file as it is: the layer's base is that file, so once the
+      // markers are resolved the file applies without a conflict.
+      const perm = (await layer.stat(x.path)).mode & 0o7777;
+      await layer.revert(x.path);
+      await layer.write(x.path, x.merged, { mode: perm });
+      marked.push(x.path);
+    }
+    return { ...r, marked };
+  }
+
+  private async applyChosen(agent: string, opts: Omit<WorkApplyOptions, 'markConflicts'>): Promise<WorkApplyResult> {
     const { branch, force, includeIgnored, hunks, ...fileOpts } = opts;
     if (branch !== undefined) {
       const b = await fetchAgentBranch(this.shadow, agent, branch, { force: force === true, dryRun: opts.dryRun === true });

@@ -592,6 +592,12 @@ export const CMDLETS: CmdletSpec[] = [
       { name: 'Branch', type: 'string', cli: { option: 'branch' } },
       { name: 'Force', type: 'switch', cli: { option: 'force' } },
       {
+        name: 'MarkConflicts',
+        type: 'switch',
+        cli: { option: 'mark-conflicts' },
+        help: "Write each conflicting file with conflict markers into the agent's layer, to resolve there; your folder is not written.",
+      },
+      {
         name: 'Hunk',
         type: 'string[]',
         cli: { option: 'hunk' },

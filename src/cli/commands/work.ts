@@ -100,6 +100,7 @@ interface ApplyArgs extends PathArgs {
   branch?: string;
   force: boolean;
   hunk: string[];
+  'mark-conflicts': boolean;
 }
 
 export function renderApply(r: ResultOf<'layer.apply'>, showMerge: boolean): string {
@@ -119,8 +120,10 @@ export function renderApply(r: ResultOf<'layer.apply'>, showMerge: boolean): str
           ? '            a three-way merge is clean: take it with --merged ' + x.path
           : `            three-way merge has ${x.mergeConflicts} conflicting region${x.mergeConflicts === 1 ? '' : 's'}${showMerge ? ':' : ' (--show-merge to see it)'}`,
       );
-    if (showMerge && x.merged !== null) lines.push(x.merged);
+    if (showMerge && x.regions) for (const g of x.regions) lines.push(`            merged lines ${g.startLine}-${g.endLine}:`, g.text);
   }
+  for (const m of r.marked ?? [])
+    lines.push(`marked: ${m} is in the agent's layer with conflict markers: resolve them there, then apply it again`);
   if (r.conflicts.length)
     lines.push(
       `${r.conflicts.length} conflict${r.conflicts.length === 1 ? '' : 's'}: nothing was written for ${r.conflicts.length === 1 ? 'it' : 'them'}; resolve with --take (the agent's), --keep (yours) or --merged PATH`,
@@ -161,7 +164,16 @@ export const applyCommand: CommandModule<object, ApplyArgs> = {
         default: [],
         describe: 'conflicting PATH: write the clean three-way merge (repeatable; the protocol\'s "merged" resolution)',
       })
-      .option('show-merge', { type: 'boolean', default: false, describe: 'print the three-way merges of conflicts' })
+      .option('show-merge', {
+        type: 'boolean',
+        default: false,
+        describe: 'print the conflicting regions of the three-way merges, with 3 lines around each',
+      })
+      .option('mark-conflicts', {
+        type: 'boolean',
+        default: false,
+        describe: "write each conflicting file with conflict markers into the agent's layer, to resolve there (your folder is not written)",
+      })
       .option('branch', {
         type: 'string',
         describe: "instead of files: bring the agent's commits into your repository as this new branch (nothing else of yours changes)",
@@ -194,6 +206,7 @@ export const applyCommand: CommandModule<object, ApplyArgs> = {
           ...(Object.keys(resolutions).length ? { resolutions } : {}),
           ...(args.branch !== undefined ? { branch: args.branch, ...(args.force ? { force: true } : {}) } : {}),
           ...(args.hunk.length ? { hunks: args.hunk } : {}),
+          ...(args['mark-conflicts'] ? { markConflicts: true } : {}),
         });
         if (r.conflicts.length) process.exitCode = ExitCode.CONFLICTS;
         return r;

@@ -68,6 +68,7 @@ export function layerHandlers(m: ShadowManager, log: Logger) {
         allowTypeChanges: p.allowTypeChanges === true,
         ...(p.branch !== undefined ? { branch: p.branch, force: p.force === true } : {}),
         ...(p.hunks !== undefined ? { hunks: p.hunks } : {}),
+        ...(p.markConflicts === true ? { markConflicts: true } : {}),
       });
       log.info('applied a layer to the folder', {
         shadow: p.shadow,
@@ -125,7 +126,9 @@ export const layerChanges = {
   // Only what reached the folder: a dry run, or an apply that wrote nothing, is not news.
   'layer.apply': (p, r) =>
     r.dryRun || !r.applied.length
-      ? undefined
+      ? r.marked?.length
+        ? { agent: p.agent, event: 'changed', changes: r.marked.map((path) => ({ path, kind: 'modified', type: 'file' })) }
+        : undefined
       : {
           agent: p.agent,
           event: 'applied',
