@@ -11,7 +11,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { ShadowClient } from '../src/client';
 import { ShadowError } from '../src/common/errors';
-import { eventually, repoRoot } from './helpers/fixtures';
+import { eventually, repoRoot, tempDir } from './helpers/fixtures';
 import { stopTestDaemon } from './helpers/hooks';
 import { agentNotes, LINES, makeReviewRepo } from './helpers/review-repo';
 
@@ -40,9 +40,10 @@ class Terminal {
   readonly exited: Promise<number>;
   private readonly term: TermLike;
 
-  constructor(args: string[]) {
+  constructor(args: string[], extraEnv: Record<string, string> = {}) {
     const env: Record<string, string> = {};
-    for (const [k, v] of Object.entries(process.env)) if (v !== undefined) env[k] = v;
+    for (const [k, v] of Object.entries(process.env)) if (v !== undefined && k !== 'VISUAL') env[k] = v;
+    Object.assign(env, extraEnv);
     env.TERM = 'xterm-256color';
     this.term = loadPty().spawn(process.execPath, [cliPath, ...args], { cwd: repoRoot, env, cols: 120, rows: 40, name: 'xterm-256color' });
     this.term.onData((d) => (this.out += d));
@@ -297,6 +298,52 @@ describe('review through the daemon: RPC, CLI, a terminal, and the agent told th
     expected.splice(50, 0, 'a line the agent added\n');
     assert.strictEqual(fs.readFileSync(path.join(repo, 'notes.txt'), 'utf8'), expected.join(''));
   });
+  it('e opens $EDITOR on the hunk as git does: an edit that changes the old side is refused and asked again; the edited hunk is what reaches the folder', async () => {
+    const repo = makeReviewRepo('review-edit');
+    await user.request('mount', { folder: repo, name: 'rv-edit' });
+    mounted.push('rv-edit');
+    await user.request('layer.write', { shadow: 'rv-edit', agent: 'a', path: 'notes.txt', data: b64(agentNotes()) });
+    const listed = (await user.request('layer.hunks', { shadow: 'rv-edit', agent: 'a' })).hunks;
+    // An editor that first breaks the hunk (changes a removed line), then edits it properly.
+    const dir = tempDir('review-editor');
+    const editor = path.join(dir, 'editor.sh');
+    const count = path.join(dir, 'count');
+    fs.writeFileSync(
+      editor,
+      [
+        '#!/bin/sh',
+        `n=$(cat ${count} 2>/dev/null || echo 0); n=$((n+1)); echo $n > ${count}`,
+        `grep -q '^# Manual hunk edit mode: notes.txt' "$1" || exit 3`,
+        `if [ $n = 1 ]; then sed -i 's/^-line 5$/-line FIVE/' "$1"; else sed -i 's/^+line 5, by the agent$/+line 5, edited by the user/' "$1"; fi`,
+        '',
+      ].join('\n'),
+      { mode: 0o755 },
+    );
+    const t = new Terminal(['review', 'rv-edit', '--agent', 'a'], { EDITOR: editor });
+    try {
+      let at = 0;
+      at = await t.answer(/\(1\/3\) Apply this hunk/, 'e', at);
+      at = await t.waitFor(/your edited hunk does not apply: [^\n]*no longer the folder's lines/, at);
+      at = await t.answer(/\(1\/3\) Apply this hunk/, 'e', at);
+      at = await t.answer(/\(2\/3\) Apply this hunk/, 'y', at);
+      await t.answer(/\(3\/3\) Apply this hunk/, 'q', at);
+      assert.strictEqual(await t.exited, 0, t.output);
+    } finally {
+      t.kill();
+    }
+    assert.strictEqual(fs.readFileSync(count, 'utf8').trim(), '2');
+    const expected = [...LINES];
+    expected[4] = 'line 5, edited by the user\n';
+    expected[39] = 'line 40, by the agent\n';
+    assert.strictEqual(fs.readFileSync(path.join(repo, 'notes.txt'), 'utf8'), expected.join(''));
+    // The layer keeps the agent's file: its line 5 against yours, and its line 51, are left.
+    const left = (await user.request('layer.hunks', { shadow: 'rv-edit', agent: 'a' })).hunks;
+    assert.strictEqual(left.length, 2);
+    assert.match(left[0].text, /-line 5, edited by the user\n\+line 5, by the agent\n/);
+    assert.strictEqual(left[1].id, listed[2].id);
+    assert.strictEqual(left[0].conflict, undefined);
+  });
+
   it('conflicts as reviewers read them: apply --show-merge and the MCP apply result carry only the conflicting regions; --mark-conflicts writes the markers into the layer', async () => {
     const repo = makeReviewRepo('review-conflict');
     const big = Array.from({ length: 2000 }, (_, i) => `row ${i + 1}\n`);

@@ -8,6 +8,7 @@
 // src/patch: the caller gathers the contents.
 import * as crypto from 'crypto';
 import { structuredPatch } from 'diff';
+import { ShadowError } from '../common/errors';
 import type { FileChange, Side } from './index';
 import { isTextContent } from './section';
 
@@ -189,11 +190,44 @@ export function reviewUnits(changes: FileChange[]): ReviewUnit[] {
 }
 
 /**
- * The file `change` makes when only the units `chosen` (ids) of it are taken: the folder's text
- * with the chosen hunks in, and the new mode only if its unit is chosen. For a path that is cut
- * into hunks (a modified text file) only.
+ * The new side of a hunk the user edited (as git add -p's "e"): `edited` is the hunk's text as
+ * changed in an editor, "#" lines ignored; its " " and "-" lines must still be the hunk's old side
+ * (`oldSide`, lines without their "\n"), and its " " and "+" lines are what goes in their place.
  */
-export function withChosen(change: FileChange, chosen: ReadonlySet<string>): Side {
+export function editedNewSide(edited: string, oldSide: string[]): string[] {
+  const before: string[] = [];
+  const after: string[] = [];
+  const lines = edited.split('\n');
+  if (lines[lines.length - 1] === '') lines.pop();
+  for (const l of lines) {
+    if (l.startsWith('#') || l.startsWith('@@') || l.startsWith('\\')) continue;
+    const body = l.slice(1);
+    if (l === '' || l.startsWith(' ')) {
+      before.push(body);
+      after.push(body);
+    } else if (l.startsWith('-')) before.push(body);
+    else if (l.startsWith('+')) after.push(body);
+    else
+      throw new ShadowError(
+        'INVALID_ARGUMENT',
+        `an edited hunk's lines start with " ", "-", "+" or "#"; not: ${JSON.stringify(l.slice(0, 40))}`,
+      );
+  }
+  if (before.length !== oldSide.length || before.some((l, i) => l !== oldSide[i]))
+    throw new ShadowError(
+      'INVALID_ARGUMENT',
+      'the edited hunk\'s context and removed lines (" " and "-") are no longer the folder\'s lines it replaces: change only what it adds, or remove a "-" line by making it context',
+    );
+  return after;
+}
+
+/**
+ * The file `change` makes when only the units `chosen` (ids) of it are taken: the folder's text
+ * with the chosen hunks in (a hunk in `edited`, by id, as the user edited it: see editedNewSide),
+ * and the new mode only if its unit is chosen. For a path that is cut into hunks (a modified text
+ * file) only.
+ */
+export function withChosen(change: FileChange, chosen: ReadonlySet<string>, edited: ReadonlyMap<string, string> = new Map()): Side {
   const { old, new: next } = change;
   if (!isTextSide(old) || !isTextSide(next) || old.kind !== 'file' || next.kind !== 'file')
     throw new Error(`${change.path} is not a text file cut into hunks`);
@@ -202,8 +236,20 @@ export function withChosen(change: FileChange, chosen: ReadonlySet<string>): Sid
   const parts: string[] = [];
   let at = 0;
   for (const h of textHunkList(change.path, old.data.toString('utf8'), next.data.toString('utf8'))) {
-    if (!chosen.has(h.id)) continue;
-    parts.push(...oldLines.slice(at, h.old0), ...newLines.slice(h.new0, h.new0 + h.newCount));
+    if (!chosen.has(h.id) && !edited.has(h.id)) continue;
+    parts.push(...oldLines.slice(at, h.old0));
+    const region = newLines.slice(h.new0, h.new0 + h.newCount);
+    const e = edited.get(h.id);
+    if (e === undefined) parts.push(...region);
+    else {
+      const oldSide = oldLines.slice(h.old0, h.old0 + h.oldCount).map((l) => l.replace(/\n$/, ''));
+      const text = editedNewSide(e, oldSide)
+        .map((l) => l + '\n')
+        .join('');
+      // At the end of a file without a newline, the edited lines end without one too.
+      const last = region[region.length - 1] ?? oldLines[h.old0 + h.oldCount - 1];
+      parts.push(last !== undefined && !last.endsWith('\n') ? text.replace(/\n$/, '') : text);
+    }
     at = h.old0 + h.oldCount;
   }
   parts.push(...oldLines.slice(at));

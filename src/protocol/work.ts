@@ -238,6 +238,12 @@ export const WorkRequests = {
         .describe(
           "Write each conflicting text file whose merge has conflicting regions into the agent's layer with conflict markers (over the folder's file as it is now), to be resolved there; the folder is not written. Apply refuses a file that still holds the markers (as a conflict).",
         ),
+      edited: z
+        .record(hunkId, z.string().max(16 << 20))
+        .optional()
+        .describe(
+          'Hunks the user edited before applying them (as git add -p\'s "e"), by id: the hunk\'s text as edited (its " " and "-" lines unchanged; "#" lines ignored). Applied as edited, chosen or not in hunks; the layer keeps the agent\'s version. A hunk whose old side was changed is INVALID_ARGUMENT.',
+        ),
       hunks: z
         .array(hunkId)
         .optional()

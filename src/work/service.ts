@@ -48,6 +48,12 @@ export interface WorkApplyOptions extends Omit<ApplyOptions, 'baseOverrides' | '
    * it there (apply refuses a file that still holds the markers). The folder is not written.
    */
   markConflicts?: boolean;
+  /**
+   * Hunks the user edited before applying (git add -p's "e"), by id: the hunk's text as edited.
+   * Each is applied as edited (its id need not be in `hunks` too); the layer keeps the agent's
+   * version, so the difference stays its change.
+   */
+  edited?: Record<string, string>;
 }
 
 /** A review unit, with why apply would not write its path as it stands (the folder changed since the agent's copy). */
@@ -164,7 +170,11 @@ export class WorkService {
   }
 
   private async applyChosen(agent: string, opts: Omit<WorkApplyOptions, 'markConflicts'>): Promise<WorkApplyResult> {
-    const { branch, force, includeIgnored, hunks, ...fileOpts } = opts;
+    const { branch, force, includeIgnored, edited, ...chosenOpts } = opts;
+    const edits = new Map(Object.entries(edited ?? {}));
+    const hunks = chosenOpts.hunks === undefined && !edits.size ? undefined : [...(chosenOpts.hunks ?? []), ...edits.keys()];
+    delete chosenOpts.hunks;
+    const fileOpts = chosenOpts;
     if (branch !== undefined) {
       const b = await fetchAgentBranch(this.shadow, agent, branch, { force: force === true, dryRun: opts.dryRun === true });
       return { dryRun: opts.dryRun === true, applied: [], conflicts: [], kept: [], skipped: [], excluded: [], branch: b };
@@ -179,6 +189,12 @@ export class WorkService {
         'CONFLICT',
         `${unknown.join(', ')} ${unknown.length === 1 ? 'is' : 'are'} not among the layer's hunks now (the layer or the folder changed since they were listed): list the hunks again`,
       );
+    const notHunks = [...edits.keys()].filter((id) => units.find((u) => u.id === id)?.unit !== 'hunk');
+    if (notHunks.length)
+      throw new ShadowError(
+        'INVALID_ARGUMENT',
+        `${notHunks.join(', ')}: only a hunk of a text file can be edited, not a whole-file or mode unit`,
+      );
     const chosen = new Set(hunks);
     const whole = new Set(fileOpts.paths ?? []);
     const partial = new Map<string, ReturnType<typeof withChosen>>();
@@ -186,8 +202,8 @@ export class WorkService {
       const mine = units.filter((u) => u.path === f.path);
       const taken = mine.filter((u) => chosen.has(u.id));
       if (!taken.length) continue;
-      if (taken.length === mine.length) whole.add(f.path);
-      else partial.set(f.path, withChosen(f, chosen));
+      if (taken.length === mine.length && !taken.some((u) => edits.has(u.id))) whole.add(f.path);
+      else partial.set(f.path, withChosen(f, chosen, edits));
     }
     const paths = [...whole, ...partial.keys()];
     if (!paths.length) return { dryRun: opts.dryRun === true, applied: [], conflicts: [], kept: [], skipped: [], excluded: c.excluded };

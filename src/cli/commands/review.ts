@@ -1,13 +1,18 @@
 // `shadowfs review`: an agent's changes hunk by hunk, in the manner of `git add -p`. Each hunk
 // (a whole file when it cannot be cut: added, deleted, binary, a link) is shown, coloured on a
 // terminal, and the user answers: y apply it to the folder, n reject it (with a reason the agent
-// is told), s skip, q quit. At the end the rejections are recorded (layer.reject; with
+// is told), e edit it in $EDITOR first (as git does), s skip, q quit. At the end the rejections are recorded (layer.reject; with
 // --revert-rejected they leave the agent's layer too) and the accepted hunks applied
 // (layer.apply with hunks). --list prints the hunks with their ids (--json: layer.hunks' answer);
 // --rejections lists what was rejected.
+import { spawnSync } from 'child_process';
+import * as fs from 'fs';
+import * as os from 'os';
+import * as path from 'path';
 import * as readline from 'readline';
 import type { Argv, CommandModule } from 'yargs';
 import type { ShadowClient } from '../../client';
+import { editedNewSide } from '../../patch/review';
 import type { ResultOf } from '../../protocol/methods';
 import { connectCli, withClient } from '../daemon-call';
 import { ExitCode, reportError } from '../output';
@@ -43,8 +48,47 @@ const HELP = `y - apply this hunk to your folder
 n - reject this hunk (you are asked why; the agent is told)
 s - skip it (decide later)
 q - quit; hunks not decided are skipped
-e - edit: not available yet (apply, then edit your folder)
+e - edit this hunk in your editor ($VISUAL, $EDITOR, else vi), then apply it as edited
 ? - this help`;
+
+const EDIT_GUIDE = `# ---
+# To remove '-' lines, make them ' ' lines (context).
+# To remove '+' lines, delete them.
+# Lines starting with # will be removed.
+# If you empty this file, the edit is abandoned and you are asked again.
+`;
+
+/**
+ * Opens the user's editor on a hunk, as git add -p's "e" does; returns the hunk as edited, null
+ * when abandoned (emptied), or an error sentence when its old side was changed.
+ */
+function editHunk(u: Unit, rl: readline.Interface): string | null | Error {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'shadowfs-review-'));
+  const file = path.join(dir, 'hunk.diff');
+  try {
+    fs.writeFileSync(file, `# Manual hunk edit mode: ${u.path}\n${u.text}${EDIT_GUIDE}`);
+    const editor = process.env.VISUAL || process.env.EDITOR || 'vi';
+    // The editor owns the terminal meanwhile: readline lets go of it, and takes it back after.
+    rl.pause();
+    if (process.stdin.isTTY) process.stdin.setRawMode(false);
+    const r = spawnSync('sh', ['-c', `${editor} "$1"`, 'editor', file], { stdio: 'inherit' });
+    if (process.stdin.isTTY) process.stdin.setRawMode(true);
+    rl.resume();
+    if (r.status !== 0) return new Error(`the editor (${editor}) failed${r.status === null ? '' : ` with exit status ${r.status}`}`);
+    const edited = fs.readFileSync(file, 'utf8');
+    if (!edited.split('\n').some((l) => l !== '' && !l.startsWith('#'))) return null;
+    const oldSide = u.text
+      .split('\n')
+      .filter((l) => l.startsWith(' ') || l.startsWith('-'))
+      .map((l) => l.slice(1));
+    editedNewSide(edited, oldSide);
+    return edited;
+  } catch (err) {
+    return err as Error;
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
 
 function ask(rl: readline.Interface, q: string): Promise<string | null> {
   return new Promise((resolve) => {
@@ -72,6 +116,7 @@ async function interactive(c: ShadowClient, args: ReviewArgs): Promise<void> {
   }
   const rl = readline.createInterface({ input: process.stdin, output: process.stdout, terminal: true });
   const accepted: string[] = [];
+  const edited: Record<string, string> = {};
   const rejected: Array<{ id: string; reason: string }> = [];
   try {
     const n = listed.hunks.length;
@@ -91,7 +136,17 @@ async function interactive(c: ShadowClient, args: ReviewArgs): Promise<void> {
           // left for later
         } else if (key === 'q') break units;
         else if (key === 'e') {
-          out('edit is not available yet: accept the hunk, then edit your folder; or reject it with a reason');
+          if (u.unit !== 'hunk') {
+            out('only a hunk of a text file can be edited');
+            continue;
+          }
+          const e = editHunk(u, rl);
+          if (e === null) out('the edit was abandoned');
+          else if (e instanceof Error) out(`your edited hunk does not apply: ${e.message}`);
+          else {
+            edited[u.id] = e;
+            break;
+          }
           continue;
         } else {
           out(HELP);
@@ -110,16 +165,17 @@ async function interactive(c: ShadowClient, args: ReviewArgs): Promise<void> {
         (r.reverted.length ? `; taken out of the agent's layer in ${r.reverted.join(', ')}` : ''),
     );
   }
-  if (accepted.length) {
+  if (accepted.length || Object.keys(edited).length) {
     const r = await c.request('layer.apply', {
       ...target,
       hunks: accepted,
+      ...(Object.keys(edited).length ? { edited } : {}),
       ...(args['include-ignored'] ? { includeIgnored: true } : {}),
     });
     out(renderApply(r, false));
     if (r.conflicts.length) process.exitCode = ExitCode.CONFLICTS;
   }
-  if (!accepted.length && !rejected.length) out('nothing applied, nothing rejected');
+  if (!accepted.length && !rejected.length && !Object.keys(edited).length) out('nothing applied, nothing rejected');
 }
 
 export const reviewCommand: CommandModule<object, ReviewArgs> = {

@@ -68,6 +68,7 @@ export function layerHandlers(m: ShadowManager, log: Logger) {
         allowTypeChanges: p.allowTypeChanges === true,
         ...(p.branch !== undefined ? { branch: p.branch, force: p.force === true } : {}),
         ...(p.hunks !== undefined ? { hunks: p.hunks } : {}),
+        ...(p.edited !== undefined ? { edited: p.edited } : {}),
         ...(p.markConflicts === true ? { markConflicts: true } : {}),
       });
       log.info('applied a layer to the folder', {
