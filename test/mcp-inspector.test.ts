@@ -108,7 +108,7 @@ describe('the MCP server driven by the MCP inspector CLI', function () {
 
     const listed = (await inspect(server, ['--method', 'tools/list'])).json as { tools: Array<{ name: string }> };
     const names = listed.tools.map((t) => t.name).sort();
-    assert.deepStrictEqual(names, [...TOOLS.map((t) => t.name), 'apply'].sort());
+    assert.deepStrictEqual(names, [...TOOLS.map((t) => t.name), 'review_hunks', 'apply'].sort());
 
     // Reads: numbered 1-based like cat -n, 2000 lines by default, offset and limit, long lines cut.
     const head = await ok('read_file', { path: 'long.txt' });
@@ -207,6 +207,12 @@ describe('the MCP server driven by the MCP inspector CLI', function () {
     assert.match(await ok('read_file', { path: 'src/c.ts' }), /export const four/);
 
     await guard.check(); // apply is the one tool that writes the folder
+    // The user's side of review: the changes as hunks with ids.
+    const hunks = JSON.parse(await ok('review_hunks', {})) as { hunks: Array<{ id: string; path: string }> };
+    assert.ok(
+      hunks.hunks.some((h) => h.path === 'tmp/new-name.txt' && h.id.length > 0),
+      JSON.stringify(hunks).slice(0, 500),
+    );
     // Apply: compact JSON.
     const applied = JSON.parse(await ok('apply', { paths: ['tmp/new-name.txt'] })) as { applied: Array<{ path: string }> };
     assert.deepStrictEqual(

@@ -200,7 +200,7 @@ describe('the MCP server, through the SDK client over stdio', function () {
       // The result is the first item: the radar may add a note after it (the user's edit under the agent's copy).
       const r = JSON.parse((await call('apply')).content[0].text ?? '') as {
         applied: Array<{ path: string }>;
-        conflicts: Array<{ path: string; merged: string }>;
+        conflicts: Array<{ path: string; merged?: string; regions: Array<{ text: string }> }>;
       };
       assert.deepStrictEqual(
         r.applied.map((a) => a.path),
@@ -210,7 +210,9 @@ describe('the MCP server, through the SDK client over stdio', function () {
         r.conflicts.map((c) => c.path),
         ['README.md'],
       );
-      assert.match(r.conflicts[0].merged, /<<<<<<< folder/);
+      // Only the conflicting regions reach the model, not three whole copies of the file.
+      assert.match(r.conflicts[0].regions[0].text, /<<<<<<< folder/);
+      assert.strictEqual(r.conflicts[0].merged, undefined);
       assert.strictEqual(fs.readFileSync(path.join(repo, 'NEW.md'), 'utf8'), 'new\n');
       assert.strictEqual(fs.readFileSync(path.join(repo, 'README.md'), 'utf8'), '# greet, by you\n');
     } finally {

@@ -14,6 +14,7 @@ import { shellCommand } from './commands/shell';
 import { statusCommand } from './commands/status';
 import { unmountCommand } from './commands/unmount';
 import { viewCommand } from './commands/view';
+import { reviewCommand } from './commands/review';
 import { applyCommand, checkpointCommand, checkpointsCommand, diffCommand, patchCommand, restoreCommand } from './commands/work';
 import { fileCommand } from './commands/file';
 import { mcpCommand } from './commands/mcp';
@@ -35,6 +36,7 @@ export function main(argv: string[]): void {
     .command(diffCommand)
     .command(patchCommand)
     .command(applyCommand)
+    .command(reviewCommand)
     .command(checkpointCommand)
     .command(restoreCommand)
     .command(checkpointsCommand)

@@ -89,6 +89,9 @@ const RULES: { [M in ScopedMethod]: Rule<M> } = {
     ((p as { allowTypeChanges?: boolean }).allowTypeChanges === true
       ? 'type changes and links that leave the folder are confirmed by the user (shadowfs apply --allow-type-changes), not through a restricted connection'
       : undefined),
+  'layer.hunks': own,
+  // Its own rejections it reads (and marks told); recording one is the user's word, never the agent's.
+  'layer.rejections': own,
   'layer.checkpoint': own,
   'layer.restore': own,
   'layer.checkpoints': own,

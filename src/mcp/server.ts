@@ -10,10 +10,11 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { ShadowClient } from '../client';
 import { type ErrorCode, ShadowError } from '../common/errors';
 import { DaemonLink } from './link';
+import { withNotes } from './notes';
 import { RadarNotes } from './radar-notes';
 import { BackgroundRuns } from './runs';
 import { output, toolResult, type ToolOutput } from './shape';
-import { APPLY, TOOLS, type Extra, type ToolContext } from './tools';
+import { APPLY, REVIEW, TOOLS, type Extra, type ToolContext } from './tools';
 
 export interface McpOptions {
   shadow: string;
@@ -87,7 +88,7 @@ export function createMcpServer(client: ShadowClient, opts: McpOptions): McpServ
     runs: new BackgroundRuns(link),
     progressWhileQueued: (runId, extra) => progressWhileQueued(link, runId, extra),
   };
-  for (const def of opts.allowApply ? [...TOOLS, APPLY] : TOOLS) {
+  for (const def of opts.allowApply ? [...TOOLS, REVIEW, APPLY] : TOOLS) {
     server.registerTool(
       def.name,
       {
@@ -105,7 +106,8 @@ export function createMcpServer(client: ShadowClient, opts: McpOptions): McpServ
         } catch (err) {
           out = errorOutput(err);
         }
-        return radar.addTo(toolResult(out));
+        // What the user decided (rejections of its hunks) and the radar's overlaps, told on the next result.
+        return withNotes(client, opts.shadow, opts.agent, await radar.addTo(toolResult(out)));
       }) as never,
     );
   }

@@ -574,11 +574,22 @@ export const TOOLS: ToolDef[] = [
 /** How much of each conflicting file's merged text apply shows. */
 const CONFLICT_MAX_BYTES = 4 * 1024;
 
+/** The user's side of review, offered with apply: the changes as hunks with ids that apply's hunks parameter takes. */
+export const REVIEW: ToolDef = {
+  name: 'review_hunks',
+  title: 'List the changes as hunks',
+  description:
+    "This agent's changes as hunks with stable ids (whole files where they cannot be cut); apply with hunks: [ids] writes only those to the user's folder.",
+  readOnly: true,
+  inputSchema: protocolSchema('layer.hunks'),
+  call: async (ctx, a, extra) => output(compactJson(await ask(ctx, 'layer.hunks', a, extra))),
+};
+
 export const APPLY: ToolDef = {
   name: 'apply',
   title: "Apply the changes to the user's folder",
   description:
-    "Writes this agent's changes into the user's real folder (the only tool that does). Files the user changed meanwhile come back as conflicts and are not written unless resolutions say how. With branch, no file is written: this agent's commits (its HEAD) come into the user's repository as that new branch instead (force replaces an existing one). The answer is compact JSON; each conflict shows its merge (conflict markers) cut to 4 KB, not the full copies: read_file the path for yours.",
+    "Writes this agent's changes into the user's real folder (the only tool that does). Files the user changed meanwhile come back as conflicts and are not written unless resolutions say how. With branch, no file is written: this agent's commits (its HEAD) come into the user's repository as that new branch instead (force replaces an existing one). The answer is compact JSON; each conflict shows only its conflicting regions with a few lines around them (or its merge cut to 4 KB), not the full copies: read_file the path for yours.",
   destructive: true,
   inputSchema: protocolSchema('layer.apply'),
   call: async (ctx, a, extra) => {
@@ -589,7 +600,11 @@ export const APPLY: ToolDef = {
       reason: c.reason,
       binary: c.binary,
       mergeConflicts: c.mergeConflicts,
-      merged: c.merged === null ? null : capHead(c.merged, CONFLICT_MAX_BYTES, `read_file ${c.path} for your version`),
+      // Only the conflicting regions, each with a few lines around it, where the merge has them;
+      // else the merge (conflict markers) cut to a bound.
+      ...(c.regions
+        ? { regions: c.regions }
+        : { merged: c.merged === null ? null : capHead(c.merged, CONFLICT_MAX_BYTES, `read_file ${c.path} for your version`) }),
     }));
     const more = r.applied.length - LIST_MAX;
     return output(compactJson({ ...r, applied: r.applied.slice(0, LIST_MAX), ...(more > 0 ? { appliedNotShown: more } : {}), conflicts }));

@@ -72,6 +72,9 @@ export const ScopedMethods = {
   'layer.diff': 'its agent',
   'layer.patch': 'its agent',
   'layer.apply': 'its agent, and only when the restriction has allowApply',
+  'layer.hunks': 'its agent',
+  'layer.rejections':
+    "its agent (reads its own rejections; take marks them told). layer.reject is not open to it: rejecting is the user's word",
   'layer.checkpoint': 'its agent',
   'layer.restore': 'its agent',
   'layer.checkpoints': 'its agent',

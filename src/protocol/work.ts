@@ -80,8 +80,22 @@ export const ApplyResult = z.object({
         .describe(
           "The merge's common version: the one the agent started from, or git's HEAD version (a guess, when the layer did not record it).",
         ),
+      regions: z
+        .array(
+          z.object({
+            startLine: z.number().int().describe('First line of merged the excerpt shows (1-based).'),
+            endLine: z.number().int(),
+            text: z.string().describe('The conflicting region with its markers and 3 lines of context around it.'),
+          }),
+        )
+        .optional()
+        .describe('Each conflicting region of merged with a few lines around it: what to read instead of the whole files.'),
     }),
   ),
+  marked: z
+    .array(z.string())
+    .optional()
+    .describe("With markConflicts: the paths written into the agent's layer with conflict markers, for the user to resolve there."),
   kept: z.array(z.string()).describe('Written to the folder, but still held by the layer (under a directory the layer replaced).'),
   excluded: z.array(ExcludedPath).describe('Changed paths not applied: .git at any depth, and files git ignores unless includeIgnored.'),
   branch: z
@@ -108,6 +122,55 @@ export const ApplyResult = z.object({
     .array(z.object({ path: z.string(), target: z.string() }))
     .optional()
     .describe('Every symbolic link the change writes, with its target (one out of the folder needs allowTypeChanges).'),
+});
+
+const hunkId = z
+  .string()
+  .min(1)
+  .max(64)
+  .regex(/^[0-9a-f]{16}(-[0-9]+)?$/, 'a hunk id is 16 hex digits, perhaps with -N')
+  .describe('A review unit id (from layer.hunks).');
+
+export const ReviewHunk = z.object({
+  id: z.string().describe('Stable id: the same while this unit and what surrounds it in the folder stay the same.'),
+  path: z.string(),
+  unit: z
+    .enum(['hunk', 'mode', 'file'])
+    .describe(
+      "hunk: part of a text file's change (3 lines of context); mode: a text file's mode change; file: a whole path's change (added, deleted, binary, symlink, type change).",
+    ),
+  status: z.enum(['added', 'modified', 'deleted', 'type-changed']),
+  binary: z.boolean(),
+  oldStart: z.number().int().describe("For hunks: first line in the folder's file, as in the @@ header (0 otherwise)."),
+  oldLines: z.number().int(),
+  newStart: z.number().int().describe("For hunks: first line in the agent's file, as in the @@ header."),
+  newLines: z.number().int(),
+  additions: z.number().int(),
+  deletions: z.number().int(),
+  oldMode: z.number().int().optional(),
+  newMode: z.number().int().optional(),
+  text: z
+    .string()
+    .describe(
+      'The unit as a person reads it: the hunk with its @@ header, a mode line, or the whole file (text) or a sentence (binary, link).',
+    ),
+  conflict: z
+    .string()
+    .optional()
+    .describe(
+      "Set when apply would report this unit's path as a conflict (the folder changed since the agent's copy): applying it needs a resolution.",
+    ),
+});
+
+export const RejectionInfo = z.object({
+  id: z.string(),
+  path: z.string(),
+  lines: z.string().describe('The agent\'s lines the unit covered ("12-15"); "" for a whole-file unit.'),
+  excerpt: z.string().describe("The unit's text, cut to 12 lines."),
+  reason: z.string(),
+  at: z.string().describe('When it was rejected (ISO 8601).'),
+  delivered: z.boolean().describe('Whether the agent has been told (on an MCP tool result, or by a take).'),
+  reverted: z.boolean().describe("Whether the unit was taken out of the agent's layer when rejected."),
 });
 
 export const CheckpointInfo = z.object({
@@ -169,9 +232,28 @@ export const WorkRequests = {
           "Instead of writing files: bring the agent's commits (its HEAD) into the folder's repository as this new branch, by git fetch; only new objects and that ref are written (HEAD, index, work tree and other refs untouched). BRANCH_EXISTS if it exists, unless force.",
         ),
       force: z.boolean().optional().describe('With branch: replace an existing branch of that name (never the one checked out).'),
+      markConflicts: z
+        .boolean()
+        .optional()
+        .describe(
+          "Write each conflicting text file whose merge has conflicting regions into the agent's layer with conflict markers (over the folder's file as it is now), to be resolved there; the folder is not written. Apply refuses a file that still holds the markers (as a conflict).",
+        ),
+      edited: z
+        .record(hunkId, z.string().max(16 << 20))
+        .optional()
+        .describe(
+          'Hunks the user edited before applying them (as git add -p\'s "e"), by id: the hunk\'s text as edited (its " " and "-" lines unchanged; "#" lines ignored). Applied as edited, chosen or not in hunks; the layer keeps the agent\'s version. A hunk whose old side was changed is INVALID_ARGUMENT.',
+        ),
+      hunks: z
+        .array(hunkId)
+        .optional()
+        .describe(
+          "Apply only these review units (from layer.hunks), plus the whole of paths when given. A file of which some hunks are chosen gets the folder's text with those in; the layer keeps the rest as its change. An id not among the layer's units now is CONFLICT. Conflicts are as for whole files (resolution \"agent\" writes the chosen hunks onto the folder's current text).",
+        ),
     }),
     result: ApplyResult,
     errors: [
+      'CONFLICT',
       'UNKNOWN_SHADOW',
       'INVALID_AGENT',
       'UNKNOWN_AGENT',
@@ -181,6 +263,43 @@ export const WorkRequests = {
       'NOT_SUPPORTED',
       'INVALID_ARGUMENT',
     ],
+  }),
+  'layer.hunks': request({
+    summary:
+      "An agent's changes as review units with stable ids: hunks of text files, whole files otherwise; each marked when apply would report its path as a conflict.",
+    params: z.strictObject({ shadow: shadowRef, agent: agentId, paths: pathList, includeIgnored }),
+    result: z.object({
+      hunks: z.array(ReviewHunk),
+      skipped: z.array(z.string()),
+      excluded: z.array(ExcludedPath),
+    }),
+    errors: ['UNKNOWN_SHADOW', 'INVALID_AGENT', 'UNKNOWN_AGENT', 'INVALID_PATH', 'NOT_MOUNTED'],
+  }),
+  'layer.reject': request({
+    summary:
+      "Records the user's rejection of review units, with a reason each, for the agent to be told (on its next MCP tool result, and by layer.rejections); with revert, also takes them out of the agent's layer.",
+    params: z.strictObject({
+      shadow: shadowRef,
+      agent: agentId,
+      rejections: z
+        .array(z.strictObject({ id: hunkId, reason: z.string().max(4000).describe('Why: told to the agent.') }))
+        .min(1)
+        .max(1000),
+      revert: z.boolean().optional().describe("Take the rejected units out of the agent's layer too (default: the layer keeps them)."),
+    }),
+    result: z.object({ rejected: z.array(RejectionInfo), reverted: z.array(z.string()).describe('Paths whose layer version changed.') }),
+    errors: ['CONFLICT', 'UNKNOWN_SHADOW', 'INVALID_AGENT', 'UNKNOWN_AGENT', 'NOT_MOUNTED', 'STATE_CORRUPT'],
+  }),
+  'layer.rejections': request({
+    summary:
+      'The rejections recorded for an agent on this folder, oldest first (kept in the state directory); with take, only those the agent was not told of, marked told now.',
+    params: z.strictObject({
+      shadow: shadowRef,
+      agent: agentId,
+      take: z.boolean().optional().describe('Only the ones not yet told, and mark them told (what the MCP server does for its agent).'),
+    }),
+    result: z.object({ rejections: z.array(RejectionInfo) }),
+    errors: ['UNKNOWN_SHADOW', 'INVALID_AGENT', 'STATE_CORRUPT'],
   }),
   'layer.checkpoint': request({
     summary: "Saves an agent's layer as a named checkpoint in the per-user state directory (contents stored once).",

@@ -53,6 +53,12 @@ export interface ApplyOptions {
    * are refused and reported as conflicts (with whatever lies under them); the rest is applied.
    */
   allowTypeChanges?: boolean;
+  /**
+   * Per path, what to write to the folder instead of the agent's version: some of its hunks
+   * (src/patch/review). The layer keeps the agent's version over the new folder file, so what is
+   * left of its change is the hunks not taken.
+   */
+  partial?: Map<string, Side>;
   /** @internal For tests: called after a step's checks, right before it touches the folder. */
   beforeStep?: (rel: string, step: string) => void;
 }
@@ -72,6 +78,25 @@ export interface ApplyConflict {
   mergeConflicts: number;
   /** What the merge took as the common version: the one the agent started from, or git's HEAD version (a guess: the layer did not record which it started from). */
   mergeBase?: 'recorded' | 'git-head';
+  /** Each conflicting region of `merged` with REGION_CONTEXT lines around it: what a reviewer reads instead of whole files. */
+  regions?: ConflictRegion[];
+}
+
+export interface ConflictRegion {
+  /** 1-based lines of `merged` the excerpt spans. */
+  startLine: number;
+  endLine: number;
+  text: string;
+}
+
+/** Lines of context around a conflicting region in its excerpt. */
+export const REGION_CONTEXT = 3;
+
+/** The markers a merge writes; a file that still holds them is not resolved. */
+const UNRESOLVED = [/^<<<<<<< folder$/m, /^>>>>>>> agent$/m];
+
+export function hasConflictMarkers(text: string): boolean {
+  return UNRESOLVED.every((re) => re.test(text));
 }
 
 export interface ApplyResult {
@@ -147,19 +172,31 @@ function baseContent(
   return { data: blob, from: 'git-head' };
 }
 
-function mergeText(folder: string, base: string, agent: string): { merged: string; conflicts: number } {
+function mergeText(folder: string, base: string, agent: string): { merged: string; conflicts: number; regions: ConflictRegion[] } {
   const split = (s: string) => s.split('\n');
   const regions = diff3Merge(split(folder), split(base), split(agent), { excludeFalseConflicts: true });
   const out: string[] = [];
-  let conflicts = 0;
+  const spans: Array<[number, number]> = []; // 0-based, end exclusive
   for (const r of regions) {
     if (r.ok) out.push(...r.ok);
     else if (r.conflict) {
-      conflicts++;
+      const start = out.length;
       out.push('<<<<<<< folder', ...r.conflict.a, '||||||| base', ...r.conflict.o, '=======', ...r.conflict.b, '>>>>>>> agent');
+      spans.push([start, out.length]);
     }
   }
-  return { merged: out.join('\n'), conflicts };
+  // Regions whose context would overlap are shown as one excerpt.
+  const shown: ConflictRegion[] = [];
+  for (const [a, b] of spans) {
+    const from = Math.max(0, a - REGION_CONTEXT);
+    const to = Math.min(out.length, b + REGION_CONTEXT);
+    const last = shown[shown.length - 1];
+    if (last && from <= last.endLine) {
+      last.endLine = to;
+      last.text = out.slice(last.startLine - 1, to).join('\n');
+    } else shown.push({ startLine: from + 1, endLine: to, text: out.slice(from, to).join('\n') });
+  }
+  return { merged: out.join('\n'), conflicts: spans.length, regions: shown };
 }
 
 /**
@@ -305,10 +342,15 @@ async function applyBeneath(shadow: Shadow, root: Beneath, agent: string, opts: 
           : 'the folder file changed (or appeared) after the agent started, and the agent never saw that version';
     }
     const kind = f.old && f.new ? (sameContent(f.old, f.new) ? 'mode' : 'write') : f.new ? 'create' : 'delete';
+    const agentNow = text(f.new);
+    if (!why && agentNow !== null && hasConflictMarkers(agentNow) && !(f.old && text(f.old) !== null && hasConflictMarkers(text(f.old)!)))
+      why =
+        "the agent's file still holds conflict markers (<<<<<<< folder ... >>>>>>> agent): resolve them in the layer, or take it as it is";
     const hold = heldBy(f.path);
+    const chosen = opts.partial?.get(f.path);
     if (!why) {
       if (hold) continue; // reported with the path that holds it
-      writes.push({ f, side: f.new, action: kind });
+      writes.push({ f, side: chosen ?? f.new, action: chosen ? 'write' : kind });
       give.push(f.path);
       continue;
     }
@@ -320,7 +362,7 @@ async function applyBeneath(shadow: Shadow, root: Beneath, agent: string, opts: 
     const m =
       baseBytes && folderText !== null && agentText !== null ? mergeText(folderText, baseBytes.data.toString('utf8'), agentText) : null;
     if (how === 'agent') {
-      writes.push({ f, side: f.new, action: kind });
+      writes.push({ f, side: chosen ?? f.new, action: chosen ? 'write' : kind });
       give.push(f.path);
     } else if (how === 'folder') {
       res.applied.push({ path: f.path, action: 'keep-folder' });
@@ -345,6 +387,7 @@ async function applyBeneath(shadow: Shadow, root: Beneath, agent: string, opts: 
         merged: m?.merged ?? null,
         mergeConflicts: m?.conflicts ?? 0,
         ...(m && baseBytes ? { mergeBase: baseBytes.from } : {}),
+        ...(m && m.conflicts ? { regions: m.regions } : {}),
       });
     }
   }
@@ -519,6 +562,15 @@ async function applyBeneath(shadow: Shadow, root: Beneath, agent: string, opts: 
   // The applied paths leave the layer (the folder shows through there now).
   for (const p of [...give, ...made].sort(byteOrder)) {
     try {
+      const kept = opts.partial?.has(p) ? c.files.find((f) => f.path === p)?.new : undefined;
+      if (kept) {
+        // Some hunks went to the folder: the layer keeps the agent's version over the new folder
+        // file (taken again, so its base is the file just written, and the rest is still its change).
+        const perm = (await layer.stat(p)).mode & 0o7777;
+        await layer.revert(p);
+        await layer.write(p, kept.data, { mode: perm });
+        continue;
+      }
       await layer.revert(p);
     } catch (err) {
       if (err instanceof ShadowError && err.code === 'CONFLICT') res.kept.push(p);

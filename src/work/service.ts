@@ -3,6 +3,8 @@
 // directly by SDK users of Shadow).
 import type { Change, Shadow } from '../shadow';
 import { formatPatch, type PatchFile } from '../patch';
+import { reviewUnits, withChosen, withoutDropped, type ReviewUnit } from '../patch/review';
+import { excerptOf, linesOf, RejectionStore, type Rejection } from './review';
 import { applyLayer, type ApplyOptions, type ApplyResult } from './apply';
 import { fetchAgentBranch, type BranchResult } from './branch';
 import type { CheckpointInfo } from './checkpoint-manifest';
@@ -34,9 +36,36 @@ export interface WorkApplyOptions extends Omit<ApplyOptions, 'baseOverrides' | '
   branch?: string;
   /** With branch: replace a branch of that name (never the one checked out). */
   force?: boolean;
+  /**
+   * Apply only these review units (ids from hunks()), plus the whole of `paths` when given: a file
+   * of which some hunks are chosen gets the folder's text with those hunks in, and the layer keeps
+   * the rest as its change. An id that is not a unit of the layer now is CONFLICT (list again).
+   */
+  hunks?: string[];
+  /**
+   * Write each conflicting text file whose three-way merge has conflicting regions into the
+   * agent's layer with conflict markers, over the folder's file as it is now, so the user resolves
+   * it there (apply refuses a file that still holds the markers). The folder is not written.
+   */
+  markConflicts?: boolean;
+  /**
+   * Hunks the user edited before applying (git add -p's "e"), by id: the hunk's text as edited.
+   * Each is applied as edited (its id need not be in `hunks` too); the layer keeps the agent's
+   * version, so the difference stays its change.
+   */
+  edited?: Record<string, string>;
 }
 
-export type WorkApplyResult = ApplyResult & { excluded: Excluded[]; branch?: BranchResult };
+/** A review unit, with why apply would not write its path as it stands (the folder changed since the agent's copy). */
+export type ReviewHunk = ReviewUnit & { conflict?: string };
+
+export interface HunksResult {
+  hunks: ReviewHunk[];
+  skipped: string[];
+  excluded: Excluded[];
+}
+
+export type WorkApplyResult = ApplyResult & { excluded: Excluded[]; branch?: BranchResult; marked?: string[] };
 
 /** A change entry, marked when diffs, patches and apply leave it out. */
 export type MarkedChange = Change & { excluded?: ExcludedReason };
@@ -52,6 +81,8 @@ export class WorkService {
   private readonly saved = new Map<string, string>();
   private saving: Promise<void> | undefined;
 
+  readonly rejectionStore: RejectionStore;
+
   constructor(
     readonly shadow: Shadow,
     private readonly opts: { autosaveMs?: number; log?: (line: string) => void } = {},
@@ -59,6 +90,7 @@ export class WorkService {
     this.store = new CheckpointStore(shadow.folder);
     this.provenance = new Provenance(shadow);
     this.radar = new Radar(shadow, this.provenance, { log: opts.log });
+    this.rejectionStore = new RejectionStore(shadow.folder);
     if (opts.autosaveMs && opts.autosaveMs > 0) {
       this.timer = setInterval(() => void this.autosave(), opts.autosaveMs);
       this.timer.unref();
@@ -120,11 +152,69 @@ export class WorkService {
   }
 
   async apply(agent: string, opts: WorkApplyOptions = {}): Promise<WorkApplyResult> {
-    const { branch, force, includeIgnored, ...fileOpts } = opts;
+    const { markConflicts, ...rest } = opts;
+    const r = await this.applyChosen(agent, rest);
+    if (!markConflicts || r.dryRun) return r;
+    const marked: string[] = [];
+    const layer = this.shadow.layer(agent);
+    for (const x of r.conflicts) {
+      if (x.merged === null || x.mergeConflicts === 0) continue;
+      // Taken again over the folder's file as it is: the layer's base is that file, so once the
+      // markers are resolved the file applies without a conflict.
+      const perm = (await layer.stat(x.path)).mode & 0o7777;
+      await layer.revert(x.path);
+      await layer.write(x.path, x.merged, { mode: perm });
+      marked.push(x.path);
+    }
+    return { ...r, marked };
+  }
+
+  private async applyChosen(agent: string, opts: Omit<WorkApplyOptions, 'markConflicts'>): Promise<WorkApplyResult> {
+    const { branch, force, includeIgnored, edited, ...chosenOpts } = opts;
+    const edits = new Map(Object.entries(edited ?? {}));
+    const hunks = chosenOpts.hunks === undefined && !edits.size ? undefined : [...(chosenOpts.hunks ?? []), ...edits.keys()];
+    delete chosenOpts.hunks;
+    const fileOpts = chosenOpts;
     if (branch !== undefined) {
       const b = await fetchAgentBranch(this.shadow, agent, branch, { force: force === true, dryRun: opts.dryRun === true });
       return { dryRun: opts.dryRun === true, applied: [], conflicts: [], kept: [], skipped: [], excluded: [], branch: b };
     }
+    if (hunks === undefined) return this.applyFiles(agent, fileOpts, includeIgnored === true);
+    const c = await collect(this.shadow, agent, undefined, { includeIgnored: includeIgnored === true });
+    const units = reviewUnits(c.files);
+    const known = new Set(units.map((u) => u.id));
+    const unknown = hunks.filter((id) => !known.has(id));
+    if (unknown.length)
+      throw new ShadowError(
+        'CONFLICT',
+        `${unknown.join(', ')} ${unknown.length === 1 ? 'is' : 'are'} not among the layer's hunks now (the layer or the folder changed since they were listed): list the hunks again`,
+      );
+    const notHunks = [...edits.keys()].filter((id) => units.find((u) => u.id === id)?.unit !== 'hunk');
+    if (notHunks.length)
+      throw new ShadowError(
+        'INVALID_ARGUMENT',
+        `${notHunks.join(', ')}: only a hunk of a text file can be edited, not a whole-file or mode unit`,
+      );
+    const chosen = new Set(hunks);
+    const whole = new Set(fileOpts.paths ?? []);
+    const partial = new Map<string, ReturnType<typeof withChosen>>();
+    for (const f of c.files) {
+      const mine = units.filter((u) => u.path === f.path);
+      const taken = mine.filter((u) => chosen.has(u.id));
+      if (!taken.length) continue;
+      if (taken.length === mine.length && !taken.some((u) => edits.has(u.id))) whole.add(f.path);
+      else partial.set(f.path, withChosen(f, chosen, edits));
+    }
+    const paths = [...whole, ...partial.keys()];
+    if (!paths.length) return { dryRun: opts.dryRun === true, applied: [], conflicts: [], kept: [], skipped: [], excluded: c.excluded };
+    return this.applyFiles(agent, { ...fileOpts, paths, partial }, includeIgnored === true);
+  }
+
+  private async applyFiles(
+    agent: string,
+    fileOpts: Omit<ApplyOptions, 'baseOverrides' | 'baseContents' | 'layerSince'>,
+    includeIgnored: boolean,
+  ): Promise<WorkApplyResult> {
     const overrides = this.provenance.baseOverrides(agent);
     const baseContents = new Map<string, Buffer>();
     for (const [p, o] of overrides) {
@@ -133,7 +223,7 @@ export class WorkService {
     }
     // applyLayer collects the changes itself: what it leaves out is said through the ambient options.
     const excluded: Excluded[] = [];
-    const r = await withCollectOptions({ includeIgnored: includeIgnored === true, excluded }, () =>
+    const r = await withCollectOptions({ includeIgnored, excluded }, () =>
       applyLayer(this.shadow, agent, {
         ...fileOpts,
         baseOverrides: new Map([...overrides].map(([p, o]) => [p, o.base])),
@@ -143,6 +233,79 @@ export class WorkService {
     );
     this.saved.delete(agent);
     return { ...r, excluded };
+  }
+
+  /**
+   * The layer's changes as review units with stable ids (hunks of text files; whole files
+   * otherwise), each marked with the conflict apply would report for its path.
+   */
+  async hunks(agent: string, paths?: string[], opts: OutOptions = {}): Promise<HunksResult> {
+    const c = await collect(this.shadow, agent, paths, { includeIgnored: opts.includeIgnored === true });
+    const units = reviewUnits(c.files);
+    const dry = units.length
+      ? await this.applyFiles(agent, { paths: [...new Set(units.map((u) => u.path))], dryRun: true }, opts.includeIgnored === true)
+      : null;
+    const why = new Map((dry?.conflicts ?? []).map((x) => [x.path, x.reason]));
+    return {
+      hunks: units.map((u) => (why.has(u.path) ? { ...u, conflict: why.get(u.path)! } : u)),
+      skipped: c.skipped,
+      excluded: c.excluded,
+    };
+  }
+
+  /**
+   * Records the user's rejection of units (ids from hunks()) with a reason each, for the agent to
+   * be told; with `revert`, also takes them out of the agent's layer (a hunk: the folder's lines
+   * there again; a whole-file unit: the path reverted).
+   */
+  async reject(
+    agent: string,
+    items: Array<{ id: string; reason: string }>,
+    opts: { revert?: boolean } = {},
+  ): Promise<{ rejected: Rejection[]; reverted: string[] }> {
+    const c = await collect(this.shadow, agent, undefined, { includeIgnored: true });
+    const units = reviewUnits(c.files);
+    const byId = new Map(units.map((u) => [u.id, u]));
+    const unknown = items.filter((i) => !byId.has(i.id)).map((i) => i.id);
+    if (unknown.length) throw new ShadowError('CONFLICT', `${unknown.join(', ')}: not among the layer's hunks now (list the hunks again)`);
+    const at = new Date().toISOString();
+    const rejected: Rejection[] = items.map((i) => {
+      const u = byId.get(i.id)!;
+      return {
+        id: u.id,
+        path: u.path,
+        lines: linesOf(u),
+        excerpt: excerptOf(u.text),
+        reason: i.reason,
+        at,
+        delivered: false,
+        reverted: opts.revert === true,
+      };
+    });
+    const reverted: string[] = [];
+    if (opts.revert) {
+      const layer = this.shadow.layer(agent);
+      const dropped = new Set(items.map((i) => i.id));
+      for (const f of c.files) {
+        const mine = units.filter((u) => u.path === f.path);
+        const out = mine.filter((u) => dropped.has(u.id));
+        if (!out.length) continue;
+        if (out.length === mine.length) await layer.revert(f.path);
+        else {
+          const side = withoutDropped(f, dropped);
+          const perm = side.mode === f.new?.mode ? (await layer.stat(f.path)).mode & 0o7777 : side.mode & 0o777;
+          await layer.write(f.path, side.data, { mode: perm });
+        }
+        reverted.push(f.path);
+      }
+    }
+    this.rejectionStore.add(agent, rejected);
+    return { rejected, reverted };
+  }
+
+  /** The rejections recorded for `agent`, oldest first; with `take`, only those it was not told of, marked told now. */
+  rejections(agent: string, take = false): Rejection[] {
+    return take ? this.rejectionStore.take(agent) : this.rejectionStore.list(agent);
   }
 
   async checkpoint(agent: string, name: string): Promise<CheckpointInfo> {

@@ -147,6 +147,9 @@ export const MUTATING: ReadonlySet<string> = new Set<MethodName>([
   'lsp.hover',
   // These write the folder (apply), the layer, or the per-user state directory.
   'layer.apply',
+  // Writes the per-user state directory (and, with revert, the layer); take marks rejections told.
+  'layer.reject',
+  'layer.rejections',
   'layer.checkpoint',
   'layer.restore',
   'file.write',
@@ -332,7 +335,7 @@ export interface Target {
   file: string;
 }
 
-type FieldType = 'string' | 'number' | 'int' | 'boolean' | 'strings' | 'agent-or-null' | 'position' | 'edits';
+type FieldType = 'string' | 'number' | 'int' | 'boolean' | 'strings' | 'agent-or-null' | 'position' | 'edits' | 'rejections';
 type Fields = ReadonlyArray<readonly [string, FieldType, 'required' | 'optional']>;
 
 const shadowAgent: Fields = [
@@ -380,6 +383,9 @@ const FIELDS: Record<MethodName, Fields> = {
   'layer.diff': [...shadowAgent, ['paths', 'strings', 'optional']],
   'layer.patch': [...shadowAgent, ['paths', 'strings', 'optional']],
   'layer.apply': [...shadowAgent, ['paths', 'strings', 'optional'], ['dryRun', 'boolean', 'optional']],
+  'layer.hunks': [...shadowAgent, ['paths', 'strings', 'optional'], ['includeIgnored', 'boolean', 'optional']],
+  'layer.reject': [...shadowAgent, ['rejections', 'rejections', 'required'], ['revert', 'boolean', 'optional']],
+  'layer.rejections': [...shadowAgent, ['take', 'boolean', 'optional']],
   'layer.checkpoint': [...shadowAgent, ['name', 'string', 'optional']],
   'layer.restore': [...shadowAgent, ['name', 'string', 'optional']],
   'layer.checkpoints': shadowAgent,
@@ -704,6 +710,7 @@ export class Gen {
     if (type === 'agent-or-null') return rng.pick(others.filter((v) => v !== null));
     if (type === 'position') return rng.pick([null, 1, 'x', [], { line: -1, character: 0 }, { line: 'a', character: 0 }, { line: 0 }]);
     if (type === 'edits') return rng.pick([null, 'x', [1], [{}], [{ path: 1 }], [{ path: 'a', content: 2 }], {}]);
+    if (type === 'rejections') return rng.pick([null, 'x', [], [1], [{}], [{ id: 1, reason: '' }], [{ id: 'not-an-id', reason: 'x' }], {}]);
     return rng.pick(others);
   }
 
@@ -772,6 +779,8 @@ export class Gen {
         return { line: rng.int(5), character: rng.int(5) };
       case 'edits':
         return rng.pick([[], [{ path: this.target.file, content: 'x' }]]);
+      case 'rejections':
+        return [{ id: '0123456789abcdef', reason: 'fuzz' }];
       default:
         return this.string(10);
     }
@@ -1125,6 +1134,7 @@ export class Gen {
       'agent-or-null': [0, true, [], {}, ['keeper']],
       position: [null, 0, 'x', [], {}, { line: -1, character: 0 }, { line: 0, character: new Tok('1.5') }, { line: 0, character: 0, x: 1 }],
       edits: [null, 'x', {}, [1], [null], [{}], [{ path: 0 }], [{ path: 'a', edits: [{}] }]],
+      rejections: [null, 'x', {}, [], [1], [{}], [{ id: 0, reason: 'x' }], [{ id: 'zz', reason: 'x' }], [{ id: '0123456789abcdef' }]],
     };
     const out: Framed[] = [];
     for (const method of METHODS) {

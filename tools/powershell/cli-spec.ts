@@ -13,6 +13,7 @@ import { listCommand } from '../../src/cli/commands/list';
 import { mcpCommand } from '../../src/cli/commands/mcp';
 import { mountCommand } from '../../src/cli/commands/mount';
 import { runCommand } from '../../src/cli/commands/run';
+import { reviewCommand } from '../../src/cli/commands/review';
 import { serveCommand } from '../../src/cli/commands/serve';
 import { radarCommand } from '../../src/cli/commands/radar';
 import { shellCommand } from '../../src/cli/commands/shell';
@@ -71,6 +72,7 @@ const TOP_LEVEL: CommandModule[] = [
   diffCommand,
   patchCommand,
   applyCommand,
+  reviewCommand,
   checkpointCommand,
   restoreCommand,
   checkpointsCommand,

@@ -596,6 +596,18 @@ export const CMDLETS: CmdletSpec[] = [
       includeIgnored,
       { name: 'Branch', type: 'string', cli: { option: 'branch' } },
       { name: 'Force', type: 'switch', cli: { option: 'force' } },
+      {
+        name: 'MarkConflicts',
+        type: 'switch',
+        cli: { option: 'mark-conflicts' },
+        help: "Write each conflicting file with conflict markers into the agent's layer, to resolve there; your folder is not written.",
+      },
+      {
+        name: 'Hunk',
+        type: 'string[]',
+        cli: { option: 'hunk' },
+        help: "Apply only these hunks (ids that layer.hunks lists), plus the paths named; the layer keeps the rest of each file's change.",
+      },
     ],
     output: { kind: 'object', type: 'ShadowFS.ApplyResult', add: agentAdd },
     examples: [
@@ -838,6 +850,8 @@ export const UNMAPPED_COMMANDS: Record<string, string> = {
     'an interactive terminal session: it owns the console it runs in and prints no --json result a pipeline could use (and sessions are Linux-only so far)',
   radar:
     'new with the conflict radar (#32); a Get-ShadowOverlap cmdlet is still to be written (its --watch prints until Ctrl-C, which a pipeline cannot use)',
+  review:
+    'asks at a terminal, hunk by hunk; its --list --json (layer.hunks) and --rejections (layer.rejections) have no cmdlet yet: Merge-ShadowLayer -Hunk applies the ids it lists',
   'layer cat': 'raw bytes (base64 in --json); Get-ShadowContent reads text, and Set-ShadowLayerItem/Export-ShadowPatch carry binary files',
   'file write': 'Set-ShadowLayerItem (layer write) writes the same, and any bytes, with a mode',
 };

@@ -99,9 +99,11 @@ interface ApplyArgs extends PathArgs {
   'allow-type-changes': boolean;
   branch?: string;
   force: boolean;
+  hunk: string[];
+  'mark-conflicts': boolean;
 }
 
-function renderApply(r: ResultOf<'layer.apply'>, showMerge: boolean): string {
+export function renderApply(r: ResultOf<'layer.apply'>, showMerge: boolean): string {
   const lines: string[] = [];
   if (r.branch)
     return `${r.dryRun ? 'would make' : 'made'} branch ${r.branch.name} at ${r.branch.commit}${r.branch.previous ? ` (was ${r.branch.previous})` : ''}`;
@@ -118,8 +120,10 @@ function renderApply(r: ResultOf<'layer.apply'>, showMerge: boolean): string {
           ? '            a three-way merge is clean: take it with --merged ' + x.path
           : `            three-way merge has ${x.mergeConflicts} conflicting region${x.mergeConflicts === 1 ? '' : 's'}${showMerge ? ':' : ' (--show-merge to see it)'}`,
       );
-    if (showMerge && x.merged !== null) lines.push(x.merged);
+    if (showMerge && x.regions) for (const g of x.regions) lines.push(`            merged lines ${g.startLine}-${g.endLine}:`, g.text);
   }
+  for (const m of r.marked ?? [])
+    lines.push(`marked: ${m} is in the agent's layer with conflict markers: resolve them there, then apply it again`);
   if (r.conflicts.length)
     lines.push(
       `${r.conflicts.length} conflict${r.conflicts.length === 1 ? '' : 's'}: nothing was written for ${r.conflicts.length === 1 ? 'it' : 'them'}; resolve with --take (the agent's), --keep (yours) or --merged PATH`,
@@ -160,7 +164,16 @@ export const applyCommand: CommandModule<object, ApplyArgs> = {
         default: [],
         describe: 'conflicting PATH: write the clean three-way merge (repeatable; the protocol\'s "merged" resolution)',
       })
-      .option('show-merge', { type: 'boolean', default: false, describe: 'print the three-way merges of conflicts' })
+      .option('show-merge', {
+        type: 'boolean',
+        default: false,
+        describe: 'print the conflicting regions of the three-way merges, with 3 lines around each',
+      })
+      .option('mark-conflicts', {
+        type: 'boolean',
+        default: false,
+        describe: "write each conflicting file with conflict markers into the agent's layer, to resolve there (your folder is not written)",
+      })
       .option('branch', {
         type: 'string',
         describe: "instead of files: bring the agent's commits into your repository as this new branch (nothing else of yours changes)",
@@ -169,6 +182,12 @@ export const applyCommand: CommandModule<object, ApplyArgs> = {
         type: 'boolean',
         default: false,
         describe: 'with --branch: replace an existing branch of that name',
+      })
+      .option('hunk', {
+        type: 'string',
+        array: true,
+        default: [],
+        describe: 'apply only this hunk (an id from review --list; repeatable), plus the paths named; the layer keeps the rest',
       }) as Argv<ApplyArgs>,
   handler: (args) =>
     withClient(
@@ -186,6 +205,8 @@ export const applyCommand: CommandModule<object, ApplyArgs> = {
           ...(args['allow-type-changes'] ? { allowTypeChanges: true } : {}),
           ...(Object.keys(resolutions).length ? { resolutions } : {}),
           ...(args.branch !== undefined ? { branch: args.branch, ...(args.force ? { force: true } : {}) } : {}),
+          ...(args.hunk.length ? { hunks: args.hunk } : {}),
+          ...(args['mark-conflicts'] ? { markConflicts: true } : {}),
         });
         if (r.conflicts.length) process.exitCode = ExitCode.CONFLICTS;
         return r;

@@ -67,6 +67,9 @@ export function layerHandlers(m: ShadowManager, log: Logger) {
         includeIgnored: p.includeIgnored === true,
         allowTypeChanges: p.allowTypeChanges === true,
         ...(p.branch !== undefined ? { branch: p.branch, force: p.force === true } : {}),
+        ...(p.hunks !== undefined ? { hunks: p.hunks } : {}),
+        ...(p.edited !== undefined ? { edited: p.edited } : {}),
+        ...(p.markConflicts === true ? { markConflicts: true } : {}),
       });
       log.info('applied a layer to the folder', {
         shadow: p.shadow,
@@ -74,10 +77,22 @@ export function layerHandlers(m: ShadowManager, log: Logger) {
         dryRun: r.dryRun,
         applied: r.applied.length,
         conflicts: r.conflicts.length,
+        ...(p.hunks !== undefined ? { hunks: p.hunks.length } : {}),
         ...(r.branch ? { branch: r.branch.name, commit: r.branch.commit } : {}),
       });
       return r;
     },
+    'layer.hunks': async (p) => {
+      await shadowOf(m, p);
+      return (await m.work(p.shadow)).hunks(p.agent, p.paths, { includeIgnored: p.includeIgnored === true });
+    },
+    'layer.reject': async (p) => {
+      await shadowOf(m, p);
+      const r = await (await m.work(p.shadow)).reject(p.agent, p.rejections, { revert: p.revert === true });
+      log.info('recorded rejections', { shadow: p.shadow, agent: p.agent, rejected: r.rejected.length, reverted: r.reverted.length });
+      return r;
+    },
+    'layer.rejections': async (p) => ({ rejections: (await m.work(p.shadow)).rejections(p.agent, p.take === true) }),
     'layer.checkpoint': async (p) => {
       const w = await m.work(p.shadow);
       await w.shadow.createLayer(p.agent);
@@ -105,10 +120,16 @@ export const layerChanges = {
   'layer.revert': (p, r) => ({ agent: p.agent, event: 'reverted', path: r.path }),
   'layer.reset': (p) => ({ agent: p.agent, event: 'reset' }),
   'layer.restore': (p) => ({ agent: p.agent, event: 'restored' }),
+  'layer.reject': (p, r) =>
+    r.reverted.length
+      ? { agent: p.agent, event: 'changed', changes: r.reverted.map((path) => ({ path, kind: 'modified', type: 'file' })) }
+      : undefined,
   // Only what reached the folder: a dry run, or an apply that wrote nothing, is not news.
   'layer.apply': (p, r) =>
     r.dryRun || !r.applied.length
-      ? undefined
+      ? r.marked?.length
+        ? { agent: p.agent, event: 'changed', changes: r.marked.map((path) => ({ path, kind: 'modified', type: 'file' })) }
+        : undefined
       : {
           agent: p.agent,
           event: 'applied',
