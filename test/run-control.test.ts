@@ -119,7 +119,9 @@ describe('a run never holds everyone hostage', function () {
       const c2 = new AbortController();
       const stubborn = await runInShadow(shadow, {
         agent: 'a',
-        argv: ['sh', '-c', `trap '' INT; echo started; ${sleeper(marker)}`],
+        // sleep keeps SIGINT ignored as inherited (Node would not: it resets every signal to its
+        // default at start-up, so a Node sleeper died of the SIGINT when it came after that reset).
+        argv: ['sh', '-c', `trap '' INT; echo started; sleep 300; echo ${marker}`],
         signal: c2.signal,
         onOutput: (_s, c) => (c.toString().includes('started') ? c2.abort() : undefined),
       });
