@@ -11,77 +11,25 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { ShadowClient } from '../src/client';
 import { ShadowError } from '../src/common/errors';
-import { eventually, repoRoot, tempDir } from './helpers/fixtures';
+import { repoRoot, tempDir } from './helpers/fixtures';
 import { stopTestDaemon } from './helpers/hooks';
+import { CliTerminal } from './helpers/terminal';
 import { agentNotes, LINES, makeReviewRepo } from './helpers/review-repo';
 
 const cliPath = path.join(repoRoot, 'bin', 'shadowfs.js');
 const b64 = (s: string): string => Buffer.from(s).toString('base64');
 
-interface TermLike {
-  onData(fn: (d: string) => void): void;
-  onExit(fn: (e: { exitCode: number }) => void): void;
-  write(s: string): void;
-  kill(sig?: string): void;
-}
-
-function loadPty(): { spawn(file: string, args: string[], o: Record<string, unknown>): TermLike } {
-  try {
-    // eslint-disable-next-line @typescript-eslint/no-require-imports -- an optional dependency: its absence is this test's failure
-    return require('node-pty') as { spawn(file: string, args: string[], o: Record<string, unknown>): TermLike };
-  } catch (err) {
-    throw new Error(`node-pty did not load (${(err as Error).message}): npm install builds it (needs python3, make and a C++ compiler)`);
-  }
-}
-
-/** The CLI on a pseudo-terminal of its own: what it printed, and keys typed into it. */
-class Terminal {
-  private out = '';
-  readonly exited: Promise<number>;
-  private readonly term: TermLike;
-
+/** The CLI on a pseudo-terminal of its own (no $VISUAL: the review's editor is $EDITOR), answering prompts. */
+class Terminal extends CliTerminal {
   constructor(args: string[], extraEnv: Record<string, string> = {}) {
-    const env: Record<string, string> = {};
-    for (const [k, v] of Object.entries(process.env)) if (v !== undefined && k !== 'VISUAL') env[k] = v;
-    Object.assign(env, extraEnv);
-    env.TERM = 'xterm-256color';
-    this.term = loadPty().spawn(process.execPath, [cliPath, ...args], { cwd: repoRoot, env, cols: 120, rows: 40, name: 'xterm-256color' });
-    this.term.onData((d) => (this.out += d));
-    this.exited = new Promise((r) => this.term.onExit((e) => r(e.exitCode)));
-  }
-
-  get output(): string {
-    return this.out;
-  }
-
-  /** Waits until the output from `from` on matches; returns where the match ends. */
-  async waitFor(re: RegExp, from: number): Promise<number> {
-    let end = -1;
-    await eventually(
-      () => {
-        const m = re.exec(this.out.slice(from));
-        if (m) end = from + m.index + m[0].length;
-        return m !== null;
-      },
-      20_000,
-      `${re} in the terminal; it shows:\n${this.out.slice(-2000)}`,
-    );
-    return end;
+    super(args, { cols: 120, rows: 40, env: { VISUAL: undefined, ...extraEnv } });
   }
 
   /** Waits for `prompt`, then types `answer` and Enter; returns where the prompt ended. */
   async answer(prompt: RegExp, answer: string, from: number): Promise<number> {
     const at = await this.waitFor(prompt, from);
-    this.term.write(`${answer}\r`);
+    this.type(`${answer}\r`);
     return at;
-  }
-
-  kill(): void {
-    try {
-      this.term.kill('SIGKILL');
-    } catch {
-      // gone
-    }
   }
 }
 

@@ -12,79 +12,24 @@ import * as fs from 'fs';
 import * as path from 'path';
 import { ShadowClient } from '../src/client';
 import { ShadowError } from '../src/common/errors';
-import { FolderGuard, eventually, repoRoot, tempDir } from './helpers/fixtures';
+import { FolderGuard, eventually, tempDir } from './helpers/fixtures';
 import { running, stopTestDaemon } from './helpers/hooks';
 import { probeBinary } from './helpers/probe';
+import { CliTerminal } from './helpers/terminal';
 import { launchArgs, launcherPath } from '../src/run/launcher';
 
-const cliPath = path.join(repoRoot, 'bin', 'shadowfs.js');
-
-interface TermLike {
-  pid: number;
-  onData(fn: (d: string) => void): void;
-  onExit(fn: (e: { exitCode: number; signal?: number }) => void): void;
-  write(s: string): void;
-  resize(c: number, r: number): void;
-  kill(sig?: string): void;
-}
-
-function loadPty(): { spawn(file: string, args: string[], o: Record<string, unknown>): TermLike } {
-  try {
-    // eslint-disable-next-line @typescript-eslint/no-require-imports -- an optional dependency: its absence is this test's failure
-    return require('node-pty') as { spawn(file: string, args: string[], o: Record<string, unknown>): TermLike };
-  } catch (err) {
-    throw new Error(`node-pty did not load (${(err as Error).message}): npm install builds it (needs python3, make and a C++ compiler)`);
-  }
-}
-
-/** The CLI on a terminal of its own: what it printed, and keys typed into it. */
-class Terminal {
-  private out = '';
-  readonly exited: Promise<number>;
-  private readonly term: TermLike;
-
+/** The CLI on a terminal of its own, with a way to type a command line and wait for its output. */
+class Terminal extends CliTerminal {
   constructor(args: string[], cwd: string, size = { cols: 100, rows: 30 }) {
-    const env: Record<string, string> = {};
-    for (const [k, v] of Object.entries(process.env)) if (v !== undefined) env[k] = v;
-    env.TERM = 'xterm-256color';
-    this.term = loadPty().spawn(process.execPath, [cliPath, ...args], { cwd, env, ...size, name: 'xterm-256color' });
-    this.term.onData((d) => (this.out += d));
-    this.exited = new Promise((r) => this.term.onExit((e) => r(e.exitCode)));
-  }
-
-  get output(): string {
-    return this.out;
-  }
-
-  type(s: string): void {
-    this.term.write(s);
-  }
-
-  resize(cols: number, rows: number): void {
-    this.term.resize(cols, rows);
-  }
-
-  /** Waits until the output from `from` on matches; returns the match. */
-  async waitFor(re: RegExp, from = 0, ms = 20_000): Promise<RegExpMatchArray> {
-    let m: RegExpMatchArray | null = null;
-    await eventually(() => (m = this.out.slice(from).match(re)) !== null, ms, `${re} in the terminal; it shows:\n${this.out.slice(-2000)}`);
-    return m!;
+    super(args, { cwd, ...size });
   }
 
   /** Types a command line and waits for `marker` to be printed by it (not by the echo of the line). */
   async run(line: string, marker: string): Promise<string> {
-    const from = this.out.length;
+    const from = this.output.length;
     this.type(`${line}; echo "${marker}-$((20+22))"\r`);
     await this.waitFor(new RegExp(`${marker}-42`), from);
-    return this.out.slice(from);
-  }
-
-  kill(): void {
-    try {
-      this.term.kill('SIGKILL');
-    } catch {
-      // gone
-    }
+    return this.output.slice(from);
   }
 }
 

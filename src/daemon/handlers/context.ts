@@ -3,6 +3,7 @@
 // Handlers live in this folder by area (admin, shadows, layer, file, run, lsp, shell, radar), each returning its
 // part of the table; index.ts puts the parts together. Accepting, authenticating and dispatching
 // requests stays in ../server.ts.
+import { ShadowError } from '../../common/errors';
 import type { CheckedParamsOf, MethodName, NotificationName, NotificationParamsOf, ResultOf } from '../../protocol/methods';
 import type { Shadow } from '../../shadow';
 import type { ShadowManager } from '../manager';
@@ -51,4 +52,15 @@ export type Changes = { [M in ShadowMethod]?: (params: CheckedParamsOf<M>, resul
 /** The shadow a request names, marked used and mounted again if it was idle-unmounted. */
 export async function shadowOf(m: ShadowManager, p: { shadow: string }): Promise<Shadow> {
   return m.use(m.get(p.shadow));
+}
+
+/** A request's environment entries (NAME=value) as variables; INVALID_ARGUMENT names a malformed one. */
+export function envOf(entries: readonly string[] | undefined): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const kv of entries ?? []) {
+    const i = kv.indexOf('=');
+    if (i <= 0) throw new ShadowError('INVALID_ARGUMENT', `environment entries look like NAME=value, got ${JSON.stringify(kv)}`);
+    env[kv.slice(0, i)] = kv.slice(i + 1);
+  }
+  return env;
 }

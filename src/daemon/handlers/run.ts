@@ -7,7 +7,7 @@ import type { RunPolicy } from '../../run/policy';
 import { runInShadow } from '../../run/runner';
 import type { Shadow } from '../../shadow';
 import type { ShadowManager } from '../manager';
-import type { Client, Handlers } from './context';
+import { type Client, envOf, type Handlers } from './context';
 
 /** A run in progress, as status lists it. */
 export interface RunActivity {
@@ -111,12 +111,7 @@ export class Runs {
       run: async (p, ctx) => {
         const entry = m.get(p.shadow);
         const s = await m.use(entry);
-        const env: Record<string, string> = {};
-        for (const kv of p.env ?? []) {
-          const i = kv.indexOf('=');
-          if (i <= 0) throw new ShadowError('INVALID_ARGUMENT', `environment entries look like NAME=value, got ${JSON.stringify(kv)}`);
-          env[kv.slice(0, i)] = kv.slice(i + 1);
-        }
+        const env = envOf(p.env);
         const runId = p.runId ?? Math.random().toString(16).slice(2, 14);
         if (this.going.has(runId)) throw new ShadowError('INVALID_ARGUMENT', `a run with id ${runId} is in progress; pick another runId`);
         const controller = new AbortController();

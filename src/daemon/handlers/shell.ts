@@ -8,7 +8,7 @@ import type { ShellInfo } from '../../protocol/shell';
 import type { Shadow } from '../../shadow';
 import { type ShellSession, ShellSessions } from '../../shell/sessions';
 import type { ShadowManager } from '../manager';
-import type { Client, Handlers } from './context';
+import { type Client, envOf, type Handlers } from './context';
 
 /** Output a joined connection may leave unread before it is detached from the session. */
 const MAX_UNREAD_BYTES = 8 * 1024 * 1024;
@@ -64,12 +64,7 @@ export class Shells {
       'shell.open': async (p, ctx) => {
         const entry = m.get(p.shadow);
         const shadow = await m.use(entry);
-        const env: Record<string, string> = {};
-        for (const kv of p.env ?? []) {
-          const i = kv.indexOf('=');
-          if (i <= 0) throw new ShadowError('INVALID_ARGUMENT', `environment entries look like NAME=value, got ${JSON.stringify(kv)}`);
-          env[kv.slice(0, i)] = kv.slice(i + 1);
-        }
+        const env = envOf(p.env);
         const s = await this.sessions.start(shadow, {
           agent: p.agent,
           argv: p.argv,
