@@ -39,6 +39,7 @@ Napi::Function Shadow::Init(Napi::Env env) {
                       InstanceMethod("reset", &Shadow::Reset),
                       InstanceMethod("changes", &Shadow::Changes),
                       InstanceMethod("stats", &Shadow::Stats),
+                      InstanceMethod("setMask", &Shadow::SetMask),
                       InstanceMethod("openView", &Shadow::OpenView),
                       InstanceMethod("closeView", &Shadow::CloseView),
                       InstanceMethod("unmount", &Shadow::Unmount),

@@ -147,6 +147,7 @@ class Shadow : public Napi::ObjectWrap<Shadow> {
   Napi::Value Reset(const Napi::CallbackInfo& info);
   Napi::Value Changes(const Napi::CallbackInfo& info);
   Napi::Value Stats(const Napi::CallbackInfo& info);
+  Napi::Value SetMask(const Napi::CallbackInfo& info);
 
   // shadow_files.cc
   Napi::Value Write(const Napi::CallbackInfo& info);
