@@ -212,7 +212,8 @@ class Overlay {
   // ENOENT if unknown, EBUSY while it is active or pinned by a view.
   int dropLayer(const std::string& name);
   // Creates layer `to` as a copy of layer `from` (contents copied, including spilled files);
-  // later changes to either do not show in the other. EEXIST if `to` exists.
+  // later changes to either do not show in the other; `to` has `from`'s mask (setMask). EEXIST
+  // if `to` exists.
   int cloneLayer(const std::string& from, const std::string& to);
   bool hasLayer(const std::string& name);
   std::vector<std::string> layerNames();

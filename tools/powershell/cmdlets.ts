@@ -835,6 +835,7 @@ export const UNMAPPED_COMMANDS: Record<string, string> = {
     'new with the conflict radar (#32); a Get-ShadowOverlap cmdlet is still to be written (its --watch prints until Ctrl-C, which a pipeline cannot use)',
   'layer cat': 'raw bytes (base64 in --json); Get-ShadowContent reads text, and Set-ShadowLayerItem/Export-ShadowPatch carry binary files',
   'file write': 'Set-ShadowLayerItem (layer write) writes the same, and any bytes, with a mode',
+  mask: 'masked paths (#32) are newer than the module: a Get-/Set-ShadowMask pair is still to be written; run shadowfs mask meanwhile',
 };
 
 /**

@@ -233,3 +233,13 @@ TEST(mask_ignoring_case) {
   CHECK_EQ(w.names(w.a, "keys"), (Names{}));
   CHECK_ERR(w.create(w.a, ".eNv"), EACCES);
 }
+
+TEST(mask_goes_with_a_clone) {
+  MaskWorld w(kGlobs);
+  REQUIRE_OK(w.ov->cloneLayer("a", "a2"));
+  std::string data;
+  CHECK_ERR(w.ov->readFile("a2", ".env", &data), ENOENT);
+  std::vector<std::string> globs;
+  REQUIRE_OK(w.ov->mask("a2", &globs));
+  CHECK_EQ(globs, kGlobs);
+}
