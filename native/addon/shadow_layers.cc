@@ -203,7 +203,7 @@ Napi::Value Shadow::SetMask(const Napi::CallbackInfo& info) {
     if (!live()) return notMounted();
     int e = ov_->setMask(layer, globs);
     if (e) return fail(e, "cannot set the mask of layer " + layer);
-    layerChanged(layer, {}, true);
+    maskChanged(layer);
     return ok();
   });
 }

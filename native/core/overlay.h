@@ -240,7 +240,8 @@ class Overlay {
   // EISDIR, ELOOP (a symlink, or one on the way), EINVAL; absent and not mayCreate: ENOENT.
   int updateFile(const std::string& layer, const std::string& path, const FileUpdate& u,
                  const Caller& who, FileUpdateResult* res);
-  // Removes a file or a whole directory tree from what the layer shows.
+  // Removes a file or a whole directory tree from what the layer shows. EACCES for a tree that
+  // holds a path the layer's mask hides (setMask).
   int remove(const std::string& layer, const std::string& path);
   // Drops the layer's own entry at `path` (a file, symlink, deletion, or a directory with all
   // it holds), so the folder shows through there again (after apply wrote the folder). 0 also
@@ -320,6 +321,8 @@ class Overlay {
   // deletion of the layer spelled otherwise: an entry created there then takes it (respell()).
   const std::string& canon(const Layer& L, const std::string& path, std::string* buf,
                            std::string* respellAs = nullptr) const;
+  // Whether anything below the directory `dir` is masked (L's lock held; walks the tree).
+  bool holdsMasked(Layer& L, const std::string& dir);
   // Whether L's mask hides `path` (L's lock held).
   static bool masked(const Layer& L, std::string_view path);
   bool lowerSpelling(const std::string& dir, std::string_view name, std::string* real) const;

@@ -200,6 +200,9 @@ TEST(mask_refuses_creation_and_removal) {
   CHECK_ERR(w.ov->link(w.a, "web/.env", "leak.txt", &at), ENOENT);
   // ...nor deleted with its directory: a directory holding only masked names is not empty.
   CHECK_ERR(w.ov->rmdir(w.a, "keys"), ENOTEMPTY);
+  // Nor through the API's removal of a whole tree.
+  CHECK_ERR(w.ov->remove("a", "keys"), EACCES);
+  CHECK_ERR(w.ov->remove("a", "web"), EACCES);
   // None of this changed the layer.
   CHECK_EQ(w.changes("a"), (Names{}));
   // Renaming the directory that holds an anchored secret does not reveal it under the new name.
