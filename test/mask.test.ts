@@ -10,6 +10,7 @@ import * as fs from 'fs';
 import * as path from 'path';
 import { ShadowClient, ShadowError } from '../src/client';
 import { DEFAULT_MASK } from '../src/shadow/mask';
+import { LintsService } from '../src/lints/service';
 import { runInShadow } from '../src/run/runner';
 import { glob, grep, list, readText } from '../src/work/files';
 import { WorkService } from '../src/work/service';
@@ -186,6 +187,39 @@ describe('masked paths', function () {
       });
     });
   }
+
+  it('lints of a masked file are refused as of a missing one, and say nothing of it; another agent gets its diagnostics', async function () {
+    this.timeout(180_000);
+    const dir = makeProject('mask-lints');
+    fs.writeFileSync(
+      path.join(dir, 'tsconfig.json'),
+      JSON.stringify({ compilerOptions: { strict: true, noEmit: true }, include: ['src'] }),
+    );
+    // A diagnostic that quotes the secret: Type '"hunter2"' is not assignable to type '"a"'.
+    fs.writeFileSync(path.join(dir, 'src/secret.ts'), "export const token: 'a' = 'hunter2';\n");
+    await withShadow(dir, async (shadow) => {
+      // Agent a changed the file before the mask came: its own copy is hidden from then on too.
+      await shadow.layer('a').write('src/secret.ts', "export const token: 'a' = 'hunter2'; // a\n");
+      await shadow.setMask('a', ['src/secret.ts']);
+      await shadow.createLayer('b');
+      const svc = new LintsService(shadow);
+      try {
+        // Not checked at all, not even in the folder's own pass (the baseline): NOT_FOUND up front.
+        await assert.rejects(
+          svc.lints({ shadow: 'x', agent: 'a', paths: ['src/secret.ts'], timeoutMs: 120_000 }),
+          (e: unknown) => e instanceof ShadowError && e.code === 'NOT_FOUND' && !e.message.includes('hunter2'),
+        );
+        // Nor among a's changes, which lints check when no path is named.
+        const own = await svc.lints({ shadow: 'x', agent: 'a', timeoutMs: 120_000 });
+        assert.ok(!JSON.stringify(own).includes('secret'), JSON.stringify(own));
+        const theirs = await svc.lints({ shadow: 'x', agent: 'b', paths: ['src/secret.ts'], timeoutMs: 120_000 });
+        assert.strictEqual(theirs.files[0].status, 'fresh', JSON.stringify(theirs));
+        assert.ok(JSON.stringify(theirs).includes('hunter2'), JSON.stringify(theirs));
+      } finally {
+        await svc.dispose();
+      }
+    });
+  });
 
   describe('through the daemon', () => {
     let user: ShadowClient | undefined;
