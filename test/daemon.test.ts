@@ -370,14 +370,18 @@ describe('the shadowfs daemon', function () {
 
   it('after kill -9 of the daemon, the next command starts a new one that cleans the stale mounts, removes the directories it made, and mounts the shadow again with its layer back from autosave', async () => {
     const lower = makeProject();
+    fs.writeFileSync(path.join(lower, '.env'), 'SECRET=1\n');
     const guard = new FolderGuard(lower);
     // Mounted in a mode other than the default: the new daemon mounts it the same way.
     const info = json<{ mountPoint: string }>(['mount', lower, '--name', 'crashy', '--io', 'open']);
     // The agent's work, saved by the daemon's autosave (every 30 s by default; asked for here).
     json(['layer', 'write', 'crashy', 'alice', 'src/work.js'], 'module.exports = "kept";\n');
     json(['checkpoint', 'crashy', '--agent', 'alice', '--name', 'autosave']);
+    // alice may not see .env (shadowfs mask); a crash must not unmask her.
+    assert.deepStrictEqual(json<{ globs: string[] }>(['mask', 'crashy', '--agent', 'alice', '--set', '.env']).globs, ['.env']);
     // The shared mount shows alice's layer; after the crash it shows it again.
     json(['activate', 'crashy', 'alice']);
+    assert.ok(!fs.existsSync(path.join(info.mountPoint, '.env')), 'masked for alice');
     const view = json<{ mountPoint: string }>(['view', 'open', 'crashy', 'viewer']);
     // A mount directory the user gave (--at) is the user's: it is unmounted, never removed.
     const userDir = path.join(tempDir('dmnt'), 'mine');
@@ -424,6 +428,9 @@ describe('the shadowfs daemon', function () {
     assert.strictEqual(back[0].io, 'open', 'mounted again in the I/O mode it had');
     assert.strictEqual(fs.readFileSync(path.join(back[0].mountPoint, 'src/work.js'), 'utf8'), 'module.exports = "kept";\n');
     assert.strictEqual(cli(['layer', 'cat', 'crashy', 'alice', 'src/work.js']).stdout, 'module.exports = "kept";\n');
+    // Her mask came back with the shadow, before her layer did.
+    assert.ok(!fs.existsSync(path.join(back[0].mountPoint, '.env')), '.env is still masked for alice');
+    assert.match(cli(['mask', 'crashy', '--agent', 'alice']).stdout, /Mask of alice:\n {2}\.env/);
     for (const mp of [view.mountPoint, userView.mountPoint]) assert.ok(!mountedPaths().has(mp), `${mp} is unmounted`);
     assert.ok(!fs.existsSync(view.mountPoint), 'the view directory the daemon made is removed');
     assert.ok(fs.existsSync(userDir), 'a directory the user gave is kept');

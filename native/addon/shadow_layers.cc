@@ -1,5 +1,6 @@
 // The Shadow's layers as a whole (shadow_object.h): create, clone, drop, list, activate
-// (switch the shared mount) and reset, and what a layer holds: its changes and its stats.
+// (switch the shared mount) and reset, and what a layer holds: its changes and its stats; and
+// a layer's masked paths.
 #include "shadow_object.h"
 
 #include <chrono>
@@ -181,6 +182,29 @@ Napi::Value Shadow::Stats(const Napi::CallbackInfo& info) {
       o.Set("spilledBytes", static_cast<double>(st.spilledBytes));
       return o;
     });
+  });
+}
+
+// JS thread: setMask(layer, globs: string[]) -> Promise<void> (an empty list: no mask). Every
+// mount that shows the layer forgets what its kernel cached, so a name masked now is gone at
+// once and one unmasked shows again.
+Napi::Value Shadow::SetMask(const Napi::CallbackInfo& info) {
+  std::string layer;
+  std::vector<std::string> globs;
+  if (!stringArg(info, 0, &layer) || info.Length() < 2 || !info[1].IsArray())
+    return rejected(info.Env(), EINVAL, "setMask(layer, globs)");
+  Napi::Array arr = info[1].As<Napi::Array>();
+  for (uint32_t i = 0; i < arr.Length(); ++i) {
+    Napi::Value v = arr.Get(i);
+    if (!v.IsString()) return rejected(info.Env(), EINVAL, "setMask(layer, globs): globs are strings");
+    globs.push_back(v.As<Napi::String>());
+  }
+  return enqueue(info.Env(), [this, layer, globs] {  // worker thread
+    if (!live()) return notMounted();
+    int e = ov_->setMask(layer, globs);
+    if (e) return fail(e, "cannot set the mask of layer " + layer);
+    maskChanged(layer);
+    return ok();
   });
 }
 

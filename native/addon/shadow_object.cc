@@ -39,6 +39,7 @@ Napi::Function Shadow::Init(Napi::Env env) {
                       InstanceMethod("reset", &Shadow::Reset),
                       InstanceMethod("changes", &Shadow::Changes),
                       InstanceMethod("stats", &Shadow::Stats),
+                      InstanceMethod("setMask", &Shadow::SetMask),
                       InstanceMethod("openView", &Shadow::OpenView),
                       InstanceMethod("closeView", &Shadow::CloseView),
                       InstanceMethod("unmount", &Shadow::Unmount),
@@ -176,6 +177,20 @@ void Shadow::layerChanged(const std::string& layer, const std::vector<std::strin
   auto apply = [&](MountBackend* b) {
     b->invalidatePaths(paths);
     if (all) b->invalidateAll();
+  };
+  if (main_ && activeName() == layer) apply(main_.get());
+  for (auto& [id, v] : views_)
+    if (v.layer == layer) apply(v.backend.get());
+}
+
+// Worker thread. A name the mask hid may be cached as absent (a negative entry), which no path
+// list can name: the switch's invalidation bumps the kernel's epoch where it can (Linux 6.16),
+// then every name and attribute the kernel holds goes as after an API change. Older kernels
+// keep such negative entries for the mount's negativeTimeout.
+void Shadow::maskChanged(const std::string& layer) {
+  auto apply = [&](MountBackend* b) {
+    b->invalidateForSwitch({});
+    b->invalidateAll();
   };
   if (main_ && activeName() == layer) apply(main_.get());
   for (auto& [id, v] : views_)

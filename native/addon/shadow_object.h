@@ -147,6 +147,10 @@ class Shadow : public Napi::ObjectWrap<Shadow> {
   Napi::Value Reset(const Napi::CallbackInfo& info);
   Napi::Value Changes(const Napi::CallbackInfo& info);
   Napi::Value Stats(const Napi::CallbackInfo& info);
+  Napi::Value SetMask(const Napi::CallbackInfo& info);
+  // shadow_object.cc, worker thread: a layer's mask changed; every mount that shows it forgets
+  // every name it cached, negative ones included (the epoch, where the kernel has it).
+  void maskChanged(const std::string& layer);
 
   // shadow_files.cc
   Napi::Value Write(const Napi::CallbackInfo& info);

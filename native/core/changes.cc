@@ -26,11 +26,14 @@ int Overlay::changes(const std::string& layer, std::vector<Change>* out) {
   ReadLock lock(lp->mu, LockRank::Layer);
   struct Walk {
     Overlay* self;
+    const Layer* layer;
     std::vector<Change>* out;
     void run(const Node* n, const std::string& base, bool lv, const std::string& low) {
       for (const Node* c : n->kids()) {
         const std::string_view name = c->name();
         std::string path = joinPath(base, name);
+        // Masked paths are not the agent's to show, in diffs and checkpoints included.
+        if (self->masked(*layer, path)) continue;
         std::string natural = lv ? joinPath(low, name) : std::string();
         Attr la;
         const bool present = lv && self->lower_->stat(natural, &la) == 0;
@@ -81,13 +84,31 @@ int Overlay::changes(const std::string& layer, std::vector<Change>* out) {
       }
     }
   };
-  Walk w{this, out};
+  Walk w{this, lp.get(), out};
   w.run(lp->root.get(), std::string(), true, std::string());
   return 0;
 }
 
 // What the layer costs: every allocation the model makes for it, as the allocator rounds it
 // (memory_test checks this against glibc's own count), plus the contents held in memory.
+int Overlay::setMask(const std::string& layer, const std::vector<std::string>& globs) {
+  std::shared_ptr<Layer> lp = byName(layer);
+  if (!lp) return ENXIO;
+  auto m = std::make_shared<const PathMask>(globs, ignoreCase_);
+  WriteLock lock(lp->mu, LockRank::Layer);
+  lp->mask = m->empty() ? nullptr : std::move(m);
+  return 0;
+}
+
+int Overlay::mask(const std::string& layer, std::vector<std::string>* out) {
+  std::shared_ptr<Layer> lp = byName(layer);
+  if (!lp) return ENXIO;
+  ReadLock lock(lp->mu, LockRank::Layer);
+  out->clear();
+  if (lp->mask) *out = lp->mask->globs();
+  return 0;
+}
+
 int Overlay::stats(const std::string& layer, LayerStats* out) {
   std::shared_ptr<Layer> lp = byName(layer);
   if (!lp) return ENXIO;

@@ -102,6 +102,7 @@ int Overlay::link(Layer* view, const std::string& fromAsked, const std::string& 
   std::string fbuf, tbuf, respellAs;
   const std::string& from = canon(L, fromAsked, &fbuf);
   const std::string& to = canon(L, toAsked, &tbuf, &respellAs);
+  if (masked(L, to)) return EACCES;  // before the source is materialised (placeNew says why)
   Res r;
   Node* src;
   int e = materializeNode(L, from, &src, &r);
@@ -147,7 +148,7 @@ int Overlay::rmdir(Layer* view, const std::string& asked) {
   std::string cbuf;
   const std::string& path = canon(L, asked, &cbuf);
   ListPlan plan;
-  int e = planList(L, path, &plan);
+  int e = planList(L, path, &plan, /*masked=*/false);
   if (e) return e;
   std::vector<DirEntry> ls;
   e = runList(plan, &ls);
@@ -197,6 +198,8 @@ int Overlay::rename(Layer* view, const std::string& fromAsked, const std::string
   }
   const bool toExists = et == 0;
   if (from == to) return 0;
+  // Onto a masked name: refused as creating it is (placeNew), before anything changes.
+  if (masked(L, to)) return EACCES;
   const FileType ft = rf.node ? rf.node->inode()->type : rf.lowerAttr.type;
   if ((flags & kRenameNoReplace) && toExists) return EEXIST;
   // Two names of one file (hard links): POSIX says succeed and do nothing. Linux's VFS stops
@@ -246,7 +249,7 @@ int Overlay::rename(Layer* view, const std::string& fromAsked, const std::string
     if (toDir) {
       if (isInside(from, to)) return ENOTEMPTY;
       ListPlan plan;
-      e = planList(L, to, &plan);
+      e = planList(L, to, &plan, /*masked=*/false);
       std::vector<DirEntry> ls;
       if (!e) e = runList(plan, &ls);
       if (e) return e;

@@ -91,7 +91,24 @@ int Overlay::remove(const std::string& layer, const std::string& asked) {
   Res r;
   e = resolve(L, path, &r);
   if (e) return e;
+  // A tree that holds what the agent may not see is not the agent's to delete (an apply would
+  // delete the folder's secrets with it); rmdir answers ENOTEMPTY for the same reason.
+  const FileType t = r.node ? r.node->inode()->type : r.lowerAttr.type;
+  if (L.mask && t == FileType::Directory && holdsMasked(L, path)) return EACCES;
   return removeAt(L, path);
+}
+
+bool Overlay::holdsMasked(Layer& L, const std::string& dir) {
+  ListPlan plan;
+  if (planList(L, dir, &plan, /*masked=*/false)) return false;
+  std::vector<DirEntry> ls;
+  if (runList(plan, &ls)) return false;
+  for (const DirEntry& d : ls) {
+    const std::string p = joinPath(dir, d.name);
+    if (masked(L, p) || (plan.readLower && masked(L, joinPath(plan.low, d.name)))) return true;
+    if (d.type == FileType::Directory && holdsMasked(L, p)) return true;
+  }
+  return false;
 }
 
 int Overlay::revert(const std::string& layer, const std::string& asked, bool* wasDir) {

@@ -105,6 +105,7 @@ int Overlay::cloneLayer(const std::string& from, const std::string& to) {
       return out;
     };
     L->root = copy(*src->root);
+    L->mask = src->mask;  // a copy hides what its source hides (a run's scratch layer)
     for (auto& [path, entry] : src->copied) {
       auto it = copies.find(entry.inode.get());
       if (it != copies.end())

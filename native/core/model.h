@@ -29,6 +29,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "mask.h"
 #include "shared_mutex.h"
 #include "overlay.h"
 
@@ -433,6 +434,9 @@ struct Layer : std::enable_shared_from_this<Layer> {
     Ref<Inode> inode;
   };
   std::unordered_map<std::string, CopiedFrom> copied;
+  // Masked paths (mask.h): what this layer's agent must not see of the folder. Null: none.
+  // Replaced whole (Overlay::setMask, mu exclusively); read under mu shared or exclusively.
+  std::shared_ptr<const PathMask> mask;
   // Handles open on the folder's files (read-only ones, and write-opens not yet written
   // through), by folder path (noteCopy looks here). Changed
   // under `rmu` (rank 4, a leaf) with mu held shared or exclusively; read under mu exclusively.
@@ -459,6 +463,9 @@ struct Overlay::ListPlan {
   std::vector<DirEntry> own;       // the layer's own entries
   std::vector<std::string> hidden; // names the layer has (entries or whiteouts): A's are hidden
   uint64_t ino = 0;
+  // The layer's mask, when the listing leaves masked names out; `dir` the listed path.
+  std::shared_ptr<const PathMask> mask;
+  std::string dir;
 };
 
 Timespec nowTime();

@@ -212,7 +212,8 @@ class Overlay {
   // ENOENT if unknown, EBUSY while it is active or pinned by a view.
   int dropLayer(const std::string& name);
   // Creates layer `to` as a copy of layer `from` (contents copied, including spilled files);
-  // later changes to either do not show in the other. EEXIST if `to` exists.
+  // later changes to either do not show in the other; `to` has `from`'s mask (setMask). EEXIST
+  // if `to` exists.
   int cloneLayer(const std::string& from, const std::string& to);
   bool hasLayer(const std::string& name);
   std::vector<std::string> layerNames();
@@ -239,7 +240,8 @@ class Overlay {
   // EISDIR, ELOOP (a symlink, or one on the way), EINVAL; absent and not mayCreate: ENOENT.
   int updateFile(const std::string& layer, const std::string& path, const FileUpdate& u,
                  const Caller& who, FileUpdateResult* res);
-  // Removes a file or a whole directory tree from what the layer shows.
+  // Removes a file or a whole directory tree from what the layer shows. EACCES for a tree that
+  // holds a path the layer's mask hides (setMask).
   int remove(const std::string& layer, const std::string& path);
   // Drops the layer's own entry at `path` (a file, symlink, deletion, or a directory with all
   // it holds), so the folder shows through there again (after apply wrote the folder). 0 also
@@ -267,6 +269,14 @@ class Overlay {
   // Base they came from.
   int changes(const std::string& layer, std::vector<Change>* out);
   int stats(const std::string& layer, LayerStats* out);
+  // Masked paths (mask.h): from now on the layer's agent sees no object of the folder or of
+  // the layer at a path `globs` match, whichever way it asks (mounts, views, the reads above,
+  // changes()): lookups answer ENOENT, listings leave them out, and creating one (a file, a
+  // directory, a link, a rename onto it) is refused with EACCES. An empty list: none. The
+  // caller invalidates the kernel's caches of the mounts that show the layer. ENXIO if unknown.
+  int setMask(const std::string& layer, const std::vector<std::string>& globs);
+  // The globs of setMask (empty: none).
+  int mask(const std::string& layer, std::vector<std::string>* out);
 
  private:
   struct Res;
@@ -311,12 +321,19 @@ class Overlay {
   // deletion of the layer spelled otherwise: an entry created there then takes it (respell()).
   const std::string& canon(const Layer& L, const std::string& path, std::string* buf,
                            std::string* respellAs = nullptr) const;
+  // Whether anything below the directory `dir` is masked (L's lock held; walks the tree).
+  bool holdsMasked(Layer& L, const std::string& dir);
+  // Whether L's mask hides `path` (L's lock held).
+  static bool masked(const Layer& L, std::string_view path);
   bool lowerSpelling(const std::string& dir, std::string_view name, std::string* real) const;
   // Gives the layer's entry at `path` the name `name` in the same directory (a rename).
   int respell(Layer& L, const std::string& path, const std::string& name);
   // What a listing needs from the layer, taken under its lock so A is read without it.
   struct ListPlan;
-  int planList(Layer& L, const std::string& path, ListPlan* plan);
+  // `masked`: leave out what the layer's mask hides (false where emptiness is checked before a
+  // removal, so a directory holding only masked objects is not empty: rmdir answers ENOTEMPTY
+  // instead of deleting what the agent cannot see).
+  int planList(Layer& L, const std::string& path, ListPlan* plan, bool masked = true);
   int runList(const ListPlan& plan, std::vector<DirEntry>* out);
 
   // content.cc: the caller holds in->cmu() exclusively (shared for contentRead).

@@ -66,8 +66,18 @@ bool Overlay::lowerPresent(bool lv, const std::string& low, const std::string& n
   return lower_->stat(joinPath(low, name), a ? a : &tmp) == 0;
 }
 
-// Walks the layer tree along `path`; below the last layer node the path is A's alone.
+bool Overlay::masked(const Layer& L, std::string_view path) {
+  return L.mask && L.mask->hides(path);
+}
+
+// Walks the layer tree along `path`; below the last layer node the path is A's alone. A path
+// the layer's mask hides is absent, as is one whose folder object lies where the mask hides
+// (reached through a directory the layer renamed).
 int Overlay::resolve(Layer& L, const std::string& path, Res* r) const {
+  if (masked(L, path)) {
+    r->parentResolved = true;
+    return ENOENT;
+  }
   Node* cur = L.root.get();
   bool lv = true;
   std::string low;
@@ -101,6 +111,10 @@ int Overlay::resolve(Layer& L, const std::string& path, Res* r) const {
   r->lv = lv;
   r->low = std::move(low);
   if (!cur) {
+    if (r->low != path && masked(L, r->low)) {
+      r->parentResolved = true;
+      return ENOENT;
+    }
     int e = lower_->stat(r->low, &r->lowerAttr);
     if (e == ENOENT) r->parentResolved = true;  // caller re-checks the parent when creating
     return e;
@@ -238,6 +252,7 @@ int Overlay::respell(Layer& L, const std::string& path, const std::string& name)
 // mirrors) and returns the last one with its merge source.
 int Overlay::materializeDir(Layer& L, const std::string& path, Node** out, bool* lvOut,
                             std::string* lowOut) {
+  if (masked(L, path)) return ENOENT;
   Node* cur = L.root.get();
   bool lv = true;
   std::string low;
@@ -424,6 +439,9 @@ int Overlay::placeNew(Layer& L, const std::string& path, NodeRef inode, Node** o
   splitLast(path, &parent, &name);
   if (name.empty()) return EEXIST;
   if (name.size() > kNameMax) return ENAMETOOLONG;
+  // A masked name cannot be made: the agent's own object there would stand in for the
+  // folder's secret, and a later apply or a view without the mask would mix the two.
+  if (masked(L, path)) return EACCES;
   int e = slotOf(L, path, &slot);
   if (e) return e == ELOOP ? ENOTDIR : e;
   Node* p = slot.dir;
@@ -546,10 +564,14 @@ int Overlay::xattrSource(const Res& r, std::string* src) const {
   return ENODATA;
 }
 
-int Overlay::planList(Layer& L, const std::string& path, ListPlan* plan) {
+int Overlay::planList(Layer& L, const std::string& path, ListPlan* plan, bool masked) {
   Res r;
   int e = resolve(L, path, &r);
   if (e) return e;
+  if (masked && L.mask) {
+    plan->mask = L.mask;
+    plan->dir = path;
+  }
   if (!r.node) {
     if (r.lowerAttr.type != FileType::Directory) return ENOTDIR;
     plan->lowerOnly = plan->readLower = true;
@@ -564,7 +586,7 @@ int Overlay::planList(Layer& L, const std::string& path, ListPlan* plan) {
   for (const Node* c : r.node->kids()) {
     const std::string_view name = c->name();
     if (r.lv) plan->hidden.push_back(ignoreCase_ ? foldName(name) : std::string(name));
-    if (!c->whiteout())
+    if (!c->whiteout() && !(plan->mask && plan->mask->hides(joinPath(path, name))))
       plan->own.push_back(DirEntry{std::string(name), c->inode()->ino, c->inode()->type});
   }
   // Case-insensitive names: the layer's names hide the folder's in any case (folded, sorted).
@@ -574,6 +596,34 @@ int Overlay::planList(Layer& L, const std::string& path, ListPlan* plan) {
 
 int Overlay::runList(const ListPlan& plan, std::vector<DirEntry>* out) {
   out->clear();
+  if (plan.mask) {
+    // The folder's names the mask hides, at the listed path or where the folder's directory
+    // is (a directory the layer renamed).
+    const PathMask& m = *plan.mask;
+    auto masks = [&](const DirEntry& d) {
+      return m.hides(joinPath(plan.dir, d.name)) ||
+             (plan.low != plan.dir && m.hides(joinPath(plan.low, d.name)));
+    };
+    if (plan.lowerOnly) {
+      int e = lower_->readdir(plan.low, out);
+      if (e) return e;
+      out->erase(std::remove_if(out->begin(), out->end(), masks), out->end());
+      return 0;
+    }
+    if (plan.readLower) {
+      std::vector<DirEntry> ls;
+      if (lower_->readdir(plan.low, &ls) == 0) {
+        for (auto& d : ls) {
+          if (masks(d)) continue;
+          const std::string key = ignoreCase_ ? foldName(d.name) : d.name;
+          if (!std::binary_search(plan.hidden.begin(), plan.hidden.end(), key))
+            out->push_back(std::move(d));
+        }
+      }
+    }
+    out->insert(out->end(), plan.own.begin(), plan.own.end());
+    return 0;
+  }
   if (plan.lowerOnly) return lower_->readdir(plan.low, out);
   if (plan.readLower) {
     std::vector<DirEntry> ls;

@@ -6,6 +6,7 @@ import { doctorCommand } from './commands/doctor';
 import { layerCommand } from './commands/layer';
 import { lintsCommand } from './commands/lints';
 import { listCommand } from './commands/list';
+import { maskCommand } from './commands/mask';
 import { mountCommand } from './commands/mount';
 import { runCommand } from './commands/run';
 import { serveCommand } from './commands/serve';
@@ -28,6 +29,7 @@ export function main(argv: string[]): void {
     .command(listCommand)
     .command(layerCommand)
     .command(activateCommand)
+    .command(maskCommand)
     .command(viewCommand)
     .command(runCommand)
     .command(shellCommand)

@@ -41,6 +41,11 @@ export const NATIVE_ERRNOS: ErrnoTable = {
     say: (what) =>
       `${what}: it lies under a directory the layer deleted, replaced or moved; only that whole directory can go back to the folder`,
   },
+  EACCES: {
+    code: 'PATH_MASKED',
+    say: (what) =>
+      `${what}: the path is masked for this agent (shadowfs mask), or holds masked paths: it cannot be made or deleted; the user decides what agents see`,
+  },
   EROFS: { code: 'NO_ACTIVE_LAYER', say: (what) => `${what}: no layer is active, the shadow shows the folder read-only` },
 };
 

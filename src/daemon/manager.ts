@@ -8,7 +8,7 @@ import { unanswered } from '../platform';
 import type { NotificationName, NotificationParamsOf, ShadowInfo } from '../protocol/methods';
 import { LintsService } from '../lints/service';
 import { mount, Shadow } from '../shadow';
-import type { GoneEvent, IoMode, WindowsVolume } from '../shadow';
+import type { GoneEvent, IoMode, MaskState, WindowsVolume } from '../shadow';
 import type { Overlap } from '../work/radar';
 import { radarDelta } from './radar-wire';
 import { AUTOSAVE_NAME, WorkService } from '../work/service';
@@ -116,6 +116,7 @@ export class ShadowManager {
         ...(atRecorded ? { mountPoint: s.mountPoint } : {}),
         ...(s.backend !== undefined ? { backend: s.backend } : {}),
         ...(s.io !== undefined ? { io: s.io } : {}),
+        ...(s.masks !== undefined ? { masks: s.masks } : {}),
       });
       // The shared mount shows again what it showed: the agent whose layer came back, or the folder.
       const wanted = s.active;
@@ -187,6 +188,8 @@ export class ShadowManager {
     volume?: WindowsVolume;
     /** Bring back agents' layers from their autosave checkpoints for this folder (default true). */
     restore?: boolean;
+    /** Masked paths to start with (a crashed daemon's, from its state file), before any layer comes back. */
+    masks?: MaskState;
   }): Promise<ShadowInfo> {
     if (params.name !== undefined && !NAME_RE.test(params.name)) {
       throw new ShadowError(
@@ -211,6 +214,15 @@ export class ShadowManager {
       ...(params.volume ? { volume: params.volume } : {}),
       allowOther: params.allowOther === true,
     });
+    if (params.masks) {
+      try {
+        shadow.maskState = params.masks;
+      } catch (err) {
+        // A forged or damaged entry: no layer exists yet, so refusing the shadow loses nothing.
+        await shadow.unmount({ lazy: true });
+        throw err;
+      }
+    }
     const name = params.name ?? this.freeName(path.basename(shadow.folder));
     const now = Date.now();
     const work = new WorkService(shadow, {
@@ -424,6 +436,7 @@ export class ShadowManager {
         io: e.shadow.io,
         views: [...e.shadow.views].map((v) => ({ mountPoint: v.mountPoint, createdMountPoint: v.ownsMountPoint })),
         ...(e.shadow.mounted ? { active: e.shadow.active } : {}),
+        ...(Object.keys(e.shadow.maskState).length ? { masks: e.shadow.maskState } : {}),
       })),
     };
     writeState(this.opts.statePath, state);

@@ -46,6 +46,13 @@ const ShadowState = z.strictObject({
     .regex(/^[a-z0-9_]{1,32}$/)
     .optional(),
   io: z.enum(['cached', 'open', 'passthrough']).optional(),
+  /** Masked paths (src/shadow/mask.ts), so a crash does not unmask an agent. Checked again as globs when given back. */
+  masks: z
+    .strictObject({
+      default: z.array(z.string()).max(256).optional(),
+      agents: z.record(AgentId, z.array(z.string()).max(256)).optional(),
+    })
+    .optional(),
 });
 
 type ViewEntry = z.infer<typeof ViewState>;

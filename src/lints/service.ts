@@ -234,7 +234,8 @@ export class LintsService {
       targets = (await layer.changes()).filter((c) => c.type === 'file' && c.kind !== 'deleted').map((c) => c.path);
     }
     targets = [...new Set(targets)];
-    // A file named outright must be there (an edited file is, and a changed one may be a deletion);
+    // A file named outright must be there (an edited file is, and a changed one may be a deletion;
+    // one the agent's mask hides is not: then not even the folder's pass reads it);
     // an agent without a layer yet sees the folder (its check would make the layer anyway).
     if (p.paths?.length) await this.shadow.createLayer(p.agent);
     for (const rel of p.paths?.length ? targets : []) {

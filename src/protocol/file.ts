@@ -67,7 +67,7 @@ export const FileRequests = {
       hash: z.string().optional().describe('With expect: the content hash the file has now, for the next expect.'),
       mtimeMs: z.number().optional().describe('With expect: its modification time now.'),
     }),
-    errors: ['UNKNOWN_SHADOW', 'INVALID_AGENT', 'INVALID_PATH', 'IS_DIRECTORY', 'CONFLICT', 'NOT_MOUNTED'],
+    errors: ['UNKNOWN_SHADOW', 'INVALID_AGENT', 'INVALID_PATH', 'IS_DIRECTORY', 'CONFLICT', 'NOT_MOUNTED', 'PATH_MASKED'],
   }),
   'file.edit': request({
     summary:

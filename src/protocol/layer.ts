@@ -1,9 +1,9 @@
 // The protocol's requests on an agent's layer as a set of entries: create, drop, clone and list
-// layers; write, remove, revert and read paths in one; reset it. Served by
+// layers; write, remove, revert and read paths in one; mask paths for an agent; reset it. Served by
 // src/daemon/handlers/layer.ts (as are the layer requests of work.ts).
 import * as z from 'zod';
 import type { ErrorCode } from './errors';
-import { agentId, relPath, request, shadowAgent, shadowOnly, shadowRef } from './shared';
+import { agentId, relPath, request, shadowAgent, shadowOnly, shadowRef, text } from './shared';
 
 /** The most bytes one layer.read answer carries (base64 makes a third more); larger files are read in ranges. */
 export const LAYER_READ_MAX_BYTES = 16 * 1024 * 1024;
@@ -45,13 +45,13 @@ export const LayerRequests = {
       mode: z.number().int().min(0).max(0o7777).optional().describe("Permission bits (default 0644, or the existing file's)."),
     }),
     result: z.object({ path: z.string(), bytes: z.number().int() }),
-    errors: [...pathErrors, 'IS_DIRECTORY', 'NOT_A_DIRECTORY', 'INVALID_ARGUMENT'],
+    errors: [...pathErrors, 'IS_DIRECTORY', 'NOT_A_DIRECTORY', 'INVALID_ARGUMENT', 'PATH_MASKED'],
   }),
   'layer.remove': request({
     summary: "Removes a path in an agent's layer (the folder keeps it).",
     params: z.strictObject({ shadow: shadowRef, agent: agentId, path: relPath }),
     result: z.object({ path: z.string() }),
-    errors: [...pathErrors, 'NOT_FOUND', 'NOT_A_DIRECTORY'],
+    errors: [...pathErrors, 'NOT_FOUND', 'NOT_A_DIRECTORY', 'PATH_MASKED'],
   }),
   'layer.revert': request({
     summary:
@@ -88,6 +88,33 @@ export const LayerRequests = {
       offset: z.number().int().optional().describe('Where the bytes in data start.'),
     }),
     errors: [...pathErrors, 'UNKNOWN_AGENT', 'NOT_FOUND', 'IS_DIRECTORY', 'NOT_A_DIRECTORY', 'FILE_TOO_LARGE'],
+  }),
+  'layer.mask': request({
+    summary:
+      "Masked paths: reads or sets which paths of the folder do not exist for an agent (agent null: the shadow's default, for agents without a mask of their own). Globs as in .gitignore. Masked paths are absent from the agent's mounts, views, runs, file tools and diffs, and it cannot create them; the developer's folder is untouched. Not open to an agent's restricted connection.",
+    params: z.strictObject({
+      shadow: shadowRef,
+      agent: agentId.nullable().describe("The agent whose mask this is; null: the shadow's default mask."),
+      globs: z
+        .array(text('A glob: a name at any depth (".env", "*.pem"), or a path from the root when it has a "/" (".aws/**").'))
+        .max(256)
+        .optional()
+        .describe('Sets the mask to these globs (an empty list: a mask that hides nothing).'),
+      offered: z.boolean().optional().describe('Sets the mask to the list shadowfs offers (answered in `offered`); not with globs.'),
+      clear: z
+        .boolean()
+        .optional()
+        .describe("Removes the agent's own mask (the default applies again), or the default; not with globs or offered."),
+    }),
+    result: z.object({
+      agent: z.string().nullable(),
+      globs: z.array(z.string()).describe('The globs in force for the agent (for agent null: the default).'),
+      source: z
+        .enum(['agent', 'default', 'inherited', 'none'])
+        .describe("Where they come from: the agent's own, the shadow's default, the layer it was copied from, or none."),
+      offered: z.array(z.string()).describe('The mask shadowfs offers (set with offered: true).'),
+    }),
+    errors: ['UNKNOWN_SHADOW', 'INVALID_AGENT', 'INVALID_ARGUMENT', 'NOT_MOUNTED'],
   }),
   'layer.reset': request({
     summary: "Empties an agent's layer.",

@@ -4,6 +4,7 @@
 import type { LayerStats, NativeDirEntry, NativeShadow, NativeStat } from './native';
 import { normalizeRelPath } from '../common/paths';
 import { checkByteCount, checkMode, checkSymlinkTarget, MAX_RANGE_BYTES, toBuffer } from './checks';
+import type { MaskInfo } from './mask';
 import type { Change, Shadow } from './shadow';
 
 /**
@@ -18,6 +19,11 @@ export class Layer {
     private readonly shadow: Shadow,
     readonly agentId: string,
   ) {}
+
+  /** The masked paths in force for this agent (Shadow.setMask), and where they come from. */
+  get mask(): MaskInfo {
+    return this.shadow.maskOf(this.agentId);
+  }
 
   /**
    * Writes a whole file into this layer (parents are created as needed, and the layer too).

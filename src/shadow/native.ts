@@ -147,6 +147,8 @@ export interface NativeShadow {
   reset(layer: string): Promise<number>;
   changes(layer: string): Promise<NativeChange[]>;
   stats(layer: string): Promise<LayerStats>;
+  /** Masked paths of the layer (native/core/mask.h): an empty list masks nothing. Mounts showing it forget their caches. */
+  setMask(layer: string, globs: string[]): Promise<void>;
   /** `volumePrefix`: winfsp, the view's own network volume prefix (absent: a disk volume). */
   openView(layer: string, mountPoint: string, volumePrefix?: string): Promise<number>;
   closeView(id: number, lazy: boolean): Promise<void>;

@@ -12,6 +12,7 @@ import { platform } from '../platform';
 import { checkAgent } from './checks';
 import { ERRNOS } from './errnos';
 import { Layer } from './layer';
+import { checkGlobs, type MaskInfo, MaskPolicy, type MaskState } from './mask';
 import type { IoMode } from './mount';
 import { networkPrefix, prepareMountPoint, volumeFor, type WindowsVolume } from './mount-point';
 import { runAs, type RunAsJob, type RunAsOptions } from './run-as';
@@ -69,6 +70,8 @@ export class Shadow {
   private readonly createdMountPoint: boolean;
   /** Layers known to exist: created, cloned or activated through this object (the only way to make one). */
   private readonly known = new Set<string>();
+  /** Masked paths per agent (mask.ts); every layer gets its agent's mask when it comes into being. */
+  private readonly masks = new MaskPolicy();
   private readonly layerListeners = new Set<(e: LayerEvent) => void>();
   /** When this shadow was mounted (ms since the epoch): none of its layers started earlier. */
   readonly mountedAt = Date.now();
@@ -217,6 +220,8 @@ export class Shadow {
   async ensureLayer(id: string): Promise<void> {
     if (this.known.has(id)) return;
     await this.call(`create the layer of ${id}`, (n) => n.createLayer(id));
+    // Masked before anything can show it: it is in no mount and no view yet (a new layer has no mask).
+    if (this.masks.of(id).globs.length) await this.applyMask(id);
     this.known.add(id);
     this.emit({ kind: 'created', agent: id });
   }
@@ -226,9 +231,53 @@ export class Shadow {
     const a = checkAgent(from);
     const b = checkAgent(to);
     await this.call(`copy the layer of ${a} to ${b}`, (n) => n.cloneLayer(a, b), ERRNOS.cloneLayer(b));
+    // The copy hides what its source hides (the core copied the mask), unless it has its own.
+    this.masks.copied(a, b);
+    if (this.masks.of(b).source === 'agent') await this.applyMask(b);
     this.known.add(b);
     this.emit({ kind: 'cloned', agent: b, from: a });
     return new Layer(this, b);
+  }
+
+  /**
+   * Masks paths for an agent (or, with agent null, for every agent without a mask of its own):
+   * under `globs` (native/core/mask.h: as in .gitignore) the folder's objects do not exist for
+   * it, through the mount while its layer is shown, in its views and runs, in the file tools and
+   * in its changes; it cannot create them either. The developer's folder, and the shared mount
+   * while no layer is shown, are untouched. `globs` null: the agent's own mask goes (the
+   * default applies again), or the default goes. Takes effect at once, in mounts already
+   * showing the layer too. Returns what is now in force for `agent` (for null: the default).
+   */
+  async setMask(agentId: string | null, globs: string[] | null): Promise<MaskInfo> {
+    const id = agentId === null ? null : checkAgent(agentId);
+    const list = globs === null ? null : checkGlobs(globs);
+    this.masks.set(id, list);
+    const layers = await this.agents();
+    for (const a of layers) if (id === null || a === id || this.masks.of(a).source === 'inherited') await this.applyMask(a);
+    return id === null ? { globs: this.masks.defaultMask, source: this.masks.defaultMask.length ? 'default' : 'none' } : this.masks.of(id);
+  }
+
+  /** The mask in force for an agent, and where it comes from (its own, the default, ...). */
+  maskOf(agentId: string): MaskInfo {
+    return this.masks.of(checkAgent(agentId));
+  }
+
+  /** The shadow's default mask (empty: none). */
+  get defaultMask(): string[] {
+    return this.masks.defaultMask;
+  }
+
+  /** @internal the masks to save (the daemon's state file), and to give back after a crash, before any layer exists. */
+  get maskState(): MaskState {
+    return this.masks.state();
+  }
+  set maskState(s: MaskState) {
+    this.masks.load(s);
+  }
+
+  private async applyMask(id: string): Promise<void> {
+    const globs = this.masks.of(id).globs;
+    await this.call(`mask paths of ${id}`, (n) => n.setMask(id, globs));
   }
 
   /** Agent ids that have a layer. */
@@ -243,6 +292,7 @@ export class Shadow {
       await this.call(`drop the layer of ${id}`, (n) => n.dropLayer(id), ERRNOS.dropLayer(id));
     } finally {
       this.known.delete(id);
+      this.masks.dropped(id);
     }
     this.emit({ kind: 'dropped', agent: id });
   }

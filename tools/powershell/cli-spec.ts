@@ -10,6 +10,7 @@ import { fileCommand } from '../../src/cli/commands/file';
 import { layerCommand } from '../../src/cli/commands/layer';
 import { lintsCommand } from '../../src/cli/commands/lints';
 import { listCommand } from '../../src/cli/commands/list';
+import { maskCommand } from '../../src/cli/commands/mask';
 import { mcpCommand } from '../../src/cli/commands/mcp';
 import { mountCommand } from '../../src/cli/commands/mount';
 import { runCommand } from '../../src/cli/commands/run';
@@ -64,6 +65,7 @@ const TOP_LEVEL: CommandModule[] = [
   listCommand,
   layerCommand,
   activateCommand,
+  maskCommand,
   viewCommand,
   runCommand,
   shellCommand,

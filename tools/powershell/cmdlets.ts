@@ -854,6 +854,7 @@ export const UNMAPPED_COMMANDS: Record<string, string> = {
     'asks at a terminal, hunk by hunk; its --list --json (layer.hunks) and --rejections (layer.rejections) have no cmdlet yet: Merge-ShadowLayer -Hunk applies the ids it lists',
   'layer cat': 'raw bytes (base64 in --json); Get-ShadowContent reads text, and Set-ShadowLayerItem/Export-ShadowPatch carry binary files',
   'file write': 'Set-ShadowLayerItem (layer write) writes the same, and any bytes, with a mode',
+  mask: 'masked paths (#32) are newer than the module: a Get-/Set-ShadowMask pair is still to be written; run shadowfs mask meanwhile',
 };
 
 /**

@@ -88,6 +88,7 @@ export const ERROR_CATEGORY: Record<keyof typeof ErrorCodes | 'USAGE' | 'CLI_FAI
   DAEMON_RUNNING: 'ResourceExists',
   PEER_REFUSED: 'SecurityError',
   SCOPE_DENIED: 'PermissionDenied',
+  PATH_MASKED: 'PermissionDenied',
   STATE_CORRUPT: 'InvalidData',
   PROTOCOL: 'ProtocolError',
   INVALID_AGENT: 'InvalidArgument',

@@ -4,6 +4,7 @@
 import type { Logger } from 'winston';
 import { ShadowError } from '../../common/errors';
 import { normalizeRelPath } from '../../common/paths';
+import { DEFAULT_MASK, type MaskInfo } from '../../shadow/mask';
 import * as files from '../../work/files';
 import type { ShadowManager } from '../manager';
 import { type Changes, type Handlers, shadowOf } from './context';
@@ -48,6 +49,20 @@ export function layerHandlers(m: ShadowManager, log: Logger) {
       return { path: rel(p) };
     },
     'layer.read': async (p) => files.readLayerRange((await shadowOf(m, p)).layer(p.agent), rel(p), { offset: p.offset, length: p.length }),
+    'layer.mask': async (p) => {
+      const s = await shadowOf(m, p);
+      const sets = [p.globs !== undefined, p.offered === true, p.clear === true].filter(Boolean).length;
+      if (sets > 1) throw new ShadowError('INVALID_ARGUMENT', 'give one of globs, offered and clear (or none, to read the mask)');
+      let info: MaskInfo;
+      if (sets === 0) {
+        info = p.agent === null ? { globs: s.defaultMask, source: s.defaultMask.length ? 'default' : 'none' } : s.maskOf(p.agent);
+      } else {
+        info = await s.setMask(p.agent, p.clear === true ? null : p.offered === true ? [...DEFAULT_MASK] : (p.globs ?? []));
+        m.saveState(); // a crash brings the shadow back with its masks
+        log.info('mask set', { shadow: p.shadow, agent: p.agent, globs: info.globs });
+      }
+      return { agent: p.agent, ...info, offered: [...DEFAULT_MASK] };
+    },
     'layer.reset': async (p) => {
       await (await shadowOf(m, p)).layer(p.agent).reset();
       return { agent: p.agent };
