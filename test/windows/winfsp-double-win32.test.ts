@@ -311,7 +311,12 @@ if (process.env.SHADOWFS_WFD_CHILD === '1') {
 
     const reg = (...args: string[]) => {
       const r = spawnSync('reg', args, { encoding: 'utf8', windowsHide: true });
-      assert.strictEqual(r.status, 0, `reg ${args.join(' ')}: ${r.stdout}${r.stderr}`);
+      // status null: it did not run or was killed; say which (r.error, r.signal), so a failure here says why.
+      assert.strictEqual(
+        r.status,
+        0,
+        `reg ${args.join(' ')}: ${r.stdout ?? ''}${r.stderr ?? ''}${r.error ? ` (${r.error.message})` : ''}${r.signal ? ` (signal ${r.signal})` : ''}`,
+      );
     };
 
     before(function () {
