@@ -170,6 +170,25 @@ describe('shell sessions: an interactive program on a real terminal, in its own 
     );
   });
 
+  it("gives a POSIX sh the terminal's foreground inside its namespace: job control works and its exit status comes back", async () => {
+    // dash gives the terminal back to the group that had it when it started; a group outside the
+    // run's PID namespace cannot be named from inside, and dash exited 2 ("Cannot set tty process
+    // group") whatever the status typed. /bin/sh is the default program when $SHELL is unset.
+    const t = open(['shell', folder, '--agent', 'dave', '--', 'sh', '-i'], folder);
+    await t.waitFor(/session [0-9a-f]{12}/);
+    const out = await t.run('echo "pgid=$(ps -o pgid= -p $$ | tr -d " ") tpgid=$(ps -o tpgid= -p $$ | tr -d " ")"', 'M1');
+    const m = /pgid=(\d+) tpgid=(\d+)/.exec(out);
+    assert.ok(m, out);
+    assert.strictEqual(m[1], m[2], `the shell's group is the terminal's foreground: ${out}`);
+    // SIGKILL: an interactive sh ignores SIGTERM, and a job killed before it has reset that would live on.
+    const jobs = await t.run('sleep 50 & jobs; kill -KILL %1; wait', 'M2');
+    assert.match(jobs, /\[1\]\s*\+?\s*Running\s+sleep 50/);
+    const from = t.output.length;
+    t.type('exit 4\r');
+    assert.strictEqual(await t.exited, 4, t.output.slice(from));
+    assert.doesNotMatch(t.output, /Cannot set tty process group/);
+  });
+
   it('is joined again after its terminal went away, with its output so far', async () => {
     const first = open(['shell', folder, '--agent', 'carol', ...BASH], folder);
     await first.waitFor(/session ([0-9a-f]{12})/);

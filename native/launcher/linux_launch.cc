@@ -101,6 +101,25 @@ namespace {
 // ---- P1: the run's init --------------------------------------------------------------------
 
 pid_t g_command = -1;
+// Set in P0 when it is the foreground of a terminal on its standard input (a shell session):
+// the command then takes the terminal's foreground as a process group of its own, one it can
+// see inside its PID namespace. Left in P0's group, the command's shell would see no foreground
+// group (P0's is outside the namespace: getpgrp and tcgetpgrp both say 0), and a shell that
+// gives the terminal back to that group when it exits, as dash does, fails there (exit 2).
+bool g_foreground = false;
+
+// P2: its own process group, the terminal's foreground (SIGTTOU blocked: it asks from the background).
+void takeForeground() {
+  if (!g_foreground || setpgid(0, 0) != 0) return;
+  sigset_t ttou, old;
+  sigemptyset(&ttou);
+  sigaddset(&ttou, SIGTTOU);
+  sigprocmask(SIG_BLOCK, &ttou, &old);
+  int err = tcsetpgrp(STDIN_FILENO, getpid()) == 0 ? 0 : errno;
+  sigprocmask(SIG_SETMASK, &old, nullptr);
+  // P0 was the foreground of this terminal: refused, the command would be stopped at its first read.
+  if (err != 0) fail("INTERNAL", "cannot give the terminal to the command", err);
+}
 
 void forward(int sig) {
   if (g_command > 0) kill(g_command, sig);
@@ -129,6 +148,7 @@ int syncRead(int fd) {
   pid_t child = fork();
   if (child < 0) fail("INTERNAL", "cannot fork", errno);
   if (child == 0) {
+    takeForeground();
     prctl(PR_SET_DUMPABLE, 1);  // P1 maps this process's ids through its /proc files
     close(toChild[1]);
     close(toParent[0]);
@@ -316,6 +336,7 @@ int main(int argc, char** argv) {
         !writeFile("/proc/self/gid_map", "0 " + std::to_string(gid) + " 1\n"))
       fail("NAMESPACE_UNAVAILABLE", "cannot map ids into a user namespace", errno);
   }
+  g_foreground = isatty(STDIN_FILENO) && tcgetpgrp(STDIN_FILENO) == getpgrp();
   if (unshare(CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | (g_opts.net ? CLONE_NEWNET : 0)) != 0)
     fail("NAMESPACE_UNAVAILABLE", g_opts.net ? "cannot make mount, PID and network namespaces" : "cannot make mount and PID namespaces", errno);
   int report[2];
