@@ -6,7 +6,7 @@
 // palette's quick picks in pickers.ts.
 import * as crypto from 'crypto';
 import * as vscode from 'vscode';
-import type { ResultOf, ShadowInfo } from 'shadowfs/client';
+import type { NotificationParamsOf, ResultOf, ShadowInfo } from 'shadowfs/client';
 import { apply, applyBranch, type ApplyContext, type BranchApplyResult } from './apply';
 import { isScripted, type CommandOptions } from './commandOptions';
 import { docUri, joinRel, ShadowContentProvider } from './content';
@@ -15,6 +15,7 @@ import { locate, type Installation } from './locate';
 import { McpServers } from './mcp';
 import { baseName, describeExcluded, type FileNode, type Node } from './model';
 import { pickers } from './pickers';
+import { applyHunk, openOverlap, rejectHunk, ReviewLenses, type HunkRef, type RejectOptions } from './review';
 import { AgentTerminals } from './terminals';
 import { LintsProvider, samePath, ShadowsProvider, type LintNode } from './views';
 
@@ -32,6 +33,8 @@ export interface ShadowfsApi {
   mcp: McpServers;
   /** The agent terminals this window opened and that are still open. */
   terminals: AgentTerminals;
+  /** The per-hunk Apply/Reject lenses over an agent's version of a file. */
+  review: ReviewLenses;
   installation(): Installation | undefined;
 }
 
@@ -81,6 +84,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<Shadow
     vscode.workspace.registerTextDocumentContentProvider('shadowfs', content),
     vscode.window.registerFileDecorationProvider(shadows),
   );
+  const review = new ReviewLenses(daemon);
+  context.subscriptions.push(review, vscode.languages.registerCodeLensProvider({ scheme: 'shadowfs' }, review));
   const mcp = new McpServers(shadows, () => installation);
   const terminals = new AgentTerminals(daemon, shadows);
   context.subscriptions.push(mcp, terminals);
@@ -147,6 +152,11 @@ export async function activate(context: vscode.ExtensionContext): Promise<Shadow
   const stopFeed = daemon.onNotification((method, params) => {
     if (method === 'shadow/changed') {
       shadows.shadowsChanged();
+    } else if (method === 'radar/changed') {
+      const r = params as NotificationParamsOf<'radar/changed'>;
+      shadows.overlapsChanged(r.shadow, r.added, r.cleared);
+      // The folder moved under a layer: the hunks and their conflict marks change with it.
+      review.refresh();
     } else if (method === 'layer/changed') {
       const p = params as { shadow: string; agent: string | null; event: string; path?: string; changes?: Array<{ path: string }> };
       if (
@@ -161,6 +171,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<Shadow
       // Sessions send no notification of their own; their writes are what the extension sees.
       shadows.sessionsChanged();
       const paths = p.changes?.map((c) => c.path) ?? (p.path ? [p.path] : undefined);
+      review.refresh();
       content.layerChanged(p.shadow, p.agent, p.event === 'written' || p.event === 'removed' || p.event === 'changed' ? paths : undefined);
     }
   });
@@ -508,6 +519,15 @@ export async function activate(context: vscode.ExtensionContext): Promise<Shadow
     return { name: terminal.name, shadow: shadow.name, agent };
   });
 
+  // ---- review, hunk by hunk (the lenses over an agent's version), and the radar's overlaps ----
+  const reviewContext = { daemon, shadows, lenses: review, output };
+  command('shadowfs.applyHunk', (h: HunkRef, opts?: CommandOptions) => applyHunk(reviewContext, h, opts));
+  command('shadowfs.rejectHunk', (h: HunkRef, opts?: RejectOptions) => rejectHunk(reviewContext, h, opts));
+  command('shadowfs.openOverlap', async (node?: Node) => {
+    if (node?.kind !== 'overlap') throw new Error('choose an overlap under a shadow in the Shadows view');
+    await openOverlap(reviewContext, node);
+  });
+
   // A session's terminal joins the agent's running session (its first, when it has several).
   command('shadowfs.joinSession', (node?: Node, opts?: CommandOptions) =>
     vscode.commands.executeCommand('shadowfs.newAgentTerminal', node, opts),
@@ -538,7 +558,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<Shadow
     updateStatus();
   });
 
-  return { daemon, shadows, shadowsView, lints, content, mcp, terminals, installation: () => installation };
+  return { daemon, shadows, shadowsView, lints, content, mcp, terminals, review, installation: () => installation };
 }
 
 export function deactivate(): void {

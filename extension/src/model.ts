@@ -4,7 +4,7 @@
 // grouped by reason, what they leave out (git's own data under .git, files git ignores); beside
 // the layers, the shadow's shell sessions (shell.list) and its agents' views. Built from the
 // daemon's answers (layer.changes marks what is left out); the view turns it into tree items.
-import type { ChangeInfo, ShadowInfo, ShellInfo } from 'shadowfs/client';
+import type { ChangeInfo, Overlap, ShadowInfo, ShellInfo } from 'shadowfs/client';
 
 export type ChangeKind = ChangeInfo['kind'];
 /** Why diff, patch and apply leave a changed path out. */
@@ -60,7 +60,28 @@ export interface ViewNode {
   readonly view: ShadowInfo['views'][number];
 }
 
-export type Node = ShadowNode | LayerNode | SessionNode | ViewNode | ExcludedGroupNode | FileNode;
+/** An overlap the conflict radar reports: two agents change the same path, or the folder moved under an agent's copy. */
+export interface OverlapNode {
+  readonly kind: 'overlap';
+  readonly shadow: string;
+  readonly overlap: Overlap;
+}
+
+export type Node = ShadowNode | OverlapNode | LayerNode | SessionNode | ViewNode | ExcludedGroupNode | FileNode;
+
+/** An overlap's description in the view: who collides with whom. */
+export function overlapDescription(o: Overlap): string {
+  if (o.kind === 'layers') return `changed by ${o.agents.join(' and ')}`;
+  const now = o.folder === null ? 'deleted in your folder' : 'changed in your folder';
+  return `${now} since ${o.agents[0]} copied it`;
+}
+
+/** An overlap's longer explanation (the tooltip), with what to do about it. */
+export function overlapDetail(o: Overlap): string {
+  if (o.kind === 'layers')
+    return `${o.path}: agents ${o.agents.join(', ')} each changed it, to different contents. Applying one and then the other reports a conflict for the second; compare them before you apply either.`;
+  return `${o.path}: the file in your folder ${o.folder === null ? 'was deleted' : 'changed'} after agent ${o.agents[0]} copied it into its layer. The agent works on an older version; applying its change reports a conflict.`;
+}
 
 /** A session's label: the agent and its program ("claude: bash"). */
 export function sessionLabel(s: ShellInfo): string {
@@ -169,11 +190,38 @@ export class ShadowsModel {
   private shadows: ShadowInfo[] = [];
   private readonly changes = new Map<string, { changes?: readonly ChangeInfo[]; error?: string }>();
   private sessionList: ShellInfo[] = [];
+  private readonly radar = new Map<string, Map<string, Overlap>>();
 
   setShadows(list: readonly ShadowInfo[]): void {
     this.shadows = [...list].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
     const live = new Set(this.shadows.flatMap((s) => s.agents.map((a) => key(s.name, a))));
     for (const k of [...this.changes.keys()]) if (!live.has(k)) this.changes.delete(k);
+    for (const k of [...this.radar.keys()]) if (!this.shadows.some((s) => s.name === k)) this.radar.delete(k);
+  }
+
+  /** A shadow's overlaps as the radar request answered them (replacing what was known). */
+  setOverlaps(shadow: string, list: readonly Overlap[]): void {
+    this.radar.set(shadow, new Map(list.map((o) => [o.id, o])));
+  }
+
+  /** A radar/changed notification: added replace by id, cleared go. False when the shadow's overlaps were never asked for. */
+  updateOverlaps(shadow: string, added: readonly Overlap[], cleared: readonly Overlap[]): boolean {
+    const m = this.radar.get(shadow);
+    if (!m) return false;
+    for (const o of cleared) m.delete(o.id);
+    for (const o of added) m.set(o.id, o);
+    return true;
+  }
+
+  /** A shadow's overlaps: agents' collisions first, then the folder's, by path. */
+  overlaps(shadow: string): OverlapNode[] {
+    if (!this.shadow(shadow)) return [];
+    return [...(this.radar.get(shadow)?.values() ?? [])]
+      .sort(
+        (a, b) =>
+          (a.kind === b.kind ? 0 : a.kind === 'layers' ? -1 : 1) || (a.path < b.path ? -1 : a.path > b.path ? 1 : a.id < b.id ? -1 : 1),
+      )
+      .map((overlap) => ({ kind: 'overlap', shadow, overlap }));
   }
 
   /** The daemon's shell sessions (shell.list), of every shadow. */

@@ -7,7 +7,7 @@
 // user's own Problems.
 import * as vscode from 'vscode';
 import * as path from 'path';
-import type { ChangeInfo, Diagnostic, ResultOf, ShadowClient, ShadowInfo, ShellInfo } from 'shadowfs/client';
+import type { ChangeInfo, Diagnostic, Overlap, ResultOf, ShadowClient, ShadowInfo, ShellInfo } from 'shadowfs/client';
 import { docUri, refOf } from './content';
 import type { Daemon } from './daemon';
 import {
@@ -18,6 +18,8 @@ import {
   excludedShort,
   excludedWhy,
   kindLetter,
+  overlapDescription,
+  overlapDetail,
   parentOf,
   sessionLabel,
   sessionState,
@@ -26,6 +28,7 @@ import {
   type FileNode,
   type LayerNode,
   type Node,
+  type OverlapNode,
   type SessionNode,
   type ViewNode,
 } from './model';
@@ -83,6 +86,12 @@ export class ShadowsProvider implements vscode.TreeDataProvider<Node>, vscode.Fi
     this.schedule();
   }
 
+  /** A radar/changed notification: the overlaps it names, replaced or cleared, shown at once. */
+  overlapsChanged(shadow: string, added: readonly Overlap[], cleared: readonly Overlap[]): void {
+    if (this.model.updateOverlaps(shadow, added, cleared)) this.changed.fire(undefined);
+    else this.shadowsChanged();
+  }
+
   /** Refreshes everything soon. */
   shadowsChanged(): void {
     this.full = true;
@@ -128,6 +137,7 @@ export class ShadowsProvider implements vscode.TreeDataProvider<Node>, vscode.Fi
   private async load(full: boolean, sessions: boolean, layers: Array<{ shadow: string; agent: string }>): Promise<void> {
     let client;
     let sessionList: Promise<void> | undefined;
+    let overlaps: Promise<void>[] = [];
     try {
       client = await this.daemon.get();
       if (full || sessions) sessionList = this.loadSessions(client);
@@ -135,6 +145,7 @@ export class ShadowsProvider implements vscode.TreeDataProvider<Node>, vscode.Fi
         const { shadows } = await client.request('list');
         this.model.setShadows(shadows);
         layers = shadows.filter((s) => s.mounted).flatMap((s) => s.agents.map((agent) => ({ shadow: s.name, agent })));
+        overlaps = shadows.filter((s) => s.mounted).map((s) => this.loadOverlaps(client!, s.name));
       }
       this.lastError = undefined;
     } catch (err) {
@@ -145,9 +156,18 @@ export class ShadowsProvider implements vscode.TreeDataProvider<Node>, vscode.Fi
       this.changed.fire(undefined);
       return;
     }
-    await Promise.all([sessionList, ...layers.map(({ shadow, agent }) => this.loadLayer(client, shadow, agent))]);
+    await Promise.all([sessionList, ...overlaps, ...layers.map(({ shadow, agent }) => this.loadLayer(client, shadow, agent))]);
     this.changed.fire(undefined);
     this.decorationsChanged.fire(undefined);
+  }
+
+  private async loadOverlaps(client: ShadowClient, shadow: string): Promise<void> {
+    try {
+      this.model.setOverlaps(shadow, (await client.request('radar', { shadow })).overlaps);
+    } catch {
+      // An older daemon, or the shadow went: no overlaps to show.
+      this.model.setOverlaps(shadow, []);
+    }
   }
 
   private async loadSessions(client: ShadowClient): Promise<void> {
@@ -179,6 +199,8 @@ export class ShadowsProvider implements vscode.TreeDataProvider<Node>, vscode.Fi
     switch (node.kind) {
       case 'shadow':
         return shadowItem(node.info);
+      case 'overlap':
+        return overlapItem(node);
       case 'layer':
         return layerItem(node);
       case 'session':
@@ -196,7 +218,7 @@ export class ShadowsProvider implements vscode.TreeDataProvider<Node>, vscode.Fi
     if (!node) return this.model.roots();
     if (node.kind === 'shadow') {
       const name = node.info.name;
-      return [...this.model.layers(name), ...this.model.sessions(name), ...this.model.views(name)];
+      return [...this.model.overlaps(name), ...this.model.layers(name), ...this.model.sessions(name), ...this.model.views(name)];
     }
     if (node.kind === 'layer') {
       // An idle shadow's layers are asked for when opened, not before (asking mounts it again).
@@ -218,7 +240,8 @@ export class ShadowsProvider implements vscode.TreeDataProvider<Node>, vscode.Fi
     if (node.kind === 'shadow') return undefined;
     const info = this.model.shadow(node.shadow);
     if (!info) return undefined;
-    if (node.kind === 'layer' || node.kind === 'session' || node.kind === 'view') return { kind: 'shadow', info };
+    if (node.kind === 'layer' || node.kind === 'session' || node.kind === 'view' || node.kind === 'overlap')
+      return { kind: 'shadow', info };
     const reason = node.kind === 'file' ? node.change.excluded : undefined;
     if (reason) return this.model.excludedGroups(node.shadow, node.agent).find((g) => g.reason === reason);
     return this.model.layers(node.shadow).find((l) => l.agent === node.agent);
@@ -254,6 +277,21 @@ function shadowItem(info: ShadowInfo): vscode.TreeItem {
   );
   item.iconPath = new vscode.ThemeIcon('folder-library');
   item.contextValue = 'shadow';
+  return item;
+}
+
+function overlapItem(node: OverlapNode): vscode.TreeItem {
+  const o = node.overlap;
+  const item = new vscode.TreeItem(o.path, vscode.TreeItemCollapsibleState.None);
+  item.id = `overlap:${node.shadow}/${o.id}`;
+  item.description = overlapDescription(o);
+  item.tooltip = `${overlapDetail(o)}\nNoticed ${new Date(o.since).toLocaleString()}.`;
+  item.iconPath = new vscode.ThemeIcon(
+    'warning',
+    new vscode.ThemeColor(o.kind === 'layers' ? 'list.warningForeground' : 'list.errorForeground'),
+  );
+  item.contextValue = `overlap.${o.kind}`;
+  item.command = { command: 'shadowfs.openOverlap', title: 'Compare the versions that collide', arguments: [node] };
   return item;
 }
 

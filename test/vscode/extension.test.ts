@@ -51,6 +51,8 @@ function makeWorkspace(label: string): string {
     ].join('\n'),
     'src/util.ts': 'export function shout(s: string): string {\n  return s.toUpperCase();\n}\n',
     'old.txt': 'an old file the agent deletes\n',
+    // The per-hunk review test's file: two changes far apart make two hunks.
+    'review.txt': Array.from({ length: 30 }, (_, i) => `line ${i + 1}\n`).join(''),
     '.gitignore': 'build/\n*.log\n',
   };
   for (const [rel, text] of Object.entries(files)) {
@@ -155,12 +157,15 @@ describe('the VS Code extension, in a real VS Code (code-server + Chromium)', fu
       const touched = await watch.stop();
       // apply writes each file beside itself under a temporary name, then renames it over.
       const unexpected = touched.filter(
-        (p) => !/^(notes\.md|src\/app\.ts|debug\.log|(src\/)?\.(notes\.md|app\.ts|debug\.log)\.shadowfs-[0-9a-f]+|src)$/.test(p),
+        (p) =>
+          !/^(notes\.md|src\/app\.ts|debug\.log|review\.txt|README\.md|(src\/)?\.(notes\.md|app\.ts|debug\.log|review\.txt)\.shadowfs-[0-9a-f]+|src)$/.test(
+            p,
+          ),
       );
       assert.deepStrictEqual(
         unexpected,
         [],
-        `only apply (notes.md, src/app.ts, the ignored debug.log chosen by itself) and the user's own edit may touch the folder; seen: ${touched.join(', ')}`,
+        `only apply (notes.md, src/app.ts, the ignored debug.log chosen by itself, one hunk of review.txt) and the user's own edits (src/app.ts, README.md) may touch the folder; seen: ${touched.join(', ')}`,
       );
     }
     assert.ok(
@@ -234,7 +239,8 @@ describe('the VS Code extension, in a real VS Code (code-server + Chromium)', fu
       await page.locator('.activitybar [aria-label^="shadowfs"]').first().click();
       const tree = page.locator('[id="workbench.view.extension.shadowfs"] .monaco-list-row, .pane-body .monaco-list-row');
       await tree.filter({ hasText: 'claude' }).first().waitFor({ timeout: 60_000 });
-      const row = tree.filter({ hasText: 'app.ts' }).first();
+      // The file's row, not the radar's overlap on it (shown above the layers once the user edits it).
+      const row = tree.filter({ hasText: 'app.ts', hasNotText: 'copied it' }).first();
       await row.waitFor({ timeout: 30_000 });
       const rows = await tree.allInnerTexts();
       const text = rows.join('\n');
@@ -289,6 +295,10 @@ describe('the VS Code extension, in a real VS Code (code-server + Chromium)', fu
       const appPath = path.join(workspace, 'src', 'app.ts');
       const mine = fs.readFileSync(appPath, 'utf8').replace('return', 'return /* mine */');
       fs.writeFileSync(appPath, mine);
+      // The radar notices at once and the view shows the overlap above the layers (the rows move):
+      // the user sees it before reaching for Apply.
+      await tree.filter({ hasText: 'changed in your folder since claude copied it' }).first().waitFor({ timeout: 30_000 });
+      await screenshot(page, path.join(outputDir, 'radar.png'));
       await row.hover();
       await row.locator('.action-label[aria-label="Apply File to Your Folder"]').click();
       const dialog = page.locator('.monaco-dialog-box');
@@ -300,7 +310,7 @@ describe('the VS Code extension, in a real VS Code (code-server + Chromium)', fu
       await page.locator('.monaco-diff-editor .modified-in-monaco-diff-editor', { hasText: 'mine' }).first().waitFor({ timeout: 15_000 });
       await screenshot(page, path.join(outputDir, 'conflict.png'));
       await quick.locator('.monaco-list-row', { hasText: 'Take the merge' }).first().click();
-      await tree.filter({ hasText: 'app.ts' }).first().waitFor({ state: 'detached', timeout: 30_000 });
+      await row.waitFor({ state: 'detached', timeout: 30_000 });
       const merged = fs.readFileSync(appPath, 'utf8');
       assert.ok(merged.includes('Howdy') && merged.includes('/* mine */'), merged);
 

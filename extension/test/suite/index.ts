@@ -12,7 +12,8 @@ import * as vscode from 'vscode';
 import type { ShadowInfo } from 'shadowfs/client';
 import type { BranchApplyResult, CommandOptions, ShadowfsApi } from '../../src/extension';
 import type { McpStdioServerDefinition } from '../../src/mcp';
-import type { ExcludedGroupNode, FileNode, LayerNode, Node, SessionNode, ShadowNode, ViewNode } from '../../src/model';
+import type { ExcludedGroupNode, FileNode, LayerNode, Node, OverlapNode, SessionNode, ShadowNode, ViewNode } from '../../src/model';
+import { toUriParts } from '../../src/uris';
 
 export function run(): Promise<void> {
   // Mocha 12 is an ES module: required from CommonJS, its class is the namespace's Mocha.
@@ -768,6 +769,116 @@ function defineTests(): void {
       } finally {
         await client.request('shell.close', { sessionId: started.sessionId }).catch(() => undefined);
       }
+    });
+
+    it("reviews an agent's change hunk by hunk in its version's editor: Apply writes that hunk only, Reject records the reason the agent is told and can take it out of its layer", async () => {
+      const agent = 'gemini';
+      const client = await api.daemon.get();
+      const rel = 'review.txt';
+      const original = fs.readFileSync(path.join(folder, rel), 'utf8');
+      await client.request('file.edit', { shadow: shadow.name, agent, path: rel, oldText: 'line 2\n', newText: 'line 2, by the agent\n' });
+      await client.request('file.edit', {
+        shadow: shadow.name,
+        agent,
+        path: rel,
+        oldText: 'line 27\n',
+        newText: 'line 27, by the agent\n',
+      });
+      const uri = vscode.Uri.from({ scheme: 'shadowfs', ...toUriParts({ kind: 'agent', shadow: shadow.name, agent, path: rel }) });
+      const lensesOf = async (n: number): Promise<vscode.CodeLens[]> =>
+        eventually(`${n} lenses over ${agent}'s ${rel}`, async () => {
+          const l = (await vscode.commands.executeCommand<vscode.CodeLens[]>('vscode.executeCodeLensProvider', uri)) ?? [];
+          return l.length === n ? l : undefined;
+        });
+      // Opened as the diff's right side, as the view's "Compare with Your File" opens it.
+      await vscode.commands.executeCommand('vscode.diff', vscode.Uri.file(path.join(folder, rel)), uri, `${rel} review`);
+      let lenses = await lensesOf(4);
+      assert.deepStrictEqual(
+        lenses.map((l) => [l.range.start.line, l.command?.command]),
+        [
+          [1, 'shadowfs.applyHunk'],
+          [1, 'shadowfs.rejectHunk'],
+          [26, 'shadowfs.applyHunk'],
+          [26, 'shadowfs.rejectHunk'],
+        ],
+        'an Apply and a Reject lens on the first changed line of each hunk',
+      );
+      assert.match(lenses[0].command?.title ?? '', /Apply this change/);
+
+      // Apply the first hunk: the folder gets line 2 only.
+      const applied = await vscode.commands.executeCommand<{ applied: Array<{ path: string }>; conflicts: unknown[] }>(
+        lenses[0].command!.command,
+        ...(lenses[0].command!.arguments ?? []),
+        conf,
+      );
+      assert.deepStrictEqual(
+        applied?.applied.map((a) => a.path),
+        [rel],
+      );
+      assert.deepStrictEqual(applied?.conflicts, []);
+      const inFolder = fs.readFileSync(path.join(folder, rel), 'utf8');
+      assert.strictEqual(inFolder, original.replace('line 2\n', 'line 2, by the agent\n'), 'that hunk, and only it, reached the folder');
+
+      // The lenses follow: the second hunk is left. Reject it with a reason, taking it out of the layer.
+      lenses = await lensesOf(2);
+      assert.strictEqual(lenses[0].range.start.line, 26);
+      const rejected = await vscode.commands.executeCommand<{ rejected: Array<{ reason: string; path: string }>; reverted: string[] }>(
+        lenses[1].command!.command,
+        ...(lenses[1].command!.arguments ?? []),
+        { ...conf, reason: 'keep line 27 as it is: a test matches it', revert: true },
+      );
+      assert.deepStrictEqual(
+        rejected?.rejected.map((r) => [r.path, r.reason]),
+        [[rel, 'keep line 27 as it is: a test matches it']],
+      );
+      assert.deepStrictEqual(rejected?.reverted, [rel]);
+      const told = await client.request('layer.rejections', { shadow: shadow.name, agent });
+      assert.ok(
+        told.rejections.some((r) => r.path === rel && r.reason === 'keep line 27 as it is: a test matches it'),
+        'the rejection is kept for the agent, with its reason',
+      );
+      const layerText = (await client.request('file.read', { shadow: shadow.name, agent, path: rel })).content;
+      assert.strictEqual(layerText, inFolder, "the agent's file is the folder's now: the rejected hunk left its layer");
+      await lensesOf(0);
+      assert.strictEqual(fs.readFileSync(path.join(folder, rel), 'utf8'), inFolder, 'rejecting wrote nothing to the folder');
+      await vscode.commands.executeCommand('workbench.action.closeActiveEditor');
+    });
+
+    it("shows the conflict radar's overlaps under the shadow as they happen: the user edits a file an agent holds a copy of, and the overlap goes when the file is back", async () => {
+      const agent = 'gemini';
+      const client = await api.daemon.get();
+      // The agent appends to README.md through a run: its layer copies the file (and records what it copied).
+      const ran = await vscode.commands.executeCommand<{ exitCode: number | null; stderr: string }>(
+        'shadowfs.run',
+        { kind: 'layer', shadow: shadow.name, agent, active: false, changes: undefined },
+        { ...conf, commandLine: "echo 'from gemini' >> README.md" },
+      );
+      assert.strictEqual(ran?.exitCode, 0, ran?.stderr);
+      const readme = path.join(folder, 'README.md');
+      const before = fs.readFileSync(readme, 'utf8');
+      // The user's own edit in the folder, under the agent's copy.
+      fs.writeFileSync(readme, `${before}\nMore from the user.\n`);
+      const overlapNode = async (): Promise<OverlapNode | undefined> =>
+        (await api.shadows.getChildren(await shadowNode())).find(
+          (n): n is OverlapNode => n.kind === 'overlap' && n.overlap.path === 'README.md' && n.overlap.kind === 'folder',
+        );
+      // Nobody refreshes: the radar's notification brings it.
+      const node = await eventually('the overlap in the Shadows view', overlapNode);
+      assert.deepStrictEqual(node.overlap.agents, [agent]);
+      const item = api.shadows.getTreeItem(node);
+      assert.strictEqual(item.label, 'README.md');
+      assert.strictEqual(item.description, `changed in your folder since ${agent} copied it`);
+      assert.strictEqual(item.contextValue, 'overlap.folder');
+      assert.strictEqual(item.command?.command, 'shadowfs.openOverlap');
+      await vscode.commands.executeCommand('shadowfs.openOverlap', node);
+      await eventually('the comparison open', () =>
+        vscode.window.tabGroups.activeTabGroup.activeTab?.label.includes(`README.md (your file ↔ ${agent}'s copy)`),
+      );
+      await vscode.commands.executeCommand('workbench.action.closeActiveEditor');
+      // The user puts the file back: the overlap goes.
+      fs.writeFileSync(readme, before);
+      await eventually('the overlap gone from the view', async () => (await overlapNode()) === undefined);
+      await client.request('layer.revert', { shadow: shadow.name, agent, path: 'README.md' });
     });
 
     it('comes back by itself after the daemon crashes: a new daemon, the shadow mounted again, the layer from autosave', async () => {

@@ -1,5 +1,5 @@
 import * as assert from 'assert';
-import type { ChangeInfo, ShadowInfo, ShellInfo } from 'shadowfs/client';
+import type { ChangeInfo, Overlap, ShadowInfo, ShellInfo } from 'shadowfs/client';
 import {
   baseName,
   countChanges,
@@ -9,6 +9,8 @@ import {
   excludedGroupLabel,
   groupChanges,
   kindLetter,
+  overlapDescription,
+  overlapDetail,
   parentOf,
   sessionLabel,
   sessionState,
@@ -264,5 +266,42 @@ describe('extension: the Shadows view model', () => {
     assert.strictEqual(sessionState(bobDone), 'exited 0');
     assert.strictEqual(sessionState({ ...bobDone, exitCode: null, signal: 'SIGHUP' }), 'ended by SIGHUP');
     assert.strictEqual(sessionLabel({ ...alice, argv: [] }), 'alice: shell');
+  });
+
+  it("keeps the radar's overlaps per shadow: agents' collisions first, replaced and cleared by id, and says who collides", () => {
+    const layers: Overlap = {
+      id: 'layers:src/a.ts',
+      kind: 'layers',
+      path: 'src/a.ts',
+      agents: ['alice', 'bob'],
+      since: '2026-01-01T00:00:00Z',
+    };
+    const folder: Overlap = {
+      id: 'folder:bob:README.md',
+      kind: 'folder',
+      path: 'README.md',
+      agents: ['bob'],
+      since: '2026-01-01T00:00:01Z',
+      folder: { size: 3, mtimeNs: '1' },
+    };
+    const m = new ShadowsModel();
+    m.setShadows([shadow('web', ['alice', 'bob'], null)]);
+    assert.strictEqual(m.updateOverlaps('web', [layers], []), false, 'never asked for: the caller asks for all');
+    m.setOverlaps('web', [folder, layers]);
+    assert.deepStrictEqual(
+      m.overlaps('web').map((n) => n.overlap.id),
+      ['layers:src/a.ts', 'folder:bob:README.md'],
+    );
+    assert.strictEqual(m.updateOverlaps('web', [{ ...layers, agents: ['alice', 'bob', 'carol'] }], [folder]), true);
+    assert.deepStrictEqual(
+      m.overlaps('web').map((n) => n.overlap.agents.join(',')),
+      ['alice,bob,carol'],
+    );
+    assert.strictEqual(overlapDescription(layers), 'changed by alice and bob');
+    assert.strictEqual(overlapDescription(folder), 'changed in your folder since bob copied it');
+    assert.strictEqual(overlapDescription({ ...folder, folder: null }), 'deleted in your folder since bob copied it');
+    assert.match(overlapDetail(layers), /conflict for the second/);
+    m.setShadows([]);
+    assert.deepStrictEqual(m.overlaps('web'), [], 'a shadow the daemon no longer lists has none');
   });
 });
