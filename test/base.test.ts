@@ -5,7 +5,9 @@
 import * as assert from 'assert';
 import * as fs from 'fs';
 import * as path from 'path';
-import { makeProject, withShadow } from './helpers/fixtures';
+import { editText } from '../src/work/files';
+import { addon } from '../src/shadow/native';
+import { makeProject, withShadow, withWork } from './helpers/fixtures';
 
 describe('the base of a copied file', () => {
   it('changes() reports the folder file each copy-up started from; a replaced file has no hash', async () => {
@@ -57,6 +59,43 @@ describe('the base of a copied file', () => {
         assert.ok(n && n.base === undefined);
       },
       { guard: false },
+    );
+  });
+
+  it('a file the file tools edited records the version they read, with its hash: the developer changing it and putting it back is no conflict', async () => {
+    const lower = makeProject();
+    await withWork(
+      lower,
+      async (work, shadow) => {
+        const rel = 'src/math.js';
+        const abs = path.join(lower, rel);
+        const original = fs.readFileSync(abs);
+        const before = fs.statSync(abs, { bigint: true });
+        const layer = await shadow.createLayer('agent');
+        // An edit reads the folder's file whole, then writes the layer's copy: what it read is the base.
+        const r = await editText(layer, rel, 'module', 'module /* agent */');
+        assert.strictEqual(r.replacements, 1);
+        const c = (await layer.changes()).find((x) => x.path === rel);
+        assert.deepStrictEqual(c?.base && { ino: c.base.ino, size: c.base.size, mtimeNs: c.base.mtimeNs, hash: c.base.hash }, {
+          ino: Number(before.ino),
+          size: Number(before.size),
+          mtimeNs: String(before.mtimeNs),
+          hash: addon().contentHash(original),
+        });
+        // A whole write without reading still records no hash (nothing was read).
+        await layer.write('README.md', 'replaced\n');
+        assert.strictEqual((await layer.changes()).find((x) => x.path === 'README.md')?.base?.hash, null);
+        // The developer rewrites the file with the same bytes: a new mtime, the same content.
+        fs.writeFileSync(abs, Buffer.concat([original, Buffer.from('// tmp\n')]));
+        fs.writeFileSync(abs, original);
+        const dry = await work.apply('agent', { paths: [rel], dryRun: true });
+        assert.deepStrictEqual(
+          dry.conflicts.map((x) => x.path),
+          [],
+          'the same bytes as the base: no conflict',
+        );
+      },
+      false,
     );
   });
 });

@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <optional>
 
+#include "hash.h"
 #include "model.h"
 #include "path.h"
 
@@ -29,6 +30,11 @@ int Overlay::updateFile(const std::string& layer, const std::string& asked, cons
   // A file of the folder the layer does not hold yet, looked at without any lock: what the
   // change made of it, to be written if the layer still does not hold it at the write.
   std::optional<FileChange> ofFolder;
+  // The folder's version that change read (identity, and the hash of the bytes read, when the
+  // file did not change while it was read): recorded as the layer's base with its hash, as a
+  // copy-up that reads records it, so apply and the radar can tell "changed and put back" from
+  // "changed" for files the file tools edited.
+  std::optional<Base> readBase;
   for (int round = 0; round < kUpdateRounds; ++round) {
     Ref<Inode> in;
     std::string folderPath;  // the path is the folder's alone (no layer node): its file there
@@ -95,7 +101,16 @@ int Overlay::updateFile(const std::string& layer, const std::string& asked, cons
           res->attr = now.attr;
           return EFBIG;
         }
+        const Attr before = now.attr;
         if (int e = lower_->readAll(folderPath, &content)) return e;
+        Attr after;
+        readBase.reset();
+        if (lower_->stat(folderPath, &after) == 0 && after.ino == before.ino && after.size == before.size &&
+            after.mtime == before.mtime && after.ctime == before.ctime && content.size() == before.size) {
+          ContentHash h;
+          h.update(content.data(), content.size());
+          readBase = Base{before.ino, before.size, before.mtime, before.ctime, true, h.digest()};
+        }
         now.attr.size = content.size();
         now.content = &content;
       }
@@ -154,10 +169,18 @@ int Overlay::updateFile(const std::string& layer, const std::string& asked, cons
       if (!ch.write) return 0;
     }
     // The content becomes the layer's (the folder's base recorded, nothing read again).
+    const bool tookFolders = in->inLower();
     if (int e = copyUp(in.get(), false)) return e;
     if (int e = contentAssign(in.get(), ch.content)) return e;
     Timespec t = nowTime();
     MetaLock m(in->mmu(), LockRank::Meta);
+    if (tookFolders && readBase) {
+      // The base copyUp recorded is the version the change read: it gets that version's hash.
+      std::optional<Base> b = in->base();
+      if (b && !b->hashed && b->ino == readBase->ino && b->size == readBase->size && b->mtime == readBase->mtime &&
+          b->ctime == readBase->ctime)
+        in->setBase(*readBase);
+    }
     if (ch.perm) in->perm = static_cast<uint16_t>(*ch.perm & 07777);
     in->setMtime(t);
     in->setCtime(t);
