@@ -1,12 +1,12 @@
 // The run service: real commands inside a shadow as an agent, through real mounts.
 import * as assert from 'assert';
-import { spawnSync } from 'child_process';
+import { spawn, spawnSync } from 'child_process';
 import * as fs from 'fs';
 import * as net from 'net';
 import * as path from 'path';
 import { ShadowError } from '../src';
 import { runInShadow } from '../src/run/runner';
-import { FolderGuard, makeProject, repoRoot, tempDir, withShadow } from './helpers/fixtures';
+import { eventually, FolderGuard, makeProject, repoRoot, tempDir, withShadow } from './helpers/fixtures';
 import { asNobody, chownTree, nobodyDir, NOBODY, NOGROUP } from './helpers/unprivileged';
 
 const isCode = (code: string) => (e: unknown) => e instanceof ShadowError && e.code === code;
@@ -110,6 +110,43 @@ describe('running commands inside a shadow', function () {
       assert.strictEqual(cancelled.cancelled, true);
       assert.deepStrictEqual(processesWith(marker), []);
     });
+  });
+
+  it('a run dies with the process that started it, even one killed with SIGKILL (no cleanup ran)', async () => {
+    const lower = makeProject();
+    const guard = new FolderGuard(lower);
+    const marker = `shadowfs-orphan-${process.pid}-${Date.now()}`;
+    const sleeper = `${process.execPath} -e "setTimeout(() => {}, 300000)" ${marker}`;
+    // A program using the library: it mounts, starts a run, says where, and is then killed.
+    const script = path.join(tempDir('orphan-owner'), 'owner.js');
+    fs.writeFileSync(
+      script,
+      `const { mount, runInShadow } = require(${JSON.stringify(path.join(repoRoot, 'dist', 'src', 'index.js'))});
+(async () => {
+  const shadow = await mount(${JSON.stringify(lower)});
+  console.log('mounted ' + shadow.mountPoint);
+  await runInShadow(shadow, { agent: 'a', argv: ['sh', '-c', ${JSON.stringify(`(setsid ${sleeper} &); ${sleeper} & echo started; ${sleeper}`)}],
+    onOutput: (_s, c) => process.stdout.write(c) });
+})();
+`,
+    );
+    const owner = spawn(process.execPath, [script], { stdio: ['ignore', 'pipe', 'inherit'] });
+    let out = '';
+    owner.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    let mountPoint: string | undefined;
+    try {
+      await eventually(() => /started/.test(out), 60_000, "the owner's run to start");
+      mountPoint = /mounted (\S+)/.exec(out)?.[1];
+      assert.ok(processesWith(marker).length >= 3, "the run's three sleepers are running");
+      owner.kill('SIGKILL');
+      await eventually(() => processesWith(marker).length === 0, 30_000, "the run's processes to die with their owner");
+    } finally {
+      if (owner.exitCode === null && owner.signalCode === null) owner.kill('SIGKILL');
+      for (const pid of processesWith(marker)) process.kill(pid, 'SIGKILL');
+      // The owner served the mount: killed, it leaves a dead mount to take away.
+      if (mountPoint) spawnSync('umount', ['-l', mountPoint]);
+    }
+    await guard.check();
   });
 
   it('without cgroups, processes are found by the marker in their environment and killed too', async () => {

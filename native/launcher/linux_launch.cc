@@ -316,6 +316,11 @@ void parse(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // A run lives no longer than the process that started it (the daemon, or a program using the
+  // library): killed with it, the launcher is killed, its init with it, and the namespace's
+  // processes with the init. (A run outlived a test runner killed with SIGKILL by hours.) Its
+  // parent already gone before this line: nobody to report to.
+  if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() == 1) _exit(126);
   parse(argc, argv);
   closeOthers();
   // Every cgroup before anything else runs: the run's (killed whole at its end) and, on a
