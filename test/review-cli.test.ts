@@ -6,6 +6,7 @@
 import * as assert from 'assert';
 import { spawnSync } from 'child_process';
 import * as fs from 'fs';
+import * as os from 'os';
 import * as path from 'path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
@@ -347,6 +348,91 @@ describe('review through the daemon: RPC, CLI, a terminal, and the agent told th
     assert.match(
       inLayer,
       /^row 999\n<<<<<<< folder\nrow 1000, by you\n\|\|\|\|\|\|\| base\nrow 1000\n=======\nrow 1000, by the agent\n>>>>>>> agent\nrow 1001$/m,
+    );
+  });
+
+  it("apply --merge-tool opens the user's merge tool (git's merge.tool and mergetool.NAME.cmd) on each conflict and writes what it resolved; a tool that fails or leaves markers changes nothing", async () => {
+    const repo = makeReviewRepo('review-mergetool');
+    const rows = Array.from({ length: 40 }, (_, i) => `row ${i + 1}\n`);
+    fs.writeFileSync(path.join(repo, 'big.txt'), rows.join(''));
+    spawnSync('git', ['-C', repo, 'add', '-A']);
+    spawnSync('git', ['-C', repo, 'commit', '-q', '-m', 'big']);
+    await user.request('mount', { folder: repo, name: 'rv-mt' });
+    mounted.push('rv-mt');
+    // The agent reads the file (its base is recorded) and changes row 20; you change row 20 too.
+    await user.request('file.edit', {
+      shadow: 'rv-mt',
+      agent: 'claude',
+      path: 'big.txt',
+      oldText: 'row 20\n',
+      newText: 'row 20, by the agent\n',
+    });
+    const mine = rows.join('').replace('row 20\n', 'row 20, by you\n');
+    fs.writeFileSync(path.join(repo, 'big.txt'), mine);
+
+    // A merge tool is any program: this one records what it was given, then does what $MODE says.
+    const dir = tempDir('mergetool');
+    const seen = path.join(dir, 'seen');
+    const tool = path.join(dir, 'tool.sh');
+    fs.writeFileSync(
+      tool,
+      [
+        '#!/bin/sh',
+        `{ echo "BASE:"; cat "$BASE"; echo "LOCAL:"; cat "$LOCAL"; echo "REMOTE:"; cat "$REMOTE"; echo "MERGED:"; cat "$MERGED"; } > ${seen}`,
+        'case "$MODE" in',
+        '  fail) exit 1 ;;',
+        '  markers) exit 0 ;;',
+        '  *) sed "s/^row 20, by you$/row 20, by you and the agent/" "$LOCAL" > "$MERGED" ;;',
+        'esac',
+        '',
+      ].join('\n'),
+      { mode: 0o755 },
+    );
+    const gitconfig = path.join(dir, 'gitconfig');
+    fs.writeFileSync(gitconfig, `[merge]\n\ttool = fake\n[mergetool "fake"]\n\tcmd = ${tool} "$BASE" "$LOCAL" "$REMOTE" "$MERGED"\n`);
+    const apply = (mode: string, ...extra: string[]): { status: number | null; stdout: string; stderr: string } => {
+      const r = spawnSync(process.execPath, [cliPath, 'apply', 'rv-mt', '--agent', 'claude', ...extra], {
+        encoding: 'utf8',
+        timeout: 60_000,
+        env: { ...process.env, GIT_CONFIG_GLOBAL: gitconfig, MODE: mode },
+      });
+      return { status: r.status, stdout: r.stdout, stderr: r.stderr };
+    };
+
+    const failed = apply('fail', '--merge-tool');
+    assert.strictEqual(failed.status, 6, failed.stderr);
+    assert.match(failed.stderr, /big\.txt: the merge tool fake exited with 1; it stays a conflict/);
+    assert.strictEqual(fs.readFileSync(path.join(repo, 'big.txt'), 'utf8'), mine, 'nothing written');
+    // What the tool was given: the base, yours, the agent's, and the merge with its markers.
+    const given = fs.readFileSync(seen, 'utf8');
+    assert.match(given, /^BASE:\n(row \d+\n){19}row 20\nrow 21\n/);
+    assert.match(given, /LOCAL:\n(row \d+\n){19}row 20, by you\n/);
+    assert.match(given, /REMOTE:\n(row \d+\n){19}row 20, by the agent\n/);
+    assert.match(given, /MERGED:\n[\s\S]*<<<<<<< folder\nrow 20, by you\n[\s\S]*>>>>>>> agent\n/);
+
+    const markers = apply('markers', '--merge-tool', 'fake');
+    assert.strictEqual(markers.status, 6, markers.stderr);
+    assert.match(markers.stderr, /big\.txt: the merged file still holds conflict markers; it stays a conflict/);
+    assert.strictEqual(fs.readFileSync(path.join(repo, 'big.txt'), 'utf8'), mine, 'nothing written');
+
+    const unknown = apply('resolve', '--merge-tool', 'no-such-tool');
+    assert.strictEqual(unknown.status, 1);
+    assert.match(
+      unknown.stderr,
+      /INVALID_ARGUMENT: merge tool no-such-tool has no command: set it with git config --global mergetool\.no-such-tool\.cmd/,
+    );
+
+    const resolved = apply('resolve', '--merge-tool');
+    assert.strictEqual(resolved.status, 0, resolved.stderr + resolved.stdout);
+    assert.match(resolved.stdout, /write\s+big\.txt/);
+    assert.strictEqual(
+      fs.readFileSync(path.join(repo, 'big.txt'), 'utf8'),
+      mine.replace('row 20, by you\n', 'row 20, by you and the agent\n'),
+    );
+    assert.deepStrictEqual(
+      fs.readdirSync(os.tmpdir()).filter((f) => f.startsWith('shadowfs-merge-')),
+      [],
+      'its files are gone',
     );
   });
 });

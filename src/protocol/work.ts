@@ -80,6 +80,11 @@ export const ApplyResult = z.object({
         .describe(
           "The merge's common version: the one the agent started from, or git's HEAD version (a guess, when the layer did not record it).",
         ),
+      base: z
+        .string()
+        .nullable()
+        .optional()
+        .describe("With includeBase: the text of the merge's common version (null: none known, or binary)."),
       regions: z
         .array(
           z.object({
@@ -244,6 +249,10 @@ export const WorkRequests = {
         .describe(
           'Hunks the user edited before applying them (as git add -p\'s "e"), by id: the hunk\'s text as edited (its " " and "-" lines unchanged; "#" lines ignored). Applied as edited, chosen or not in hunks; the layer keeps the agent\'s version. A hunk whose old side was changed is INVALID_ARGUMENT.',
         ),
+      includeBase: z
+        .boolean()
+        .optional()
+        .describe("Each conflict carries the merge's common version too (base), for the user's merge tool (default: left out)."),
       hunks: z
         .array(hunkId)
         .optional()

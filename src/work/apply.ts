@@ -53,6 +53,8 @@ export interface ApplyOptions {
    * are refused and reported as conflicts (with whatever lies under them); the rest is applied.
    */
   allowTypeChanges?: boolean;
+  /** Conflicts carry the text of the merge's common version too (`base`), for a merge tool. */
+  includeBase?: boolean;
   /**
    * Per path, what to write to the folder instead of the agent's version: some of its hunks
    * (src/patch/review). The layer keeps the agent's version over the new folder file, so what is
@@ -78,6 +80,8 @@ export interface ApplyConflict {
   mergeConflicts: number;
   /** What the merge took as the common version: the one the agent started from, or git's HEAD version (a guess: the layer did not record which it started from). */
   mergeBase?: 'recorded' | 'git-head';
+  /** With ApplyOptions.includeBase: that common version's text (null: none known, or binary), for a merge tool. */
+  base?: string | null;
   /** Each conflicting region of `merged` with REGION_CONTEXT lines around it: what a reviewer reads instead of whole files. */
   regions?: ConflictRegion[];
 }
@@ -388,6 +392,7 @@ async function applyBeneath(shadow: Shadow, root: Beneath, agent: string, opts: 
         mergeConflicts: m?.conflicts ?? 0,
         ...(m && baseBytes ? { mergeBase: baseBytes.from } : {}),
         ...(m && m.conflicts ? { regions: m.regions } : {}),
+        ...(opts.includeBase ? { base: baseBytes ? baseBytes.data.toString('utf8') : null } : {}),
       });
     }
   }

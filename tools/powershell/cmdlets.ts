@@ -608,6 +608,12 @@ export const CMDLETS: CmdletSpec[] = [
         cli: { option: 'hunk' },
         help: "Apply only these hunks (ids that layer.hunks lists), plus the paths named; the layer keeps the rest of each file's change.",
       },
+      {
+        name: 'MergeTool',
+        type: 'string',
+        cli: { option: 'merge-tool' },
+        help: "Open each conflicting text file in this merge tool (git's name, as meld or vscode, or one set with git config mergetool.NAME.cmd) and write what you resolve there.",
+      },
     ],
     output: { kind: 'object', type: 'ShadowFS.ApplyResult', add: agentAdd },
     examples: [

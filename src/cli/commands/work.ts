@@ -3,7 +3,9 @@
 import * as fs from 'fs';
 import type { Argv, CommandModule } from 'yargs';
 import type { ParamsOf, ResultOf } from '../../protocol/methods';
-import { withClient } from '../daemon-call';
+import { tell, withClient } from '../daemon-call';
+import { findMergeTool, resolveWithTool } from '../merge-tool';
+import { ShadowError } from '../../common/errors';
 import { ExitCode } from '../output';
 
 interface Base {
@@ -101,6 +103,7 @@ interface ApplyArgs extends PathArgs {
   force: boolean;
   hunk: string[];
   'mark-conflicts': boolean;
+  'merge-tool'?: string;
 }
 
 export function renderApply(r: ResultOf<'layer.apply'>, showMerge: boolean): string {
@@ -188,6 +191,10 @@ export const applyCommand: CommandModule<object, ApplyArgs> = {
         array: true,
         default: [],
         describe: 'apply only this hunk (an id from review --list; repeatable), plus the paths named; the layer keeps the rest',
+      })
+      .option('merge-tool', {
+        type: 'string',
+        describe: "open each conflicting text file in your merge tool (NAME, or alone: git's merge.tool) and write what you resolve there",
       }) as Argv<ApplyArgs>,
   handler: (args) =>
     withClient(
@@ -197,17 +204,52 @@ export const applyCommand: CommandModule<object, ApplyArgs> = {
         for (const p of args.take) resolutions[p] = 'agent';
         for (const p of args.keep) resolutions[p] = 'folder';
         for (const p of args.merged) resolutions[p] = 'merged';
-        const r = await c.request('layer.apply', {
+        const tool = args['merge-tool'];
+        let folder: string | undefined;
+        if (tool !== undefined) {
+          const { shadows } = await c.request('list');
+          folder = shadows.find((s) => s.name === args.shadow)?.folder;
+          if (folder === undefined) throw new ShadowError('UNKNOWN_SHADOW', `no shadow named ${args.shadow} (shadowfs list shows them)`);
+        }
+        const mergeTool = tool !== undefined && folder !== undefined ? findMergeTool(folder, tool) : undefined;
+        const request = {
           shadow: args.shadow,
           agent: args.agent,
           ...pathsOf(args),
           dryRun: args['dry-run'],
           ...(args['allow-type-changes'] ? { allowTypeChanges: true } : {}),
-          ...(Object.keys(resolutions).length ? { resolutions } : {}),
           ...(args.branch !== undefined ? { branch: args.branch, ...(args.force ? { force: true } : {}) } : {}),
           ...(args.hunk.length ? { hunks: args.hunk } : {}),
           ...(args['mark-conflicts'] ? { markConflicts: true } : {}),
-        });
+          ...(mergeTool ? { includeBase: true } : {}),
+        } satisfies ParamsOf<'layer.apply'>;
+        let r = await c.request('layer.apply', { ...request, ...(Object.keys(resolutions).length ? { resolutions } : {}) });
+        if (mergeTool && folder !== undefined && !r.dryRun && r.conflicts.length) {
+          // Each text conflict in the tool, one after the other; what it resolves is written by a second apply of those paths.
+          const resolved: Record<string, { content: string }> = {};
+          for (const x of r.conflicts) {
+            if (x.binary || x.folder === null || x.agent === null) continue;
+            tell(`${x.path}: opening ${mergeTool.name} (yours: LOCAL, the agent's: REMOTE)`);
+            const out = resolveWithTool(mergeTool, folder, x);
+            if ('content' in out) resolved[x.path] = out;
+            else tell(`${x.path}: ${out.refused}; it stays a conflict`);
+          }
+          const paths = Object.keys(resolved);
+          if (paths.length) {
+            const second = await c.request('layer.apply', {
+              shadow: args.shadow,
+              agent: args.agent,
+              paths,
+              resolutions: resolved,
+              ...(args['allow-type-changes'] ? { allowTypeChanges: true } : {}),
+            });
+            r = {
+              ...r,
+              applied: [...r.applied, ...second.applied],
+              conflicts: [...r.conflicts.filter((x) => !paths.includes(x.path)), ...second.conflicts],
+            };
+          }
+        }
         if (r.conflicts.length) process.exitCode = ExitCode.CONFLICTS;
         return r;
       },

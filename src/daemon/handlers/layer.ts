@@ -85,6 +85,7 @@ export function layerHandlers(m: ShadowManager, log: Logger) {
         ...(p.hunks !== undefined ? { hunks: p.hunks } : {}),
         ...(p.edited !== undefined ? { edited: p.edited } : {}),
         ...(p.markConflicts === true ? { markConflicts: true } : {}),
+        ...(p.includeBase === true ? { includeBase: true } : {}),
       });
       log.info('applied a layer to the folder', {
         shadow: p.shadow,
