@@ -296,6 +296,7 @@ void LLMount::dispatch(const char* buf, size_t size, ReplySink* sink) {
       if (!a.take(&in)) return bad();
       FileInfo fi;
       fi.flags = static_cast<int>(in.flags);
+      fi.killSuidgid = (in.openFlags & abi::kOpenKillSuidgid) != 0;
       return h.opcode == abi::OPEN ? opOpen(req, ino, &fi) : opOpendir(req, ino, &fi);
     }
     case abi::CREATE: {
@@ -304,6 +305,7 @@ void LLMount::dispatch(const char* buf, size_t size, ReplySink* sink) {
       if (!name) return bad();
       FileInfo fi;
       fi.flags = static_cast<int>(in.flags);
+      fi.killSuidgid = (in.openFlags & abi::kOpenKillSuidgid) != 0;
       return opCreate(req, ino, name, in.mode, &fi);
     }
     case abi::READ:
@@ -328,6 +330,7 @@ void LLMount::dispatch(const char* buf, size_t size, ReplySink* sink) {
       FileInfo fi;
       fi.fh = in.fh;
       fi.flags = static_cast<int>(in.flags);
+      fi.killSuidgid = (in.writeFlags & abi::kWriteKillSuidgid) != 0;
       return opWrite(req, ino, data, in.size, static_cast<off_t>(in.offset), &fi);
     }
     case abi::FLUSH: {

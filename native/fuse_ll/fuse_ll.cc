@@ -43,13 +43,16 @@ uint64_t LLMount::negotiate(uint64_t offered) {
   // What every fuse_ll mount asks for when offered: reads in parallel, READDIRPLUS (the kernel
   // picks it per listing: READDIRPLUS_AUTO), lookups in one directory in parallel, writes of up
   // to max_write at once, cached symlink targets, and the kernel dropping a file's cached pages
-  // when it sees its mtime or size change (edits in A). Not HANDLE_KILLPRIV(_V2): the kernel
-  // clears set-user-ID and set-group-ID bits on write, truncate and chown itself, with a
-  // SETATTR of the mode, as the conformance suite checks.
+  // when it sees its mtime or size change (edits in A). HANDLE_KILLPRIV_V2: we clear
+  // set-user-ID and set-group-ID bits where a WRITE, SETATTR, OPEN or CREATE says to
+  // (LLMount::killSuidgid), so the kernel neither asks for security.capability before every
+  // write (only before an inode's first, then it marks the inode as having none) nor sends a
+  // GETATTR and a SETATTR of the mode around a chown or truncate; the conformance suite checks
+  // the bits still go as on a real file system.
   uint64_t want = offered & (abi::kAsyncRead | abi::kBigWrites | abi::kHasIoctlDir |
                              abi::kAutoInvalData | abi::kDoReaddirplus | abi::kReaddirplusAuto |
                              abi::kAsyncDio | abi::kParallelDirops | abi::kMaxPages |
-                             abi::kCacheSymlinks);
+                             abi::kCacheSymlinks | abi::kHandleKillprivV2);
   if (!opts_.openRoundTrips) {
     // No open round trips: OPEN and OPENDIR are answered ENOSYS (see opOpen), which the kernel
     // takes as "open without asking from now on". O_TRUNC then reaches us as a SETATTR, so

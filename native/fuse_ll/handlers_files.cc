@@ -32,6 +32,12 @@ void LLMount::opOpen(Req* req, uint64_t ino, FileInfo* fi) {
   Handle* h = nullptr;
   Attr a;
   int e = m->ov_->open(layer.get(), path, intentOf(fi->flags), &h, &a);
+  if (!e && fi->killSuidgid) {
+    // An O_TRUNC open by a caller without CAP_FSETID (HANDLE_KILLPRIV_V2).
+    e = m->killSuidgid(req, layer.get(), path, h);
+    if (e == 0) e = m->ov_->fgetattr(h, &a);
+    if (e) m->ov_->release(h);
+  }
   if (e) return (void)wire::replyErr(req, e);
   fi->fh = reinterpret_cast<uint64_t>(h);
   // flush does nothing here, and a close() that waits for a FLUSH answer deadlocks a process
@@ -195,6 +201,14 @@ void LLMount::opWrite(Req* req, uint64_t ino, const char* buf, size_t size, off_
   }
   int e = m->ov_->write(io.h, buf, size, static_cast<uint64_t>(off));
   if (e) return (void)wire::replyErr(req, e);
+  if (fi->killSuidgid) {
+    // The writer lacks CAP_FSETID (HANDLE_KILLPRIV_V2). After the write, which has bound the
+    // handle to its own object (a copy-up if it was the folder's file), so the mode change
+    // goes to that object whatever its names are now.
+    std::shared_ptr<Layer> layer = io.h->layer.lock();
+    e = layer ? m->killSuidgid(req, layer.get(), std::string(), io.h) : ESTALE;
+    if (e) return (void)wire::replyErr(req, e);
+  }
   {
     // Our own write changed mtime; the next open must not take that for a change in A, but
     // we do not know the new mtime here, so the next open simply re-reads.
@@ -344,7 +358,7 @@ void LLMount::opReaddirplus(Req* req, uint64_t ino, size_t size, off_t off,
     std::memset(&e, 0, sizeof e);
     Attr a;
     if (i >= 2 && ne == 0 && m->ov_->getattr(layer.get(), joinPath(path, name), &a) == 0) {
-      m->fillEntry(&e, m->remember(ino, name, a.type, a.ino, a.layerObject && a.nlink > 1, layer), a);
+      m->fillEntry(&e, ino, m->remember(ino, name, a.type, a.ino, a.layerObject && a.nlink > 1, layer), a);
       taken.push_back(e.nodeid);
     } else {
       e.attr.ino = i < 2 ? ino : entIno;
@@ -369,9 +383,6 @@ void LLMount::opCreate(Req* req, uint64_t parent, const char* name, mode_t mode,
                        FileInfo* fi) {
   LLMount* m = self(req);
   m->count(Op::Create);
-  // ENOSYS: the kernel makes the file with MKNOD and opens it without asking (it stops sending
-  // CREATE), which spares the RELEASE a created file's handle would cost.
-  if (m->noOpen()) return (void)wire::replyErr(req, ENOSYS);
   std::string path;
   std::shared_ptr<Layer> layer;
   if (int pe = m->childAt(parent, name, &path, &layer)) return (void)wire::replyErr(req, pe);
@@ -380,11 +391,27 @@ void LLMount::opCreate(Req* req, uint64_t parent, const char* name, mode_t mode,
   Attr a;
   int e = m->ov_->create(layer.get(), path, mode & 07777, intentOf(fi->flags),
                          Caller{ctx->uid, ctx->gid}, &h, &a);
+  if (!e && fi->killSuidgid) {
+    // O_TRUNC on a file that was there after all, by a caller without CAP_FSETID.
+    e = m->killSuidgid(req, layer.get(), path, h);
+    if (e == 0) e = m->ov_->fgetattr(h, &a);
+    if (e) m->ov_->release(h);
+  }
   if (e) return (void)wire::replyErr(req, e);
-  fi->fh = reinterpret_cast<uint64_t>(h);
-  fi->noflush = 1;
   abi::EntryOut ep;
-  m->fillEntry(&ep, m->remember(parent, name, a.type, a.ino, a.layerObject && a.nlink > 1, layer), a);
+  m->fillEntry(&ep, parent, m->remember(parent, name, a.type, a.ino, a.layerObject && a.nlink > 1, layer), a);
+  fi->noflush = 1;
+  if (m->noOpen()) {
+    // No open round trips: one CREATE makes, looks up and opens the file, and the kernel holds
+    // no handle of ours (fh 0), so I/O comes by node as for files it opened without asking,
+    // and it sends no RELEASE for it once it knows opens need no round trip (before that, a
+    // RELEASE with fh 0, answered as such). MKNOD plus an open without asking cost the same
+    // one round trip, but CREATE is atomic: O_EXCL is decided where the name is made.
+    m->ov_->release(h);
+    if (wire::replyCreate(req, ep, 0, fi->openFlags()) == -ENOENT) m->forget(ep.nodeid, 1);
+    return;
+  }
+  fi->fh = reinterpret_cast<uint64_t>(h);
   m->trackHandle(ep.nodeid, h, true);
   if (wire::replyCreate(req, ep, fi->fh, fi->openFlags()) == -ENOENT) {
     m->trackHandle(ep.nodeid, h, false);

@@ -7,6 +7,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include "../core/path.h"
@@ -23,14 +25,76 @@ void LLMount::replyXattr(Req* req, const std::string& value, size_t size) {
   wire::replyBuf(req, value.data(), value.size());
 }
 
-void LLMount::fillEntry(abi::EntryOut* e, uint64_t id, const Attr& a) {
-  wire::fillEntry(e, id, a, opts_.entryTimeout, opts_.attrTimeout);
+namespace {
+// Whether process `pid` has group `gid` among its supplementary groups (/proc/<pid>/status).
+bool inSupplementaryGroup(uint32_t pid, uint32_t gid) {
+  char file[64];
+  std::snprintf(file, sizeof file, "/proc/%u/status", pid);
+  FILE* f = std::fopen(file, "r");
+  if (!f) return false;
+  char line[4096];
+  bool found = false;
+  while (!found && std::fgets(line, sizeof line, f)) {
+    if (std::strncmp(line, "Groups:", 7) != 0) continue;
+    for (char* p = line + 7; *p;) {
+      char* end;
+      unsigned long g = std::strtoul(p, &end, 10);
+      if (end == p) break;
+      found = found || g == gid;
+      p = end;
+    }
+    break;
+  }
+  std::fclose(f);
+  return found;
+}
+}  // namespace
+
+uint32_t LLMount::killedPerm(const Attr& a, const Req* req) {
+  if (a.type == FileType::Directory) return a.perm;
+  uint32_t perm = a.perm & ~static_cast<uint32_t>(S_ISUID);
+  if ((perm & S_ISGID) &&
+      ((perm & S_IXGRP) || (req->uid != 0 && req->gid != a.gid && !inSupplementaryGroup(req->pid, a.gid))))
+    perm &= ~static_cast<uint32_t>(S_ISGID);
+  return perm;
+}
+
+int LLMount::killSuidgid(const Req* req, Layer* layer, const std::string& path, Handle* h) {
+  Attr a;
+  if (int e = h ? ov_->fgetattr(h, &a) : ov_->getattr(layer, path, &a)) return e;
+  if (killedPerm(a, req) == a.perm) return 0;
+  Attr v, out;
+  v.perm = killedPerm(a, req);
+  return ov_->setattr(layer, path, h, kSetMode, v, &out);
+}
+
+void LLMount::fillEntry(abi::EntryOut* e, uint64_t parent, uint64_t id, const Attr& a) {
+  const bool covered = watchedDir(parent);
+  wire::fillEntry(e, id, a, coveredOr(opts_.entryTimeout, covered), coveredOr(opts_.attrTimeout, covered));
+}
+
+bool LLMount::watchedDir(uint64_t dir) {
+  std::lock_guard lock(tmu_);
+  auto it = nodes_.find(dir);
+  return it != nodes_.end() && it->second->type == FileType::Directory && it->second->watch != 0;
+}
+
+bool LLMount::coveredNode(uint64_t id) {
+  std::lock_guard lock(tmu_);
+  auto it = nodes_.find(id);
+  if (it == nodes_.end()) return false;
+  const FNode* n = it->second.get();
+  // A directory's own watch reports changes to it; any other object's, its parent's.
+  if (n->type == FileType::Directory && n->watch) return true;
+  if (n->names.empty()) return false;
+  auto p = nodes_.find(n->names.front().parent);
+  return p != nodes_.end() && p->second->watch != 0;
 }
 
 void LLMount::replyEntry(Req* req, uint64_t parent, const std::string& name, const Attr& a,
                          const std::shared_ptr<Layer>& seenIn) {
   abi::EntryOut e;
-  fillEntry(&e, remember(parent, name, a.type, a.ino, a.layerObject && a.nlink > 1, seenIn), a);
+  fillEntry(&e, parent, remember(parent, name, a.type, a.ino, a.layerObject && a.nlink > 1, seenIn), a);
   if (wire::replyEntry(req, e) == -ENOENT) {
     // The request was interrupted: the kernel did not take the reference.
     forget(e.nodeid, 1);
@@ -46,8 +110,9 @@ void LLMount::opLookup(Req* req, uint64_t parent, const char* name) {
   Attr a;
   int e = m->ov_->getattr(layer.get(), path, &a);
   if (e == ENOENT && m->opts_.negativeTimeout > 0) {
+    // A name created in A is pushed too (kernel_cache.cc invalidates negative entries alike).
     abi::EntryOut ep;
-    wire::fillEntry(&ep, 0, a, m->opts_.negativeTimeout, 0);
+    wire::fillEntry(&ep, 0, a, coveredOr(m->opts_.negativeTimeout, m->watchedDir(parent)), 0);
     return (void)wire::replyEntry(req, ep);
   }
   if (e) return (void)wire::replyErr(req, e);
@@ -77,7 +142,7 @@ void LLMount::opGetattr(Req* req, uint64_t ino, FileInfo* fi) {
   Handle* h = fi && fi->fh ? reinterpret_cast<Handle*>(fi->fh) : nullptr;
   if (h && m->ov_->fgetattr(h, &a) == 0) {
     if (m->unlinked(ino)) a.nlink = 0;  // fstat of an open file whose last name is gone
-    return (void)wire::replyAttr(req, a, m->opts_.attrTimeout);
+    return (void)wire::replyAttr(req, a, m->attrTimeoutOf(ino));
   }
   std::string path;
   int e = m->pathOf(ino, &path);
@@ -95,7 +160,7 @@ void LLMount::opGetattr(Req* req, uint64_t ino, FileInfo* fi) {
     if (fe) return (void)wire::replyErr(req, e);
     if (m->unlinked(ino)) a.nlink = 0;
   }
-  wire::replyAttr(req, a, m->opts_.attrTimeout);
+  wire::replyAttr(req, a, m->attrTimeoutOf(ino));
 }
 
 void LLMount::opSetattr(Req* req, uint64_t ino, const abi::SetattrIn& in, FileInfo* fi) {
@@ -133,10 +198,18 @@ void LLMount::opSetattr(Req* req, uint64_t ino, const abi::SetattrIn& in, FileIn
     mask |= kSetMtime, v.mtime = {static_cast<int64_t>(in.mtime), in.mtimensec};
   if (set & abi::kSetCtime)
     mask |= kSetCtime, v.ctime = {static_cast<int64_t>(in.ctime), in.ctimensec};
+  if ((set & abi::kSetKillSuidgid) && !(set & abi::kSetMode)) {
+    // A truncate or chown that clears the set-id bits (HANDLE_KILLPRIV_V2): the new mode goes
+    // with the same change.
+    Attr now;
+    int ge = viaHandle ? m->ov_->fgetattr(h, &now) : m->ov_->getattr(layer.get(), path, &now);
+    if (ge) return (void)wire::replyErr(req, ge);
+    if (killedPerm(now, req) != now.perm) mask |= kSetMode, v.perm = killedPerm(now, req);
+  }
   Attr out;
   int e = m->ov_->setattr(layer.get(), path, h, mask, v, &out);
   if (e) return (void)wire::replyErr(req, e);
-  wire::replyAttr(req, out, m->opts_.attrTimeout);
+  wire::replyAttr(req, out, m->attrTimeoutOf(ino));
 }
 
 void LLMount::opReadlink(Req* req, uint64_t ino) {

@@ -68,6 +68,10 @@ constexpr uint64_t kWritebackCache = 1ull << 16;
 constexpr uint64_t kNoOpenSupport = 1ull << 17;
 constexpr uint64_t kParallelDirops = 1ull << 18;
 constexpr uint64_t kMaxPages = 1ull << 22;
+// We clear set-user-ID and set-group-ID bits ourselves, when a request says to (the flags
+// below); the kernel then stops asking for security.capability before writes (it marks the
+// superblock SB_NOSEC) and stops sending its own SETATTR of the mode.
+constexpr uint64_t kHandleKillprivV2 = 1ull << 28;
 constexpr uint64_t kCacheSymlinks = 1ull << 23;
 constexpr uint64_t kNoOpendirSupport = 1ull << 24;
 constexpr uint64_t kInitExt = 1ull << 30;
@@ -92,6 +96,14 @@ constexpr uint32_t kSetFh = 1u << 6;
 constexpr uint32_t kSetAtimeNow = 1u << 7;
 constexpr uint32_t kSetMtimeNow = 1u << 8;
 constexpr uint32_t kSetCtime = 1u << 10;
+// With kHandleKillprivV2: a truncate by a caller without CAP_FSETID, or any chown of a
+// non-directory; clear the set-id bits as that change does.
+constexpr uint32_t kSetKillSuidgid = 1u << 11;
+
+// fuse_write_in.write_flags: the writer lacks CAP_FSETID, so the write clears the set-id bits.
+constexpr uint32_t kWriteKillSuidgid = 1u << 2;
+// fuse_open_in / fuse_create_in open_flags: an O_TRUNC open by a caller without CAP_FSETID.
+constexpr uint32_t kOpenKillSuidgid = 1u << 0;
 
 constexpr uint32_t kGetattrFh = 1u << 0;  // fuse_getattr_in.getattr_flags
 

@@ -9,6 +9,8 @@
 // into the overlay or into the kernel (notify calls), so neither can wait on the other.
 #pragma once
 
+#include <sys/stat.h>
+
 #include <array>
 #include <condition_variable>
 #include <atomic>
@@ -79,6 +81,9 @@ struct FileInfo {
   bool keep_cache = false;     // keep the cached pages (FOPEN_KEEP_CACHE)
   bool cache_readdir = false;  // keep the listing (FOPEN_CACHE_DIR)
   bool noflush = false;        // no FLUSH at close (FOPEN_NOFLUSH)
+  // The request clears set-user-ID and set-group-ID bits (kWriteKillSuidgid on a WRITE,
+  // kOpenKillSuidgid on an O_TRUNC OPEN or CREATE): see LLMount::killSuidgid.
+  bool killSuidgid = false;
   uint32_t openFlags() const {
     return (keep_cache ? abi::kOpenKeepCache : 0) | (cache_readdir ? abi::kOpenCacheDir : 0) |
            (noflush ? abi::kOpenNoflush : 0);
@@ -214,6 +219,14 @@ class LLMount final : public LoopedMount {
   int childAt(uint64_t parent, const char* name, std::string* path, std::shared_ptr<Layer>* layer,
               const std::shared_ptr<Layer>& active = nullptr);
   void replyXattr(Req* req, const std::string& value, size_t size);
+  // HANDLE_KILLPRIV_V2: what the kernel no longer does itself when a caller without
+  // CAP_FSETID writes or truncates, or anyone chowns a file. As Linux's own file systems do:
+  // the set-user-ID bit goes; the set-group-ID bit goes when group execute is set, or when the
+  // caller is neither root nor in the file's group (without group execute the bit marks
+  // mandatory locking, kept for those who may set it). Through the open handle `h` when there
+  // is one, else the path in `layer`. 0 or an errno.
+  int killSuidgid(const Req* req, Layer* layer, const std::string& path, Handle* h);
+  static uint32_t killedPerm(const Attr& a, const Req* req);
   // A handle for one READ/WRITE/fallocate that came without one (no-open): opened from the
   // node's path in its layer, or the node's pinned handle once its names are gone. *own says
   // whether the caller releases it.
@@ -272,7 +285,22 @@ class LLMount final : public LoopedMount {
                 const std::string& newname, bool exchange);
   void replyEntry(Req* req, uint64_t parent, const std::string& name, const Attr& a,
                   const std::shared_ptr<Layer>& seenIn);
-  void fillEntry(abi::EntryOut* e, uint64_t id, const Attr& a);
+  // An entry for node `id` named in directory `parent`, with the timeouts below.
+  void fillEntry(abi::EntryOut* e, uint64_t parent, uint64_t id, const Attr& a);
+  // How long the kernel may keep a name or attributes. What the folder watcher covers (names in
+  // a directory whose directory in A is watched, and that directory's own attributes) is kept
+  // until we say otherwise: every change there is pushed (edits in A by the watcher, API writes
+  // and layer switches by kernel_cache.cc), so a timeout would only make the kernel ask again
+  // for what it already has. Everything else (a directory only a layer has, one the OS had no
+  // watch left for, a mount without a watcher) keeps the mount's own timeouts (cacheTimeout),
+  // which bound how late an edit in A there shows. A timeout of 0 stays 0.
+  static constexpr double kCoveredTimeout = 24 * 3600.0;
+  static double coveredOr(double timeout, bool covered) {
+    return covered && timeout > 0 ? kCoveredTimeout : timeout;
+  }
+  bool watchedDir(uint64_t dir);  // whether the watcher covers names in directory node `dir`
+  bool coveredNode(uint64_t id);  // whether it covers node `id`'s attributes
+  double attrTimeoutOf(uint64_t id) { return coveredOr(opts_.attrTimeout, coveredNode(id)); }
 
   std::shared_ptr<Overlay> ov_;
   Layer* view_;  // pinned layer of a view, or null: the active layer
