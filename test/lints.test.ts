@@ -362,7 +362,7 @@ describe('lints: diagnostics from warm language servers inside the shadow', func
     }
   });
 
-  it('a check that never gets the shared mount says queued and whose job held it, not timeout; a missing file is NOT_FOUND', async () => {
+  it('a check or a definition/references/hover question that never gets the shared mount says queued and whose job held it, not timeout; a missing file is NOT_FOUND', async () => {
     await withService(async (svc, shadow) => {
       // Agent a holds the shared mount (a run of its own would) for as long as b's question lasts.
       let release!: () => void;
@@ -380,6 +380,12 @@ describe('lints: diagnostics from warm language servers inside the shadow', func
           r.files.map((f) => [f.path, f.status, f.waitingFor, f.introduced, f.existing]),
           [['src/a.ts', 'queued', 'a', [], []]],
         );
+        // Definition, references and hover say the same when they never got the mount.
+        const position = { line: 2, character: 20 };
+        for (const kind of ['definition', 'references', 'hover'] as const) {
+          const q = await svc.at(kind, { agent: 'b', path: 'src/b.ts', position, timeoutMs: 1000 });
+          assert.deepStrictEqual([kind, q.status, q.waitingFor, q.locations, q.contents], [kind, 'queued', 'a', [], '']);
+        }
       } finally {
         release();
         await a;

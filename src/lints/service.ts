@@ -336,7 +336,9 @@ export class LintsService {
     kind: 'definition' | 'references' | 'hover',
     p: { agent: string; path: string; position: Position; timeoutMs?: number },
   ): Promise<{
-    status: 'fresh' | 'timeout' | 'unsupported' | 'error';
+    status: 'fresh' | 'timeout' | 'queued' | 'unsupported' | 'error';
+    /** For `queued`: whose job held the shared mount while this question waited. */
+    waitingFor?: string;
     error?: string;
     locations: Array<{ path: string; range: Range }>;
     contents: string;
@@ -347,10 +349,12 @@ export class LintsService {
     const { specs } = this.servers();
     const m = serverFor(specs, rel);
     if (!m) return { status: 'unsupported', locations: [], contents: '' };
+    const wait: Waited = { started: false };
     const r = await this.queued(deadline, (signal) =>
       this.shadow.withLayer(
         p.agent,
         async () => {
+          wait.started = true;
           const session = await this.session(m.spec);
           await this.syncWorld(session);
           await this.syncDocument(session, rel, m.languageId);
@@ -360,10 +364,14 @@ export class LintsService {
             locs: kind === 'definition' ? await session.definition(rel, p.position, ms) : await session.references(rel, p.position, ms),
           };
         },
-        { signal, timeout: remaining(deadline) },
+        { signal, timeout: remaining(deadline), onWait: (a) => (wait.behind = a) },
       ),
     );
-    if (r === undefined) return { status: 'timeout', locations: [], contents: '' };
+    if (r === undefined) {
+      // Never got the mount: `queued` (and behind whom), as lints say it, not a server's timeout.
+      if (!wait.started && wait.behind !== undefined) return { status: 'queued', waitingFor: wait.behind, locations: [], contents: '' };
+      return { status: 'timeout', locations: [], contents: '' };
+    }
     if (r.h) {
       const h = r.h;
       return {

@@ -93,7 +93,9 @@ function lintsText(r: ResultOf<'lints'>, max = LIST_MAX): string {
     if (f.status === 'fresh')
       lines.push(`${f.path}: ${f.introduced.length} introduced by the change, ${f.existing.length} already in the folder${where}`);
     else if (f.status === 'queued')
-      lines.push(`${f.path}: queued: no answer, the shared mount was busy with ${f.waitingFor ?? 'another job'}; call lints again later`);
+      lines.push(
+        `${f.path}: queued: no answer, the shared mount was busy with ${f.waitingFor ?? 'another job'}; call lints again later, or call use_own_view to stop waiting for others`,
+      );
     else if (f.status === 'timeout')
       lines.push(`${f.path}: timeout: no fresh answer in time (not "no problems"); call lints again with a larger timeoutMs`);
     else if (f.status === 'unsupported') lines.push(`${f.path}: no language server for this file`);
@@ -157,8 +159,15 @@ async function lspPosition(ctx: ToolContext, p: string, args: Record<string, unk
   return { line: line - 1, character: Math.max(0, text.search(/\S/)) };
 }
 
+/** Why a definition, references or hover question has no answer, as an agent reads it. */
+function noAnswer(r: ResultOf<'lsp.hover'>, what: string): string {
+  if (r.status === 'queued')
+    return `${what}: queued: no answer, the shared mount was busy with ${r.waitingFor ?? 'another job'}; ask again later, or call use_own_view to stop waiting for others`;
+  return `${what}: ${r.status}${r.error ? ` (${r.error})` : ''}; no answer from a language server`;
+}
+
 function locationsText(r: ResultOf<'lsp.definition'>, what: string): string {
-  if (r.status !== 'fresh') return `${what}: ${r.status}${r.error ? ` (${r.error})` : ''}; no answer from a language server`;
+  if (r.status !== 'fresh') return noAnswer({ ...r, contents: '' }, what);
   if (!r.locations.length) return `${what}: none found`;
   return boundedList(
     r.locations.map((l) => `${l.path}:${at(l.range.start)}`),
@@ -477,7 +486,7 @@ export const TOOLS: ToolDef[] = [
     call: async (ctx, a, extra) => {
       const p = await rel(ctx, a.path);
       const r = await ask(ctx, 'lsp.hover', { path: p, position: await lspPosition(ctx, p, a), timeoutMs: a.timeoutMs }, extra);
-      if (r.status !== 'fresh') return output(`hover: ${r.status}${r.error ? ` (${r.error})` : ''}; no answer from a language server`);
+      if (r.status !== 'fresh') return output(noAnswer(r, 'hover'));
       return output(r.contents ? capHead(r.contents, 8 * 1024, 'ask definition and read_file it') : 'hover: nothing there');
     },
   },

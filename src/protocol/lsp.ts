@@ -53,8 +53,16 @@ const atPosition = z.strictObject({
   position: Position,
   timeoutMs: z.number().int().positive().max(600_000).optional(),
 });
-const answerStatus = z.enum(['fresh', 'timeout', 'unsupported', 'error']);
-const locationsAnswer = z.object({ status: answerStatus, error: z.string().optional(), locations: z.array(Location) });
+const answerStatus = z
+  .enum(['fresh', 'timeout', 'queued', 'unsupported', 'error'])
+  .describe(
+    'fresh: the server answered; timeout: it did not within timeoutMs; queued: the question never got the shared mount within timeoutMs (waitingFor says whose job held it; an agent with a view of its own never queues); unsupported: no server for this file.',
+  );
+const waitingFor = z
+  .string()
+  .optional()
+  .describe('For "queued": the agent whose job held the shared mount ("(folder)": the folder\'s own check).');
+const locationsAnswer = z.object({ status: answerStatus, waitingFor, error: z.string().optional(), locations: z.array(Location) });
 const atPositionErrors: ErrorCode[] = ['UNKNOWN_SHADOW', 'INVALID_AGENT', 'INVALID_PATH', 'NOT_FOUND', 'NOT_MOUNTED'];
 
 export const LspRequests = {
@@ -98,7 +106,7 @@ export const LspRequests = {
   'lsp.hover': request({
     summary: "The hover text at a position, as the agent's layer shows the code.",
     params: atPosition,
-    result: z.object({ status: answerStatus, error: z.string().optional(), contents: z.string(), range: Range.optional() }),
+    result: z.object({ status: answerStatus, waitingFor, error: z.string().optional(), contents: z.string(), range: Range.optional() }),
     errors: atPositionErrors,
   }),
 } as const;
