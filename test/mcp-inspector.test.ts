@@ -262,7 +262,7 @@ describe('the MCP server driven by the MCP inspector CLI', function () {
     assert.strictEqual((await daemon.request('list')).shadows.filter((s) => s.folder === fs.realpathSync(repo)).length, 1);
   });
 
-  it('a session of the SDK client (its default environment) goes on after the daemon was stopped and started again', async () => {
+  it('a session of the SDK client (its default environment) goes on after the daemon was stopped and started again, radar and rejection notes included', async () => {
     const repo = makeProject();
     const home = tempDir('mcp-home2');
     stopTestDaemon();
@@ -308,6 +308,29 @@ describe('the MCP server driven by the MCP inspector CLI', function () {
         st.clients.filter((c) => c.scope).map((c) => c.scope),
         [{ shadow: 'insp-restart', agent: 'codex', allowApply: false }],
       );
+
+      // The notes still reach the agent on the new connection: an overlap the radar notices now
+      // (told by radar/changed, which only the new connection hears) ...
+      assert.doesNotMatch(await call('write_file', { path: 'src/a.ts', content: 'export const a = 1;\n' }), /shadowfs radar/);
+      await daemon.request('layer.write', {
+        shadow: 'insp-restart',
+        agent: 'other',
+        path: 'src/a.ts',
+        data: Buffer.from('export const a = 2;\n').toString('base64'),
+      });
+      let told = '';
+      for (let i = 0; i < 50 && !/\[shadowfs radar\]/.test(told); i++) {
+        told = await call('changes');
+        if (!/\[shadowfs radar\]/.test(told)) await new Promise((r) => setTimeout(r, 100));
+      }
+      assert.match(told, /\[shadowfs radar\] agent other also changed src\/a\.ts, differently/);
+      assert.doesNotMatch(await call('changes'), /shadowfs radar/, 'told once');
+      // ... and a rejection the user records now.
+      const hunk = (await daemon.request('layer.hunks', { shadow: 'insp-restart', agent: 'codex' })).hunks.find(
+        (h) => h.path === 'src/a.ts',
+      )!;
+      await daemon.request('layer.reject', { shadow: 'insp-restart', agent: 'codex', rejections: [{ id: hunk.id, reason: 'keep add' }] });
+      assert.match(await call('changes'), /Note from shadowfs:\nthe user rejected your change to src\/a\.ts.*: keep add/);
     } finally {
       await client.close();
     }

@@ -2,11 +2,12 @@
 // path this agent changed is changed by another agent too, or under it in the user's folder (the
 // copy it took is no longer what the folder has), the next tool result says so, once per new
 // overlap. The notes come from radar/changed notifications, which the daemon sends this server's
-// restricted connection for overlaps that name its agent only; the overlaps already there when
-// the server starts are asked for once, with the first tool call.
+// restricted connection for overlaps that name its agent only, heard through the DaemonLink on
+// every connection it makes (after a daemon restart too); the overlaps already there when the
+// server starts, or when it connected again, are asked for once, with the next tool call.
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import type { ShadowClient } from '../client';
 import type { Overlap } from '../protocol/methods';
+import type { DaemonLink } from './link';
 
 /** A short sentence for the agent about one overlap that names it. */
 export function noteFor(o: Overlap, agent: string): string {
@@ -24,14 +25,15 @@ export class RadarNotes {
   private readonly current = new Map<string, string>();
   private readonly told = new Set<string>();
   private pending: Overlap[] = [];
-  private asked = false;
+  /** The connection (DaemonLink.generation) whose overlaps were asked for; -1: none yet. */
+  private askedOn = -1;
 
   constructor(
-    private readonly client: ShadowClient,
+    private readonly link: DaemonLink,
     private readonly shadow: string,
     private readonly agent: string,
   ) {
-    client.on('radar/changed', (n) => {
+    link.on('radar/changed', (n) => {
       for (const o of n.cleared) {
         this.current.delete(o.id);
         this.pending = this.pending.filter((p) => p.id !== o.id);
@@ -47,16 +49,38 @@ export class RadarNotes {
     this.pending = [...this.pending.filter((p) => p.id !== o.id), o];
   }
 
+  /**
+   * What a (re)started daemon's radar holds now. After a reconnect, an overlap already told is not
+   * told again (its id is stable; the restarted radar noticed it anew, at a later time), and one
+   * that went while the daemon was away is forgotten.
+   */
+  private async resync(): Promise<void> {
+    const generation = this.link.generation;
+    const again = this.askedOn !== -1;
+    this.askedOn = generation;
+    let overlaps: Overlap[];
+    try {
+      overlaps = (await this.link.request('radar', { shadow: this.shadow, agent: this.agent })).overlaps;
+    } catch {
+      return; // the notes are a courtesy: a tool result never fails for them
+    }
+    if (again) {
+      const now = new Set(overlaps.map((o) => o.id));
+      for (const id of [...this.current.keys()]) if (!now.has(id)) this.current.delete(id);
+      this.pending = this.pending.filter((p) => now.has(p.id));
+    }
+    for (const o of overlaps) {
+      const known = this.current.get(o.id);
+      if (again && known !== undefined && this.told.has(`${o.id}@${known}`)) {
+        this.current.set(o.id, o.since);
+        this.told.add(`${o.id}@${o.since}`);
+      } else this.heard(o);
+    }
+  }
+
   /** The notes not told yet (each overlap once); never fails the tool call. */
   async take(): Promise<string[]> {
-    if (!this.asked) {
-      this.asked = true;
-      try {
-        for (const o of (await this.client.request('radar', { shadow: this.shadow, agent: this.agent })).overlaps) this.heard(o);
-      } catch {
-        // the notes are a courtesy: a tool result never fails for them
-      }
-    }
+    if (this.askedOn !== this.link.generation) await this.resync();
     const out: string[] = [];
     for (const o of this.pending.splice(0)) {
       const key = `${o.id}@${o.since}`;

@@ -78,9 +78,9 @@ export function createMcpServer(client: ShadowClient, opts: McpOptions): McpServ
   // gets the same code-first shape as every other error.
   (server as unknown as { createToolError: (message: string) => CallToolResult }).createToolError = (message) =>
     toolResult(errorOutput(new ShadowError('INVALID_ARGUMENT', message)));
-  // Overlaps with other agents' work or the user's edits, told on the next tool result.
-  const radar = new RadarNotes(client, opts.shadow, opts.agent);
   const link = new DaemonLink(client, opts.shadow, opts.agent, opts.reconnect);
+  // Overlaps with other agents' work or the user's edits, told on the next tool result (heard on every connection).
+  const radar = new RadarNotes(link, opts.shadow, opts.agent);
   const ctx: ToolContext = {
     shadow: opts.shadow,
     agent: opts.agent,
@@ -107,7 +107,7 @@ export function createMcpServer(client: ShadowClient, opts: McpOptions): McpServ
           out = errorOutput(err);
         }
         // What the user decided (rejections of its hunks) and the radar's overlaps, told on the next result.
-        return withNotes(client, opts.shadow, opts.agent, await radar.addTo(toolResult(out)));
+        return withNotes(link, opts.shadow, opts.agent, await radar.addTo(toolResult(out)));
       }) as never,
     );
   }
