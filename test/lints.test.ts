@@ -397,6 +397,61 @@ describe('lints: diagnostics from warm language servers inside the shadow', func
     });
   });
 
+  it('an agent with a view of its own is checked there at once while another agent holds the shared mount; its servers stop with the view', async () => {
+    await withService(async (svc, shadow) => {
+      const view = await shadow.openView('v');
+      let release!: () => void;
+      const held = new Promise<void>((r) => (release = r));
+      let holding!: () => void;
+      const got = new Promise<void>((r) => (holding = r));
+      const a = shadow.withLayer('a', async () => {
+        holding();
+        await held;
+      });
+      await got;
+      try {
+        const r = await svc.lints({
+          shadow: 's',
+          agent: 'v',
+          edits: [{ path: 'src/b.ts', content: `${B_TS}export const bad: string = add(2, 2);\n` }],
+          timeoutMs: 60_000,
+        });
+        // Checked in the view; the folder's own check (not cached yet) was not waited for.
+        assert.deepStrictEqual(
+          r.files.map((f) => [f.path, f.status, f.baseline, f.existing]),
+          [['src/b.ts', 'fresh', 'queued', []]],
+        );
+        assert.deepStrictEqual(
+          r.files[0].introduced.map((d) => [d.range.start.line, /not assignable to type 'string'/.test(d.message)]),
+          [[3, true]],
+        );
+        const def = await svc.at('definition', { agent: 'v', path: 'src/b.ts', position: { line: 0, character: 10 }, timeoutMs: 60_000 });
+        assert.deepStrictEqual([def.status, def.locations.map((l) => l.path)], ['fresh', ['src/a.ts']]);
+        // One server, rooted at the view: none started on the shared mount (the folder's check never ran there).
+        assert.strictEqual(svc.runningServers().length, 1);
+        assert.strictEqual((await shadow.stats()).scheduler.running, 'a');
+      } finally {
+        release();
+        await a;
+      }
+      // Once the shared mount is free, the folder's check runs (and its diagnostics count again).
+      const after = await svc.lints({ shadow: 's', agent: 'v', paths: ['src/b.ts'], timeoutMs: 60_000 });
+      assert.deepStrictEqual(
+        after.files.map((f) => [f.status, f.baseline, f.introduced.length]),
+        [['fresh', 'fresh', 1]],
+      );
+      assert.strictEqual(svc.runningServers().length, 2);
+      // The view closed, its servers go with it, and the agent's questions are the shared mount's jobs again.
+      await view.close();
+      const shared = await svc.lints({ shadow: 's', agent: 'v', paths: ['src/b.ts'], timeoutMs: 60_000 });
+      assert.deepStrictEqual(
+        shared.files.map((f) => [f.status, f.baseline, f.introduced.length]),
+        [['fresh', 'cached', 1]],
+      );
+      assert.strictEqual(svc.runningServers().length, 1);
+    });
+  });
+
   it('quick fixes come back as edits for the introduced diagnostics only', async () => {
     await withService(async (svc) => {
       const r = await svc.lints({

@@ -206,6 +206,10 @@ describe('the MCP server driven by the MCP inspector CLI', function () {
     assert.match(await ok('restore_checkpoint', { name: 'one' }), /^restored checkpoint one/);
     assert.match(await ok('read_file', { path: 'src/c.ts' }), /export const four/);
 
+    // A view of its own, opened for the call's server and closed as that server ends.
+    assert.match(await ok('use_own_view'), /^opened a view of your own at \/.*It stays open until this server ends\.$/);
+    assert.deepStrictEqual((await daemon.request('list')).shadows.find((x) => x.name === 'insp')!.views, []);
+
     await guard.check(); // apply is the one tool that writes the folder
     // The user's side of review: the changes as hunks with ids.
     const hunks = JSON.parse(await ok('review_hunks', {})) as { hunks: Array<{ id: string; path: string }> };
@@ -260,6 +264,106 @@ describe('the MCP server driven by the MCP inspector CLI', function () {
       env,
     );
     assert.strictEqual((await daemon.request('list')).shadows.filter((s) => s.folder === fs.realpathSync(repo)).length, 1);
+  });
+
+  it('an agent with a view of its own (use_own_view, --own-view) runs and gets lints while another agent holds the shared mount', async () => {
+    const repo = makeProject();
+    const guard = new FolderGuard(repo);
+    await daemon.request('mount', { folder: repo, name: 'insp-view' });
+    mounted.push('insp-view');
+    const transport = new StdioClientTransport({
+      command: process.execPath,
+      args: [cliPath, 'mcp', '--shadow', 'insp-view', '--agent', 'bee'],
+      env: { ...process.env } as Record<string, string>,
+      stderr: 'pipe',
+    });
+    const client = new Client({ name: 'own-view-test', version: '1.0.0' });
+    await client.connect(transport);
+    const progress: string[] = [];
+    const call = async (name: string, a: Record<string, unknown> = {}): Promise<string> => {
+      const r = (await client.callTool({ name, arguments: a }, undefined, {
+        onprogress: (p) => progress.push(`${name}: ${p.message ?? ''}`),
+        timeout: 300_000,
+      })) as ToolResult;
+      assert.ok(!r.isError, `${name}: ${textOf(r)}`);
+      return textOf(r);
+    };
+    const queue = async () => (await daemon.request('status')).activity.queues.find((q) => q.shadow === 'insp-view');
+    let holder: Promise<unknown> | undefined;
+    try {
+      // Bee's edit breaks b.ts; its first lints (nobody else about) also learn the folder's own.
+      await call('write_file', { path: 'src/b.ts', content: "import { add } from './a';\n\nexport const three: string = add(1, 2);\n" });
+      assert.match(await call('lints', { timeoutMs: 60_000 }), /src\/b\.ts: 1 introduced by the change/);
+
+      // Agent ay's run holds the shared mount until its layer has a stop file.
+      let held = true;
+      holder = daemon
+        .request('run', {
+          shadow: 'insp-view',
+          agent: 'ay',
+          runId: 'ay-run',
+          argv: ['sh', '-c', 'while [ ! -e stop ]; do sleep 0.05; done'],
+        })
+        .finally(() => (held = false));
+      for (let i = 0; i < 400 && (await queue())?.running !== 'ay'; i++) await new Promise((r) => setTimeout(r, 50));
+      assert.strictEqual((await queue())?.running, 'ay');
+
+      // Without a view of its own, bee's questions queue behind ay and say so.
+      assert.match(await call('lints', { timeoutMs: 500 }), /src\/b\.ts: queued: .*busy with ay.*use_own_view/);
+      assert.match(await call('hover', { path: 'src/b.ts', line: 3, symbol: 'add', timeoutMs: 500 }), /^hover: queued: .*busy with ay/);
+
+      // With one, its run and its lints go on while ay still holds the shared mount.
+      assert.match(await call('use_own_view'), /^opened a view of your own at \//);
+      assert.match(await call('use_own_view'), /^you already have a view of your own/);
+      const view = (await daemon.request('list')).shadows.find((x) => x.name === 'insp-view')!.views.find((v) => v.agent === 'bee')!;
+      assert.ok(view, 'bee has a view');
+      assert.match(
+        await call('run_command', { command: 'pwd; cat src/b.ts' }),
+        new RegExp(`exit code 0[^]*${fs.realpathSync(repo)}\n[^]*three: string`),
+      );
+      const lints = await call('lints', { timeoutMs: 120_000 });
+      assert.match(lints, /src\/b\.ts: 1 introduced by the change, 0 already in the folder/);
+      assert.match(lints, /src\/b\.ts:3:\d+: error: Type 'number' is not assignable to type 'string'/);
+      assert.match(
+        await call('hover', { path: 'src/b.ts', line: 3, symbol: 'add', timeoutMs: 120_000 }),
+        /add\(a: number, b: number\): number/,
+      );
+      // An absolute path inside its view is the project's too.
+      assert.match(await call('read_file', { path: path.join(view.mountPoint, 'src', 'b.ts') }), /three: string/);
+      // All the while ay held the shared mount, and nothing of bee's waited for it.
+      assert.ok(held, "ay's run still holds the shared mount");
+      const q = await queue();
+      assert.strictEqual(q?.running, 'ay');
+      assert.deepStrictEqual(q?.waiting, []);
+      assert.deepStrictEqual(progress, [], 'no progress says bee waited');
+
+      // `shadowfs mcp --own-view` opens the view before its first tool, and closes it as it ends.
+      const once = (
+        await inspect(
+          ['--shadow', 'insp-view', '--agent', 'cee', '--own-view'],
+          ['--method', 'tools/call', '--tool-name', 'run_command', '--tool-arg', 'command=echo from cee'],
+        )
+      ).json as ToolResult;
+      assert.ok(!once.isError, textOf(once));
+      assert.match(textOf(once), /exit code 0[^]*from cee/);
+      assert.ok(held, "ay's run still holds the shared mount");
+      assert.deepStrictEqual(
+        (await daemon.request('list')).shadows.find((x) => x.name === 'insp-view')!.views.map((v) => v.agent),
+        ['bee'],
+      );
+    } finally {
+      await daemon.request('file.write', { shadow: 'insp-view', agent: 'ay', path: 'stop', content: '' }).catch(() => undefined);
+      await holder?.catch(() => undefined);
+      await client.close();
+    }
+    // The server closed its view as it ended.
+    let views: string[] = ['bee'];
+    for (let i = 0; i < 100 && views.length; i++) {
+      views = (await daemon.request('list')).shadows.find((x) => x.name === 'insp-view')!.views.map((v) => v.agent);
+      if (views.length) await new Promise((r) => setTimeout(r, 50));
+    }
+    assert.deepStrictEqual(views, []);
+    await guard.check();
   });
 
   it('a session of the SDK client (its default environment) goes on after the daemon was stopped and started again, radar and rejection notes included', async () => {

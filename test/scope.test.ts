@@ -1,9 +1,10 @@
 // A connection restricted to one agent's layer (session.restrict), against a real daemon and real
 // mounts: every request that reaches beyond that agent on that shadow (apply without allowApply,
-// mount, unmount, views, another agent's layer, another shadow, runs with weaker protection or as
-// another agent, cancelling another client's run, widening the restriction, status) is refused
-// by the daemon with SCOPE_DENIED and changes nothing; the agent's own work (its layer, a run in
-// scope) goes through; what it hears and lists is its own; and the user's folder is never written.
+// mount, unmount, views of other agents or at a place it picks, another agent's layer, another
+// shadow, runs with weaker protection or as another agent, cancelling another client's run,
+// widening the restriction, status) is refused by the daemon with SCOPE_DENIED and changes
+// nothing; the agent's own work (its layer, a run in scope, a view of its own) goes through; what
+// it hears and lists is its own; and the user's folder is never written.
 import * as assert from 'assert';
 import * as fs from 'fs';
 import * as path from 'path';
@@ -186,6 +187,26 @@ describe('a connection restricted to one agent (session.restrict)', function () 
     while (!heard.some((h) => h.includes('from-user.txt')) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
     assert.ok(heard.includes('scoped me written from-user.txt'), heard.join('\n'));
     assert.ok(!heard.some((h) => h.includes('other') || h.includes('elsewhere')), heard.join('\n'));
+
+    // A view of its own it may open, where the daemon puts it, and close; another agent's, neither.
+    const theirs = await u.request('view.open', { shadow: 'scoped', agent: 'other' });
+    try {
+      await denied('view.open for another agent', me.request('view.open', { shadow: 'scoped', agent: 'other' }));
+      assert.match(
+        await denied('view.close of another agent', me.request('view.close', { shadow: 'scoped', view: theirs.view })),
+        /not a view of its agent/,
+      );
+      const own = await me.request('view.open', { shadow: 'scoped', agent: 'me' });
+      assert.strictEqual(own.agent, 'me');
+      assert.deepStrictEqual(
+        (await me.request('list')).shadows[0].views.map((v) => [v.id, v.agent]),
+        [[own.view, 'me']],
+      );
+      assert.strictEqual(fs.readFileSync(path.join(own.mountPoint, 'mine.txt'), 'utf8'), 'mine\n');
+      assert.deepStrictEqual(await me.request('view.close', { shadow: 'scoped', view: own.view }), { view: own.view });
+    } finally {
+      await u.request('view.close', { shadow: 'scoped', view: theirs.view });
+    }
 
     // The user's own connection is not restricted, and status says which connections are.
     const st = await u.request('status');

@@ -23,6 +23,8 @@ export interface ScopeContext {
   resolve(ref: string): object | undefined;
   /** Whether this connection started the run with this id. */
   ownsRun(runId: string): boolean;
+  /** The agent of the open view `view` of the shadow `ref` names, if there is one. */
+  viewAgent(ref: string, view: number): string | undefined;
 }
 
 type Rule<M extends ScopedMethod> = (p: CheckedParamsOf<M>, scope: Scope, ctx: ScopeContext) => string | undefined;
@@ -102,6 +104,10 @@ const RULES: { [M in ScopedMethod]: Rule<M> } = {
   'file.glob': own,
   'file.grep': own,
   activate: own,
+  // A view of its own: where it is mounted is the daemon's choice, never the agent's.
+  'view.open': (p, s, ctx) => own(p, s, ctx) ?? (p.mountPoint === undefined ? undefined : 'it may not choose where a view is mounted'),
+  'view.close': (p, s, ctx) =>
+    shadowOnly(p, s, ctx) ?? (ctx.viewAgent(p.shadow, p.view) === s.agent ? undefined : `view ${p.view} is not a view of its agent`),
   run: (p, s, ctx) => {
     const other = own(p, s, ctx);
     if (other) return other;

@@ -424,6 +424,13 @@ export class Daemon {
     return {
       resolve: (ref) => this.shadowNamed(ref),
       ownsRun: (runId) => this.runs.ownedBy(runId, client),
+      viewAgent: (ref, view) => {
+        try {
+          return [...this.manager.get(ref).shadow.views].find((v) => v.viewId === view && v.open)?.agentId;
+        } catch {
+          return undefined;
+        }
+      },
     };
   }
 

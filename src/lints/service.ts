@@ -6,7 +6,10 @@
 // are cached until something in the folder changes. Edits made in the folder itself (which FUSE
 // cannot signal to programs inside the mount) reach the servers through FolderChanges. Answers are fresh or marked otherwise: a server
 // that does not answer for the exact document version in time gives `timeout`, never an empty
-// list.
+// list. An agent with a view of its own (Shadow.openView) is checked there instead, on servers
+// rooted at the view, without queueing at all: only a folder baseline not cached yet needs the
+// shared mount, and it is taken only when the mount is free at once (else the answer says its
+// baseline is `queued`).
 import * as fs from 'fs';
 import * as path from 'path';
 import type { Diagnostic as LspDiagnostic } from 'vscode-languageserver-protocol';
@@ -26,7 +29,7 @@ import { FolderChanges } from '../shadow/folder-changes';
 import { normalizeRelPath } from '../common/paths';
 import { platform } from '../platform';
 import type { CheckedParamsOf, Diagnostic, ResultOf } from '../protocol/methods';
-import type { Shadow } from '../shadow';
+import type { Shadow, View } from '../shadow';
 
 type LintsParams = CheckedParamsOf<'lints'>;
 type LintsResult = ResultOf<'lints'>;
@@ -49,6 +52,16 @@ interface Checked {
   session?: LanguageServerSession;
 }
 
+/**
+ * Where a question is answered: the shared mount (root its mount point, its jobs queued) or an
+ * agent's own view (root the view's mount point, which always shows that agent's layer).
+ */
+interface Place {
+  root: string;
+  pool: ServerPool;
+  view?: View;
+}
+
 /** Whether a question's jobs got the shared mount, and the agent whose job they last waited behind. */
 interface Waited {
   started: boolean;
@@ -57,7 +70,7 @@ interface Waited {
 
 interface Baseline {
   key: string;
-  status: 'fresh' | 'timeout' | 'error';
+  status: 'fresh' | 'timeout' | 'error' | 'queued';
   diagnostics: Diagnostic[];
 }
 
@@ -161,8 +174,10 @@ export class LintsService {
    */
   private readonly seen = new Map<
     LanguageServerSession,
-    { spec: ServerSpec; open: Map<string, string>; dirty: Set<string>; folder: Set<string>; stale: boolean }
+    { spec: ServerSpec; root: string; open: Map<string, string>; dirty: Set<string>; folder: Set<string>; stale: boolean }
   >();
+  /** The servers of agents' own views, each rooted at its view. */
+  private readonly viewPools = new Map<View, ServerPool>();
   private feed: FolderChanges | undefined;
 
   constructor(
@@ -174,14 +189,39 @@ export class LintsService {
     return this.shadow.mountPoint;
   }
 
+  private newPool(root: string): ServerPool {
+    return new ServerPool(root, {
+      idleMs: this.options.idleMs,
+      log: this.options.log,
+      // Confined like a run: servers see the shadow, never write it, and cannot write the folder.
+      ...(platform.namespaces ? { confine: { lower: this.shadow.folder } } : {}),
+    });
+  }
+
+  /**
+   * Where `agent`'s questions are answered: its open view when it has one (servers of their own,
+   * started there on first use), else the shared mount. The servers of views closed since are stopped.
+   */
+  private placeOf(agent: string): Place {
+    for (const [v, pool] of this.viewPools) {
+      if (v.open) continue;
+      this.viewPools.delete(v);
+      for (const s of [...this.seen.keys()]) if (this.seen.get(s)!.root === v.mountPoint) this.seen.delete(s);
+      void pool.dispose();
+    }
+    const view = this.shadow.viewOf(agent);
+    if (!view) return { root: this.root, pool: this.servers().pool };
+    let pool = this.viewPools.get(view);
+    if (!pool) {
+      this.servers(); // the specs and the folder's change feed
+      pool = this.newPool(view.mountPoint);
+      this.viewPools.set(view, pool);
+    }
+    return { root: view.mountPoint, pool, view };
+  }
+
   private servers(): { pool: ServerPool; specs: ServerSpec[] } {
-    if (!this.pool)
-      this.pool = new ServerPool(this.root, {
-        idleMs: this.options.idleMs,
-        log: this.options.log,
-        // Confined like a run: servers see the shadow, never write it, and cannot write the folder.
-        ...(platform.namespaces ? { confine: { lower: this.shadow.folder } } : {}),
-      });
+    if (!this.pool) this.pool = this.newPool(this.root);
     if (!this.feed) this.feed = new FolderChanges(this.shadow);
     if (!this.specs) {
       // The folder's own config first, then the daemon-wide one, then the built-in servers.
@@ -203,16 +243,17 @@ export class LintsService {
 
   /** The language servers running for this shadow. */
   runningServers(): Array<{ id: string; pid: number }> {
-    return (this.pool?.running() ?? []).map((s) => ({ id: s.spec.id, pid: s.pid }));
+    return [this.pool, ...this.viewPools.values()].flatMap((p) => p?.running() ?? []).map((s) => ({ id: s.spec.id, pid: s.pid }));
   }
 
   async dispose(): Promise<void> {
-    const pool = this.pool;
+    const pools = [this.pool, ...this.viewPools.values()];
     this.pool = undefined;
+    this.viewPools.clear();
     this.seen.clear();
     this.feed?.dispose();
     this.feed = undefined;
-    await pool?.dispose();
+    await Promise.all(pools.map(async (p) => p?.dispose()));
   }
 
   async lints(p: LintsParams): Promise<LintsResult> {
@@ -246,6 +287,7 @@ export class LintsService {
       });
     }
     const { specs } = this.servers();
+    const place = this.placeOf(p.agent);
     this.absorbFolderChanges();
     const files = new Map<string, FileLints>();
     // Whether a check ever got the shared mount, and whose job it waited behind if not.
@@ -267,20 +309,35 @@ export class LintsService {
       return true;
     });
     if (missing.length) {
+      // From a view, the folder's check (on the shared mount) is not waited for: taken only if
+      // the mount is free now, else given up at once (its baseline says `queued`).
+      const giveUp = new AbortController();
+      let gaveUp = false;
+      const shared: Place = { root: this.root, pool: this.servers().pool };
       const got = await this.queued(deadline, (signal) =>
         this.shadow.withFolder(
           () => {
             wait.started = true;
-            return this.check(missing, deadline);
+            return this.check(missing, deadline, shared);
           },
-          { signal, timeout: remaining(deadline), onWait: (a) => (wait.behind = a) },
+          {
+            signal: place.view ? AbortSignal.any([signal, giveUp.signal]) : signal,
+            timeout: remaining(deadline),
+            onWait: (a) => {
+              wait.behind = a;
+              if (place.view) {
+                gaveUp = true;
+                giveUp.abort();
+              }
+            },
+          },
         ),
       );
       for (const t of missing) {
         const r = got?.get(t.rel);
         const b: Baseline = {
           key: this.folderKey(t.rel),
-          status: r?.status === 'fresh' ? 'fresh' : r?.status === 'error' ? 'error' : 'timeout',
+          status: gaveUp ? 'queued' : r?.status === 'fresh' ? 'fresh' : r?.status === 'error' ? 'error' : 'timeout',
           diagnostics: r?.diagnostics ?? [],
         };
         if (b.status === 'fresh') this.baselines.set(t.rel, b);
@@ -289,42 +346,40 @@ export class LintsService {
     }
     // From here the agent's own job decides (unless the folder's check used up the time).
     if (remaining(deadline) > 0) wait.started = false;
-    const now = await this.queued(deadline, (signal) =>
-      this.shadow.withLayer(
-        p.agent,
-        async () => {
-          wait.started = true;
-          const checked = await this.check(supported, deadline);
-          for (const t of supported) {
-            const r = checked.get(t.rel)!;
-            const base = baselines.get(t.rel);
-            const split =
-              base && base.status === 'fresh'
-                ? splitByBaseline(r.diagnostics, base.diagnostics)
-                : { introduced: r.diagnostics, existing: [] };
-            const out: FileLints = {
-              path: t.rel,
-              status: r.status,
-              server: t.spec.id,
-              ...(r.version === undefined ? {} : { version: r.version }),
-              ...(r.error === undefined ? {} : { error: r.error }),
-              introduced: r.status === 'fresh' ? split.introduced : [],
-              existing: r.status === 'fresh' ? split.existing : [],
-              baseline: base === undefined ? 'none' : base.cached ? 'cached' : base.status,
-            };
-            if (p.quickFixes && r.status === 'fresh' && r.session && out.introduced.length) {
-              out.quickFixes = await this.quickFixes(r.session, t.rel, out.introduced, deadline);
-            }
-            files.set(t.rel, out);
-          }
-        },
-        { signal, timeout: remaining(deadline), onWait: (a) => (wait.behind = a) },
-      ),
-    );
+    const answer = async (): Promise<void> => {
+      wait.started = true;
+      const checked = await this.check(supported, deadline, place);
+      for (const t of supported) {
+        const r = checked.get(t.rel)!;
+        const base = baselines.get(t.rel);
+        const split =
+          base && base.status === 'fresh' ? splitByBaseline(r.diagnostics, base.diagnostics) : { introduced: r.diagnostics, existing: [] };
+        const out: FileLints = {
+          path: t.rel,
+          status: r.status,
+          server: t.spec.id,
+          ...(r.version === undefined ? {} : { version: r.version }),
+          ...(r.error === undefined ? {} : { error: r.error }),
+          introduced: r.status === 'fresh' ? split.introduced : [],
+          existing: r.status === 'fresh' ? split.existing : [],
+          baseline: base === undefined ? 'none' : base.cached ? 'cached' : base.status,
+        };
+        if (p.quickFixes && r.status === 'fresh' && r.session && out.introduced.length) {
+          out.quickFixes = await this.quickFixes(r.session, t.rel, out.introduced, deadline);
+        }
+        files.set(t.rel, out);
+      }
+    };
+    // In its own view the agent's check runs at once; on the shared mount it is a job in the queue.
+    const now = place.view
+      ? await this.queued(deadline, async () => answer().then(() => true))
+      : await this.queued(deadline, (signal) =>
+          this.shadow.withLayer(p.agent, answer, { signal, timeout: remaining(deadline), onWait: (a) => (wait.behind = a) }),
+        );
     if (now === undefined) {
       // Never got the mount: `queued` (and behind whom), not a server's timeout.
       const late: Pick<FileLints, 'status' | 'waitingFor'> =
-        wait.started || wait.behind === undefined ? { status: 'timeout' } : { status: 'queued', waitingFor: wait.behind };
+        wait.started || wait.behind === undefined || place.view ? { status: 'timeout' } : { status: 'queued', waitingFor: wait.behind };
       for (const t of supported)
         if (!files.has(t.rel)) files.set(t.rel, { path: t.rel, ...late, server: t.spec.id, introduced: [], existing: [] });
     }
@@ -349,24 +404,25 @@ export class LintsService {
     const { specs } = this.servers();
     const m = serverFor(specs, rel);
     if (!m) return { status: 'unsupported', locations: [], contents: '' };
+    const place = this.placeOf(p.agent);
     const wait: Waited = { started: false };
-    const r = await this.queued(deadline, (signal) =>
-      this.shadow.withLayer(
-        p.agent,
-        async () => {
-          wait.started = true;
-          const session = await this.session(m.spec);
-          await this.syncWorld(session);
-          await this.syncDocument(session, rel, m.languageId);
-          const ms = remaining(deadline);
-          if (kind === 'hover') return { h: await session.hover(rel, p.position, ms) };
-          return {
-            locs: kind === 'definition' ? await session.definition(rel, p.position, ms) : await session.references(rel, p.position, ms),
-          };
-        },
-        { signal, timeout: remaining(deadline), onWait: (a) => (wait.behind = a) },
-      ),
-    );
+    const answer = async () => {
+      wait.started = true;
+      const session = await this.session(m.spec, place);
+      await this.syncWorld(session);
+      await this.syncDocument(session, rel, m.languageId);
+      const ms = remaining(deadline);
+      if (kind === 'hover') return { h: await session.hover(rel, p.position, ms) };
+      return {
+        locs: kind === 'definition' ? await session.definition(rel, p.position, ms) : await session.references(rel, p.position, ms),
+      };
+    };
+    // In its own view at once; on the shared mount, a job in the queue.
+    const r = place.view
+      ? await this.queued(deadline, answer)
+      : await this.queued(deadline, (signal) =>
+          this.shadow.withLayer(p.agent, answer, { signal, timeout: remaining(deadline), onWait: (a) => (wait.behind = a) }),
+        );
     if (r === undefined) {
       // Never got the mount: `queued` (and behind whom), as lints say it, not a server's timeout.
       if (!wait.started && wait.behind !== undefined) return { status: 'queued', waitingFor: wait.behind, locations: [], contents: '' };
@@ -424,8 +480,8 @@ export class LintsService {
     }
   }
 
-  private async session(spec: ServerSpec): Promise<LanguageServerSession> {
-    const { pool } = this.servers();
+  private async session(spec: ServerSpec, place: Place): Promise<LanguageServerSession> {
+    const { pool } = place;
     this.absorbFolderChanges();
     let s = await pool.get(spec);
     const old = this.seen.get(s);
@@ -436,14 +492,15 @@ export class LintsService {
       s = await pool.get(spec);
     }
     for (const [other, st] of this.seen) if (other !== s && st.spec.id === spec.id && other.exited) this.seen.delete(other);
-    if (!this.seen.has(s)) this.seen.set(s, { spec, open: new Map(), dirty: new Set(), folder: new Set(), stale: false });
+    if (!this.seen.has(s)) this.seen.set(s, { spec, root: place.root, open: new Map(), dirty: new Set(), folder: new Set(), stale: false });
     return s;
   }
 
-  /** Checks files on their servers with whatever the shared mount shows now (run inside a job). */
+  /** Checks files on their servers with whatever `place` shows now (on the shared mount: run inside a job). */
   private async check(
     targets: Array<{ rel: string; spec: ServerSpec; languageId: string }>,
     deadline: number,
+    place: Place,
   ): Promise<Map<string, Checked>> {
     const out = new Map<string, Checked>();
     const waits: Array<Promise<void>> = [];
@@ -451,7 +508,7 @@ export class LintsService {
     for (const t of targets) {
       let session: LanguageServerSession;
       try {
-        session = await this.session(t.spec);
+        session = await this.session(t.spec, place);
         if (!synced.has(session)) {
           await this.syncWorld(session);
           synced.add(session);
@@ -493,6 +550,7 @@ export class LintsService {
    */
   private async syncWorld(session: LanguageServerSession): Promise<void> {
     const state = this.seen.get(session)!;
+    const root = state.root;
     // What the folder's own edits changed, and what any layer changes.
     const paths = new Set<string>([...state.dirty, ...state.folder]);
     state.folder.clear();
@@ -510,7 +568,7 @@ export class LintsService {
     if (paths.size === 0) return;
     const changes: Array<{ relPath: string; type: 'created' | 'changed' | 'deleted' }> = [];
     for (const rel of paths) {
-      const here = fs.existsSync(path.join(this.root, rel));
+      const here = fs.existsSync(path.join(root, rel));
       const inFolder = fs.existsSync(path.join(this.shadow.folder, rel));
       changes.push({ relPath: rel, type: !here ? 'deleted' : inFolder ? 'changed' : 'created' });
     }
@@ -523,7 +581,7 @@ export class LintsService {
     for (const rel of paths) {
       const m = serverFor(specs, rel);
       if (!m || m.spec.id !== state.spec.id) continue;
-      if (fs.existsSync(path.join(this.root, rel))) await this.syncDocument(session, rel, m.languageId);
+      if (fs.existsSync(path.join(root, rel))) await this.syncDocument(session, rel, m.languageId);
       else if (state.open.has(rel)) {
         session.close(rel);
         state.open.delete(rel);
@@ -533,8 +591,9 @@ export class LintsService {
   }
 
   private async syncDocument(session: LanguageServerSession, rel: string, languageId: string): Promise<number> {
-    const text = await readRegularText(path.join(this.root, rel), rel);
-    this.seen.get(session)!.open.set(rel, languageId);
+    const state = this.seen.get(session)!;
+    const text = await readRegularText(path.join(state.root, rel), rel);
+    state.open.set(rel, languageId);
     return session.sync(rel, languageId, text);
   }
 

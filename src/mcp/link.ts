@@ -14,6 +14,7 @@ export class DaemonLink {
   private readonly listeners = new Set<(method: string, params: unknown) => void>();
   private detach: (() => void) | undefined;
   private knownRoots: Roots | undefined;
+  private readonly reconnected = new Set<() => Promise<void>>();
   /** Bumped at each new connection: what was started on an older one (background runs) is gone. */
   generation = 0;
 
@@ -40,6 +41,7 @@ export class DaemonLink {
         this.generation++;
         this.knownRoots = undefined;
         this.attach(c);
+        for (const fn of this.reconnected) await fn();
         return c;
       } finally {
         this.pending = undefined;
@@ -60,6 +62,24 @@ export class DaemonLink {
     };
     this.listeners.add(l);
     return () => this.listeners.delete(l);
+  }
+
+  /**
+   * Runs `fn` on each new connection, after the agent's layer is made and before the call that
+   * connected goes on (what the agent set up on the old daemon, such as its view, made again).
+   */
+  onReconnect(fn: () => Promise<void>): void {
+    this.reconnected.add(fn);
+  }
+
+  /** Whether the current connection is open (nothing is connected to find out). */
+  get connected(): boolean {
+    return !this.client.isClosed;
+  }
+
+  /** Asks for the roots again at the next use (a view was opened). */
+  forgetRoots(): void {
+    this.knownRoots = undefined;
   }
 
   /** Where the shadow's root is on disk (asked once per connection). */

@@ -11,6 +11,7 @@ import type { ShadowClient } from '../client';
 import { type ErrorCode, ShadowError } from '../common/errors';
 import { DaemonLink } from './link';
 import { withNotes } from './notes';
+import { OwnView } from './own-view';
 import { RadarNotes } from './radar-notes';
 import { BackgroundRuns } from './runs';
 import { output, toolResult, type ToolOutput } from './shape';
@@ -24,6 +25,8 @@ export interface McpOptions {
   version: string;
   /** Connects again (restricted to this agent) when the daemon went away; without it a lost daemon stays lost. */
   reconnect?: () => Promise<ShadowClient>;
+  /** Open a view of the agent's own before the first tool call is served (use_own_view at once). */
+  ownView?: boolean;
 }
 
 /** What an agent can do about each error: said after the code and message of every error result. */
@@ -81,10 +84,26 @@ export function createMcpServer(client: ShadowClient, opts: McpOptions): McpServ
   const link = new DaemonLink(client, opts.shadow, opts.agent, opts.reconnect);
   // Overlaps with other agents' work or the user's edits, told on the next tool result (heard on every connection).
   const radar = new RadarNotes(link, opts.shadow, opts.agent);
+  const ownView = new OwnView(link, opts.shadow, opts.agent);
+  // With --own-view, no tool runs before the view is there (or failed to open: then said once).
+  let ready: Promise<string | undefined> = opts.ownView
+    ? ownView.use().then(
+        () => undefined,
+        (err: unknown) =>
+          `no view of your own could be opened (${errorOutput(err).text.split('\n')[0]}): your runs and lints take turns with other agents; call use_own_view to try again`,
+      )
+    : Promise.resolve(undefined);
+  // The view this server opened is closed as it ends.
+  const closeServer = server.close.bind(server);
+  server.close = async () => {
+    await ownView.close();
+    await closeServer();
+  };
   const ctx: ToolContext = {
     shadow: opts.shadow,
     agent: opts.agent,
     link,
+    ownView,
     runs: new BackgroundRuns(link),
     progressWhileQueued: (runId, extra) => progressWhileQueued(link, runId, extra),
   };
@@ -99,6 +118,8 @@ export function createMcpServer(client: ShadowClient, opts: McpOptions): McpServ
       },
       (async (args: Record<string, unknown>, extra: Extra): Promise<CallToolResult> => {
         let out: ToolOutput;
+        const failedView = await ready;
+        ready = Promise.resolve(undefined);
         try {
           // The MCP client's cancel (notifications/cancelled) aborts extra.signal, which cancels
           // the daemon's request: for a run, its command is interrupted, then killed.
@@ -106,6 +127,7 @@ export function createMcpServer(client: ShadowClient, opts: McpOptions): McpServ
         } catch (err) {
           out = errorOutput(err);
         }
+        if (failedView) out = { ...out, notes: [...out.notes, `[shadowfs] ${failedView}`] };
         // What the user decided (rejections of its hunks) and the radar's overlaps, told on the next result.
         return withNotes(link, opts.shadow, opts.agent, await radar.addTo(toolResult(out)));
       }) as never,

@@ -9,6 +9,7 @@ import { ShadowError } from '../common/errors';
 import type { Diagnostic } from '../protocol/lsp';
 import { Requests, type MethodName, type ParamsOf, type ResultOf } from '../protocol/methods';
 import type { DaemonLink } from './link';
+import type { OwnView } from './own-view';
 import { toRootRelative } from './paths';
 import { BackgroundRuns, exitLine, newRunId, POLL_MAX_WAIT_S } from './runs';
 import {
@@ -34,6 +35,8 @@ export interface ToolContext {
   agent: string;
   link: DaemonLink;
   runs: BackgroundRuns;
+  /** The agent's view of its own, opened when it asks (use_own_view). */
+  ownView: OwnView;
   /** Starts progress notifications for a queued run (when the client asked for progress); returns how to stop. */
   progressWhileQueued: (runId: string, extra: Extra) => (() => void) | undefined;
 }
@@ -90,7 +93,11 @@ function lintsText(r: ResultOf<'lints'>, max = LIST_MAX): string {
   const lines: string[] = [];
   for (const f of r.files) {
     const where = f.server ? ` (${f.server})` : '';
-    if (f.status === 'fresh')
+    if (f.status === 'fresh' && (f.baseline === 'timeout' || f.baseline === 'error' || f.baseline === 'queued'))
+      lines.push(
+        `${f.path}: ${f.introduced.length} found${where}; the folder's own are not known yet (${f.baseline === 'queued' ? 'its check waits for the shared mount' : `its check gave ${f.baseline}`}), so some may have been there before your change`,
+      );
+    else if (f.status === 'fresh')
       lines.push(`${f.path}: ${f.introduced.length} introduced by the change, ${f.existing.length} already in the folder${where}`);
     else if (f.status === 'queued')
       lines.push(
@@ -121,7 +128,11 @@ async function lintsNote(ctx: ToolContext, p: string): Promise<string | undefine
   if (!f || f.status === 'unsupported') return undefined;
   if (f.status === 'fresh') {
     if (!f.introduced.length) return `lints: no new problems in ${f.path}`;
-    return `lints: your change introduced ${f.introduced.length} problem(s):\n${boundedList(
+    const known = f.baseline !== 'timeout' && f.baseline !== 'error' && f.baseline !== 'queued';
+    const head = known
+      ? `your change introduced ${f.introduced.length} problem(s)`
+      : `${f.introduced.length} problem(s) (the folder's own are not known yet: some may have been there before your change)`;
+    return `lints: ${head}:\n${boundedList(
       f.introduced.map((d) => diagLine(f.path, d)),
       'call lints for all of them',
       { max: 20 },
@@ -200,7 +211,7 @@ const runSchema = protocolSchema('run', [
     ),
 });
 
-const RUN_DESCRIPTION = `Runs a command in the project with this agent's changes visible, at the folder's own path, taking turns with other agents; the folder itself is never written. Give a shell command line (command) or argv. It has no terminal and no input: editors and prompts fail at once (give git commit -m). It may run 600 s unless timeout (seconds; 0: no limit) says otherwise; cancelling the call interrupts it. Each output stream shows its first ${OUTPUT_HEAD_BYTES / 1024} KB and last ${OUTPUT_TAIL_BYTES / 1024} KB; redirect to a file and read_file it for all. With background: true it answers at once with a run id (run_output, cancel_run).`;
+const RUN_DESCRIPTION = `Runs a command in the project with this agent's changes visible, at the folder's own path, taking turns with other agents (not after use_own_view); the folder itself is never written. Give a shell command line (command) or argv. It has no terminal and no input: editors and prompts fail at once (give git commit -m). It may run 600 s unless timeout (seconds; 0: no limit) says otherwise; cancelling the call interrupts it. Each output stream shows its first ${OUTPUT_HEAD_BYTES / 1024} KB and last ${OUTPUT_TAIL_BYTES / 1024} KB; redirect to a file and read_file it for all. With background: true it answers at once with a run id (run_output, cancel_run).`;
 
 export const TOOLS: ToolDef[] = [
   {
@@ -411,6 +422,14 @@ export const TOOLS: ToolDef[] = [
         unlisten?.();
       }
     },
+  },
+  {
+    name: 'use_own_view',
+    title: 'Stop taking turns with other agents',
+    description:
+      "Opens a view of the project of this agent's own (a mount that always shows its changes), so that run_command, lints, definition, references and hover run at once instead of waiting while another agent's command holds the shared mount. Call it when a result said queued, or before long runs. It stays open until this server ends.",
+    inputSchema: z.strictObject({}),
+    call: async (ctx) => output(await ctx.ownView.use()),
   },
   {
     name: 'run_output',

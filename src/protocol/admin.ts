@@ -32,7 +32,7 @@ export const AdminRequests = {
   }),
   'session.restrict': request({
     summary:
-      "Restricts this connection, for as long as it lasts and irrevocably, to one agent's layer on one shadow: what an untrusted agent's front end (shadowfs mcp) does before it serves anything. From then on the daemon answers only the methods of ScopedMethods, on that shadow and agent, and refuses the rest with SCOPE_DENIED (mount, unmount, views, other agents' layers, runs with weaker protection, and apply unless allowApply). Calling it again may only keep or narrow the scope.",
+      "Restricts this connection, for as long as it lasts and irrevocably, to one agent's layer on one shadow: what an untrusted agent's front end (shadowfs mcp) does before it serves anything. From then on the daemon answers only the methods of ScopedMethods, on that shadow and agent, and refuses the rest with SCOPE_DENIED (mount, unmount, views of other agents or at a mount point it picks, other agents' layers, runs with weaker protection, and apply unless allowApply). Calling it again may only keep or narrow the scope.",
     params: z.strictObject({
       shadow: shadowRef,
       agent: agentId,

@@ -38,7 +38,12 @@ export const FileLints = z.object({
   version: z.number().int().optional().describe('The document version the answer is for.'),
   introduced: z.array(Diagnostic).describe('Diagnostics the folder itself does not have.'),
   existing: z.array(Diagnostic).describe('Diagnostics the folder has too (its baseline).'),
-  baseline: z.enum(['fresh', 'cached', 'timeout', 'error', 'none']).optional().describe("How the folder's own diagnostics were known."),
+  baseline: z
+    .enum(['fresh', 'cached', 'timeout', 'error', 'queued', 'none'])
+    .optional()
+    .describe(
+      "How the folder's own diagnostics were known. Unless fresh or cached, every diagnostic is listed as introduced. queued: the agent has a view of its own, and the folder's check (on the shared mount, busy with another job) was not waited for.",
+    ),
   quickFixes: z
     .array(
       z.object({ title: z.string(), diagnostic: z.number().int().optional().describe('Index into introduced.'), edits: z.array(TextEdit) }),
@@ -68,7 +73,7 @@ const atPositionErrors: ErrorCode[] = ['UNKNOWN_SHADOW', 'INVALID_AGENT', 'INVAL
 export const LspRequests = {
   lints: request({
     summary:
-      "What the language servers say about an agent's change: edits (optional) are applied to the agent's layer first, then each file is checked on a warm server running in the shadow with that layer active, and split into diagnostics the change introduced and those the folder already has.",
+      "What the language servers say about an agent's change: edits (optional) are applied to the agent's layer first, then each file is checked on a warm server running in the shadow with that layer active (in the agent's own view when it has one, without queueing), and split into diagnostics the change introduced and those the folder already has.",
     params: z.strictObject({
       shadow: shadowRef,
       agent: agentId,

@@ -85,6 +85,9 @@ export const ScopedMethods = {
   'file.glob': 'its agent',
   'file.grep': 'its agent',
   activate: 'its agent (not null, not another agent)',
+  'view.open':
+    'its agent, at the mount point the daemon picks (mountPoint is refused): a view of its own, so its runs and lints never queue',
+  'view.close': "its agent's views only",
   run: 'its agent, protected: unprotected and originalPath: false are refused, and so is any parameter not known to the restriction',
   'run.cancel': 'runs this connection started',
   lints: 'its agent',

@@ -1,4 +1,4 @@
-// `shadowfs mcp (--shadow S | --folder DIR) --agent A [--allow-apply]`: an MCP server on standard
+// `shadowfs mcp (--shadow S | --folder DIR) --agent A [--allow-apply] [--own-view]`: an MCP server on standard
 // input/output for one agent on one shadow (see src/mcp/server.ts); --folder finds the shadow
 // showing that folder, or mounts one. It reconnects (restricted again) after a daemon restart. The agent behind it is not trusted: its
 // connection to the daemon is restricted to that agent's layer on that shadow (session.restrict)
@@ -17,6 +17,7 @@ interface Args {
   folder?: string;
   agent: string;
   'allow-apply': boolean;
+  'own-view': boolean;
 }
 
 export const mcpCommand: CommandModule<object, Args> = {
@@ -39,6 +40,11 @@ export const mcpCommand: CommandModule<object, Args> = {
         type: 'boolean',
         default: false,
         describe: "offer the apply tool, which writes the agent's changes into the user's folder",
+      })
+      .option('own-view', {
+        type: 'boolean',
+        default: false,
+        describe: "open a view of the agent's own first, so its runs and lints never wait for other agents (as the use_own_view tool does)",
       }) as Argv<Args>,
   handler: async (args) => {
     let client: ShadowClient | undefined;
@@ -63,6 +69,7 @@ export const mcpCommand: CommandModule<object, Args> = {
         shadow,
         agent: args.agent,
         allowApply: args['allow-apply'],
+        ownView: args['own-view'],
         version,
         // After a daemon restart: the same restriction again, on a new connection (closed below as the last one).
         reconnect: async () => (client = await connectCli({ clientName: `shadowfs mcp ${process.pid}`, scope })),
