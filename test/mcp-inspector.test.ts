@@ -400,12 +400,18 @@ describe('the MCP server driven by the MCP inspector CLI', function () {
       assert.match(end, /\(cancelled\)/);
 
       assert.match(await call('read_file', { path: 'src/a.ts' }), /^src\/a\.ts: lines 1-3 of 3/);
+      assert.match(await call('use_own_view'), /^opened a view of your own/);
       stopTestDaemon();
       daemon.close();
       daemon = await ShadowClient.connect({ clientName: 'mcp-inspector test' });
       if (!(await daemon.request('list')).shadows.some((s) => s.name === 'insp-restart'))
         await daemon.request('mount', { folder: repo, name: 'insp-restart' });
       assert.match(await call('read_file', { path: 'src/b.ts' }), /^src\/b\.ts: lines 1-3 of 3/);
+      // Its view (which the daemon's end took away) is there again.
+      assert.deepStrictEqual(
+        (await daemon.request('list')).shadows.find((x) => x.name === 'insp-restart')!.views.map((v) => v.agent),
+        ['codex'],
+      );
       // Restricted again, to its own agent.
       const st = await daemon.request('status');
       assert.deepStrictEqual(
