@@ -3,9 +3,9 @@
 // unmodified interactive bash inside the session: it reads and writes files with its own I/O,
 // runs git and subprocesses, reads the terminal size, is interrupted by Ctrl-C, stopped by
 // Ctrl-Z, resized, and its exit status comes back as the CLI's. The folder is hashed and watched
-// throughout; the agent's layer holds exactly what the session wrote. Another agent's run goes on
-// while a session is open, a session is joined again after its terminal went away, and the
-// daemon's unmount and shutdown end sessions.
+// throughout; the agent's layer holds exactly what the session wrote. Another agent's run and
+// lints go on while a session is open, a session is joined again after its terminal went away,
+// and the daemon's unmount and shutdown end sessions.
 import * as assert from 'assert';
 import { execFileSync, spawn, spawnSync } from 'child_process';
 import * as fs from 'fs';
@@ -187,6 +187,66 @@ describe('shell sessions: an interactive program on a real terminal, in its own 
     t.type('exit 4\r');
     assert.strictEqual(await t.exited, 4, t.output.slice(from));
     assert.doesNotMatch(t.output, /Cannot set tty process group/);
+  });
+
+  it("another agent's lints on the shared mount get their own fresh answer while a session holds its own view, undisturbed", async () => {
+    // A small TypeScript project of its own (the language server needs a tsconfig).
+    const project = tempDir('shell-lints');
+    fs.mkdirSync(path.join(project, 'src'));
+    fs.writeFileSync(
+      path.join(project, 'tsconfig.json'),
+      JSON.stringify({ compilerOptions: { strict: true, target: 'ES2022', module: 'commonjs', noEmit: true }, include: ['src'] }),
+    );
+    fs.writeFileSync(path.join(project, 'src', 'a.ts'), 'export const a: number = 1;\n');
+    fs.writeFileSync(path.join(project, 'src', 'b.ts'), "import { a } from './a';\n\nexport const b: number = a + 1;\n");
+    const projectGuard = new FolderGuard(project);
+    const t = open(['shell', project, '--agent', 'alice', ...BASH], project);
+    await t.waitFor(/session [0-9a-f]{12}/);
+    // Alice breaks a.ts in her session, and leaves a program waiting for her input.
+    await t.run(`echo "export const a: number = 'one';" > src/a.ts; KEPT=alice-state`, 'M1');
+    const before = (await client.request('list')).shadows[0];
+    const view = before.views.find((v) => v.agent === 'alice');
+    assert.ok(view, 'the session runs in a view of its own');
+    const from = t.output.length;
+    t.type('read LINE\r');
+    await t.waitFor(/read LINE\r*\n/, from);
+
+    // Bob edits b.ts and asks for lints: checked on the shared mount, with bob's layer only.
+    const bob = await client.request('lints', {
+      shadow: before.name,
+      agent: 'bob',
+      edits: [{ path: 'src/b.ts', content: "import { a } from './a';\n\nexport const b: string = a + 1;\n" }],
+      paths: ['src/a.ts', 'src/b.ts'],
+      timeoutMs: 120_000,
+    });
+    assert.deepStrictEqual(
+      bob.files.map((f) => [f.path, f.status, f.introduced.map((d) => d.range.start.line)]),
+      [
+        ['src/a.ts', 'fresh', []], // alice's broken a.ts is not bob's
+        ['src/b.ts', 'fresh', [2]],
+      ],
+    );
+    assert.match(bob.files[1].introduced[0].message, /not assignable to type 'string'/);
+    // Alice's own question is answered in her view, as her session left her files.
+    const alice = await client.request('lints', { shadow: before.name, agent: 'alice', paths: ['src/a.ts'], timeoutMs: 120_000 });
+    assert.deepStrictEqual(
+      alice.files.map((f) => [f.path, f.status, f.introduced.map((d) => d.range.start.line)]),
+      [['src/a.ts', 'fresh', [0]]],
+    );
+
+    // The session is as it was: the same view, the waiting program gets its line, the shell its state.
+    assert.deepStrictEqual(
+      (await client.request('list')).shadows[0].views.filter((v) => v.agent === 'alice'),
+      [view],
+    );
+    t.type('from-alice\r');
+    const out = await t.run('echo "got=$LINE kept=$KEPT"; cat src/a.ts src/b.ts', 'M2');
+    assert.match(out, /got=from-alice kept=alice-state/);
+    assert.match(out, /export const a: number = 'one';/);
+    assert.match(out, /export const b: number = a \+ 1;/, "bob's edit is not in alice's view");
+    t.type('exit\r');
+    assert.strictEqual(await t.exited, 0);
+    await projectGuard.check();
   });
 
   it('is joined again after its terminal went away, with its output so far', async () => {
