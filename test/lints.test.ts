@@ -443,6 +443,8 @@ describe('lints: diagnostics from warm language servers inside the shadow', func
       assert.strictEqual(svc.runningServers().length, 2);
       // The view closed, its servers go with it, and the agent's questions are the shared mount's jobs again.
       await view.close();
+      await svc.releaseClosedViews(); // what the daemon's view.close does
+      assert.strictEqual(svc.runningServers().length, 1);
       const shared = await svc.lints({ shadow: 's', agent: 'v', paths: ['src/b.ts'], timeoutMs: 60_000 });
       assert.deepStrictEqual(
         shared.files.map((f) => [f.status, f.baseline, f.introduced.length]),

@@ -203,12 +203,7 @@ export class LintsService {
    * started there on first use), else the shared mount. The servers of views closed since are stopped.
    */
   private placeOf(agent: string): Place {
-    for (const [v, pool] of this.viewPools) {
-      if (v.open) continue;
-      this.viewPools.delete(v);
-      for (const s of [...this.seen.keys()]) if (this.seen.get(s)!.root === v.mountPoint) this.seen.delete(s);
-      void pool.dispose();
-    }
+    void this.releaseClosedViews();
     const view = this.shadow.viewOf(agent);
     if (!view) return { root: this.root, pool: this.servers().pool };
     let pool = this.viewPools.get(view);
@@ -218,6 +213,18 @@ export class LintsService {
       this.viewPools.set(view, pool);
     }
     return { root: view.mountPoint, pool, view };
+  }
+
+  /** Stops the servers of views closed since (waits until they are gone). */
+  async releaseClosedViews(): Promise<void> {
+    const gone: ServerPool[] = [];
+    for (const [v, pool] of this.viewPools) {
+      if (v.open) continue;
+      this.viewPools.delete(v);
+      for (const s of [...this.seen.keys()]) if (this.seen.get(s)!.root === v.mountPoint) this.seen.delete(s);
+      gone.push(pool);
+    }
+    await Promise.all(gone.map((p) => p.dispose()));
   }
 
   private servers(): { pool: ServerPool; specs: ServerSpec[] } {

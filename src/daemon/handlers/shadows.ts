@@ -39,6 +39,8 @@ export function shadowHandlers(m: ShadowManager, runs: Runs, shells: Shells) {
       if (!v) throw new ShadowError('NOT_FOUND', `shadow ${p.shadow} has no open view ${p.view}`);
       await v.close({ lazy: p.lazy === true });
       m.saveState();
+      // The language servers that answered in it go with it.
+      await m.get(p.shadow).lints?.releaseClosedViews();
       return { view: p.view };
     },
     stats: async (p) => (await shadowOf(m, p)).stats(),
