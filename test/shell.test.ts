@@ -152,6 +152,12 @@ describe('shell sessions: an interactive program on a real terminal, in its own 
     const r = await client.request('run', { shadow: shadow.name, agent: 'bob', argv: ['sh', '-c', 'cat a.txt 2>&1; echo bob > b.txt'] });
     assert.strictEqual(r.exitCode, 0);
     assert.match(r.stdout, /No such file/, "bob does not see alice's file");
+    // Nobody closes the view under the session (an MCP server of alice's ending, say).
+    const view = shadow.views.find((v) => v.agent === 'alice')!;
+    await assert.rejects(
+      client.request('view.close', { shadow: shadow.name, view: view.id }),
+      (e: ShadowError) => e.code === 'MOUNT_BUSY' && /shell session of agent alice/.test(e.message),
+    );
     // Alice's session sees neither bob's file nor is it disturbed.
     const out = await t.run('ls; cat a.txt', 'M2');
     assert.doesNotMatch(out, /b\.txt/);

@@ -37,6 +37,13 @@ export function shadowHandlers(m: ShadowManager, runs: Runs, shells: Shells) {
       const s = await shadowOf(m, p);
       const v = [...s.views].find((x) => x.viewId === p.view);
       if (!v) throw new ShadowError('NOT_FOUND', `shadow ${p.shadow} has no open view ${p.view}`);
+      // A shell session runs in its agent's view (an MCP server's own view may be the same one):
+      // closing it would pull the files out from under the session's program.
+      if (shells.sessions.runningOf(s, v.agentId))
+        throw new ShadowError(
+          'MOUNT_BUSY',
+          `view ${p.view} is where a shell session of agent ${v.agentId} runs: it closes when the agent's last session ends`,
+        );
       await v.close({ lazy: p.lazy === true });
       m.saveState();
       // The language servers that answered in it go with it.
