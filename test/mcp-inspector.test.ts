@@ -48,6 +48,21 @@ function inspect(serverArgs: string[], cli: string[], env: NodeJS.ProcessEnv = p
   });
 }
 
+/**
+ * The agents with a view of `shadow`, once they are `want` (a server closes its view as it ends,
+ * which may come just after its client had its answer): asked again for a while before the
+ * caller's assertion sees what there is.
+ */
+async function viewAgents(daemon: ShadowClient, shadow: string, want: string[]): Promise<string[]> {
+  let agents: string[] = [];
+  for (let i = 0; i < 200; i++) {
+    agents = (await daemon.request('list')).shadows.find((x) => x.name === shadow)!.views.map((v) => v.agent);
+    if (JSON.stringify(agents) === JSON.stringify(want)) break;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return agents;
+}
+
 function makeProject(): string {
   const dir = tempDir('mcp-insp');
   execFileSync('git', ['init', '-q', '-b', 'main'], { cwd: dir });
@@ -208,7 +223,7 @@ describe('the MCP server driven by the MCP inspector CLI', function () {
 
     // A view of its own, opened for the call's server and closed as that server ends.
     assert.match(await ok('use_own_view'), /^opened a view of your own at \/.*It stays open until this server ends\.$/);
-    assert.deepStrictEqual((await daemon.request('list')).shadows.find((x) => x.name === 'insp')!.views, []);
+    assert.deepStrictEqual(await viewAgents(daemon, 'insp', []), []);
 
     await guard.check(); // apply is the one tool that writes the folder
     // The user's side of review: the changes as hunks with ids.
@@ -347,22 +362,14 @@ describe('the MCP server driven by the MCP inspector CLI', function () {
       assert.ok(!once.isError, textOf(once));
       assert.match(textOf(once), /exit code 0[^]*from cee/);
       assert.ok(held, "ay's run still holds the shared mount");
-      assert.deepStrictEqual(
-        (await daemon.request('list')).shadows.find((x) => x.name === 'insp-view')!.views.map((v) => v.agent),
-        ['bee'],
-      );
+      assert.deepStrictEqual(await viewAgents(daemon, 'insp-view', ['bee']), ['bee']);
     } finally {
       await daemon.request('file.write', { shadow: 'insp-view', agent: 'ay', path: 'stop', content: '' }).catch(() => undefined);
       await holder?.catch(() => undefined);
       await client.close();
     }
     // The server closed its view as it ended.
-    let views: string[] = ['bee'];
-    for (let i = 0; i < 100 && views.length; i++) {
-      views = (await daemon.request('list')).shadows.find((x) => x.name === 'insp-view')!.views.map((v) => v.agent);
-      if (views.length) await new Promise((r) => setTimeout(r, 50));
-    }
-    assert.deepStrictEqual(views, []);
+    assert.deepStrictEqual(await viewAgents(daemon, 'insp-view', []), []);
     await guard.check();
   });
 
@@ -408,10 +415,7 @@ describe('the MCP server driven by the MCP inspector CLI', function () {
         await daemon.request('mount', { folder: repo, name: 'insp-restart' });
       assert.match(await call('read_file', { path: 'src/b.ts' }), /^src\/b\.ts: lines 1-3 of 3/);
       // Its view (which the daemon's end took away) is there again.
-      assert.deepStrictEqual(
-        (await daemon.request('list')).shadows.find((x) => x.name === 'insp-restart')!.views.map((v) => v.agent),
-        ['codex'],
-      );
+      assert.deepStrictEqual(await viewAgents(daemon, 'insp-restart', ['codex']), ['codex']);
       // Restricted again, to its own agent.
       const st = await daemon.request('status');
       assert.deepStrictEqual(
