@@ -7,9 +7,13 @@
 #include <string>
 #include <vector>
 
+#include "../core/audit.h"
 #include "../core/hash.h"
 #if defined(_WIN32)
 #include "../platform/win32_winfsp.h"
+#endif
+#if defined(__linux__)
+#include "../platform/posix_mount.h"
 #endif
 #include "backends.h"
 #include "shadow_object.h"
@@ -66,6 +70,10 @@ Napi::Object InitAll(Napi::Env env, Napi::Object exports) {
   uint32_t i = 0;
   for (const char* n : backendNames()) names.Set(i++, n);
   exports.Set("backends", names);
+#if defined(__linux__)
+  // The audit trail names the processes it records (core/audit.h).
+  setAuditCommLookup(processName);
+#endif
   return exports;
 }
 

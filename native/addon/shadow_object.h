@@ -148,6 +148,10 @@ class Shadow : public Napi::ObjectWrap<Shadow> {
   Napi::Value Changes(const Napi::CallbackInfo& info);
   Napi::Value Stats(const Napi::CallbackInfo& info);
   Napi::Value SetMask(const Napi::CallbackInfo& info);
+  // shadow_audit.cc
+  Napi::Value AuditRead(const Napi::CallbackInfo& info);
+  Napi::Value AuditLoad(const Napi::CallbackInfo& info);
+  Napi::Value SetAuditLimits(const Napi::CallbackInfo& info);
   // shadow_object.cc, worker thread: a layer's mask changed; every mount that shows it forgets
   // every name it cached, negative ones included (the epoch, where the kernel has it).
   void maskChanged(const std::string& layer);

@@ -59,6 +59,14 @@ void applyAttrs(Inode* s, uint32_t mask, const Attr& v, Timespec t) {
 int Overlay::setattr(Layer* view, const std::string& asked, Handle* h, uint32_t mask,
                      const Attr& v, Attr* out) {
   SFS_AT(view);
+  const int e = setattrIn(L, asked, h, mask, v, out);
+  // A size set by name (truncate(2)); through an open file it is that open's business.
+  if (e == 0 && (mask & kSetSize) && !h && !asked.empty()) auditNote(L, AuditOp::Truncate, asked);
+  return e;
+}
+
+int Overlay::setattrIn(Layer& L, const std::string& asked, Handle* h, uint32_t mask,
+                     const Attr& v, Attr* out) {
   if (!L.writable) return EROFS;
   Ref<Inode> in;
   if (h) {

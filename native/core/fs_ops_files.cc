@@ -93,9 +93,26 @@ int Overlay::openLower(Layer& L, const std::string& path, const Res& r, bool wri
   return 0;
 }
 
+// The public operations resolve their layer, do the work (the *In functions below), and record
+// what succeeded in the layer's audit trail (audit.h).
 int Overlay::open(Layer* view, const std::string& asked, const OpenIntent& intent, Handle** out,
                   Attr* attr) {
   SFS_AT(view);
+  const int e = openIn(L, asked, intent, out, attr);
+  if (e == 0) auditOpen(L, *out, asked, intent, false);
+  return e;
+}
+
+int Overlay::create(Layer* view, const std::string& asked, uint32_t perm, const OpenIntent& intent,
+                    const Caller& who, Handle** out, Attr* attr) {
+  SFS_AT(view);
+  const int e = createIn(L, asked, perm, intent, who, out, attr);
+  if (e == 0) auditOpen(L, *out, asked, intent, true);
+  return e;
+}
+
+int Overlay::openIn(Layer& L, const std::string& asked, const OpenIntent& intent, Handle** out,
+                  Attr* attr) {
   if ((intent.write || intent.truncate) && !L.writable) return EROFS;
   Ref<Inode> in;
   std::string cbuf;
@@ -130,9 +147,8 @@ int Overlay::open(Layer* view, const std::string& asked, const OpenIntent& inten
   return openOnNode(L, in, intent, out, attr);
 }
 
-int Overlay::create(Layer* view, const std::string& asked, uint32_t perm, const OpenIntent& intent,
+int Overlay::createIn(Layer& L, const std::string& asked, uint32_t perm, const OpenIntent& intent,
                     const Caller& who, Handle** out, Attr* attr) {
-  SFS_AT(view);
   if (!L.writable) return EROFS;
   Ref<Inode> in;
   {
@@ -363,6 +379,7 @@ int Overlay::write(Handle* h, const char* buf, size_t size, uint64_t off) {
   if (e) return e;
   e = contentWrite(in, buf, size, off);
   if (e) return e;
+  h->auditBytes.fetch_add(size, std::memory_order_relaxed);  // for its audit entry (release)
   Timespec t = nowTime();
   MetaLock m(in->mmu(), LockRank::Meta);
   in->setMtime(t);
@@ -389,6 +406,7 @@ int Overlay::fallocate(Layer* view, Handle* h, bool keepSize, uint64_t off, uint
 }
 
 void Overlay::release(Handle* h) {
+  auditRelease(h);
   if (h->lower >= 0) lower_->close(h->lower);
   if (Inode* b = h->bound.exchange(nullptr, std::memory_order_acq_rel)) dropRef(b);
   if (!h->inode && !h->lowerRel.empty()) {

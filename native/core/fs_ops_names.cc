@@ -37,9 +37,65 @@ int Overlay::list(Layer* view, const std::string& asked, DirStream* d) {
   return 0;
 }
 
+// The public operations resolve their layer, do the work (the *In functions below), and record
+// what succeeded in the layer's audit trail (audit.h).
 int Overlay::mknod(Layer* view, const std::string& asked, FileType type, uint32_t perm,
                    uint64_t rdev, const Caller& who, Attr* out) {
   SFS_AT(view);
+  const int e = mknodIn(L, asked, type, perm, rdev, who, out);
+  // A regular file made by MKNOD is how fuse_ll without opens creates files.
+  if (e == 0) auditNote(L, type == FileType::Regular ? AuditOp::Create : AuditOp::Mknod, asked);
+  return e;
+}
+
+int Overlay::mkdir(Layer* view, const std::string& asked, uint32_t perm, const Caller& who,
+                   Attr* out) {
+  SFS_AT(view);
+  const int e = mkdirIn(L, asked, perm, who, out);
+  if (e == 0) auditNote(L, AuditOp::Mkdir, asked);
+  return e;
+}
+
+int Overlay::symlink(Layer* view, const std::string& target, const std::string& asked,
+                     const Caller& who, Attr* out) {
+  SFS_AT(view);
+  const int e = symlinkIn(L, target, asked, who, out);
+  if (e == 0) auditNote(L, AuditOp::Symlink, asked, target);
+  return e;
+}
+
+int Overlay::link(Layer* view, const std::string& fromAsked, const std::string& toAsked,
+                  Attr* out) {
+  SFS_AT(view);
+  const int e = linkIn(L, fromAsked, toAsked, out);
+  if (e == 0) auditNote(L, AuditOp::Link, toAsked, fromAsked);
+  return e;
+}
+
+int Overlay::unlink(Layer* view, const std::string& asked) {
+  SFS_AT(view);
+  const int e = unlinkIn(L, asked);
+  if (e == 0) auditNote(L, AuditOp::Unlink, asked);
+  return e;
+}
+
+int Overlay::rmdir(Layer* view, const std::string& asked) {
+  SFS_AT(view);
+  const int e = rmdirIn(L, asked);
+  if (e == 0) auditNote(L, AuditOp::Rmdir, asked);
+  return e;
+}
+
+int Overlay::rename(Layer* view, const std::string& fromAsked, const std::string& toAsked,
+                    uint32_t flags) {
+  SFS_AT(view);
+  const int e = renameIn(L, fromAsked, toAsked, flags);
+  if (e == 0) auditNote(L, AuditOp::Rename, fromAsked, toAsked);
+  return e;
+}
+
+int Overlay::mknodIn(Layer& L, const std::string& asked, FileType type, uint32_t perm,
+                   uint64_t rdev, const Caller& who, Attr* out) {
   if (!L.writable) return EROFS;
   std::string askedDir, askedName;
   splitLast(asked, &askedDir, &askedName);
@@ -56,9 +112,8 @@ int Overlay::mknod(Layer* view, const std::string& asked, FileType type, uint32_
   return 0;
 }
 
-int Overlay::mkdir(Layer* view, const std::string& asked, uint32_t perm, const Caller& who,
+int Overlay::mkdirIn(Layer& L, const std::string& asked, uint32_t perm, const Caller& who,
                    Attr* out) {
-  SFS_AT(view);
   if (!L.writable) return EROFS;
   std::string askedDir, askedName;
   splitLast(asked, &askedDir, &askedName);
@@ -74,9 +129,8 @@ int Overlay::mkdir(Layer* view, const std::string& asked, uint32_t perm, const C
   return 0;
 }
 
-int Overlay::symlink(Layer* view, const std::string& target, const std::string& asked,
+int Overlay::symlinkIn(Layer& L, const std::string& target, const std::string& asked,
                      const Caller& who, Attr* out) {
-  SFS_AT(view);
   if (!L.writable) return EROFS;
   std::string askedDir, askedName;
   splitLast(asked, &askedDir, &askedName);
@@ -94,9 +148,8 @@ int Overlay::symlink(Layer* view, const std::string& target, const std::string& 
   return 0;
 }
 
-int Overlay::link(Layer* view, const std::string& fromAsked, const std::string& toAsked,
+int Overlay::linkIn(Layer& L, const std::string& fromAsked, const std::string& toAsked,
                   Attr* out) {
-  SFS_AT(view);
   if (!L.writable) return EROFS;
   WriteLock lock(L.mu, LockRank::Layer);
   std::string fbuf, tbuf, respellAs;
@@ -126,8 +179,7 @@ int Overlay::link(Layer* view, const std::string& fromAsked, const std::string& 
   return 0;
 }
 
-int Overlay::unlink(Layer* view, const std::string& asked) {
-  SFS_AT(view);
+int Overlay::unlinkIn(Layer& L, const std::string& asked) {
   if (!L.writable) return EROFS;
   WriteLock lock(L.mu, LockRank::Layer);
   std::string cbuf;
@@ -140,8 +192,7 @@ int Overlay::unlink(Layer* view, const std::string& asked) {
   return removeAt(L, path);
 }
 
-int Overlay::rmdir(Layer* view, const std::string& asked) {
-  SFS_AT(view);
+int Overlay::rmdirIn(Layer& L, const std::string& asked) {
   if (!L.writable) return EROFS;
   if (asked.empty()) return EBUSY;
   WriteLock lock(L.mu, LockRank::Layer);
@@ -157,9 +208,8 @@ int Overlay::rmdir(Layer* view, const std::string& asked) {
   return removeAt(L, path);
 }
 
-int Overlay::rename(Layer* view, const std::string& fromAsked, const std::string& toAsked,
+int Overlay::renameIn(Layer& L, const std::string& fromAsked, const std::string& toAsked,
                     uint32_t flags) {
-  SFS_AT(view);
   if (!L.writable) return EROFS;
   if ((flags & kRenameNoReplace) && (flags & kRenameExchange)) return EINVAL;
   if (fromAsked.empty() || toAsked.empty()) return EBUSY;

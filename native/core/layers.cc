@@ -49,7 +49,9 @@ int Overlay::createLayer(const std::string& name) {
   auto L = std::make_shared<Layer>();
   L->name = name;
   L->root = freshRoot();
+  L->audit = std::make_shared<AuditLog>();
   WriteLock reg(mu_, LockRank::Registry);
+  L->audit->setLimits(auditLimits_);
   layers_.emplace(name, std::move(L));  // an existing layer of that name stays as it is
   return 0;
 }
@@ -74,6 +76,9 @@ int Overlay::cloneLayer(const std::string& from, const std::string& to) {
   if (byName(to)) return EEXIST;
   auto L = std::make_shared<Layer>();
   L->name = to;
+  // A copy starts with its source's audit trail, as it starts with its changes.
+  L->audit = std::make_shared<AuditLog>();
+  if (src->audit) L->audit->load(src->audit->snapshot());
   // Two steps, so that a file being copied up in the source stops neither the source's other
   // users nor, until it is that file's turn, the clone: the tree under the source's lock (one
   // new inode per inode, so hard links stay hard links), then the contents under each file's
@@ -118,8 +123,30 @@ int Overlay::cloneLayer(const std::string& from, const std::string& to) {
   contents.clear();
   WriteLock reg(mu_, LockRank::Registry);
   if (layers_.count(to)) return EEXIST;
+  L->audit->setLimits(auditLimits_);
   layers_.emplace(to, std::move(L));
   return 0;
+}
+
+int Overlay::auditSnapshot(const std::string& layer, AuditSnapshot* out) {
+  std::shared_ptr<Layer> L = byName(layer);
+  if (!L || !L->audit) return ENXIO;
+  *out = L->audit->snapshot();
+  return 0;
+}
+
+int Overlay::auditLoad(const std::string& layer, const AuditSnapshot& s) {
+  std::shared_ptr<Layer> L = byName(layer);
+  if (!L || !L->audit) return ENXIO;
+  L->audit->load(s);
+  return 0;
+}
+
+void Overlay::setAuditLimits(const AuditLimits& l) {
+  WriteLock reg(mu_, LockRank::Registry);
+  auditLimits_ = l;
+  for (auto& [name, L] : layers_)
+    if (L->audit) L->audit->setLimits(l);
 }
 
 bool Overlay::hasLayer(const std::string& name) { return byName(name) != nullptr; }

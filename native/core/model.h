@@ -442,6 +442,10 @@ struct Layer : std::enable_shared_from_this<Layer> {
   // under `rmu` (rank 4, a leaf) with mu held shared or exclusively; read under mu exclusively.
   mutable std::mutex rmu;
   std::unordered_map<std::string, uint32_t> readers;
+  // The audit trail (audit.h): what requests through mounts showing this layer did. Set when
+  // the layer is made (null in the read-only layer shown while none is active), then never
+  // replaced; the log has its own lock.
+  std::shared_ptr<AuditLog> audit;
   // --- guarded by Overlay::mu_ (rank 1) ---
   int pins = 0;  // views showing this layer
 };

@@ -32,6 +32,7 @@
 #include <string_view>
 #include <vector>
 
+#include "audit.h"
 #include "shared_mutex.h"
 #include "dir_stream.h"
 #include "lower.h"
@@ -69,6 +70,13 @@ struct Handle {
   // Serialises that first change between threads writing through this one handle. Taken
   // before any lock of model.h's order, never while one is held.
   std::mutex bindMu;
+  // The audit trail (audit.h): the entry of this open (0: none), the bytes written through it
+  // (added up here, handed to the entry at release), and for a by-node write handle the path
+  // and process its bytes are recorded for.
+  uint64_t auditSeq = 0;
+  std::atomic<uint64_t> auditBytes{0};
+  uint32_t auditPid = 0;
+  std::string auditPath;
 };
 
 // Inode numbers of objects created in a layer start here, far above what A's file system
@@ -205,6 +213,13 @@ class Overlay {
   // Where the core reports what a caller cannot see in an errno (a copy-up that gave up, ...).
   // Called on the thread where it happened; must not call back into the overlay.
   void setLogger(std::function<void(const std::string&)> log) { log_ = std::move(log); }
+
+  // --- The audit trail of a layer (audit.h; the API) ---
+  // ENXIO for an unknown layer.
+  int auditSnapshot(const std::string& layer, AuditSnapshot* out);
+  int auditLoad(const std::string& layer, const AuditSnapshot& s);
+  // For every layer, and those made later.
+  void setAuditLimits(const AuditLimits& l);
 
   // --- Layers (the API). ---
   // Creates the layer if it does not exist. EINVAL for an empty name.
@@ -352,6 +367,24 @@ class Overlay {
   // copyUp for a caller that holds no lock: takes in->cmu() itself.
   int takeContent(Inode* in, bool keepContent);
 
+  // fs_ops_*.cc: the operations' work, on the layer the public ones resolved; the public ones
+  // add the audit trail's entry (audit.h) when it succeeded.
+  int openIn(Layer& L, const std::string& asked, const OpenIntent& intent, Handle** out,
+             Attr* attr);
+  int createIn(Layer& L, const std::string& asked, uint32_t perm, const OpenIntent& intent,
+               const Caller& who, Handle** out, Attr* attr);
+  int mknodIn(Layer& L, const std::string& asked, FileType type, uint32_t perm, uint64_t rdev,
+              const Caller& who, Attr* out);
+  int mkdirIn(Layer& L, const std::string& asked, uint32_t perm, const Caller& who, Attr* out);
+  int symlinkIn(Layer& L, const std::string& target, const std::string& asked, const Caller& who,
+                Attr* out);
+  int linkIn(Layer& L, const std::string& from, const std::string& to, Attr* out);
+  int unlinkIn(Layer& L, const std::string& asked);
+  int rmdirIn(Layer& L, const std::string& asked);
+  int renameIn(Layer& L, const std::string& from, const std::string& to, uint32_t flags);
+  int setattrIn(Layer& L, const std::string& asked, Handle* h, uint32_t mask, const Attr& values,
+                Attr* out);
+
   // fs_ops.cc
   // A handle of the folder's file `r.low` (resolved at `path`, L's lock held shared or
   // exclusively): read-only, or a deferred write-open (see Handle).
@@ -388,6 +421,7 @@ class Overlay {
   std::shared_ptr<Layer> active_;  // null: no layer, A exactly
   std::shared_ptr<Layer> none_;    // the empty, read-only layer shown when none is active
   std::atomic<uint64_t> nextIno_{kFirstLayerIno};
+  AuditLimits auditLimits_;  // under mu_
 };
 
 }  // namespace shadowfs

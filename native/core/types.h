@@ -101,6 +101,10 @@ struct OpenIntent {
   bool truncate = false;  // O_TRUNC
   bool append = false;    // O_APPEND
   bool exclusive = false; // O_EXCL (create only)
+  bool exec = false;      // opened to be executed (Linux's FMODE_EXEC), for the audit trail
+  // The handle of one READ or WRITE request, not a program's open (fuse_ll without open round
+  // trips): the audit trail records no open for it.
+  bool transient = false;
 };
 
 // What a file of the folder was when a layer took its content (a copy-up) or replaced it: the

@@ -54,7 +54,14 @@ inline struct fuse_args mountArgs(const std::string& lower, bool debug, bool all
 
 // open(2) flags as both FUSE APIs pass them, reduced to what the overlay needs.
 inline OpenIntent intentOf(int flags) {
-  return intentFromFlags(flags, O_ACCMODE, O_RDONLY, O_TRUNC, O_APPEND, O_EXCL);
+  OpenIntent i = intentFromFlags(flags, O_ACCMODE, O_RDONLY, O_TRUNC, O_APPEND, O_EXCL);
+#if defined(__linux__)
+  // execve opens the file with __FMODE_EXEC (0x20) among its flags, which the kernel keeps in
+  // f_flags and FUSE passes on in OPEN's flags (fs/exec.c, fs/fuse/file.c): the audit trail's
+  // "exec". WinFsp's FUSE layer has no such bit.
+  i.exec = (flags & 0x20) != 0;
+#endif
+  return i;
 }
 
 class LoopedMount : public MountBackend {

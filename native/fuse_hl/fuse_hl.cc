@@ -116,8 +116,10 @@ class HLMount final : public LoopedMount {
 
   // --- request handlers (loop threads) ---
   static HLMount* self() {
-    auto* m = static_cast<HLMount*>(fuse_get_context()->private_data);
+    const struct fuse_context* c = fuse_get_context();
+    auto* m = static_cast<HLMount*>(c->private_data);
     m->requests_.fetch_add(1, std::memory_order_relaxed);
+    auditRequest(static_cast<uint32_t>(c->pid));  // who asks, for the audit trail (core/audit.h)
     return m;
   }
   static Caller caller() {

@@ -143,6 +143,7 @@ void LLMount::dispatch(const char* buf, size_t size, ReplySink* sink) {
   if (ext > argLen) return;
   argLen -= ext;
   Req r{this, fd_, h.unique, h.uid, h.gid, h.pid, sink};
+  auditRequest(h.pid);  // who asks, for the audit trail (native/core/audit.h)
   Req* req = &r;
   Args a(buf + sizeof h, argLen);
   const uint64_t ino = h.nodeid;

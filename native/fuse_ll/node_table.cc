@@ -259,7 +259,9 @@ std::shared_ptr<Layer> LLMount::layerFor(uint64_t id, const std::string& path,
 bool LLMount::layerOwns(Layer* layer, const std::string& path) {
   Handle* h = nullptr;
   Attr a;
-  if (ov_->open(layer, path, OpenIntent{}, &h, &a) != 0) return false;
+  OpenIntent look;
+  look.transient = true;  // ours, not a program's: no open in the audit trail
+  if (ov_->open(layer, path, look, &h, &a) != 0) return false;
   const bool owns = h->inode != nullptr;
   ov_->release(h);
   return owns;
@@ -312,6 +314,7 @@ int LLMount::nodeHandle(uint64_t id, bool write, Handle** h, bool* own) {
   if (e == 0) {
     OpenIntent intent;
     intent.write = write;
+    intent.transient = true;  // one request's handle: no open for the audit trail
     Attr a;
     e = ov_->open(layer.get(), path, intent, h, &a);
     *own = e == 0;
@@ -372,10 +375,13 @@ void LLMount::pinBeforeRemove(uint64_t parent, const char* name) {
   // copy's: the handle reads A) stays read-only; a first write takes a copy (nodeHandle).
   Handle* h = nullptr;
   Attr a;
-  if (ov_->open(layer.get(), path, OpenIntent{}, &h, &a)) return;
+  OpenIntent r;
+  r.transient = true;  // ours, not a program's: no open in the audit trail
+  if (ov_->open(layer.get(), path, r, &h, &a)) return;
   if (h->inode && h->lower < 0) {  // EROFS in a read-only layer: stays read-only
     OpenIntent w;
     w.write = true;
+    w.transient = true;
     Handle* hw = nullptr;
     if (ov_->open(layer.get(), path, w, &hw, &a) == 0) {
       ov_->release(h);

@@ -78,6 +78,9 @@ int WinFspMount::ensureWritable(FileCtx* c, bool truncate) {
   OpenIntent intent;
   intent.write = true;
   intent.truncate = truncate;
+  // The open was recorded already (read-only in the core): its writes are the audit trail's
+  // "write" of this path, not a second open.
+  intent.transient = true;
   Handle* nh = nullptr;
   Attr a;
   int e = ov_->open(L, pathOf(c), intent, &nh, &a);
@@ -275,10 +278,12 @@ NTSTATUS WinFspMount::Open(FSP_FILE_SYSTEM* fs, PWSTR fileName, UINT32 createOpt
   if (a.type == FileType::Regular) {
     // Read-only in the core even for a write-open: the copy-up waits for the first write.
     Attr ha;
-    if (int e = m->ov_->open(L.get(), path, OpenIntent{}, &c->h, &ha)) return statusFromErrno(e);
     // Finding 15: a file of A opened to be run or loaded reads from a copy (see winfsp_native.cc).
     const bool execute = (grantedAccess & FILE_EXECUTE) &&
                          !(grantedAccess & (FILE_WRITE_DATA | FILE_APPEND_DATA));
+    OpenIntent ri;
+    ri.exec = execute;  // the audit trail's "exec" (loading a DLL asks for it too)
+    if (int e = m->ov_->open(L.get(), path, ri, &c->h, &ha)) return statusFromErrno(e);
     if (execute && !c->h->inode) {
       if (int e = m->takeImageCopy(c.get())) {
         m->ov_->release(c->h);

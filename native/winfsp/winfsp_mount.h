@@ -143,6 +143,7 @@ class WinFspMount final : public MountBackend, public OpenHandleCount {
   static WinFspMount* self(FSP_FILE_SYSTEM* fs) {
     auto* m = static_cast<WinFspMount*>(fs->UserContext);
     m->requests_.fetch_add(1, std::memory_order_relaxed);
+    auditRequest(0);  // recorded in the audit trail (core/audit.h), the process not told here
     return m;
   }
   static NTSTATUS GetVolumeInfo(FSP_FILE_SYSTEM*, FSP_FSCTL_VOLUME_INFO*);
