@@ -11,6 +11,7 @@ import { mountCommand } from './commands/mount';
 import { runCommand } from './commands/run';
 import { serveCommand } from './commands/serve';
 import { radarCommand } from './commands/radar';
+import { auditCommand } from './commands/audit';
 import { shellCommand } from './commands/shell';
 import { statusCommand } from './commands/status';
 import { unmountCommand } from './commands/unmount';
@@ -34,6 +35,7 @@ export function main(argv: string[]): void {
     .command(runCommand)
     .command(shellCommand)
     .command(radarCommand)
+    .command(auditCommand)
     .command(lintsCommand)
     .command(diffCommand)
     .command(patchCommand)

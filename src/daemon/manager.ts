@@ -12,6 +12,7 @@ import type { GoneEvent, IoMode, MaskState, WindowsVolume } from '../shadow';
 import type { Overlap } from '../work/radar';
 import { radarDelta } from './radar-wire';
 import { AUTOSAVE_NAME, WorkService } from '../work/service';
+import { auditLimitsOf } from '../shadow/audit';
 import { readState, recoverStale, type ShadowEntry, type StateFile, whyNotRemount, writeState } from './state';
 
 interface Entry {
@@ -223,6 +224,8 @@ export class ShadowManager {
         throw err;
       }
     }
+    const limits = auditLimitsOf(process.env);
+    if (limits) await shadow.setAuditLimits(limits);
     const name = params.name ?? this.freeName(path.basename(shadow.folder));
     const now = Date.now();
     const work = new WorkService(shadow, {

@@ -124,6 +124,8 @@ const RULES: { [M in ScopedMethod]: Rule<M> } = {
   'lsp.hover': own,
   radar: (p, s, ctx) =>
     shadowOnly(p, s, ctx) ?? (p.agent === undefined || p.agent === s.agent ? undefined : `${JSON.stringify(p.agent)} is another agent`),
+  // What its own processes did: nothing it did not know, and it can neither change nor clear it.
+  'layer.audit': own,
 };
 
 function describe(s: Scope): string {

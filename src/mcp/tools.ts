@@ -597,6 +597,26 @@ export const TOOLS: ToolDef[] = [
       );
     },
   },
+  {
+    name: 'audit',
+    title: "What this agent's programs did",
+    description: `${Requests['layer.audit'].summary} This agent's own record only, read-only; the newest ${LIST_MAX} unless limit says fewer.`,
+    readOnly: true,
+    inputSchema: protocolSchema('layer.audit'),
+    call: async (ctx, a, extra) => {
+      const limit = typeof a.limit === 'number' ? Math.min(a.limit, LIST_MAX) : LIST_MAX;
+      const r = await ask(ctx, 'layer.audit', { ...a, limit }, extra);
+      const lines = r.entries.map((e) => {
+        const where = e.to !== undefined ? `${e.path} -> ${e.to}` : e.path;
+        return `${e.time} ${e.comm || '?'}[${e.pid}] ${e.op}${e.write ? '(w)' : ''} ${where}${e.bytes ? ` ${e.bytes}B` : ''}`;
+      });
+      const head = [
+        ...(r.dropped ? [`(${r.dropped} oldest entries dropped to stay within ${r.maxEntries} entries)`] : []),
+        ...(r.matched > r.entries.length ? [`(${r.matched - r.entries.length} older matching entries not shown)`] : []),
+      ];
+      return output([...head, ...(lines.length ? lines : ['nothing recorded'])].join('\n'));
+    },
+  },
 ];
 
 /** How much of each conflicting file's merged text apply shows. */

@@ -4,10 +4,11 @@
 // protocol.schema.json (JSON Schema), the source for the docs, the MCP server and the
 // PowerShell module. No Node APIs here (this compiles with "types": []).
 // The requests are declared by area, one module each, as the daemon's handlers are
-// (src/daemon/handlers/): admin, shadows, layer, work, file, run, lsp, shell, radar; the notifications
+// (src/daemon/handlers/): admin, shadows, layer, work, file, run, lsp, shell, radar, audit; the notifications
 // in notifications.ts. This module puts them together and checks parameters.
 import * as z from 'zod';
 import { AdminRequests } from './admin';
+import { AuditRequests } from './audit';
 import { FileRequests } from './file';
 import { LayerRequests } from './layer';
 import { LspRequests } from './lsp';
@@ -24,6 +25,7 @@ export { ChangeBase, ChangeInfo, PatchFileInfo, ExcludedPath, DiffResult, Resolu
 export { GREP_DEFAULT_TIMEOUT_MS, GREP_MAX_TIMEOUT_MS } from './file';
 export { RunResult } from './run';
 export { Overlap } from './radar';
+export { AuditEntry } from './audit';
 export { Position, Range, Diagnostic, TextEdit, Location, FileLints } from './lsp';
 export { Notifications, type NotificationName, type NotificationParamsOf } from './notifications';
 
@@ -45,6 +47,7 @@ export const Requests = {
   ...LspRequests,
   ...ShellRequests,
   ...RadarRequests,
+  ...AuditRequests,
 } as const;
 
 /**
@@ -95,6 +98,7 @@ export const ScopedMethods = {
   'lsp.references': 'its agent',
   'lsp.hover': 'its agent',
   radar: 'its shadow, its agent (or none given); answers with the overlaps that name its agent only',
+  'layer.audit': "its agent: its own audit trail, read-only (another agent's is refused; nothing can change or clear one)",
 } as const satisfies Partial<Record<keyof typeof Requests, string>>;
 export type ScopedMethod = keyof typeof ScopedMethods;
 

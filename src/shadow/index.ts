@@ -11,4 +11,5 @@ export { View } from './view';
 export { MAX_RANGE_BYTES } from './checks';
 export { DEFAULT_MASK } from './mask';
 export type { MaskInfo, MaskState } from './mask';
+export type { AuditEntry, AuditOp, AuditQuery, AuditRecord, AuditResult } from './audit';
 export type { RunAsJob, RunAsOptions } from './run-as';

@@ -5,6 +5,7 @@ import type { LayerStats, NativeDirEntry, NativeShadow, NativeStat } from './nat
 import { normalizeRelPath } from '../common/paths';
 import { checkByteCount, checkMode, checkSymlinkTarget, MAX_RANGE_BYTES, toBuffer } from './checks';
 import type { MaskInfo } from './mask';
+import { type AuditQuery, type AuditRecord, type AuditResult, queryAudit } from './audit';
 import type { Change, Shadow } from './shadow';
 
 /**
@@ -115,6 +116,27 @@ export class Layer {
   /** Memory and paths this layer holds. */
   async stats(): Promise<LayerStats> {
     return this.shadow.call(`read the stats of ${this.agentId}`, (n) => n.stats(this.agentId));
+  }
+
+  /**
+   * What programs did through a mount showing this layer (its audit trail, docs/audit-trail.md):
+   * opens, execs, creations, writes (bytes per open), truncations, deletions, renames, links;
+   * the entries `q` asks for, oldest first, and how many the record dropped to stay bounded.
+   */
+  async audit(q: AuditQuery = {}): Promise<AuditResult> {
+    return queryAudit(this.agentId, await this.auditRecord(), q);
+  }
+
+  /** This layer's whole audit trail (what a checkpoint keeps). */
+  async auditRecord(): Promise<AuditRecord> {
+    return this.shadow.call(`read the audit trail of ${this.agentId}`, (n) => n.auditRead(this.agentId));
+  }
+
+  /** Makes `record` this layer's audit trail (a checkpoint restored); entries beyond the limits are dropped and counted. */
+  async loadAudit(record: Pick<AuditRecord, 'entries' | 'dropped' | 'nextSeq'>): Promise<void> {
+    await this.shadow.call(`restore the audit trail of ${this.agentId}`, (n) =>
+      n.auditLoad(this.agentId, { entries: record.entries, dropped: record.dropped, nextSeq: record.nextSeq }),
+    );
   }
 
   // The tree as this layer shows it, active or not, without switching the shared mount.

@@ -3,6 +3,7 @@ import * as fs from 'fs';
 import * as path from 'path';
 import { ShadowError } from '../common/errors';
 import { platform } from '../platform';
+import type { AuditRecord } from './audit';
 
 export interface NativeMountOptions {
   entryTimeout?: number;
@@ -149,6 +150,12 @@ export interface NativeShadow {
   stats(layer: string): Promise<LayerStats>;
   /** Masked paths of the layer (native/core/mask.h): an empty list masks nothing. Mounts showing it forget their caches. */
   setMask(layer: string, globs: string[]): Promise<void>;
+  /** The layer's audit trail, whole (native/core/audit.h; queries are src/shadow/audit.ts's). */
+  auditRead(layer: string): Promise<AuditRecord>;
+  /** Makes `record` the layer's audit trail (a checkpoint restored). */
+  auditLoad(layer: string, record: Pick<AuditRecord, 'entries' | 'dropped' | 'nextSeq'>): Promise<void>;
+  /** The limits of every layer's audit trail, now and for layers made later. */
+  setAuditLimits(maxEntries: number, maxBytes: number): Promise<void>;
   /** `volumePrefix`: winfsp, the view's own network volume prefix (absent: a disk volume). */
   openView(layer: string, mountPoint: string, volumePrefix?: string): Promise<number>;
   closeView(id: number, lazy: boolean): Promise<void>;

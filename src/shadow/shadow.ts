@@ -257,6 +257,17 @@ export class Shadow {
     return id === null ? { globs: this.masks.defaultMask, source: this.masks.defaultMask.length ? 'default' : 'none' } : this.masks.of(id);
   }
 
+  /**
+   * The limits of every layer's audit trail (docs/audit-trail.md), now and for layers made
+   * later: past either, the oldest entries are dropped (and counted).
+   */
+  async setAuditLimits(limits: { maxEntries: number; maxBytes: number }): Promise<void> {
+    for (const [k, v] of Object.entries(limits))
+      if (!Number.isInteger(v) || v < 1 || v > Number.MAX_SAFE_INTEGER)
+        throw new ShadowError('INVALID_ARGUMENT', `${k} must be a whole number, 1 or more`);
+    await this.call('set the audit trail limits', (n) => n.setAuditLimits(limits.maxEntries, limits.maxBytes));
+  }
+
   /** The mask in force for an agent, and where it comes from (its own, the default, ...). */
   maskOf(agentId: string): MaskInfo {
     return this.masks.of(checkAgent(agentId));

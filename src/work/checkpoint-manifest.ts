@@ -48,6 +48,8 @@ export interface CheckpointManifest {
   /** Whether autosave made it. */
   auto: boolean;
   entries: CheckpointEntry[];
+  /** The layer's audit trail then (src/shadow/audit.ts): a blob holding its JSON. Absent in checkpoints made before it existed. */
+  audit?: string;
 }
 
 export interface CheckpointInfo {
@@ -155,6 +157,7 @@ export const ManifestSchema = z.object({
   layerSince: z.number().finite().optional(),
   auto: z.boolean(),
   entries: z.array(EntrySchema),
+  audit: z.string().regex(BLOB_RE).optional(),
 });
 
 /** An agent's directory name: what shadow.ts takes as an agent id, and a single path component. */

@@ -29,6 +29,7 @@ import type { ChangeBase } from '../shadow/native';
 import { normalizeRelPath } from '../common/paths';
 import { stateDir } from '../platform';
 import type { Shadow } from '../shadow';
+import { type AuditRecord, AuditRecordSchema } from '../shadow/audit';
 import {
   BLOB_RE,
   checkAgentDir,
@@ -231,6 +232,8 @@ export class CheckpointStore {
       }
     }
     entries.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+    // The audit trail as it is now (docs/audit-trail.md): restoring the checkpoint brings it back.
+    const audit = this.putBlob(Buffer.from(JSON.stringify(await layer.auditRecord())));
     const m: CheckpointManifest = {
       // Version 1 where every file is whole, so that a checkpoint without sparse or large files reads as before.
       version: entries.some((e) => e.chunks) ? 2 : 1,
@@ -241,6 +244,7 @@ export class CheckpointStore {
       ...(provenance.layerSince(agent) === undefined ? {} : { layerSince: provenance.layerSince(agent) }),
       auto,
       entries,
+      audit,
     };
     makeRealDirs([...this.chain, path.join(this.root, agent)]);
     writeAtomic(this.manifestPath(agent, name), JSON.stringify(m));
@@ -362,6 +366,7 @@ export class CheckpointStore {
         if (this.getBlob(c.blob).length !== c.length)
           throw corrupt(`the checkpoint ${name} of ${agent} has a chunk of ${e.path} of the wrong length`);
     }
+    const audit = m.audit === undefined ? undefined : this.auditOf(m.audit, `the checkpoint ${name} of ${agent}`);
     const layer = await shadow.createLayer(agent);
     await layer.reset();
     // Deletions first, shallowest first; then directories, files and links in path order.
@@ -396,6 +401,8 @@ export class CheckpointStore {
         await layer.symlink(e.target!, e.path);
       }
     }
+    // The audit trail as the checkpoint saw it; one made before audit trails existed leaves the layer's as it is.
+    if (audit) await layer.loadAudit(audit);
     provenance.setLayerSince(agent, m.layerSince);
     provenance.clearBaseOverrides(agent);
     // Each path keeps the base the checkpoint recorded (the earliest: a checkpoint of a restored
@@ -409,6 +416,20 @@ export class CheckpointStore {
         provenance.setBaseOverride(agent, e.path, NO_BASE);
     }
     return { name, paths: m.entries.length };
+  }
+
+  /** A checkpoint's audit trail, checked: its blob (getBlob's checks), JSON of the shape of a record. */
+  private auditOf(hash: string, what: string): AuditRecord {
+    let raw: unknown;
+    try {
+      raw = JSON.parse(this.getBlob(hash).toString('utf8'));
+    } catch (err) {
+      if (err instanceof ShadowError) throw err;
+      throw corrupt(`the audit trail of ${what} is not JSON`);
+    }
+    const parsed = AuditRecordSchema.safeParse(raw);
+    if (!parsed.success) throw corrupt(`the audit trail of ${what} is not of the shape of one`);
+    return parsed.data;
   }
 
   /** Bytes of a base blob recorded by a checkpoint (null when it is missing or fails its checks). */

@@ -348,9 +348,12 @@ export class WorkService {
               : null;
           parts.push(`${c.path}|${c.kind}|${c.type}|${st ? `${st.size}:${st.mtimeMs}:${st.mode}` : ''}`);
         }
+        // The audit trail grows without changes too (opens, reads): a new entry is worth an autosave.
+        const audited = (await this.shadow.layer(agent).auditRecord()).nextSeq;
+        parts.push(`audit|${audited}`);
         const print = parts.join('\n');
         if (this.saved.get(agent) === print) continue;
-        if (changes.length === 0 && !this.saved.has(agent) && !this.store.latest(agent)) {
+        if (changes.length === 0 && audited === 1 && !this.saved.has(agent) && !this.store.latest(agent)) {
           this.saved.set(agent, print);
           continue;
         }

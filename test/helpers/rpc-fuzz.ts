@@ -500,6 +500,13 @@ const FIELDS: Record<MethodName, Fields> = {
     ['shadow', 'string', 'required'],
     ['agent', 'string', 'optional'],
   ],
+  'layer.audit': [
+    ...shadowAgent,
+    ['since', 'string', 'optional'],
+    ['path', 'string', 'optional'],
+    ['ops', 'strings', 'optional'],
+    ['limit', 'int', 'optional'],
+  ],
 };
 
 export const METHODS = Object.keys(FIELDS) as MethodName[];

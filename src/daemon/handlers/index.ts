@@ -5,6 +5,7 @@ import type { CheckedParamsOf, MethodName, NotificationParamsOf, ResultOf } from
 import type { RunPolicy } from '../../run/policy';
 import type { ShadowManager } from '../manager';
 import { adminHandlers, type DaemonFacts } from './admin';
+import { auditHandlers } from './audit';
 import type { Changes, Handlers, LayerChange } from './context';
 import { fileChanges, fileHandlers } from './file';
 import { layerChanges, layerHandlers } from './layer';
@@ -40,14 +41,15 @@ export function handlerTable(d: HandlerDeps): Handlers {
     lspHandlers(d.manager),
     d.shells.handlers(d.manager),
     radarHandlers(d.manager),
+    auditHandlers(d.manager),
   ] as const;
   const seen = new Set<string>();
   for (const method of areas.flatMap((a) => Object.keys(a))) {
     if (seen.has(method)) throw new Error(`two handler areas serve ${method}`);
     seen.add(method);
   }
-  const [admin, shadows, layer, file, run, lsp, shell, radar] = areas;
-  return { ...admin, ...shadows, ...layer, ...file, ...run, ...lsp, ...shell, ...radar };
+  const [admin, shadows, layer, file, run, lsp, shell, radar, audit] = areas;
+  return { ...admin, ...shadows, ...layer, ...file, ...run, ...lsp, ...shell, ...radar, ...audit };
 }
 
 const changes: Changes = { ...shadowChanges, ...layerChanges, ...fileChanges };
