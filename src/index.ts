@@ -1,7 +1,22 @@
 // Public API of the shadowfs package.
 export { mount, Shadow, Layer, View, DEFAULT_MASK } from './shadow';
 export type { JobOptions, SchedulerStats, AgentQueueStats } from './shadow/scheduler';
-export type { MountOptions, Change, IoMode, GoneEvent, LayerEvent, RunAsJob, RunAsOptions, MaskInfo, MaskState, AuditEntry, AuditOp, AuditQuery, AuditRecord, AuditResult } from './shadow';
+export type {
+  MountOptions,
+  Change,
+  IoMode,
+  GoneEvent,
+  LayerEvent,
+  RunAsJob,
+  RunAsOptions,
+  MaskInfo,
+  MaskState,
+  AuditEntry,
+  AuditOp,
+  AuditQuery,
+  AuditRecord,
+  AuditResult,
+} from './shadow';
 export type { ChangeBase } from './shadow/native';
 export { ShadowError, ErrorCodes } from './common/errors';
 export type { ErrorCode } from './common/errors';

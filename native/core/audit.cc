@@ -157,6 +157,8 @@ AuditSnapshot AuditLog::snapshot() const {
 
 void AuditLog::load(const AuditSnapshot& s) {
   std::lock_guard<std::mutex> lock(mu_);
+  // Numbers this log handed out are not handed out again (a restore brings back an older record).
+  const uint64_t handedOut = nextSeq_;
   ring_.clear();
   bytes_ = 0;
   dropped_ = s.dropped;
@@ -167,7 +169,7 @@ void AuditLog::load(const AuditSnapshot& s) {
     bytes_ += cost(e);
     ring_.push_back(e);
   }
-  nextSeq_ = std::max(s.nextSeq, last + 1);
+  nextSeq_ = std::max({s.nextSeq, last + 1, handedOut});
   trim();
 }
 

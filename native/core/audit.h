@@ -89,7 +89,8 @@ class AuditLog {
   void wrote(std::string_view path, uint32_t pid, std::string comm, uint64_t n);
   AuditSnapshot snapshot() const;
   // Replaces everything with `s` (a checkpoint restored, a layer copied); its entries beyond
-  // the limits are dropped (and counted) as appends would.
+  // the limits are dropped (and counted) as appends would. Seqs go on after both the record's
+  // and this log's own: none is handed out twice in one layer's life.
   void load(const AuditSnapshot& s);
   void setLimits(const AuditLimits& l);
 
