@@ -58,6 +58,10 @@ void auditRequest(uint32_t pid) {
   tServing = true;
   tPid = pid;
 }
+void auditRequestEnd() {
+  tServing = false;
+  tPid = 0;
+}
 bool auditServing() { return tServing; }
 uint32_t auditPid() { return tPid; }
 

@@ -109,6 +109,7 @@ class AuditLog {
 // Backends call auditRequest() at the start of every request they serve; the core records only
 // on threads that did (the addon's worker threads, which run the API, never do).
 void auditRequest(uint32_t pid);
+void auditRequestEnd();  // this thread serves no request from now on (the C++ unit tests)
 bool auditServing();
 uint32_t auditPid();
 // The command name of `pid` (cached per pid; empty when unknown). The lookup is the OS's: set
