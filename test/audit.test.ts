@@ -7,12 +7,16 @@
 // RPC, scoped to the agent's own record on a restricted connection, and `shadowfs audit --json`.
 // The folder is hashed before and after each mount (withShadow's FolderGuard) and must not change.
 import * as assert from 'assert';
+import * as crypto from 'crypto';
 import { spawnSync } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { ShadowClient, ShadowError } from '../src/client';
 import type { AuditEntry } from '../src/shadow/audit';
 import type { IoMode, Shadow } from '../src/shadow';
+import { CheckpointStore } from '../src/work/checkpoints';
 import { WorkService } from '../src/work/service';
 import { FolderGuard, repoRoot, tempDir, withShadow } from './helpers/fixtures';
 import { stopTestDaemon } from './helpers/hooks';
@@ -223,6 +227,17 @@ describe('the audit trail', function () {
         saved = (await shadow.layer('a').audit()).entries;
         assert.deepStrictEqual(saved.map(brief), ['create w one.txt 4', 'rename one.txt two.txt']);
         await w.checkpoint('a', 'cp1');
+        // A checkpoint whose record was forged (a blob of the right hash, but not a record) is refused whole.
+        const store = new CheckpointStore(shadow.folder);
+        const manifestFile = path.join(store.root, 'a', 'cp1.json');
+        const manifest = JSON.parse(fs.readFileSync(manifestFile, 'utf8')) as { audit?: string };
+        assert.match(manifest.audit ?? '', /^[0-9a-f]{64}$/);
+        const forged = Buffer.from(JSON.stringify({ entries: [{ seq: 1, op: 'rm -rf /' }] }));
+        const forgedId = crypto.createHash('sha256').update(forged).digest('hex');
+        fs.writeFileSync(path.join(store.root, 'blobs', forgedId), forged);
+        fs.writeFileSync(path.join(store.root, 'a', 'forged.json'), JSON.stringify({ ...manifest, name: 'forged', audit: forgedId }));
+        await assert.rejects(w.restore('a', 'forged'), (e: unknown) => e instanceof ShadowError && e.code === 'STATE_CORRUPT');
+        assert.deepStrictEqual((await shadow.layer('a').audit()).entries, saved);
         sh(mp, 'rm two.txt && echo three > three.txt');
         assert.strictEqual((await shadow.layer('a').audit()).entries.length, 4);
         await shadow.activate(null);
@@ -324,6 +339,37 @@ describe('the audit trail', function () {
       const none = spawnSync(process.execPath, [cli, 'audit', 'audit-d', '--agent', 'nobody'], { encoding: 'utf8' });
       assert.notStrictEqual(none.status, 0);
       assert.match(none.stderr, /UNKNOWN_AGENT/);
+
+      // The agent's MCP server: the read-only audit tool shows its own record.
+      const env: Record<string, string> = {};
+      for (const [k, v] of Object.entries(process.env)) if (v !== undefined) env[k] = v;
+      const transport = new StdioClientTransport({
+        command: process.execPath,
+        args: [cli, 'mcp', '--shadow', 'audit-d', '--agent', 'alice'],
+        env,
+        stderr: 'pipe',
+      });
+      const mcp = new Client({ name: 'audit-test', version: '1.0.0' });
+      await mcp.connect(transport);
+      try {
+        const tools = await mcp.listTools();
+        const tool = tools.tools.find((t) => t.name === 'audit');
+        assert.strictEqual(tool?.annotations?.readOnlyHint, true);
+        const res = (await mcp.callTool({ name: 'audit', arguments: { ops: ['rename'] } })) as {
+          isError?: boolean;
+          content: Array<{ text?: string }>;
+        };
+        assert.ok(!res.isError, JSON.stringify(res));
+        const text = res.content.map((c) => c.text ?? '').join('\n');
+        assert.match(text, /mv\[\d+\] rename f -> g/);
+        // Everything it has: alice's own entries, none of bob's (his file h).
+        const all = (await mcp.callTool({ name: 'audit', arguments: {} })) as { content: Array<{ text?: string }> };
+        const allText = all.content.map((c) => c.text ?? '').join('\n');
+        assert.match(allText, /create\(w\) f 2B/);
+        assert.ok(!/ h( |$)/m.test(allText), allText);
+      } finally {
+        await mcp.close();
+      }
     });
   });
 });
