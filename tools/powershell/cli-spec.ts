@@ -4,6 +4,7 @@
 // check it against the real CLI's --help).
 import type { CommandModule } from 'yargs';
 import { activateCommand } from '../../src/cli/commands/activate';
+import { auditCommand } from '../../src/cli/commands/audit';
 import { demoCommand } from '../../src/cli/commands/demo';
 import { doctorCommand } from '../../src/cli/commands/doctor';
 import { fileCommand } from '../../src/cli/commands/file';
@@ -70,6 +71,7 @@ const TOP_LEVEL: CommandModule[] = [
   runCommand,
   shellCommand,
   radarCommand,
+  auditCommand,
   lintsCommand,
   diffCommand,
   patchCommand,

@@ -663,6 +663,33 @@ export const CMDLETS: CmdletSpec[] = [
     examples: [{ code: 'Get-ShadowCheckpoint -Shadow myproject -Agent alice', remarks: "Lists alice's checkpoints." }],
   },
   {
+    name: 'Get-ShadowAudit',
+    command: ['audit'],
+    method: 'layer.audit',
+    description:
+      "What an agent's programs did through the shadow (its layer's audit trail), oldest first: opens, executions, creations, writes with their byte counts, deletions, renames, with the process that did each.",
+    params: [
+      shadowPos(),
+      agentOpt(),
+      {
+        name: 'Since',
+        type: 'string',
+        cli: { option: 'since' },
+        help: 'Only entries since this time: ISO 8601, or a duration back from now (90s, 15m, 2h, 1d).',
+      },
+      { name: 'Path', type: 'string', cli: { option: 'path' } },
+      { name: 'Op', type: 'string[]', cli: { option: 'op' }, protocolParam: 'ops' },
+      { name: 'Limit', type: 'int', cli: { option: 'limit' } },
+    ],
+    output: { kind: 'items', property: 'entries', type: 'ShadowFS.AuditEntry', add: agentAdd },
+    examples: [
+      {
+        code: "Get-ShadowAudit myproject -Agent alice -Since 15m -Op @('rename', 'unlink')",
+        remarks: 'What alice renamed and deleted in the last quarter of an hour.',
+      },
+    ],
+  },
+  {
     name: 'Get-ShadowChange',
     command: ['layer', 'changes'],
     method: 'layer.changes',

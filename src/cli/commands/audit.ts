@@ -43,7 +43,7 @@ export const auditCommand: CommandModule<object, Args> = {
         type: 'string',
         describe: 'only entries whose path matches this glob (*, ?, **; without "/": a name at any depth)',
       })
-      .option('op', { type: 'string', array: true, choices: [...AUDIT_OP_NAMES], describe: 'only these ops' })
+      .option('op', { type: 'string', array: true, describe: `only these ops (${AUDIT_OP_NAMES.join(', ')})` })
       .option('limit', { type: 'number', describe: 'only the newest N of those that match' })
       .option('json', { type: 'boolean', default: false }) as unknown as Argv<Args>,
   handler: async (args) => {
