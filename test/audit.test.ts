@@ -95,7 +95,7 @@ describe('the audit trail', function () {
                   'create w d/n.txt 3',
                 ]
               : [
-                  // Created with MKNOD, written by node: the bytes join the create.
+                  // Created with no handle kept (fuse_ll's CREATE without opens), written by node: the bytes join the create.
                   'create w b.txt 3',
                   'write w a.txt 5',
                   'rename b.txt c.txt',

@@ -220,6 +220,9 @@ describe('the MCP server driven by the MCP inspector CLI', function () {
     await ok('write_file', { path: 'src/c.ts', content: 'broken\n' });
     assert.match(await ok('restore_checkpoint', { name: 'one' }), /^restored checkpoint one/);
     assert.match(await ok('read_file', { path: 'src/c.ts' }), /export const four/);
+    // What its own programs did through the mount (the file tools above are not programs: not in it).
+    assert.match(await ok('run_command', { command: 'echo audited > tmp/by-a-run.txt' }), /^exit code 0,/);
+    assert.match(await ok('audit', { path: 'tmp/by-a-run.txt' }), /^\S+ \S+\[\d+\] create\(w\) tmp\/by-a-run\.txt 8B$/m);
 
     // A view of its own, opened for the call's server and closed as that server ends.
     assert.match(await ok('use_own_view'), /^opened a view of your own at \/.*It stays open until this server ends\.$/);

@@ -134,7 +134,7 @@ void AuditLog::wrote(std::string_view path, uint32_t pid, std::string comm, uint
     std::lock_guard<std::mutex> lock(mu_);
     size_t looked = 0;
     for (auto it = ring_.rbegin(); it != ring_.rend() && looked < kCoalesceWindow; ++it, ++looked) {
-      // The file's own Create (fuse_ll makes it with MKNOD and writes by node) takes them too.
+      // The file's own Create (made without a handle kept, then written by node) takes them too.
       if ((it->op == AuditOp::Write || it->op == AuditOp::Create) && it->pid == pid &&
           it->path == path) {
         it->bytes += n;

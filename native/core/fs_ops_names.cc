@@ -43,7 +43,7 @@ int Overlay::mknod(Layer* view, const std::string& asked, FileType type, uint32_
                    uint64_t rdev, const Caller& who, Attr* out) {
   SFS_AT(view);
   const int e = mknodIn(L, asked, type, perm, rdev, who, out);
-  // A regular file made by MKNOD is how fuse_ll without opens creates files.
+  // A regular file made by MKNOD is a creation (how the kernel makes files when CREATE is refused).
   if (e == 0) auditNote(L, type == FileType::Regular ? AuditOp::Create : AuditOp::Mknod, asked);
   return e;
 }
