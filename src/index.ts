@@ -1,5 +1,5 @@
 // Public API of the shadowfs package.
-export { mount, Shadow, Layer, View, DEFAULT_MASK } from './shadow';
+export { mount, Shadow, Layer, View, DEFAULT_MASK, memoryBudgetStats, setMemoryBudget } from './shadow';
 export type { JobOptions, SchedulerStats, AgentQueueStats } from './shadow/scheduler';
 export type {
   MountOptions,
@@ -16,6 +16,7 @@ export type {
   AuditQuery,
   AuditRecord,
   AuditResult,
+  MemoryBudgetStats,
 } from './shadow';
 export type { ChangeBase } from './shadow/native';
 export { ShadowError, ErrorCodes } from './common/errors';

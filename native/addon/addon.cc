@@ -1,6 +1,7 @@
 // node-addon-api binding: the module's entry point. Exports the `Shadow` class (shadow_object.h;
-// its methods are in shadow_*.cc) and the free functions: contentHash, winfsp and the list of
-// backends this build has (src/shadow/native.ts types them all).
+// its methods are in shadow_*.cc) and the free functions: contentHash, winfsp, the memory
+// budget (setMemoryBudget, memoryBudget) and the list of backends this build has
+// (src/shadow/native.ts types them all).
 #include <napi.h>
 
 #include <cstdio>
@@ -8,6 +9,7 @@
 #include <vector>
 
 #include "../core/audit.h"
+#include "../core/budget.h"
 #include "../core/hash.h"
 #if defined(_WIN32)
 #include "../platform/win32_winfsp.h"
@@ -62,10 +64,40 @@ Napi::Value WinFspOf(const Napi::CallbackInfo& info) {
 #endif
 }
 
+// JS thread, synchronous: setMemoryBudget(bytes) -> undefined. The process's budget for layer
+// contents in memory (core/budget.h), shared by every shadow of the process; a negative number:
+// none. Contents over it spill at their next change.
+Napi::Value SetMemoryBudget(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 1 || !info[0].IsNumber()) {
+    Napi::TypeError::New(env, "setMemoryBudget(bytes)").ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
+  const double v = info[0].As<Napi::Number>().DoubleValue();
+  ContentBudget::process().setLimit(v < 0 ? UINT64_MAX : static_cast<uint64_t>(v));
+  return env.Undefined();
+}
+
+// JS thread, synchronous: memoryBudget() -> { limitBytes (-1: none), inMemoryBytes,
+// inMemoryContents, spilledContents, spilledBytes }, for the whole process.
+Napi::Value MemoryBudgetOf(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const BudgetStats s = ContentBudget::process().stats();
+  Napi::Object o = Napi::Object::New(env);
+  o.Set("limitBytes", s.limitBytes == UINT64_MAX ? -1.0 : static_cast<double>(s.limitBytes));
+  o.Set("inMemoryBytes", static_cast<double>(s.inMemoryBytes));
+  o.Set("inMemoryContents", static_cast<double>(s.inMemoryContents));
+  o.Set("spilledContents", static_cast<double>(s.spilledContents));
+  o.Set("spilledBytes", static_cast<double>(s.spilledBytes));
+  return o;
+}
+
 Napi::Object InitAll(Napi::Env env, Napi::Object exports) {
   exports.Set("Shadow", Shadow::Init(env));
   exports.Set("contentHash", Napi::Function::New(env, ContentHashOf, "contentHash"));
   exports.Set("winfsp", Napi::Function::New(env, WinFspOf, "winfsp"));
+  exports.Set("setMemoryBudget", Napi::Function::New(env, SetMemoryBudget, "setMemoryBudget"));
+  exports.Set("memoryBudget", Napi::Function::New(env, MemoryBudgetOf, "memoryBudget"));
   Napi::Array names = Napi::Array::New(env);
   uint32_t i = 0;
   for (const char* n : backendNames()) names.Set(i++, n);

@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "budget.h"
 #include "hash.h"
 #include "model.h"
 
@@ -80,23 +81,71 @@ void Overlay::log(const std::string& line) const {
   if (log_) log_(line);
 }
 
-int Overlay::spillOut(Inode* in) {
+int Overlay::spillOut(Inode* in, bool packed) {
   if (spillOf(in) || !spill_) return 0;
-  std::unique_ptr<SpillFile> f;
-  int e = spill_->create(&f);
-  if (e) return e;
-  if (in->size) {
-    e = f->pwrite(in->u.data, in->size, 0);
-    if (e) return e;
+  const uint64_t was = memoryOf(in);
+  int e = spillContent(*spill_, in, packed);
+  ContentBudget::process().charge(was, memoryOf(in));
+  return e;
+}
+
+void Overlay::accounted(Inode* in, uint64_t was) {
+  ContentBudget& budget = ContentBudget::process();
+  const uint64_t now = memoryOf(in);
+  budget.charge(was, now);
+  if (!budget.nearlyFull()) return;
+  budget.kick();
+  if (!budget.over()) return;
+  // The evictor spills the least recently changed contents; until it has, the one that went over
+  // leaves memory itself (its lock is ours), so the budget holds after every change.
+  if (now && spill_) {
+    if (int e = spillOut(in, true)) {
+      log("memory budget: cannot spill a content of " + std::to_string(in->size) +
+          " bytes: " + std::strerror(e));
+    } else {
+      budget.noteSpilled(in->size);
+    }
   }
-  in->more().spill = std::move(f);
-  std::free(in->u.data);
-  in->u.data = nullptr;
-  in->clear(Inode::kGrown);
-  return 0;
+}
+
+void Overlay::forEachContentInMemory(
+    const std::function<void(Inode*, int64_t, uint64_t)>& fn) {
+  std::vector<std::shared_ptr<Layer>> layers;
+  {
+    ReadLock reg(mu_, LockRank::Registry);
+    for (auto& [name, L] : layers_) layers.push_back(L);
+  }
+  struct Walk {
+    const std::function<void(Inode*, int64_t, uint64_t)>& fn;
+    void run(const Node* n) {
+      for (Node* c : n->kids()) {
+        if (c->dir()) {
+          run(c);
+          continue;
+        }
+        Inode* in = c->inode();
+        if (!in || in != c || in->type != FileType::Regular) continue;  // a second name: once
+        SharedMutex& m = in->cmu();
+        if (!m.try_lock_shared()) continue;
+        const uint64_t bytes = memoryOf(in);
+        int64_t ctime = 0;
+        if (bytes) {
+          MetaLock meta(in->mmu(), LockRank::Meta);
+          ctime = static_cast<int64_t>(nsOf(in->ctime()));
+        }
+        m.unlock_shared();
+        if (bytes) fn(in, ctime, bytes);
+      }
+    }
+  };
+  for (auto& L : layers) {
+    ReadLock lock(L->mu, LockRank::Layer);
+    Walk{fn}.run(L->root.get());
+  }
 }
 
 int Overlay::contentWrite(Inode* in, const char* buf, size_t size, uint64_t off) {
+  const uint64_t was = memoryOf(in);
   const uint64_t end = off + size;
   if (!spillOf(in) && end > spillThreshold_) {
     int e = spillOut(in);
@@ -109,14 +158,20 @@ int Overlay::contentWrite(Inode* in, const char* buf, size_t size, uint64_t off)
     return 0;
   }
   if (end > in->size) {
-    if (int e = reserveData(in, end, false)) return e;
+    int e = reserveData(in, end, false);
+    if (e) {
+      accounted(in, was);  // realloc may have moved nothing, or grown the block
+      return e;
+    }
   }
   if (size) std::memcpy(in->u.data + off, buf, size);
   if (end > in->size) setContentSize(in, end);
+  accounted(in, was);
   return 0;
 }
 
 int Overlay::contentTruncate(Inode* in, uint64_t size) {
+  const uint64_t was = memoryOf(in);
   if (!spillOf(in) && size > spillThreshold_) {
     int e = spillOut(in);
     if (e) return e;
@@ -132,9 +187,13 @@ int Overlay::contentTruncate(Inode* in, uint64_t size) {
     in->u.data = nullptr;
     in->clear(Inode::kGrown);
   } else if (size > in->size) {
-    if (int e = reserveData(in, size, true)) return e;
+    if (int e = reserveData(in, size, true)) {
+      accounted(in, was);
+      return e;
+    }
   }
   setContentSize(in, size);
+  accounted(in, was);
   return 0;
 }
 
@@ -150,16 +209,25 @@ int Overlay::contentRead(const Inode* in, char* buf, size_t size, uint64_t off, 
 }
 
 int Overlay::contentAssign(Inode* in, const std::string& data) {
+  ContentBudget::process().charge(memoryOf(in), 0);
   if (in->mo()) in->mo()->spill.reset();
   std::free(in->u.data);
   in->u.data = nullptr;
   in->clear(Inode::kGrown);
   setContentSize(in, 0);
-  if (data.size() > spillThreshold_ && spill_) return contentWrite(in, data.data(), data.size(), 0);
-  if (data.empty()) return 0;
-  if (int e = reserveData(in, data.size(), true)) return e;
-  std::memcpy(in->u.data, data.data(), data.size());
-  setContentSize(in, data.size());
+  if (spill_ && (data.size() > spillThreshold_ ||
+                 data.size() > ContentBudget::process().limit())) {
+    return contentWrite(in, data.data(), data.size(), 0);
+  }
+  if (!data.empty()) {
+    int e = reserveData(in, data.size(), true);
+    if (!e) {
+      std::memcpy(in->u.data, data.data(), data.size());
+      setContentSize(in, data.size());
+    }
+    accounted(in, 0);
+    if (e) return e;
+  }
   return 0;
 }
 
@@ -216,8 +284,10 @@ int Overlay::copyIn(Inode* in, const std::string& src, bool keepContent, bool ha
       data.clear();
       spill.reset();
       size = 0;
-      const bool big = spill_ && before.size > spillThreshold_;
-      if (!e && big) e = spill_->create(&spill);
+      // Past the threshold, or bigger than the whole memory budget: straight to a spill file.
+      const bool big = spill_ && (before.size > spillThreshold_ ||
+                                  before.size > ContentBudget::process().limit());
+      if (!e && big) e = spill_->createFile(&spill);
       if (!e && !big) {
         try {
           data.reserve(before.size);
@@ -264,19 +334,22 @@ int Overlay::copyIn(Inode* in, const std::string& src, bool keepContent, bool ha
     if (!bytes) return ENOSPC;
     std::memcpy(bytes, data.data(), data.size());
   }
-  MetaLock m(in->mmu(), LockRank::Meta);
-  in->dropLower();
-  in->u.data = bytes;
-  in->clear(Inode::kGrown);
-  if (spill) in->more().spill = std::move(spill);
-  if (!hadOwnMeta && base.hashed) {
-    // The attributes the file showed until now were A's live ones: keep those of the version
-    // that was copied, not of the one seen before a retry.
-    in->setMtime(base.mtime);
-    in->setCtime(base.ctime);
+  {
+    MetaLock m(in->mmu(), LockRank::Meta);
+    in->dropLower();
+    in->u.data = bytes;
+    in->clear(Inode::kGrown);
+    if (spill) in->more().spill = std::move(spill);
+    if (!hadOwnMeta && base.hashed) {
+      // The attributes the file showed until now were A's live ones: keep those of the version
+      // that was copied, not of the one seen before a retry.
+      in->setMtime(base.mtime);
+      in->setCtime(base.ctime);
+    }
+    in->size = size;
+    in->setBase(base);
   }
-  in->size = size;
-  in->setBase(base);
+  accounted(in, 0);  // the content was the folder's: nothing of it was in memory
   return 0;
 }
 
@@ -350,6 +423,7 @@ int Overlay::cloneInto(const Inode& in, Inode* c) {
     if (int e = reserveData(c, size, true)) return e;
     std::memcpy(c->u.data, in.u.data, static_cast<size_t>(size));
     c->size = size;
+    accounted(c, 0);
     return 0;
   }
   c->size = 0;

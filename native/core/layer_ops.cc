@@ -6,6 +6,7 @@
 #include <iterator>
 
 #include "casefold.h"
+#include "budget.h"
 #include "model.h"
 #include "path.h"
 
@@ -66,12 +67,18 @@ int Overlay::putFile(const std::string& layer, const std::string& asked, const s
     in->mo()->spill.reset();
   }
   Timespec t = nowTime();
-  MetaLock m(in->mmu(), LockRank::Meta);
-  if (grown) in->set(Inode::kGrown); else in->clear(Inode::kGrown);
-  fresh->size = in->size;
-  in->size = data.size();
-  in->setMtime(t);
-  in->setCtime(t);
+  {
+    MetaLock m(in->mmu(), LockRank::Meta);
+    if (grown) in->set(Inode::kGrown); else in->clear(Inode::kGrown);
+    fresh->size = in->size;
+    in->size = data.size();
+    in->setMtime(t);
+    in->setCtime(t);
+  }
+  // The exchange left the budget's total as it was; the old content goes now (`fresh`'s only
+  // reference), and then the new one may be over the budget.
+  fresh = NodeRef();
+  accounted(in.get(), memoryOf(in.get()));
   return 0;
 }
 

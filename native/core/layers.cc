@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <functional>
 
+#include "budget.h"
 #include "model.h"
 #include "path.h"
 
@@ -12,7 +13,7 @@ namespace shadowfs {
 Overlay::Overlay(std::unique_ptr<LowerFs> lower, std::unique_ptr<SpillStore> spill,
                  uint64_t spillThreshold, NameMatch names)
     : lower_(std::move(lower)),
-      spill_(std::move(spill)),
+      spill_(spill ? std::make_shared<Spiller>(std::move(spill)) : nullptr),
       spillThreshold_(spillThreshold),
       ignoreCase_(names == NameMatch::IgnoreCase) {
   rootAttr_.type = FileType::Directory;
@@ -21,9 +22,12 @@ Overlay::Overlay(std::unique_ptr<LowerFs> lower, std::unique_ptr<SpillStore> spi
   none_ = std::make_shared<Layer>();
   none_->writable = false;
   none_->root = freshRoot();
+  if (spill_) ContentBudget::process().enlist(this);
 }
 
-Overlay::~Overlay() = default;
+Overlay::~Overlay() {
+  if (spill_) ContentBudget::process().unlist(this);
+}
 
 NodeRef Overlay::freshRoot() const {
   NodeRef root = Node::make(FileType::Directory, std::string_view());

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <new>
 
+#include "budget.h"
 #include "model.h"
 #include "path.h"
 
@@ -91,6 +92,7 @@ Inode::~Inode() {
   } else if (has(kLowerAtName)) {
     dropLowerDir(u.ldir);
   } else if (type == FileType::Regular) {
+    ContentBudget::process().charge(memoryOf(this), 0);
     std::free(u.data);
   }
   delete ex();

@@ -46,6 +46,7 @@ struct Node;
 struct Layer;
 template <typename T>
 class Ref;  // model.h
+class Spiller;  // budget.h
 
 // An open file. Owned by the backend between open/create and release.
 //
@@ -151,7 +152,9 @@ enum class NameMatch { Exact, IgnoreCase };
 
 class Overlay {
  public:
-  // Files whose content grows past `spillThreshold` bytes move to `spill` (if given).
+  // Files whose content grows past `spillThreshold` bytes move to `spill` (if given); so do the
+  // contents the process's memory budget evicts (budget.h), which needs `spill` too: an overlay
+  // without one keeps every content in memory, counted in the budget but never evicted.
   explicit Overlay(std::unique_ptr<LowerFs> lower, std::unique_ptr<SpillStore> spill = nullptr,
                    uint64_t spillThreshold = UINT64_MAX, NameMatch names = NameMatch::Exact);
   ~Overlay();
@@ -290,6 +293,12 @@ class Overlay {
   // directory, a link, a rename onto it) is refused with EACCES. An empty list: none. The
   // caller invalidates the kernel's caches of the mounts that show the layer. ENXIO if unknown.
   int setMask(const std::string& layer, const std::vector<std::string>& globs);
+  // For the memory budget's evictor (budget.h): calls `fn` with each content of every layer that
+  // is in memory, its ctime (ns) and its bytes, under that layer's lock (shared) and the
+  // content's (shared, tried: busy contents are left out). `fn` must not call into the overlay.
+  void forEachContentInMemory(const std::function<void(Inode*, int64_t, uint64_t)>& fn);
+  // Where the budget sends this overlay's contents (null: no spill store, never evicted).
+  std::shared_ptr<Spiller> spiller() const { return spill_; }
   // The globs of setMask (empty: none).
   int mask(const std::string& layer, std::vector<std::string>* out);
 
@@ -358,7 +367,13 @@ class Overlay {
   // A new, unpublished inode holding what the folder's open file `fd` has (nothing when not
   // `keepContent`), numbered as that file: the object of a handle whose name is gone.
   int copyOfOpenFile(LowerHandle fd, const std::string& name, bool keepContent, Ref<Inode>* out);
-  int spillOut(Inode* in);
+  // Moves the content to a spill file: a file of its own, or when `packed`, a slot of the pack
+  // file that small contents share (budget.h).
+  int spillOut(Inode* in, bool packed = false);
+  // Ends a change of `in`'s content that began when memoryOf(in) was `was` (the caller holds in's
+  // content lock exclusively, or `in` is unpublished): tells the budget, and when the process is
+  // over it, wakes the evictor and, if still over, spills `in` itself.
+  void accounted(Inode* in, uint64_t was);
   int contentWrite(Inode* in, const char* buf, size_t size, uint64_t off);
   int contentTruncate(Inode* in, uint64_t size);
   int contentRead(const Inode* in, char* buf, size_t size, uint64_t off, size_t* got);
@@ -410,7 +425,7 @@ class Overlay {
   static void layerPaths(const Layer& L, std::vector<std::string>* out);
 
   std::unique_ptr<LowerFs> lower_;
-  std::unique_ptr<SpillStore> spill_;
+  std::shared_ptr<Spiller> spill_;  // null: no spill store
   uint64_t spillThreshold_;
   const bool ignoreCase_;  // NameMatch::IgnoreCase
   Attr rootAttr_;  // A's root at mount time, for layer roots when A's root cannot be read

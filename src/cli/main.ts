@@ -13,6 +13,7 @@ import { serveCommand } from './commands/serve';
 import { radarCommand } from './commands/radar';
 import { auditCommand } from './commands/audit';
 import { shellCommand } from './commands/shell';
+import { statsCommand } from './commands/stats';
 import { statusCommand } from './commands/status';
 import { unmountCommand } from './commands/unmount';
 import { viewCommand } from './commands/view';
@@ -46,6 +47,7 @@ export function main(argv: string[]): void {
     .command(checkpointsCommand)
     .command(fileCommand)
     .command(mcpCommand)
+    .command(statsCommand)
     .command(statusCommand)
     .command(serveCommand)
     .command(doctorCommand)

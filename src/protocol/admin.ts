@@ -1,7 +1,7 @@
 // The protocol's requests about the daemon and the connection itself: hello (the Windows proof),
 // session.restrict, version, health and status. Served by src/daemon/handlers/admin.ts.
 import * as z from 'zod';
-import { NativeStatus, ShadowInfo } from './shadows';
+import { MemoryBudget, NativeStatus, ShadowInfo } from './shadows';
 import { ShellInfo } from './shell';
 import { agentId, none, request, shadowRef, text } from './shared';
 
@@ -108,6 +108,9 @@ export const AdminRequests = {
           heapTotal: z.number().int().describe("V8's heap as taken from the system."),
           external: z.number().int().describe('Memory of C++ objects bound to JavaScript ones, buffers included.'),
           arrayBuffers: z.number().int().describe('Of external: ArrayBuffers and Buffers.'),
+          budget: MemoryBudget.optional().describe(
+            'The budget for layer contents (all shadows) and how much of it is in use (per layer: stats); absent while $SHADOWFS_MEMORY_BUDGET does not parse.',
+          ),
         })
         .describe(
           "The daemon's memory in bytes (Node's process.memoryUsage()); layer contents held by the native module are not in heapUsed.",

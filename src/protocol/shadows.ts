@@ -58,6 +58,14 @@ export const LayerStats = z.object({
   spilledBytes: z.number().describe('Bytes of contents moved to spill files on disk.'),
 });
 
+export const MemoryBudget = z.object({
+  limitBytes: z.number().describe('The budget for layer contents in memory, shared by every shadow of the daemon; -1: none.'),
+  inMemoryBytes: z.number().describe('Bytes of layer contents in memory now, all shadows and layers together.'),
+  inMemoryContents: z.number().describe('How many contents that is.'),
+  spilledContents: z.number().describe('Contents the budget moved to spill files since the daemon started.'),
+  spilledBytes: z.number().describe('Their sizes when they moved.'),
+});
+
 export const SchedulerStats = z.object({
   running: z.string().nullable().describe('The agent whose job holds the shared mount now ("(folder)": a job on the folder itself).'),
   runningMs: z.number().optional().describe('How long that job has held it.'),
@@ -167,9 +175,9 @@ export const ShadowViewRequests = {
     errors: ['UNKNOWN_SHADOW', 'NOT_FOUND', 'MOUNT_BUSY'],
   }),
   stats: request({
-    summary: "Memory and path counts of every layer, and the run scheduler's counters.",
+    summary: "Memory, spill and path counts of every layer, the daemon's memory budget, and the run scheduler's counters.",
     params: shadowOnly,
-    result: z.object({ layers: z.record(z.string(), LayerStats), scheduler: SchedulerStats }),
+    result: z.object({ layers: z.record(z.string(), LayerStats), budget: MemoryBudget, scheduler: SchedulerStats }),
     errors: ['UNKNOWN_SHADOW', 'NOT_MOUNTED'],
   }),
 } as const;

@@ -5,6 +5,7 @@ import * as os from 'os';
 import * as path from 'path';
 import { fromNative, ShadowError } from '../common/errors';
 import { addon } from './native';
+import { applyMemoryBudget, parseSize, setMemoryBudget } from './budget';
 import { checkAllowOther, isInside, platform } from '../platform';
 import { checkAgent, checkFolder } from './checks';
 import { ERRNOS } from './errnos';
@@ -38,8 +39,15 @@ export interface MountOptions {
   useEpoch?: boolean;
   /** Files larger than this many bytes are kept in unlinked temporary files instead of memory (default 64 MiB). */
   spillThreshold?: number;
-  /** Where those temporary files go (default: the OS temporary directory). */
+  /** Where those temporary files go, and the contents the memory budget moves out of memory (default: the OS temporary directory). */
   spillDir?: string;
+  /**
+   * The memory budget for layer contents, in bytes or as a size ("512M", "2G", "none"): past it, the least recently used
+   * contents (small files included) move to files in spillDir. One budget for the whole process, shared by all its
+   * shadows and layers: setting it here sets it for every shadow of the process (the last one set wins). Default: the
+   * daemon's --memory-budget, else $SHADOWFS_MEMORY_BUDGET, else a quarter of the machine's memory.
+   */
+  memoryBudget?: string | number;
   /** Let other users use the shadow (FUSE allow_other), the kernel checking permissions as on any file system. A mounter other than root needs "user_allow_other" in /etc/fuse.conf (else ALLOW_OTHER_DENIED). */
   allowOther?: boolean;
   /**
@@ -111,10 +119,13 @@ export async function mount(folder: string, options: MountOptions = {}): Promise
       `the spill directory ${spillDir} is inside the folder being shadowed; the folder is never written, pick another`,
     );
   }
+  if (options.memoryBudget !== undefined) parseSize(options.memoryBudget, 'memoryBudget'); // checked before anything is touched
   const caseInsensitive = options.caseInsensitive ?? platform.caseInsensitiveNames;
   if (typeof caseInsensitive !== 'boolean')
     throw new ShadowError('INVALID_ARGUMENT', `caseInsensitive must be true or false, got ${String(caseInsensitive)}`);
   const lib = addon();
+  if (options.memoryBudget !== undefined) setMemoryBudget(options.memoryBudget);
+  applyMemoryBudget();
   const backend = pickBackend(options.backend, lib.backends);
   if (caseInsensitive && backend !== 'fuse_hl' && backend !== 'winfsp') {
     throw new ShadowError(

@@ -221,6 +221,22 @@ interface Addon {
   contentHash(data: Buffer): string;
   /** Windows: WinFsp as the module found it (registry InstallDir, DLL loaded by full path); null elsewhere. */
   winfsp(): WinFspStatus | null;
+  /** The process's budget for layer contents in memory (native/core/budget.h), for every shadow; negative: none. */
+  setMemoryBudget(bytes: number): void;
+  memoryBudget(): MemoryBudgetStats;
+}
+
+/** The process's memory budget for layer contents, and how much of it is in use (shared by all its shadows). */
+export interface MemoryBudgetStats {
+  /** The budget in bytes; -1: none. */
+  limitBytes: number;
+  /** Bytes of layer contents in memory now, all shadows and layers together. */
+  inMemoryBytes: number;
+  /** How many contents that is. */
+  inMemoryContents: number;
+  /** Contents the budget moved to spill files since the process started, and their sizes then. */
+  spilledContents: number;
+  spilledBytes: number;
 }
 
 export interface WinFspStatus {

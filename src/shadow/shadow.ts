@@ -6,7 +6,8 @@
 import * as fs from 'fs';
 import * as path from 'path';
 import { type ErrnoTable, fromNative, ShadowError } from '../common/errors';
-import type { LayerStats, NativeChange, NativeFolderChanges, NativeShadow } from './native';
+import type { LayerStats, MemoryBudgetStats, NativeChange, NativeFolderChanges, NativeShadow } from './native';
+import { memoryBudgetStats } from './budget';
 import { JobOptions, LayerScheduler, SchedulerStats } from './scheduler';
 import { platform } from '../platform';
 import { checkAgent } from './checks';
@@ -367,8 +368,8 @@ export class Shadow {
     return scheduler;
   }
 
-  /** Memory per layer, and the time-slicing queue. */
-  async stats(): Promise<{ layers: Record<string, LayerStats>; scheduler: SchedulerStats }> {
+  /** Memory and spill per layer, the process's memory budget (shared by every shadow), and the time-slicing queue. */
+  async stats(): Promise<{ layers: Record<string, LayerStats>; budget: MemoryBudgetStats; scheduler: SchedulerStats }> {
     const scheduler = this.schedulerStats(); // as it is when asked
     const layers: Record<string, LayerStats> = {};
     const agents = await this.agents();
@@ -379,7 +380,7 @@ export class Shadow {
     agents.forEach((a, i) => {
       if (!('err' in all[i])) layers[a] = all[i] as LayerStats;
     });
-    return { layers, scheduler };
+    return { layers, budget: memoryBudgetStats(), scheduler };
   }
 
   /**

@@ -10,6 +10,7 @@ import * as fs from 'fs';
 import { parsePolicy } from '../../run/policy';
 import { emit, reportError } from '../output';
 import { ShadowError } from '../../common/errors';
+import { setMemoryBudget } from '../../shadow/budget';
 
 interface Args {
   foreground: boolean;
@@ -19,6 +20,7 @@ interface Args {
   console: boolean;
   policy?: string;
   autosave: number;
+  'memory-budget'?: string;
   json: boolean;
 }
 
@@ -58,6 +60,12 @@ export const serveCommand: CommandModule<object, Args> = {
             : 30,
         describe: 'seconds between autosaves of changed layers (what a crash can lose at most); 0 turns it off [env SHADOWFS_AUTOSAVE]',
       })
+      .option('memory-budget', {
+        type: 'string',
+        default: process.env.SHADOWFS_MEMORY_BUDGET || undefined,
+        describe:
+          'memory for layer contents, all shadows together ("512M", "2G", "none"); past it the least recently used contents go to spill files; default a quarter of the machine\'s memory [env SHADOWFS_MEMORY_BUDGET]',
+      })
       .option('json', { type: 'boolean', default: false, describe: 'print one JSON object per event' }) as Argv<Args>,
   handler: async (args) => {
     try {
@@ -75,6 +83,7 @@ export const serveCommand: CommandModule<object, Args> = {
       const paths = daemonPaths();
       const log = createDaemonLogger(paths.log, { level: args['log-level'], console: args.console });
       const policy = args.policy ? parsePolicy(fs.readFileSync(args.policy, 'utf8'), args.policy) : undefined;
+      if (args['memory-budget'] !== undefined) setMemoryBudget(args['memory-budget']);
       if (!(args.autosave >= 0)) throw new ShadowError('INVALID_ARGUMENT', `--autosave takes seconds (0 or more), got ${args.autosave}`);
       const daemon = new Daemon({
         paths,

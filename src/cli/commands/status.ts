@@ -5,6 +5,7 @@ import { ShadowClient } from '../../client';
 import { ShadowError } from '../../common/errors';
 import type { ResultOf } from '../../protocol/methods';
 import { emit, ExitCode, reportError } from '../output';
+import { describeBudget } from './stats';
 
 interface Args {
   json: boolean;
@@ -50,6 +51,7 @@ export const statusCommand: CommandModule<object, Args> = {
           `daemon: running (pid ${st.pid}, up ${st.uptimeSeconds} s) at ${st.socket}`,
           `log: ${st.logFile}`,
           `memory: ${(st.memory.rss / 2 ** 20).toFixed(0)} MiB resident, ${(st.memory.heapUsed / 2 ** 20).toFixed(0)} MiB of JavaScript objects`,
+          ...(st.memory.budget ? [describeBudget(st.memory.budget)] : []),
           `shadows: ${st.shadows.length === 0 ? 'none' : st.shadows.map((s) => `${s.name} (${s.mounted ? s.mountPoint : 'idle'})`).join(', ')}`,
           ...(st.recovered.length ? [`cleaned stale mounts left by a crashed daemon: ${st.recovered.join(', ')}`] : []),
           ...activity(st),

@@ -5,9 +5,10 @@ import * as path from 'path';
 import type { Logger } from 'winston';
 import { proofMatches, proofOf } from '../../common/endpoint';
 import { ShadowError } from '../../common/errors';
-import { addon, nativeStatus } from '../../shadow/native';
+import { addon, nativeStatus, type MemoryBudgetStats } from '../../shadow/native';
+import { memoryBudgetStats } from '../../shadow/budget';
 import { platform } from '../../platform';
-import { PROTOCOL_VERSION } from '../../protocol/methods';
+import { PROTOCOL_VERSION, type ResultOf } from '../../protocol/methods';
 import type { ShadowManager } from '../manager';
 import type { Scope } from '../scope';
 import type { ShellInfo } from '../../protocol/shell';
@@ -39,11 +40,24 @@ export interface DaemonFacts {
  * the daemon started with --expose-gc (NODE_OPTIONS), V8 collects garbage first, so that heapUsed
  * is what is live.
  */
-function memoryNow(): { rss: number; heapUsed: number; heapTotal: number; external: number; arrayBuffers: number } {
+function memoryNow(): ResultOf<'status'>['memory'] {
   const gc = (globalThis as { gc?: () => void }).gc;
   if (process.env.SHADOWFS_TEST_GC === '1' && typeof gc === 'function') gc();
   const m = process.memoryUsage();
-  return { rss: m.rss, heapUsed: m.heapUsed, heapTotal: m.heapTotal, external: m.external, arrayBuffers: m.arrayBuffers };
+  let budget: MemoryBudgetStats | undefined;
+  try {
+    budget = memoryBudgetStats();
+  } catch {
+    budget = undefined; // $SHADOWFS_MEMORY_BUDGET does not parse: mounts say so
+  }
+  return {
+    rss: m.rss,
+    heapUsed: m.heapUsed,
+    heapTotal: m.heapTotal,
+    external: m.external,
+    arrayBuffers: m.arrayBuffers,
+    ...(budget ? { budget } : {}),
+  };
 }
 
 export function adminHandlers(m: ShadowManager, daemon: DaemonFacts, log: Logger) {
