@@ -5,14 +5,15 @@
 // checkpoints and restore, diffs and apply. End to end: `npm ci` of a small real project inside a
 // shadow stays within a small budget, and what it installed runs.
 import * as assert from 'assert';
-import { execFileSync, spawn } from 'child_process';
+import { execFileSync, spawn, spawnSync } from 'child_process';
 import * as crypto from 'crypto';
 import * as fs from 'fs';
 import * as path from 'path';
 import { defaultMemoryBudget } from '../src/shadow/budget';
 import { memoryBudgetStats, setMemoryBudget } from '../src/shadow';
 import { WorkService } from '../src/work/service';
-import { makeProject, tempDir, withShadow } from './helpers/fixtures';
+import { makeProject, repoRoot, tempDir, withShadow } from './helpers/fixtures';
+import { stopTestDaemon } from './helpers/hooks';
 import { probe } from './helpers/probe';
 
 const KiB = 1024;
@@ -298,5 +299,50 @@ describe('memory budget: npm ci inside a shadow', function () {
       },
       { memoryBudget: budget },
     );
+  });
+});
+
+describe('memory budget through the daemon and the CLI', function () {
+  this.timeout(120_000);
+  const cliPath = path.join(repoRoot, 'bin', 'shadowfs.js');
+  // The daemon the CLI starts inherits this environment: its budget is 256 KiB.
+  const env = { ...process.env, SHADOWFS_MEMORY_BUDGET: '256K' };
+  const cli = (args: string[], input?: string) =>
+    spawnSync(process.execPath, [cliPath, ...args], { encoding: 'utf8', input, timeout: 60_000, env });
+  const json = <T>(args: string[], input?: string): T => {
+    const r = cli([...args, '--json'], input);
+    assert.strictEqual(r.status, 0, `shadowfs ${args.join(' ')} failed: ${r.stdout}${r.stderr}`);
+    return JSON.parse(r.stdout) as T;
+  };
+
+  before(() => stopTestDaemon()); // a daemon another test started has another budget
+  after(() => {
+    cli(['unmount', 'budget', '--lazy']);
+    stopTestDaemon();
+  });
+
+  it('serve takes $SHADOWFS_MEMORY_BUDGET; stats and status show memory and spill per layer and the budget', () => {
+    const lower = makeProject();
+    const at = path.join(tempDir('dmnt'), 'm');
+    json(['mount', lower, '--at', at, '--name', 'budget']);
+    json(['layer', 'write', 'budget', 'alice', 'big.txt'], 'b'.repeat(300 * KiB));
+    for (let i = 0; i < 3; i++) json(['layer', 'write', 'budget', 'bob', `small-${i}.txt`], `${i}`.repeat(2 * KiB));
+    const st = json<{
+      layers: Record<string, { memoryBytes: number; spilledBytes: number; paths: number }>;
+      budget: { limitBytes: number; inMemoryBytes: number; spilledContents: number };
+    }>(['stats', 'budget']);
+    assert.strictEqual(st.budget.limitBytes, 256 * KiB);
+    assert.ok(st.budget.inMemoryBytes <= 256 * KiB, JSON.stringify(st.budget));
+    assert.ok(st.layers.alice.spilledBytes >= 300 * KiB, `alice's file is bigger than the budget: ${JSON.stringify(st.layers)}`);
+    assert.strictEqual(st.layers.bob.spilledBytes, 0, `bob's small files fit: ${JSON.stringify(st.layers)}`);
+    assert.ok(st.layers.bob.memoryBytes >= 6 * KiB);
+    const human = cli(['stats', 'budget']);
+    assert.strictEqual(human.status, 0, human.stderr);
+    assert.match(human.stdout, /^alice: .* in memory, 300\.0 KiB spilled to disk, \d+ paths$/m);
+    assert.match(human.stdout, /layer contents in memory: .* \(budget 256\.0 KiB\)/);
+    const status = json<{ memory: { budget?: { limitBytes: number } } }>(['status']);
+    assert.strictEqual(status.memory.budget?.limitBytes, 256 * KiB);
+    assert.match(cli(['status'], undefined).stdout, /budget 256\.0 KiB/);
+    assert.strictEqual(cli(['layer', 'cat', 'budget', 'alice', 'big.txt']).stdout, 'b'.repeat(300 * KiB));
   });
 });

@@ -215,8 +215,10 @@ int Overlay::contentAssign(Inode* in, const std::string& data) {
   in->u.data = nullptr;
   in->clear(Inode::kGrown);
   setContentSize(in, 0);
-  if (spill_ && (data.size() > spillThreshold_ ||
-                 data.size() > ContentBudget::process().limit())) {
+  if (spill_ && data.size() > spillThreshold_) return contentWrite(in, data.data(), data.size(), 0);
+  if (spill_ && data.size() > ContentBudget::process().limit()) {
+    // Bigger than the whole budget: to disk without passing through memory.
+    if (int e = spillOut(in, true)) return e;
     return contentWrite(in, data.data(), data.size(), 0);
   }
   if (!data.empty()) {
