@@ -1,4 +1,5 @@
-// File contents in a layer: in memory, or in a spill file past the threshold; and copy-up, which
+// File contents in a layer: in memory, or in a spill file past the threshold or the memory budget
+// (budget.h, which every change of a content here tells); and copy-up, which
 // takes a file's content from the folder as a consistent snapshot and records where it came
 // from (the Base). Everything here runs with the inode's content lock (cmu) held by the caller,
 // except takeContent, which takes it itself; no layer lock is ever held while the folder's file

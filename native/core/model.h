@@ -3,6 +3,8 @@
 //
 // Locks, in the only order in which one thread may hold several of them (a lower rank is always
 // taken first; SFS_LOCK checks this in checked builds and aborts on a violation):
+//   0. ContentBudget::regMu_ (budget.h) the overlays the memory budget's evictor walks; held
+//                                 by the evictor around its walk of an overlay's layers.
 //   1. Overlay::mu_   (registry)  the set of layers, which one is active, pins. Held briefly.
 //   2. Layer::mu      (tree)      one layer's Node tree (names, children, whiteouts, opaque,
 //                                 redirects, hard links), its `copied` map, Inode::links.
@@ -183,7 +185,7 @@ struct More {
   uint64_t rdev = 0;
   Timespec times[3];  // with kWideTimes: atime, mtime, ctime
   // --- content (under cmu) ---
-  std::unique_ptr<SpillFile> spill;  // content of a file that outgrew the spill threshold
+  std::unique_ptr<SpillFile> spill;  // content past the spill threshold, or moved out by the budget
   // --- the tree's (under the layer's lock) ---
   std::optional<std::string> redirect;  // directories: merge with this folder directory instead
   Inode* link = nullptr;  // a hard link: the inode this name stands for (a counted reference)
