@@ -5,12 +5,22 @@
 // The high-level API names objects by path and keeps its own node table, so this file only
 // turns a path into the overlay's form and makes one overlay call per request.
 //
-// Caching: the kernel is told to cache nothing (entry, attribute and negative timeouts 0, no
-// pages kept across opens). The high-level API gives no node ids to invalidate, libfuse's
-// fuse_invalidate_path cannot reach cached negative names, and WinFsp's does nothing at all;
-// with nothing cached, a layer switch, an API write or an edit in the folder is visible to the
-// next request without any invalidation. The price is one request per lookup, which is why
-// fuse_ll (node ids, long caches, explicit invalidation) stays the Linux default.
+// Caching (Linux, libfuse): the kernel keeps names for the mount's entry timeout
+// (cacheTimeout), and we tell it what to drop when something changes behind its back: edits in
+// the folder (an inotify watch on every directory of A a request has seen), API writes and layer
+// switches. The high-level API gives no node ids to invalidate, so fuse_invalidate_path drops a
+// path's attributes (and a directory's listing), and a name that is gone is dropped through its
+// first component: an entry invalidation in the root, whose node id is the one we know, drops
+// every name the kernel has under it. Negative names stay uncached (libfuse cannot reach them),
+// and file pages are dropped at every open as before.
+//
+// Attributes are not cached (attr_timeout 0): the high-level API gives each name of a hard link
+// its own kernel inode, so a write or chmod through one name would leave the other name's cached
+// attributes wrong, and its timeouts are one setting for every reply (lib/fuse.c replies with
+// conf.attr_timeout everywhere), not per file. Invalidating every other name from the write's
+// own request could deadlock the kernel (its page locks are held across a WRITE). So a stat
+// costs one GETATTR, but no LOOKUP of any component. On Windows, WinFsp's fuse_invalidate_path
+// does nothing, so the kernel there is still told to cache nothing.
 //
 // Known differences from fuse_ll, each a property of the high-level API:
 // - the kernel's inode is per path, so two names of a hard link are two kernel inodes (their
@@ -36,11 +46,19 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <mutex>
+#include <set>
+#include <unordered_map>
 
 #include "../fuse_common/fuse_attr.h"
 #include "../fuse_common/fuse_loop.h"
 #if !defined(_WIN32)
+#include <fuse_lowlevel.h>
+
+#include "../core/path.h"
+#include "../core/watcher.h"
 #include "../platform/posix_mount.h"
+#include "../platform/posix_watcher.h"
 #endif
 
 namespace shadowfs {
@@ -92,6 +110,9 @@ class HLMount final : public LoopedMount {
         mountPoint_(std::move(mountPoint)),
         opts_(opts) {}
   ~HLMount() override {
+#if !defined(_WIN32)
+    if (watcher_) watcher_->stop();
+#endif
     joinLoop();
     if (f_) {
       fuse_unmount(f_);
@@ -104,10 +125,18 @@ class HLMount final : public LoopedMount {
 
   int start(int* err, std::string* message);
 
+#if defined(_WIN32)
   // Nothing is cached (see the top of the file): there is nothing to invalidate.
   void invalidatePaths(const std::vector<std::string>&) override {}
   void invalidateAll() override {}
   void invalidateForSwitch(const std::vector<std::string>&) override {}
+#else
+  // Called on the addon's worker thread or the watcher's, never on a loop thread and never
+  // under an overlay lock (the kernel may wait for requests in progress).
+  void invalidatePaths(const std::vector<std::string>& paths) override;
+  void invalidateAll() override;
+  void invalidateForSwitch(const std::vector<std::string>& paths) override;
+#endif
   bool usesEpoch() const override { return false; }
   bool mounted() const override { return mounted_.load(); }
   uint64_t requests() const override { return requests_.load(std::memory_order_relaxed); }
@@ -169,6 +198,19 @@ class HLMount final : public LoopedMount {
   // every name is gone; its open handle then names it.
   int setattr(const char* path, struct fuse_file_info* fi, uint32_t mask, const Attr& v);
 
+#if !defined(_WIN32)
+  // Drops what the kernel holds for `paths`: their attributes and their parents' (and
+  // listings); for a path that no longer names anything here, or every path when `allNames`,
+  // the names under its first component (see the top of the file).
+  void forgetPaths(const std::vector<std::string>& paths, bool allNames);
+  // Watches directory `rel` of A from the first request that shows it (once; a directory only
+  // a layer has, or one the OS has no watch left for, relies on the timeout).
+  void watchDir(const std::string& rel);
+  std::unique_ptr<FolderWatcher> watcher_;
+  std::mutex watchMu_;
+  std::unordered_map<std::string, FolderWatcher::Token> watched_;  // 0: tried, not watched
+#endif
+
   std::shared_ptr<Overlay> ov_;
   Layer* view_;  // pinned layer of a view, or null: the active layer
   std::string lower_;
@@ -189,7 +231,13 @@ void* HLMount::opInit(struct fuse_conn_info* conn, struct fuse_config* cfg) {
   // Paths for every request, so an open file whose names are all gone can be told apart (it
   // arrives with a null path).
   cfg->nullpath_ok = 0;
+#if defined(_WIN32)
   cfg->entry_timeout = 0;
+#else
+  auto* self = static_cast<HLMount*>(fuse_get_context()->private_data);
+  cfg->entry_timeout = self->opts_.entryTimeout;
+#endif
+  // Never cached: hard links (see the top of the file).
   cfg->attr_timeout = 0;
   cfg->negative_timeout = 0;
   cfg->kernel_cache = 0;
@@ -222,9 +270,68 @@ int HLMount::opGetattr(const char* path, StatT* st, struct fuse_file_info* fi) {
   if (!path) return -ENOENT;
   // Lookups arrive here too; the core answers ENAMETOOLONG for an over-long name.
   if (int e = m->ov_->getattr(m->view_, rel(path), &a)) return -e;
+#if !defined(_WIN32)
+  if (a.type == FileType::Directory) m->watchDir(rel(path));
+#endif
   toStat(a, st);
   return 0;
 }
+
+#if !defined(_WIN32)
+void HLMount::watchDir(const std::string& dir) {
+  if (!watcher_) return;
+  std::lock_guard lock(watchMu_);
+  auto [it, added] = watched_.emplace(dir, 0);
+  if (added && watcher_->watch(dir, &it->second) != 0) it->second = 0;
+}
+
+void HLMount::forgetPaths(const std::vector<std::string>& paths, bool allNames) {
+  if (!mounted_.load() || !f_) return;
+  struct fuse_session* se = fuse_get_session(f_);
+  std::set<std::string> dirs, tops;
+  for (const std::string& p : paths) {
+    auto comps = components(p);
+    if (comps.empty()) {
+      dirs.insert(std::string());
+      continue;
+    }
+    std::string parent, name;
+    splitLast(p, &parent, &name);
+    dirs.insert(p);
+    dirs.insert(parent);
+    Attr a;
+    if (allNames || ov_->getattr(view_, p, &a) != 0) tops.insert(std::string(comps.front()));
+  }
+  // Attributes and listings first, names last (as fuse_ll does): whoever looks a name up
+  // again then also finds it in its parent's listing. ENOENT: the kernel holds nothing there.
+  for (const std::string& d : dirs) fuse_invalidate_path(f_, ("/" + d).c_str());
+  for (const std::string& t : tops)
+    fuse_lowlevel_notify_inval_entry(se, FUSE_ROOT_ID, t.c_str(), t.size());
+}
+
+void HLMount::invalidatePaths(const std::vector<std::string>& paths) { forgetPaths(paths, false); }
+
+void HLMount::invalidateForSwitch(const std::vector<std::string>& paths) {
+  forgetPaths(paths, true);
+}
+
+void HLMount::invalidateAll() {
+  // Every name in the root now, and the root itself; a first component that is gone from
+  // both keeps its names until the timeout.
+  DirStream d;
+  std::vector<std::string> paths{std::string()};
+  if (ov_->list(view_, std::string(), &d) == 0) {
+    for (size_t i = 2; i < d.count(); ++i) {
+      const char* name;
+      uint64_t ino;
+      FileType type;
+      d.at(i, &name, &ino, &type);
+      paths.emplace_back(name);
+    }
+  }
+  forgetPaths(paths, true);
+}
+#endif
 
 int HLMount::opReadlink(const char* path, char* buf, size_t size) {
   HLMount* m = self();
@@ -544,6 +651,17 @@ int HLMount::start(int* err, std::string* message) {
     return -1;
   }
   mounted_ = true;
+#if !defined(_WIN32)
+  int werr = 0;
+  watcher_ = openPosixWatcher(
+      lower_,
+      [this](const std::vector<std::string>& paths, bool overflow) {
+        if (overflow) invalidateAll();
+        if (!paths.empty()) invalidatePaths(paths);
+      },
+      &werr);
+  watchDir(std::string());
+#endif
   startLoop([this] { fuse_loop_mt(f_, 0); });
   return 0;
 }
@@ -564,6 +682,9 @@ int HLMount::unmount(bool lazy) {
   }
 #endif
   mounted_ = false;
+#if !defined(_WIN32)
+  if (watcher_) watcher_->stop();
+#endif
   // After a plain unmount the loop's next read fails and it ends (unless a copy of the mount
   // lives on in another mount namespace: see joinLoopSoon). After a lazy one it ends when the
   // last program using the detached mount lets go (see dispose()).
