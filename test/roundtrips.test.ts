@@ -371,4 +371,42 @@ describe('caches of the portable backend (fuse_hl)', function () {
       { backend: 'fuse_hl', guard: false },
     );
   });
+
+  it('keeps every name of a hard link right while attributes are cached: a change through one name shows at once through the others, also after their folder was renamed', async () => {
+    const lower = manyFiles('hl-links', 1);
+    await withShadow(
+      lower,
+      async (_shadow, mp) => {
+        const p = (rel: string): string => path.join(mp, rel);
+        const statOf = (rel: string): fs.Stats => fs.statSync(p(rel));
+        fs.mkdirSync(p('d1'));
+        fs.writeFileSync(p('a'), 'one\n');
+        fs.linkSync(p('a'), p('b'));
+        fs.linkSync(p('a'), p('d1/c'));
+        // Each name looked up, so the kernel holds attributes for each.
+        const warm = (): void => ['a', 'b', 'd1/c', 'd2/c'].forEach((n) => fs.existsSync(p(n)) && statOf(n));
+        warm();
+        assert.strictEqual(statOf('b').nlink, 3);
+        fs.appendFileSync(p('a'), 'two\n');
+        assert.strictEqual(statOf('b').size, 8, 'a write through a, seen through b');
+        assert.strictEqual(statOf('d1/c').size, 8, 'a write through a, seen through d1/c');
+        warm();
+        fs.chmodSync(p('b'), 0o600);
+        assert.strictEqual(statOf('a').mode & 0o777, 0o600, 'a chmod through b, seen through a');
+        fs.renameSync(p('d1'), p('d2'));
+        warm();
+        fs.truncateSync(p('a'), 2);
+        assert.strictEqual(statOf('d2/c').size, 2, 'a truncate through a, seen through d2/c (its folder renamed)');
+        warm();
+        fs.unlinkSync(p('a'));
+        assert.strictEqual(statOf('b').nlink, 2, 'an unlink of a, seen through b');
+        warm();
+        fs.writeFileSync(p('y'), 'other\n');
+        fs.renameSync(p('y'), p('d2/c'));
+        assert.strictEqual(statOf('b').nlink, 1, 'a rename over d2/c, seen through b');
+        assert.strictEqual(fs.readFileSync(p('b'), 'utf8'), 'on');
+      },
+      { backend: 'fuse_hl', guard: false },
+    );
+  });
 });
