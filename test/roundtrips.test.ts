@@ -1,4 +1,5 @@
-// Round trips to the FUSE server, counted by the fuse_ll backend itself (Shadow.requestCounts):
+// Round trips to the FUSE server, counted by the fuse_ll backend itself (Shadow.requestCounts;
+// fuse_hl counts only their total, Shadow.activity, for its caches at the end of this file):
 // what a workload costs in requests, and that the answers that spare requests are right. These
 // tests mount fuse_ll explicitly (the counts are that backend's), in every pass, and pick its I/O
 // mode (MountOptions.io) per test: "cached" (no OPEN/OPENDIR/CREATE round trips), "open".
@@ -313,6 +314,99 @@ describe('round trips (fuse_ll)', function () {
         assert.strictEqual(d.release, n, JSON.stringify(d));
       },
       { backend: 'fuse_ll', io: 'open' },
+    );
+  });
+});
+
+describe('caches of the portable backend (fuse_hl)', function () {
+  it('keeps names and attributes across passes, and still shows edits in the folder, API writes and layer switches at once', async () => {
+    const n = 50;
+    const lower = manyFiles('hl-cache', n);
+    await withShadow(
+      lower,
+      async (shadow, mp) => {
+        const statAll = (): void => {
+          for (let i = 0; i < n; i++) fs.statSync(path.join(mp, 'sub', `f${i}.txt`));
+        };
+        // fuse_hl counts requests in total only (Shadow.activity). A second pass must ask for
+        // almost nothing (without the caches it asks a LOOKUP and a GETATTR per component: 5n).
+        // Memory reclaim may take a few names away meanwhile: the best of three passes counts.
+        const costs: number[] = [];
+        for (let pass = 0; pass < 3; pass++) {
+          statAll();
+          const before = shadow.activity();
+          statAll();
+          costs.push(shadow.activity() - before);
+          if (costs[costs.length - 1] < 5) break;
+        }
+        assert.ok(
+          costs.some((c) => c < 5),
+          `a second pass over ${n} names asked again: ${JSON.stringify(costs)} requests`,
+        );
+        const until = async (what: string, ok: () => boolean): Promise<void> => {
+          for (let i = 0; i < 600 && !ok(); i++) await new Promise((r) => setTimeout(r, 50));
+          assert.ok(ok(), what);
+        };
+        // Edits in the folder (the mount's timeout is 60 s; these show within the 30 s waited).
+        fs.writeFileSync(path.join(lower, 'sub', 'f3.txt'), 'edited in the folder, longer\n');
+        await until('a changed file', () => fs.statSync(path.join(mp, 'sub', 'f3.txt')).size === 29);
+        assert.strictEqual(cat([path.join(mp, 'sub', 'f3.txt')]), 'edited in the folder, longer\n');
+        fs.rmSync(path.join(lower, 'sub', 'f5.txt'));
+        await until('a removed file', () => !fs.existsSync(path.join(mp, 'sub', 'f5.txt')));
+        fs.writeFileSync(path.join(lower, 'sub', 'new.txt'), 'new\n');
+        await until('a new file', () => fs.existsSync(path.join(mp, 'sub', 'new.txt')));
+        assert.ok(ls(path.join(mp, 'sub')).includes('new.txt') && !ls(path.join(mp, 'sub')).includes('f5.txt'));
+        // An API write and a layer switch show at once.
+        await shadow.layer('default').write('sub/f6.txt', 'written through the API\n');
+        assert.strictEqual(fs.statSync(path.join(mp, 'sub', 'f6.txt')).size, 24);
+        await shadow.createLayer('other');
+        await shadow.layer('other').write('sub/f7.txt', 'the other layer\n');
+        await shadow.layer('other').remove('sub/f8.txt');
+        await shadow.activate('other');
+        assert.strictEqual(fs.statSync(path.join(mp, 'sub', 'f7.txt')).size, 16);
+        assert.strictEqual(cat([path.join(mp, 'sub', 'f7.txt')]), 'the other layer\n');
+        assert.ok(!fs.existsSync(path.join(mp, 'sub', 'f8.txt')), 'a name the other layer removed');
+        assert.strictEqual(fs.statSync(path.join(mp, 'sub', 'f6.txt')).size, 'file 6\n'.length);
+      },
+      { backend: 'fuse_hl', guard: false },
+    );
+  });
+
+  it('keeps every name of a hard link right while attributes are cached: a change through one name shows at once through the others, also after their folder was renamed', async () => {
+    const lower = manyFiles('hl-links', 1);
+    await withShadow(
+      lower,
+      async (_shadow, mp) => {
+        const p = (rel: string): string => path.join(mp, rel);
+        const statOf = (rel: string): fs.Stats => fs.statSync(p(rel));
+        fs.mkdirSync(p('d1'));
+        fs.writeFileSync(p('a'), 'one\n');
+        fs.linkSync(p('a'), p('b'));
+        fs.linkSync(p('a'), p('d1/c'));
+        // Each name looked up, so the kernel holds attributes for each.
+        const warm = (): void => ['a', 'b', 'd1/c', 'd2/c'].forEach((n) => fs.existsSync(p(n)) && statOf(n));
+        warm();
+        assert.strictEqual(statOf('b').nlink, 3);
+        fs.appendFileSync(p('a'), 'two\n');
+        assert.strictEqual(statOf('b').size, 8, 'a write through a, seen through b');
+        assert.strictEqual(statOf('d1/c').size, 8, 'a write through a, seen through d1/c');
+        warm();
+        fs.chmodSync(p('b'), 0o600);
+        assert.strictEqual(statOf('a').mode & 0o777, 0o600, 'a chmod through b, seen through a');
+        fs.renameSync(p('d1'), p('d2'));
+        warm();
+        fs.truncateSync(p('a'), 2);
+        assert.strictEqual(statOf('d2/c').size, 2, 'a truncate through a, seen through d2/c (its folder renamed)');
+        warm();
+        fs.unlinkSync(p('a'));
+        assert.strictEqual(statOf('b').nlink, 2, 'an unlink of a, seen through b');
+        warm();
+        fs.writeFileSync(p('y'), 'other\n');
+        fs.renameSync(p('y'), p('d2/c'));
+        assert.strictEqual(statOf('b').nlink, 1, 'a rename over d2/c, seen through b');
+        assert.strictEqual(fs.readFileSync(p('b'), 'utf8'), 'on');
+      },
+      { backend: 'fuse_hl', guard: false },
     );
   });
 });

@@ -5,12 +5,26 @@
 // The high-level API names objects by path and keeps its own node table, so this file only
 // turns a path into the overlay's form and makes one overlay call per request.
 //
-// Caching: the kernel is told to cache nothing (entry, attribute and negative timeouts 0, no
-// pages kept across opens). The high-level API gives no node ids to invalidate, libfuse's
-// fuse_invalidate_path cannot reach cached negative names, and WinFsp's does nothing at all;
-// with nothing cached, a layer switch, an API write or an edit in the folder is visible to the
-// next request without any invalidation. The price is one request per lookup, which is why
-// fuse_ll (node ids, long caches, explicit invalidation) stays the Linux default.
+// Caching (Linux, libfuse): the kernel keeps names for the mount's entry timeout
+// (cacheTimeout), and we tell it what to drop when something changes behind its back: edits in
+// the folder (an inotify watch on every directory of A a request has seen), API writes and layer
+// switches. The high-level API gives no node ids to invalidate, so fuse_invalidate_path drops a
+// path's attributes (and a directory's listing), and a name that is gone is dropped through its
+// first component: an entry invalidation in the root, whose node id is the one we know, drops
+// every name the kernel has under it. Negative names stay uncached (libfuse cannot reach them),
+// and file pages are dropped at every open as before.
+//
+// Hard links: the high-level API gives each name of a hard link its own kernel inode, and its
+// timeouts are one setting for every reply (lib/fuse.c answers with conf.attr_timeout
+// everywhere), so a write or chmod through one name would leave the other names' cached
+// attributes wrong. We remember every name a lookup showed with a link count above one, by
+// object, and before a request that changes such an object answers (write, truncate, chmod,
+// link, unlink, rename over it...) we invalidate its other names. The invalidation runs on a
+// thread of its own and the request waits for it, but only for a bounded time: the kernel holds
+// a file's pages locked across its WRITE, so two writes through two names of one file at once
+// would each wait for the other's pages; the bound breaks that cycle (the invalidation still
+// lands, a moment later). On Windows, WinFsp's fuse_invalidate_path does nothing, so the kernel
+// there is told to cache nothing.
 //
 // Known differences from fuse_ll, each a property of the high-level API:
 // - the kernel's inode is per path, so two names of a hard link are two kernel inodes (their
@@ -35,12 +49,23 @@
 
 #include <atomic>
 #include <cerrno>
+#include <chrono>
+#include <condition_variable>
 #include <cstring>
+#include <mutex>
+#include <thread>
+#include <set>
+#include <unordered_map>
 
 #include "../fuse_common/fuse_attr.h"
 #include "../fuse_common/fuse_loop.h"
 #if !defined(_WIN32)
+#include <fuse_lowlevel.h>
+
+#include "../core/path.h"
+#include "../core/watcher.h"
 #include "../platform/posix_mount.h"
+#include "../platform/posix_watcher.h"
 #endif
 
 namespace shadowfs {
@@ -92,6 +117,10 @@ class HLMount final : public LoopedMount {
         mountPoint_(std::move(mountPoint)),
         opts_(opts) {}
   ~HLMount() override {
+#if !defined(_WIN32)
+    if (watcher_) watcher_->stop();
+    stopInvalidator();
+#endif
     joinLoop();
     if (f_) {
       fuse_unmount(f_);
@@ -104,10 +133,18 @@ class HLMount final : public LoopedMount {
 
   int start(int* err, std::string* message);
 
+#if defined(_WIN32)
   // Nothing is cached (see the top of the file): there is nothing to invalidate.
   void invalidatePaths(const std::vector<std::string>&) override {}
   void invalidateAll() override {}
   void invalidateForSwitch(const std::vector<std::string>&) override {}
+#else
+  // Called on the addon's worker thread or the watcher's, never on a loop thread and never
+  // under an overlay lock (the kernel may wait for requests in progress).
+  void invalidatePaths(const std::vector<std::string>& paths) override;
+  void invalidateAll() override;
+  void invalidateForSwitch(const std::vector<std::string>& paths) override;
+#endif
   bool usesEpoch() const override { return false; }
   bool mounted() const override { return mounted_.load(); }
   uint64_t requests() const override { return requests_.load(std::memory_order_relaxed); }
@@ -169,6 +206,39 @@ class HLMount final : public LoopedMount {
   // every name is gone; its open handle then names it.
   int setattr(const char* path, struct fuse_file_info* fi, uint32_t mask, const Attr& v);
 
+#if !defined(_WIN32)
+  // Drops what the kernel holds for `paths`: their attributes and their parents' (and
+  // listings); for a path that no longer names anything here, or every path when `allNames`,
+  // the names under its first component (see the top of the file).
+  void forgetPaths(const std::vector<std::string>& paths, bool allNames);
+  // Watches directory `rel` of A from the first request that shows it (once; a directory only
+  // a layer has, or one the OS has no watch left for, relies on the timeout).
+  void watchDir(const std::string& rel);
+  // Hard links (see the top of the file). noteLinked: on a loop thread, for every lookup's and
+  // getattr's answer. linkedNames: every name noted for the object `a` but `except`.
+  // changedLinked: on a loop thread, after a request changed the object at `path` (or open as
+  // `h`): its other names are invalidated before the request answers (bounded wait).
+  void noteLinked(const std::string& path, const Attr& a);
+  std::vector<std::string> linkedNames(const Attr& a, const std::string& except);
+  void changedLinked(const char* path, Handle* h);
+  void invalidateSoon(std::vector<std::string> paths);  // and waits, bounded
+  void invalidatorLoop();
+  void stopInvalidator();
+  std::unique_ptr<FolderWatcher> watcher_;
+  // Lock order: linksMu_ and invalMu_ are never held together, nor across an overlay call.
+  std::mutex linksMu_;
+  std::unordered_map<uint64_t, std::set<std::string>> linked_;  // by Attr::ino
+  std::atomic<bool> anyLinked_{false};
+  std::mutex invalMu_;
+  std::condition_variable invalCv_, invalDoneCv_;
+  std::vector<std::string> invalQueue_;
+  uint64_t invalAsked_ = 0, invalDone_ = 0;
+  bool invalStop_ = false;
+  std::thread invalidator_;
+  std::mutex watchMu_;
+  std::unordered_map<std::string, FolderWatcher::Token> watched_;  // 0: tried, not watched
+#endif
+
   std::shared_ptr<Overlay> ov_;
   Layer* view_;  // pinned layer of a view, or null: the active layer
   std::string lower_;
@@ -189,8 +259,14 @@ void* HLMount::opInit(struct fuse_conn_info* conn, struct fuse_config* cfg) {
   // Paths for every request, so an open file whose names are all gone can be told apart (it
   // arrives with a null path).
   cfg->nullpath_ok = 0;
+#if defined(_WIN32)
   cfg->entry_timeout = 0;
   cfg->attr_timeout = 0;
+#else
+  auto* self = static_cast<HLMount*>(fuse_get_context()->private_data);
+  cfg->entry_timeout = self->opts_.entryTimeout;
+  cfg->attr_timeout = self->opts_.attrTimeout;
+#endif
   cfg->negative_timeout = 0;
   cfg->kernel_cache = 0;
   cfg->auto_cache = 0;
@@ -216,15 +292,151 @@ int HLMount::opGetattr(const char* path, StatT* st, struct fuse_file_info* fi) {
   // fstat: the object that was opened, whatever the path shows now.
   if (Handle* h = handleOf(fi); h && m->ov_->fgetattr(h, &a) == 0) {
     if (!path) a.nlink = 0;  // open, but every name is gone
+#if !defined(_WIN32)
+    else m->noteLinked(rel(path), a);
+#endif
     toStat(a, st);
     return 0;
   }
   if (!path) return -ENOENT;
   // Lookups arrive here too; the core answers ENAMETOOLONG for an over-long name.
   if (int e = m->ov_->getattr(m->view_, rel(path), &a)) return -e;
+#if !defined(_WIN32)
+  if (a.type == FileType::Directory) m->watchDir(rel(path));
+  m->noteLinked(rel(path), a);
+#endif
   toStat(a, st);
   return 0;
 }
+
+#if !defined(_WIN32)
+void HLMount::watchDir(const std::string& dir) {
+  if (!watcher_) return;
+  std::lock_guard lock(watchMu_);
+  auto [it, added] = watched_.emplace(dir, 0);
+  if (added && watcher_->watch(dir, &it->second) != 0) it->second = 0;
+}
+
+void HLMount::forgetPaths(const std::vector<std::string>& paths, bool allNames) {
+  if (!mounted_.load() || !f_) return;
+  struct fuse_session* se = fuse_get_session(f_);
+  std::set<std::string> dirs, tops;
+  for (const std::string& p : paths) {
+    auto comps = components(p);
+    if (comps.empty()) {
+      dirs.insert(std::string());
+      continue;
+    }
+    std::string parent, name;
+    splitLast(p, &parent, &name);
+    dirs.insert(p);
+    dirs.insert(parent);
+    Attr a;
+    const bool gone = ov_->getattr(view_, p, &a) != 0;
+    if (allNames || gone) tops.insert(std::string(comps.front()));
+    // A folder file's other hard-link names changed with it (inotify reports only this one).
+    if (!gone)
+      for (std::string& other : linkedNames(a, p)) dirs.insert(std::move(other));
+  }
+  // Attributes and listings first, names last (as fuse_ll does): whoever looks a name up
+  // again then also finds it in its parent's listing. ENOENT: the kernel holds nothing there.
+  for (const std::string& d : dirs) fuse_invalidate_path(f_, ("/" + d).c_str());
+  for (const std::string& t : tops)
+    fuse_lowlevel_notify_inval_entry(se, FUSE_ROOT_ID, t.c_str(), t.size());
+}
+
+void HLMount::noteLinked(const std::string& path, const Attr& a) {
+  if (a.type != FileType::Regular || a.nlink < 2) return;
+  std::lock_guard lock(linksMu_);
+  linked_[a.ino].insert(path);
+  anyLinked_.store(true, std::memory_order_relaxed);
+}
+
+std::vector<std::string> HLMount::linkedNames(const Attr& a, const std::string& except) {
+  std::vector<std::string> out;
+  if (a.type != FileType::Regular || !anyLinked_.load(std::memory_order_relaxed)) return out;
+  std::lock_guard lock(linksMu_);
+  auto it = linked_.find(a.ino);
+  if (it == linked_.end()) return out;
+  for (const std::string& p : it->second)
+    if (p != except) out.push_back(p);
+  return out;
+}
+
+void HLMount::changedLinked(const char* path, Handle* h) {
+  if (!anyLinked_.load(std::memory_order_relaxed)) return;
+  Attr a;
+  if (!(h && ov_->fgetattr(h, &a) == 0) && !(path && ov_->getattr(view_, rel(path), &a) == 0))
+    return;
+  // Never the request's own name: its pages may be locked for this very request, and the kernel
+  // updates that inode's attributes itself.
+  invalidateSoon(linkedNames(a, path ? rel(path) : std::string()));
+}
+
+void HLMount::invalidateSoon(std::vector<std::string> paths) {
+  if (paths.empty()) return;
+  std::unique_lock lock(invalMu_);
+  if (invalStop_) return;
+  for (std::string& p : paths) invalQueue_.push_back(std::move(p));
+  const uint64_t ticket = ++invalAsked_;
+  invalCv_.notify_one();
+  // Bounded (see the top of the file): 1 s only when two writes through two names cross.
+  invalDoneCv_.wait_for(lock, std::chrono::seconds(1),
+                        [&] { return invalDone_ >= ticket || invalStop_; });
+}
+
+// On the invalidator thread: batches of paths, each dropped with fuse_invalidate_path (ENOENT:
+// the kernel holds nothing there).
+void HLMount::invalidatorLoop() {
+  std::unique_lock lock(invalMu_);
+  for (;;) {
+    invalCv_.wait(lock, [&] { return invalStop_ || !invalQueue_.empty(); });
+    if (invalStop_) return;
+    std::vector<std::string> batch;
+    batch.swap(invalQueue_);
+    const uint64_t upTo = invalAsked_;
+    lock.unlock();
+    std::set<std::string> unique(batch.begin(), batch.end());
+    for (const std::string& p : unique) fuse_invalidate_path(f_, ("/" + p).c_str());
+    lock.lock();
+    invalDone_ = upTo;
+    invalDoneCv_.notify_all();
+  }
+}
+
+void HLMount::stopInvalidator() {
+  {
+    std::lock_guard lock(invalMu_);
+    invalStop_ = true;
+  }
+  invalCv_.notify_all();
+  invalDoneCv_.notify_all();
+  if (invalidator_.joinable()) invalidator_.join();
+}
+
+void HLMount::invalidatePaths(const std::vector<std::string>& paths) { forgetPaths(paths, false); }
+
+void HLMount::invalidateForSwitch(const std::vector<std::string>& paths) {
+  forgetPaths(paths, true);
+}
+
+void HLMount::invalidateAll() {
+  // Every name in the root now, and the root itself; a first component that is gone from
+  // both keeps its names until the timeout.
+  DirStream d;
+  std::vector<std::string> paths{std::string()};
+  if (ov_->list(view_, std::string(), &d) == 0) {
+    for (size_t i = 2; i < d.count(); ++i) {
+      const char* name;
+      uint64_t ino;
+      FileType type;
+      d.at(i, &name, &ino, &type);
+      paths.emplace_back(name);
+    }
+  }
+  forgetPaths(paths, true);
+}
+#endif
 
 int HLMount::opReadlink(const char* path, char* buf, size_t size) {
   HLMount* m = self();
@@ -253,7 +465,20 @@ int HLMount::opMkdir(const char* path, ModeT mode) {
 
 int HLMount::opUnlink(const char* path) {
   HLMount* m = self();
+#if !defined(_WIN32)
+  // The other names' link count drops.
+  Attr a;
+  const bool linked = m->anyLinked_.load() && m->ov_->getattr(m->view_, rel(path), &a) == 0;
+  if (int e = m->ov_->unlink(m->view_, rel(path))) return -e;
+  if (linked) {
+    m->invalidateSoon(m->linkedNames(a, rel(path)));
+    std::lock_guard lock(m->linksMu_);
+    if (auto it = m->linked_.find(a.ino); it != m->linked_.end()) it->second.erase(rel(path));
+  }
+  return 0;
+#else
   return -m->ov_->unlink(m->view_, rel(path));
+#endif
 }
 
 int HLMount::opRmdir(const char* path) {
@@ -271,13 +496,52 @@ int HLMount::opRename(const char* from, const char* to, unsigned int flags) {
   HLMount* m = self();
   // The API passes Linux's rename flags, which RenameFlags mirrors.
   if (flags & ~(kRenameNoReplace | kRenameExchange)) return -EINVAL;
+#if !defined(_WIN32)
+  const bool track = m->anyLinked_.load();
+  Attr victim;  // replaced (or exchanged): its other names' link count and ctime change
+  const bool hadVictim = track && m->ov_->getattr(m->view_, rel(to), &victim) == 0;
+  if (int e = m->ov_->rename(m->view_, rel(from), rel(to), flags)) return -e;
+  if (!track) return 0;
+  if (hadVictim) m->invalidateSoon(m->linkedNames(victim, rel(to)));
+  // Names noted under `from` now live under `to` (and the other way round for an exchange).
+  const std::string f = rel(from), t = rel(to);
+  auto moved = [&](const std::string& p, const std::string& a, const std::string& b,
+                   std::string* out) {
+    if (p == a) return *out = b, true;
+    if (p.size() > a.size() && p.compare(0, a.size(), a) == 0 && p[a.size()] == '/')
+      return *out = b + p.substr(a.size()), true;
+    return false;
+  };
+  std::lock_guard lock(m->linksMu_);
+  for (auto& [ino, names] : m->linked_) {
+    std::set<std::string> next;
+    for (const std::string& p : names) {
+      std::string q;
+      if (moved(p, f, t, &q)) next.insert(q);
+      else if (moved(p, t, f, &q)) {
+        if (flags & kRenameExchange) next.insert(q);  // else: replaced, that name is gone
+      } else {
+        next.insert(p);
+      }
+    }
+    names.swap(next);
+  }
+  return 0;
+#else
   return -m->ov_->rename(m->view_, rel(from), rel(to), flags);
+#endif
 }
 
 int HLMount::opLink(const char* from, const char* to) {
   HLMount* m = self();
   Attr a;
-  return -m->ov_->link(m->view_, rel(from), rel(to), &a);
+  if (int e = m->ov_->link(m->view_, rel(from), rel(to), &a)) return -e;
+#if !defined(_WIN32)
+  // Every name's link count grows; the kernel updates `from`'s inode and looks `to` up.
+  m->noteLinked(rel(from), a);
+  m->invalidateSoon(m->linkedNames(a, rel(to)));
+#endif
+  return 0;
 }
 
 int HLMount::setattr(const char* path, struct fuse_file_info* fi, uint32_t mask, const Attr& v) {
@@ -290,7 +554,12 @@ int HLMount::setattr(const char* path, struct fuse_file_info* fi, uint32_t mask,
   // Through an open file (ftruncate, fchmod): the layer the file was opened in.
   std::shared_ptr<Layer> layer = viaHandle ? h->layer.lock() : ov_->current(view_);
   if (!layer) return -ESTALE;
-  return -ov_->setattr(layer.get(), path ? rel(path) : std::string(), h, mask, v, &out);
+  if (int e = ov_->setattr(layer.get(), path ? rel(path) : std::string(), h, mask, v, &out))
+    return -e;
+#if !defined(_WIN32)
+  changedLinked(path, h);
+#endif
+  return 0;
 }
 
 int HLMount::opChmod(const char* path, ModeT mode, struct fuse_file_info* fi) {
@@ -345,6 +614,9 @@ int HLMount::opOpen(const char* path, struct fuse_file_info* fi) {
   fi->fh = reinterpret_cast<uint64_t>(h);
   fi->keep_cache = 0;
 #if !defined(_WIN32)
+  if (fi->flags & O_TRUNC) m->changedLinked(path, h);
+#endif
+#if !defined(_WIN32)
   // flush does nothing here, and a close() waiting for a FLUSH answer deadlocks a process that
   // exits while holding files open on its own mount: tell the kernel not to send it.
   fi->noflush = 1;
@@ -374,9 +646,15 @@ int HLMount::opRead(const char*, char* buf, size_t size, OffT off, struct fuse_f
   return static_cast<int>(got);
 }
 
-int HLMount::opWrite(const char*, const char* buf, size_t size, OffT off,
+int HLMount::opWrite(const char* path, const char* buf, size_t size, OffT off,
                      struct fuse_file_info* fi) {
-  if (int e = self()->ov_->write(handleOf(fi), buf, size, static_cast<uint64_t>(off))) return -e;
+  HLMount* m = self();
+  if (int e = m->ov_->write(handleOf(fi), buf, size, static_cast<uint64_t>(off))) return -e;
+#if !defined(_WIN32)
+  m->changedLinked(path, handleOf(fi));
+#else
+  (void)path;
+#endif
   return static_cast<int>(size);
 }
 
@@ -472,15 +750,23 @@ int HLMount::opRemovexattr(const char* path, const char* name) {
 
 #if !defined(_WIN32)
 // As in fuse_ll: Overlay::fallocate has the semantics; the other modes are refused.
-int HLMount::opFallocate(const char*, int mode, OffT off, OffT len, struct fuse_file_info* fi) {
+int HLMount::opFallocate(const char* path, int mode, OffT off, OffT len,
+                         struct fuse_file_info* fi) {
   HLMount* m = self();
   if (mode & ~FALLOC_FL_KEEP_SIZE) return -EOPNOTSUPP;
   Handle* h = handleOf(fi);
   if (!h) return -EBADF;
   std::shared_ptr<Layer> layer = h->layer.lock();
   if (!layer) return -ESTALE;
-  return -m->ov_->fallocate(layer.get(), h, (mode & FALLOC_FL_KEEP_SIZE) != 0,
-                            static_cast<uint64_t>(off), static_cast<uint64_t>(len));
+  if (int e = m->ov_->fallocate(layer.get(), h, (mode & FALLOC_FL_KEEP_SIZE) != 0,
+                                static_cast<uint64_t>(off), static_cast<uint64_t>(len)))
+    return -e;
+#if !defined(_WIN32)
+  m->changedLinked(path, h);
+#else
+  (void)path;
+#endif
+  return 0;
 }
 #endif
 
@@ -544,6 +830,18 @@ int HLMount::start(int* err, std::string* message) {
     return -1;
   }
   mounted_ = true;
+#if !defined(_WIN32)
+  int werr = 0;
+  watcher_ = openPosixWatcher(
+      lower_,
+      [this](const std::vector<std::string>& paths, bool overflow) {
+        if (overflow) invalidateAll();
+        if (!paths.empty()) invalidatePaths(paths);
+      },
+      &werr);
+  watchDir(std::string());
+  invalidator_ = std::thread([this] { invalidatorLoop(); });
+#endif
   startLoop([this] { fuse_loop_mt(f_, 0); });
   return 0;
 }
@@ -564,6 +862,10 @@ int HLMount::unmount(bool lazy) {
   }
 #endif
   mounted_ = false;
+#if !defined(_WIN32)
+  if (watcher_) watcher_->stop();
+  stopInvalidator();
+#endif
   // After a plain unmount the loop's next read fails and it ends (unless a copy of the mount
   // lives on in another mount namespace: see joinLoopSoon). After a lazy one it ends when the
   // last program using the detached mount lets go (see dispose()).
