@@ -96,6 +96,88 @@ process.stdin.on('end', () => notStarted('the daemon closed its channel before l
 process.stdin.on('error', (err) => notStarted('its channel to the daemon failed: ' + err.message));
 `;
 
+/**
+ * Set in a session launcher's environment (SESSION_LAUNCHER): the named pipe it reads its "go"
+ * line from (its stdin is the terminal, which the user types into). Never passed on to the command.
+ */
+const GO_PIPE = 'SHADOWFS_LAUNCHER_GO_PIPE';
+
+/**
+ * The launcher of a shell session (win32-session.ts), run on the session's pseudo console as
+ * `node -e SESSION_LAUNCHER -- command args...`. Its stdin is the terminal, so it takes its "go"
+ * line from the named pipe named in SHADOWFS_LAUNCHER_GO_PIPE instead (no line, or another one, or
+ * the pipe failing: exit 125, nothing started). Then it spawns the command on the same console:
+ * with its own standard handles when they are the console's (Windows), else with handles it opens
+ * on CONIN$ and CONOUT$ (wine starts a pseudo console's first process with no standard handles).
+ * It ignores Ctrl-C and Ctrl-Break: the console delivers them to every process on it, the command
+ * included, which decides for itself. It exits with the command's exit code.
+ */
+export const SESSION_LAUNCHER = `'use strict';
+const { spawn } = require('child_process');
+const fs = require('fs');
+const net = require('net');
+const tty = require('tty');
+const argv = process.argv.slice(1);
+let stdio = 'inherit';
+let err = 2;
+if (!tty.isatty(0) || !tty.isatty(1)) {
+  try {
+    const i = fs.openSync('\\\\\\\\.\\\\CONIN$', 'r+');
+    const o = fs.openSync('\\\\\\\\.\\\\CONOUT$', 'r+');
+    stdio = [i, o, o];
+    err = o;
+  } catch {}
+}
+const say = (m) => { try { fs.writeSync(err, 'shadowfs: ' + m + '\\r\\n'); } catch {} };
+const pipe = process.env.${GO_PIPE};
+delete process.env.${GO_PIPE};
+let decided = false;
+const notStarted = (why) => {
+  if (decided) return;
+  decided = true;
+  say('the session did not start: ' + why);
+  process.exit(${LAUNCHER_NOT_STARTED});
+};
+for (const sig of ['SIGINT', 'SIGBREAK']) process.on(sig, () => {});
+const start = () => {
+  decided = true;
+  const env = { ...process.env };
+  for (const k of Object.keys(env)) if (k.toUpperCase() === 'NODE_OPTIONS') delete env[k];
+  if (env.${NODE_OPTIONS_CARRIER} !== undefined) env.NODE_OPTIONS = env.${NODE_OPTIONS_CARRIER};
+  delete env.${NODE_OPTIONS_CARRIER};
+  const verbatim = env.${VERBATIM_FLAG} === '1';
+  delete env.${VERBATIM_FLAG};
+  let child;
+  try {
+    child = spawn(argv[0], argv.slice(1), { stdio, env, windowsVerbatimArguments: verbatim });
+  } catch (e) {
+    say('cannot start ' + argv[0] + ': ' + e.message);
+    process.exit(${LAUNCHER_CANNOT_START});
+  }
+  child.once('error', (e) => {
+    say('cannot start ' + argv[0] + ': ' + e.message);
+    process.exit(${LAUNCHER_CANNOT_START});
+  });
+  child.once('exit', (code) => process.exit(code === null ? 1 : code));
+};
+if (argv.length === 0) notStarted('no command was given');
+else if (!pipe) notStarted('no channel to the daemon was given');
+else {
+  let line = '';
+  const channel = net.connect(pipe);
+  channel.on('data', (chunk) => {
+    line += chunk.toString('latin1');
+    const nl = line.indexOf('\\n');
+    if (nl < 0 || decided) return;
+    if (line.slice(0, nl).replace(/\\r$/, '') === 'go') start();
+    else notStarted('the daemon did not let it go');
+    channel.destroy();
+  });
+  channel.on('end', () => notStarted('the daemon closed its channel before letting it go'));
+  channel.on('error', (e) => notStarted('its channel to the daemon failed: ' + e.message));
+}
+`;
+
 /** Options of launch(); stdin of the command is always nothing, stdout and stderr are pipes. */
 export interface LaunchOptions {
   cwd?: string;
@@ -117,7 +199,11 @@ export interface LaunchOptions {
 export function launcherCommand(
   argv: string[],
   env: NodeJS.ProcessEnv = process.env,
-  opts: { windowsVerbatimArguments?: boolean } = {},
+  opts: {
+    windowsVerbatimArguments?: boolean;
+    /** A session's launcher (SESSION_LAUNCHER) reading its go line from this named pipe; default: a run's (LAUNCHER). */
+    goPipe?: string;
+  } = {},
 ): { file: string; args: string[]; env: NodeJS.ProcessEnv } {
   if (argv.length === 0) throw new Error('launcherCommand: no command given');
   const out: NodeJS.ProcessEnv = {};
@@ -126,10 +212,12 @@ export function launcherCommand(
     const name = k.toUpperCase();
     if (name === 'NODE_OPTIONS') nodeOptions = v;
     // The launcher's own variables are the daemon's to set, never the run's environment's.
-    else if (name !== NODE_OPTIONS_CARRIER && name !== VERBATIM_FLAG) out[k] = v;
+    else if (name !== NODE_OPTIONS_CARRIER && name !== VERBATIM_FLAG && name !== GO_PIPE) out[k] = v;
   }
   if (nodeOptions !== undefined) out[NODE_OPTIONS_CARRIER] = nodeOptions;
   if (opts.windowsVerbatimArguments) out[VERBATIM_FLAG] = '1';
+  if (opts.goPipe !== undefined) out[GO_PIPE] = opts.goPipe;
+  const script = opts.goPipe === undefined ? LAUNCHER : SESSION_LAUNCHER;
   // `--` ends node's own options, so a command that starts with "-" is not taken for one.
-  return { file: process.execPath, args: ['-e', LAUNCHER, '--', ...argv], env: out };
+  return { file: process.execPath, args: ['-e', script, '--', ...argv], env: out };
 }

@@ -25,7 +25,12 @@ export const ShellInfo = z.object({
   cols,
   rows,
   attached: z.number().int().describe('Connections joined to it now.'),
-  protections: z.array(z.string()).describe('The confinement this system gives the session (as a run reports it).'),
+  protections: z
+    .array(z.string())
+    .describe(
+      "The confinement this system gives the session (as a run reports it; Windows: 'job', and 'low-integrity' when the token was lowered).",
+    ),
+  unprotectedReason: z.string().optional().describe('Windows: why the program runs without its Low-integrity token, when it does.'),
 });
 export type ShellInfo = z.infer<typeof ShellInfo>;
 
@@ -47,6 +52,12 @@ export const ShellRequests = {
       term: text('The terminal type the program is told ($TERM); default: xterm-256color.').max(64).optional(),
       env: z.array(text('NAME=value')).optional().describe('Extra environment entries, NAME=value.'),
       noNetwork: z.boolean().optional().describe('Only loopback networking (a network namespace).'),
+      unprotected: z
+        .boolean()
+        .optional()
+        .describe(
+          'Windows: start the program even when its token cannot be lowered to Low integrity, instead of NAMESPACE_UNAVAILABLE (Linux sessions are always confined: NOT_SUPPORTED).',
+        ),
       writable: z
         .array(text('absolute directory'))
         .max(64)

@@ -5,13 +5,19 @@
 // seccomp). The terminal is node-pty's; whoever is attached reads its output and types into it.
 // The session outlives the connection that started it: the program goes on until it exits or
 // the session is closed, and keeps a bounded copy of its recent output for whoever joins again.
+// On Windows the terminal is a ConPTY pseudo console (node-pty) and the program is started as a
+// run's command is, in a Job Object at Low integrity (src/platform/win32-session.ts), at the
+// view's own mount point: Windows cannot show the view at the folder's path.
 import { EventEmitter } from 'events';
 import * as crypto from 'crypto';
+import * as os from 'os';
 import * as path from 'path';
 import { ShadowError } from '../common/errors';
 import { normalizeRelPath } from '../common/paths';
 import { platform } from '../platform';
-import { checkExtraDirs, commandEnv, launchArgs, launcherPath, probeConfinement, type Protection } from '../run/launcher';
+import { isWin32Group } from '../platform/win32-processes';
+import { checkConPty, defaultWindowsShell, releaseConsole, startWin32Session } from '../platform/win32-session';
+import { checkExtraDirs, commandEnv, launchArgs, launcherPath, probeConfinement } from '../run/launcher';
 import type { Shadow } from '../shadow';
 
 /** The part of node-pty a session uses (the package is optional: see loadPty). */
@@ -24,7 +30,8 @@ interface Pty {
   kill(signal?: string): void;
 }
 interface PtyModule {
-  spawn(file: string, args: string[], opts: Record<string, unknown>): Pty;
+  /** On Windows `args` may be one finished command line. */
+  spawn(file: string, args: string[] | string, opts: Record<string, unknown>): Pty;
 }
 
 let ptyModule: PtyModule | undefined;
@@ -37,11 +44,16 @@ function loadPty(): PtyModule {
     ptyModule = require('node-pty') as PtyModule;
     return ptyModule;
   } catch (err) {
+    const how =
+      platform.name === 'win32'
+        ? 'on Windows it comes with its prebuilt conpty.node (the MSI ships it); reinstall shadowfs'
+        : 'it is an optional dependency built at install time: install a C++ compiler, python3 and make, then run npm install again';
     throw new ShadowError(
       'NOT_SUPPORTED',
-      `shell sessions need the node-pty package, which did not load (${(err as Error).message.split('\n')[0]}); ` +
-        'it is an optional dependency built at install time: install a C++ compiler, python3 and make, then run npm install again',
-      { cause: err },
+      `shell sessions need the node-pty package, which did not load (${(err as Error).message.split('\n')[0]}); ${how}`,
+      {
+        cause: err,
+      },
     );
   }
 }
@@ -67,6 +79,11 @@ export interface ShellOptions {
   writable?: string[];
   /** Directories outside the folder the program may read, at their own paths. */
   readable?: string[];
+  /**
+   * Windows: start the program even when its token cannot be lowered to Low integrity (always so
+   * under wine), instead of refusing with NAMESPACE_UNAVAILABLE. Linux sessions are always confined.
+   */
+  unprotected?: boolean;
 }
 
 export interface ShellExit {
@@ -80,6 +97,11 @@ const SCROLLBACK_BYTES = 256 * 1024;
 const HANGUP_GRACE_MS = 3000;
 
 const SIGNAL_NAMES: Record<number, string> = { 1: 'SIGHUP', 2: 'SIGINT', 3: 'SIGQUIT', 6: 'SIGABRT', 9: 'SIGKILL', 15: 'SIGTERM' };
+
+/** Where a session starts, relative to the folder's root ('.' for the root). */
+function sessionCwd(cwd: string | undefined): string {
+  return cwd === undefined || cwd === '' || cwd === '.' ? '.' : normalizeRelPath(cwd);
+}
 
 export class ShellSession extends EventEmitter {
   readonly id: string;
@@ -95,11 +117,13 @@ export class ShellSession extends EventEmitter {
     readonly agent: string,
     readonly argv: string[],
     readonly cwd: string,
-    readonly protections: Protection[],
+    readonly protections: string[],
     private readonly pty: Pty,
     private readonly group: ReturnType<typeof platform.processes.group>,
     size: { cols: number; rows: number },
     id: string,
+    /** Why the program runs without its protection, when it does (Windows: the token was not lowered). */
+    readonly unprotectedReason?: string,
   ) {
     super();
     this.id = id;
@@ -114,6 +138,14 @@ export class ShellSession extends EventEmitter {
         void (async () => {
           // What the program left behind (background jobs) goes with it, as a run's does.
           await this.group.dispose().catch(() => undefined);
+          // Windows: node-pty keeps the pseudo console and its output thread until told to let them go.
+          if (platform.name === 'win32') {
+            try {
+              releaseConsole(pty);
+            } catch {
+              // already released
+            }
+          }
           const signal = e.signal ? (SIGNAL_NAMES[e.signal] ?? `signal ${e.signal}`) : null;
           this.exitInfo = { exitCode: e.signal ? null : e.exitCode, signal };
           resolve(this.exitInfo);
@@ -124,14 +156,13 @@ export class ShellSession extends EventEmitter {
   }
 
   /** Starts `opts.argv` on a new terminal, in `dir` (a mount showing `opts.agent`'s layer of `shadow`) put at the folder's path. */
-  static start(shadow: Shadow, dir: string, opts: ShellOptions): ShellSession {
-    if (!platform.namespaces)
-      throw new ShadowError(
-        'NOT_SUPPORTED',
-        'shell sessions are built for Linux only so far; on Windows use shadowfs run, or open a terminal in the shadow yourself',
-      );
+  static async start(shadow: Shadow, dir: string, opts: ShellOptions): Promise<ShellSession> {
+    if (platform.name === 'win32') return ShellSession.startOnWindows(shadow, dir, opts);
+    if (!platform.namespaces) throw new ShadowError('NOT_SUPPORTED', 'shell sessions are built for Linux and Windows only');
+    if (opts.unprotected)
+      throw new ShadowError('NOT_SUPPORTED', 'a Linux session is always confined as runs are: unprotected is for Windows only');
     const pty = loadPty();
-    const cwd = opts.cwd === undefined || opts.cwd === '' || opts.cwd === '.' ? '.' : normalizeRelPath(opts.cwd);
+    const cwd = sessionCwd(opts.cwd);
     const argv = opts.argv && opts.argv.length > 0 ? opts.argv : [process.env.SHELL || '/bin/sh'];
     // The same confinement as a run; a system that cannot give it refuses, as a run does.
     const probe = probeConfinement(opts.noNetwork === true);
@@ -175,6 +206,64 @@ export class ShellSession extends EventEmitter {
     return new ShellSession(shadow, opts.agent, argv, cwd, probe.protections, term, group, { cols: opts.cols, rows: opts.rows }, id);
   }
 
+  /**
+   * Windows: the program on a ConPTY pseudo console, in the session's Job Object at Low integrity
+   * (win32-session.ts), at `dir` itself (no namespaces: the view cannot be put at the folder's path).
+   * No --no-network, --writable or --readable: a Low-integrity program could not write those
+   * directories anyway, and Windows has no per-process network namespace.
+   */
+  private static async startOnWindows(shadow: Shadow, dir: string, opts: ShellOptions): Promise<ShellSession> {
+    if (opts.noNetwork) throw new ShadowError('NOT_SUPPORTED', '--no-network needs Linux namespaces');
+    if ((opts.writable?.length ?? 0) > 0 || (opts.readable?.length ?? 0) > 0)
+      throw new ShadowError(
+        'NOT_SUPPORTED',
+        '--writable and --readable are for Linux sessions only (a Low-integrity program cannot write your directories)',
+      );
+    checkConPty(os.release());
+    const pty = loadPty();
+    const cwd = sessionCwd(opts.cwd);
+    const argv = opts.argv && opts.argv.length > 0 ? opts.argv : [defaultWindowsShell(process.env)];
+    const id = crypto.randomBytes(6).toString('hex');
+    const group = platform.processes.group(`shell-${id}`);
+    if (!isWin32Group(group)) throw new ShadowError('INTERNAL', 'a Windows session needs a Job Object group');
+    try {
+      const env = commandEnv({
+        // TEMP, TMP and npm's cache in the session's own directory under LocalLow, as a run's.
+        ...group.runEnv(),
+        TERM: opts.term ?? 'xterm-256color',
+        ...opts.env,
+        SHADOWFS_AGENT: opts.agent,
+        SHADOWFS_SHELL: id,
+      });
+      const started = await startWin32Session({
+        argv,
+        cwd: path.join(dir, cwd),
+        env,
+        folder: shadow.folder,
+        unprotected: opts.unprotected === true,
+        group,
+        spawn: (file, commandLine, o) =>
+          pty.spawn(file, commandLine, { name: opts.term ?? 'xterm-256color', cols: opts.cols, rows: opts.rows, cwd: o.cwd, env: o.env }),
+      });
+      const protections = started.protected ? ['job', 'low-integrity'] : ['job'];
+      return new ShellSession(
+        shadow,
+        opts.agent,
+        argv,
+        cwd,
+        protections,
+        started.console,
+        group,
+        { cols: opts.cols, rows: opts.rows },
+        id,
+        started.unprotectedReason,
+      );
+    } catch (err) {
+      await group.dispose().catch(() => undefined);
+      throw err;
+    }
+  }
+
   get pid(): number {
     return this.pty.pid;
   }
@@ -215,7 +304,9 @@ export class ShellSession extends EventEmitter {
   async close(): Promise<ShellExit> {
     if (this.running) {
       try {
-        this.pty.kill('SIGHUP');
+        // Windows has no SIGHUP: closing the pseudo console sends CTRL_CLOSE_EVENT to what is on it.
+        if (platform.name === 'win32') this.pty.kill();
+        else this.pty.kill('SIGHUP');
       } catch {
         // already gone
       }

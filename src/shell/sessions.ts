@@ -23,17 +23,15 @@ export class ShellSessions {
     const view = await this.viewFor(shadow, opts.agent);
     // A view opened for sessions is counted (closed with its last session); one the user opened is not.
     const counted = this.views.has(view);
+    // Counted before the start, which waits (Windows): a session starting beside it must not close the view.
+    if (counted) this.views.set(view, (this.views.get(view) ?? 0) + 1);
     let session: ShellSession;
     try {
-      session = ShellSession.start(shadow, view.mountPoint, opts);
+      session = await ShellSession.start(shadow, view.mountPoint, opts);
     } catch (err) {
-      if (counted && this.views.get(view) === 0) {
-        this.views.delete(view);
-        await view.close({ lazy: true }).catch(() => undefined);
-      }
+      await this.release(view);
       throw err;
     }
-    if (counted) this.views.set(view, (this.views.get(view) ?? 0) + 1);
     this.sessions.set(session.id, session);
     void session.ended().then(async () => {
       await this.release(view);

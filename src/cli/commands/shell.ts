@@ -23,6 +23,7 @@ interface Args {
   new: boolean;
   env: string[];
   network: boolean;
+  unprotected: boolean;
   writable: string[];
   readable: string[];
   json: boolean;
@@ -47,6 +48,11 @@ export const shellCommand: CommandModule<object, Args> = {
       })
       .option('env', { type: 'string', array: true, default: [], describe: 'NAME=value for the program, repeatable' })
       .option('network', { type: 'boolean', default: true, describe: '--no-network gives the session only loopback' })
+      .option('unprotected', {
+        type: 'boolean',
+        default: false,
+        describe: 'Windows: start the session even when it cannot be given a Low-integrity token (then it can write your folder)',
+      })
       .option('writable', {
         type: 'string',
         array: true,
@@ -186,6 +192,7 @@ async function joinOrStart(
       ...(process.env.TERM ? { term: process.env.TERM } : {}),
       env: args.env,
       ...(args.network ? {} : { noNetwork: true }),
+      ...(args.unprotected ? { unprotected: true } : {}),
       ...(args.writable.length > 0 ? { writable: args.writable.map((d) => path.resolve(d)) } : {}),
       ...(args.readable.length > 0 ? { readable: args.readable.map((d) => path.resolve(d)) } : {}),
     });

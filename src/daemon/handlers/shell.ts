@@ -45,6 +45,7 @@ export class Shells {
       rows: s.rows,
       attached: this.joined.get(s.id)?.size ?? 0,
       protections: s.protections,
+      ...(s.unprotectedReason === undefined ? {} : { unprotectedReason: s.unprotectedReason }),
     };
   }
 
@@ -74,6 +75,7 @@ export class Shells {
           term: p.term,
           env,
           noNetwork: p.noNetwork,
+          unprotected: p.unprotected,
           writable: p.writable,
           readable: p.readable,
         });
