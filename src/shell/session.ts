@@ -46,7 +46,7 @@ function loadPty(): PtyModule {
   } catch (err) {
     const how =
       platform.name === 'win32'
-        ? 'on Windows it comes with its prebuilt conpty.node (the MSI ships it); reinstall shadowfs'
+        ? 'on Windows it comes with the npm package (its prebuilt conpty.node); the MSI does not ship it yet: install shadowfs with npm for sessions'
         : 'it is an optional dependency built at install time: install a C++ compiler, python3 and make, then run npm install again';
     throw new ShadowError(
       'NOT_SUPPORTED',
