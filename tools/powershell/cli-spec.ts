@@ -19,6 +19,7 @@ import { reviewCommand } from '../../src/cli/commands/review';
 import { serveCommand } from '../../src/cli/commands/serve';
 import { radarCommand } from '../../src/cli/commands/radar';
 import { shellCommand } from '../../src/cli/commands/shell';
+import { statsCommand } from '../../src/cli/commands/stats';
 import { statusCommand } from '../../src/cli/commands/status';
 import { unmountCommand } from '../../src/cli/commands/unmount';
 import { viewCommand } from '../../src/cli/commands/view';
@@ -82,6 +83,7 @@ const TOP_LEVEL: CommandModule[] = [
   checkpointsCommand,
   fileCommand,
   mcpCommand,
+  statsCommand,
   statusCommand,
   serveCommand,
   doctorCommand,
