@@ -215,9 +215,7 @@ export const CMDLETS: CmdletSpec[] = [
       "What each agent's layer of a shadow holds in the daemon's memory and spilled to disk (layers), and the daemon's memory budget for layer contents, shared by every shadow (budget).",
     params: [shadowPos()],
     output: { kind: 'object', type: 'ShadowFS.MemoryUsage' },
-    examples: [
-      { code: '(Get-ShadowMemoryUsage myproject).budget', remarks: 'The budget, and how much of it layer contents use now.' },
-    ],
+    examples: [{ code: '(Get-ShadowMemoryUsage myproject).budget', remarks: 'The budget, and how much of it layer contents use now.' }],
   },
   {
     name: 'Get-ShadowLayer',
