@@ -4,22 +4,11 @@
 // checkpoint keeps a copy (src/work/checkpoints.ts) and restoring one puts it back.
 import * as z from 'zod';
 import { ShadowError } from '../common/errors';
+import { AUDIT_OP_NAMES } from '../protocol/audit';
 
-/** What a recorded request did (see docs/audit-trail.md for what each one covers). */
-export const AUDIT_OPS = [
-  'open',
-  'exec',
-  'create',
-  'write',
-  'truncate',
-  'mkdir',
-  'mknod',
-  'symlink',
-  'link',
-  'unlink',
-  'rmdir',
-  'rename',
-] as const;
+/** What a recorded request did (see docs/audit-trail.md for what each one covers); the
+ * protocol's list, so the two cannot drift. */
+export const AUDIT_OPS = AUDIT_OP_NAMES;
 export type AuditOp = (typeof AUDIT_OPS)[number];
 
 /** One entry of a layer's audit trail. */
