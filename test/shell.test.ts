@@ -333,6 +333,24 @@ describe('shell sessions: an interactive program on a real terminal, in its own 
         dir,
       );
     }
+    // A program installed where a session cannot see (here: a directory of its own under /tmp,
+    // which sessions get private) is refused with where it is and the --readable that shows it,
+    // instead of the launcher's bare "No such file or directory"; with that --readable, it runs.
+    const tools = tempDir('shell-tools');
+    const prog = path.join(tools, 'say-hi');
+    fs.writeFileSync(prog, '#!/bin/sh\necho hi\n', { mode: 0o755 });
+    await assert.rejects(
+      client.request('shell.open', { shadow: again, agent: 'a', argv: [prog], cols: 80, rows: 24 }),
+      (e: ShadowError) => e.code === 'INVALID_ARGUMENT' && e.message.includes(`add --readable ${tools}`),
+    );
+    const shown = await client.request('shell.open', { shadow: again, agent: 'a', argv: [prog], readable: [tools], cols: 80, rows: 24 });
+    let shownEnd: { running: boolean; exitCode?: number | null } | undefined;
+    for (let i = 0; i < 200 && !(shownEnd && !shownEnd.running); i++) {
+      shownEnd = (await client.request('shell.list', { shadow: again })).sessions.find((x) => x.sessionId === shown.sessionId);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    assert.strictEqual(shownEnd?.running, false, 'the shown program ran and ended');
+    assert.strictEqual(shownEnd?.exitCode, 0);
     // An agent's restricted connection is refused: sessions are the user's to open.
     const agent = await ShadowClient.connect();
     try {

@@ -192,6 +192,46 @@ export function readOnlyExtras(): string[] {
   return [...out];
 }
 
+/**
+ * Where `program` (a command's first word) is on this machine when a confined command could not
+ * see it there: outside the system directories, the read-only extras, the plan's binds and its
+ * writable directories. Undefined when it is visible, inside the shadow (relative), or found
+ * nowhere (the launcher then says "No such file or directory" itself). A bare name is looked up
+ * on `searchPath` as the command's own PATH would be. Both the name found and what its links lead
+ * to must be visible: exec follows them.
+ */
+export function unseenProgram(program: string, plan: Pick<LaunchPlan, 'binds' | 'writable'>, searchPath: string): string | undefined {
+  let found: string | undefined;
+  if (program.includes('/')) {
+    if (!path.isAbsolute(program)) return undefined; // beside the command, in the shadow
+    found = program;
+  } else {
+    for (const dir of searchPath.split(':')) {
+      if (!path.isAbsolute(dir)) continue;
+      const f = path.join(dir, program);
+      try {
+        if (fs.statSync(f).isFile()) {
+          found = f;
+          break;
+        }
+      } catch {
+        // not in this one
+      }
+    }
+  }
+  if (!found) return undefined;
+  let real: string;
+  try {
+    real = fs.realpathSync(found);
+  } catch {
+    return undefined;
+  }
+  const roots = [...SYSTEM, ...readOnlyExtras(), ...plan.binds.map((b) => b.target), ...(plan.writable ?? [])];
+  const seen = (f: string): boolean => roots.some((r) => f === r || f.startsWith(`${r}/`));
+  if (seen(path.resolve(found)) && seen(real)) return undefined;
+  return real;
+}
+
 /** The directories of shadowfs a run must not see, and every shadowfs mount but `keep`. */
 export function hiddenFromRuns(keep: string[]): string[] {
   const out = new Set<string>();

@@ -17,7 +17,7 @@ import { normalizeRelPath } from '../common/paths';
 import { platform } from '../platform';
 import { isWin32Group } from '../platform/win32-processes';
 import { checkConPty, defaultWindowsShell, releaseConsole, startWin32Session } from '../platform/win32-session';
-import { checkExtraDirs, commandEnv, launchArgs, launcherPath, probeConfinement } from '../run/launcher';
+import { checkExtraDirs, commandEnv, launchArgs, launcherPath, probeConfinement, unseenProgram, type LaunchPlan } from '../run/launcher';
 import type { Shadow } from '../shadow';
 
 /** The part of node-pty a session uses (the package is optional: see loadPty). */
@@ -180,17 +180,23 @@ export class ShellSession extends EventEmitter {
         SHADOWFS_AGENT: opts.agent,
         SHADOWFS_SHELL: id,
       });
-      const args = launchArgs(
-        {
-          binds: [{ source: dir, target: shadow.folder }, ...readable.map((d) => ({ source: d, target: d, readOnly: true }))],
-          writable,
-          cwd: workdir,
-          env,
-          cgroups: group.joins ?? (group.cgroup ? [group.cgroup] : []),
-          noNetwork: opts.noNetwork,
-        },
-        argv,
-      ).filter((a, i, all) => !(a === '--status-fd' || (i > 0 && all[i - 1] === '--status-fd')));
+      const plan: LaunchPlan = {
+        binds: [{ source: dir, target: shadow.folder }, ...readable.map((d) => ({ source: d, target: d, readOnly: true }))],
+        writable,
+        cwd: workdir,
+        env,
+        cgroups: group.joins ?? (group.cgroup ? [group.cgroup] : []),
+        noNetwork: opts.noNetwork,
+      };
+      // A program installed where the session cannot see (a home directory, a build folder) would
+      // only fail with "No such file or directory": say where it is and what shows it instead.
+      const unseen = unseenProgram(argv[0], plan, env.PATH ?? '');
+      if (unseen)
+        throw new ShadowError(
+          'INVALID_ARGUMENT',
+          `${argv[0] === unseen ? unseen : `${argv[0]} (${unseen})`} is where a session cannot see (it sees the system directories, those of the daemon's PATH, your folder and --readable/--writable directories); add --readable ${path.dirname(unseen)}`,
+        );
+      const args = launchArgs(plan, argv).filter((a, i, all) => !(a === '--status-fd' || (i > 0 && all[i - 1] === '--status-fd')));
       term = pty.spawn(launcherPath(), args, {
         name: opts.term ?? 'xterm-256color',
         cols: opts.cols,
