@@ -32,10 +32,15 @@ function strippedEnv(home: string): NodeJS.ProcessEnv {
 
 /** One inspector CLI call (`--cli`) against `shadowfs mcp <serverArgs>`; its JSON answer. */
 function inspect(serverArgs: string[], cli: string[], env: NodeJS.ProcessEnv = process.env): Promise<{ json: unknown; stderr: string }> {
+  // The inspector starts the server with only the SDK's default environment: without this test's
+  // XDG_RUNTIME_DIR the server would find a daemon through the runtime record in $HOME, which on a
+  // shared machine may be another user's of the same account (seen: UNKNOWN_SHADOW, then
+  // "Connection closed"). The calls that test that finding pass an environment without it.
+  const toServer = env.XDG_RUNTIME_DIR ? ['-e', `XDG_RUNTIME_DIR=${env.XDG_RUNTIME_DIR}`] : [];
   return new Promise((resolve, reject) => {
     execFile(
       process.execPath,
-      [inspectorPath, '--cli', ...cli, '--', process.execPath, cliPath, 'mcp', ...serverArgs],
+      [inspectorPath, '--cli', ...toServer, ...cli, '--', process.execPath, cliPath, 'mcp', ...serverArgs],
       { env, encoding: 'utf8', timeout: 120_000, maxBuffer: 64 * 1024 * 1024 },
       (err, stdout, stderr) => {
         try {
