@@ -532,6 +532,15 @@ describe('the shadowfs daemon', function () {
       const diff = cli(['diff', 'cliwork', '--agent', 'bob']);
       assert.strictEqual(diff.status, 0, diff.stderr);
       assert.match(diff.stdout, /^\+new$/m);
+      // The shadow named by its folder, or a path inside it, relative to where the CLI stands.
+      const byFolder = cli(['diff', path.relative(process.cwd(), path.join(lower, 'src')), '--agent', 'bob']);
+      assert.strictEqual(byFolder.stdout, diff.stdout, byFolder.stderr);
+      // Two shadows of one folder: the folder names neither, and the error says which to name.
+      json(['mount', lower, '--name', 'cliwork2']);
+      const two = cli(['diff', lower, '--agent', 'bob']);
+      assert.strictEqual(two.status, 1);
+      assert.match(two.stderr, /UNKNOWN_SHADOW: 2 shadows show the folder .*\(cliwork, cliwork2\): name one/);
+      json(['unmount', 'cliwork2']);
       const patchFile = path.join(tempDir('cli-patch'), 'bob.patch');
       assert.strictEqual(cli(['patch', 'cliwork', '--agent', 'bob', '-o', patchFile]).status, 0);
       assert.match(fs.readFileSync(patchFile, 'utf8'), /^diff --git a\/new\.txt b\/new\.txt\nnew file mode 100644/m);

@@ -1,4 +1,5 @@
 // The shadowfs command line: one yargs command module per command (src/cli/commands).
+import * as path from 'path';
 import yargs from 'yargs';
 import { activateCommand } from './commands/activate';
 import { demoCommand } from './commands/demo';
@@ -26,6 +27,12 @@ import { ExitCode } from './output';
 export function main(argv: string[]): void {
   void yargs(argv)
     .scriptName('shadowfs')
+    // A shadow named by a path (".", "../proj", "/home/me/proj/src": its folder or mount point, or
+    // a path inside either) is sent absolute: the daemon stands elsewhere. Names have no "/".
+    .middleware((a) => {
+      if (typeof a.shadow === 'string' && (a.shadow === '.' || a.shadow === '..' || a.shadow.includes('/')))
+        a.shadow = path.resolve(a.shadow);
+    })
     .command(mountCommand)
     .command(unmountCommand)
     .command(listCommand)

@@ -1,6 +1,7 @@
 // The daemon's shadows: mounted by name, found by name or mount point, suspended when idle
 // (unmounted, layers kept; the next request mounts them again), and written to a state file so
 // that a daemon started after a crash can find and clean the mounts its predecessor left (state.ts).
+import * as fs from 'fs';
 import * as path from 'path';
 import type { Logger } from 'winston';
 import { ShadowError } from '../common/errors';
@@ -262,15 +263,34 @@ export class ShadowManager {
     return { ...(await this.info(entry)), ...(restored.length ? { restored } : {}) };
   }
 
-  /** Finds a shadow by name or by (a path inside) its mount point. */
+  /**
+   * Finds a shadow by name, by (a path inside) its mount point, or by (a path inside) its folder
+   * when one shadow shows that folder. Paths are absolute: a relative one would be resolved where
+   * the daemon stands, not where the caller does (the CLI makes its paths absolute).
+   */
   get(nameOrDir: string): Entry {
     const byName = this.entries.get(nameOrDir);
     if (byName) return byName;
-    const abs = path.resolve(nameOrDir);
-    for (const e of this.entries.values()) {
-      if (abs === e.shadow.mountPoint || abs.startsWith(`${e.shadow.mountPoint}/`)) return e;
+    if (path.isAbsolute(nameOrDir)) {
+      const abs = path.resolve(nameOrDir);
+      const under = (dir: string, root: string): boolean =>
+        dir === root || dir.startsWith(root.endsWith(path.sep) ? root : root + path.sep);
+      for (const e of this.entries.values()) if (under(abs, e.shadow.mountPoint)) return e;
+      let real = abs;
+      try {
+        real = fs.realpathSync(abs);
+      } catch {
+        // not there (any more): compared as given
+      }
+      const showing = [...this.entries.values()].filter((e) => under(real, e.shadow.folder));
+      if (showing.length === 1) return showing[0];
+      if (showing.length > 1)
+        throw new ShadowError(
+          'UNKNOWN_SHADOW',
+          `${showing.length} shadows show the folder of ${JSON.stringify(nameOrDir)} (${showing.map((e) => e.name).join(', ')}): name one`,
+        );
     }
-    throw new ShadowError('UNKNOWN_SHADOW', `no shadow named or mounted at ${JSON.stringify(nameOrDir)}; see "shadowfs list"`);
+    throw new ShadowError('UNKNOWN_SHADOW', `no shadow named, mounted at or showing ${JSON.stringify(nameOrDir)}; see "shadowfs list"`);
   }
 
   /** Marks a shadow used, mounting it again if it was suspended for being idle. */

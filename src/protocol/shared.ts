@@ -6,7 +6,9 @@ import type { ErrorCode } from './errors';
 
 const NO_NUL = /^[^\u0000]*$/;
 export const text = (description: string) => z.string().regex(NO_NUL, 'contains a NUL byte').describe(description);
-export const shadowRef = text('Name of the shadow, or its mount point (or a path inside it).');
+export const shadowRef = text(
+  'Name of the shadow; or its mount point, or its folder when one shadow shows it (absolute paths, or a path inside either).',
+);
 export const agentId = text('Agent id: names one layer of the shadow (1-255 bytes, no "/").');
 export const relPath = text('Path relative to the shadow root, "/"-separated; no "..", not absolute.');
 export const seconds = (description: string) => z.number().positive().describe(description);
