@@ -7,12 +7,13 @@ import * as fs from 'fs';
 import * as net from 'net';
 import * as path from 'path';
 import { ShadowClient } from '../src/client';
+import { ShadowError } from '../src/common/errors';
 import { daemonPaths } from '../src/common/endpoint';
 import { mountedPaths } from '../src/platform';
 import { RpcErrorCodes } from '../src/protocol';
 import { encodeMessage, Raw } from './helpers/raw-rpc';
 import { eventually, FolderGuard, makeProject, ownsTestPath, repoRoot, tempDir, testRootPrefix } from './helpers/fixtures';
-import { stopTestDaemon } from './helpers/hooks';
+import { running, stopTestDaemon } from './helpers/hooks';
 
 const cliPath = path.join(repoRoot, 'bin', 'shadowfs.js');
 
@@ -686,6 +687,40 @@ describe('the shadowfs daemon', function () {
     } finally {
       guard.stop();
       if (d.exitCode === null && d.signalCode === null) d.kill('SIGKILL');
+    }
+  });
+
+  it('shadowfs stop stops the daemon as SIGTERM does and waits for it; an agent cannot; nothing to stop is no error', async () => {
+    stopTestDaemon();
+    const lower = makeProject();
+    const guard = new FolderGuard(lower);
+    try {
+      const info = json<{ mountPoint: string }>(['mount', lower, '--name', 'stopped']);
+      json(['layer', 'write', 'stopped', 'dave', 'src/dave.js'], 'module.exports = "dave";\n');
+      // An agent's restricted connection may not stop the daemon.
+      const agent = await ShadowClient.connect({ autostart: false });
+      try {
+        await agent.request('session.restrict', { shadow: 'stopped', agent: 'dave' });
+        await assert.rejects(agent.request('shutdown'), (e: ShadowError) => e.code === 'SCOPE_DENIED');
+      } finally {
+        agent.close();
+      }
+      const pid = json<{ pid: number }>(['status']).pid;
+      const r = json<{ stopped: boolean; pid: number; shadows: string[] }>(['stop']);
+      assert.deepStrictEqual([r.stopped, r.pid, r.shadows], [true, pid, ['stopped']]);
+      assert.ok(!running(pid), 'the daemon has gone when stop returns');
+      assert.ok(!mountedPaths().has(info.mountPoint), 'its shadow is unmounted');
+      const again = cli(['stop']);
+      assert.strictEqual(again.status, 0, again.stderr);
+      assert.match(again.stdout, /not running; nothing to stop/);
+      // The next command starts a daemon; the folder mounted again has the layer back.
+      const back = json<{ restored?: string[] }>(['mount', lower, '--name', 'stopped']);
+      assert.deepStrictEqual(back.restored, ['dave']);
+      assert.strictEqual(cli(['layer', 'cat', 'stopped', 'dave', 'src/dave.js']).stdout, 'module.exports = "dave";\n');
+      assert.strictEqual(cli(['unmount', 'stopped']).status, 0);
+      await guard.check();
+    } finally {
+      guard.stop();
     }
   });
 

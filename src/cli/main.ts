@@ -22,6 +22,7 @@ import { reviewCommand } from './commands/review';
 import { applyCommand, checkpointCommand, checkpointsCommand, diffCommand, patchCommand, restoreCommand } from './commands/work';
 import { fileCommand } from './commands/file';
 import { mcpCommand } from './commands/mcp';
+import { stopCommand } from './commands/stop';
 import { ExitCode } from './output';
 
 export function main(argv: string[]): void {
@@ -56,6 +57,7 @@ export function main(argv: string[]): void {
     .command(mcpCommand)
     .command(statsCommand)
     .command(statusCommand)
+    .command(stopCommand)
     .command(serveCommand)
     .command(doctorCommand)
     .command(demoCommand)

@@ -120,6 +120,8 @@ export class Daemon {
         recovering: () => [...this.recovering],
         clients: () => this.clients,
         activity: () => ({ runs: this.runs.list(), shells: this.shells.list() }),
+        // After the answer is on its way: stop() closes every connection, the asker's too.
+        stopSoon: () => void setTimeout(() => void this.stop(), 50),
       },
     });
   }

@@ -74,6 +74,17 @@ export const AdminRequests = {
     }),
     errors: [],
   }),
+  shutdown: request({
+    summary:
+      'Stops the daemon as SIGTERM does: shell sessions are hung up, every layer is saved (autosave) and every shadow unmounted; mounting a folder again brings its layers back. Answered before the daemon goes; refused to a restricted connection.',
+    params: none,
+    result: z.object({
+      pid: z.number().int().describe('The daemon that is stopping.'),
+      shadows: z.array(z.string()).describe('The shadows it unmounts.'),
+      sessions: z.number().int().describe('Shell sessions it hangs up.'),
+    }),
+    errors: [],
+  }),
   status: request({
     summary: 'The daemon, its endpoint and log, every shadow, and what it cleaned after a crashed predecessor.',
     params: none,

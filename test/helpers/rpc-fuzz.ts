@@ -180,6 +180,7 @@ export function harm(body: Buffer): string | undefined {
   const one = (m: unknown): string | undefined => {
     if (m === null || typeof m !== 'object' || Array.isArray(m)) return undefined;
     const o = m as Record<string, unknown>;
+    if (o.method === 'shutdown') return 'shutdown';
     if (typeof o.method !== 'string' || !MUTATING.has(o.method)) return undefined;
     const p = o.params;
     if (p === null || typeof p !== 'object' || Array.isArray(p)) return undefined;
@@ -355,6 +356,7 @@ const FIELDS: Record<MethodName, Fields> = {
   'session.restrict': [...shadowAgent, ['allowApply', 'boolean', 'optional']],
   version: [],
   health: [],
+  shutdown: [],
   status: [],
   list: [],
   mount: [
@@ -509,7 +511,8 @@ const FIELDS: Record<MethodName, Fields> = {
   ],
 };
 
-export const METHODS = Object.keys(FIELDS) as MethodName[];
+/** What the fuzzer sends: every method but shutdown, which would stop the daemon under test whatever it is given (it takes no parameters to make harmless). */
+export const METHODS = (Object.keys(FIELDS) as MethodName[]).filter((m) => m !== 'shutdown');
 
 const EDGE_NUMBERS = [
   '0',
@@ -582,7 +585,7 @@ const UNKNOWN_METHODS = [
   'rpc.discover',
   'system.listMethods',
   'initialize',
-  'shutdown',
+  'Shutdown', // (shutdown itself is a method now: never sent, see METHODS)
   'exit',
   '$/progress',
   '$/logTrace',

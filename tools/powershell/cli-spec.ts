@@ -21,6 +21,7 @@ import { radarCommand } from '../../src/cli/commands/radar';
 import { shellCommand } from '../../src/cli/commands/shell';
 import { statsCommand } from '../../src/cli/commands/stats';
 import { statusCommand } from '../../src/cli/commands/status';
+import { stopCommand } from '../../src/cli/commands/stop';
 import { unmountCommand } from '../../src/cli/commands/unmount';
 import { viewCommand } from '../../src/cli/commands/view';
 import {
@@ -85,6 +86,7 @@ const TOP_LEVEL: CommandModule[] = [
   mcpCommand,
   statsCommand,
   statusCommand,
+  stopCommand,
   serveCommand,
   doctorCommand,
   demoCommand,

@@ -208,6 +208,17 @@ export const CMDLETS: CmdletSpec[] = [
     examples: [{ code: '(Get-ShadowStatus).running', remarks: 'True when the daemon runs.' }],
   },
   {
+    name: 'Stop-ShadowDaemon',
+    command: ['stop'],
+    method: 'shutdown',
+    description:
+      'Stops the daemon and waits until it has gone: shell sessions are hung up, every layer is saved and every shadow unmounted (mounting a folder again brings its layers back). Nothing to stop is no error. Use it before upgrading or uninstalling shadowfs.',
+    changes: { impact: 'Medium', action: 'Stop the daemon (layers saved, shadows unmounted)', target: 'the shadowfs daemon' },
+    params: [{ name: 'Timeout', type: 'int', cli: { option: 'timeout' }, help: 'Seconds to wait for the daemon to be gone (default 60).' }],
+    output: { kind: 'object', type: 'ShadowFS.DaemonStop' },
+    examples: [{ code: 'Stop-ShadowDaemon', remarks: 'Stops the daemon; the next shadowfs command starts a new one.' }],
+  },
+  {
     name: 'Get-ShadowMemoryUsage',
     command: ['stats'],
     method: 'stats',

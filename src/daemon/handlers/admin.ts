@@ -33,6 +33,8 @@ export interface DaemonFacts {
   clients(): Iterable<Client>;
   /** Runs in progress and shell sessions, for status. */
   activity(): { runs: RunActivity[]; shells: ShellInfo[] };
+  /** Stops the daemon once the answer in flight has been written (shutdown). */
+  stopSoon(): void;
 }
 
 /**
@@ -121,6 +123,16 @@ export function adminHandlers(m: ShadowManager, daemon: DaemonFacts, log: Logger
       shadows: m.size,
       native: nativeStatus().available,
     }),
+    shutdown: async () => {
+      const result = {
+        pid: process.pid,
+        shadows: m.all().map((e) => e.name),
+        sessions: daemon.activity().shells.filter((x) => x.running).length,
+      };
+      log.info('asked to stop', result);
+      daemon.stopSoon();
+      return result;
+    },
     status: async () => ({
       pid: process.pid,
       socket: daemon.endpoint(),
