@@ -5,26 +5,8 @@
 // The high-level API names objects by path and keeps its own node table, so this file only
 // turns a path into the overlay's form and makes one overlay call per request.
 //
-// Caching (Linux, libfuse): the kernel keeps names for the mount's entry timeout
-// (cacheTimeout), and we tell it what to drop when something changes behind its back: edits in
-// the folder (an inotify watch on every directory of A a request has seen), API writes and layer
-// switches. The high-level API gives no node ids to invalidate, so fuse_invalidate_path drops a
-// path's attributes (and a directory's listing), and a name that is gone is dropped through its
-// first component: an entry invalidation in the root, whose node id is the one we know, drops
-// every name the kernel has under it. Negative names stay uncached (libfuse cannot reach them),
-// and file pages are dropped at every open as before.
-//
-// Hard links: the high-level API gives each name of a hard link its own kernel inode, and its
-// timeouts are one setting for every reply (lib/fuse.c answers with conf.attr_timeout
-// everywhere), so a write or chmod through one name would leave the other names' cached
-// attributes wrong. We remember every name a lookup showed with a link count above one, by
-// object, and before a request that changes such an object answers (write, truncate, chmod,
-// link, unlink, rename over it...) we invalidate its other names. The invalidation runs on a
-// thread of its own and the request waits for it, but only for a bounded time: the kernel holds
-// a file's pages locked across its WRITE, so two writes through two names of one file at once
-// would each wait for the other's pages; the bound breaks that cycle (the invalidation still
-// lands, a moment later). On Windows, WinFsp's fuse_invalidate_path does nothing, so the kernel
-// there is told to cache nothing.
+// What the kernel may cache and how it is told to drop it (Linux), and the other names of hard
+// links, are in hl_cache.cc; the mount object both files share is declared in hl_mount.h.
 //
 // Known differences from fuse_ll, each a property of the high-level API:
 // - the kernel's inode is per path, so two names of a hard link are two kernel inodes (their
@@ -37,217 +19,10 @@
 //
 // Threads: callbacks run on libfuse's loop threads and never call into JavaScript. The public
 // MountBackend methods run on the JS thread.
-#define FUSE_USE_VERSION 31
-#include "fuse_hl.h"
-
-#include <fcntl.h>
-#if defined(_WIN32)
-#include "../platform/winfsp_fuse3.h"
-#else
-#include <fuse.h>
-#endif
-
-#include <atomic>
-#include <cerrno>
-#include <chrono>
-#include <condition_variable>
-#include <cstring>
-#include <mutex>
-#include <thread>
-#include <set>
-#include <unordered_map>
-
-#include "../fuse_common/fuse_attr.h"
-#include "../fuse_common/fuse_loop.h"
-#if !defined(_WIN32)
-#include <fuse_lowlevel.h>
-
-#include "../core/path.h"
-#include "../core/watcher.h"
-#include "../platform/posix_mount.h"
-#include "../platform/posix_watcher.h"
-#endif
+#include "hl_mount.h"
 
 namespace shadowfs {
-namespace {
-
-// The high-level API's own types: POSIX ones with libfuse, fuse_* ones with WinFsp.
-#if defined(_WIN32)
-using StatT = struct fuse_stat;
-using StatvfsT = struct fuse_statvfs;
-using TimespecT = struct fuse_timespec;
-using OffT = fuse_off_t;
-using ModeT = fuse_mode_t;
-using DevT = fuse_dev_t;
-using UidT = fuse_uid_t;
-using GidT = fuse_gid_t;
-#else
-using StatT = struct stat;
-using StatvfsT = struct statvfs;
-using TimespecT = struct timespec;
-using OffT = off_t;
-using ModeT = mode_t;
-using DevT = dev_t;
-using UidT = uid_t;
-using GidT = gid_t;
-#endif
-
-struct DirHandle {
-  std::string path;
-  DirStream stream;
-};
-
-// "/a/b" (what the API passes) to "a/b" (what the overlay takes); "/" is "".
-std::string rel(const char* path) {
-  while (*path == '/') ++path;
-  return path;
-}
-
-Handle* handleOf(const struct fuse_file_info* fi) {
-  return fi && fi->fh ? reinterpret_cast<Handle*>(fi->fh) : nullptr;
-}
-
-class HLMount final : public LoopedMount {
- public:
-  HLMount(std::shared_ptr<Overlay> ov, Layer* view, std::string lower, std::string mountPoint,
-          MountOptions opts)
-      : ov_(std::move(ov)),
-        view_(view),
-        lower_(std::move(lower)),
-        mountPoint_(std::move(mountPoint)),
-        opts_(opts) {}
-  ~HLMount() override {
-#if !defined(_WIN32)
-    if (watcher_) watcher_->stop();
-    stopInvalidator();
-#endif
-    joinLoop();
-    if (f_) {
-      fuse_unmount(f_);
-      fuse_destroy(f_);
-    }
-    if (view_) ov_->unpin(view_);
-  }
-  HLMount(const HLMount&) = delete;
-  HLMount& operator=(const HLMount&) = delete;
-
-  int start(int* err, std::string* message);
-
-#if defined(_WIN32)
-  // Nothing is cached (see the top of the file): there is nothing to invalidate.
-  void invalidatePaths(const std::vector<std::string>&) override {}
-  void invalidateAll() override {}
-  void invalidateForSwitch(const std::vector<std::string>&) override {}
-#else
-  // Called on the addon's worker thread or the watcher's, never on a loop thread and never
-  // under an overlay lock (the kernel may wait for requests in progress).
-  void invalidatePaths(const std::vector<std::string>& paths) override;
-  void invalidateAll() override;
-  void invalidateForSwitch(const std::vector<std::string>& paths) override;
-#endif
-  bool usesEpoch() const override { return false; }
-  bool mounted() const override { return mounted_.load(); }
-  uint64_t requests() const override { return requests_.load(std::memory_order_relaxed); }
-  int unmount(bool lazy) override;
-  void endedOnItsOwn() override;
-
-  // --- request handlers (loop threads) ---
-  static HLMount* self() {
-    const struct fuse_context* c = fuse_get_context();
-    auto* m = static_cast<HLMount*>(c->private_data);
-    m->requests_.fetch_add(1, std::memory_order_relaxed);
-    auditRequest(static_cast<uint32_t>(c->pid));  // who asks, for the audit trail (core/audit.h)
-    return m;
-  }
-  static Caller caller() {
-    const struct fuse_context* c = fuse_get_context();
-    return Caller{static_cast<uint32_t>(c->uid), static_cast<uint32_t>(c->gid)};
-  }
-  static void* opInit(struct fuse_conn_info* conn, struct fuse_config* cfg);
-  static int opGetattr(const char* path, StatT* st, struct fuse_file_info* fi);
-  static int opReadlink(const char* path, char* buf, size_t size);
-  static int opMknod(const char* path, ModeT mode, DevT rdev);
-  static int opMkdir(const char* path, ModeT mode);
-  static int opUnlink(const char* path);
-  static int opRmdir(const char* path);
-  static int opSymlink(const char* target, const char* path);
-  static int opRename(const char* from, const char* to, unsigned int flags);
-  static int opLink(const char* from, const char* to);
-  static int opChmod(const char* path, ModeT mode, struct fuse_file_info* fi);
-  static int opChown(const char* path, UidT uid, GidT gid, struct fuse_file_info* fi);
-  static int opTruncate(const char* path, OffT size, struct fuse_file_info* fi);
-  static int opUtimens(const char* path, const TimespecT tv[2], struct fuse_file_info* fi);
-  static int opOpen(const char* path, struct fuse_file_info* fi);
-  static int opCreate(const char* path, ModeT mode, struct fuse_file_info* fi);
-  static int opRead(const char* path, char* buf, size_t size, OffT off,
-                    struct fuse_file_info* fi);
-  static int opWrite(const char* path, const char* buf, size_t size, OffT off,
-                     struct fuse_file_info* fi);
-  static int opFlush(const char* path, struct fuse_file_info* fi);
-  static int opRelease(const char* path, struct fuse_file_info* fi);
-  static int opFsync(const char* path, int datasync, struct fuse_file_info* fi);
-  static int opStatfs(const char* path, StatvfsT* out);
-  static int opOpendir(const char* path, struct fuse_file_info* fi);
-  static int opReaddir(const char* path, void* buf, fuse_fill_dir_t filler, OffT off,
-                       struct fuse_file_info* fi, enum fuse_readdir_flags flags);
-  static int opReleasedir(const char* path, struct fuse_file_info* fi);
-  static int opSetxattr(const char* path, const char* name, const char* value, size_t size,
-                        int flags);
-  static int opGetxattr(const char* path, const char* name, char* value, size_t size);
-  static int opListxattr(const char* path, char* list, size_t size);
-  static int opRemovexattr(const char* path, const char* name);
-#if !defined(_WIN32)
-  static int opFallocate(const char* path, int mode, OffT off, OffT len,
-                         struct fuse_file_info* fi);
-#endif
-
- private:
-  // chmod, chown, truncate and utimens: one overlay setattr. `path` is null for a file whose
-  // every name is gone; its open handle then names it.
-  int setattr(const char* path, struct fuse_file_info* fi, uint32_t mask, const Attr& v);
-
-#if !defined(_WIN32)
-  // Drops what the kernel holds for `paths`: their attributes and their parents' (and
-  // listings); for a path that no longer names anything here, or every path when `allNames`,
-  // the names under its first component (see the top of the file).
-  void forgetPaths(const std::vector<std::string>& paths, bool allNames);
-  // Watches directory `rel` of A from the first request that shows it (once; a directory only
-  // a layer has, or one the OS has no watch left for, relies on the timeout).
-  void watchDir(const std::string& rel);
-  // Hard links (see the top of the file). noteLinked: on a loop thread, for every lookup's and
-  // getattr's answer. linkedNames: every name noted for the object `a` but `except`.
-  // changedLinked: on a loop thread, after a request changed the object at `path` (or open as
-  // `h`): its other names are invalidated before the request answers (bounded wait).
-  void noteLinked(const std::string& path, const Attr& a);
-  std::vector<std::string> linkedNames(const Attr& a, const std::string& except);
-  void changedLinked(const char* path, Handle* h);
-  void invalidateSoon(std::vector<std::string> paths);  // and waits, bounded
-  void invalidatorLoop();
-  void stopInvalidator();
-  std::unique_ptr<FolderWatcher> watcher_;
-  // Lock order: linksMu_ and invalMu_ are never held together, nor across an overlay call.
-  std::mutex linksMu_;
-  std::unordered_map<uint64_t, std::set<std::string>> linked_;  // by Attr::ino
-  std::atomic<bool> anyLinked_{false};
-  std::mutex invalMu_;
-  std::condition_variable invalCv_, invalDoneCv_;
-  std::vector<std::string> invalQueue_;
-  uint64_t invalAsked_ = 0, invalDone_ = 0;
-  bool invalStop_ = false;
-  std::thread invalidator_;
-  std::mutex watchMu_;
-  std::unordered_map<std::string, FolderWatcher::Token> watched_;  // 0: tried, not watched
-#endif
-
-  std::shared_ptr<Overlay> ov_;
-  Layer* view_;  // pinned layer of a view, or null: the active layer
-  std::string lower_;
-  std::string mountPoint_;
-  MountOptions opts_;
-  struct fuse* f_ = nullptr;
-  std::atomic<bool> mounted_{false};
-  std::atomic<uint64_t> requests_{0};
-};
+namespace fuse_hl_detail {
 
 void* HLMount::opInit(struct fuse_conn_info* conn, struct fuse_config* cfg) {
   // Inode numbers are the overlay's (A's numbers, kept across copy-up).
@@ -309,134 +84,6 @@ int HLMount::opGetattr(const char* path, StatT* st, struct fuse_file_info* fi) {
   return 0;
 }
 
-#if !defined(_WIN32)
-void HLMount::watchDir(const std::string& dir) {
-  if (!watcher_) return;
-  std::lock_guard lock(watchMu_);
-  auto [it, added] = watched_.emplace(dir, 0);
-  if (added && watcher_->watch(dir, &it->second) != 0) it->second = 0;
-}
-
-void HLMount::forgetPaths(const std::vector<std::string>& paths, bool allNames) {
-  if (!mounted_.load() || !f_) return;
-  struct fuse_session* se = fuse_get_session(f_);
-  std::set<std::string> dirs, tops;
-  for (const std::string& p : paths) {
-    auto comps = components(p);
-    if (comps.empty()) {
-      dirs.insert(std::string());
-      continue;
-    }
-    std::string parent, name;
-    splitLast(p, &parent, &name);
-    dirs.insert(p);
-    dirs.insert(parent);
-    Attr a;
-    const bool gone = ov_->getattr(view_, p, &a) != 0;
-    if (allNames || gone) tops.insert(std::string(comps.front()));
-    // A folder file's other hard-link names changed with it (inotify reports only this one).
-    if (!gone)
-      for (std::string& other : linkedNames(a, p)) dirs.insert(std::move(other));
-  }
-  // Attributes and listings first, names last (as fuse_ll does): whoever looks a name up
-  // again then also finds it in its parent's listing. ENOENT: the kernel holds nothing there.
-  for (const std::string& d : dirs) fuse_invalidate_path(f_, ("/" + d).c_str());
-  for (const std::string& t : tops)
-    fuse_lowlevel_notify_inval_entry(se, FUSE_ROOT_ID, t.c_str(), t.size());
-}
-
-void HLMount::noteLinked(const std::string& path, const Attr& a) {
-  if (a.type != FileType::Regular || a.nlink < 2) return;
-  std::lock_guard lock(linksMu_);
-  linked_[a.ino].insert(path);
-  anyLinked_.store(true, std::memory_order_relaxed);
-}
-
-std::vector<std::string> HLMount::linkedNames(const Attr& a, const std::string& except) {
-  std::vector<std::string> out;
-  if (a.type != FileType::Regular || !anyLinked_.load(std::memory_order_relaxed)) return out;
-  std::lock_guard lock(linksMu_);
-  auto it = linked_.find(a.ino);
-  if (it == linked_.end()) return out;
-  for (const std::string& p : it->second)
-    if (p != except) out.push_back(p);
-  return out;
-}
-
-void HLMount::changedLinked(const char* path, Handle* h) {
-  if (!anyLinked_.load(std::memory_order_relaxed)) return;
-  Attr a;
-  if (!(h && ov_->fgetattr(h, &a) == 0) && !(path && ov_->getattr(view_, rel(path), &a) == 0))
-    return;
-  // Never the request's own name: its pages may be locked for this very request, and the kernel
-  // updates that inode's attributes itself.
-  invalidateSoon(linkedNames(a, path ? rel(path) : std::string()));
-}
-
-void HLMount::invalidateSoon(std::vector<std::string> paths) {
-  if (paths.empty()) return;
-  std::unique_lock lock(invalMu_);
-  if (invalStop_) return;
-  for (std::string& p : paths) invalQueue_.push_back(std::move(p));
-  const uint64_t ticket = ++invalAsked_;
-  invalCv_.notify_one();
-  // Bounded (see the top of the file): 1 s only when two writes through two names cross.
-  invalDoneCv_.wait_for(lock, std::chrono::seconds(1),
-                        [&] { return invalDone_ >= ticket || invalStop_; });
-}
-
-// On the invalidator thread: batches of paths, each dropped with fuse_invalidate_path (ENOENT:
-// the kernel holds nothing there).
-void HLMount::invalidatorLoop() {
-  std::unique_lock lock(invalMu_);
-  for (;;) {
-    invalCv_.wait(lock, [&] { return invalStop_ || !invalQueue_.empty(); });
-    if (invalStop_) return;
-    std::vector<std::string> batch;
-    batch.swap(invalQueue_);
-    const uint64_t upTo = invalAsked_;
-    lock.unlock();
-    std::set<std::string> unique(batch.begin(), batch.end());
-    for (const std::string& p : unique) fuse_invalidate_path(f_, ("/" + p).c_str());
-    lock.lock();
-    invalDone_ = upTo;
-    invalDoneCv_.notify_all();
-  }
-}
-
-void HLMount::stopInvalidator() {
-  {
-    std::lock_guard lock(invalMu_);
-    invalStop_ = true;
-  }
-  invalCv_.notify_all();
-  invalDoneCv_.notify_all();
-  if (invalidator_.joinable()) invalidator_.join();
-}
-
-void HLMount::invalidatePaths(const std::vector<std::string>& paths) { forgetPaths(paths, false); }
-
-void HLMount::invalidateForSwitch(const std::vector<std::string>& paths) {
-  forgetPaths(paths, true);
-}
-
-void HLMount::invalidateAll() {
-  // Every name in the root now, and the root itself; a first component that is gone from
-  // both keeps its names until the timeout.
-  DirStream d;
-  std::vector<std::string> paths{std::string()};
-  if (ov_->list(view_, std::string(), &d) == 0) {
-    for (size_t i = 2; i < d.count(); ++i) {
-      const char* name;
-      uint64_t ino;
-      FileType type;
-      d.at(i, &name, &ino, &type);
-      paths.emplace_back(name);
-    }
-  }
-  forgetPaths(paths, true);
-}
-#endif
 
 int HLMount::opReadlink(const char* path, char* buf, size_t size) {
   HLMount* m = self();
@@ -810,7 +457,7 @@ const struct fuse_operations kOps = [] {
   return o;
 }();
 
-}  // namespace
+
 
 int HLMount::start(int* err, std::string* message) {
   struct fuse_args args = mountArgs(lower_, opts_.debug, opts_.allowOther, opts_.caseInsensitive);
@@ -879,6 +526,10 @@ void HLMount::endedOnItsOwn() {
                              "outside, or its connection was aborted)";
   if (!reportGone(reason)) std::fprintf(stderr, "shadowfs: %s\n", reason.c_str());
 }
+
+}  // namespace fuse_hl_detail
+
+using fuse_hl_detail::HLMount;
 
 std::unique_ptr<MountBackend> mountFuseHL(std::shared_ptr<Overlay> overlay, Layer* view,
                                           const std::string& lower, const std::string& mountPoint,

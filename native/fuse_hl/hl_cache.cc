@@ -1,0 +1,159 @@
+// The portable backend's side of kernel caching, on Linux (fuse_hl.cc serves the requests).
+//
+// Caching (Linux, libfuse): the kernel keeps names for the mount's entry timeout
+// (cacheTimeout), and we tell it what to drop when something changes behind its back: edits in
+// the folder (an inotify watch on every directory of A a request has seen), API writes and layer
+// switches. The high-level API gives no node ids to invalidate, so fuse_invalidate_path drops a
+// path's attributes (and a directory's listing), and a name that is gone is dropped through its
+// first component: an entry invalidation in the root, whose node id is the one we know, drops
+// every name the kernel has under it. Negative names stay uncached (libfuse cannot reach them),
+// and file pages are dropped at every open as before.
+//
+// Hard links: the high-level API gives each name of a hard link its own kernel inode, and its
+// timeouts are one setting for every reply (lib/fuse.c answers with conf.attr_timeout
+// everywhere), so a write or chmod through one name would leave the other names' cached
+// attributes wrong. We remember every name a lookup showed with a link count above one, by
+// object, and before a request that changes such an object answers (write, truncate, chmod,
+// link, unlink, rename over it...) we invalidate its other names. The invalidation runs on a
+// thread of its own and the request waits for it, but only for a bounded time: the kernel holds
+// a file's pages locked across its WRITE, so two writes through two names of one file at once
+// would each wait for the other's pages; the bound breaks that cycle (the invalidation still
+// lands, a moment later). On Windows, WinFsp's fuse_invalidate_path does nothing, so the kernel
+// there is told to cache nothing.
+
+#include "hl_mount.h"
+
+#if !defined(_WIN32)
+namespace shadowfs {
+namespace fuse_hl_detail {
+
+void HLMount::watchDir(const std::string& dir) {
+  if (!watcher_) return;
+  std::lock_guard lock(watchMu_);
+  auto [it, added] = watched_.emplace(dir, 0);
+  if (added && watcher_->watch(dir, &it->second) != 0) it->second = 0;
+}
+
+void HLMount::forgetPaths(const std::vector<std::string>& paths, bool allNames) {
+  if (!mounted_.load() || !f_) return;
+  struct fuse_session* se = fuse_get_session(f_);
+  std::set<std::string> dirs, tops;
+  for (const std::string& p : paths) {
+    auto comps = components(p);
+    if (comps.empty()) {
+      dirs.insert(std::string());
+      continue;
+    }
+    std::string parent, name;
+    splitLast(p, &parent, &name);
+    dirs.insert(p);
+    dirs.insert(parent);
+    Attr a;
+    const bool gone = ov_->getattr(view_, p, &a) != 0;
+    if (allNames || gone) tops.insert(std::string(comps.front()));
+    // A folder file's other hard-link names changed with it (inotify reports only this one).
+    if (!gone)
+      for (std::string& other : linkedNames(a, p)) dirs.insert(std::move(other));
+  }
+  // Attributes and listings first, names last (as fuse_ll does): whoever looks a name up
+  // again then also finds it in its parent's listing. ENOENT: the kernel holds nothing there.
+  for (const std::string& d : dirs) fuse_invalidate_path(f_, ("/" + d).c_str());
+  for (const std::string& t : tops)
+    fuse_lowlevel_notify_inval_entry(se, FUSE_ROOT_ID, t.c_str(), t.size());
+}
+
+void HLMount::noteLinked(const std::string& path, const Attr& a) {
+  if (a.type != FileType::Regular || a.nlink < 2) return;
+  std::lock_guard lock(linksMu_);
+  linked_[a.ino].insert(path);
+  anyLinked_.store(true, std::memory_order_relaxed);
+}
+
+std::vector<std::string> HLMount::linkedNames(const Attr& a, const std::string& except) {
+  std::vector<std::string> out;
+  if (a.type != FileType::Regular || !anyLinked_.load(std::memory_order_relaxed)) return out;
+  std::lock_guard lock(linksMu_);
+  auto it = linked_.find(a.ino);
+  if (it == linked_.end()) return out;
+  for (const std::string& p : it->second)
+    if (p != except) out.push_back(p);
+  return out;
+}
+
+void HLMount::changedLinked(const char* path, Handle* h) {
+  if (!anyLinked_.load(std::memory_order_relaxed)) return;
+  Attr a;
+  if (!(h && ov_->fgetattr(h, &a) == 0) && !(path && ov_->getattr(view_, rel(path), &a) == 0))
+    return;
+  // Never the request's own name: its pages may be locked for this very request, and the kernel
+  // updates that inode's attributes itself.
+  invalidateSoon(linkedNames(a, path ? rel(path) : std::string()));
+}
+
+void HLMount::invalidateSoon(std::vector<std::string> paths) {
+  if (paths.empty()) return;
+  std::unique_lock lock(invalMu_);
+  if (invalStop_) return;
+  for (std::string& p : paths) invalQueue_.push_back(std::move(p));
+  const uint64_t ticket = ++invalAsked_;
+  invalCv_.notify_one();
+  // Bounded (see the top of the file): 1 s only when two writes through two names cross.
+  invalDoneCv_.wait_for(lock, std::chrono::seconds(1),
+                        [&] { return invalDone_ >= ticket || invalStop_; });
+}
+
+// On the invalidator thread: batches of paths, each dropped with fuse_invalidate_path (ENOENT:
+// the kernel holds nothing there).
+void HLMount::invalidatorLoop() {
+  std::unique_lock lock(invalMu_);
+  for (;;) {
+    invalCv_.wait(lock, [&] { return invalStop_ || !invalQueue_.empty(); });
+    if (invalStop_) return;
+    std::vector<std::string> batch;
+    batch.swap(invalQueue_);
+    const uint64_t upTo = invalAsked_;
+    lock.unlock();
+    std::set<std::string> unique(batch.begin(), batch.end());
+    for (const std::string& p : unique) fuse_invalidate_path(f_, ("/" + p).c_str());
+    lock.lock();
+    invalDone_ = upTo;
+    invalDoneCv_.notify_all();
+  }
+}
+
+void HLMount::stopInvalidator() {
+  {
+    std::lock_guard lock(invalMu_);
+    invalStop_ = true;
+  }
+  invalCv_.notify_all();
+  invalDoneCv_.notify_all();
+  if (invalidator_.joinable()) invalidator_.join();
+}
+
+void HLMount::invalidatePaths(const std::vector<std::string>& paths) { forgetPaths(paths, false); }
+
+void HLMount::invalidateForSwitch(const std::vector<std::string>& paths) {
+  forgetPaths(paths, true);
+}
+
+void HLMount::invalidateAll() {
+  // Every name in the root now, and the root itself; a first component that is gone from
+  // both keeps its names until the timeout.
+  DirStream d;
+  std::vector<std::string> paths{std::string()};
+  if (ov_->list(view_, std::string(), &d) == 0) {
+    for (size_t i = 2; i < d.count(); ++i) {
+      const char* name;
+      uint64_t ino;
+      FileType type;
+      d.at(i, &name, &ino, &type);
+      paths.emplace_back(name);
+    }
+  }
+  forgetPaths(paths, true);
+}
+
+}  // namespace fuse_hl_detail
+}  // namespace shadowfs
+#endif
