@@ -88,6 +88,55 @@ describe('adversarial: the newest surfaces', function () {
       guard.stop();
     }
   });
+
+  it('an agent cannot make its audit trail forget what it did by restoring a checkpoint: what leaves the record is counted as dropped', async () => {
+    // Broke: the agent's own (restricted, MCP) connection may checkpoint and restore its layer.
+    // Restoring made the record what it was at the checkpoint, and `dropped` what it was then
+    // too, so the entries of everything done in between vanished without a trace in the count
+    // (only a gap in seq numbers, after the last entry, where nothing shows it).
+    const folder = makeFolder('esc-audit');
+    const guard = new FolderGuard(folder);
+    const shadow = (await user.request('mount', { folder, name: 'esc-audit' })).name;
+    mounted.push(shadow);
+    const agent = await ShadowClient.connect({ clientName: 'escape-newer agent', scope: { shadow, agent: 'a', allowApply: false } });
+    try {
+      const mp = (await user.request('list')).shadows.find((s) => s.name === shadow)!.mountPoint;
+      await user.request('layer.create', { shadow, agent: 'a' });
+      await agent.request('activate', { shadow, agent: 'a' });
+      fs.writeFileSync(path.join(mp, 'before.txt'), 'before\n');
+      await agent.request('layer.checkpoint', { shadow, agent: 'a', name: 'clean' });
+      // What it would rather hide: three requests the record holds.
+      fs.mkdirSync(path.join(mp, 'stash'));
+      fs.writeFileSync(path.join(mp, 'stash', 'copy-of-secrets'), 'k\n');
+      fs.unlinkSync(path.join(mp, 'stash', 'copy-of-secrets'));
+      const full = await agent.request('layer.audit', { shadow, agent: 'a' });
+      assert.deepStrictEqual(
+        full.entries.map((e) => `${e.op} ${e.path}`),
+        ['create before.txt', 'mkdir stash', 'create stash/copy-of-secrets', 'unlink stash/copy-of-secrets'],
+      );
+      assert.strictEqual(full.dropped, 0);
+      await agent.request('layer.restore', { shadow, agent: 'a', name: 'clean' });
+      const after = await agent.request('layer.audit', { shadow, agent: 'a' });
+      assert.deepStrictEqual(
+        after.entries.map((e) => `${e.op} ${e.path}`),
+        ['create before.txt'],
+      );
+      assert.strictEqual(after.dropped, 3, 'the three entries the restore took out are counted as dropped');
+      const shown = cli('audit', shadow, '--agent', 'a');
+      assert.match(shown.out, /3 .*dropped/, shown.out);
+      // Restoring the same checkpoint again does not count them twice; new entries go on after.
+      await agent.request('layer.restore', { shadow, agent: 'a', name: 'clean' });
+      assert.strictEqual((await agent.request('layer.audit', { shadow, agent: 'a' })).dropped, 3);
+      await agent.request('activate', { shadow, agent: 'a' });
+      fs.writeFileSync(path.join(mp, 'later.txt'), 'later\n');
+      await agent.request('layer.restore', { shadow, agent: 'a', name: 'clean' });
+      assert.strictEqual((await agent.request('layer.audit', { shadow, agent: 'a' })).dropped, 4);
+      await guard.check();
+    } finally {
+      agent.close();
+      guard.stop();
+    }
+  });
 });
 
 // Keep the helpers the later cases use referenced while they are added.

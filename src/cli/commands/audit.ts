@@ -64,7 +64,9 @@ export const auditCommand: CommandModule<object, Args> = {
       const lines = r.entries.map(describeAuditEntry);
       if (r.matched > r.entries.length) lines.unshift(`(${r.matched - r.entries.length} older matching entries not shown: --limit)`);
       if (r.dropped > 0)
-        lines.unshift(`(${r.dropped} oldest entries were dropped to keep the record within ${r.maxEntries} entries / ${r.maxBytes} bytes)`);
+        lines.unshift(
+          `(${r.dropped} entries were dropped: the oldest, to keep the record within ${r.maxEntries} entries / ${r.maxBytes} bytes, and those a restored checkpoint replaced)`,
+        );
       if (r.entries.length === 0) lines.push(`nothing recorded for ${r.agent}${r.kept ? ' that matches' : ''}`);
       emit(args, r, lines.join('\n'));
     } catch (err) {
