@@ -8,6 +8,7 @@ import { spawnSync } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
 import { ShadowClient } from '../src/client';
+import { daemonPaths } from '../src/common/endpoint';
 import { FolderGuard, eventually, repoRoot, tempDir } from './helpers/fixtures';
 import { running, stopTestDaemon } from './helpers/hooks';
 
@@ -29,6 +30,35 @@ function makeFolder(label: string): string {
   fs.writeFileSync(path.join(dir, 'src', 'app.js'), 'console.log(1);\n');
   return dir;
 }
+
+/**
+ * The session's hostile program (sh and Perl, which every view has): one line per attempt,
+ * "<what>: ok" when it got through, "<what>: refused ..." or "<what>: none ..." when not; a
+ * write through /proc/<pid>/root or cwd of one of its own processes reaches its own view (the
+ * layer), which it says ("layer via /proc/N"), and the folder is checked to be untouched.
+ */
+const HOSTILE = String.raw`
+echo "args: $*"
+r=refused
+for p in /proc/[0-9]*; do echo x 2>/dev/null > "$p/root$A/p1" && r="$r, layer via $p"; done
+echo "proc-root-write: $r"
+r=refused
+for p in /proc/[0-9]*; do echo x 2>/dev/null > "$p/cwd/p2" && r="$r, layer via $p"; done
+echo "proc-cwd-write: $r"
+perl -MIO::Socket::UNIX -e '$s = IO::Socket::UNIX->new(Peer => $ENV{SOCK}); print "daemon-socket: ", ($s ? "ok" : "refused $!"), "\n"'
+if ls -A "$RUNTIME" 2>/dev/null | grep -q .; then echo "runtime-dir: ok $(ls -A "$RUNTIME" | tr '\n' ' ')"; else echo "runtime-dir: none"; fi
+perl -e 'my $c = "x"; print "tiocsti: ", (ioctl(STDIN, 0x5412, $c) ? "ok" : "refused $!"), "\n"'
+perl -e '$r = syscall(101, 16, 1, 0, 0); print "ptrace-init: ", ($r == 0 ? "ok" : "refused $!"), "\n"'
+r=refused
+for p in /proc/[0-9]*; do n=$(basename $p); [ "$n" = $$ ] && continue; perl -e '$r = syscall(101, 16, $ARGV[0], 0, 0); exit($r == 0 ? 0 : 1)' $n && r="ok $n"; done
+echo "ptrace-any: $r"
+perl -MPOSIX -e 'fork and exit; POSIX::setsid(); $SIG{HUP} = "IGNORE"; fork and exit; for (1..600) { open F, ">>", "$ENV{W}/alive"; print F "$$\n"; close F; select(undef, undef, undef, 0.1) }' </dev/null >/dev/null 2>&1 &
+sleep 0.3
+echo "survivor: started"
+trap '' HUP
+echo WAITING
+while :; do sleep 1; done
+`;
 
 describe('adversarial: the newest surfaces', function () {
   this.timeout(120_000);
@@ -137,8 +167,63 @@ describe('adversarial: the newest surfaces', function () {
       guard.stop();
     }
   });
+  it("a shell session's program: no write of the folder through /proc, no daemon socket, no ptrace or TIOCSTI, nothing left after close", async () => {
+    // Held. The session's program is an agent's: it tries every way out a session adds to a
+    // run's (a terminal of the daemon's on its standard input, its own process group in the
+    // terminal's foreground, a --writable directory, a close by SIGHUP), then leaves a process
+    // behind that ignores SIGHUP in a session of its own, and itself ignores SIGHUP.
+    const folder = makeFolder('esc-shell');
+    fs.writeFileSync(path.join(folder, 'hostile.sh'), HOSTILE);
+    const writable = tempDir('esc-shell-w');
+    const guard = new FolderGuard(folder);
+    const shadow = (await user.request('mount', { folder, name: 'esc-shell' })).name;
+    mounted.push(shadow);
+    let out = '';
+    const ended: string[] = [];
+    const onOutput = (p: { sessionId: string; data: string }): void => void (out += Buffer.from(p.data, 'base64').toString('utf8'));
+    const onExit = (p: { sessionId: string }): void => void ended.push(p.sessionId);
+    const stopOutput = user.on('shell/output', onOutput);
+    const stopExit = user.on('shell/exit', onExit);
+    try {
+      const s = await user.request('shell.open', {
+        shadow,
+        agent: 'mallory',
+        argv: ['sh', 'hostile.sh', '--status-fd', '3', 'last'],
+        env: [`A=${folder}`, `W=${writable}`, `SOCK=${daemonPaths().socket}`, `RUNTIME=${daemonPaths().dir}`],
+        writable: [writable],
+        cols: 80,
+        rows: 24,
+      });
+      await eventually(() => out.includes('WAITING'), 60_000, `the hostile script to finish its attempts:\n${out}`);
+      const said = (what: string): string => out.split(/\r?\n/).find((l) => l.startsWith(`${what}:`)) ?? `${what}: (not said)`;
+      // Its arguments reach it as given, the launcher's own option names included.
+      assert.strictEqual(said('args'), 'args: --status-fd 3 last');
+      for (const what of ['proc-root-write', 'proc-cwd-write', 'daemon-socket', 'runtime-dir', 'tiocsti', 'ptrace-init', 'ptrace-any']) {
+        assert.doesNotMatch(said(what), /: ok\b/, `${what} got through:\n${out}`);
+        assert.match(said(what), /: (refused|none)\b/, `${what}:\n${out}`);
+      }
+      assert.match(said('survivor'), /started/);
+      // What the attempts wrote through /proc went to the session's own view, its layer; never to
+      // the folder. The session's init (pid 1) is not reachable that way at all.
+      assert.doesNotMatch(said('proc-root-write'), /via \/proc\/1\b/);
+      const changed = (await user.request('layer.changes', { shadow, agent: 'mallory' })).changes.map((c) => c.path);
+      for (const f of ['p1', 'p2']) {
+        assert.ok(!fs.existsSync(path.join(folder, f)), `${f} reached the folder`);
+        assert.ok(changed.includes(f), `${f} is in the layer: ${changed.join(' ')}`);
+      }
+      await user.request('shell.close', { sessionId: s.sessionId });
+      await eventually(() => ended.includes(s.sessionId), 30_000, 'the session to end');
+      assert.ok(!running(s.pid), "the session's launcher is gone");
+      // The process it left behind is gone too: its file stops growing.
+      const size = (): number => fs.statSync(path.join(writable, 'alive')).size;
+      const at = size();
+      await new Promise((r) => setTimeout(r, 1500));
+      assert.strictEqual(size(), at, 'a process of the closed session still writes');
+      await guard.check();
+    } finally {
+      stopOutput();
+      stopExit();
+      guard.stop();
+    }
+  });
 });
-
-// Keep the helpers the later cases use referenced while they are added.
-void eventually;
-void running;
