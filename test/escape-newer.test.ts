@@ -6,8 +6,10 @@
 import * as assert from 'assert';
 import { spawnSync } from 'child_process';
 import * as fs from 'fs';
+import * as os from 'os';
 import * as path from 'path';
 import { ShadowClient } from '../src/client';
+import { resolveWithTool } from '../src/cli/merge-tool';
 import { daemonPaths } from '../src/common/endpoint';
 import { FolderGuard, eventually, repoRoot, tempDir } from './helpers/fixtures';
 import { running, stopTestDaemon } from './helpers/hooks';
@@ -223,6 +225,58 @@ describe('adversarial: the newest surfaces', function () {
     } finally {
       stopOutput();
       stopExit();
+      guard.stop();
+    }
+  });
+  it("apply --merge-tool: an agent's path chooses neither where the tool's files go nor its arguments", async () => {
+    // Held. The conflict's path is the agent's; the four files are named after its last
+    // component only, in a fresh private directory of the temporary directory, and reach the
+    // tool as absolute paths (an option-like name cannot become an option) or in its
+    // environment (a shell command line never re-reads them as code).
+    const folder = makeFolder('esc-merge');
+    const guard = new FolderGuard(folder);
+    const log = path.join(tempDir('esc-merge-log'), 'log');
+    const cmd =
+      'for f in "$BASE" "$LOCAL" "$REMOTE" "$MERGED"; do printf "%s\\n" "$f"; done >> "$LOG"; cp "$REMOTE" "$MERGED"; echo $MERGED >/dev/null';
+    const old = process.env.LOG;
+    process.env.LOG = log;
+    try {
+      for (const evil of [
+        '-rf',
+        'src/--cmd=!touch pwned',
+        '$(touch pwned).txt',
+        '`touch pwned`.js',
+        'a;touch pwned',
+        '../../../.bashrc',
+        'x\nmerged.txt',
+      ]) {
+        fs.writeFileSync(log, '');
+        const r = resolveWithTool({ name: 'probe', run: { shell: cmd } }, folder, {
+          path: evil,
+          folder: 'yours\n',
+          agent: 'theirs\n',
+          base: 'base\n',
+          merged: 'yours\n',
+        });
+        assert.deepStrictEqual(r, { content: 'theirs\n' }, evil);
+        const files = fs.readFileSync(log, 'utf8').split('\n').filter(Boolean);
+        const stem = path.basename(evil, path.extname(evil));
+        assert.strictEqual(files.length, 4 + (evil.includes('\n') ? 4 : 0), `${JSON.stringify(evil)}: ${files.join(' | ')}`);
+        if (!evil.includes('\n')) {
+          const dir = path.dirname(files[0]);
+          assert.ok(dir.startsWith(path.join(os.tmpdir(), 'shadowfs-merge-')), dir);
+          for (const f of files) {
+            assert.strictEqual(path.dirname(f), dir, f);
+            assert.ok(path.basename(f).startsWith(`${stem}_`), f);
+          }
+          assert.ok(!fs.existsSync(dir), 'the files are removed after');
+        }
+      }
+      for (const where of [folder, process.cwd(), os.tmpdir()]) assert.ok(!fs.existsSync(path.join(where, 'pwned')), where);
+      await guard.check();
+    } finally {
+      if (old === undefined) delete process.env.LOG;
+      else process.env.LOG = old;
       guard.stop();
     }
   });
