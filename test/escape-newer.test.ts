@@ -9,6 +9,7 @@ import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import { ShadowClient } from '../src/client';
+import { ShadowError } from '../src/common/errors';
 import { resolveWithTool } from '../src/cli/merge-tool';
 import { daemonPaths } from '../src/common/endpoint';
 import { FolderGuard, eventually, repoRoot, tempDir } from './helpers/fixtures';
@@ -121,11 +122,12 @@ describe('adversarial: the newest surfaces', function () {
     }
   });
 
-  it('an agent cannot make its audit trail forget what it did by restoring a checkpoint: what leaves the record is counted as dropped', async () => {
+  it('an agent cannot make its audit trail forget what it did: a restored checkpoint counts what it takes out as dropped; its layer is not its to drop', async () => {
     // Broke: the agent's own (restricted, MCP) connection may checkpoint and restore its layer.
     // Restoring made the record what it was at the checkpoint, and `dropped` what it was then
     // too, so the entries of everything done in between vanished without a trace in the count
-    // (only a gap in seq numbers, after the last entry, where nothing shows it).
+    // (only a gap in seq numbers, after the last entry, where nothing shows it). And it could drop
+    // its layer (layer.drop was open to it), which drops the record whole.
     const folder = makeFolder('esc-audit');
     const guard = new FolderGuard(folder);
     const shadow = (await user.request('mount', { folder, name: 'esc-audit' })).name;
@@ -163,6 +165,9 @@ describe('adversarial: the newest surfaces', function () {
       fs.writeFileSync(path.join(mp, 'later.txt'), 'later\n');
       await agent.request('layer.restore', { shadow, agent: 'a', name: 'clean' });
       assert.strictEqual((await agent.request('layer.audit', { shadow, agent: 'a' })).dropped, 4);
+      // Nor by dropping its layer (and making it again), which took the whole record with it.
+      await assert.rejects(agent.request('layer.drop', { shadow, agent: 'a' }), (e: ShadowError) => e.code === 'SCOPE_DENIED');
+      assert.strictEqual((await agent.request('layer.audit', { shadow, agent: 'a' })).kept, 1);
       await guard.check();
     } finally {
       agent.close();

@@ -64,7 +64,7 @@ export const ScopedMethods = {
   list: 'answers with its shadow only, and of that its agent only',
   'layer.list': 'its shadow; answers with its agent only',
   'layer.create': 'its agent',
-  'layer.drop': 'its agent',
+  'layer.drop': 'never: dropping a layer drops its audit trail with it (layer.reset drops the changes and keeps the record)',
   'layer.clone': 'from its agent to its agent only (another layer is neither read nor made)',
   'layer.write': 'its agent',
   'layer.remove': 'its agent',
