@@ -12,7 +12,9 @@ import { ShadowClient } from '../src/client';
 import { ShadowError } from '../src/common/errors';
 import { resolveWithTool } from '../src/cli/merge-tool';
 import { daemonPaths } from '../src/common/endpoint';
-import { FolderGuard, eventually, repoRoot, tempDir } from './helpers/fixtures';
+import { setMemoryBudget } from '../src/shadow';
+import { defaultMemoryBudget } from '../src/shadow/budget';
+import { FolderGuard, eventually, repoRoot, tempDir, withShadow } from './helpers/fixtures';
 import { running, stopTestDaemon } from './helpers/hooks';
 
 const cliPath = path.join(repoRoot, 'bin', 'shadowfs.js');
@@ -77,6 +79,8 @@ describe('adversarial: the newest surfaces', function () {
   after(() => {
     user.close();
     stopTestDaemon();
+    // The budget is this process's: later test files get the default back.
+    setMemoryBudget(defaultMemoryBudget());
   });
 
   it("an agent's file names cannot drive the user's terminal when the CLI lists them (changes, diff, apply, review, audit)", async () => {
@@ -284,5 +288,52 @@ describe('adversarial: the newest surfaces', function () {
       else process.env.LOG = old;
       guard.stop();
     }
+  });
+  it("the spill pack: a slot under an agent's open descriptor of a deleted file never holds another agent's content", async () => {
+    // Held. One pack file per shadow holds every agent's small spilled contents, and freed slots
+    // are used again. Agent x keeps a descriptor of a spilled file it deleted, agent y spills
+    // many contents of the same size class, then x writes and reads through its descriptor:
+    // y's contents, read by the daemon from the pack, are not changed by x's write (x's own
+    // reads may come from the kernel's page cache, so they prove less).
+    const lower = makeFolder('esc-spill');
+    const spillDir = tempDir('esc-spill-dir');
+    await withShadow(
+      lower,
+      async (shadow) => {
+        await shadow.createLayer('x');
+        await shadow.createLayer('y');
+        const vx = await shadow.openView('x');
+        const vy = await shadow.openView('y');
+        try {
+          const px = path.join(vx.mountPoint, 'secret-x.txt');
+          fs.writeFileSync(px, Buffer.alloc(3000, 'X'));
+          for (let i = 0; i < 40; i++) fs.writeFileSync(path.join(vx.mountPoint, `fill${i}.bin`), Buffer.alloc(2000, i));
+          assert.ok((await shadow.stats()).layers.x.spilledBytes >= 3000, 'x spilled (its oldest contents first)');
+          const fd = fs.openSync(px, 'r+');
+          fs.unlinkSync(px);
+          for (let i = 0; i < 40; i++) fs.writeFileSync(path.join(vy.mountPoint, `y${i}.txt`), Buffer.alloc(3000, 'Y'));
+          assert.ok((await shadow.stats()).layers.y.spilledBytes >= 3000 * 30, 'y spilled into the pack');
+          const read = Buffer.alloc(3000);
+          assert.strictEqual(fs.readSync(fd, read, 0, 3000, 0), 3000);
+          assert.ok(read.equals(Buffer.alloc(3000, 'X')), `x reads its own bytes: ${read.subarray(0, 16).toString()}`);
+          fs.writeSync(fd, Buffer.alloc(3000, 'Z'), 0, 3000, 0);
+          for (let i = 0; i < 40; i++) fs.writeFileSync(path.join(vy.mountPoint, `z${i}.txt`), Buffer.alloc(3000, 'W'));
+          assert.strictEqual(fs.readSync(fd, read, 0, 3000, 0), 3000);
+          fs.closeSync(fd);
+          assert.ok(read.equals(Buffer.alloc(3000, 'Z')), `x reads what it wrote: ${read.subarray(0, 16).toString()}`);
+          const y = shadow.layer('y');
+          for (let i = 0; i < 40; i++) {
+            assert.ok((await y.readFile(`y${i}.txt`)).equals(Buffer.alloc(3000, 'Y')), `y${i}.txt`);
+            assert.ok((await y.readFile(`z${i}.txt`)).equals(Buffer.alloc(3000, 'W')), `z${i}.txt`);
+          }
+          assert.ok(!(await shadow.layer('x').changes()).some((c) => c.path === 'secret-x.txt'));
+          assert.deepStrictEqual(fs.readdirSync(spillDir), [], 'spill files have no names');
+        } finally {
+          await vx.close({ lazy: true });
+          await vy.close({ lazy: true });
+        }
+      },
+      { memoryBudget: '16K', spillDir },
+    );
   });
 });
