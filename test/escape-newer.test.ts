@@ -12,6 +12,7 @@ import { ShadowClient } from '../src/client';
 import { ShadowError } from '../src/common/errors';
 import { resolveWithTool } from '../src/cli/merge-tool';
 import { daemonPaths } from '../src/common/endpoint';
+import { launchArgs, launcherPath } from '../src/run/launcher';
 import { setMemoryBudget } from '../src/shadow';
 import { defaultMemoryBudget } from '../src/shadow/budget';
 import { FolderGuard, eventually, repoRoot, tempDir, withShadow } from './helpers/fixtures';
@@ -335,5 +336,36 @@ describe('adversarial: the newest surfaces', function () {
       },
       { memoryBudget: '16K', spillDir },
     );
+  });
+  it('a run leaves no set-user-ID file in a writable directory of the host: not by mknod, not through io_uring', () => {
+    // Broke: the seccomp filter refused the set-user-ID and set-group-ID bits in the modes of
+    // chmod, creat, open and openat, but mknod and mknodat make regular files too, with any
+    // mode, and io_uring opens files from the kernel where no filter sees the mode. A root run
+    // left "-rwsr-sr-x root root" files in a --writable directory of the host (empty: the first
+    // write by anything but root clears the bit, but a root process writing into it later keeps
+    // it). Now mknod(at) with those bits is refused (EPERM) and io_uring is not there (ENOSYS).
+    // Needs the launcher built from this source (native/launcher/confine.cc).
+    const w = tempDir('esc-suid');
+    const script = path.join(tempDir('esc-suid-script'), 'p.pl');
+    fs.writeFileSync(
+      script,
+      [
+        'my $p = "$ARGV[0]/by-mknod"; printf "mknod: %s\\n", syscall(133, $p, 0106755, 0) == 0 ? "ok" : "refused $!";',
+        'my $q = "$ARGV[0]/by-mknodat"; printf "mknodat: %s\\n", syscall(259, -100, $q, 0104644, 0) == 0 ? "ok" : "refused $!";',
+        'my $params = "\\0" x 120; my $u = syscall(425, 8, $params); printf "io_uring: %s\\n", $u >= 0 ? "ok" : "refused $!";',
+        'my $plain = "$ARGV[0]/plain"; printf "plain: %s\\n", syscall(133, $plain, 0100644, 0) == 0 ? "ok" : "refused $!";',
+      ].join('\n'),
+    );
+    const args = launchArgs({ binds: [], cwd: '/', env: { PATH: '/usr/bin:/bin' }, writable: [w] }, ['perl', script, w]);
+    // The script is read where it lies: a read-only extra of this run.
+    args.splice(args.indexOf('--'), 0, '--ro-bind', path.dirname(script), path.dirname(script));
+    const r = spawnSync(launcherPath(), args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe', 'pipe'] });
+    assert.strictEqual(r.status, 0, r.stderr);
+    assert.match(r.stdout, /^plain: ok$/m, 'a plain mknod of a regular file still works');
+    for (const what of ['mknod', 'mknodat', 'io_uring']) assert.match(r.stdout, new RegExp(`^${what}: refused`, 'm'), r.stdout);
+    for (const f of fs.readdirSync(w)) {
+      const mode = fs.statSync(path.join(w, f)).mode;
+      assert.strictEqual(mode & 0o6000, 0, `${f} has mode ${mode.toString(8)}`);
+    }
   });
 });
