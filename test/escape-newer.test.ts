@@ -103,6 +103,8 @@ describe('adversarial: the newest surfaces', function () {
       const mp = (await user.request('list')).shadows.find((s) => s.name === shadow)!.mountPoint;
       fs.writeFileSync(path.join(mp, `${evil}.2`), 'y\n');
       fs.renameSync(path.join(mp, `${evil}.2`), path.join(mp, `${evil}.3`));
+      // A name that would print as a line of its own, made up to look like another entry.
+      fs.writeFileSync(path.join(mp, 'x\n2026-01-01T00:00:00.000Z  git[1]                 open     README.md'), 'z\n');
       await user.request('activate', { shadow, agent: null });
       for (const args of [
         ['layer', 'changes', shadow, 'a'],
@@ -120,6 +122,7 @@ describe('adversarial: the newest surfaces', function () {
           !bad,
           `${args.join(' ')} printed the control character ${JSON.stringify(bad?.[0])} from a name:\n${JSON.stringify(r.out)}`,
         );
+        assert.doesNotMatch(r.out, /^2026-01-01T00:00:00.000Z/m, `${args.join(' ')} printed a line a name made up:\n${r.out}`);
       }
       await guard.check();
     } finally {
