@@ -371,4 +371,32 @@ describe('adversarial: the newest surfaces', function () {
       assert.strictEqual(mode & 0o6000, 0, `${f} has mode ${mode.toString(8)}`);
     }
   });
+  it("a language server rooted in the runtime directory does not see the daemon's socket through a readable extra around it", () => {
+    // Broke (latent): the launcher does not cover a hidden directory that holds a bind's target
+    // (it would cover the mount), and a language server's root is a shadow or a view, which live
+    // in shadowfs's runtime directory. A read-only extra around that directory ($SHADOWFS_RUN_READABLE,
+    // or one taken from the daemon's PATH) then showed the server the daemon's socket and state,
+    // and a program in the server (the project's, say) could ask the daemon to apply. Such an
+    // extra is now left out of that command's view.
+    const runtime = daemonPaths().dir;
+    assert.ok(fs.existsSync(daemonPaths().socket), 'the daemon runs');
+    const root = fs.mkdtempSync(path.join(runtime, 'esc-root-'));
+    const old = process.env.SHADOWFS_RUN_READABLE;
+    process.env.SHADOWFS_RUN_READABLE = path.dirname(runtime);
+    try {
+      const args = launchArgs({ binds: [{ source: root, target: root, readOnly: true }], cwd: root, env: { PATH: '/usr/bin:/bin' } }, [
+        'sh',
+        '-c',
+        `ls -A ${runtime}; echo END`,
+      ]);
+      const r = spawnSync(launcherPath(), args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe', 'pipe'] });
+      assert.strictEqual(r.status, 0, r.stderr);
+      assert.match(r.stdout, /END/);
+      assert.doesNotMatch(r.stdout, /daemon\.sock|state\.json|daemon\.pid/, r.stdout);
+    } finally {
+      if (old === undefined) delete process.env.SHADOWFS_RUN_READABLE;
+      else process.env.SHADOWFS_RUN_READABLE = old;
+      fs.rmdirSync(root);
+    }
+  });
 });
