@@ -10,6 +10,28 @@ export interface OutputOptions {
   json?: boolean;
 }
 
+/** Characters a terminal acts on or that reorder what it shows: C0 and C1 controls, DEL, bidirectional overrides. */
+const TERMINAL_CONTROLS = /[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
+const NAMED: Record<string, string> = { '\n': '\\n', '\t': '\\t', '\r': '\\r', '\x1b': '\\e' };
+
+/**
+ * A name an agent chose (a path in its layer, a process name) as a human line shows it: its
+ * control characters as visible escapes (\e, \n, \x07, \u202e), so that printing it cannot
+ * clear the screen, move the cursor, make up a line or reverse text, and the user sees what
+ * would be applied. git quotes such names in its output too (core.quotePath).
+ */
+export function shownName(name: string): string {
+  return name.replace(TERMINAL_CONTROLS, (c) => {
+    const code = c.charCodeAt(0);
+    return NAMED[c] ?? (code <= 0xff ? `\\x${code.toString(16).padStart(2, '0')}` : `\\u${code.toString(16)}`);
+  });
+}
+
+/** Text that may quote such names (an error message, a conflict's reason): the same, keeping its own line breaks. */
+export function shownText(text: string): string {
+  return text.split('\n').map(shownName).join('\n');
+}
+
 export function emit(opts: OutputOptions, event: Record<string, unknown>, human: string): void {
   process.stdout.write(opts.json ? `${JSON.stringify(event)}\n` : `${human}\n`);
 }
@@ -19,7 +41,7 @@ export function reportError(opts: OutputOptions, err: unknown): void {
   if (opts.json) {
     process.stdout.write(`${JSON.stringify({ error: e.toJSON() })}\n`);
   } else {
-    process.stderr.write(`shadowfs: error ${e.code}: ${e.message}\n`);
+    process.stderr.write(`shadowfs: error ${e.code}: ${shownText(e.message)}\n`);
   }
   process.exitCode = ExitCode.FAILURE;
 }

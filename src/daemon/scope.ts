@@ -74,7 +74,12 @@ const RULES: { [M in ScopedMethod]: Rule<M> } = {
   list: always, // its answer is narrowed (narrowResult)
   'layer.list': shadowOnly, // and its answer narrowed
   'layer.create': own,
-  'layer.drop': own,
+  // Dropping a layer drops its audit trail with it: the record of what the agent did would be
+  // gone with nothing left to say so. That is the user's to do; layer.reset drops the changes and
+  // keeps the record.
+  'layer.drop': (p, s, ctx) =>
+    own(p, s, ctx) ??
+    "dropping its layer would drop its audit trail too: that is the user's to do (layer.reset drops its changes and keeps the record)",
   'layer.clone': (p, s, ctx) => own(p, s, ctx) ?? (p.to === s.agent ? undefined : `${JSON.stringify(p.to)} is another agent`),
   'layer.write': own,
   'layer.remove': own,

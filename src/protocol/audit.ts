@@ -60,7 +60,9 @@ export const AuditRequests = {
       dropped: z
         .number()
         .int()
-        .describe('Entries dropped (oldest first) to keep the record within its limits since it began: they are gone.'),
+        .describe(
+          'Entries gone from the record since it began: dropped (oldest first) to keep it within its limits, and those a restored checkpoint replaced.',
+        ),
       maxEntries: z.number().int(),
       maxBytes: z.number().int(),
     }),

@@ -64,7 +64,7 @@ export const ScopedMethods = {
   list: 'answers with its shadow only, and of that its agent only',
   'layer.list': 'its shadow; answers with its agent only',
   'layer.create': 'its agent',
-  'layer.drop': 'its agent',
+  'layer.drop': 'never: dropping a layer drops its audit trail with it (layer.reset drops the changes and keeps the record)',
   'layer.clone': 'from its agent to its agent only (another layer is neither read nor made)',
   'layer.write': 'its agent',
   'layer.remove': 'its agent',
@@ -98,7 +98,8 @@ export const ScopedMethods = {
   'lsp.references': 'its agent',
   'lsp.hover': 'its agent',
   radar: 'its shadow, its agent (or none given); answers with the overlaps that name its agent only',
-  'layer.audit': "its agent: its own audit trail, read-only (another agent's is refused; nothing can change or clear one)",
+  'layer.audit':
+    "its agent: its own audit trail, read-only (another agent's is refused; restoring a checkpoint replaces it, and what that takes out is counted as dropped)",
 } as const satisfies Partial<Record<keyof typeof Requests, string>>;
 export type ScopedMethod = keyof typeof ScopedMethods;
 

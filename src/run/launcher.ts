@@ -288,16 +288,22 @@ export function launchArgs(plan: LaunchPlan, argv: string[]): string[] {
   for (const b of plan.binds) args.push(b.readOnly ? '--ro-bind' : '--bind', b.source, b.target);
   // Extras inside a bind's target would cover part of the shadow: the shadow shows those itself.
   const inside = (d: string): boolean => plan.binds.some((b) => d === b.target || d.startsWith(`${b.target}/`));
+  const hides = plan.noNamespaces ? [] : (plan.hide ?? hiddenFromRuns(plan.binds.map((b) => b.source)));
   if (!plan.noNamespaces) {
     // The home directory is private and empty (git's configuration comes back read-only in it):
     // caches a tool keeps there (~/.npm, ~/.cache) live as long as the run.
     const home = os.homedir();
     if (home && home !== '/' && !inside(home)) args.push('--tmpfs', home);
-    for (const d of readOnlyExtras()) if (!inside(d)) args.push('--ro-bind', d, d);
+    // A hidden directory that holds a bind's target is not covered (the launcher would cover the
+    // mount: a language server's root is a shadow or view in the runtime directory). An extra
+    // around it would show the rest of it, the daemon's socket and state included: such an extra
+    // (from $SHADOWFS_RUN_READABLE or the daemon's PATH) is left out of that command's view.
+    const held = hides.filter((h) => plan.binds.some((b) => within(b.target, h)));
+    for (const d of readOnlyExtras()) if (!inside(d) && !held.some((h) => within(h, d))) args.push('--ro-bind', d, d);
   }
   // The user's writable list, but nothing of the shadow's own path: that would be A itself.
   for (const w of [...(plan.writable ?? []), ...userWritable().filter((d) => !inside(d))]) args.push('--writable', w);
-  if (!plan.noNamespaces) for (const h of plan.hide ?? hiddenFromRuns(plan.binds.map((b) => b.source))) args.push('--hide', h);
+  for (const h of hides) args.push('--hide', h);
   for (const [k, v] of Object.entries(plan.env)) args.push('--env', `${k}=${v}`);
   return [...args, '--', ...argv];
 }

@@ -196,7 +196,11 @@ export class ShellSession extends EventEmitter {
           'INVALID_ARGUMENT',
           `${argv[0] === unseen ? unseen : `${argv[0]} (${unseen})`} is where a session cannot see (it sees the system directories, those of the daemon's PATH, your folder and --readable/--writable directories); add --readable ${path.dirname(unseen)}`,
         );
-      const args = launchArgs(plan, argv).filter((a, i, all) => !(a === '--status-fd' || (i > 0 && all[i - 1] === '--status-fd')));
+      const args = launchArgs(plan, argv);
+      // No status descriptor: the terminal is all a session has. launchArgs puts it first; only
+      // that pair goes (a filter over the whole list also took the command's own arguments
+      // "--status-fd" and the one after it).
+      if (args[0] === '--status-fd') args.splice(0, 2);
       term = pty.spawn(launcherPath(), args, {
         name: opts.term ?? 'xterm-256color',
         cols: opts.cols,

@@ -402,7 +402,16 @@ export class CheckpointStore {
       }
     }
     // The audit trail as the checkpoint saw it; one made before audit trails existed leaves the layer's as it is.
-    if (audit) await layer.loadAudit(audit);
+    // What the layer's record numbered since the checkpoint leaves it: counted as dropped, so that
+    // `dropped` still says every entry that is gone. (An agent may restore its own checkpoints:
+    // otherwise it could make what it did in between vanish from its record without a trace.)
+    // Seqs are never handed out twice in a layer's life, so those are the numbers from the
+    // checkpoint's next one up to the record's; a record that began after the checkpoint (a
+    // new mount, a layer made again) numbered none of them.
+    if (audit) {
+      const handedOut = (await layer.auditRecord()).nextSeq;
+      await layer.loadAudit({ ...audit, dropped: audit.dropped + Math.max(0, handedOut - audit.nextSeq) });
+    }
     provenance.setLayerSince(agent, m.layerSince);
     provenance.clearBaseOverrides(agent);
     // Each path keeps the base the checkpoint recorded (the earliest: a checkpoint of a restored

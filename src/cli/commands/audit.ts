@@ -7,7 +7,7 @@ import type { ShadowClient } from '../../client';
 import { AUDIT_OP_NAMES, type AuditEntry } from '../../protocol/audit';
 import { parseSince } from '../../shadow/audit';
 import { connectCli } from '../daemon-call';
-import { emit, reportError } from '../output';
+import { emit, reportError, shownName } from '../output';
 
 interface Args {
   shadow: string;
@@ -21,9 +21,10 @@ interface Args {
 
 /** One entry as a line for people: time, process, op, path(s), bytes. */
 export function describeAuditEntry(e: AuditEntry): string {
-  const who = `${e.comm || '?'}[${e.pid || '?'}]`;
+  const who = `${shownName(e.comm) || '?'}[${e.pid || '?'}]`;
   const op = e.op === 'open' && e.write ? 'open-w' : e.op;
-  const where = e.op === 'rename' || e.op === 'link' ? `${e.path} -> ${e.to}` : e.op === 'symlink' ? `${e.path} -> ${e.to ?? ''}` : e.path;
+  const [p, to] = [shownName(e.path), shownName(e.to ?? '')];
+  const where = e.op === 'rename' || e.op === 'link' || e.op === 'symlink' ? `${p} -> ${to}` : p;
   const bytes = e.bytes ? ` (${e.bytes} bytes written)` : '';
   return `${e.time}  ${who.padEnd(22)} ${op.padEnd(8)} ${where}${bytes}`;
 }
@@ -63,7 +64,9 @@ export const auditCommand: CommandModule<object, Args> = {
       const lines = r.entries.map(describeAuditEntry);
       if (r.matched > r.entries.length) lines.unshift(`(${r.matched - r.entries.length} older matching entries not shown: --limit)`);
       if (r.dropped > 0)
-        lines.unshift(`(${r.dropped} oldest entries were dropped to keep the record within ${r.maxEntries} entries / ${r.maxBytes} bytes)`);
+        lines.unshift(
+          `(${r.dropped} entries were dropped: the oldest, to keep the record within ${r.maxEntries} entries / ${r.maxBytes} bytes, and those a restored checkpoint replaced)`,
+        );
       if (r.entries.length === 0) lines.push(`nothing recorded for ${r.agent}${r.kept ? ' that matches' : ''}`);
       emit(args, r, lines.join('\n'));
     } catch (err) {

@@ -4,6 +4,7 @@ import * as fs from 'fs';
 import type { Argv, CommandModule } from 'yargs';
 import { ShadowError } from '../../common/errors';
 import { withClient } from '../daemon-call';
+import { shownName } from '../output';
 
 interface Base {
   shadow: string;
@@ -120,7 +121,7 @@ const ls: CommandModule<object, Base & { path?: string; recursive: boolean; limi
         }),
       (r) =>
         [
-          ...r.entries.map((e) => `${e.path}${e.type === 'directory' ? '/' : e.type === 'symlink' ? '@' : ''}`),
+          ...r.entries.map((e) => `${shownName(e.path)}${e.type === 'directory' ? '/' : e.type === 'symlink' ? '@' : ''}`),
           ...(r.truncated ? ['(more: --limit)'] : []),
         ].join('\n'),
     ),
@@ -148,7 +149,7 @@ const glob: CommandModule<object, Base & { pattern: string; cwd?: string; limit?
           includeIgnored: a['include-ignored'],
           ...(a.limit ? { limit: a.limit } : {}),
         }),
-      (r) => [...r.paths, ...(r.truncated ? ['(more: --limit)'] : [])].join('\n'),
+      (r) => [...r.paths.map(shownName), ...(r.truncated ? ['(more: --limit)'] : [])].join('\n'),
     ),
 };
 
@@ -195,9 +196,9 @@ const grep: CommandModule<object, GrepArgs> = {
       (r) =>
         [
           ...r.matches.flatMap((m) => [
-            ...(m.before ?? []).map((t, i) => `${m.path}-${m.line - (m.before?.length ?? 0) + i}-${t}`),
-            `${m.path}:${m.line}:${m.text}`,
-            ...(m.after ?? []).map((t, i) => `${m.path}-${m.line + 1 + i}-${t}`),
+            ...(m.before ?? []).map((t, i) => `${shownName(m.path)}-${m.line - (m.before?.length ?? 0) + i}-${t}`),
+            `${shownName(m.path)}:${m.line}:${m.text}`,
+            ...(m.after ?? []).map((t, i) => `${shownName(m.path)}-${m.line + 1 + i}-${t}`),
           ]),
           ...(r.truncated ? ['(more matches: --max-matches)'] : []),
         ].join('\n'),

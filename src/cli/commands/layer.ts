@@ -2,7 +2,7 @@
 import * as fs from 'fs';
 import type { Argv, CommandModule } from 'yargs';
 import { connectCli, withClient } from '../daemon-call';
-import { emit, reportError } from '../output';
+import { emit, reportError, shownName } from '../output';
 import { ShadowClient } from '../../client';
 import { ShadowError } from '../../common/errors';
 import { LAYER_READ_MAX_BYTES } from '../../protocol/methods';
@@ -43,7 +43,7 @@ const write: CommandModule<object, Base & { path: string; file?: string; mode?: 
           ...(mode === undefined ? {} : { mode }),
         });
       },
-      (r) => `Wrote ${r.bytes} bytes to ${r.path}.`,
+      (r) => `Wrote ${r.bytes} bytes to ${shownName(r.path)}.`,
     ),
 };
 
@@ -55,7 +55,7 @@ const rm: CommandModule<object, Base & { path: string }> = {
     withClient(
       a,
       (c) => c.request('layer.remove', { shadow: a.shadow, agent: a.agent, path: a.path }),
-      (r) => `Removed ${r.path}.`,
+      (r) => `Removed ${shownName(r.path)}.`,
     ),
 };
 
@@ -67,7 +67,7 @@ const revert: CommandModule<object, Base & { path: string }> = {
     withClient(
       a,
       (c) => c.request('layer.revert', { shadow: a.shadow, agent: a.agent, path: a.path }),
-      (r) => `${r.path} shows the folder's version again.`,
+      (r) => `${shownName(r.path)} shows the folder's version again.`,
     ),
 };
 
@@ -116,7 +116,7 @@ const changes: CommandModule<object, Base> = {
     withClient(
       a,
       (c) => c.request('layer.changes', { shadow: a.shadow, agent: a.agent }),
-      (r) => (r.changes.length ? r.changes.map((x) => `${x.kind.padEnd(8)} ${x.path}`).join('\n') : 'No changes.'),
+      (r) => (r.changes.length ? r.changes.map((x) => `${x.kind.padEnd(8)} ${shownName(x.path)}`).join('\n') : 'No changes.'),
     ),
 };
 

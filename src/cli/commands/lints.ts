@@ -5,7 +5,7 @@ import type { Argv, CommandModule } from 'yargs';
 import { ShadowError } from '../../common/errors';
 import type { ResultOf } from '../../protocol/methods';
 import { withClient } from '../daemon-call';
-import { ExitCode } from '../output';
+import { ExitCode, shownName } from '../output';
 
 interface Args {
   shadow: string;
@@ -23,7 +23,7 @@ function render(r: ResultOf<'lints'>): string {
   const lines: string[] = [];
   for (const f of r.files) {
     const behind = f.waitingFor ? ` (behind ${f.waitingFor}'s job on the shared mount)` : '';
-    const head = `${f.path}: ${f.status}${behind}${f.error ? ` (${f.error})` : ''}`;
+    const head = `${shownName(f.path)}: ${f.status}${behind}${f.error ? ` (${f.error})` : ''}`;
     if (f.status !== 'fresh') {
       lines.push(head);
       continue;
@@ -33,7 +33,7 @@ function render(r: ResultOf<'lints'>): string {
     );
     for (const d of f.introduced) {
       lines.push(
-        `  ${f.path}:${d.range.start.line + 1}:${d.range.start.character + 1} ${SEVERITY[d.severity ?? 1] ?? ''}${d.code !== undefined ? ` ${d.source ?? ''}${d.code}` : ''}: ${d.message.split('\n')[0]}`,
+        `  ${shownName(f.path)}:${d.range.start.line + 1}:${d.range.start.character + 1} ${SEVERITY[d.severity ?? 1] ?? ''}${d.code !== undefined ? ` ${d.source ?? ''}${d.code}` : ''}: ${shownName(d.message.split('\n')[0])}`,
       );
     }
     for (const q of f.quickFixes ?? [])

@@ -6,7 +6,7 @@ import type { Argv, CommandModule } from 'yargs';
 import type { ShadowClient } from '../../client';
 import type { NotificationParamsOf, Overlap } from '../../protocol/methods';
 import { connectCli } from '../daemon-call';
-import { emit, reportError } from '../output';
+import { emit, reportError, shownName } from '../output';
 
 interface Args {
   shadow: string;
@@ -19,10 +19,10 @@ const clock = (iso: string): string => new Date(iso).toLocaleTimeString();
 
 /** One overlap as a line for people. */
 export function describeOverlap(o: Overlap): string {
-  if (o.kind === 'layers') return `${o.path}: changed by ${o.agents.join(' and ')} (since ${clock(o.since)})`;
+  if (o.kind === 'layers') return `${shownName(o.path)}: changed by ${o.agents.join(' and ')} (since ${clock(o.since)})`;
   const now = o.folder ? `now ${o.folder.size} bytes` : 'now removed';
   const was = o.base ? `was ${o.base.size} bytes` : 'had no such file when the agent made its own';
-  return `${o.path}: changed in the folder since ${o.agents[0]} copied it (${was}, ${now}; since ${clock(o.since)})`;
+  return `${shownName(o.path)}: changed in the folder since ${o.agents[0]} copied it (${was}, ${now}; since ${clock(o.since)})`;
 }
 
 export const radarCommand: CommandModule<object, Args> = {

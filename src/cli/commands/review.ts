@@ -15,7 +15,7 @@ import type { ShadowClient } from '../../client';
 import { editedNewSide } from '../../patch/review';
 import type { ResultOf } from '../../protocol/methods';
 import { connectCli, withClient } from '../daemon-call';
-import { ExitCode, reportError } from '../output';
+import { ExitCode, reportError, shownName } from '../output';
 import { renderApply } from './work';
 
 interface ReviewArgs {
@@ -37,7 +37,7 @@ const paint = (on: boolean) => (code: string, s: string) => (on ? `\x1b[${code}m
 export function showUnit(u: Unit, colour: boolean): string {
   const c = paint(colour);
   const where = u.unit === 'hunk' ? '' : u.unit === 'mode' ? ' (mode)' : ` (${u.status}${u.binary ? ', binary' : ''})`;
-  const lines = [c('1', `${u.path}${where}  [${u.id}]`)];
+  const lines = [c('1', `${shownName(u.path)}${where}  [${u.id}]`)];
   if (u.conflict) lines.push(c('33', `conflict: ${u.conflict}`));
   for (const l of u.text.replace(/\n$/, '').split('\n'))
     lines.push(l.startsWith('@@') ? c('36', l) : l.startsWith('+') ? c('32', l) : l.startsWith('-') ? c('31', l) : l);
@@ -211,7 +211,7 @@ export const reviewCommand: CommandModule<object, ReviewArgs> = {
             ? r.rejections
                 .map(
                   (x) =>
-                    `${x.at}  ${x.path}${x.lines ? ` lines ${x.lines}` : ''}  [${x.id}]${x.delivered ? '' : ' (not told yet)'}\n  ${x.reason}`,
+                    `${x.at}  ${shownName(x.path)}${x.lines ? ` lines ${x.lines}` : ''}  [${x.id}]${x.delivered ? '' : ' (not told yet)'}\n  ${x.reason}`,
                 )
                 .join('\n')
             : 'no rejections',

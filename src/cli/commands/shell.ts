@@ -13,7 +13,7 @@ import type { ShadowClient } from '../../client';
 import { ShadowError } from '../../common/errors';
 import type { ShellInfo } from '../../protocol/shell';
 import { connectCli, tell } from '../daemon-call';
-import { emit, reportError } from '../output';
+import { emit, reportError, shownName } from '../output';
 
 interface Args {
   target?: string;
@@ -243,7 +243,7 @@ async function summary(client: ShadowClient, shadow: string, agent: string): Pro
       tell(`agent ${agent} has no changes in ${shadow}`);
       return;
     }
-    const shown = changes.slice(0, 10).map((c) => `  ${c.kind.padEnd(8)} ${c.path}`);
+    const shown = changes.slice(0, 10).map((c) => `  ${c.kind.padEnd(8)} ${shownName(c.path)}`);
     if (changes.length > 10) shown.push(`  … and ${changes.length - 10} more`);
     tell(
       [

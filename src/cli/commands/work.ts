@@ -6,7 +6,7 @@ import type { ParamsOf, ResultOf } from '../../protocol/methods';
 import { tell, withClient } from '../daemon-call';
 import { findMergeTool, resolveWithTool } from '../merge-tool';
 import { ShadowError } from '../../common/errors';
-import { ExitCode } from '../output';
+import { ExitCode, shownName, shownText } from '../output';
 
 interface Base {
   shadow: string;
@@ -50,7 +50,7 @@ function summary(r: ResultOf<'layer.diff'>): string {
   return r.files
     .map(
       (f) =>
-        `${f.status.padEnd(12)} ${f.oldPath ? `${f.oldPath} -> ` : ''}${f.path}${f.binary ? ' (binary)' : ` +${f.additions} -${f.deletions}`}`,
+        `${f.status.padEnd(12)} ${f.oldPath ? `${shownName(f.oldPath)} -> ` : ''}${shownName(f.path)}${f.binary ? ' (binary)' : ` +${f.additions} -${f.deletions}`}`,
     )
     .join('\n');
 }
@@ -110,17 +110,19 @@ export function renderApply(r: ResultOf<'layer.apply'>, showMerge: boolean): str
   const lines: string[] = [];
   if (r.branch)
     return `${r.dryRun ? 'would make' : 'made'} branch ${r.branch.name} at ${r.branch.commit}${r.branch.previous ? ` (was ${r.branch.previous})` : ''}`;
-  for (const a of r.applied) lines.push(`${r.dryRun ? 'would ' : ''}${a.action.padEnd(11)} ${a.path}`);
-  for (const k of r.kept) lines.push(`kept in the layer (written to the folder too): ${k}`);
+  for (const a of r.applied) lines.push(`${r.dryRun ? 'would ' : ''}${a.action.padEnd(11)} ${shownName(a.path)}`);
+  for (const k of r.kept) lines.push(`kept in the layer (written to the folder too): ${shownName(k)}`);
   for (const t of r.typeChanges ?? [])
-    lines.push(`type change: ${t.path} ${t.from} -> ${t.to}${t.applied ? '' : r.dryRun ? '' : ' (not applied: see its conflict)'}`);
-  for (const l of r.links ?? []) lines.push(`symlink: ${l.path} -> ${l.target}`);
+    lines.push(
+      `type change: ${shownName(t.path)} ${t.from} -> ${t.to}${t.applied ? '' : r.dryRun ? '' : ' (not applied: see its conflict)'}`,
+    );
+  for (const l of r.links ?? []) lines.push(`symlink: ${shownName(l.path)} -> ${shownName(l.target)}`);
   for (const x of r.conflicts) {
-    lines.push(`CONFLICT    ${x.path}: ${x.reason}`);
+    lines.push(`CONFLICT    ${shownName(x.path)}: ${shownText(x.reason)}`);
     if (x.merged !== null)
       lines.push(
         x.mergeConflicts === 0
-          ? '            a three-way merge is clean: take it with --merged ' + x.path
+          ? '            a three-way merge is clean: take it with --merged ' + shownName(x.path)
           : `            three-way merge has ${x.mergeConflicts} conflicting region${x.mergeConflicts === 1 ? '' : 's'}${showMerge ? ':' : ' (--show-merge to see it)'}`,
       );
     if (showMerge && x.regions) for (const g of x.regions) lines.push(`            merged lines ${g.startLine}-${g.endLine}:`, g.text);
@@ -229,10 +231,10 @@ export const applyCommand: CommandModule<object, ApplyArgs> = {
           const resolved: Record<string, { content: string }> = {};
           for (const x of r.conflicts) {
             if (x.binary || x.folder === null || x.agent === null) continue;
-            tell(`${x.path}: opening ${mergeTool.name} (yours: LOCAL, the agent's: REMOTE)`);
+            tell(`${shownName(x.path)}: opening ${mergeTool.name} (yours: LOCAL, the agent's: REMOTE)`);
             const out = resolveWithTool(mergeTool, folder, x);
             if ('content' in out) resolved[x.path] = out;
-            else tell(`${x.path}: ${out.refused}; it stays a conflict`);
+            else tell(`${shownName(x.path)}: ${out.refused}; it stays a conflict`);
           }
           const paths = Object.keys(resolved);
           if (paths.length) {
