@@ -35,7 +35,7 @@ export const linux: Platform = {
       throw new ShadowError('NOT_SUPPORTED', `shadowfs mounts only on Linux in this version (this is ${process.platform})`);
     checkFuseDevice();
   },
-  prepareMountPoint: (requested, lower, name) => prepareMountPoint(requested, lower, name, () => path.join(runtimeDir(), 'mounts')),
+  prepareMountPoint: (requested, folder, name) => prepareMountPoint(requested, folder, name, () => path.join(runtimeDir(), 'mounts')),
   remakeMountPoint,
   isDriveRoot: () => false,
   forceUnmount,

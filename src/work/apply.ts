@@ -159,7 +159,7 @@ function touchedAfter(abs: string, since: number | undefined): boolean {
  * base), said so in `mergeBase`.
  */
 function baseContent(
-  lower: string,
+  folder: string,
   rel: string,
   base: ChangeBase | undefined,
   known?: Map<string, Buffer>,
@@ -168,7 +168,7 @@ function baseContent(
   if (k) return { data: k, from: 'recorded' };
   let blob: Buffer;
   try {
-    blob = execFileSync('git', ['-C', lower, 'show', `HEAD:./${rel}`], { stdio: ['ignore', 'pipe', 'ignore'], maxBuffer: 64 << 20 });
+    blob = execFileSync('git', ['-C', folder, 'show', `HEAD:./${rel}`], { stdio: ['ignore', 'pipe', 'ignore'], maxBuffer: 64 << 20 });
   } catch {
     return null; // not a git repository, or the file is not in HEAD
   }
