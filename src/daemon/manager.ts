@@ -384,7 +384,7 @@ export class ShadowManager {
       io: e.shadow.io,
       ...(e.shadow.volume ? { volume: e.shadow.volume } : {}),
       ...(lost !== undefined ? { lost } : {}),
-      ...(mounted ? { transport: e.shadow.transport() } : {}),
+      ...(mounted ? { transport: e.shadow.kernelTransport() } : {}),
       mounted,
       active: mounted ? e.shadow.active : null,
       agents,

@@ -31,7 +31,7 @@ export interface DaemonLocation {
 }
 
 /** How the daemon is reached, and how each end makes sure of the other. */
-export interface DaemonTransport {
+export interface DaemonEndpoint {
   /** 'socket': a Unix socket, whose peer the kernel names. 'pipe': a named pipe, whose client proves itself in hello. */
   readonly kind: 'socket' | 'pipe';
   /**
@@ -175,6 +175,6 @@ export interface Platform {
   /** Detaches the stale mount at `mountPoint` (lazily: nothing waits on it); whether it is gone. */
   forceUnmount(mountPoint: string, timeoutMs: number): Promise<boolean>;
 
-  readonly transport: DaemonTransport;
+  readonly endpoint: DaemonEndpoint;
   readonly processes: ProcessTrees;
 }

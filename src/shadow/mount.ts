@@ -65,7 +65,7 @@ export interface MountOptions {
    * file, as before issue #18 (for comparison, and a fallback should the cached mode misbehave somewhere).
    * "passthrough": like "open", and a read-only open of a file whose content is still the folder's is handed to the
    * kernel as the folder's own file (FUSE passthrough, Linux 6.9+, needs CAP_SYS_ADMIN), so its reads never reach the
-   * daemon; where the kernel or the privileges do not allow it, the mount behaves as "open" and `transport().passthrough`
+   * daemon; where the kernel or the privileges do not allow it, the mount behaves as "open" and `kernelTransport().passthrough`
    * is false. Default: $SHADOWFS_IO, else "cached". fuse_hl always opens.
    */
   io?: IoMode;
@@ -73,7 +73,7 @@ export interface MountOptions {
    * fuse_ll: take the kernel's requests through FUSE over io_uring (Linux 6.14+) instead of reading them from /dev/fuse,
    * when the kernel offers it, which it does only while root has turned it on system-wide
    * (/sys/module/fuse/parameters/enable_uring = Y; shadowfs never changes that). Any failure to set the rings up falls
-   * back to /dev/fuse; `Shadow.transport().ioUring` says which the mount got. Default: false when $SHADOWFS_IO_URING is
+   * back to /dev/fuse; `Shadow.kernelTransport().ioUring` says which the mount got. Default: false when $SHADOWFS_IO_URING is
    * "0", else true. fuse_hl ignores it.
    */
   ioUring?: boolean;
