@@ -289,8 +289,10 @@ const contenders: Contender[] = [
               const s: Shadow = await withUringEnabled(() =>
                 mount(lower, { mountPoint: path.join(work, `sfs-${backend}-ring-${tag}`), backend, io: 'cached', ioUring: true }),
               );
-              if (!s.transport().ioUring)
-                console.error(`  warning: io_uring is off on this mount (${JSON.stringify(s.transport())}); its column measures /dev/fuse`);
+              if (!s.kernelTransport().ioUring)
+                console.error(
+                  `  warning: io_uring is off on this mount (${JSON.stringify(s.kernelTransport())}); its column measures /dev/fuse`,
+                );
               return { dir: s.mountPoint, teardown: () => s.unmount({ lazy: true }), requestCounts: requestCounter(s) };
             },
           },
@@ -300,9 +302,9 @@ const contenders: Contender[] = [
             name: `shadowfs (${backend}, io: passthrough)`,
             setup: async (lower: string, tag: string) => {
               const s: Shadow = await mount(lower, { mountPoint: path.join(work, `sfs-${backend}-pt-${tag}`), backend, io: 'passthrough' });
-              if (!s.transport().passthrough)
+              if (!s.kernelTransport().passthrough)
                 console.error(
-                  `  warning: passthrough is off on this mount (${JSON.stringify(s.transport())}); its column measures io: open`,
+                  `  warning: passthrough is off on this mount (${JSON.stringify(s.kernelTransport())}); its column measures io: open`,
                 );
               return { dir: s.mountPoint, teardown: () => s.unmount({ lazy: true }), requestCounts: requestCounter(s) };
             },

@@ -59,14 +59,14 @@ async function agentWork(shadow: Shadow, agent: string, work: (dir: string) => {
 
 export async function runDemo(folder: string | undefined, say: (line: string) => void): Promise<DemoSummary> {
   const bundled = folder === undefined;
-  const lower = fs.realpathSync(folder ?? bundledExample);
-  const before = fingerprintTree(lower);
-  say(`Folder: ${lower} (${before.files} entries, fingerprint ${before.digest.slice(0, 12)})`);
-  const shadow = await mount(lower, { layer: null });
+  const realFolder = fs.realpathSync(folder ?? bundledExample);
+  const before = fingerprintTree(realFolder);
+  say(`Folder: ${realFolder} (${before.files} entries, fingerprint ${before.digest.slice(0, 12)})`);
+  const shadow = await mount(realFolder, { layer: null });
   try {
     say(`Shadow mounted at ${shadow.mountPoint}: same tree, nothing copied.`);
     const agents: Record<string, AgentSummary> = {};
-    const { edit, del } = bundled ? { edit: 'src/math.js', del: 'notes/todo.txt' } : pickFiles(lower);
+    const { edit, del } = bundled ? { edit: 'src/math.js', del: 'notes/todo.txt' } : pickFiles(realFolder);
 
     // Agent "alice" deletes a file (and, in the example, adds a passing test).
     const alice = await agentWork(shadow, 'alice', (dir) => {
@@ -104,7 +104,7 @@ export async function runDemo(folder: string | undefined, say: (line: string) =>
     say('');
     say(`One shared mount, agents taking turns (${bundled ? 'node --test' : `looking at ${edit} and ${del}`}):`);
     if (bundled) {
-      const inFolder = runTests(lower);
+      const inFolder = runTests(realFolder);
       say(`  your folder: tests ${inFolder === 0 ? 'pass' : `fail (exit ${inFolder})`}`);
       for (const name of ['alice', 'bob']) {
         const t0 = Date.now();
@@ -115,8 +115,16 @@ export async function runDemo(folder: string | undefined, say: (line: string) =>
         const st = agents[name].tests;
         say(`  agent ${name.padEnd(5)}: tests ${st === 0 ? 'pass' : `fail (exit ${st}) - its own edit broke them`}`);
       }
-      const summary = await finish(shadow, lower, before.digest, say);
-      return { folder: lower, lower, mountPoint: shadow.mountPoint, agents, testsInFolder: inFolder, switchMs, folderUnchanged: summary };
+      const summary = await finish(shadow, realFolder, before.digest, say);
+      return {
+        folder: realFolder,
+        lower: realFolder,
+        mountPoint: shadow.mountPoint,
+        agents,
+        testsInFolder: inFolder,
+        switchMs,
+        folderUnchanged: summary,
+      };
     }
     for (const name of ['alice', 'bob']) {
       await shadow.withLayer(name, async (dir) => {
@@ -127,16 +135,16 @@ export async function runDemo(folder: string | undefined, say: (line: string) =>
         );
       });
     }
-    const unchanged = await finish(shadow, lower, before.digest, say);
-    return { folder: lower, lower, mountPoint: shadow.mountPoint, agents, switchMs, folderUnchanged: unchanged };
+    const unchanged = await finish(shadow, realFolder, before.digest, say);
+    return { folder: realFolder, lower: realFolder, mountPoint: shadow.mountPoint, agents, switchMs, folderUnchanged: unchanged };
   } finally {
     if (shadow.mounted) await shadow.unmount({ lazy: true });
   }
 }
 
-async function finish(shadow: Shadow, lower: string, before: string, say: (line: string) => void): Promise<boolean> {
+async function finish(shadow: Shadow, folder: string, before: string, say: (line: string) => void): Promise<boolean> {
   await shadow.unmount();
-  const after = fingerprintTree(lower).digest;
+  const after = fingerprintTree(folder).digest;
   const unchanged = after === before;
   say('');
   say(

@@ -439,6 +439,63 @@ describe('the shadowfs daemon', function () {
     await guard.check();
   });
 
+  it("after kill -9 of a daemon that wrote the state file's former shape (lower, not folder), the next daemon mounts the shadow again with its layer back", async () => {
+    // A daemon upgraded while shadows are mounted: its predecessor wrote "lower" where a daemon
+    // now writes "folder", and crashed.
+    const lower = makeProject();
+    const guard = new FolderGuard(lower);
+    const info = json<{ mountPoint: string }>(['mount', lower, '--name', 'former']);
+    json(['layer', 'write', 'former', 'alice', 'src/work.js'], 'module.exports = "kept";\n');
+    json(['checkpoint', 'former', '--agent', 'alice', '--name', 'autosave']);
+    json(['activate', 'former', 'alice']);
+    const pid = json<{ pid: number }>(['status']).pid;
+    process.kill(pid, 'SIGKILL');
+    await eventually(
+      () => {
+        try {
+          process.kill(pid, 0);
+          return false;
+        } catch {
+          return true;
+        }
+      },
+      30_000,
+      'the daemon to die',
+    );
+    const statePath = daemonPaths().state;
+    const written = JSON.parse(fs.readFileSync(statePath, 'utf8')) as { pid: number; shadows: Array<Record<string, unknown>> };
+    assert.deepStrictEqual(
+      written.shadows.map((s) => [s.name, s.folder, 'lower' in s]),
+      [['former', fs.realpathSync(lower), false]],
+      'a daemon writes folder, and only folder',
+    );
+    const former = written.shadows.map(({ folder, ...rest }) => ({ ...rest, lower: folder }));
+    fs.writeFileSync(statePath, JSON.stringify({ ...written, shadows: former }, null, 2), { mode: 0o600 });
+    const next = cli(['list']);
+    assert.strictEqual(next.status, 0, next.stderr);
+    assert.match(next.stderr, new RegExp(`cleaned stale mounts left by a crashed daemon: .*${info.mountPoint}`));
+    const st = json<{
+      pid: number;
+      shadows: Array<{ name: string; folder: string; agents: string[]; active: string | null; mountPoint: string }>;
+    }>(['status']);
+    assert.notStrictEqual(st.pid, pid);
+    assert.deepStrictEqual(
+      st.shadows.map((x) => [x.name, x.folder]),
+      [['former', fs.realpathSync(lower)]],
+    );
+    assert.ok(st.shadows[0].agents.includes('alice'), JSON.stringify(st.shadows));
+    assert.strictEqual(st.shadows[0].active, 'alice', 'the shared mount shows the layer it showed before the crash');
+    assert.strictEqual(fs.readFileSync(path.join(st.shadows[0].mountPoint, 'src/work.js'), 'utf8'), 'module.exports = "kept";\n');
+    // The new daemon records it in the current shape.
+    const rewritten = JSON.parse(fs.readFileSync(statePath, 'utf8')) as { shadows: Array<Record<string, unknown>> };
+    assert.deepStrictEqual(
+      rewritten.shadows.map((s) => [s.name, s.folder, 'lower' in s]),
+      [['former', fs.realpathSync(lower), false]],
+    );
+    assert.strictEqual(cli(['unmount', 'former']).status, 0);
+    await guard.check();
+  });
+
   it('unmounts a shadow nobody uses after the idle time, keeps its layers, and mounts it again on the next request', async () => {
     stopTestDaemon();
     const daemon = spawn(process.execPath, [cliPath, 'serve', '--foreground', '--idle-timeout', '1', '--exit-after', '600'], {

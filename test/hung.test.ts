@@ -75,7 +75,7 @@ describe('a mount whose server hangs never holds the daemon', function () {
     try {
       server = await hungMount(lower, mp);
       stopTestDaemon();
-      writeState([{ name: 'hung', lower, mountPoint: mp, createdMountPoint: false, views: [] }]);
+      writeState([{ name: 'hung', folder: lower, mountPoint: mp, createdMountPoint: false, views: [] }]);
       process.env.SHADOWFS_STALE_PROBE_MS = '1000';
       client = await ShadowClient.connect();
       // Before #27 the probe's process could not be killed, so recovery, and every request but
@@ -113,8 +113,8 @@ describe('a mount whose server hangs never holds the daemon', function () {
       server = await hungMount(stuckLower, mp);
       stopTestDaemon();
       writeState([
-        { name: 'stuck', lower: stuckLower, mountPoint: mp, createdMountPoint: false, views: [] },
-        { name: 'work', lower, mountPoint: path.join(tempDir('gone'), 'm'), createdMountPoint: false, views: [] },
+        { name: 'stuck', folder: stuckLower, mountPoint: mp, createdMountPoint: false, views: [] },
+        { name: 'work', folder: lower, mountPoint: path.join(tempDir('gone'), 'm'), createdMountPoint: false, views: [] },
       ]);
       // Recovery waits on the hung mount until its server dies (below), whatever this machine's speed.
       process.env.SHADOWFS_STALE_PROBE_MS = '600000';
@@ -166,7 +166,7 @@ describe('a mount whose server hangs never holds the daemon', function () {
     try {
       server = await hungMount(stuckLower, mp);
       stopTestDaemon();
-      writeState([{ name: 'stuck', lower: stuckLower, mountPoint: mp, createdMountPoint: false, views: [] }]);
+      writeState([{ name: 'stuck', folder: stuckLower, mountPoint: mp, createdMountPoint: false, views: [] }]);
       process.env.SHADOWFS_STALE_PROBE_MS = '600000';
       client = await ShadowClient.connect();
       const { pid, logFile } = await client.request('status');

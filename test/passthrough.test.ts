@@ -47,13 +47,14 @@ describe('FUSE passthrough (fuse_ll, io: passthrough)', function () {
     await withShadow(
       lower,
       async (shadow, mp) => {
-        const t = shadow.transport();
+        const t = shadow.kernelTransport();
         assert.strictEqual(
           t.passthrough,
           true,
           `this kernel should take FUSE passthrough (Linux 6.9+ with CONFIG_FUSE_PASSTHROUGH; uname -r: ${spawnSync('uname', ['-r'], { encoding: 'utf8' }).stdout.trim()}): ${JSON.stringify(t)}`,
         );
         assert.strictEqual(t.noOpen, false, 'passthrough is decided per OPEN, so files keep their OPEN round trip');
+        assert.deepStrictEqual(shadow.transport(), t, 'transport(), the deprecated former name, says the same');
         let before = shadow.requestCounts();
         assert.strictEqual(sh('md5sum < big.bin', mp).split(' ')[0], md5(fs.readFileSync(path.join(lower, 'big.bin'))));
         assert.strictEqual(sh('cat src/*.js', mp), sh('cat src/*.js', lower));
@@ -90,7 +91,7 @@ describe('FUSE passthrough (fuse_ll, io: passthrough)', function () {
     await withShadow(
       lower,
       async (shadow, mp) => {
-        assert.strictEqual(shadow.transport().passthrough, true);
+        assert.strictEqual(shadow.kernelTransport().passthrough, true);
         const f = path.join(mp, 'src', 'm3.js');
         // The reader: a descriptor held open by this process (a passthrough open).
         const fd = fs.openSync(f, 'r');
@@ -132,7 +133,7 @@ describe('FUSE passthrough (fuse_ll, io: passthrough)', function () {
     }
   });
 
-  it('without CAP_SYS_ADMIN (a mount by nobody) passthrough is off, said so by transport(), and reads are served by the daemon', async () => {
+  it('without CAP_SYS_ADMIN (a mount by nobody) passthrough is off, said so by kernelTransport(), and reads are served by the daemon', async () => {
     const lower = folder('pt-nobody');
     chownTree(lower);
     fs.chmodSync(lower, 0o755);
@@ -145,7 +146,7 @@ describe('FUSE passthrough (fuse_ll, io: passthrough)', function () {
         try {
           const before = s.requestCounts().read;
           const text = execSync('cat src/m1.js src/m2.js', { cwd: s.mountPoint, encoding: 'utf8' });
-          console.log(JSON.stringify({ transport: s.transport(), text, reads: s.requestCounts().read - before }));
+          console.log(JSON.stringify({ transport: s.kernelTransport(), text, reads: s.requestCounts().read - before }));
         } finally {
           await s.unmount();
         }

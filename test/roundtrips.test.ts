@@ -45,7 +45,7 @@ function manyFiles(label: string, n: number): string {
  * this is called), every opened file and directory has been released.
  */
 async function settled(shadow: Shadow): Promise<Record<string, number>> {
-  const t = shadow.transport();
+  const t = shadow.kernelTransport();
   const balanced = (c: Record<string, number>): boolean =>
     (t.noOpen || (c.release ?? 0) >= (c.open ?? 0) + (c.create ?? 0)) && (t.noOpendir || (c.releasedir ?? 0) >= (c.opendir ?? 0));
   // FORGETs come whenever the kernel drops inodes (memory reclaim): they do not count as activity.
@@ -120,7 +120,7 @@ describe('round trips (fuse_ll)', function () {
       async (shadow, mp) => {
         assert.strictEqual(shadow.io, 'cached');
         assert.deepStrictEqual(
-          shadow.transport(),
+          shadow.kernelTransport(),
           { noOpen: true, noOpendir: true, readdirplus: true, epoch: true, passthrough: false, ioUring: ringExpected() },
           'this kernel (6.18) offers opens without a round trip and took the epoch notification at the first activation',
         );
@@ -303,7 +303,7 @@ describe('round trips (fuse_ll)', function () {
       lower,
       async (shadow, mp) => {
         assert.strictEqual(shadow.io, 'open');
-        assert.strictEqual(shadow.transport().noOpen, false);
+        assert.strictEqual(shadow.kernelTransport().noOpen, false);
         const files = Array.from({ length: n }, (_, i) => path.join(mp, 'sub', `f${i}.txt`));
         cat(files);
         await settled(shadow);

@@ -26,7 +26,7 @@ function cli(args: string[]): { status: number | null; stdout: string; stderr: s
 
 interface Listed {
   name: string;
-  lower: string;
+  folder: string;
   mountPoint: string;
 }
 
@@ -113,11 +113,11 @@ describe('state is input, not truth: forged state and checkpoints', function () 
     try {
       const { listed, log } = await recoverFrom([
         // Its own folder's directory as the mount point "it made".
-        { name: 'inside', lower, mountPoint: path.join(lower, 'empty'), createdMountPoint: true, views: [] },
+        { name: 'inside', folder: lower, mountPoint: path.join(lower, 'empty'), createdMountPoint: true, views: [] },
         // Another shadow's: the folder's directory, and one reached through a link planted in the mounts directory.
         {
           name: 'beside',
-          lower: other,
+          folder: other,
           mountPoint: path.join(lower, 'empty'),
           createdMountPoint: true,
           views: [
@@ -159,13 +159,19 @@ describe('state is input, not truth: forged state and checkpoints', function () 
       // A shadow this test process serves: a shadowfs mount of this user, but no crashed daemon's.
       live = await mount(other, { mountPoint: path.join(tempDir('dmnt'), 'live') });
       const { log } = await recoverFrom([
-        { name: 'tmpfs', lower, mountPoint: tmpfs, createdMountPoint: true, views: [{ mountPoint: tmpfs, createdMountPoint: false }] },
+        {
+          name: 'tmpfs',
+          folder: lower,
+          mountPoint: tmpfs,
+          createdMountPoint: true,
+          views: [{ mountPoint: tmpfs, createdMountPoint: false }],
+        },
         // Its true folder: only the live server tells it from a crashed daemon's.
-        { name: 'live', lower: live.folder, mountPoint: live.mountPoint, createdMountPoint: false },
+        { name: 'live', folder: live.folder, mountPoint: live.mountPoint, createdMountPoint: false },
         // Another folder than the mount there shows.
         {
           name: 'liar',
-          lower,
+          folder: lower,
           mountPoint: '/tmp',
           createdMountPoint: false,
           views: [{ mountPoint: live.mountPoint, createdMountPoint: true }],
@@ -207,13 +213,13 @@ describe('state is input, not truth: forged state and checkpoints', function () 
     const missing = path.join(tempDir('gone'), 'no-such-folder');
     try {
       const { listed, log } = await recoverFrom([
-        { name: 'root', lower: '/', mountPoint: path.join(mounts, 'root-1'), createdMountPoint: true },
-        { name: 'gone', lower: missing, mountPoint: path.join(mounts, 'gone-1'), createdMountPoint: true },
-        { name: 'elsewhere', lower, mountPoint: target, createdMountPoint: false },
-        { name: 'relative', lower: 'some/folder', mountPoint: path.join(mounts, 'relative-1'), createdMountPoint: true },
-        { name: '../dots', lower: good, mountPoint: path.join(mounts, 'dots-1'), createdMountPoint: true },
-        { name: 'nul', lower: `${good}\0x`, mountPoint: path.join(mounts, 'nul-1'), createdMountPoint: true },
-        { name: 'good', lower: good, mountPoint: path.join(mounts, 'good-1'), createdMountPoint: true, active: null, io: 'open' },
+        { name: 'root', folder: '/', mountPoint: path.join(mounts, 'root-1'), createdMountPoint: true },
+        { name: 'gone', folder: missing, mountPoint: path.join(mounts, 'gone-1'), createdMountPoint: true },
+        { name: 'elsewhere', folder: lower, mountPoint: target, createdMountPoint: false },
+        { name: 'relative', folder: 'some/folder', mountPoint: path.join(mounts, 'relative-1'), createdMountPoint: true },
+        { name: '../dots', folder: good, mountPoint: path.join(mounts, 'dots-1'), createdMountPoint: true },
+        { name: 'nul', folder: `${good}\0x`, mountPoint: path.join(mounts, 'nul-1'), createdMountPoint: true },
+        { name: 'good', folder: good, mountPoint: path.join(mounts, 'good-1'), createdMountPoint: true, active: null, io: 'open' },
       ]);
       assert.ok(!mountedPaths().has(target), 'nothing is mounted at the place the state file chose');
       assert.ok(![...mountedPaths()].some((m) => m.startsWith(`${missing}`)), 'nothing mounted for the missing folder');
@@ -221,7 +227,7 @@ describe('state is input, not truth: forged state and checkpoints', function () 
       assert.deepStrictEqual(names, ['elsewhere', 'good'], 'only existing folders come back; "/" and the missing one do not');
       const byName = new Map(listed.map((s) => [s.name, s]));
       assert.strictEqual(path.dirname(byName.get('elsewhere')!.mountPoint), mounts, 'in a mount point of the daemon');
-      assert.strictEqual(byName.get('good')!.lower, good);
+      assert.strictEqual(byName.get('good')!.folder, good);
       assert.ok(fs.readdirSync(byName.get('good')!.mountPoint).includes('README.md'), 'the good shadow serves its folder');
       assert.ok(
         linesAbout(log, 'root').some((m) => /refused to mount again.*root of the file system/.test(m)),
@@ -232,7 +238,7 @@ describe('state is input, not truth: forged state and checkpoints', function () 
         log.join('\n'),
       );
       assert.ok(
-        log.some((l) => /shadow #3 is not valid.*lower/.test(l)),
+        log.some((l) => /shadow #3 is not valid.*folder/.test(l)),
         `the relative folder is refused by shape: ${log.join('\n')}`,
       );
       assert.ok(
@@ -240,7 +246,7 @@ describe('state is input, not truth: forged state and checkpoints', function () 
         log.join('\n'),
       );
       assert.ok(
-        log.some((l) => /shadow #5 is not valid.*lower/.test(l)),
+        log.some((l) => /shadow #5 is not valid.*folder/.test(l)),
         log.join('\n'),
       );
       await stopDaemonAndShadows();
@@ -429,7 +435,7 @@ describe('state is input, not truth: forged state and checkpoints', function () 
       );
       const mounts = mountsDir();
       const { listed } = await recoverFrom([
-        { name: 'planted', lower: fs.realpathSync(lower), mountPoint: path.join(mounts, 'p-1'), createdMountPoint: true },
+        { name: 'planted', folder: fs.realpathSync(lower), mountPoint: path.join(mounts, 'p-1'), createdMountPoint: true },
       ]);
       assert.deepStrictEqual(
         listed.map((s) => s.name),
@@ -483,7 +489,10 @@ describe('recovery never holds the daemon up', function () {
       stopTestDaemon();
       fs.writeFileSync(
         daemonPaths().state,
-        JSON.stringify({ pid: 999_999_999, shadows: [{ name: 'hung', lower, mountPoint: mp, createdMountPoint: false, views: [] }] }),
+        JSON.stringify({
+          pid: 999_999_999,
+          shadows: [{ name: 'hung', folder: lower, mountPoint: mp, createdMountPoint: false, views: [] }],
+        }),
         { mode: 0o600 },
       );
       // The check of the hung mount may take a minute: long past anything below, so the order of

@@ -56,7 +56,7 @@ function setEnable(on: boolean): void {
 
 /** A mount (of manyFiles) that did not get the ring: it reads and writes through /dev/fuse alone. */
 function servedByDevFuse(shadow: Shadow, mp: string): void {
-  assert.strictEqual(shadow.transport().ioUring, false);
+  assert.strictEqual(shadow.kernelTransport().ioUring, false);
   assert.strictEqual(sh(`cat '${mp}/sub/f7.txt'`), 'file 7\n');
   fs.writeFileSync(path.join(mp, 'sub', 'new.txt'), 'new\n');
   assert.strictEqual(sh(`cat '${mp}/sub/new.txt'`), 'new\n');
@@ -98,7 +98,11 @@ describe('FUSE over io_uring (fuse_ll)', function () {
     await withShadow(
       lower,
       async (shadow, mp) => {
-        assert.strictEqual(shadow.transport().ioUring, true, `the kernel took the ring entries: ${JSON.stringify(shadow.transport())}`);
+        assert.strictEqual(
+          shadow.kernelTransport().ioUring,
+          true,
+          `the kernel took the ring entries: ${JSON.stringify(shadow.kernelTransport())}`,
+        );
         assert.ok(ringThreads() > threadsBefore, 'the ring entries have their threads');
         const ring0 = shadow.requestCounts().ring;
         const sub = path.join(mp, 'sub');
@@ -146,7 +150,7 @@ describe('FUSE over io_uring (fuse_ll)', function () {
         const served = counts.ring - ring0;
         // At least one request per file read above (cold LOOKUPs), per file made, moved and removed.
         assert.ok(served > n + 200 * 3, `the ring carried the workload's requests: ${served} (${JSON.stringify(counts)})`);
-        assert.strictEqual(shadow.transport().ioUring, true);
+        assert.strictEqual(shadow.kernelTransport().ioUring, true);
       },
       { backend: 'fuse_ll' },
     );
@@ -178,7 +182,7 @@ describe('FUSE over io_uring (fuse_ll)', function () {
       await withShadow(
         lower,
         async (shadow, mp) => {
-          assert.strictEqual(shadow.transport().ioUring, true);
+          assert.strictEqual(shadow.kernelTransport().ioUring, true);
           const ring0 = shadow.requestCounts().ring;
           try {
             // Writer and prober both on CPU 0, so both are served by queue 0's entries.
@@ -255,7 +259,7 @@ describe('FUSE over io_uring (fuse_ll)', function () {
     await withShadow(
       lower,
       async (shadow, mp) => {
-        assert.strictEqual(shadow.transport().ioUring, false);
+        assert.strictEqual(shadow.kernelTransport().ioUring, false);
         assert.strictEqual(sh(`cat '${mp}/sub/f7.txt'`), 'file 7\n');
         sh(`echo made > '${mp}/sub/made.txt' && mv '${mp}/sub/made.txt' '${mp}/sub/moved.txt'`);
         assert.strictEqual(fs.readFileSync(path.join(mp, 'sub', 'moved.txt'), 'utf8'), 'made\n');
@@ -292,7 +296,7 @@ describe('FUSE over io_uring (fuse_ll)', function () {
         await withShadow(
           lower,
           async (shadow, mp) => {
-            assert.strictEqual(shadow.transport().ioUring, false);
+            assert.strictEqual(shadow.kernelTransport().ioUring, false);
             assert.strictEqual(ringThreads(), 0, 'the threads of the entries the kernel took were stopped');
             const expected = Array.from({ length: 50 }, (_, i) => `file ${i}\n`).join('');
             assert.strictEqual(sh(`cd '${mp}/sub' && for i in $(seq 0 49); do cat f$i.txt; done`), expected);

@@ -41,7 +41,7 @@ export class AgentTerminals implements vscode.Disposable {
       shellPath: command,
       shellArgs: args,
       // The session starts where the CLI stands, when that is in the folder: its root.
-      cwd: fs.existsSync(shadow.lower) ? shadow.lower : undefined,
+      cwd: fs.existsSync(shadow.folder) ? shadow.folder : undefined,
       iconPath: new vscode.ThemeIcon('layers'),
     });
     this.open.set(terminal, { shadow: shadow.name, agent });

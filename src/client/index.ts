@@ -243,7 +243,7 @@ export class ShadowClient {
       s.once('error', reject);
     });
     try {
-      platform.transport.verifyServer(socket, where, daemonPid);
+      platform.endpoint.verifyServer(socket, where, daemonPid);
     } catch (err) {
       socket.destroy();
       throw err;
@@ -308,7 +308,7 @@ class RefusalReader extends StreamMessageReader {
 
 /** Where this user's daemon listens, for messages. */
 function describeEndpoint(): string {
-  return platform.transport.describe(daemonPaths());
+  return platform.endpoint.describe(daemonPaths());
 }
 
 /** One try at this user's daemon: a client, or undefined when nothing answers there. */
@@ -319,7 +319,7 @@ async function attempt(options: ClientOptions): Promise<ShadowClient | undefined
   if (options.socketPath !== undefined) {
     where = options.socketPath;
   } else {
-    const found = platform.transport.locate(daemonPaths());
+    const found = platform.endpoint.locate(daemonPaths());
     if (!found) return undefined;
     ({ where, secret, pid } = found);
   }

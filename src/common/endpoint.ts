@@ -1,6 +1,6 @@
 // Where this user's daemon is: its private state directory (socket or pipe endpoint, state, pid,
 // log), and the proofs of the hello handshake by which, on Windows, each end shows it knows the
-// secret of the endpoint file (platform/win32-transport.ts). Shared by the daemon and the client;
+// secret of the endpoint file (platform/win32-endpoint.ts). Shared by the daemon and the client;
 // loads neither the native module nor winston.
 import * as crypto from 'crypto';
 import * as path from 'path';
@@ -25,7 +25,7 @@ const MAX_SOCKET_PATH = 107;
 
 export function daemonPaths(): DaemonPaths {
   const dir = platform.runtimeDir();
-  const socket = platform.transport.kind === 'socket' ? path.join(dir, 'daemon.sock') : '';
+  const socket = platform.endpoint.kind === 'socket' ? path.join(dir, 'daemon.sock') : '';
   if (Buffer.byteLength(socket) > MAX_SOCKET_PATH) {
     throw new ShadowError(
       'INVALID_PATH',

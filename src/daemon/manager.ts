@@ -100,9 +100,9 @@ export class ShadowManager {
   /** remountAfterCrash for one entry: whether it is mounted again. */
   private async remountOne(s: ShadowEntry): Promise<boolean> {
     if (this.entries.has(s.name)) return false;
-    const why = await whyNotRemount(s.lower);
+    const why = await whyNotRemount(s.folder);
     if (why) {
-      this.opts.log.warn(`refused to mount again a shadow the state file names: ${why}`, { name: s.name, lower: s.lower });
+      this.opts.log.warn(`refused to mount again a shadow the state file names: ${why}`, { name: s.name, folder: s.folder });
       return false;
     }
     try {
@@ -113,7 +113,7 @@ export class ShadowManager {
           mountPoint: s.mountPoint,
         });
       const info = await this.mount({
-        folder: s.lower,
+        folder: s.folder,
         name: s.name,
         ...(atRecorded ? { mountPoint: s.mountPoint } : {}),
         ...(s.backend !== undefined ? { backend: s.backend } : {}),
@@ -126,10 +126,10 @@ export class ShadowManager {
         await this.entries.get(s.name)?.shadow.activate(wanted);
         this.saveState();
       }
-      this.opts.log.warn('mounted again after a crash of the previous daemon', { name: s.name, lower: s.lower });
+      this.opts.log.warn('mounted again after a crash of the previous daemon', { name: s.name, folder: s.folder });
       return true;
     } catch (err) {
-      this.opts.log.error('could not mount again after a crash', { name: s.name, lower: s.lower, error: (err as Error).message });
+      this.opts.log.error('could not mount again after a crash', { name: s.name, folder: s.folder, error: (err as Error).message });
       return false;
     }
   }
@@ -258,7 +258,7 @@ export class ShadowManager {
         }
       }
     }
-    this.opts.log.info('mounted', { name, lower: shadow.folder, mountPoint: shadow.mountPoint, ...(restored.length ? { restored } : {}) });
+    this.opts.log.info('mounted', { name, folder: shadow.folder, mountPoint: shadow.mountPoint, ...(restored.length ? { restored } : {}) });
     this.opts.notify('shadow/changed', { shadow: name, event: 'mounted' });
     return { ...(await this.info(entry)), ...(restored.length ? { restored } : {}) };
   }
@@ -378,13 +378,13 @@ export class ShadowManager {
     return {
       name: e.name,
       folder: e.shadow.folder,
-      lower: e.shadow.folder,
+      lower: e.shadow.folder, // folder's former name, sent through protocol 2
       mountPoint: e.shadow.mountPoint,
       backend: e.shadow.backend,
       io: e.shadow.io,
       ...(e.shadow.volume ? { volume: e.shadow.volume } : {}),
       ...(lost !== undefined ? { lost } : {}),
-      ...(mounted ? { transport: e.shadow.transport() } : {}),
+      ...(mounted ? { transport: e.shadow.kernelTransport() } : {}),
       mounted,
       active: mounted ? e.shadow.active : null,
       agents,
@@ -452,7 +452,7 @@ export class ShadowManager {
       pid: process.pid,
       shadows: [...this.entries.values()].map((e) => ({
         name: e.name,
-        lower: e.shadow.folder,
+        folder: e.shadow.folder,
         mountPoint: e.shadow.mountPoint,
         createdMountPoint: e.shadow.ownsMountPoint,
         backend: e.shadow.backend,

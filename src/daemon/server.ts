@@ -86,7 +86,7 @@ export class Daemon {
   /** Where clients reach this daemon: the socket path, or the pipe name on Windows. */
   private endpoint = '';
   /** Windows: the secret of the hello handshake, published in the endpoint file. */
-  private readonly secret = platform.transport.newSecret();
+  private readonly secret = platform.endpoint.newSecret();
   private ownsPidFile = false;
   /** Removes the record of the runtime directory for clients without XDG_RUNTIME_DIR (platform.announceRuntimeDir). */
   private unannounce: (() => void) | undefined;
@@ -141,7 +141,7 @@ export class Daemon {
     this.server = net.createServer((socket) => this.accept(socket));
     this.server.maxConnections = MAX_CLIENTS;
     // We hold the lock: a socket left by a daemon that is gone is replaced.
-    this.endpoint = await platform.transport.listen(paths, this.secret, (where) => this.listen(where));
+    this.endpoint = await platform.endpoint.listen(paths, this.secret, (where) => this.listen(where));
     this.unannounce = platform.announceRuntimeDir?.(paths.dir);
     this.recovery = this.recover(previous);
     this.manager.startIdleChecks(Math.max(250, Math.min(30_000, this.opts.idleMs / 4)));
@@ -225,7 +225,7 @@ export class Daemon {
       const other = readPid(paths.pid);
       if (other === process.pid) return;
       if (other && isAlive(other)) {
-        const where = platform.transport.locate(paths)?.where;
+        const where = platform.endpoint.locate(paths)?.where;
         const answers = where !== undefined && (await canConnect(where));
         let age = 0;
         try {
@@ -261,7 +261,7 @@ export class Daemon {
     for (const c of this.clients) c.rpc.socket.destroy();
     await new Promise<void>((r) => (this.server ? this.server.close(() => r()) : r()));
     this.unannounce?.();
-    const mine = platform.transport.ownFiles(this.opts.paths);
+    const mine = platform.endpoint.ownFiles(this.opts.paths);
     if (this.ownsPidFile) mine.push(this.opts.paths.pid);
     for (const f of mine) {
       try {
@@ -293,7 +293,7 @@ export class Daemon {
 
   private accept(socket: net.Socket): void {
     socket.on('error', () => undefined);
-    const refusal = platform.transport.refusePeer(socket);
+    const refusal = platform.endpoint.refusePeer(socket);
     if (refusal) {
       this.opts.log.warn('refused a connection', { reason: refusal });
       const body = JSON.stringify({

@@ -33,7 +33,8 @@ const ViewState = z.strictObject({ mountPoint: AbsPath, createdMountPoint: z.boo
 
 const ShadowState = z.strictObject({
   name: z.string().regex(/^[A-Za-z0-9._-]{1,64}$/),
-  lower: AbsPath,
+  /** The folder the shadow shows (`lower` in a state file a daemon before issue #30's renames wrote: see fromFormerShape). */
+  folder: AbsPath,
   mountPoint: AbsPath,
   /** The daemon made the mount point, so it removes it (when empty) with the mount. */
   createdMountPoint: z.boolean().optional(),
@@ -54,6 +55,18 @@ const ShadowState = z.strictObject({
     })
     .optional(),
 });
+
+/**
+ * A shadow entry as a daemon before the rename wrote it (`lower` where `folder` is now), read as
+ * the entry it is: a daemon upgraded while shadows are mounted must recover what its predecessor
+ * recorded. Anything else, an entry naming both included, is left to the shape check (which
+ * refuses `lower` beside `folder`: no daemon wrote both).
+ */
+function fromFormerShape(entry: unknown): unknown {
+  if (entry === null || typeof entry !== 'object' || Array.isArray(entry) || !('lower' in entry) || 'folder' in entry) return entry;
+  const { lower, ...rest } = entry as Record<string, unknown>;
+  return { ...rest, folder: lower };
+}
 
 type ViewEntry = z.infer<typeof ViewState>;
 export type ShadowEntry = Omit<z.infer<typeof ShadowState>, 'views'> & { views?: ViewEntry[] };
@@ -82,18 +95,18 @@ function isInside(child: string, parent: string): boolean {
 }
 
 /**
- * Why the mount at `mountPoint` is not provably a stale mount of the shadow of `lower` that a
+ * Why the mount at `mountPoint` is not provably a stale mount of the shadow of `folder` that a
  * daemon of this user made, or undefined when it is: the topmost mount there (the one umount
  * would take) is a shadowfs FUSE mount (native/platform/fuse_loop.h names them
  * "shadowfs:<folder>", type fuse.shadowfs) of that very folder, mounted by this user, and its
  * server is gone (any access fails with ENOTCONN; a live mount belongs to a process that still
  * serves it, which a crashed daemon is not).
  */
-async function whyNotStaleShadow(mountPoint: string, lower: string, table: MountLine[]): Promise<string | undefined> {
+async function whyNotStaleShadow(mountPoint: string, folder: string, table: MountLine[]): Promise<string | undefined> {
   const top = table.filter((m) => m.mountPoint === mountPoint).at(-1);
   if (!top) return 'nothing is mounted there';
   if (top.fstype !== 'fuse.shadowfs') return `the mount there is ${top.fstype}, not a shadowfs mount`;
-  if (top.source !== `shadowfs:${lower}`) return `the shadowfs mount there is ${JSON.stringify(top.source)}, not the folder recorded`;
+  if (top.source !== `shadowfs:${folder}`) return `the shadowfs mount there is ${JSON.stringify(top.source)}, not the folder recorded`;
   const uid = process.getuid?.();
   if (uid !== undefined && !top.options.includes(`user_id=${uid}`)) return 'the shadowfs mount there belongs to another user';
   // In a child with a time limit: a mount whose server hangs must not hang this daemon.
@@ -123,17 +136,17 @@ async function run(file: string, args: string[], timeout: number): Promise<strin
 }
 
 /** Why a folder the state file names must not be shadowed again after a crash, or undefined. */
-export async function whyNotRemount(lower: string): Promise<string | undefined> {
-  if (path.parse(lower).root === lower) return 'the folder is the root of the file system';
-  const stuck = await unanswered(lower, STALE_PROBE_MS);
+export async function whyNotRemount(folder: string): Promise<string | undefined> {
+  if (path.parse(folder).root === folder) return 'the folder is the root of the file system';
+  const stuck = await unanswered(folder, STALE_PROBE_MS);
   if (stuck) return stuck;
   let real: string;
   try {
-    real = fs.realpathSync(lower);
+    real = fs.realpathSync(folder);
   } catch {
     return 'the folder does not exist';
   }
-  if (real !== lower) return `the folder's path leads elsewhere now (${real}) through a symbolic link`;
+  if (real !== folder) return `the folder's path leads elsewhere now (${real}) through a symbolic link`;
   if (!fs.statSync(real).isDirectory()) return 'the folder is not a directory';
   return undefined;
 }
@@ -154,10 +167,10 @@ function ownMountsDir(): string | undefined {
  * which rmdir checks): it is a real directory (not a link), directly in the daemon's own mounts
  * directory, nothing is mounted there, and it is neither inside nor equal to any recorded folder.
  */
-function whyNotRemovable(dir: string, mountsDir: string | undefined, lowers: string[]): string | undefined {
+function whyNotRemovable(dir: string, mountsDir: string | undefined, folders: string[]): string | undefined {
   if (!mountsDir) return 'the daemon has no mounts directory of its own';
   if (path.dirname(dir) !== mountsDir) return `it is not in the daemon's own mounts directory ${mountsDir}`;
-  if (lowers.some((l) => isInside(dir, l))) return 'it lies inside a folder a shadow shows';
+  if (folders.some((f) => isInside(dir, f))) return 'it lies inside a folder a shadow shows';
   const st = fs.lstatSync(dir, { throwIfNoEntry: false });
   if (!st) return 'it is gone already';
   if (st.isSymbolicLink() || !st.isDirectory()) return 'it is not a directory';
@@ -182,32 +195,32 @@ export async function recoverStale(state: StateFile | undefined, log: Logger, pr
   const recovered: string[] = [];
   const table = mountTable();
   const mountsDir = ownMountsDir();
-  const lowers = state.shadows.map((s) => s.lower);
+  const folders = state.shadows.map((s) => s.folder);
   // The live checks of every recorded mount at once: each has its own time limit.
   const checks = new Map<string, Promise<string | undefined>>();
   for (const s of state.shadows)
     for (const p of [...(s.views ?? []), { mountPoint: s.mountPoint }])
-      if (!checks.has(`${p.mountPoint}\0${s.lower}`) && table.some((m) => m.mountPoint === p.mountPoint))
-        checks.set(`${p.mountPoint}\0${s.lower}`, whyNotStaleShadow(p.mountPoint, s.lower, table));
+      if (!checks.has(`${p.mountPoint}\0${s.folder}`) && table.some((m) => m.mountPoint === p.mountPoint))
+        checks.set(`${p.mountPoint}\0${s.folder}`, whyNotStaleShadow(p.mountPoint, s.folder, table));
   for (const s of state.shadows) {
     const points = [...(s.views ?? []), { mountPoint: s.mountPoint, createdMountPoint: s.createdMountPoint === true }];
     for (const p of points) {
       // A normal mount refuses both (MOUNTPOINT_INSIDE_FOLDER, FOLDER_INSIDE_MOUNTPOINT): only a forged entry has them.
-      if (isInside(p.mountPoint, s.lower) || isInside(s.lower, p.mountPoint)) {
+      if (isInside(p.mountPoint, s.folder) || isInside(s.folder, p.mountPoint)) {
         log.warn('the state file names a mount point inside (or around) its own folder; left alone', {
           name: s.name,
           mountPoint: p.mountPoint,
-          lower: s.lower,
+          folder: s.folder,
         });
         continue;
       }
       const onTable = table.some((m) => m.mountPoint === p.mountPoint);
-      const why = onTable ? await checks.get(`${p.mountPoint}\0${s.lower}`) : undefined;
+      const why = onTable ? await checks.get(`${p.mountPoint}\0${s.folder}`) : undefined;
       if (why) {
         log.warn(`the state file names a mount that is not a stale mount of this daemon (${why}); left alone`, {
           name: s.name,
           mountPoint: p.mountPoint,
-          lower: s.lower,
+          folder: s.folder,
         });
         continue;
       }
@@ -216,12 +229,12 @@ export async function recoverStale(state: StateFile | undefined, log: Logger, pr
           log.warn('could not clean a stale mount (umount -l and fusermount3 -uz failed)', { mountPoint: p.mountPoint });
           continue;
         }
-        log.warn('cleaned a stale mount left by a crashed daemon', { name: s.name, mountPoint: p.mountPoint, lower: s.lower });
+        log.warn('cleaned a stale mount left by a crashed daemon', { name: s.name, mountPoint: p.mountPoint, folder: s.folder });
         recovered.push(p.mountPoint);
         proven.add(p.mountPoint);
       }
       if (p.createdMountPoint) {
-        const whyKept = whyNotRemovable(p.mountPoint, mountsDir, lowers);
+        const whyKept = whyNotRemovable(p.mountPoint, mountsDir, folders);
         if (whyKept) {
           if (fs.existsSync(p.mountPoint))
             log.warn(`left a mount directory the state file says the daemon made (${whyKept})`, {
@@ -282,7 +295,7 @@ export function readState(statePath: string, log?: Logger): StateFile | undefine
   const shadows: ShadowEntry[] = [];
   const names = new Set<string>();
   top.data.shadows.forEach((entry, i) => {
-    const s = ShadowState.safeParse(entry);
+    const s = ShadowState.safeParse(fromFormerShape(entry));
     if (!s.success) {
       log?.warn(`the state file's shadow #${i} is not valid (${issues(s.error)}); skipped`, { statePath });
       return;

@@ -194,7 +194,7 @@ export class LintsService {
       idleMs: this.options.idleMs,
       log: this.options.log,
       // Confined like a run: servers see the shadow, never write it, and cannot write the folder.
-      ...(platform.namespaces ? { confine: { lower: this.shadow.folder } } : {}),
+      ...(platform.namespaces ? { confine: { folder: this.shadow.folder } } : {}),
     });
   }
 

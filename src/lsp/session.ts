@@ -46,10 +46,10 @@ export interface SessionOptions {
   log?: (line: string) => void;
   /**
    * Linux: start the server confined like a run (src/run/launcher.ts), seeing the shadow (its
-   * root) and `lower`, the user's folder, read-only at their own paths, writing nothing but its
+   * root) and the user's `folder`, read-only at their own paths, writing nothing but its
    * private /tmp. Elsewhere, or when unset, it is started directly.
    */
-  confine?: { lower: string };
+  confine?: { folder: string };
 }
 
 interface OpenDoc {
@@ -89,7 +89,7 @@ export class LanguageServerSession {
     this.log = opts.log ?? (() => undefined);
     // Its own process group, so whatever the server starts (tsserver, workers) goes with it.
     this.proc = opts.confine
-      ? startConfined(spec, root, opts.confine.lower, this.log)
+      ? startConfined(spec, root, opts.confine.folder, this.log)
       : cp.spawn(spec.command, spec.args, { cwd: root, stdio: ['pipe', 'pipe', 'pipe'], detached: true });
     this.pid = this.proc.pid ?? -1;
     this.exitPromise = new Promise((resolve) => {

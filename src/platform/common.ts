@@ -49,12 +49,15 @@ export function isInside(child: string, parent: string): boolean {
  * would show itself). `probe` is the mount point resolved as far as it exists; `shown` names it in
  * the message.
  */
-export function checkNesting(lower: string, probe: string, shown: string): void {
-  if (isInside(lower, probe))
-    throw new ShadowError('FOLDER_INSIDE_MOUNTPOINT', `the folder ${lower} is inside the mount point ${shown}; mount somewhere outside it`);
-  if (isInside(probe, lower))
+export function checkNesting(folder: string, probe: string, shown: string): void {
+  if (isInside(folder, probe))
+    throw new ShadowError(
+      'FOLDER_INSIDE_MOUNTPOINT',
+      `the folder ${folder} is inside the mount point ${shown}; mount somewhere outside it`,
+    );
+  if (isInside(probe, folder))
     throw new ShadowError(
       'MOUNTPOINT_INSIDE_FOLDER',
-      `the mount point ${shown} is inside the folder it would shadow (${lower}); mount somewhere outside it`,
+      `the mount point ${shown} is inside the folder it would shadow (${folder}); mount somewhere outside it`,
     );
 }

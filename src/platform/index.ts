@@ -11,7 +11,7 @@ export const platform: Platform = process.platform === 'win32' ? win32 : linux;
 export type {
   DaemonFiles,
   DaemonLocation,
-  DaemonTransport,
+  DaemonEndpoint,
   LaunchOptions,
   LimitHit,
   MountLine,
@@ -27,7 +27,7 @@ export { isInside, RUN_MARKER, runWithin } from './common';
 export { checkAllowOther, FUSE_CONF, mayHang, shadowfsMounts, unanswered } from './linux-mounts';
 // Windows-only, used by doctor and the tests of the mount-point rules.
 export { prepareWin32MountPoint, winfspInstallDir } from './win32-mounts';
-export { type Endpoint, newPipeName, newSecret, readEndpoint, writeEndpoint } from './win32-transport';
+export { type Endpoint, newPipeName, newSecret, readEndpoint, writeEndpoint } from './win32-endpoint';
 
 /** The private per-user directory: mount points and the daemon's socket, state and log. */
 export function runtimeDir(): string {

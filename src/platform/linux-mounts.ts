@@ -111,7 +111,7 @@ function nearestExisting(p: string): string {
  */
 export function prepareMountPoint(
   requested: string | undefined,
-  lower: string,
+  folder: string,
   name: string,
   mountsDir: () => string,
 ): { mountPoint: string; created: boolean } {
@@ -138,7 +138,7 @@ export function prepareMountPoint(
   }
   // Decide about nesting before creating anything, so a refused mount leaves no directory behind.
   const probe = st ? fs.realpathSync(abs) : path.join(fs.realpathSync(nearestExisting(abs)), path.relative(nearestExisting(abs), abs));
-  checkNesting(lower, probe, abs);
+  checkNesting(folder, probe, abs);
   if (st) {
     if (!st.isDirectory()) throw new ShadowError('MOUNTPOINT_NOT_DIRECTORY', `the mount point ${abs} exists and is not a directory`);
     if (fs.readdirSync(abs).length > 0)

@@ -8,7 +8,7 @@ import { ShadowError } from '../common/errors';
 import { checkFuseDevice, forceUnmount, mountTable, prepareMountPoint, remakeMountPoint } from './linux-mounts';
 import { linuxProcesses } from './linux-processes';
 import { announceRuntimeDir, runtimeDir } from './linux-runtime';
-import { socketTransport } from './linux-transport';
+import { socketEndpoint } from './linux-endpoint';
 import type { Platform } from './types';
 
 /** $SHADOWFS_STATE_DIR, else $XDG_STATE_HOME/shadowfs or ~/.local/state/shadowfs; mode 0700. */
@@ -35,10 +35,10 @@ export const linux: Platform = {
       throw new ShadowError('NOT_SUPPORTED', `shadowfs mounts only on Linux in this version (this is ${process.platform})`);
     checkFuseDevice();
   },
-  prepareMountPoint: (requested, lower, name) => prepareMountPoint(requested, lower, name, () => path.join(runtimeDir(), 'mounts')),
+  prepareMountPoint: (requested, folder, name) => prepareMountPoint(requested, folder, name, () => path.join(runtimeDir(), 'mounts')),
   remakeMountPoint,
   isDriveRoot: () => false,
   forceUnmount,
-  transport: socketTransport,
+  endpoint: socketEndpoint,
   processes: linuxProcesses,
 };

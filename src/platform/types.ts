@@ -31,7 +31,7 @@ export interface DaemonLocation {
 }
 
 /** How the daemon is reached, and how each end makes sure of the other. */
-export interface DaemonTransport {
+export interface DaemonEndpoint {
   /** 'socket': a Unix socket, whose peer the kernel names. 'pipe': a named pipe, whose client proves itself in hello. */
   readonly kind: 'socket' | 'pipe';
   /**
@@ -163,11 +163,11 @@ export interface Platform {
   /** Throws when this system cannot mount at all (no FUSE device); WinFsp is checked by the native module. */
   checkMountable(): void;
   /**
-   * Makes `requested` (undefined: a default of this OS) ready to mount the shadow of `lower`
-   * (called `name`) on: refused when nested with `lower` either way, in use, or not empty.
+   * Makes `requested` (undefined: a default of this OS) ready to mount the shadow of `folder`
+   * (called `name`) on: refused when nested with `folder` either way, in use, or not empty.
    * `created`: shadowfs made it (or the file system driver will), so it is removed with the mount.
    */
-  prepareMountPoint(requested: string | undefined, lower: string, name: string): { mountPoint: string; created: boolean };
+  prepareMountPoint(requested: string | undefined, folder: string, name: string): { mountPoint: string; created: boolean };
   /** Before a suspended shadow is mounted again at `mountPoint`: makes what the OS needs there. */
   remakeMountPoint(mountPoint: string): void;
   /** A drive's root ("X:\\"), which is a mount point and an absolute path but no directory of a parent. */
@@ -175,6 +175,6 @@ export interface Platform {
   /** Detaches the stale mount at `mountPoint` (lazily: nothing waits on it); whether it is gone. */
   forceUnmount(mountPoint: string, timeoutMs: number): Promise<boolean>;
 
-  readonly transport: DaemonTransport;
+  readonly endpoint: DaemonEndpoint;
   readonly processes: ProcessTrees;
 }

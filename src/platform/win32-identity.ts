@@ -1,4 +1,4 @@
-// Identity checks for the Windows side of the daemon's transport (a named pipe), made with
+// Identity checks for the Windows side of the daemon's endpoint (a named pipe), made with
 // Win32 calls through ffi-rs: which user a process runs as (the string SID of its token's user),
 // and which process serves a named pipe, so a client can make sure it talks to a daemon of its
 // own user before it sends anything. ffi-rs is required only when a check is made: importing

@@ -46,7 +46,7 @@ export function winfspInstallDir(): string | undefined {
  */
 export function prepareWin32MountPoint(
   requested: string | undefined,
-  lower: string,
+  folder: string,
   name: string,
 ): { mountPoint: string; created: boolean } {
   if (requested === undefined) {
@@ -67,7 +67,7 @@ export function prepareWin32MountPoint(
     return { mountPoint: `${letter}\\`, created: false };
   }
   const probe = path.resolve(requested);
-  checkNesting(lower, probe, probe);
+  checkNesting(folder, probe, probe);
   const st = fs.lstatSync(probe, { throwIfNoEntry: false });
   if (st) {
     if (!st.isDirectory()) throw new ShadowError('MOUNTPOINT_NOT_DIRECTORY', `the mount point ${probe} exists and is not a directory`);

@@ -8,7 +8,7 @@ import { ShadowError } from '../common/errors';
 import type { Platform } from './types';
 import { isDriveRoot, prepareWin32MountPoint } from './win32-mounts';
 import { win32Processes } from './win32-processes';
-import { pipeTransport } from './win32-transport';
+import { pipeEndpoint } from './win32-endpoint';
 
 /**
  * %LOCALAPPDATA%\shadowfs, which inherits the profile's access list (this user, SYSTEM and
@@ -48,6 +48,6 @@ export const win32: Platform = {
   isDriveRoot,
   // Nothing outlives the process that served it (mountTable() lists nothing to detach).
   forceUnmount: async () => false,
-  transport: pipeTransport,
+  endpoint: pipeEndpoint,
   processes: win32Processes,
 };

@@ -217,8 +217,8 @@ async function spawnAndWait(
   const tracker = platform.processes.group(runId, limited ? opts.limits : undefined);
   const win = isWin32Group(tracker) ? tracker : undefined;
   const started = Date.now();
-  const atLower = opts.originalPath !== false && !ns.noNamespaces;
-  const root = atLower ? shadow.folder : dir;
+  const atFolder = opts.originalPath !== false && !ns.noNamespaces;
+  const root = atFolder ? shadow.folder : dir;
   const workdir = path.join(root, cwd);
   const scratch = ns.launcher && ns.noNamespaces ? privateTempDir() : undefined;
   let env: Record<string, string>;

@@ -39,6 +39,6 @@ export function volumeFor(
 }
 
 /** Returns the real mount point path and whether we created it (then we remove it on unmount). */
-export function prepareMountPoint(requested: string | undefined, lower: string, name?: string): { mountPoint: string; created: boolean } {
-  return platform.prepareMountPoint(requested, lower, name ?? (path.basename(lower) || 'root'));
+export function prepareMountPoint(requested: string | undefined, folder: string, name?: string): { mountPoint: string; created: boolean } {
+  return platform.prepareMountPoint(requested, folder, name ?? (path.basename(folder) || 'root'));
 }

@@ -65,7 +65,7 @@ export interface MountOptions {
    * file, as before issue #18 (for comparison, and a fallback should the cached mode misbehave somewhere).
    * "passthrough": like "open", and a read-only open of a file whose content is still the folder's is handed to the
    * kernel as the folder's own file (FUSE passthrough, Linux 6.9+, needs CAP_SYS_ADMIN), so its reads never reach the
-   * daemon; where the kernel or the privileges do not allow it, the mount behaves as "open" and `transport().passthrough`
+   * daemon; where the kernel or the privileges do not allow it, the mount behaves as "open" and `kernelTransport().passthrough`
    * is false. Default: $SHADOWFS_IO, else "cached". fuse_hl always opens.
    */
   io?: IoMode;
@@ -73,7 +73,7 @@ export interface MountOptions {
    * fuse_ll: take the kernel's requests through FUSE over io_uring (Linux 6.14+) instead of reading them from /dev/fuse,
    * when the kernel offers it, which it does only while root has turned it on system-wide
    * (/sys/module/fuse/parameters/enable_uring = Y; shadowfs never changes that). Any failure to set the rings up falls
-   * back to /dev/fuse; `Shadow.transport().ioUring` says which the mount got. Default: false when $SHADOWFS_IO_URING is
+   * back to /dev/fuse; `Shadow.kernelTransport().ioUring` says which the mount got. Default: false when $SHADOWFS_IO_URING is
    * "0", else true. fuse_hl ignores it.
    */
   ioUring?: boolean;
@@ -97,8 +97,8 @@ export function pickBackend(requested: string | undefined, built: readonly strin
 
 /** Mounts a shadow of `folder`. */
 export async function mount(folder: string, options: MountOptions = {}): Promise<Shadow> {
-  // "lower" from here on: the overlay's word, which the native module speaks.
-  const lower = checkFolder(folder);
+  // The folder by its real path from here on (the native module calls it "lower", the overlay's word).
+  const realFolder = checkFolder(folder);
   platform.checkMountable();
   if (options.allowOther) checkAllowOther();
   // Long kernel caching is safe: every change behind the kernel's back (API writes, switches,
@@ -113,7 +113,7 @@ export async function mount(folder: string, options: MountOptions = {}): Promise
     throw new ShadowError('INVALID_ARGUMENT', `spillThreshold must be a whole number of bytes >= 0, got ${spillThreshold}`);
   }
   const spillDir = path.resolve(options.spillDir ?? os.tmpdir());
-  if (isInside(spillDir, lower)) {
+  if (isInside(spillDir, realFolder)) {
     throw new ShadowError(
       'INVALID_ARGUMENT',
       `the spill directory ${spillDir} is inside the folder being shadowed; the folder is never written, pick another`,
@@ -142,9 +142,9 @@ export async function mount(folder: string, options: MountOptions = {}): Promise
   const ioUring = options.ioUring ?? process.env.SHADOWFS_IO_URING !== '0';
   if (typeof ioUring !== 'boolean') throw new ShadowError('INVALID_ARGUMENT', `ioUring must be true or false, got ${String(ioUring)}`);
   const volume = volumeFor(backend, options.mountPoint, options.volume);
-  const { mountPoint, created } = prepareMountPoint(options.mountPoint, lower);
-  const native = new lib.Shadow(backend, lower, mountPoint, {
-    ...(volume === 'network' ? { volumePrefix: networkPrefix(path.basename(lower) || 'root') } : {}),
+  const { mountPoint, created } = prepareMountPoint(options.mountPoint, realFolder);
+  const native = new lib.Shadow(backend, realFolder, mountPoint, {
+    ...(volume === 'network' ? { volumePrefix: networkPrefix(path.basename(realFolder) || 'root') } : {}),
     openRoundTrips: io !== 'cached',
     passthrough: io === 'passthrough',
     ioUring,
@@ -167,9 +167,9 @@ export async function mount(folder: string, options: MountOptions = {}): Promise
         // leave it: not ours to clean if something appeared there
       }
     }
-    throw fromNative(err, `cannot mount a shadow of ${lower} at ${mountPoint}`, ERRNOS.mount);
+    throw fromNative(err, `cannot mount a shadow of ${realFolder} at ${mountPoint}`, ERRNOS.mount);
   }
-  const shadow = new Shadow(native, lower, mountPoint, created, backend, io, volume);
+  const shadow = new Shadow(native, realFolder, mountPoint, created, backend, io, volume);
   if (layer !== null) {
     try {
       await shadow.createLayer(layer);

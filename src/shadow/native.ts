@@ -173,7 +173,10 @@ export interface NativeShadow {
   openHandles?(): number | null;
   /** The shared mount's requests by kind (fuse_ll counts 16 kinds: lookup, getattr, open, read, readdirplus, …; fuse_hl none). */
   requestCounts(): Record<string, number>;
-  /** What the shared mount's kernel connection agreed to (fuse_ll: noOpen, noOpendir, readdirplus, epoch, passthrough, ioUring; fuse_hl: nothing). */
+  /**
+   * What the shared mount's kernel connection agreed to (fuse_ll: noOpen, noOpendir, readdirplus, epoch, passthrough, ioUring;
+   * fuse_hl: nothing). The addon's name for what Shadow.kernelTransport gives.
+   */
   transport(): Record<string, boolean>;
   /**
    * Folder changes the shared mount's watcher reported after sequence number `since`

@@ -489,7 +489,7 @@ export class Shadow {
    * The shared mount's FUSE requests by kind since it was mounted: on fuse_ll `lookup`, `getattr`, `setattr`, `open`,
    * `create`, `mknod`, `release`, `flush`, `read`, `write`, `opendir`, `readdir`, `readdirplus`, `releasedir`,
    * `getxattr`, `forget`, and `ring`: how many requests of any kind came through io_uring ring entries (0 when
-   * `transport().ioUring` is false); empty on a backend that does not count them. For measuring round trips (tests,
+   * `kernelTransport().ioUring` is false); empty on a backend that does not count them. For measuring round trips (tests,
    * benchmarks).
    */
   requestCounts(): Record<string, number> {
@@ -501,9 +501,15 @@ export class Shadow {
    * round trip, MountOptions.io "cached" on a kernel that offers it), readdirplus, epoch (one notification invalidates
    * every name on a switch; known after the first switch), passthrough (MountOptions.io "passthrough", agreed and not refused since) and ioUring (the
    * kernel hands requests to io_uring ring entries instead of /dev/fuse: MountOptions.ioUring). Empty for fuse_hl.
+   * The kernel transport, not the daemon's endpoint (docs/glossary.md).
    */
-  transport(): Record<string, boolean> {
+  kernelTransport(): Record<string, boolean> {
     return this.native?.transport() ?? {};
+  }
+
+  /** @deprecated The former name of kernelTransport; use kernelTransport. */
+  transport(): Record<string, boolean> {
+    return this.kernelTransport();
   }
 
   /**

@@ -40,7 +40,7 @@ export interface ApplyOptions {
   /** Base contents known from checkpoints (path → bytes the agent started from), for merges. */
   baseContents?: Map<string, Buffer>;
   /** Base records that win over the layer's own (a layer restored from a checkpoint). */
-  baseOverrides?: Map<string, ChangeBase>;
+  restoredBases?: Map<string, ChangeBase>;
   /**
    * When the layer started (ms since the epoch; see Provenance.layerSince). Where the layer
    * recorded no base, a folder file changed after it is one the agent never saw; unknown: every
@@ -159,7 +159,7 @@ function touchedAfter(abs: string, since: number | undefined): boolean {
  * base), said so in `mergeBase`.
  */
 function baseContent(
-  lower: string,
+  folder: string,
   rel: string,
   base: ChangeBase | undefined,
   known?: Map<string, Buffer>,
@@ -168,7 +168,7 @@ function baseContent(
   if (k) return { data: k, from: 'recorded' };
   let blob: Buffer;
   try {
-    blob = execFileSync('git', ['-C', lower, 'show', `HEAD:./${rel}`], { stdio: ['ignore', 'pipe', 'ignore'], maxBuffer: 64 << 20 });
+    blob = execFileSync('git', ['-C', folder, 'show', `HEAD:./${rel}`], { stdio: ['ignore', 'pipe', 'ignore'], maxBuffer: 64 << 20 });
   } catch {
     return null; // not a git repository, or the file is not in HEAD
   }
@@ -305,7 +305,7 @@ async function applyBeneath(shadow: Shadow, root: Beneath, agent: string, opts: 
   for (const d of dirsAdded) {
     const now = kindNow(d);
     if (now !== 'file' && now !== 'symlink') continue;
-    const base = opts.baseOverrides?.get(d) ?? c.bases.get(d);
+    const base = opts.restoredBases?.get(d) ?? c.bases.get(d);
     const abs = path.join(shadow.folder, d);
     // File times come from the kernel's coarse clock, which can lag Date.now() (when `since` was
     // taken) by a tick: a link made just after the agent started may carry an earlier time. Doubt
@@ -335,7 +335,7 @@ async function applyBeneath(shadow: Shadow, root: Beneath, agent: string, opts: 
   const give: string[] = []; // paths that leave the layer
   for (const f of c.files) {
     const abs = path.join(shadow.folder, f.path);
-    const base = opts.baseOverrides?.get(f.path) ?? c.bases.get(f.path);
+    const base = opts.restoredBases?.get(f.path) ?? c.bases.get(f.path);
     let why: string | null = null;
     if (base) {
       if (!unchangedSince(abs, base, f.old)) why = 'the folder file changed since the agent copied it';
@@ -520,7 +520,7 @@ async function applyBeneath(shadow: Shadow, root: Beneath, agent: string, opts: 
       const t = typeChange.get(d);
       if (t && t.from !== 'directory') {
         const abs = path.join(shadow.folder, d);
-        const base = opts.baseOverrides?.get(d) ?? c.bases.get(d);
+        const base = opts.restoredBases?.get(d) ?? c.bases.get(d);
         if (base ? !sameIdentity(abs, base) : touchedAfter(abs, since)) {
           conflict(d, `type change: ${d} ${t.from} -> directory refused: the folder's ${t.from} changed after the agent started`);
           t.applied = false;

@@ -188,7 +188,7 @@ export class CheckpointStore {
       if (!seen.has(p)) {
         // What the folder's file was when the agent deleted it: restored with the deletion, so
         // that deleting a file the user edited since stays a conflict.
-        const base = provenance.baseOverride(agent, p)?.base ?? layerBase ?? c.bases.get(p);
+        const base = provenance.restoredBase(agent, p)?.base ?? layerBase ?? c.bases.get(p);
         entries.push(base ? { path: p, type: 'deleted', base } : { path: p, type: 'deleted' });
       }
       seen.add(p);
@@ -209,10 +209,10 @@ export class CheckpointStore {
         const stored = await this.putFile(shadow, agent, ch.path, max);
         bytes += stored.bytes;
         const e: CheckpointEntry = { path: ch.path, type: 'file', mode: st.mode, ...stored.content };
-        const base = provenance.baseOverride(agent, ch.path)?.base ?? ch.base;
+        const base = provenance.restoredBase(agent, ch.path)?.base ?? ch.base;
         if (base) {
           e.base = base;
-          const known = provenance.baseOverride(agent, ch.path)?.blob;
+          const known = provenance.restoredBase(agent, ch.path)?.blob;
           if (known) e.baseBlob = known;
           else {
             // The folder's file is still the one the agent started from: keep its content.
@@ -413,16 +413,16 @@ export class CheckpointStore {
       await layer.loadAudit({ ...audit, dropped: audit.dropped + Math.max(0, handedOut - audit.nextSeq) });
     }
     provenance.setLayerSince(agent, m.layerSince);
-    provenance.clearBaseOverrides(agent);
+    provenance.clearRestoredBases(agent);
     // Each path keeps the base the checkpoint recorded (the earliest: a checkpoint of a restored
     // layer records the restored one). Without one, what the folder has there now is no base the
     // agent ever saw if it changed after the agent started: writing the checkpoint's content over
     // it made the layer record it as the base, which would let apply overwrite the user's edit.
     // An impossible base makes that a conflict instead.
     for (const e of m.entries) {
-      if (e.base) provenance.setBaseOverride(agent, e.path, e.base, e.baseBlob);
+      if (e.base) provenance.setRestoredBase(agent, e.path, e.base, e.baseBlob);
       else if (e.type !== 'dir' && changedInFolderSince(path.join(shadow.folder, e.path), m.layerSince))
-        provenance.setBaseOverride(agent, e.path, NO_BASE);
+        provenance.setRestoredBase(agent, e.path, NO_BASE);
     }
     return { name, paths: m.entries.length };
   }

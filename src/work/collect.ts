@@ -70,7 +70,7 @@ export function isRepositoryMetadata(rel: string): boolean {
  * ones that are directories (git's "dir/" patterns match them only when told).
  */
 export async function exclusions(
-  lower: string,
+  folder: string,
   paths: string[],
   dirs: Set<string>,
   includeIgnored = false,
@@ -83,7 +83,7 @@ export async function exclusions(
   }
   if (!includeIgnored && rest.length) {
     const asked = rest.map((p) => (dirs.has(p) ? `${p}/` : p));
-    const ignored = await ignoredPaths(lower, asked);
+    const ignored = await ignoredPaths(folder, asked);
     rest.forEach((p, i) => {
       if (ignored.has(asked[i])) out.set(p, 'ignored');
     });
@@ -108,9 +108,9 @@ function gitMode(perm: number): number {
  * checked by fstat, so a FIFO swapped in cannot hang the read). A file over LARGE_FILE_BYTES is a
  * `large` side: hashed by streaming, not held in memory.
  */
-export async function folderSide(lower: string | Beneath, rel: string): Promise<Side | 'dir' | 'other' | null> {
-  if (typeof lower !== 'string') return folderSideIn(lower, rel);
-  const root = Beneath.open(lower);
+export async function folderSide(folder: string | Beneath, rel: string): Promise<Side | 'dir' | 'other' | null> {
+  if (typeof folder !== 'string') return folderSideIn(folder, rel);
+  const root = Beneath.open(folder);
   try {
     return await folderSideIn(root, rel);
   } finally {

@@ -6,7 +6,7 @@ import type { ChangeBase } from '../shadow/native';
 import type { LayerEvent, Shadow } from '../shadow';
 
 /** A base record a checkpoint carried over, with the checkpoint blob of that base's content when it was kept. */
-export interface BaseOverride {
+export interface RestoredBase {
   base: ChangeBase;
   blob?: string;
 }
@@ -14,7 +14,8 @@ export interface BaseOverride {
 export class Provenance {
   /** Per agent: when its layer started; a key with undefined: not known (a checkpoint that did not say). */
   private readonly since = new Map<string, number | undefined>();
-  private readonly overrides = new Map<string, Map<string, BaseOverride>>();
+  /** Per agent: the base records its layer carried over from the checkpoint it was restored from, by path. */
+  private readonly restored = new Map<string, Map<string, RestoredBase>>();
   private readonly unsubscribe: () => void;
 
   /**
@@ -36,11 +37,11 @@ export class Provenance {
         break;
       case 'reset':
         this.since.set(e.agent, e.at);
-        this.overrides.delete(e.agent);
+        this.restored.delete(e.agent);
         break;
       case 'dropped':
         this.since.delete(e.agent);
-        this.overrides.delete(e.agent);
+        this.restored.delete(e.agent);
         break;
       default:
         break;
@@ -64,23 +65,23 @@ export class Provenance {
    * The base record carried over from the checkpoint a layer was restored from (the layer's own
    * records then name the folder file at restore time, not the one the agent started from).
    */
-  baseOverride(agent: string, rel: string): BaseOverride | undefined {
-    return this.overrides.get(agent)?.get(rel);
+  restoredBase(agent: string, rel: string): RestoredBase | undefined {
+    return this.restored.get(agent)?.get(rel);
   }
 
   /** Every base record carried over for the agent, by path. */
-  baseOverrides(agent: string): ReadonlyMap<string, BaseOverride> {
-    return this.overrides.get(agent) ?? new Map();
+  restoredBases(agent: string): ReadonlyMap<string, RestoredBase> {
+    return this.restored.get(agent) ?? new Map();
   }
 
-  setBaseOverride(agent: string, rel: string, base: ChangeBase, blob?: string): void {
-    let m = this.overrides.get(agent);
-    if (!m) this.overrides.set(agent, (m = new Map()));
+  setRestoredBase(agent: string, rel: string, base: ChangeBase, blob?: string): void {
+    let m = this.restored.get(agent);
+    if (!m) this.restored.set(agent, (m = new Map()));
     m.set(rel, blob === undefined ? { base } : { base, blob });
   }
 
-  clearBaseOverrides(agent: string): void {
-    this.overrides.delete(agent);
+  clearRestoredBases(agent: string): void {
+    this.restored.delete(agent);
   }
 
   /** Stops listening. */

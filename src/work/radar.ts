@@ -391,7 +391,7 @@ export class Radar {
             this.clear(id, delta);
             continue;
           }
-          const base = this.provenance.baseOverride(agent, p)?.base ?? c.base;
+          const base = this.provenance.restoredBase(agent, p)?.base ?? c.base;
           const now = folderNow(root, p);
           if (!this.baseMoved(root, agent, p, base, now)) {
             this.clear(id, delta);

@@ -31,7 +31,7 @@ export interface OutOptions {
   includeIgnored?: boolean;
 }
 
-export interface WorkApplyOptions extends Omit<ApplyOptions, 'baseOverrides' | 'baseContents' | 'layerSince'>, OutOptions {
+export interface WorkApplyOptions extends Omit<ApplyOptions, 'restoredBases' | 'baseContents' | 'layerSince'>, OutOptions {
   /** Bring the agent's commits (its HEAD) into the folder's repository as this new branch instead of writing files. */
   branch?: string;
   /** With branch: replace a branch of that name (never the one checked out). */
@@ -212,12 +212,12 @@ export class WorkService {
 
   private async applyFiles(
     agent: string,
-    fileOpts: Omit<ApplyOptions, 'baseOverrides' | 'baseContents' | 'layerSince'>,
+    fileOpts: Omit<ApplyOptions, 'restoredBases' | 'baseContents' | 'layerSince'>,
     includeIgnored: boolean,
   ): Promise<WorkApplyResult> {
-    const overrides = this.provenance.baseOverrides(agent);
+    const restored = this.provenance.restoredBases(agent);
     const baseContents = new Map<string, Buffer>();
-    for (const [p, o] of overrides) {
+    for (const [p, o] of restored) {
       const b = o.blob ? this.store.baseContent(o.blob) : null;
       if (b) baseContents.set(p, b);
     }
@@ -226,7 +226,7 @@ export class WorkService {
     const r = await withCollectOptions({ includeIgnored, excluded }, () =>
       applyLayer(this.shadow, agent, {
         ...fileOpts,
-        baseOverrides: new Map([...overrides].map(([p, o]) => [p, o.base])),
+        restoredBases: new Map([...restored].map(([p, o]) => [p, o.base])),
         baseContents,
         layerSince: this.provenance.layerSince(agent),
       }),

@@ -120,21 +120,21 @@ describe('unit: layer events and the provenance kept from them', () => {
     assert.ok(a >= s.mountedAt);
     const base = { ino: 1, size: 1, mtimeNs: '1', ctimeNs: '1', hash: null };
     p.setLayerSince('a', 1000);
-    p.setBaseOverride('a', 'f', base, 'b'.repeat(64));
+    p.setRestoredBase('a', 'f', base, 'b'.repeat(64));
     await s.createLayer('a'); // known: nothing happens
     assert.strictEqual(p.layerSince('a'), 1000);
     await s.cloneLayer('a', 'c');
     assert.strictEqual(p.layerSince('c'), 1000);
-    assert.strictEqual(p.baseOverride('c', 'f'), undefined, 'a copy carries no restored bases');
-    assert.deepStrictEqual(p.baseOverride('a', 'f'), { base, blob: 'b'.repeat(64) });
+    assert.strictEqual(p.restoredBase('c', 'f'), undefined, 'a copy carries no restored bases');
+    assert.deepStrictEqual(p.restoredBase('a', 'f'), { base, blob: 'b'.repeat(64) });
     p.setLayerSince('c', undefined);
     assert.strictEqual(p.layerSince('c'), undefined, 'a checkpoint that did not say: unknown');
     await s.layer('a').reset();
     assert.ok(p.layerSince('a')! >= a);
-    assert.strictEqual(p.baseOverrides('a').size, 0);
-    p.setBaseOverride('c', 'f', base);
+    assert.strictEqual(p.restoredBases('a').size, 0);
+    p.setRestoredBase('c', 'f', base);
     await s.dropLayer('c');
-    assert.strictEqual(p.baseOverrides('c').size, 0);
+    assert.strictEqual(p.restoredBases('c').size, 0);
     p.dispose();
     await s.layer('a').reset();
     p.setLayerSince('a', 5);

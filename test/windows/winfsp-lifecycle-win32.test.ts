@@ -47,7 +47,7 @@ async function child(): Promise<void> {
     // A directory: a disk volume (the only form WinFsp puts there).
     const s = await mount(a, { backend: 'winfsp', mountPoint: mp, layer: 'agent', caseInsensitive: true });
     steps.volume = s.volume;
-    steps.networkTransport = s.transport()['network-volume'];
+    steps.networkTransport = s.kernelTransport()['network-volume'];
     steps.dirWhileMounted = fs.existsSync(mp);
     await s.layer('agent').write('kept.txt', 'kept');
     await s.suspend();

@@ -118,7 +118,7 @@ async function shadowFor(client: ShadowClient, target: string, mount: boolean): 
   } catch {
     throw new ShadowError('NOT_FOUND', `${target} is neither a shadow nor a folder (shadowfs list shows the shadows)`);
   }
-  const byFolder = shadows.find((s) => real === s.lower || real.startsWith(`${s.lower}/`));
+  const byFolder = shadows.find((s) => real === s.folder || real.startsWith(`${s.folder}/`));
   if (byFolder) return byFolder.name;
   if (!mount) throw new ShadowError('UNKNOWN_SHADOW', `no shadow shows ${real}`);
   tell(`mounting a shadow of ${real}`);
@@ -136,7 +136,7 @@ async function startDir(client: ShadowClient, shadow: string): Promise<string | 
   } catch {
     return undefined;
   }
-  for (const root of [s.lower, s.mountPoint]) {
+  for (const root of [s.folder, s.mountPoint]) {
     if (here === root) return '.';
     if (here.startsWith(`${root}/`)) return path.relative(root, here);
   }

@@ -1,4 +1,4 @@
-// The daemon's transport on Linux: a Unix socket (mode 0600) in the private runtime directory.
+// The daemon's endpoint on Linux: a Unix socket (mode 0600) in the private runtime directory.
 // The kernel names the process at either end (SO_PEERCRED), so the daemon refuses other users and
 // runs at accept (linux-peer.ts) and the client checks the server before it sends a byte; no
 // secret is needed.
@@ -7,7 +7,7 @@ import type * as net from 'net';
 import { ShadowError } from '../protocol/errors';
 import { checkPeer } from './linux-peer';
 import { peerCredentials } from './linux-peercred';
-import type { DaemonFiles, DaemonTransport } from './types';
+import type { DaemonFiles, DaemonEndpoint } from './types';
 
 /**
  * The socket file must be ours, and the kernel's record of the listening process (SO_PEERCRED on
@@ -35,7 +35,7 @@ function verifyServer(socket: net.Socket, where: string): void {
     throw new ShadowError('PEER_REFUSED', `the process serving ${where} runs as uid ${uid}, not as you (uid ${me}); refusing to use it`);
 }
 
-export const socketTransport: DaemonTransport = {
+export const socketEndpoint: DaemonEndpoint = {
   kind: 'socket',
   newSecret: () => '',
   async listen(files: DaemonFiles, _secret: string, listen: (where: string) => Promise<void>): Promise<string> {

@@ -1,4 +1,4 @@
-// The daemon's transport on Windows: a named pipe with an unpredictable name, published with the
+// The daemon's endpoint on Windows: a named pipe with an unpredictable name, published with the
 // daemon's pid and a secret in the endpoint file of the per-user directory (which only this user,
 // SYSTEM and administrators can read). Node exposes no server side of a pipe's client, so a client
 // proves in its hello that it read the secret (server.ts); the client checks, before it sends a
@@ -7,7 +7,7 @@
 import * as crypto from 'crypto';
 import * as fs from 'fs';
 import { ShadowError } from '../protocol/errors';
-import type { DaemonFiles, DaemonTransport } from './types';
+import type { DaemonFiles, DaemonEndpoint } from './types';
 import { currentUserSid, pipeServerProcessId, processUserSid } from './win32-identity';
 
 /** What a Windows daemon publishes in its endpoint file. */
@@ -97,7 +97,7 @@ function verifyPipeServer(pipe: string, daemonPid: number | undefined): void {
     );
 }
 
-export const pipeTransport: DaemonTransport = {
+export const pipeEndpoint: DaemonEndpoint = {
   kind: 'pipe',
   newSecret,
   async listen(files: DaemonFiles, secret: string, listen: (where: string) => Promise<void>): Promise<string> {
