@@ -191,7 +191,7 @@ export const CMDLETS: CmdletSpec[] = [
     name: 'Get-ShadowFolder',
     command: ['list'],
     method: 'list',
-    description: 'One object per shadow the daemon serves: its Name, the folder (lower), the mount point, the active layer and the agents.',
+    description: 'One object per shadow the daemon serves: its Name, the folder, the mount point, the active layer and the agents.',
     params: [],
     output: { kind: 'items', property: 'shadows', type: 'ShadowFS.Folder' },
     examples: [{ code: 'Get-ShadowFolder', remarks: 'Lists the shadows.' }],
