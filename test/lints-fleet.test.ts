@@ -1,0 +1,114 @@
+// Many agents asking the lints service at once, each with its own one-line error in the same
+// file or in another: every answer is fresh and holds exactly that agent's error, never another
+// agent's, whether the questions are answered in batches on the folder (the default) or one at a
+// time with each agent's layer on the mount. Agents changing two files that import each other
+// get answers from their own text of both. The folder is guarded throughout (withShadow).
+import * as assert from 'assert';
+import * as fs from 'fs';
+import * as path from 'path';
+import { LintsService } from '../src/lints/service';
+import { tempDir, withShadow } from './helpers/fixtures';
+import { stopTestDaemon } from './helpers/hooks';
+
+const A_TS = 'export function add(a: number, b: number): number {\n  return a + b;\n}\n';
+const B_TS = "import { add } from './a';\n\nexport const three = add(1, 2);\n";
+
+function makeProject(): string {
+  const dir = tempDir('lints-fleet');
+  fs.mkdirSync(path.join(dir, 'src'));
+  fs.writeFileSync(
+    path.join(dir, 'tsconfig.json'),
+    JSON.stringify({ compilerOptions: { strict: true, target: 'ES2022', module: 'commonjs', noEmit: true }, include: ['src'] }),
+  );
+  fs.writeFileSync(path.join(dir, 'src', 'a.ts'), A_TS);
+  fs.writeFileSync(path.join(dir, 'src', 'b.ts'), B_TS);
+  return dir;
+}
+
+const AGENTS = 20;
+
+describe('lints: many agents asking at once', function () {
+  this.timeout(300_000);
+  after(() => stopTestDaemon());
+
+  for (const batch of [true, false]) {
+    it(`${AGENTS} agents, each with its own error, each get exactly their own, fresh (${batch ? 'batched on the folder' : 'one at a time, each layer on the mount'})`, async () => {
+      await withShadow(makeProject(), async (shadow) => {
+        const svc = new LintsService(shadow, { batch, servers: 2 });
+        try {
+          // Warm the server and the baselines of both files first, as a busy shadow would have them.
+          await svc.lints({ shadow: 'fleet', agent: 'warm', paths: ['src/a.ts', 'src/b.ts'], timeoutMs: 120_000 });
+          const names = Array.from({ length: AGENTS }, (_, i) => `missing_${i}`);
+          const asks = names.map(async (name, i) => {
+            const agent = `agent${i}`;
+            // Even agents break a.ts, odd ones b.ts: one line naming what no one defines.
+            const file = i % 2 ? 'src/b.ts' : 'src/a.ts';
+            const base = i % 2 ? B_TS : A_TS;
+            const r = await svc.lints({
+              shadow: 'fleet',
+              agent,
+              edits: [{ path: file, content: `${base}export const probe_${i}: number = ${name};\n` }],
+              timeoutMs: 120_000,
+            });
+            return { agent, name, r };
+          });
+          // Two more agents in the same crowd: one renames add in a.ts and follows it in b.ts
+          // (clean only if b.ts is checked against its own a.ts), one renames it in a.ts alone
+          // (b.ts then breaks, only if checked against its a.ts).
+          const both = svc.lints({
+            shadow: 'fleet',
+            agent: 'both',
+            edits: [
+              { path: 'src/a.ts', content: A_TS.replace('add', 'plus') },
+              { path: 'src/b.ts', content: B_TS.replace(/add/g, 'plus') },
+            ],
+            timeoutMs: 120_000,
+          });
+          const half = (async () => {
+            await shadow.layer('half').write('src/a.ts', A_TS.replace('add', 'sum'));
+            return svc.lints({ shadow: 'fleet', agent: 'half', paths: ['src/b.ts'], timeoutMs: 120_000 });
+          })();
+          const answers = await Promise.all(asks);
+          for (const { agent, name, r } of answers) {
+            assert.strictEqual(r.files.length, 1, agent);
+            const f = r.files[0];
+            assert.strictEqual(f.status, 'fresh', `${agent}: ${JSON.stringify(f)}`);
+            assert.strictEqual(f.baseline, 'cached', agent);
+            const messages = f.introduced.map((d) => d.message);
+            assert.strictEqual(messages.length, 1, `${agent}: ${JSON.stringify(messages)}`);
+            assert.ok(messages[0].includes(`'${name}'`), `${agent}: ${messages[0]}`);
+            const all = JSON.stringify(f);
+            for (const other of names) if (other !== name) assert.ok(!all.includes(`'${other}'`), `${agent} sees ${other}: ${all}`);
+          }
+          const b = await both;
+          assert.deepStrictEqual(
+            b.files.map((f) => [f.path, f.status, f.introduced.length]),
+            [
+              ['src/a.ts', 'fresh', 0],
+              ['src/b.ts', 'fresh', 0],
+            ],
+            JSON.stringify(b),
+          );
+          const h = await half;
+          assert.strictEqual(h.files[0].status, 'fresh', JSON.stringify(h));
+          assert.ok(
+            h.files[0].introduced.some((d) => d.message.includes("'add'")),
+            `b.ts checked against half's own a.ts: ${JSON.stringify(h)}`,
+          );
+          // Batched questions never took a job with the agent's layer on the mount; the old way did, one each.
+          const jobs = shadow.schedulerStats().agents;
+          for (let i = 0; i < AGENTS; i++) assert.strictEqual(jobs[`agent${i}`]?.runs ?? 0, batch ? 0 : 1, `agent${i}`);
+          // What the mount shows afterwards is the folder's or the last layer's, never a mix: the
+          // next question of one agent still sees only its own error.
+          const again = await svc.lints({ shadow: 'fleet', agent: 'agent3', paths: ['src/b.ts'], timeoutMs: 120_000 });
+          assert.deepStrictEqual(
+            again.files[0].introduced.map((d) => d.message.includes("'missing_3'")),
+            [true],
+          );
+        } finally {
+          await svc.dispose();
+        }
+      });
+    });
+  }
+});
