@@ -3,7 +3,10 @@
 // with the agent's layer active on the shared mount (so the servers read the agent's files, and
 // the folder's node_modules, live), after telling every server which files differ from what it
 // saw last; the folder's own diagnostics (the baseline) come from a job with no layer active, and
-// are cached until something in the folder changes. Edits made in the folder itself (which FUSE
+// are cached until something in the folder changes. A question whose agent's layer changes only
+// files one server holds as documents (modified, not added or deleted) needs no layer on the
+// mount: such questions are answered in batches, one folder job for many, each agent's text handed
+// to the server as documents over the folder's (see overlayOf, inBatch). Edits made in the folder itself (which FUSE
 // cannot signal to programs inside the mount) reach the servers through FolderChanges. Answers are fresh or marked otherwise: a server
 // that does not answer for the exact document version in time gives `timeout`, never an empty
 // list. An agent with a view of its own (Shadow.openView) is checked there instead, on servers
@@ -206,7 +209,7 @@ export class LintsService {
       batch: number;
     }
   >();
-  /** Further servers on the shared mount, used only by batches (one per core, as free memory allows). */
+  /** Further servers on the shared mount, used only by batches (see options.servers). */
   private extraPools: ServerPool[] = [];
   private readonly batchQueue: BatchItem[] = [];
   private batchJob: Promise<void> | undefined;
@@ -226,7 +229,13 @@ export class LintsService {
        * environment sets SHADOWFS_LINTS_ONE_AT_A_TIME=1, the old way, kept for the bench).
        */
       batch?: boolean;
-      /** Most warm servers per language a batch uses on the shared mount (default: cores, as free memory allows). */
+      /**
+       * Most warm servers per language a batch uses on the shared mount, at most one per core and
+       * as free memory allows (default 1, or SHADOWFS_LINTS_SERVERS). More is not the default:
+       * typescript-language-server has tsserver check every open document again some 300 ms
+       * after each edit, which a server answering questions back to back never lets happen but
+       * two servers sharing two busy cores did, at twice the CPU per lint (docs/lints.md).
+       */
       servers?: number;
     } = {},
   ) {}
@@ -697,12 +706,14 @@ export class LintsService {
       const languageId = state.open.get(rel);
       if (languageId !== undefined) await this.syncDocument(session, rel, languageId);
     }
+    // Before the agent's own documents, so each of them is a new version too and the targets
+    // among them are not sent twice.
+    session.recheckAll();
     for (const [rel, d] of overlay) {
       state.open.set(rel, d.languageId);
       session.sync(rel, d.languageId, d.text);
     }
     state.overlaid = new Set(overlay.keys());
-    session.recheckAll();
   }
 
   /**
@@ -798,14 +809,14 @@ export class LintsService {
   }
 
   /**
-   * The shared mount's servers a batch of `queued` questions uses: the first, plus one more per
-   * core while free memory allows one more server (started on a batch's first use, stopped when
-   * idle like the first).
+   * The shared mount's servers a batch of `queued` questions uses: the first, plus as many more
+   * as options.servers allows while free memory allows one more server (started on a batch's
+   * first use, stopped when idle like the first).
    */
   private sharedPools(queued: number): ServerPool[] {
     const first = this.servers().pool;
     const cores = typeof os.availableParallelism === 'function' ? os.availableParallelism() : os.cpus().length;
-    const most = Math.max(1, this.options.servers ?? cores);
+    const most = Math.min(cores, Math.max(1, this.options.servers ?? (Number(process.env.SHADOWFS_LINTS_SERVERS) || 1)));
     while (this.extraPools.length + 1 < Math.min(most, queued) && os.freemem() > SERVER_MEMORY)
       this.extraPools.push(this.newPool(this.root));
     return [first, ...this.extraPools].slice(0, Math.max(1, Math.min(most, queued)));
