@@ -39,11 +39,12 @@ describe('lints: many agents asking at once', function () {
           // Warm the server and the baselines of both files first, as a busy shadow would have them.
           await svc.lints({ shadow: 'fleet', agent: 'warm', paths: ['src/a.ts', 'src/b.ts'], timeoutMs: 120_000 });
           const names = Array.from({ length: AGENTS }, (_, i) => `missing_${i}`);
-          const asks = names.map(async (name, i) => {
+          const ask = async (name: string, i: number) => {
             const agent = `agent${i}`;
             // Even agents break a.ts, odd ones b.ts: one line naming what no one defines.
             const file = i % 2 ? 'src/b.ts' : 'src/a.ts';
-            const base = i % 2 ? B_TS : A_TS;
+            // An a.ts agent also renames add: a b.ts agent checked against its a.ts would break.
+            const base = i % 2 ? B_TS : A_TS.replace('add', `add${i}`);
             const r = await svc.lints({
               shadow: 'fleet',
               agent,
@@ -51,23 +52,34 @@ describe('lints: many agents asking at once', function () {
               timeoutMs: 120_000,
             });
             return { agent, name, r };
+          };
+          // More agents in the same crowd, between the others: some rename add in a.ts and follow
+          // it in b.ts (clean only if b.ts is checked against their own a.ts, and an agent after
+          // them sees its own a.ts again, not theirs), some rename it in a.ts alone and ask about
+          // b.ts (which then breaks, only if checked against their a.ts).
+          const bothAsk = (k: number) =>
+            svc.lints({
+              shadow: 'fleet',
+              agent: `both${k}`,
+              edits: [
+                { path: 'src/a.ts', content: A_TS.replace('add', `plus${k}`) },
+                { path: 'src/b.ts', content: B_TS.replace(/add/g, `plus${k}`) },
+              ],
+              timeoutMs: 120_000,
+            });
+          const halfAsk = async (k: number) => {
+            await shadow.layer(`half${k}`).write('src/a.ts', A_TS.replace('add', `sum${k}`));
+            return svc.lints({ shadow: 'fleet', agent: `half${k}`, paths: ['src/b.ts'], timeoutMs: 120_000 });
+          };
+          // All at once, the renaming agents spread among the others.
+          const asks: Array<ReturnType<typeof ask>> = [];
+          const both: Array<ReturnType<typeof bothAsk>> = [];
+          const half: Array<ReturnType<typeof halfAsk>> = [];
+          names.forEach((name, i) => {
+            asks.push(ask(name, i));
+            if (i % 4 === 1) both.push(bothAsk(both.length));
+            if (i % 7 === 3) half.push(halfAsk(half.length));
           });
-          // Two more agents in the same crowd: one renames add in a.ts and follows it in b.ts
-          // (clean only if b.ts is checked against its own a.ts), one renames it in a.ts alone
-          // (b.ts then breaks, only if checked against its a.ts).
-          const both = svc.lints({
-            shadow: 'fleet',
-            agent: 'both',
-            edits: [
-              { path: 'src/a.ts', content: A_TS.replace('add', 'plus') },
-              { path: 'src/b.ts', content: B_TS.replace(/add/g, 'plus') },
-            ],
-            timeoutMs: 120_000,
-          });
-          const half = (async () => {
-            await shadow.layer('half').write('src/a.ts', A_TS.replace('add', 'sum'));
-            return svc.lints({ shadow: 'fleet', agent: 'half', paths: ['src/b.ts'], timeoutMs: 120_000 });
-          })();
           const answers = await Promise.all(asks);
           for (const { agent, name, r } of answers) {
             assert.strictEqual(r.files.length, 1, agent);
@@ -80,21 +92,22 @@ describe('lints: many agents asking at once', function () {
             const all = JSON.stringify(f);
             for (const other of names) if (other !== name) assert.ok(!all.includes(`'${other}'`), `${agent} sees ${other}: ${all}`);
           }
-          const b = await both;
-          assert.deepStrictEqual(
-            b.files.map((f) => [f.path, f.status, f.introduced.length]),
-            [
-              ['src/a.ts', 'fresh', 0],
-              ['src/b.ts', 'fresh', 0],
-            ],
-            JSON.stringify(b),
-          );
-          const h = await half;
-          assert.strictEqual(h.files[0].status, 'fresh', JSON.stringify(h));
-          assert.ok(
-            h.files[0].introduced.some((d) => d.message.includes("'add'")),
-            `b.ts checked against half's own a.ts: ${JSON.stringify(h)}`,
-          );
+          for (const b of await Promise.all(both))
+            assert.deepStrictEqual(
+              b.files.map((f) => [f.path, f.status, f.introduced.length]),
+              [
+                ['src/a.ts', 'fresh', 0],
+                ['src/b.ts', 'fresh', 0],
+              ],
+              JSON.stringify(b),
+            );
+          for (const h of await Promise.all(half)) {
+            assert.strictEqual(h.files[0].status, 'fresh', JSON.stringify(h));
+            assert.ok(
+              h.files[0].introduced.some((d) => d.message.includes("'add'")),
+              `b.ts checked against the agent's own a.ts: ${JSON.stringify(h)}`,
+            );
+          }
           // Batched questions never took a job with the agent's layer on the mount; the old way did, one each.
           const jobs = shadow.schedulerStats().agents;
           for (let i = 0; i < AGENTS; i++) assert.strictEqual(jobs[`agent${i}`]?.runs ?? 0, batch ? 0 : 1, `agent${i}`);
