@@ -7,7 +7,7 @@ import * as assert from 'assert';
 import * as fs from 'fs';
 import * as path from 'path';
 import { LintsService } from '../src/lints/service';
-import { tempDir, withShadow } from './helpers/fixtures';
+import { eventually, tempDir, withShadow } from './helpers/fixtures';
 import { stopTestDaemon } from './helpers/hooks';
 
 const A_TS = 'export function add(a: number, b: number): number {\n  return a + b;\n}\n';
@@ -124,4 +124,72 @@ describe('lints: many agents asking at once', function () {
       });
     });
   }
+
+  it("a batch never holds the shared mount past its callers' deadline: a server that hangs on its restart gives timeout, and the mount is free for the next agent at once", async () => {
+    const lower = makeProject();
+    // A server for .txt files that works until the marker exists, then hangs on its next start
+    // (not even initialize is answered). The marker sits in .git, whose edits the service ignores,
+    // so the folder's cached baseline stays and the agents' questions go straight to a batch.
+    fs.mkdirSync(path.join(lower, '.git'));
+    fs.mkdirSync(path.join(lower, '.shadowfs'));
+    const marker = path.join(lower, '.git', 'hang-now');
+    const server = path.join(__dirname, 'fixtures', 'lsp', 'second-start-hangs-server.js');
+    fs.writeFileSync(
+      path.join(lower, '.shadowfs', 'lsp.json'),
+      JSON.stringify({
+        servers: [
+          {
+            id: 'wedge',
+            command: process.execPath,
+            args: [server, marker],
+            languages: [{ languageId: 'plaintext', extensions: ['.txt'] }],
+          },
+        ],
+      }),
+    );
+    fs.writeFileSync(path.join(lower, 'notes.txt'), 'hello\n');
+    await withShadow(
+      lower,
+      async (shadow) => {
+        const svc = new LintsService(shadow, { batch: true });
+        try {
+          const warm = await svc.lints({
+            shadow: 'fleet',
+            agent: 'warm',
+            edits: [{ path: 'notes.txt', content: 'warm\n' }],
+            timeoutMs: 60_000,
+          });
+          assert.deepStrictEqual([warm.files[0].status, warm.files[0].baseline], ['fresh', 'fresh'], JSON.stringify(warm));
+          // Wedge it: the server is killed and the one started in its place never answers.
+          fs.writeFileSync(marker, 'x');
+          const [wedge] = svc.runningServers().filter((x) => x.id === 'wedge');
+          process.kill(wedge.pid, 'SIGKILL');
+          await eventually(() => !svc.runningServers().some((x) => x.pid === wedge.pid), 20_000, 'the service to see its server gone');
+          const answers = await Promise.all(
+            [0, 1, 2].map((i) =>
+              svc.lints({
+                shadow: 'fleet',
+                agent: `w${i}`,
+                edits: [{ path: 'notes.txt', content: `mine ${i}\n` }],
+                timeoutMs: 1500 + 500 * i,
+              }),
+            ),
+          );
+          for (const r of answers) {
+            assert.strictEqual(r.files[0].status, 'timeout', JSON.stringify(r.files[0]));
+            assert.deepStrictEqual(r.files[0].introduced, []);
+          }
+          // None of them took a job with its layer on the mount: they were batched.
+          for (const i of [0, 1, 2]) assert.strictEqual(shadow.schedulerStats().agents[`w${i}`]?.runs ?? 0, 0, `w${i}`);
+          // The server's start gives up only after 60 s; the batch let go of the mount at its callers' deadline.
+          await eventually(() => shadow.schedulerStats().running === null, 15_000, 'the batch to release the shared mount');
+          assert.strictEqual(await shadow.withLayer('next', async () => 'ran', { timeout: 15_000 }), 'ran');
+        } finally {
+          await svc.dispose();
+        }
+        // Unguarded: the test itself writes the marker into the folder's .git.
+      },
+      { guard: false },
+    );
+  });
 });

@@ -63,6 +63,8 @@ interface BatchItem {
   resolve: () => void;
   reject: (err: unknown) => void;
   signal: AbortSignal;
+  /** When its caller stops waiting: a batch never holds the mount past its callers' latest deadline. */
+  deadline: number;
 }
 
 /** What one file's server said (inside a job). */
@@ -213,6 +215,10 @@ export class LintsService {
   private extraPools: ServerPool[] = [];
   private readonly batchQueue: BatchItem[] = [];
   private batchJob: Promise<void> | undefined;
+  /** The questions the running batch has taken and not answered yet. */
+  private readonly inFlight = new Set<BatchItem>();
+  /** Ends the running batch's job early: every question it serves was cancelled. */
+  private batchAbort: AbortController | undefined;
   /** Counts batch jobs: a server synced in this one needs no world sync before its next question. */
   private batchEpoch = 0;
   /** The servers of agents' own views, each rooted at its view. */
@@ -453,6 +459,7 @@ export class LintsService {
               started: () => (wait.started = true),
               onWait: (a) => (wait.behind = a),
               signal,
+              deadline,
             }).then(() => true),
           )
         : await this.queued(deadline, (signal) =>
@@ -757,6 +764,8 @@ export class LintsService {
         const i = this.batchQueue.indexOf(it);
         if (i >= 0) this.batchQueue.splice(i, 1);
         reject(new ShadowError('ABORTED', 'the question was cancelled while it waited for or ran in a batch'));
+        // No one left to answer: the batch releases the mount now, not at its deadline.
+        if (this.batchQueue.length === 0 && [...this.inFlight].every((x) => x.signal.aborted)) this.batchAbort?.abort();
       };
       if (item.signal.aborted) return onAbort();
       item.signal.addEventListener('abort', onAbort, { once: true });
@@ -765,9 +774,21 @@ export class LintsService {
     });
   }
 
+  /**
+   * Starts a batch job when none runs and questions wait. Like every job on the shared mount it is
+   * bounded: it ends by the latest deadline of the questions queued when it starts (the scheduler
+   * releases the mount then, as for a one-at-a-time question), or as soon as every question it
+   * serves was cancelled. A question it had taken and not answered by then hears the error;
+   * questions still queued wait for the next batch.
+   */
   private pumpBatch(): void {
     if (this.batchJob || this.batchQueue.length === 0) return;
-    const job = this.shadow.withFolder(() => this.runBatch(), {
+    const end = Math.max(...this.batchQueue.map((it) => it.deadline));
+    const abort = new AbortController();
+    this.batchAbort = abort;
+    const job = this.shadow.withFolder((_dir, signal) => this.runBatch(signal, end), {
+      timeout: Math.max(1, end - Date.now()),
+      signal: abort.signal,
       onWait: (a) => {
         for (const it of this.batchQueue) it.onWait(a);
       },
@@ -775,33 +796,57 @@ export class LintsService {
     this.batchJob = job.then(
       () => undefined,
       (err: unknown) => {
-        for (const it of this.batchQueue.splice(0)) it.reject(err);
+        for (const it of this.inFlight) it.reject(err);
       },
     );
     void this.batchJob.finally(() => {
+      this.inFlight.clear();
+      this.batchAbort = undefined;
       this.batchJob = undefined;
       this.pumpBatch();
     });
   }
 
-  private async runBatch(): Promise<void> {
+  /**
+   * One batch: each warm server takes the next queued question and answers it, until the queue
+   * holds none this batch may take (one whose deadline is past `end` waits for the next batch),
+   * the time slice is used up, or `signal` says the mount was released (then nothing more is
+   * taken: the mount may show another agent's layer by now).
+   */
+  private async runBatch(signal: AbortSignal, end: number): Promise<void> {
     this.batchEpoch++;
-    const end = Date.now() + BATCH_SLICE_MS;
+    const slice = Date.now() + BATCH_SLICE_MS;
+    const released = new Promise<void>((resolve) => {
+      if (signal.aborted) resolve();
+      else signal.addEventListener('abort', () => resolve(), { once: true });
+    });
+    const next = (): BatchItem | undefined => {
+      if (signal.aborted || Date.now() >= slice) return undefined;
+      const i = this.batchQueue.findIndex((it) => it.deadline <= end);
+      return i < 0 ? undefined : this.batchQueue[i];
+    };
     const pools = this.sharedPools(this.batchQueue.length);
     await Promise.all(
       pools.map(async (pool) => {
         const place: Place = { root: this.root, pool };
-        while (Date.now() < end && this.batchQueue.length) {
-          // A server not started yet starts before it takes a question, so none waits for a cold start another could spare it.
-          await pool.get(this.batchQueue[0].spec).catch(() => undefined);
-          const it = this.batchQueue.shift();
-          if (!it) return;
+        for (let it = next(); it; it = next()) {
+          // A server not started yet starts before it takes a question, so none waits for a cold
+          // start another could spare it; a server that never finishes starting holds the batch
+          // only until the mount is released.
+          await Promise.race([pool.get(it.spec).catch(() => undefined), released]);
+          const i = signal.aborted ? -1 : this.batchQueue.indexOf(it);
+          if (i < 0) continue;
+          this.batchQueue.splice(i, 1);
+          this.inFlight.add(it);
           it.started();
           try {
-            await it.run(place);
+            await Promise.race([it.run(place), released]);
+            if (signal.aborted) throw new ShadowError('TIMEOUT', 'the batch ran out of time and released the shared mount');
             it.resolve();
           } catch (err) {
             it.reject(err);
+          } finally {
+            this.inFlight.delete(it);
           }
         }
       }),
