@@ -33,6 +33,8 @@ const SMALL_FILES = quick ? 1_000 : 10_000;
 const RESP_MIB = quick ? 256 : 1024;
 // One-line edits per lints measurement.
 const LINT_EDITS = quick ? 10 : 30;
+/** Agents in the lints fleet row (`--fleet=N`; issue 33 measures 100). */
+const LINT_FLEET = Number(process.argv.find((x) => x.startsWith('--fleet='))?.slice(8) ?? (quick ? 10 : 20));
 // Every --only value (`--only X` or `--only=X`, repeatable): one section name alone, or texts
 // that pick rows by name.
 const onlyValues = process.argv.flatMap((a, i) =>
@@ -478,7 +480,7 @@ const onlyResponsiveness = (): Promise<void> =>
 
 const onlyLints = (): Promise<void> =>
   onlySection('lints', '', async () => {
-    const b = await lintsBench(repo, LINT_EDITS, (l) => console.error(l));
+    const b = await lintsBench(repo, LINT_EDITS, (l) => console.error(l), LINT_FLEET);
     return { data: { lints: b }, markdown: lintsMarkdown(b, quick) };
   });
 
@@ -644,7 +646,7 @@ async function main(): Promise<void> {
   // shadowfs only: the event loop while another process copies a big file up and layers switch.
   const resp: ResponsivenessRow[] = await responsiveness(addon().backends, RESP_MIB, (l) => console.error(l));
   // shadowfs only: lints for a one-line change, against the same server on the folder directly.
-  const lints = await lintsBench(repo, LINT_EDITS, (l) => console.error(l));
+  const lints = await lintsBench(repo, LINT_EDITS, (l) => console.error(l), LINT_FLEET);
 
   // The daemon's memory: idle, then with 100 agent layers of 100 small files each.
   {

@@ -19,11 +19,51 @@ export interface LintsRow {
   maxMs: number;
 }
 
+export interface FleetRow {
+  what: string;
+  agents: number;
+  p50Ms: number;
+  p95Ms: number;
+  wallMs: number;
+  lintsPerSecond: number;
+  /** CPU seconds the daemon and its language servers spent per lint (user + system). */
+  cpuMsPerLint: number;
+}
+
 export interface LintsBench {
   file: string;
   coldMs: number;
   directColdMs: number;
   rows: LintsRow[];
+  fleet?: FleetRow[];
+}
+
+/** CPU milliseconds (user + system, reaped children included) of `pid` and every process below it. */
+function treeCpuMs(pid: number): number {
+  const tick = 100; // USER_HZ on Linux
+  const parent = new Map<number, number>();
+  const cpu = new Map<number, number>();
+  for (const d of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      const st = fs.readFileSync(`/proc/${d}/stat`, 'utf8');
+      const f = st.slice(st.lastIndexOf(')') + 2).split(' ');
+      parent.set(Number(d), Number(f[1]));
+      cpu.set(Number(d), Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14]));
+    } catch {
+      // gone
+    }
+  }
+  let ticks = 0;
+  for (const [p, c] of cpu) {
+    for (let q: number | undefined = p; q !== undefined && q > 1; q = parent.get(q)) {
+      if (q === pid) {
+        ticks += c;
+        break;
+      }
+    }
+  }
+  return (ticks * 1000) / tick;
 }
 
 const FILE = 'src/shadow/shadow.ts';
@@ -42,7 +82,81 @@ function edited(base: string, i: number, agent: string): string {
   return `${base}\nexport const benchProbe_${agent}_${i}: number = ${i % 2 ? "'not a number'" : i};\n`;
 }
 
-export async function lintsBench(repo: string, edits: number, log: (l: string) => void): Promise<LintsBench> {
+/**
+ * The fleet row: `agents` agents, each with its own one-line error in FILE (a name no one
+ * defines), ask for lints at the same moment through one daemon; every answer is checked to be
+ * fresh with exactly its own error. Batched (the default) or, with oneAtATime, each a job with its
+ * layer on the mount (SHADOWFS_LINTS_ONE_AT_A_TIME=1 in the daemon's environment). A private daemon each.
+ */
+export async function fleetBench(repo: string, agents: number, oneAtATime: boolean, log: (l: string) => void): Promise<FleetRow> {
+  const base = fs.readFileSync(path.join(repo, FILE), 'utf8');
+  const runtime = fs.mkdtempSync(path.join(os.tmpdir(), 'shadowfs-bench-rt-'));
+  fs.chmodSync(runtime, 0o700);
+  const saved = { rt: process.env.XDG_RUNTIME_DIR, one: process.env.SHADOWFS_LINTS_ONE_AT_A_TIME };
+  process.env.XDG_RUNTIME_DIR = runtime;
+  if (oneAtATime) process.env.SHADOWFS_LINTS_ONE_AT_A_TIME = '1';
+  else delete process.env.SHADOWFS_LINTS_ONE_AT_A_TIME;
+  const client = await ShadowClient.connect({ clientName: 'bench lints fleet' });
+  const daemonPid = client.daemonPid;
+  try {
+    await client.request('mount', { folder: repo, name: 'bench-fleet' });
+    const ask = async (agent: string, line: string): Promise<{ ms: number; errors: string[] }> => {
+      const t0 = performance.now();
+      const r = await client.request('lints', {
+        shadow: 'bench-fleet',
+        agent,
+        edits: [{ path: FILE, content: `${base}\n${line}\n` }],
+        timeoutMs: 600_000,
+      });
+      const f = r.files[0];
+      if (f.status !== 'fresh') throw new Error(`fleet ${agent}: ${f.status} ${f.error ?? ''}`);
+      return { ms: performance.now() - t0, errors: f.introduced.filter((d) => d.severity === 1).map((d) => d.message) };
+    };
+    // Warm: the servers started (a burst, so a batch starts as many as it may) and the folder's
+    // baseline cached, as on a busy shadow.
+    await ask('warm', 'export const fleetWarm = 1;');
+    for (let round = 0; round < 2; round++)
+      await Promise.all(Array.from({ length: 4 }, (_, i) => ask(`warm${i}`, `export const fleetWarm${round}_${i} = 1;`)));
+    const cpu0 = treeCpuMs(daemonPid);
+    const t0 = performance.now();
+    const answers = await Promise.all(
+      Array.from({ length: agents }, (_, i) => ask(`fleet${i}`, `export const fleetProbe${i}: number = fleetMissing${i};`)),
+    );
+    const wallMs = performance.now() - t0;
+    const cpuMs = treeCpuMs(daemonPid) - cpu0;
+    answers.forEach((a, i) => {
+      if (a.errors.length !== 1 || !a.errors[0].includes(`'fleetMissing${i}'`))
+        throw new Error(`fleet agent ${i}: introduced ${JSON.stringify(a.errors)}, not its own error alone`);
+    });
+    await client.request('unmount', { shadow: 'bench-fleet' });
+    const ms = answers.map((a) => a.ms);
+    const out: FleetRow = {
+      what: `${agents} agents asking at once, ${oneAtATime ? 'one at a time (each layer on the mount)' : 'batched on the folder'}`,
+      agents,
+      p50Ms: pct(ms, 50),
+      p95Ms: pct(ms, 95),
+      wallMs,
+      lintsPerSecond: (agents * 1000) / wallMs,
+      cpuMsPerLint: cpuMs / agents,
+    };
+    log(
+      `lints: ${out.what}: p50 ${out.p50Ms.toFixed(0)} ms, p95 ${out.p95Ms.toFixed(0)} ms, ${out.lintsPerSecond.toFixed(1)} lints/s, ${out.cpuMsPerLint.toFixed(0)} ms CPU per lint`,
+    );
+    return out;
+  } finally {
+    client.close();
+    try {
+      process.kill(daemonPid, 'SIGTERM');
+    } catch {
+      // gone
+    }
+    process.env.XDG_RUNTIME_DIR = saved.rt;
+    if (saved.one === undefined) delete process.env.SHADOWFS_LINTS_ONE_AT_A_TIME;
+    else process.env.SHADOWFS_LINTS_ONE_AT_A_TIME = saved.one;
+  }
+}
+
+export async function lintsBench(repo: string, edits: number, log: (l: string) => void, fleetAgents = 0): Promise<LintsBench> {
   const base = fs.readFileSync(path.join(repo, FILE), 'utf8');
   // The direct baseline: the same server on the folder itself, documents synced in memory.
   const m = serverFor(builtinServers(repo), FILE)!;
@@ -104,7 +218,7 @@ export async function lintsBench(repo: string, edits: number, log: (l: string) =
       row('lints via RPC, two agents interleaving', two),
     ];
     for (const r of rows) log(`lints: ${r.what}: p50 ${r.p50Ms.toFixed(0)} ms, p95 ${r.p95Ms.toFixed(0)} ms`);
-    return { file: FILE, coldMs, directColdMs, rows };
+    return { file: FILE, coldMs, directColdMs, rows, ...(await fleet()) };
   } finally {
     client.close();
     try {
@@ -113,6 +227,11 @@ export async function lintsBench(repo: string, edits: number, log: (l: string) =
       // gone
     }
     process.env.XDG_RUNTIME_DIR = savedRuntime;
+  }
+
+  async function fleet(): Promise<{ fleet?: FleetRow[] }> {
+    if (fleetAgents <= 0) return {};
+    return { fleet: [await fleetBench(repo, fleetAgents, false, log), await fleetBench(repo, fleetAgents, true, log)] };
   }
 }
 
@@ -132,5 +251,18 @@ export function lintsMarkdown(b: LintsBench, quick: boolean): string[] {
     '',
     `Cold (server start to the first answer): ${b.coldMs.toFixed(0)} ms through the daemon, ${b.directColdMs.toFixed(0)} ms direct.`,
     '',
+    ...(b.fleet?.length
+      ? [
+          `Many agents at once (issue 33): each agent its own one-line error in \`${b.file}\`, all asking at the same moment after the server is warm; every answer checked fresh with exactly its own error. CPU: the daemon and its language servers, per lint. Target: 15 lints/s and p95 under 8 s for 100 agents on 2 cores.`,
+          '',
+          '| | agents | p50 ms | p95 ms | lints/s | CPU ms per lint |',
+          '|---|---|---|---|---|---|',
+          ...b.fleet.map(
+            (f) =>
+              `| ${f.what} | ${f.agents} | ${f.p50Ms.toFixed(0)} | ${f.p95Ms.toFixed(0)} | ${f.lintsPerSecond.toFixed(1)} | ${f.cpuMsPerLint.toFixed(0)} |`,
+          ),
+          '',
+        ]
+      : []),
   ];
 }

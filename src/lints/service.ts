@@ -3,7 +3,10 @@
 // with the agent's layer active on the shared mount (so the servers read the agent's files, and
 // the folder's node_modules, live), after telling every server which files differ from what it
 // saw last; the folder's own diagnostics (the baseline) come from a job with no layer active, and
-// are cached until something in the folder changes. Edits made in the folder itself (which FUSE
+// are cached until something in the folder changes. A question whose agent's layer changes only
+// files one server holds as documents (modified, not added or deleted) needs no layer on the
+// mount: such questions are answered in batches, one folder job for many, each agent's text handed
+// to the server as documents over the folder's (see overlayOf, inBatch). Edits made in the folder itself (which FUSE
 // cannot signal to programs inside the mount) reach the servers through FolderChanges. Answers are fresh or marked otherwise: a server
 // that does not answer for the exact document version in time gives `timeout`, never an empty
 // list. An agent with a view of its own (Shadow.openView) is checked there instead, on servers
@@ -11,6 +14,7 @@
 // shared mount, and it is taken only when the mount is free at once (else the answer says its
 // baseline is `queued`).
 import * as fs from 'fs';
+import * as os from 'os';
 import * as path from 'path';
 import type { Diagnostic as LspDiagnostic } from 'vscode-languageserver-protocol';
 import { ShadowError } from '../common/errors';
@@ -42,6 +46,26 @@ const DEFAULT_TIMEOUT_MS = 10_000;
 const MAX_QUICK_FIXES = 20;
 /** More folder edits than this between two questions (a checkout, an install): restart the server rather than re-open each. */
 const MAX_FOLDER_SYNC = 200;
+/** How long one batch of document-only questions may hold the shared mount before other agents' jobs get a turn. */
+const BATCH_SLICE_MS = 2_000;
+/** Free memory a further warm server for batches needs (tsserver on a large project takes a few hundred MiB). */
+const SERVER_MEMORY = 1024 * 1024 * 1024;
+
+/** The agent's own text of every file its layer changes, when all of them are documents one server holds (see overlayOf). */
+type Overlay = Map<string, { text: string; languageId: string }>;
+
+/** A document-only question waiting for its turn in a batch on the shared mount. */
+interface BatchItem {
+  spec: ServerSpec;
+  run: (place: Place) => Promise<void>;
+  started: () => void;
+  onWait: (agent: string) => void;
+  resolve: () => void;
+  reject: (err: unknown) => void;
+  signal: AbortSignal;
+  /** When its caller stops waiting: a batch never holds the mount past its callers' latest deadline. */
+  deadline: number;
+}
 
 /** What one file's server said (inside a job). */
 interface Checked {
@@ -174,16 +198,57 @@ export class LintsService {
    */
   private readonly seen = new Map<
     LanguageServerSession,
-    { spec: ServerSpec; root: string; open: Map<string, string>; dirty: Set<string>; folder: Set<string>; stale: boolean }
+    {
+      spec: ServerSpec;
+      root: string;
+      open: Map<string, string>;
+      dirty: Set<string>;
+      folder: Set<string>;
+      stale: boolean;
+      /** Documents holding an agent's text rather than what the mount shows (a batch's overlay). */
+      overlaid: Set<string>;
+      /** The batch whose first question synced this server with the folder (the mount showed it since). */
+      batch: number;
+    }
   >();
+  /** Further servers on the shared mount, used only by batches (see options.servers). */
+  private extraPools: ServerPool[] = [];
+  private readonly batchQueue: BatchItem[] = [];
+  private batchJob: Promise<void> | undefined;
+  /** The questions the running batch has taken and not answered yet. */
+  private readonly inFlight = new Set<BatchItem>();
+  /** Ends the running batch's job early: every question it serves was cancelled. */
+  private batchAbort: AbortController | undefined;
+  /** Counts batch jobs: a server synced in this one needs no world sync before its next question. */
+  private batchEpoch = 0;
   /** The servers of agents' own views, each rooted at its view. */
   private readonly viewPools = new Map<View, ServerPool>();
   private feed: FolderChanges | undefined;
 
   constructor(
     private readonly shadow: Shadow,
-    private readonly options: { idleMs?: number; log?: (line: string) => void } = {},
+    private readonly options: {
+      idleMs?: number;
+      log?: (line: string) => void;
+      /**
+       * Answer document-only questions in batches on the folder (default: yes, unless the
+       * environment sets SHADOWFS_LINTS_ONE_AT_A_TIME=1, the old way, kept for the bench).
+       */
+      batch?: boolean;
+      /**
+       * Most warm servers per language a batch uses on the shared mount, at most one per core and
+       * as free memory allows (default 1, or SHADOWFS_LINTS_SERVERS). More is not the default:
+       * typescript-language-server has tsserver check every open document again some 300 ms
+       * after each edit, which a server answering questions back to back never lets happen but
+       * two servers sharing two busy cores did, at twice the CPU per lint (docs/lints.md).
+       */
+      servers?: number;
+    } = {},
   ) {}
+
+  private get batching(): boolean {
+    return this.options.batch ?? process.env.SHADOWFS_LINTS_ONE_AT_A_TIME !== '1';
+  }
 
   private get root(): string {
     return this.shadow.mountPoint;
@@ -250,12 +315,15 @@ export class LintsService {
 
   /** The language servers running for this shadow. */
   runningServers(): Array<{ id: string; pid: number }> {
-    return [this.pool, ...this.viewPools.values()].flatMap((p) => p?.running() ?? []).map((s) => ({ id: s.spec.id, pid: s.pid }));
+    return [this.pool, ...this.extraPools, ...this.viewPools.values()]
+      .flatMap((p) => p?.running() ?? [])
+      .map((s) => ({ id: s.spec.id, pid: s.pid }));
   }
 
   async dispose(): Promise<void> {
-    const pools = [this.pool, ...this.viewPools.values()];
+    const pools = [this.pool, ...this.extraPools, ...this.viewPools.values()];
     this.pool = undefined;
+    this.extraPools = [];
     this.viewPools.clear();
     this.seen.clear();
     this.feed?.dispose();
@@ -353,9 +421,9 @@ export class LintsService {
     }
     // From here the agent's own job decides (unless the folder's check used up the time).
     if (remaining(deadline) > 0) wait.started = false;
-    const answer = async (): Promise<void> => {
+    const answer = async (where: Place = place, overlay?: Overlay): Promise<void> => {
       wait.started = true;
-      const checked = await this.check(supported, deadline, place);
+      const checked = await this.check(supported, deadline, where, overlay);
       for (const t of supported) {
         const r = checked.get(t.rel)!;
         const base = baselines.get(t.rel);
@@ -377,12 +445,26 @@ export class LintsService {
         files.set(t.rel, out);
       }
     };
-    // In its own view the agent's check runs at once; on the shared mount it is a job in the queue.
+    // In its own view the agent's check runs at once; on the shared mount it is a job in the queue:
+    // one of a batch on the folder when every file its layer changes is a document the server
+    // holds, else a job of its own with its layer active.
+    const overlay = !place.view && this.batching && supported.length ? await this.overlayOf(p.agent, supported) : undefined;
     const now = place.view
       ? await this.queued(deadline, async () => answer().then(() => true))
-      : await this.queued(deadline, (signal) =>
-          this.shadow.withLayer(p.agent, answer, { signal, timeout: remaining(deadline), onWait: (a) => (wait.behind = a) }),
-        );
+      : overlay
+        ? await this.queued(deadline, (signal) =>
+            this.inBatch({
+              spec: supported[0].spec,
+              run: (where) => answer(where, overlay),
+              started: () => (wait.started = true),
+              onWait: (a) => (wait.behind = a),
+              signal,
+              deadline,
+            }).then(() => true),
+          )
+        : await this.queued(deadline, (signal) =>
+            this.shadow.withLayer(p.agent, () => answer(), { signal, timeout: remaining(deadline), onWait: (a) => (wait.behind = a) }),
+          );
     if (now === undefined) {
       // Never got the mount: `queued` (and behind whom), not a server's timeout.
       const late: Pick<FileLints, 'status' | 'waitingFor'> =
@@ -499,7 +581,17 @@ export class LintsService {
       s = await pool.get(spec);
     }
     for (const [other, st] of this.seen) if (other !== s && st.spec.id === spec.id && other.exited) this.seen.delete(other);
-    if (!this.seen.has(s)) this.seen.set(s, { spec, root: place.root, open: new Map(), dirty: new Set(), folder: new Set(), stale: false });
+    if (!this.seen.has(s))
+      this.seen.set(s, {
+        spec,
+        root: place.root,
+        open: new Map(),
+        dirty: new Set(),
+        folder: new Set(),
+        stale: false,
+        overlaid: new Set(),
+        batch: -1,
+      });
     return s;
   }
 
@@ -508,6 +600,7 @@ export class LintsService {
     targets: Array<{ rel: string; spec: ServerSpec; languageId: string }>,
     deadline: number,
     place: Place,
+    overlay?: Overlay,
   ): Promise<Map<string, Checked>> {
     const out = new Map<string, Checked>();
     const waits: Array<Promise<void>> = [];
@@ -517,7 +610,8 @@ export class LintsService {
       try {
         session = await this.session(t.spec, place);
         if (!synced.has(session)) {
-          await this.syncWorld(session);
+          if (overlay) await this.syncOverlay(session, overlay);
+          else await this.syncWorld(session);
           synced.add(session);
         }
       } catch (err) {
@@ -526,7 +620,8 @@ export class LintsService {
       }
       let version: number;
       try {
-        version = await this.syncDocument(session, t.rel, t.languageId);
+        const mine = overlay?.get(t.rel);
+        version = mine ? session.sync(t.rel, mine.languageId, mine.text) : await this.syncDocument(session, t.rel, t.languageId);
       } catch (err) {
         out.set(t.rel, { status: 'error', error: (err as Error).message, diagnostics: [] });
         continue;
@@ -595,6 +690,181 @@ export class LintsService {
       }
     }
     state.dirty = paths;
+    // Every open document now holds what the mount shows.
+    state.overlaid.clear();
+    state.batch = -1;
+  }
+
+  /**
+   * Inside a batch (the mount shows the folder): brings the server to the folder once per batch
+   * (and again after edits in the folder), then gives it the agent's own text of every file its
+   * layer changes and the folder's text of those the previous question had overlaid. Every open
+   * document is marked so the next sync of a target is a new version: diagnostics for it were
+   * computed after these changes.
+   */
+  private async syncOverlay(session: LanguageServerSession, overlay: Overlay): Promise<void> {
+    const state = this.seen.get(session)!;
+    if (state.batch !== this.batchEpoch || state.folder.size > 0) {
+      await this.syncWorld(session);
+      state.batch = this.batchEpoch;
+    }
+    for (const rel of state.overlaid) {
+      if (overlay.has(rel)) continue;
+      const languageId = state.open.get(rel);
+      if (languageId !== undefined) await this.syncDocument(session, rel, languageId);
+    }
+    // Before the agent's own documents, so each of them is a new version too and the targets
+    // among them are not sent twice.
+    session.recheckAll();
+    for (const [rel, d] of overlay) {
+      state.open.set(rel, d.languageId);
+      session.sync(rel, d.languageId, d.text);
+    }
+    state.overlaid = new Set(overlay.keys());
+  }
+
+  /**
+   * The agent's text of every file its layer changes, when the server can be given all of them
+   * as documents while the mount shows the folder: every change is a modified regular file that
+   * the targets' one server handles (no file added, deleted, renamed or of another kind, which
+   * the server would find on disk; no masked paths), each small enough to hand over. Otherwise
+   * undefined: the question needs the agent's layer on the mount.
+   */
+  private async overlayOf(agent: string, targets: Array<{ rel: string; spec: ServerSpec }>): Promise<Overlay | undefined> {
+    const spec = targets[0].spec;
+    if (targets.some((t) => t.spec.id !== spec.id)) return undefined;
+    if (this.shadow.maskOf(agent).globs.length) return undefined;
+    const { specs } = this.servers();
+    const layer = this.shadow.layer(agent);
+    const changes = await layer.changes();
+    if (changes.length === 0) return undefined;
+    const out: Overlay = new Map();
+    for (const c of changes) {
+      if (c.type !== 'file' || c.kind !== 'modified') return undefined;
+      const m = serverFor(specs, c.path);
+      if (!m || m.spec.id !== spec.id) return undefined;
+      const st = await layer.stat(c.path);
+      if (st.size > MAX_DOCUMENT_BYTES) return undefined;
+      out.set(c.path, { text: (await layer.readFile(c.path)).toString('utf8'), languageId: m.languageId });
+    }
+    return out;
+  }
+
+  /**
+   * Queues a document-only question for the next batch: one folder job on the shared mount (the
+   * mount shows the folder, no layer switch) answers the questions queued, one after another on
+   * each warm server, several servers at once, until the queue is empty or its time slice ends.
+   */
+  private inBatch(item: Omit<BatchItem, 'resolve' | 'reject'>): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      const it: BatchItem = { ...item, resolve, reject };
+      // Cancelled (its deadline passed): out of the queue, and the caller hears at once even if
+      // its check already runs (that ends by itself, bounded by the same deadline).
+      const onAbort = (): void => {
+        const i = this.batchQueue.indexOf(it);
+        if (i >= 0) this.batchQueue.splice(i, 1);
+        reject(new ShadowError('ABORTED', 'the question was cancelled while it waited for or ran in a batch'));
+        // No one left to answer: the batch releases the mount now, not at its deadline.
+        if (this.batchQueue.length === 0 && [...this.inFlight].every((x) => x.signal.aborted)) this.batchAbort?.abort();
+      };
+      if (item.signal.aborted) return onAbort();
+      item.signal.addEventListener('abort', onAbort, { once: true });
+      this.batchQueue.push(it);
+      this.pumpBatch();
+    });
+  }
+
+  /**
+   * Starts a batch job when none runs and questions wait. Like every job on the shared mount it is
+   * bounded: it ends by the latest deadline of the questions queued when it starts (the scheduler
+   * releases the mount then, as for a one-at-a-time question), or as soon as every question it
+   * serves was cancelled. A question it had taken and not answered by then hears the error;
+   * questions still queued wait for the next batch.
+   */
+  private pumpBatch(): void {
+    if (this.batchJob || this.batchQueue.length === 0) return;
+    const end = Math.max(...this.batchQueue.map((it) => it.deadline));
+    const abort = new AbortController();
+    this.batchAbort = abort;
+    const job = this.shadow.withFolder((_dir, signal) => this.runBatch(signal, end), {
+      timeout: Math.max(1, end - Date.now()),
+      signal: abort.signal,
+      onWait: (a) => {
+        for (const it of this.batchQueue) it.onWait(a);
+      },
+    });
+    this.batchJob = job.then(
+      () => undefined,
+      (err: unknown) => {
+        for (const it of this.inFlight) it.reject(err);
+      },
+    );
+    void this.batchJob.finally(() => {
+      this.inFlight.clear();
+      this.batchAbort = undefined;
+      this.batchJob = undefined;
+      this.pumpBatch();
+    });
+  }
+
+  /**
+   * One batch: each warm server takes the next queued question and answers it, until the queue
+   * holds none this batch may take (one whose deadline is past `end` waits for the next batch),
+   * the time slice is used up, or `signal` says the mount was released (then nothing more is
+   * taken: the mount may show another agent's layer by now).
+   */
+  private async runBatch(signal: AbortSignal, end: number): Promise<void> {
+    this.batchEpoch++;
+    const slice = Date.now() + BATCH_SLICE_MS;
+    const released = new Promise<void>((resolve) => {
+      if (signal.aborted) resolve();
+      else signal.addEventListener('abort', () => resolve(), { once: true });
+    });
+    const next = (): BatchItem | undefined => {
+      if (signal.aborted || Date.now() >= slice) return undefined;
+      const i = this.batchQueue.findIndex((it) => it.deadline <= end);
+      return i < 0 ? undefined : this.batchQueue[i];
+    };
+    const pools = this.sharedPools(this.batchQueue.length);
+    await Promise.all(
+      pools.map(async (pool) => {
+        const place: Place = { root: this.root, pool };
+        for (let it = next(); it; it = next()) {
+          // A server not started yet starts before it takes a question, so none waits for a cold
+          // start another could spare it; a server that never finishes starting holds the batch
+          // only until the mount is released.
+          await Promise.race([pool.get(it.spec).catch(() => undefined), released]);
+          const i = signal.aborted ? -1 : this.batchQueue.indexOf(it);
+          if (i < 0) continue;
+          this.batchQueue.splice(i, 1);
+          this.inFlight.add(it);
+          it.started();
+          try {
+            await Promise.race([it.run(place), released]);
+            if (signal.aborted) throw new ShadowError('TIMEOUT', 'the batch ran out of time and released the shared mount');
+            it.resolve();
+          } catch (err) {
+            it.reject(err);
+          } finally {
+            this.inFlight.delete(it);
+          }
+        }
+      }),
+    );
+  }
+
+  /**
+   * The shared mount's servers a batch of `queued` questions uses: the first, plus as many more
+   * as options.servers allows while free memory allows one more server (started on a batch's
+   * first use, stopped when idle like the first).
+   */
+  private sharedPools(queued: number): ServerPool[] {
+    const first = this.servers().pool;
+    const cores = typeof os.availableParallelism === 'function' ? os.availableParallelism() : os.cpus().length;
+    const most = Math.min(cores, Math.max(1, this.options.servers ?? (Number(process.env.SHADOWFS_LINTS_SERVERS) || 1)));
+    while (this.extraPools.length + 1 < Math.min(most, queued) && os.freemem() > SERVER_MEMORY)
+      this.extraPools.push(this.newPool(this.root));
+    return [first, ...this.extraPools].slice(0, Math.max(1, Math.min(most, queued)));
   }
 
   private async syncDocument(session: LanguageServerSession, rel: string, languageId: string): Promise<number> {

@@ -245,6 +245,15 @@ export class LanguageServerSession {
     for (const doc of this.docs.values()) doc.stale = true;
   }
 
+  /**
+   * Marks every open document so that its next sync sends a new version even if its text is
+   * unchanged: another document changed, and only diagnostics for a version sent after that can
+   * be proven to have seen it.
+   */
+  recheckAll(): void {
+    for (const doc of this.docs.values()) doc.stale = true;
+  }
+
   /** Fresh diagnostics for `version` of relPath, or a timeout/error that says so (never a guess). */
   async diagnostics(relPath: string, version: number, timeoutMs: number): Promise<DiagnosticsAnswer> {
     const key = this.keyOf(this.uriOf(relPath));
