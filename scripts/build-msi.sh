@@ -9,16 +9,20 @@
 #   bin\shadowfs.cmd              the command; bin\ goes on the system PATH
 #   node_modules\                 the production dependencies for win32-x64 (npm ci --omit=dev
 #                                 --os=win32 --cpu=x64: ffi-rs's Windows binary included)
-#   prebuilds\win32-x64\shadowfs.node   the MinGW cross build (npm run build:win), where the npm
-#                                 package carries it too (src/shadow/native.ts looks there)
+#   prebuilds\win32-x64\shadowfs.node   the MinGW cross build, staged by the npm package's own
+#                                 step (scripts/pack-prebuilds.sh --win32): the same binary in the
+#                                 same place as in the package (src/shadow/native.ts looks there)
+#   node_modules\node-pty\        for shell sessions: its JavaScript and its win32-x64 ConPTY
+#                                 binaries (conpty.node, conpty_console_list.node) only
 #   vscode\shadowfs-vscode-<v>.vsix   the VS Code extension (node extension/build.mjs --vsix)
 # and the PowerShell module into Program Files\WindowsPowerShell\Modules\ShadowFS. It refuses to
 # install without WinFsp (launch condition on its registry InstallDir). See installer/.
 #
 # Steps: tools; the TypeScript build when missing or older than its sources; the PowerShell module
-# (dist/tools/powershell/generate.js); the Windows native module when missing or older than its
-# sources; the .vsix; staging into build-msi/stage/ (node.exe and the dependencies are fetched
-# once into build-msi/cache/, the dependencies again when package-lock.json changes);
+# (dist/tools/powershell/generate.js); the .vsix; staging into build-msi/stage/ (node.exe and the
+# dependencies are fetched once into build-msi/cache/, the dependencies again when
+# package-lock.json changes; the Windows native module through scripts/pack-prebuilds.sh --win32,
+# cross-built when missing or stale);
 # installer/generate-files.js writes the file lists; wixl; then msibuild adds the PATH entry
 # (wixl 0.101 has no Environment element). Prints the MSI's path on stdout.
 #
@@ -91,12 +95,6 @@ else
   die "the PowerShell module cannot be made: dist/tools/powershell/generate.js does not exist (tools/powershell is not in this checkout, or TypeScript is not built). Set SHADOWFS_MSI_PS_MODULE_DIR to a ShadowFS module folder to ship that one instead."
 fi
 
-if newer_than build-win/Release/shadowfs.node native CMakeLists.txt cmake; then
-  t=$(now)
-  say "cross-building the native module for Windows (scripts/build-win.sh)"
-  bash scripts/build-win.sh >&2
-  say "built the native module in $(took "$t")"
-fi
 VSIX=$(node extension/build.mjs --vsix | tail -n 1)
 [ -f "$VSIX" ] || die "node extension/build.mjs --vsix made no .vsix"
 
@@ -153,15 +151,28 @@ cp bin/shadowfs.js "$app/bin/"
 sed 's/\r$//; s/$/\r/' installer/shadowfs.cmd >"$app/bin/shadowfs.cmd"
 cp -R dist/src "$app/dist/src"
 cp dist/protocol.schema.json "$app/dist/"
-# The same binary and place as the npm package's prebuilt one (scripts/pack-prebuilds.sh).
-cp build-win/Release/shadowfs.node "$app/prebuilds/win32-x64/"
+# The npm package's step, so the same binary lands in the same place (cross-built when stale).
+bash scripts/pack-prebuilds.sh --win32 "$app/prebuilds"
 cp "$NODE_EXE" "$app/node.exe"
 cp "$VSIX" "$app/vscode/"
 # Hard links: the cache is not modified, and 100+ MB are not copied on every build.
 cp -al "$DEPS/node_modules" "$app/node_modules"
-# node-pty (an optional dependency) serves shell sessions, which are built for Linux only so far:
-# Windows refuses them with NOT_SUPPORTED before loading it, so it is not shipped.
-rm -rf "$app/node_modules/node-pty"
+# node-pty serves shell sessions. On Windows it loads prebuilds/win32-x64/conpty.node (the
+# pseudo console) and forks lib/conpty_console_list_agent.js, which loads conpty_console_list.node
+# (when a session is closed). winpty (pty.node, winpty.dll, winpty-agent.exe) is what it uses
+# before Windows build 18309, where sessions are refused first (src/platform/win32-session.ts
+# checkConPty); the bundled conpty\conpty.dll and OpenConsole.exe only with useConptyDll, which
+# shadowfs does not set. So: its package.json, licence and JavaScript (no tests, no source maps)
+# and those two binaries; not its C++ sources, build files, other systems' binaries or .pdb files.
+pty=$app/node_modules/node-pty
+for f in conpty.node conpty_console_list.node; do
+  [ "$(head -c 2 "$pty/prebuilds/win32-x64/$f" 2>/dev/null)" = MZ ] ||
+    die "node-pty in $DEPS has no Windows prebuilds/win32-x64/$f"
+done
+find "$pty" -mindepth 1 -maxdepth 1 ! -name package.json ! -name LICENSE ! -name lib ! -name prebuilds -exec rm -rf {} +
+find "$pty/lib" \( -name '*.test.js' -o -name '*.map' \) -delete
+find "$pty/prebuilds" -mindepth 1 -maxdepth 1 ! -name win32-x64 -exec rm -rf {} +
+find "$pty/prebuilds/win32-x64" -mindepth 1 -maxdepth 1 ! -name conpty.node ! -name conpty_console_list.node -exec rm -rf {} +
 mv "$PS_DIR/ShadowFS" "$STAGE/ShadowFS"
 rm -rf "$PS_DIR"
 say "staged $(du -sh --apparent-size "$STAGE" | cut -f1) in $STAGE ($(find "$STAGE" -type f | wc -l) files; node_modules $(du -sh --apparent-size "$app/node_modules" | cut -f1)) in $(took "$t")"

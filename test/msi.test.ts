@@ -648,6 +648,70 @@ console.log(JSON.stringify({ execPath: process.execPath, status, loaded: Object.
       assertNothingLeft(p, pathBefore, 1);
     });
 
+    // What runs under wine here: msiexec /i, then the installed node.exe with a script that takes
+    // node-pty from the installation (resolved as the installed dist\src\shell\session.js
+    // resolves it) and starts node.exe, and through it cmd.exe, on a ConPTY pseudo console:
+    // wine's own (useConptyDll off, as shadowfs starts sessions). No WinFsp mount runs (WinFsp
+    // cannot run under wine), and no shadowfs session either: test/windows/shell-win32.test.ts
+    // runs those (without a mount) on the same binding. An MSI without node-pty fails it.
+    it("ships node-pty's ConPTY binding: the installed node.exe starts a program on a pseudo console with it, types into it, gets its exit status", function () {
+      const p = prefix('pty');
+      p.regAdd(WINFSP_KEY, 'InstallDir', 'C:\\Program Files (x86)\\WinFsp\\');
+      const inst = p.msiexec('/i', msiFile, 'install.log');
+      assert.strictEqual(inst.status, 0, `msiexec /i exited with ${inst.status}; log in ${p.dir}\n${inst.log.slice(-3000)}`);
+
+      // The program on the pseudo console: wine starts a pseudo console's first process without
+      // standard handles (see docs/shell-sessions.md), so, as shadowfs's session launcher does, a
+      // node.exe opens CONIN$/CONOUT$ and starts cmd.exe on them; it exits with cmd.exe's status.
+      const child = path.join(p.dir, 'on-console.js');
+      fs.writeFileSync(
+        child,
+        `const fs = require('fs');
+let stdio = 'inherit';
+if (!require('tty').isatty(0)) {
+  const i = fs.openSync('\\\\\\\\.\\\\CONIN$', 'r+');
+  const o = fs.openSync('\\\\\\\\.\\\\CONOUT$', 'r+');
+  stdio = [i, o, o];
+}
+require('child_process').spawn('cmd.exe', ['/d', '/k'], { stdio }).on('exit', (code) => process.exit(code));
+`,
+      );
+      const script = path.join(p.dir, 'pty.js');
+      fs.writeFileSync(
+        script,
+        `const dir = ${JSON.stringify(INSTALL_DIR)};
+const done = (r) => { console.log(JSON.stringify({ ...r, loaded: Object.keys(require.cache).filter((f) => f.endsWith('.node')).sort() })); process.exit(0); };
+setTimeout(() => done({ error: 'no exit within 120 s (hang guard)', output }), 120000);
+let output = '';
+try {
+  const pty = require(require.resolve('node-pty', { paths: [dir + '\\\\dist\\\\src\\\\shell'] }));
+  const list = require(dir + '\\\\node_modules\\\\node-pty\\\\prebuilds\\\\win32-x64\\\\conpty_console_list.node');
+  const term = pty.spawn(process.execPath, [${JSON.stringify(winPath(child))}], { cols: 80, rows: 24, cwd: dir, env: process.env, useConpty: true, useConptyDll: false });
+  let typed = false;
+  term.onData((d) => {
+    output += d;
+    if (!typed && output.includes('>')) { typed = true; term.write('echo pty-%PROCESSOR_ARCHITECTURE%-ok & exit 7\\r'); }
+  });
+  term.onExit((e) => setTimeout(() => done({ exitCode: e.exitCode, output, consoleList: typeof list.getConsoleProcessList }), 500));
+} catch (err) {
+  done({ error: String(err && err.stack || err) });
+}
+`,
+      );
+      const r = p.wine([`${INSTALL_DIR}\\node.exe`, winPath(script)]);
+      assert.strictEqual(r.status, 0, r.stdout + r.stderr);
+      const got = JSON.parse(r.stdout) as { error?: string; exitCode?: number; output?: string; consoleList?: string; loaded: string[] };
+      assert.strictEqual(got.error, undefined, `node-pty from the installation: ${got.error}`);
+      assert.strictEqual(got.exitCode, 7, `cmd.exe's exit status on the pseudo console; output ${JSON.stringify(got.output)}`);
+      // The expansion ran in cmd.exe: the typed line echoes %PROCESSOR_ARCHITECTURE% unexpanded.
+      assert.match((got.output ?? '').replace(/\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07/g, ''), /pty-AMD64-ok/);
+      assert.strictEqual(got.consoleList, 'function', 'conpty_console_list.node loads and has getConsoleProcessList');
+      assert.deepStrictEqual(got.loaded, [
+        `${INSTALL_DIR}\\node_modules\\node-pty\\prebuilds\\win32-x64\\conpty.node`,
+        `${INSTALL_DIR}\\node_modules\\node-pty\\prebuilds\\win32-x64\\conpty_console_list.node`,
+      ]);
+    });
+
     it('refuses to install without WinFsp (exit 1603, stopped at LaunchConditions) and installs nothing', function () {
       const p = prefix('nowinfsp');
       assert.strictEqual(p.regQuery(WINFSP_KEY), null, 'the template prefix has no WinFsp key');

@@ -46,7 +46,7 @@ function loadPty(): PtyModule {
   } catch (err) {
     const how =
       platform.name === 'win32'
-        ? 'on Windows it comes with the npm package (its prebuilt conpty.node); the MSI does not ship it yet: install shadowfs with npm for sessions'
+        ? 'on Windows the npm package and the MSI both bring it (its prebuilt conpty.node): reinstall shadowfs'
         : 'it is an optional dependency built at install time: install a C++ compiler, python3 and make, then run npm install again';
     throw new ShadowError(
       'NOT_SUPPORTED',
