@@ -121,7 +121,7 @@ describe('FUSE passthrough (fuse_ll, io: passthrough)', function () {
     await withShadow(
       lower,
       async (shadow, mp) => {
-        assert.strictEqual(shadow.transport().passthrough, true);
+        assert.strictEqual(shadow.kernelTransport().passthrough, true);
         // spillThreshold 0: every content an agent writes lives in a spill file.
         sh('cp big.bin out.bin && printf "written by the agent\\n" > note.txt && printf "x\\n" >> src/m1.js', mp);
         const big = fs.readFileSync(path.join(lower, 'big.bin'));
