@@ -13,6 +13,7 @@
 // (latest.* left as they are). Running DAMON reclaim is paused for the run (`--keep-reclaim`
 // leaves it running; see pauseReclaim).
 import { spawnSync } from 'child_process';
+import * as crypto from 'crypto';
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
@@ -423,6 +424,26 @@ const workloads: Workload[] = [
     warmup: true,
     needsBuild: true,
     run: (d) => sh("node node_modules/mocha/bin/mocha.js --no-config --reporter dot 'dist/test/unit/*.test.js'", d).ms,
+  },
+  // What an agent wrote (a build's output): in a shadow these are the layer's files. Written
+  // once per contender (untimed; a name of its own, as the native folder is the others' lower),
+  // then read back after the caches were dropped (warm, the kernel's page cache serves them in
+  // every mode): one file past the default spill threshold (64 MiB) and 500 small ones.
+  {
+    name: W.readBackAgent,
+    tree: 'generated',
+    warmup: true,
+    cold: true,
+    run: (d) => {
+      const out = path.join(d, `.agent-out-${crypto.createHash('sha1').update(d).digest('hex').slice(0, 8)}`);
+      if (!fs.existsSync(out)) {
+        sh(
+          `mkdir -p '${out}/s' && head -c ${96 << 20} /dev/urandom > '${out}/big.bin' && ` +
+            `node -e "const fs=require('fs');for(let i=0;i<500;i++)fs.writeFileSync('${out}/s/f'+i+'.js','x'.repeat(4000))"`,
+        );
+      }
+      return sh(`cat '${out}/big.bin' '${out}'/s/* > /dev/null`, d).ms;
+    },
   },
   {
     name: W.createWrite,

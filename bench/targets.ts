@@ -23,6 +23,7 @@ export function workloadNames(smallFiles: number) {
     grepTs: 'grep -r, TypeScript project (warm)',
     tsc: 'tsc --noEmit (warm)',
     tests: 'test suite: mocha unit tests (warm)',
+    readBackAgent: 'read back agent-written files (cold caches)',
     createWrite: `create+write ${smallFiles} small files`,
     rmTree: 'rm -rf node_modules tree',
   } as const;

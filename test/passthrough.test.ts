@@ -116,6 +116,60 @@ describe('FUSE passthrough (fuse_ll, io: passthrough)', function () {
     assert.strictEqual(md5(fs.readFileSync(path.join(lower, 'src', 'm3.js'))), hashBefore, 'the folder file is untouched');
   });
 
+  it('layer files kept in a spill file are read through the kernel too (no READ requests), and stay right across writes, layer switches and the budget', async () => {
+    const lower = folder('pt-layer');
+    await withShadow(
+      lower,
+      async (shadow, mp) => {
+        assert.strictEqual(shadow.kernelTransport().passthrough, true);
+        // spillThreshold 0: every content an agent writes lives in a spill file.
+        sh('cp big.bin out.bin && printf "written by the agent\\n" > note.txt && printf "x\\n" >> src/m1.js', mp);
+        const big = fs.readFileSync(path.join(lower, 'big.bin'));
+        let before = shadow.requestCounts();
+        assert.strictEqual(sh('md5sum < out.bin', mp).split(' ')[0], md5(big));
+        assert.strictEqual(sh('cat note.txt src/m1.js', mp), 'written by the agent\nmodule.exports = 1;\nx\n');
+        const d = delta(before, shadow.requestCounts());
+        assert.strictEqual(d.read, 0, `layer files read with no READ request: ${JSON.stringify(d)}`);
+        assert.ok(d.open >= 3, `one OPEN per opened file: ${JSON.stringify(d)}`);
+        const stats = (await shadow.stats()).layers.default;
+        assert.ok(stats.spilledBytes >= big.length, `the spilled contents are still counted: ${JSON.stringify(stats)}`);
+
+        // A reader holding the layer file open, then a write through another open: the write
+        // goes to the same file, and the reader sees it as it would through the daemon.
+        const f = path.join(mp, 'note.txt');
+        const fd = fs.openSync(f, 'r');
+        try {
+          const buf = Buffer.alloc(64);
+          assert.strictEqual(buf.subarray(0, fs.readSync(fd, buf, 0, 64, 0)).toString(), 'written by the agent\n');
+          sh(`printf 'appended\\n' >> '${f}'`, mp);
+          assert.strictEqual(sh(`cat '${f}'`, mp), 'written by the agent\nappended\n');
+          assert.strictEqual(buf.subarray(0, fs.readSync(fd, buf, 0, 64, 0)).toString(), 'written by the agent\nappended\n');
+          // Switch to another layer while the reader is open: it keeps the file it opened, as
+          // a daemon-served handle keeps its layer's file; new opens see the new layer.
+          await shadow.createLayer('other');
+          await shadow.activate('other');
+          assert.ok(!fs.existsSync(f), 'the other layer has no note.txt');
+          sh('printf "other agent\\n" > note.txt', mp);
+          assert.strictEqual(sh('cat note.txt', mp), 'other agent\n');
+          assert.strictEqual(buf.subarray(0, fs.readSync(fd, buf, 0, 64, 0)).toString(), 'written by the agent\nappended\n');
+          await shadow.activate('default');
+          assert.strictEqual(sh('cat note.txt', mp), 'written by the agent\nappended\n');
+        } finally {
+          fs.closeSync(fd);
+        }
+        // A whole replacement through the API moves the content to a new file: the next open sees it.
+        await shadow.layer('default').write('note.txt', 'replaced\n');
+        before = shadow.requestCounts();
+        assert.strictEqual(sh('cat note.txt', mp), 'replaced\n');
+        assert.strictEqual(delta(before, shadow.requestCounts()).read, 0);
+        assert.strictEqual((await shadow.layer('default').readFile('src/m1.js')).toString(), 'module.exports = 1;\nx\n');
+        assert.strictEqual(fs.readFileSync(path.join(lower, 'src', 'm1.js'), 'utf8'), 'module.exports = 1;\n');
+        assert.ok(!fs.existsSync(path.join(lower, 'out.bin')));
+      },
+      { backend: 'fuse_ll', io: 'passthrough', spillThreshold: 0 },
+    );
+  });
+
   it("shadowfs mount --io passthrough (daemon, RPC) mounts in that mode and says so in the shadow's info", async () => {
     const lower = folder('pt-cli');
     const cliPath = path.join(repoRoot, 'bin', 'shadowfs.js');

@@ -209,6 +209,16 @@ int Overlay::contentRead(const Inode* in, char* buf, size_t size, uint64_t off, 
   return 0;
 }
 
+int Overlay::spilledContentDescriptor(Handle* h) {
+  if (!h || h->writable || h->lower >= 0) return -1;
+  Inode* in = h->inode.get();
+  if (!in || in->type != FileType::Regular) return -1;
+  ReadLock c(in->cmu(), LockRank::Content);
+  SpillFile* sp = spillOf(in);
+  if (!sp) return -1;
+  return sp->duplicateDescriptor();
+}
+
 int Overlay::contentAssign(Inode* in, const std::string& data) {
   ContentBudget::process().charge(memoryOf(in), 0);
   if (in->mo()) in->mo()->spill.reset();

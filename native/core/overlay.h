@@ -188,6 +188,10 @@ class Overlay {
   int read(Handle* h, char* buf, size_t size, uint64_t off, size_t* got);
   int write(Handle* h, const char* buf, size_t size, uint64_t off);
   int fgetattr(Handle* h, Attr* out);  // ENOENT when the handle has no layer inode
+  // A read-only handle on a layer file whose content lives in a spill file: a new descriptor
+  // of that file (the caller closes it), for a backend that hands it to the kernel (FUSE
+  // passthrough). -1 for anything else (content in memory or in the folder, write handles).
+  int spilledContentDescriptor(Handle* h);
   // fallocate(2) on an open file. Contents live in memory or in a spill file that grows on
   // demand, so there is nothing to reserve: keepSize does nothing, otherwise the file grows to
   // off + len. Other modes (punching holes...) are refused by the backends with EOPNOTSUPP.

@@ -28,6 +28,9 @@ class SpillFile {
     (void)out;
     return ENOSYS;
   }
+  // A new descriptor of this file (the caller closes it), for a backend that hands the file
+  // to the kernel to serve (FUSE passthrough); -1 where the system has none to give.
+  virtual int duplicateDescriptor() { return -1; }
 };
 
 class SpillStore {

@@ -82,13 +82,36 @@ void LLMount::opOpen(Req* req, uint64_t ino, FileInfo* fi) {
 
 int LLMount::passthroughOpen(uint64_t ino, Handle* h, uint32_t* backingId) {
   *backingId = 0;
-  // Only content that is the folder's own file, opened read-only: the backing file is then
-  // the descriptor of A's file the handle holds, and nothing the layer must see goes past us.
+  // Content that is the folder's own file, opened read-only: the backing file is then the
+  // descriptor of A's file the handle holds, and nothing the layer must see goes past us.
   // A write-open is never passthrough, also now that it copies nothing until its first write
   // (Overlay::open): the kernel would send that write to the backing file, A's own, or fail it
   // on a read-only descriptor, and either way we would never see it to copy the file up. So a
   // write-open is served through us like in "open" mode, and gets the same deferral.
-  const bool eligible = !h->inode && h->lower >= 0 && !h->writable;
+  // Content the layer holds in a spill file (past the spill threshold, or moved out by the
+  // memory budget), opened read-only: the backing file is the spill file itself. Writes through
+  // other opens go to that same file (Overlay::contentWrite), so the reader sees them as it
+  // would through us; a content moved to another file (a whole replacement through the API)
+  // is a new object for the next open, and open readers keep the file they opened.
+  struct Fd {
+    int fd = -1;
+    ~Fd() {
+      if (fd >= 0) ::close(fd);
+    }
+  } layerFd;
+  uint64_t backingKey = h->lowerIno;
+  bool layerFile = false;
+  if (!h->writable && h->lower < 0) {
+    layerFd.fd = ov_->spilledContentDescriptor(h);
+    struct stat st;
+    if (layerFd.fd >= 0 && ::fstat(layerFd.fd, &st) == 0) {
+      // The kernel holds the spill file while its backing id is registered, so its inode
+      // number names it for as long as a node can refer to it.
+      backingKey = static_cast<uint64_t>(st.st_ino);
+      layerFile = true;
+    }
+  }
+  const bool eligible = layerFile || (!h->inode && h->lower >= 0 && !h->writable);
   uint32_t existing = 0;
   bool othersOpen = false;
   {
@@ -98,11 +121,11 @@ int LLMount::passthroughOpen(uint64_t ino, Handle* h, uint32_t* backingId) {
     FNode* n = it->second.get();
     existing = n->backingId;
     othersOpen = !n->handles.empty();
-    if (existing && (!eligible || h->lowerIno != n->backingIno)) {
-      // Open for writing (its first write copies up), the layer has its own content now, or the
-      // folder's name leads to another file than the backing one (replaced in A): a new
-      // object, which the kernel must not see through this inode (it would refuse the open:
-      // one backing file per inode, no mixed modes). Its names go to a new node at the next
+    if (existing && (!eligible || backingKey != n->backingIno || layerFile != n->backingLayer)) {
+      // Open for writing (its first write copies up), the layer has its own content now (or
+      // keeps it in another file), or the folder's name leads to another file than the backing
+      // one (replaced in A): a new object, which the kernel must not see through this inode (it
+      // would refuse the open: one backing file per inode, no mixed modes). Its names go to a new node at the next
       // lookup; the readers keep this one and the file they opened. That includes the other
       // names of a hard-linked file, which lookups would otherwise join to this node by its
       // inode number (and the kernel's retry would get ESTALE again).
@@ -126,7 +149,7 @@ int LLMount::passthroughOpen(uint64_t ino, Handle* h, uint32_t* backingId) {
   }
   // A node already open without passthrough stays so until those files close.
   if (!eligible || othersOpen) return 0;
-  abi::BackingMap map{static_cast<int32_t>(h->lower), 0, 0};
+  abi::BackingMap map{static_cast<int32_t>(layerFile ? layerFd.fd : h->lower), 0, 0};
   int id = ::ioctl(fd_, abi::kIocBackingOpen, &map);
   if (id <= 0) {
     const int e = errno;
@@ -146,7 +169,8 @@ int LLMount::passthroughOpen(uint64_t ino, Handle* h, uint32_t* backingId) {
     return 0;
   }
   it->second->backingId = static_cast<uint32_t>(id);
-  it->second->backingIno = h->lowerIno;
+  it->second->backingIno = backingKey;
+  it->second->backingLayer = layerFile;
   it->second->ptOpens = 1;
   ptHandles_[h] = ino;
   *backingId = static_cast<uint32_t>(id);

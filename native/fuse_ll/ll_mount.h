@@ -69,7 +69,8 @@ struct FNode {
   // no open without passthrough while it has one.
   uint32_t backingId = 0;
   uint32_t ptOpens = 0;
-  uint64_t backingIno = 0;  // A's inode number of the backing file
+  uint64_t backingIno = 0;    // the backing file's inode number: A's file, or a spill file
+  bool backingLayer = false;  // the backing file is a layer content's spill file
 };
 
 // What OPEN, CREATE and the I/O requests say of an open file: the handle we gave (fh, 0 for a

@@ -334,6 +334,8 @@ class PosixSpillFile final : public SpillFile {
     return fdExtents(fd_, size, max, out);
   }
 
+  int duplicateDescriptor() override { return ::fcntl(fd_, F_DUPFD_CLOEXEC, 0); }
+
  private:
   int fd_;
 };
