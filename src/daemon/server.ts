@@ -33,6 +33,7 @@ import { type CallContext, changeOf, type Client, type Handlers, handlerTable, R
 import { ShadowManager } from './manager';
 import { openConnection } from './rpc';
 import { heard, narrowResult, type ScopeContext, scopeRefusal } from './scope';
+import { processAlive } from '../common/pid';
 
 export interface DaemonOptions {
   paths: DaemonPaths;
@@ -224,7 +225,7 @@ export class Daemon {
       }
       const other = readPid(paths.pid);
       if (other === process.pid) return;
-      if (other && isAlive(other)) {
+      if (other && processAlive(other)) {
         const where = platform.endpoint.locate(paths)?.where;
         const answers = where !== undefined && (await canConnect(where));
         let age = 0;
@@ -486,15 +487,6 @@ function readPid(file: string): number | undefined {
     return Number.isInteger(n) && n > 0 ? n : undefined;
   } catch {
     return undefined;
-  }
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
 

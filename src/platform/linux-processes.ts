@@ -20,6 +20,7 @@ import { ShadowError } from '../common/errors';
 import { RUN_MARKER } from './common';
 import { mountTable } from './linux-mounts';
 import type { LimitHit, ProcessGroup, ProcessSnapshot, ProcessTrees, RunLimits } from './types';
+import { processAlive } from '../common/pid';
 
 function cgroup2Root(): string | undefined {
   return mountTable().find((m) => m.fstype === 'cgroup2' && !m.options.includes('ro'))?.mountPoint;
@@ -71,15 +72,6 @@ function delegate(dir: string, want: string[]): Set<string> {
   return read('cgroup.subtree_control');
 }
 
-function running(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
 const swept = new Set<string>();
 
 /**
@@ -99,7 +91,7 @@ export function sweepRunCgroups(parent: string): void {
     const owner = /^shadowfs-run-(\d+)-/.exec(name);
     const dir = path.join(parent, name);
     try {
-      if (owner ? running(Number(owner[1])) : Date.now() - fs.statSync(dir).mtimeMs < 600_000) continue;
+      if (owner ? processAlive(Number(owner[1])) : Date.now() - fs.statSync(dir).mtimeMs < 600_000) continue;
       fs.rmdirSync(dir);
     } catch {
       // in use, or gone meanwhile

@@ -9,6 +9,7 @@ import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import { ShadowError } from '../common/errors';
+import { processAlive } from '../common/pid';
 
 /** The daemon's record of its runtime directory: HOME-derived only (XDG_STATE_HOME may be stripped too). */
 export function runtimePointerPath(): string {
@@ -28,15 +29,6 @@ function ownedAndPrivate(p: string): boolean {
   }
 }
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
 /** The runtime directory a live daemon recorded, when the record can be trusted. */
 export function recordedRuntimeDir(): string | undefined {
   const file = runtimePointerPath();
@@ -44,7 +36,7 @@ export function recordedRuntimeDir(): string | undefined {
   try {
     const rec = JSON.parse(fs.readFileSync(file, 'utf8')) as { dir?: unknown; pid?: unknown };
     if (typeof rec.dir !== 'string' || !path.isAbsolute(rec.dir) || typeof rec.pid !== 'number') return undefined;
-    if (!alive(rec.pid) || !ownedAndPrivate(rec.dir)) return undefined;
+    if (!processAlive(rec.pid) || !ownedAndPrivate(rec.dir)) return undefined;
     return rec.dir;
   } catch {
     return undefined;

@@ -9,6 +9,7 @@ import * as fs from 'fs';
 import { ShadowError } from '../protocol/errors';
 import type { DaemonFiles, DaemonEndpoint } from './types';
 import { currentUserSid, pipeServerProcessId, processUserSid } from './win32-identity';
+import { processAlive } from '../common/pid';
 
 /** What a Windows daemon publishes in its endpoint file. */
 export interface Endpoint {
@@ -47,17 +48,6 @@ export function readEndpoint(file: string): Endpoint | undefined {
     // none, or half written: treated as no daemon
   }
   return undefined;
-}
-
-/** Whether the process `pid` exists (one this user may not signal does). */
-function isAlive(pid: number): boolean {
-  if (!(pid > 0)) return false;
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
 }
 
 /**
@@ -120,7 +110,7 @@ export const pipeEndpoint: DaemonEndpoint = {
   // as no daemon (a new one is started, and publishes its own), and is never connected to.
   locate(files: DaemonFiles) {
     const e = readEndpoint(files.endpoint);
-    return e && isAlive(e.pid) ? { where: e.pipe, secret: e.secret, pid: e.pid } : undefined;
+    return e && processAlive(e.pid) ? { where: e.pipe, secret: e.secret, pid: e.pid } : undefined;
   },
   describe: (files) => `the pipe named in ${files.endpoint}`,
   ownFiles: (files) => (readEndpoint(files.endpoint)?.pid === process.pid ? [files.endpoint] : []),

@@ -5,19 +5,11 @@ import type { Argv, CommandModule } from 'yargs';
 import { ShadowClient } from '../../client';
 import { ShadowError } from '../../common/errors';
 import { emit, reportError } from '../output';
+import { processAlive } from '../../common/pid';
 
 interface Args {
   json: boolean;
   timeout: number;
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
 }
 
 export const stopCommand: CommandModule<object, Args> = {
@@ -44,8 +36,8 @@ export const stopCommand: CommandModule<object, Args> = {
       client.close();
       client = undefined;
       const deadline = Date.now() + Math.max(0, args.timeout) * 1000;
-      while (alive(r.pid) && Date.now() < deadline) await new Promise((res) => setTimeout(res, 100));
-      if (alive(r.pid))
+      while (processAlive(r.pid) && Date.now() < deadline) await new Promise((res) => setTimeout(res, 100));
+      if (processAlive(r.pid))
         throw new ShadowError(
           'TIMEOUT',
           `the daemon (pid ${r.pid}) was asked to stop and is still running after ${args.timeout} s; see its log`,
