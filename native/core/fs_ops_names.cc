@@ -19,7 +19,7 @@ int Overlay::readdir(Layer* view, const std::string& asked, std::vector<DirEntry
   return runList(plan, out);
 }
 
-int Overlay::list(Layer* view, const std::string& asked, DirStream* d) {
+int Overlay::list(Layer* view, const std::string& asked, DirStream* d, bool readAhead) {
   SFS_AT(view);
   ListPlan plan;
   {
@@ -31,6 +31,14 @@ int Overlay::list(Layer* view, const std::string& asked, DirStream* d) {
   std::vector<DirEntry> fresh;
   int e = runList(plan, &fresh);
   if (e) return e;
+  if (readAhead && plan.readLower) {
+    // The folder's entries come first in a listing (runList), the layer's own after them.
+    const size_t fromFolder = fresh.size() - (plan.lowerOnly ? 0 : plan.own.size());
+    std::vector<std::string> dirs;
+    for (size_t i = 0; i < fromFolder; ++i)
+      if (fresh[i].type == FileType::Directory) dirs.push_back(joinPath(plan.low, fresh[i].name));
+    if (!dirs.empty()) lower_->readAhead(dirs);
+  }
   d->ino = plan.ino;
   d->entries.swap(fresh);
   d->loaded = true;

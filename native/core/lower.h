@@ -41,6 +41,11 @@ class LowerFs {
     (void)out;
     return ENOSYS;
   }
+  // A hint: a walk is likely to list these directories, with their entries' attributes, next
+  // and in this order (the subdirectories of one it just listed). An implementation may read
+  // them ahead in the background to warm the system's caches; it must never block the caller
+  // on I/O and never write. The default ignores the hint.
+  virtual void readAhead(const std::vector<std::string>& dirs) { (void)dirs; }
   virtual int readAll(const std::string& rel, std::string* out) = 0;
   virtual int listxattr(const std::string& rel, std::vector<std::string>* names) = 0;
   virtual int getxattr(const std::string& rel, const std::string& name, std::string* value) = 0;

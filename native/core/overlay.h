@@ -210,7 +210,9 @@ class Overlay {
   int removexattr(Layer* view, const std::string& path, const std::string& name);
   int statfs(FsStats* out);
   // Lists a directory into `d` (see DirStream for when), with the directory's own inode number.
-  int list(Layer* view, const std::string& path, DirStream* d);
+  // `readAhead`: the caller answers a listing with attributes, a walk's usual first step, so
+  // the folder's subdirectories in it are handed to LowerFs::readAhead.
+  int list(Layer* view, const std::string& path, DirStream* d, bool readAhead = false);
 
   bool ignoresCase() const { return ignoreCase_; }
   // Whether `view` (null: the layer active now) takes changes. False for the read-only view

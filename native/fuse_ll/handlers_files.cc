@@ -314,7 +314,7 @@ void LLMount::opReaddir(Req* req, uint64_t ino, size_t size, off_t off,
   m->count(Op::Readdir);
   std::shared_ptr<DirStream> held;  // no-opendir: the node's listing
   if (!fi->fh) {
-    if (int e = m->nodeListing(ino, static_cast<uint64_t>(off), &held))
+    if (int e = m->nodeListing(ino, static_cast<uint64_t>(off), &held, false))
       return (void)wire::replyErr(req, e);
   }
   DirStream& d = held ? *held : reinterpret_cast<DirHandle*>(fi->fh)->stream;
@@ -346,8 +346,9 @@ void LLMount::opReaddir(Req* req, uint64_t ino, size_t size, off_t off,
 
 // READDIRPLUS: the listing with each entry's attributes, so that one round trip fills the
 // kernel's dentry and attribute caches (ls -l, git status and stat-heavy tools then send no
-// LOOKUP per name). Each entry given with a node id counts as a lookup the kernel will FORGET,
-// exactly as a LOOKUP reply does; "." and "..", and an entry that vanished since the listing
+// LOOKUP per name). A fresh listing hands the folder's subdirectories to the read-ahead
+// (Overlay::list): a walk asks for them next. Each entry given with a node id counts as a
+// lookup the kernel will FORGET, exactly as a LOOKUP reply does; "." and "..", and an entry that vanished since the listing
 // was taken, go without one (node id 0: the kernel uses only the name and type).
 void LLMount::opReaddirplus(Req* req, uint64_t ino, size_t size, off_t off,
                             FileInfo* fi) {
@@ -355,7 +356,7 @@ void LLMount::opReaddirplus(Req* req, uint64_t ino, size_t size, off_t off,
   m->count(Op::Readdirplus);
   std::shared_ptr<DirStream> held;  // no-opendir: the node's listing
   if (!fi->fh) {
-    if (int e = m->nodeListing(ino, static_cast<uint64_t>(off), &held))
+    if (int e = m->nodeListing(ino, static_cast<uint64_t>(off), &held, true))
       return (void)wire::replyErr(req, e);
   }
   DirStream& d = held ? *held : reinterpret_cast<DirHandle*>(fi->fh)->stream;
@@ -363,7 +364,7 @@ void LLMount::opReaddirplus(Req* req, uint64_t ino, size_t size, off_t off,
   std::shared_ptr<Layer> layer;
   int ne = m->nodeAt(ino, &path, &layer);
   if (!held && d.needsFill(static_cast<uint64_t>(off))) {
-    int e = ne ? ne : m->ov_->list(layer.get(), path, &d);
+    int e = ne ? ne : m->ov_->list(layer.get(), path, &d, true);
     if (e && !d.loaded) return (void)wire::replyErr(req, e);  // else: keep the listing it had
   }
   std::vector<char> buf(size);

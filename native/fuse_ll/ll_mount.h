@@ -254,7 +254,7 @@ class LLMount final : public LoopedMount {
   // (see FNode::pinned). No-open only; a no-op when the kernel does not know the name.
   void pinBeforeRemove(uint64_t parent, const char* name);
   // The listing to answer a READDIR(PLUS) at `off` from when the kernel holds no handle.
-  int nodeListing(uint64_t id, uint64_t off, std::shared_ptr<DirStream>* out);
+  int nodeListing(uint64_t id, uint64_t off, std::shared_ptr<DirStream>* out, bool readAhead);
   void doneListing(uint64_t id, const std::shared_ptr<DirStream>& d);
   // The node for a name the kernel is told of. `layerLinks`: the object is the layer's own and
   // has several names (Attr::layerObject, nlink > 1), so its other names share its node.

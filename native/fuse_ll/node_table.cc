@@ -398,7 +398,8 @@ void LLMount::pinBeforeRemove(uint64_t parent, const char* name) {
   it->second->handles.push_back(h);
 }
 
-int LLMount::nodeListing(uint64_t id, uint64_t off, std::shared_ptr<DirStream>* out) {
+int LLMount::nodeListing(uint64_t id, uint64_t off, std::shared_ptr<DirStream>* out,
+                         bool readAhead) {
   if (off != 0) {
     std::lock_guard lock(tmu_);
     auto it = nodes_.find(id);
@@ -411,7 +412,7 @@ int LLMount::nodeListing(uint64_t id, uint64_t off, std::shared_ptr<DirStream>* 
   std::shared_ptr<Layer> layer;
   if (int e = nodeAt(id, &path, &layer)) return e;
   auto d = std::make_shared<DirStream>();
-  if (int e = ov_->list(layer.get(), path, d.get())) return e;
+  if (int e = ov_->list(layer.get(), path, d.get(), readAhead)) return e;
   std::lock_guard lock(tmu_);
   auto it = nodes_.find(id);
   if (it != nodes_.end()) it->second->listing = d;

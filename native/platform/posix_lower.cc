@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "posix_path.h"
+#include "posix_readahead.h"
 
 namespace shadowfs {
 namespace {
@@ -86,8 +87,12 @@ int fdExtents(int fd, uint64_t size, size_t max, std::vector<Extent>* out) {
 class PosixLower final : public LowerFs {
  public:
   PosixLower(int rootFd, std::string root)
-      : rootFd_(rootFd), root_(std::move(root)), procOk_(posix::procFdUsable(rootFd)) {}
-  ~PosixLower() override { ::close(rootFd_); }
+      : rootFd_(rootFd), root_(std::move(root)), procOk_(posix::procFdUsable(rootFd)),
+        ahead_(std::make_unique<DirReadAhead>(rootFd)) {}
+  ~PosixLower() override {
+    ahead_.reset();  // its thread reads through rootFd_
+    ::close(rootFd_);
+  }
   PosixLower(const PosixLower&) = delete;
   PosixLower& operator=(const PosixLower&) = delete;
 
@@ -152,6 +157,8 @@ class PosixLower final : public LowerFs {
     ::closedir(d);
     return e;
   }
+
+  void readAhead(const std::vector<std::string>& dirs) override { ahead_->want(dirs); }
 
   int readlink(const std::string& rel, std::string* out) override {
     char buf[4096];
@@ -300,6 +307,7 @@ class PosixLower final : public LowerFs {
   int rootFd_;
   std::string root_;
   bool procOk_;  // /proc/self/fd reaches our fds (false in a chroot without /proc)
+  std::unique_ptr<DirReadAhead> ahead_;
 };
 
 class PosixSpillFile final : public SpillFile {

@@ -138,6 +138,16 @@ class FakeLower final : public LowerFs {
     return 0;
   }
 
+  // Records each hint (what Overlay::list hands on with readAhead).
+  void readAhead(const std::vector<std::string>& dirs) override {
+    std::lock_guard lock(mu_);
+    readAheads.push_back(dirs);
+  }
+  std::vector<std::vector<std::string>> hints() {
+    std::lock_guard lock(mu_);
+    return readAheads;
+  }
+
   int readdir(const std::string& rel, std::vector<DirEntry>* out) override {
     ++readdirCalls;
     std::lock_guard lock(mu_);
@@ -320,6 +330,7 @@ class FakeLower final : public LowerFs {
   }
 
   std::mutex mu_;
+  std::vector<std::vector<std::string>> readAheads;
   std::map<std::string, std::shared_ptr<Object>> objects_;
   std::map<LowerHandle, std::pair<std::string, std::shared_ptr<Object>>> handles_;
   LowerHandle nextHandle_ = 3;

@@ -725,3 +725,34 @@ TEST(parallel_writes_to_different_files_all_land) {
     CHECK_EQ(w.read(w.a, "f" + std::to_string(t)), std::string(kWrites, static_cast<char>('a' + t)));
   }
 }
+
+TEST(a_listing_for_a_walk_hints_the_folders_subdirectories_to_read_ahead) {
+  World w([](fake::FakeLower& f) {
+    project(f);
+    f.addDir("src/gone");
+    f.addDir("src/lib2");
+    f.addDir("pkg");
+    f.addDir("pkg/a");
+    f.addDir("pkg/b");
+    f.addFile("pkg/index.js", "x\n");
+  });
+  const std::string before = w.lower->snapshot();
+  Attr at;
+  REQUIRE_OK(w.ov->mkdir(w.a, "src/new", 0755, kWho, &at));  // the layer's own: nothing in the folder
+  REQUIRE_OK(w.ov->rmdir(w.a, "src/gone"));                   // deleted in the layer
+  REQUIRE_OK(w.ov->rename(w.a, "pkg", "renamed", 0));          // the folder's directory, renamed
+  DirStream d;
+  REQUIRE_OK(w.ov->list(w.a, "src", &d));
+  CHECK(w.lower->hints().empty());  // an ordinary listing hints nothing
+  REQUIRE_OK(w.ov->list(w.a, "src", &d, true));
+  REQUIRE_OK(w.ov->list(w.a, "renamed", &d, true));
+  REQUIRE_OK(w.ov->list(w.a, "src/new", &d, true));  // the layer's alone
+  REQUIRE_OK(w.ov->list(w.a, "empty", &d, true));    // no subdirectories
+  auto hints = w.lower->hints();
+  REQUIRE_EQ(hints.size(), size_t{2});
+  for (auto& h : hints) std::sort(h.begin(), h.end());
+  // The folder's paths: a renamed directory's subdirectories where the folder has them.
+  CHECK_EQ(hints[0], (Names{"src/lib", "src/lib2"}));
+  CHECK_EQ(hints[1], (Names{"pkg/a", "pkg/b"}));
+  CHECK_EQ(w.lower->snapshot(), before);
+}
