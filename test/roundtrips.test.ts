@@ -1,5 +1,5 @@
 // Round trips to the FUSE server, counted by the fuse_ll backend itself (Shadow.requestCounts;
-// fuse_hl counts only their total, Shadow.activity, for its caches at the end of this file):
+// fuse_hl counts its own by the high-level API's kinds, for its caches at the end of this file):
 // what a workload costs in requests, and that the answers that spare requests are right. These
 // tests mount fuse_ll explicitly (the counts are that backend's), in every pass, and pick its I/O
 // mode (MountOptions.io) per test: "cached" (no OPEN/OPENDIR/CREATE round trips), "open".
@@ -405,6 +405,69 @@ describe('caches of the portable backend (fuse_hl)', function () {
         fs.renameSync(p('y'), p('d2/c'));
         assert.strictEqual(statOf('b').nlink, 1, 'a rename over d2/c, seen through b');
         assert.strictEqual(fs.readFileSync(p('b'), 'utf8'), 'on');
+      },
+      { backend: 'fuse_hl', guard: false },
+    );
+  });
+
+  it('counts its requests by kind: what a cat, a listing and a new file cost', async () => {
+    const lower = manyFiles('hl-kinds', 3);
+    await withShadow(
+      lower,
+      async (shadow, mp) => {
+        const kinds = Object.keys(shadow.requestCounts()).sort();
+        assert.deepStrictEqual(
+          kinds,
+          [
+            'chmod',
+            'chown',
+            'create',
+            'fallocate',
+            'flush',
+            'fsync',
+            'getattr',
+            'getxattr',
+            'link',
+            'listxattr',
+            'mkdir',
+            'mknod',
+            'open',
+            'opendir',
+            'read',
+            'readdir',
+            'readlink',
+            'release',
+            'releasedir',
+            'removexattr',
+            'rename',
+            'rmdir',
+            'setxattr',
+            'statfs',
+            'symlink',
+            'truncate',
+            'unlink',
+            'utimens',
+            'write',
+          ].sort(),
+        );
+        const delta = (work: () => void): Record<string, number> => {
+          const before = shadow.requestCounts();
+          work();
+          const after = shadow.requestCounts();
+          return Object.fromEntries(
+            Object.keys(after)
+              .map((k) => [k, after[k] - before[k]])
+              .filter(([, n]) => n !== 0),
+          );
+        };
+        const read = delta(() => cat([path.join(mp, 'sub', 'f1.txt')]));
+        // The high-level API drops a file's pages at every open, so the bytes come from the daemon.
+        assert.ok(read.open >= 1 && read.read >= 1 && read.release >= 1, `cat: ${JSON.stringify(read)}`);
+        const listed = delta(() => ls(path.join(mp, 'sub')));
+        assert.ok(listed.opendir >= 1 && listed.readdir >= 1 && listed.releasedir >= 1, `ls: ${JSON.stringify(listed)}`);
+        const made = delta(() => fs.writeFileSync(path.join(mp, 'sub', 'new.txt'), 'new\n'));
+        assert.ok(made.create === 1 && made.write === 1, `a new file: ${JSON.stringify(made)}`);
+        assert.strictEqual(made.read ?? 0, 0);
       },
       { backend: 'fuse_hl', guard: false },
     );

@@ -61,7 +61,22 @@ void* HLMount::opInit(struct fuse_conn_info* conn, struct fuse_config* cfg) {
   return fuse_get_context()->private_data;
 }
 
+std::vector<std::pair<std::string, uint64_t>> HLMount::requestCounts() const {
+  static const char* const names[] = {
+      "getattr",  "readlink", "mknod",      "mkdir",      "unlink",      "rmdir",
+      "symlink",  "rename",   "link",       "chmod",      "chown",       "truncate",
+      "utimens",  "open",     "create",     "read",       "write",       "flush",
+      "release",  "fsync",    "statfs",     "opendir",    "readdir",     "releasedir",
+      "setxattr", "getxattr", "listxattr",  "removexattr", "fallocate"};
+  static_assert(sizeof names / sizeof names[0] == static_cast<size_t>(Op::Count));
+  std::vector<std::pair<std::string, uint64_t>> out;
+  for (size_t i = 0; i < opCounts_.size(); ++i)
+    out.emplace_back(names[i], opCounts_[i].load(std::memory_order_relaxed));
+  return out;
+}
+
 int HLMount::opGetattr(const char* path, StatT* st, struct fuse_file_info* fi) {
+  countOp(Op::Getattr);
   HLMount* m = self();
   Attr a;
   // fstat: the object that was opened, whatever the path shows now.
@@ -86,6 +101,7 @@ int HLMount::opGetattr(const char* path, StatT* st, struct fuse_file_info* fi) {
 
 
 int HLMount::opReadlink(const char* path, char* buf, size_t size) {
+  countOp(Op::Readlink);
   HLMount* m = self();
   std::string target;
   if (int e = m->ov_->readlink(m->view_, rel(path), &target)) return -e;
@@ -98,6 +114,7 @@ int HLMount::opReadlink(const char* path, char* buf, size_t size) {
 }
 
 int HLMount::opMknod(const char* path, ModeT mode, DevT rdev) {
+  countOp(Op::Mknod);
   HLMount* m = self();
   Attr a;
   return -m->ov_->mknod(m->view_, rel(path), typeOf(mode), mode & 07777,
@@ -105,12 +122,14 @@ int HLMount::opMknod(const char* path, ModeT mode, DevT rdev) {
 }
 
 int HLMount::opMkdir(const char* path, ModeT mode) {
+  countOp(Op::Mkdir);
   HLMount* m = self();
   Attr a;
   return -m->ov_->mkdir(m->view_, rel(path), mode & 07777, caller(), &a);
 }
 
 int HLMount::opUnlink(const char* path) {
+  countOp(Op::Unlink);
   HLMount* m = self();
 #if !defined(_WIN32)
   // The other names' link count drops.
@@ -129,17 +148,20 @@ int HLMount::opUnlink(const char* path) {
 }
 
 int HLMount::opRmdir(const char* path) {
+  countOp(Op::Rmdir);
   HLMount* m = self();
   return -m->ov_->rmdir(m->view_, rel(path));
 }
 
 int HLMount::opSymlink(const char* target, const char* path) {
+  countOp(Op::Symlink);
   HLMount* m = self();
   Attr a;
   return -m->ov_->symlink(m->view_, target, rel(path), caller(), &a);
 }
 
 int HLMount::opRename(const char* from, const char* to, unsigned int flags) {
+  countOp(Op::Rename);
   HLMount* m = self();
   // The API passes Linux's rename flags, which RenameFlags mirrors.
   if (flags & ~(kRenameNoReplace | kRenameExchange)) return -EINVAL;
@@ -180,6 +202,7 @@ int HLMount::opRename(const char* from, const char* to, unsigned int flags) {
 }
 
 int HLMount::opLink(const char* from, const char* to) {
+  countOp(Op::Link);
   HLMount* m = self();
   Attr a;
   if (int e = m->ov_->link(m->view_, rel(from), rel(to), &a)) return -e;
@@ -210,12 +233,14 @@ int HLMount::setattr(const char* path, struct fuse_file_info* fi, uint32_t mask,
 }
 
 int HLMount::opChmod(const char* path, ModeT mode, struct fuse_file_info* fi) {
+  countOp(Op::Chmod);
   Attr v;
   v.perm = mode & 07777;
   return self()->setattr(path, fi, kSetMode, v);
 }
 
 int HLMount::opChown(const char* path, UidT uid, GidT gid, struct fuse_file_info* fi) {
+  countOp(Op::Chown);
   Attr v;
   uint32_t mask = 0;
   if (uid != static_cast<UidT>(-1)) mask |= kSetUid, v.uid = static_cast<uint32_t>(uid);
@@ -224,6 +249,7 @@ int HLMount::opChown(const char* path, UidT uid, GidT gid, struct fuse_file_info
 }
 
 int HLMount::opTruncate(const char* path, OffT size, struct fuse_file_info* fi) {
+  countOp(Op::Truncate);
   if (size < 0) return -EINVAL;
   Attr v;
   v.size = static_cast<uint64_t>(size);
@@ -231,6 +257,7 @@ int HLMount::opTruncate(const char* path, OffT size, struct fuse_file_info* fi) 
 }
 
 int HLMount::opUtimens(const char* path, const TimespecT tv[2], struct fuse_file_info* fi) {
+  countOp(Op::Utimens);
   Attr v;
   uint32_t mask = 0;
   Timespec* dst[2] = {&v.atime, &v.mtime};
@@ -254,6 +281,7 @@ int HLMount::opUtimens(const char* path, const TimespecT tv[2], struct fuse_file
 // Every open drops the kernel's cached pages (keep_cache 0): the object behind a path may have
 // changed since the last open (a switch, an API write, an edit in the folder).
 int HLMount::opOpen(const char* path, struct fuse_file_info* fi) {
+  countOp(Op::Open);
   HLMount* m = self();
   Handle* h = nullptr;
   Attr a;
@@ -272,6 +300,7 @@ int HLMount::opOpen(const char* path, struct fuse_file_info* fi) {
 }
 
 int HLMount::opCreate(const char* path, ModeT mode, struct fuse_file_info* fi) {
+  countOp(Op::Create);
   HLMount* m = self();
   Handle* h = nullptr;
   Attr a;
@@ -287,6 +316,7 @@ int HLMount::opCreate(const char* path, ModeT mode, struct fuse_file_info* fi) {
 }
 
 int HLMount::opRead(const char*, char* buf, size_t size, OffT off, struct fuse_file_info* fi) {
+  countOp(Op::Read);
   size_t got = 0;
   if (int e = self()->ov_->read(handleOf(fi), buf, size, static_cast<uint64_t>(off), &got))
     return -e;
@@ -295,6 +325,7 @@ int HLMount::opRead(const char*, char* buf, size_t size, OffT off, struct fuse_f
 
 int HLMount::opWrite(const char* path, const char* buf, size_t size, OffT off,
                      struct fuse_file_info* fi) {
+  countOp(Op::Write);
   HLMount* m = self();
   if (int e = m->ov_->write(handleOf(fi), buf, size, static_cast<uint64_t>(off))) return -e;
 #if !defined(_WIN32)
@@ -305,17 +336,19 @@ int HLMount::opWrite(const char* path, const char* buf, size_t size, OffT off,
   return static_cast<int>(size);
 }
 
-int HLMount::opFlush(const char*, struct fuse_file_info*) { return 0; }
+int HLMount::opFlush(const char*, struct fuse_file_info*) { countOp(Op::Flush); return 0; }
 
 int HLMount::opRelease(const char*, struct fuse_file_info* fi) {
+  countOp(Op::Release);
   self()->ov_->release(handleOf(fi));
   return 0;
 }
 
 // The layer lives in memory: there is nothing slower to flush to.
-int HLMount::opFsync(const char*, int, struct fuse_file_info*) { return 0; }
+int HLMount::opFsync(const char*, int, struct fuse_file_info*) { countOp(Op::Fsync); return 0; }
 
 int HLMount::opStatfs(const char*, StatvfsT* out) {
+  countOp(Op::Statfs);
   FsStats s;
   if (int e = self()->ov_->statfs(&s)) return -e;
   toStatvfs(s, out);
@@ -323,6 +356,7 @@ int HLMount::opStatfs(const char*, StatvfsT* out) {
 }
 
 int HLMount::opOpendir(const char* path, struct fuse_file_info* fi) {
+  countOp(Op::Opendir);
   HLMount* m = self();
   auto d = std::make_unique<DirHandle>();
   d->path = rel(path);
@@ -336,6 +370,7 @@ int HLMount::opOpendir(const char* path, struct fuse_file_info* fi) {
 
 int HLMount::opReaddir(const char* path, void* buf, fuse_fill_dir_t filler, OffT off,
                        struct fuse_file_info* fi, enum fuse_readdir_flags) {
+  countOp(Op::Readdir);
   HLMount* m = self();
   auto* d = reinterpret_cast<DirHandle*>(fi->fh);
   DirStream& s = d->stream;
@@ -360,18 +395,21 @@ int HLMount::opReaddir(const char* path, void* buf, fuse_fill_dir_t filler, OffT
 }
 
 int HLMount::opReleasedir(const char*, struct fuse_file_info* fi) {
+  countOp(Op::Releasedir);
   delete reinterpret_cast<DirHandle*>(fi->fh);
   return 0;
 }
 
 int HLMount::opSetxattr(const char* path, const char* name, const char* value, size_t size,
                         int flags) {
+  countOp(Op::Setxattr);
   HLMount* m = self();
   return -m->ov_->setxattr(m->view_, rel(path), name, std::string(value, size), flags);
 }
 
 // size 0 asks for the length; a buffer too small is ERANGE.
 int HLMount::opGetxattr(const char* path, const char* name, char* value, size_t size) {
+  countOp(Op::Getxattr);
   HLMount* m = self();
   std::string v;
   if (int e = m->ov_->getxattr(m->view_, rel(path), name, &v)) return -e;
@@ -381,6 +419,7 @@ int HLMount::opGetxattr(const char* path, const char* name, char* value, size_t 
 }
 
 int HLMount::opListxattr(const char* path, char* list, size_t size) {
+  countOp(Op::Listxattr);
   HLMount* m = self();
   std::vector<std::string> names;
   if (int e = m->ov_->listxattr(m->view_, rel(path), &names)) return -e;
@@ -391,6 +430,7 @@ int HLMount::opListxattr(const char* path, char* list, size_t size) {
 }
 
 int HLMount::opRemovexattr(const char* path, const char* name) {
+  countOp(Op::Removexattr);
   HLMount* m = self();
   return -m->ov_->removexattr(m->view_, rel(path), name);
 }
@@ -399,6 +439,7 @@ int HLMount::opRemovexattr(const char* path, const char* name) {
 // As in fuse_ll: Overlay::fallocate has the semantics; the other modes are refused.
 int HLMount::opFallocate(const char* path, int mode, OffT off, OffT len,
                          struct fuse_file_info* fi) {
+  countOp(Op::Fallocate);
   HLMount* m = self();
   if (mode & ~FALLOC_FL_KEEP_SIZE) return -EOPNOTSUPP;
   Handle* h = handleOf(fi);

@@ -3,6 +3,8 @@
 // Internal to native/fuse_hl/; the rest of the module reaches it through fuse_hl.h.
 #pragma once
 
+#include <array>
+
 #ifndef FUSE_USE_VERSION
 #define FUSE_USE_VERSION 31
 #endif
@@ -120,6 +122,20 @@ class HLMount final : public LoopedMount {
   int unmount(bool lazy) override;
   void endedOnItsOwn() override;
 
+  // Requests by kind, as this API names them (requestCounts()). The high-level API has no
+  // LOOKUP: the kernel's LOOKUPs and GETATTRs both arrive as getattr.
+  enum class Op {
+    Getattr, Readlink, Mknod, Mkdir, Unlink, Rmdir, Symlink, Rename, Link, Chmod,
+    Chown, Truncate, Utimens, Open, Create, Read, Write, Flush, Release, Fsync,
+    Statfs, Opendir, Readdir, Releasedir, Setxattr, Getxattr, Listxattr, Removexattr, Fallocate,
+    Count
+  };
+  static void countOp(Op op) {
+    auto* m = static_cast<HLMount*>(fuse_get_context()->private_data);
+    m->opCounts_[static_cast<size_t>(op)].fetch_add(1, std::memory_order_relaxed);
+  }
+  std::vector<std::pair<std::string, uint64_t>> requestCounts() const override;
+
   // --- request handlers (loop threads) ---
   static HLMount* self() {
     const struct fuse_context* c = fuse_get_context();
@@ -216,6 +232,7 @@ class HLMount final : public LoopedMount {
   struct fuse* f_ = nullptr;
   std::atomic<bool> mounted_{false};
   std::atomic<uint64_t> requests_{0};
+  std::array<std::atomic<uint64_t>, static_cast<size_t>(Op::Count)> opCounts_{};
 };
 
 }  // namespace fuse_hl_detail
