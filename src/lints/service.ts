@@ -2,19 +2,19 @@
 // mount point as their root, say about an agent's change. Each question runs as a scheduler job
 // with the agent's layer active on the shared mount (so the servers read the agent's files, and
 // the folder's node_modules, live), after telling every server which files differ from what it
-// saw last; the folder's own diagnostics (the baseline) come from a job with no layer active, and
-// are cached until something in the folder changes. A question whose agent's layer changes only
-// files one server holds as documents (modified, not added or deleted) needs no layer on the
-// mount: such questions are answered in batches, one folder job for many, each agent's text handed
-// to the server as documents over the folder's (see overlayOf, inBatch). Edits made in the folder itself (which FUSE
-// cannot signal to programs inside the mount) reach the servers through FolderChanges. Answers are fresh or marked otherwise: a server
-// that does not answer for the exact document version in time gives `timeout`, never an empty
-// list. An agent with a view of its own (Shadow.openView) is checked there instead, on servers
-// rooted at the view, without queueing at all: only a folder baseline not cached yet needs the
-// shared mount, and it is taken only when the mount is free at once (else the answer says its
-// baseline is `queued`).
+// saw last (ServerSync, sync.ts); the folder's own diagnostics (the baseline) come from a job with
+// no layer active, and are cached until something in the folder changes. A question whose agent's
+// layer changes only files one server holds as documents (modified, not added or deleted) needs no
+// layer on the mount: such questions are answered in batches, one folder job for many, each
+// agent's text handed to the server as documents over the folder's (see overlayOf here; the
+// batches themselves are Batches, batches.ts). Edits made in the folder itself (which FUSE cannot
+// signal to programs inside the mount) reach the servers through FolderChanges. Answers are fresh
+// or marked otherwise: a server that does not answer for the exact document version in time gives
+// `timeout`, never an empty list. An agent with a view of its own (Shadow.openView) is checked
+// there instead, on servers rooted at the view, without queueing at all: only a folder baseline
+// not cached yet needs the shared mount, and it is taken only when the mount is free at once (else
+// the answer says its baseline is `queued`). Texts and diagnostics without a server: documents.ts.
 import * as fs from 'fs';
-import * as os from 'os';
 import * as path from 'path';
 import type { Diagnostic as LspDiagnostic } from 'vscode-languageserver-protocol';
 import { ShadowError } from '../common/errors';
@@ -34,38 +34,17 @@ import { normalizeRelPath } from '../common/paths';
 import { platform } from '../platform';
 import type { CheckedParamsOf, Diagnostic, ResultOf } from '../protocol/methods';
 import type { Shadow, View } from '../shadow';
+import { Batches } from './batches';
+import { applyEdits, MAX_DOCUMENT_BYTES, type Position, type Range, splitByBaseline, toDiagnostic } from './documents';
+import { type Overlay, ServerSync } from './sync';
 
 type LintsParams = CheckedParamsOf<'lints'>;
 type LintsResult = ResultOf<'lints'>;
 type FileLints = LintsResult['files'][number];
-type Position = { line: number; character: number };
-type Range = { start: Position; end: Position };
 type TextEditOut = { path: string; range: Range; newText: string };
 
 const DEFAULT_TIMEOUT_MS = 10_000;
 const MAX_QUICK_FIXES = 20;
-/** More folder edits than this between two questions (a checkout, an install): restart the server rather than re-open each. */
-const MAX_FOLDER_SYNC = 200;
-/** How long one batch of document-only questions may hold the shared mount before other agents' jobs get a turn. */
-const BATCH_SLICE_MS = 2_000;
-/** Free memory a further warm server for batches needs (tsserver on a large project takes a few hundred MiB). */
-const SERVER_MEMORY = 1024 * 1024 * 1024;
-
-/** The agent's own text of every file its layer changes, when all of them are documents one server holds (see overlayOf). */
-type Overlay = Map<string, { text: string; languageId: string }>;
-
-/** A document-only question waiting for its turn in a batch on the shared mount. */
-interface BatchItem {
-  spec: ServerSpec;
-  run: (place: Place) => Promise<void>;
-  started: () => void;
-  onWait: (agent: string) => void;
-  resolve: () => void;
-  reject: (err: unknown) => void;
-  signal: AbortSignal;
-  /** When its caller stops waiting: a batch never holds the mount past its callers' latest deadline. */
-  deadline: number;
-}
 
 /** What one file's server said (inside a job). */
 interface Checked {
@@ -98,132 +77,18 @@ interface Baseline {
   diagnostics: Diagnostic[];
 }
 
-/** Applies LSP range edits (line/UTF-16 character positions) to a text. */
-export function applyEdits(text: string, edits: ReadonlyArray<{ range: Range; newText: string }>): string {
-  const lineStarts = [0];
-  for (let i = 0; i < text.length; i++) if (text.charCodeAt(i) === 10) lineStarts.push(i + 1);
-  const offset = (p: Position): number => {
-    if (p.line >= lineStarts.length) return text.length;
-    const start = lineStarts[p.line];
-    const end = p.line + 1 < lineStarts.length ? lineStarts[p.line + 1] - 1 : text.length;
-    return Math.min(start + p.character, end);
-  };
-  const resolved = edits.map((e) => ({ from: offset(e.range.start), to: offset(e.range.end), text: e.newText }));
-  for (const r of resolved) if (r.to < r.from) throw new ShadowError('INVALID_ARGUMENT', 'an edit range ends before it starts');
-  // Apply from the end so earlier offsets stay valid; overlapping edits are refused.
-  resolved.sort((a, b) => b.from - a.from || b.to - a.to);
-  for (let i = 1; i < resolved.length; i++) {
-    if (resolved[i].to > resolved[i - 1].from) throw new ShadowError('INVALID_ARGUMENT', 'edit ranges overlap');
-  }
-  let out = text;
-  for (const r of resolved) out = out.slice(0, r.from) + r.text + out.slice(r.to);
-  return out;
-}
-
-function toDiagnostic(d: LspDiagnostic): Diagnostic {
-  const out: Diagnostic = {
-    range: { start: { ...d.range.start }, end: { ...d.range.end } },
-    message: typeof d.message === 'string' ? d.message : d.message.value,
-  };
-  if (d.severity !== undefined) out.severity = d.severity;
-  if (d.code !== undefined) out.code = d.code;
-  if (d.source !== undefined) out.source = d.source;
-  return out;
-}
-
-function identity(d: Diagnostic): string {
-  return `${d.severity ?? ''}|${String(d.code ?? '')}|${d.source ?? ''}|${d.message}`;
-}
-
-/** Splits diagnostics into those the baseline does not have (as many times) and those it has. */
-export function splitByBaseline(now: Diagnostic[], baseline: Diagnostic[]): { introduced: Diagnostic[]; existing: Diagnostic[] } {
-  const left = new Map<string, number>();
-  for (const d of baseline) left.set(identity(d), (left.get(identity(d)) ?? 0) + 1);
-  const introduced: Diagnostic[] = [];
-  const existing: Diagnostic[] = [];
-  for (const d of now) {
-    const k = identity(d);
-    const n = left.get(k) ?? 0;
-    if (n > 0) {
-      left.set(k, n - 1);
-      existing.push(d);
-    } else introduced.push(d);
-  }
-  return { introduced, existing };
-}
-
-/** Documents larger than this are not handed to a language server. */
-const MAX_DOCUMENT_BYTES = 64 * 1024 * 1024;
-
-/**
- * The text of `abs` (`rel` in the shadow), only if it is a regular file: opened without blocking
- * and checked on the open descriptor (no race with a swap), so a FIFO, socket or device in a
- * layer is an error here, never a read that holds a libuv thread forever.
- */
-async function readRegularText(abs: string, rel: string): Promise<string> {
-  let fh: fs.promises.FileHandle;
-  try {
-    fh = await fs.promises.open(abs, fs.constants.O_RDONLY | (fs.constants.O_NONBLOCK ?? 0));
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT')
-      throw new ShadowError('NOT_FOUND', `${rel}: no such file in this view of the shadow`);
-    throw err;
-  }
-  try {
-    const st = await fh.stat();
-    if (!st.isFile())
-      throw new ShadowError(
-        'INVALID_ARGUMENT',
-        `${rel} is not a regular file (a fifo, socket or device, or a link to one): only regular files are read and checked`,
-      );
-    if (st.size > MAX_DOCUMENT_BYTES)
-      throw new ShadowError(
-        'FILE_TOO_LARGE',
-        `${rel} holds ${st.size} bytes, more than the ${MAX_DOCUMENT_BYTES} a document handed to a language server may hold`,
-      );
-    return await fh.readFile('utf8');
-  } finally {
-    await fh.close();
-  }
-}
-
 export class LintsService {
   private pool: ServerPool | undefined;
   private specs: ServerSpec[] | undefined;
   private readonly baselines = new Map<string, Baseline>();
-  /**
-   * Per server: the documents it has open, the paths it was last told differ from the folder,
-   * the folder's own edits it has not been told of, and whether it must start over (too many of
-   * those, or some not known).
-   */
-  private readonly seen = new Map<
-    LanguageServerSession,
-    {
-      spec: ServerSpec;
-      root: string;
-      open: Map<string, string>;
-      dirty: Set<string>;
-      folder: Set<string>;
-      stale: boolean;
-      /** Documents holding an agent's text rather than what the mount shows (a batch's overlay). */
-      overlaid: Set<string>;
-      /** The batch whose first question synced this server with the folder (the mount showed it since). */
-      batch: number;
-    }
-  >();
-  /** Further servers on the shared mount, used only by batches (see options.servers). */
-  private extraPools: ServerPool[] = [];
-  private readonly batchQueue: BatchItem[] = [];
-  private batchJob: Promise<void> | undefined;
-  /** The questions the running batch has taken and not answered yet. */
-  private readonly inFlight = new Set<BatchItem>();
-  /** Ends the running batch's job early: every question it serves was cancelled. */
-  private batchAbort: AbortController | undefined;
-  /** Counts batch jobs: a server synced in this one needs no world sync before its next question. */
-  private batchEpoch = 0;
   /** The servers of agents' own views, each rooted at its view. */
   private readonly viewPools = new Map<View, ServerPool>();
   private feed: FolderChanges | undefined;
+  /** What each server was told (its documents, the folder's edits it has not heard of). */
+  /** What each server was told (its documents, the folder's edits it has not heard of). */
+  private readonly sync: ServerSync;
+  /** The batches of document-only questions on the shared mount. */
+  private readonly batches: Batches;
 
   constructor(
     private readonly shadow: Shadow,
@@ -244,7 +109,18 @@ export class LintsService {
        */
       servers?: number;
     } = {},
-  ) {}
+  ) {
+    this.sync = new ServerSync(
+      shadow,
+      () => this.servers().specs,
+      () => this.absorbFolderChanges(),
+    );
+    this.batches = new Batches(shadow, {
+      firstPool: () => this.servers().pool,
+      newPool: () => this.newPool(this.root),
+      servers: () => this.options.servers,
+    });
+  }
 
   private get batching(): boolean {
     return this.options.batch ?? process.env.SHADOWFS_LINTS_ONE_AT_A_TIME !== '1';
@@ -286,7 +162,7 @@ export class LintsService {
     for (const [v, pool] of this.viewPools) {
       if (v.open) continue;
       this.viewPools.delete(v);
-      for (const s of [...this.seen.keys()]) if (this.seen.get(s)!.root === v.mountPoint) this.seen.delete(s);
+      this.sync.forgetRoot(v.mountPoint);
       gone.push(pool);
     }
     await Promise.all(gone.map((p) => p.dispose()));
@@ -315,17 +191,16 @@ export class LintsService {
 
   /** The language servers running for this shadow. */
   runningServers(): Array<{ id: string; pid: number }> {
-    return [this.pool, ...this.extraPools, ...this.viewPools.values()]
+    return [this.pool, ...this.batches.pools(), ...this.viewPools.values()]
       .flatMap((p) => p?.running() ?? [])
       .map((s) => ({ id: s.spec.id, pid: s.pid }));
   }
 
   async dispose(): Promise<void> {
-    const pools = [this.pool, ...this.extraPools, ...this.viewPools.values()];
+    const pools = [this.pool, ...this.batches.takePools(), ...this.viewPools.values()];
     this.pool = undefined;
-    this.extraPools = [];
     this.viewPools.clear();
-    this.seen.clear();
+    this.sync.clear();
     this.feed?.dispose();
     this.feed = undefined;
     await Promise.all(pools.map(async (p) => p?.dispose()));
@@ -453,14 +328,16 @@ export class LintsService {
       ? await this.queued(deadline, async () => answer().then(() => true))
       : overlay
         ? await this.queued(deadline, (signal) =>
-            this.inBatch({
-              spec: supported[0].spec,
-              run: (where) => answer(where, overlay),
-              started: () => (wait.started = true),
-              onWait: (a) => (wait.behind = a),
-              signal,
-              deadline,
-            }).then(() => true),
+            this.batches
+              .ask({
+                spec: supported[0].spec,
+                run: (pool) => answer({ root: this.root, pool }, overlay),
+                started: () => (wait.started = true),
+                onWait: (a) => (wait.behind = a),
+                signal,
+                deadline,
+              })
+              .then(() => true),
           )
         : await this.queued(deadline, (signal) =>
             this.shadow.withLayer(p.agent, () => answer(), { signal, timeout: remaining(deadline), onWait: (a) => (wait.behind = a) }),
@@ -497,9 +374,9 @@ export class LintsService {
     const wait: Waited = { started: false };
     const answer = async () => {
       wait.started = true;
-      const session = await this.session(m.spec, place);
-      await this.syncWorld(session);
-      await this.syncDocument(session, rel, m.languageId);
+      const session = await this.sync.session(m.spec, place.pool, place.root);
+      await this.sync.syncWorld(session);
+      await this.sync.syncDocument(session, rel, m.languageId);
       const ms = remaining(deadline);
       if (kind === 'hover') return { h: await session.hover(rel, p.position, ms) };
       return {
@@ -562,37 +439,7 @@ export class LintsService {
     const paths = d.paths.filter((p) => p !== '.git' && !p.startsWith('.git/'));
     if (!d.overflow && paths.length === 0) return;
     this.baselines.clear();
-    for (const state of this.seen.values()) {
-      if (d.overflow) state.stale = true;
-      for (const p of paths) state.folder.add(p);
-      if (state.folder.size > MAX_FOLDER_SYNC) state.stale = true;
-    }
-  }
-
-  private async session(spec: ServerSpec, place: Place): Promise<LanguageServerSession> {
-    const { pool } = place;
-    this.absorbFolderChanges();
-    let s = await pool.get(spec);
-    const old = this.seen.get(s);
-    if (old?.stale) {
-      // It may hold any number of folder files as they were: a fresh server reads them anew.
-      this.seen.delete(s);
-      await pool.restart(spec);
-      s = await pool.get(spec);
-    }
-    for (const [other, st] of this.seen) if (other !== s && st.spec.id === spec.id && other.exited) this.seen.delete(other);
-    if (!this.seen.has(s))
-      this.seen.set(s, {
-        spec,
-        root: place.root,
-        open: new Map(),
-        dirty: new Set(),
-        folder: new Set(),
-        stale: false,
-        overlaid: new Set(),
-        batch: -1,
-      });
-    return s;
+    this.sync.folderChanged(paths, d.overflow);
   }
 
   /** Checks files on their servers with whatever `place` shows now (on the shared mount: run inside a job). */
@@ -608,10 +455,10 @@ export class LintsService {
     for (const t of targets) {
       let session: LanguageServerSession;
       try {
-        session = await this.session(t.spec, place);
+        session = await this.sync.session(t.spec, place.pool, place.root);
         if (!synced.has(session)) {
-          if (overlay) await this.syncOverlay(session, overlay);
-          else await this.syncWorld(session);
+          if (overlay) await this.sync.syncOverlay(session, overlay, this.batches.epoch);
+          else await this.sync.syncWorld(session);
           synced.add(session);
         }
       } catch (err) {
@@ -621,7 +468,7 @@ export class LintsService {
       let version: number;
       try {
         const mine = overlay?.get(t.rel);
-        version = mine ? session.sync(t.rel, mine.languageId, mine.text) : await this.syncDocument(session, t.rel, t.languageId);
+        version = mine ? session.sync(t.rel, mine.languageId, mine.text) : await this.sync.syncDocument(session, t.rel, t.languageId);
       } catch (err) {
         out.set(t.rel, { status: 'error', error: (err as Error).message, diagnostics: [] });
         continue;
@@ -642,85 +489,6 @@ export class LintsService {
     }
     await Promise.all(waits);
     return out;
-  }
-
-  /**
-   * Tells a server which files may differ from what it read before: every path any layer of the
-   * shadow changes (whichever was active when the server last read them), those it was told of
-   * last time, and those edited in the folder since; the ones it handles are (re)opened with the
-   * content the mount shows now.
-   */
-  private async syncWorld(session: LanguageServerSession): Promise<void> {
-    const state = this.seen.get(session)!;
-    const root = state.root;
-    // What the folder's own edits changed, and what any layer changes.
-    const paths = new Set<string>([...state.dirty, ...state.folder]);
-    state.folder.clear();
-    for (const agent of await this.shadow.agents()) {
-      for (const c of await this.shadow
-        .layer(agent)
-        .changes()
-        .catch(() => []))
-        paths.add(c.path);
-    }
-    // Documents the server has open hold what we last sent, whatever happened since (a layer
-    // reset, an edit you made in the folder): every one is brought to what the mount shows now
-    // (a no-op for those whose text is unchanged).
-    for (const rel of state.open.keys()) paths.add(rel);
-    if (paths.size === 0) return;
-    const changes: Array<{ relPath: string; type: 'created' | 'changed' | 'deleted' }> = [];
-    for (const rel of paths) {
-      const here = fs.existsSync(path.join(root, rel));
-      const inFolder = fs.existsSync(path.join(this.shadow.folder, rel));
-      changes.push({ relPath: rel, type: !here ? 'deleted' : inFolder ? 'changed' : 'created' });
-    }
-    session.filesChanged(changes);
-    // Watch events alone do not make every server re-read a file (tsserver, for one, trusts its
-    // own watchers, which a layer switch does not wake): each changed file this server handles is
-    // opened as a document with the content the mount shows now, so what it sees is exactly the
-    // active layer. Files that are gone now are closed.
-    const { specs } = this.servers();
-    for (const rel of paths) {
-      const m = serverFor(specs, rel);
-      if (!m || m.spec.id !== state.spec.id) continue;
-      if (fs.existsSync(path.join(root, rel))) await this.syncDocument(session, rel, m.languageId);
-      else if (state.open.has(rel)) {
-        session.close(rel);
-        state.open.delete(rel);
-      }
-    }
-    state.dirty = paths;
-    // Every open document now holds what the mount shows.
-    state.overlaid.clear();
-    state.batch = -1;
-  }
-
-  /**
-   * Inside a batch (the mount shows the folder): brings the server to the folder once per batch
-   * (and again after edits in the folder), then gives it the agent's own text of every file its
-   * layer changes and the folder's text of those the previous question had overlaid. Every open
-   * document is marked so the next sync of a target is a new version: diagnostics for it were
-   * computed after these changes.
-   */
-  private async syncOverlay(session: LanguageServerSession, overlay: Overlay): Promise<void> {
-    const state = this.seen.get(session)!;
-    if (state.batch !== this.batchEpoch || state.folder.size > 0) {
-      await this.syncWorld(session);
-      state.batch = this.batchEpoch;
-    }
-    for (const rel of state.overlaid) {
-      if (overlay.has(rel)) continue;
-      const languageId = state.open.get(rel);
-      if (languageId !== undefined) await this.syncDocument(session, rel, languageId);
-    }
-    // Before the agent's own documents, so each of them is a new version too and the targets
-    // among them are not sent twice.
-    session.recheckAll();
-    for (const [rel, d] of overlay) {
-      state.open.set(rel, d.languageId);
-      session.sync(rel, d.languageId, d.text);
-    }
-    state.overlaid = new Set(overlay.keys());
   }
 
   /**
@@ -748,130 +516,6 @@ export class LintsService {
       out.set(c.path, { text: (await layer.readFile(c.path)).toString('utf8'), languageId: m.languageId });
     }
     return out;
-  }
-
-  /**
-   * Queues a document-only question for the next batch: one folder job on the shared mount (the
-   * mount shows the folder, no layer switch) answers the questions queued, one after another on
-   * each warm server, several servers at once, until the queue is empty or its time slice ends.
-   */
-  private inBatch(item: Omit<BatchItem, 'resolve' | 'reject'>): Promise<void> {
-    return new Promise<void>((resolve, reject) => {
-      const it: BatchItem = { ...item, resolve, reject };
-      // Cancelled (its deadline passed): out of the queue, and the caller hears at once even if
-      // its check already runs (that ends by itself, bounded by the same deadline).
-      const onAbort = (): void => {
-        const i = this.batchQueue.indexOf(it);
-        if (i >= 0) this.batchQueue.splice(i, 1);
-        reject(new ShadowError('ABORTED', 'the question was cancelled while it waited for or ran in a batch'));
-        // No one left to answer: the batch releases the mount now, not at its deadline.
-        if (this.batchQueue.length === 0 && [...this.inFlight].every((x) => x.signal.aborted)) this.batchAbort?.abort();
-      };
-      if (item.signal.aborted) return onAbort();
-      item.signal.addEventListener('abort', onAbort, { once: true });
-      this.batchQueue.push(it);
-      this.pumpBatch();
-    });
-  }
-
-  /**
-   * Starts a batch job when none runs and questions wait. Like every job on the shared mount it is
-   * bounded: it ends by the latest deadline of the questions queued when it starts (the scheduler
-   * releases the mount then, as for a one-at-a-time question), or as soon as every question it
-   * serves was cancelled. A question it had taken and not answered by then hears the error;
-   * questions still queued wait for the next batch.
-   */
-  private pumpBatch(): void {
-    if (this.batchJob || this.batchQueue.length === 0) return;
-    const end = Math.max(...this.batchQueue.map((it) => it.deadline));
-    const abort = new AbortController();
-    this.batchAbort = abort;
-    const job = this.shadow.withFolder((_dir, signal) => this.runBatch(signal, end), {
-      timeout: Math.max(1, end - Date.now()),
-      signal: abort.signal,
-      onWait: (a) => {
-        for (const it of this.batchQueue) it.onWait(a);
-      },
-    });
-    this.batchJob = job.then(
-      () => undefined,
-      (err: unknown) => {
-        for (const it of this.inFlight) it.reject(err);
-      },
-    );
-    void this.batchJob.finally(() => {
-      this.inFlight.clear();
-      this.batchAbort = undefined;
-      this.batchJob = undefined;
-      this.pumpBatch();
-    });
-  }
-
-  /**
-   * One batch: each warm server takes the next queued question and answers it, until the queue
-   * holds none this batch may take (one whose deadline is past `end` waits for the next batch),
-   * the time slice is used up, or `signal` says the mount was released (then nothing more is
-   * taken: the mount may show another agent's layer by now).
-   */
-  private async runBatch(signal: AbortSignal, end: number): Promise<void> {
-    this.batchEpoch++;
-    const slice = Date.now() + BATCH_SLICE_MS;
-    const released = new Promise<void>((resolve) => {
-      if (signal.aborted) resolve();
-      else signal.addEventListener('abort', () => resolve(), { once: true });
-    });
-    const next = (): BatchItem | undefined => {
-      if (signal.aborted || Date.now() >= slice) return undefined;
-      const i = this.batchQueue.findIndex((it) => it.deadline <= end);
-      return i < 0 ? undefined : this.batchQueue[i];
-    };
-    const pools = this.sharedPools(this.batchQueue.length);
-    await Promise.all(
-      pools.map(async (pool) => {
-        const place: Place = { root: this.root, pool };
-        for (let it = next(); it; it = next()) {
-          // A server not started yet starts before it takes a question, so none waits for a cold
-          // start another could spare it; a server that never finishes starting holds the batch
-          // only until the mount is released.
-          await Promise.race([pool.get(it.spec).catch(() => undefined), released]);
-          const i = signal.aborted ? -1 : this.batchQueue.indexOf(it);
-          if (i < 0) continue;
-          this.batchQueue.splice(i, 1);
-          this.inFlight.add(it);
-          it.started();
-          try {
-            await Promise.race([it.run(place), released]);
-            if (signal.aborted) throw new ShadowError('TIMEOUT', 'the batch ran out of time and released the shared mount');
-            it.resolve();
-          } catch (err) {
-            it.reject(err);
-          } finally {
-            this.inFlight.delete(it);
-          }
-        }
-      }),
-    );
-  }
-
-  /**
-   * The shared mount's servers a batch of `queued` questions uses: the first, plus as many more
-   * as options.servers allows while free memory allows one more server (started on a batch's
-   * first use, stopped when idle like the first).
-   */
-  private sharedPools(queued: number): ServerPool[] {
-    const first = this.servers().pool;
-    const cores = typeof os.availableParallelism === 'function' ? os.availableParallelism() : os.cpus().length;
-    const most = Math.min(cores, Math.max(1, this.options.servers ?? (Number(process.env.SHADOWFS_LINTS_SERVERS) || 1)));
-    while (this.extraPools.length + 1 < Math.min(most, queued) && os.freemem() > SERVER_MEMORY)
-      this.extraPools.push(this.newPool(this.root));
-    return [first, ...this.extraPools].slice(0, Math.max(1, Math.min(most, queued)));
-  }
-
-  private async syncDocument(session: LanguageServerSession, rel: string, languageId: string): Promise<number> {
-    const state = this.seen.get(session)!;
-    const text = await readRegularText(path.join(state.root, rel), rel);
-    state.open.set(rel, languageId);
-    return session.sync(rel, languageId, text);
   }
 
   private async quickFixes(
