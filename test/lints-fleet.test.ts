@@ -1,10 +1,11 @@
 // Many agents asking the lints service at once, each with its own one-line error in the same
 // file or in another: every answer is fresh and holds exactly that agent's error, never another
 // agent's, whether the questions are answered in batches on the folder (the default) or one at a
-// time with each agent's layer on the mount. Agents changing two files that import each other
-// get answers from their own text of both. The folder is guarded throughout (withShadow).
+// time with each agent's layer on the mount, on one warm server or (by default, for a burst) two.
+// Agents changing two files that import each other get answers from their own text of both. The folder is guarded throughout (withShadow).
 import * as assert from 'assert';
 import * as fs from 'fs';
+import * as os from 'os';
 import * as path from 'path';
 import { LintsService } from '../src/lints/service';
 import { eventually, tempDir, withShadow } from './helpers/fixtures';
@@ -124,6 +125,53 @@ describe('lints: many agents asking at once', function () {
       });
     });
   }
+
+  it('by default a burst of questions is answered by two warm servers (one per core), each agent still getting exactly its own error', async () => {
+    const saved = { servers: process.env.SHADOWFS_LINTS_SERVERS, one: process.env.SHADOWFS_LINTS_ONE_AT_A_TIME };
+    delete process.env.SHADOWFS_LINTS_SERVERS;
+    delete process.env.SHADOWFS_LINTS_ONE_AT_A_TIME;
+    try {
+      await withShadow(makeProject(), async (shadow) => {
+        const svc = new LintsService(shadow);
+        try {
+          await svc.lints({ shadow: 'fleet', agent: 'warm', paths: ['src/a.ts'], timeoutMs: 120_000 });
+          assert.strictEqual(svc.runningServers().filter((x) => x.id === 'typescript').length, 1, 'one question, one server');
+          // A further server needs a core and 1 GiB of free memory (Batches).
+          const expected = os.availableParallelism() >= 2 && os.freemem() > 1024 * 1024 * 1024 ? 2 : 1;
+          const answers = await Promise.all(
+            Array.from({ length: 8 }, (_, i) =>
+              svc.lints({
+                shadow: 'fleet',
+                agent: `agent${i}`,
+                edits: [{ path: 'src/a.ts', content: `${A_TS}export const probe_${i}: number = missing_${i};\n` }],
+                timeoutMs: 120_000,
+              }),
+            ),
+          );
+          answers.forEach((r, i) => {
+            const f = r.files[0];
+            assert.strictEqual(f.status, 'fresh', JSON.stringify(f));
+            assert.deepStrictEqual(
+              f.introduced.map((d) => d.message.includes(`'missing_${i}'`)),
+              [true],
+              `agent${i}: ${JSON.stringify(f.introduced)}`,
+            );
+          });
+          assert.strictEqual(svc.runningServers().filter((x) => x.id === 'typescript').length, expected);
+          for (let i = 0; i < 8; i++)
+            assert.strictEqual(shadow.schedulerStats().agents[`agent${i}`]?.runs ?? 0, 0, `agent${i} was batched`);
+        } finally {
+          await svc.dispose();
+        }
+      });
+    } finally {
+      for (const [k, v] of [
+        ['SHADOWFS_LINTS_SERVERS', saved.servers],
+        ['SHADOWFS_LINTS_ONE_AT_A_TIME', saved.one],
+      ] as const)
+        if (v !== undefined) process.env[k] = v;
+    }
+  });
 
   it("a batch never holds the shared mount past its callers' deadline: a server that hangs on its restart gives timeout, and the mount is free for the next agent at once", async () => {
     const lower = makeProject();

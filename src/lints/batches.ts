@@ -14,6 +14,13 @@ import type { Shadow } from '../shadow';
 
 /** How long one batch of document-only questions may hold the shared mount before other agents' jobs get a turn. */
 const BATCH_SLICE_MS = 2_000;
+/**
+ * Warm servers per language a batch uses unless told otherwise (at most one per core). Two, as
+ * measured (docs/lints.md): each server answers its questions one after another on its own core,
+ * so a second one adds about a third more lints a second once both are warm; more than two would
+ * take cores the agents' own builds and tests need.
+ */
+const DEFAULT_SERVERS = 2;
 /** Free memory a further warm server for batches needs (tsserver on a large project takes a few hundred MiB). */
 const SERVER_MEMORY = 1024 * 1024 * 1024;
 
@@ -189,7 +196,7 @@ export class Batches {
   private sharedPools(queued: number): ServerPool[] {
     const first = this.host.firstPool();
     const cores = typeof os.availableParallelism === 'function' ? os.availableParallelism() : os.cpus().length;
-    const most = Math.min(cores, Math.max(1, this.host.servers() ?? (Number(process.env.SHADOWFS_LINTS_SERVERS) || 1)));
+    const most = Math.min(cores, Math.max(1, this.host.servers() ?? (Number(process.env.SHADOWFS_LINTS_SERVERS) || DEFAULT_SERVERS)));
     while (this.extraPools.length + 1 < Math.min(most, queued) && os.freemem() > SERVER_MEMORY) this.extraPools.push(this.host.newPool());
     return [first, ...this.extraPools].slice(0, Math.max(1, Math.min(most, queued)));
   }

@@ -102,10 +102,8 @@ export class LintsService {
       batch?: boolean;
       /**
        * Most warm servers per language a batch uses on the shared mount, at most one per core and
-       * as free memory allows (default 1, or SHADOWFS_LINTS_SERVERS). More is not the default:
-       * typescript-language-server has tsserver check every open document again some 300 ms
-       * after each edit, which a server answering questions back to back never lets happen but
-       * two servers sharing two busy cores did, at twice the CPU per lint (docs/lints.md).
+       * as free memory allows (default 2, or SHADOWFS_LINTS_SERVERS; see Batches). A further
+       * server starts only for a batch with more than one question queued.
        */
       servers?: number;
     } = {},
