@@ -204,6 +204,18 @@ const NPM_CI = 'npm ci --prefer-offline --no-audit --no-fund --loglevel=error';
 const TSC = 'node node_modules/typescript/bin/tsc -p tsconfig.json';
 /** The build `npm run build:ts` does: tsc, then the protocol schema (the unit tests read it). */
 const TSC_BUILD = `${TSC} && node scripts/protocol-schema.js`;
+/** The two packages the install row installs, at the versions the project's lockfile pins (so its install cached them). */
+const INSTALL_VERSIONS = (() => {
+  const lock = JSON.parse(fs.readFileSync(path.join(repo, 'package-lock.json'), 'utf8')) as {
+    packages: Record<string, { version?: string }>;
+  };
+  const v = (name: string): string => {
+    const version = lock.packages[`node_modules/${name}`]?.version;
+    if (!version) throw new Error(`package-lock.json pins no ${name}: the install row needs it`);
+    return version;
+  };
+  return { typescript: v('typescript'), zod: v('zod') };
+})();
 const TSC_CHECK = `node node_modules/typescript/bin/tsc -p ${quick ? 'tsconfig.quick.json' : 'tsconfig.json'} --noEmit`;
 
 /**
@@ -424,6 +436,39 @@ const workloads: Workload[] = [
     warmup: true,
     needsBuild: true,
     run: (d) => sh("node node_modules/mocha/bin/mocha.js --no-config --reporter dot 'dist/test/unit/*.test.js'", d).ms,
+  },
+  // An agent building and installing in its shadow: everything it writes lands in the layer.
+  // Each run writes a new output folder beside the project (its name is the run's), removed
+  // untimed afterwards, so every run writes as much and the native folder, the other
+  // contenders' lower, stays as it was.
+  {
+    name: W.buildInShadow,
+    tree: 'ts',
+    warmup: true,
+    run: (d) => {
+      const out = path.join(d, `.bench-build-${crypto.randomBytes(4).toString('hex')}`);
+      const ms = sh(`${TSC_CHECK.replace(' --noEmit', '')} --outDir '${out}'`, d).ms;
+      fs.rmSync(out, { recursive: true, force: true });
+      return ms;
+    },
+  },
+  {
+    name: W.installInShadow,
+    tree: 'ts',
+    warmup: true,
+    run: (d) => {
+      const out = path.join(d, `.bench-install-${crypto.randomBytes(4).toString('hex')}`);
+      fs.mkdirSync(out);
+      fs.writeFileSync(path.join(out, 'package.json'), '{"name":"bench-install","version":"1.0.0","private":true}\n');
+      // From the npm cache the project's own install filled (typescript and zod are in its
+      // lockfile): no network, the same bytes every run.
+      const ms = sh(
+        `npm install --offline --no-audit --no-fund --ignore-scripts --no-package-lock --loglevel=error typescript@${INSTALL_VERSIONS.typescript} zod@${INSTALL_VERSIONS.zod}`,
+        out,
+      ).ms;
+      fs.rmSync(out, { recursive: true, force: true });
+      return ms;
+    },
   },
   // What an agent wrote (a build's output): in a shadow these are the layer's files. Written
   // once per contender (untimed; a name of its own, as the native folder is the others' lower),

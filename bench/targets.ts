@@ -1,4 +1,4 @@
-// The bench's row names and issue 18's targets for them, with the verdict logic the report's
+// The bench's row names and the targets for them (issue 18's, tightened by issue 33), with the verdict logic the report's
 // targets table uses. No side effects on import: the unit tests (test/unit/bench-targets.test.ts)
 // import it without running the benchmark.
 
@@ -24,6 +24,8 @@ export function workloadNames(smallFiles: number) {
     tsc: 'tsc --noEmit (warm)',
     tests: 'test suite: mocha unit tests (warm)',
     readBackAgent: 'read back agent-written files (cold caches)',
+    buildInShadow: 'build in the shadow: tsc emits the project (warm)',
+    installInShadow: 'npm install in the shadow: 2 packages from the cache',
     createWrite: `create+write ${smallFiles} small files`,
     rmTree: 'rm -rf node_modules tree',
   } as const;
@@ -31,9 +33,9 @@ export function workloadNames(smallFiles: number) {
 
 export type WorkloadKey = keyof ReturnType<typeof workloadNames>;
 
-/** The contender the targets are for, and the one it must beat on every row. */
+/** The contender the targets are for, and the one it must match or beat on every row (issue 33). */
 export const TARGET_CONTENDER = 'shadowfs (fuse_ll)';
-export const RIVAL = 'fuse-overlayfs';
+export const RIVAL = 'overlayfs (kernel, upper on tmpfs)';
 
 export interface Target {
   workload: string;
@@ -42,22 +44,24 @@ export interface Target {
 }
 
 /**
- * Issue 18's targets (ratios to native): warm git status and stat ≤ 1.3×, read every file
- * ≤ 1.2×, grep ≤ 1.5×, cold stat ≤ 2×, small-file create+write at least half of native
- * throughput (≤ 2×). Besides these, every row has to beat fuse-overlayfs.
+ * The targets (ratios to native): issue 18's warm git status and stat ≤ 1.3×, read every file
+ * ≤ 1.2× and grep ≤ 1.5×; issue 33's cold stat ≤ 1.5×, small-file create+write ≤ 1.5× and
+ * reading back agent-written files ≤ 1.1×. Besides these, every row has to be at or below
+ * kernel overlayfs (issue 33; issue 18 asked to beat fuse-overlayfs).
  */
 export function targets(smallFiles: number): Target[] {
   const w = workloadNames(smallFiles);
   return [
     { workload: w.statWarm, maxRatio: 1.3 },
-    { workload: w.statCold, maxRatio: 2 },
+    { workload: w.statCold, maxRatio: 1.5 },
     { workload: w.readWarm, maxRatio: 1.2 },
     { workload: w.gitStatus, maxRatio: 1.3 },
     { workload: w.gitStatusRepo50k, maxRatio: 1.3 },
     { workload: w.grepGenerated, maxRatio: 1.5 },
     { workload: w.grepRepo50k, maxRatio: 1.5 },
     { workload: w.grepTs, maxRatio: 1.5 },
-    { workload: w.createWrite, maxRatio: 2 },
+    { workload: w.createWrite, maxRatio: 1.5 },
+    { workload: w.readBackAgent, maxRatio: 1.1 },
   ];
 }
 
@@ -68,8 +72,8 @@ export interface Measured {
 }
 
 /**
- * The verdict on one row: "met"; "MISSED: " with the reasons (over target, not better than
- * fuse-overlayfs); or "not measured: " with what is missing. A row with a known miss says MISSED
+ * The verdict on one row: "met"; "MISSED: " with the reasons (over target, slower than kernel
+ * overlayfs); or "not measured: " with what is missing. A row with a known miss says MISSED
  * even when another part could not be checked (that part is added in parentheses).
  */
 export function verdict(maxRatio: number | undefined, shadowfs: Measured | undefined, rival: Measured | undefined): string {
@@ -81,7 +85,7 @@ export function verdict(maxRatio: number | undefined, shadowfs: Measured | undef
     else if (shadowfs.ratio > maxRatio) missed.push('over target');
   }
   if (!rival || !Number.isFinite(rival.median)) unknown.push(`no ${RIVAL} result`);
-  else if (!(shadowfs.median < rival.median)) missed.push(`not better than ${RIVAL}`);
+  else if (!(shadowfs.median <= rival.median)) missed.push(`slower than ${RIVAL}`);
   if (missed.length) return `MISSED: ${missed.join(', ')}${unknown.length ? ` (${unknown.join('; ')})` : ''}`;
   if (unknown.length) return `not measured: ${unknown.join('; ')}`;
   return 'met';
@@ -128,9 +132,9 @@ const cell = (m: Measured | undefined): string =>
  */
 export function targetsMarkdown(rows: TargetRow[], why: (workload: string) => string = () => ''): string[] {
   return [
-    `## Targets (issue 18)`,
+    `## Targets (issues 18 and 33)`,
     '',
-    `Ratios to native in this run (medians; a row without a native baseline shows the median). Target: the highest ratio issue 18 accepts for ${TARGET_CONTENDER}; every row also has to beat ${RIVAL}. For a missed row, the FUSE requests of one ${TARGET_CONTENDER} run follow the verdict.`,
+    `Ratios to native in this run (medians; a row without a native baseline shows the median). Target: the highest ratio issues 18 and 33 accept for ${TARGET_CONTENDER}; every row also has to be at or below ${RIVAL}. For a missed row, the FUSE requests of one ${TARGET_CONTENDER} run follow the verdict.`,
     '',
     `| workload | ${TARGET_CONTENDER} | target | ${RIVAL} | verdict |`,
     '| --- | ---: | ---: | ---: | --- |',
