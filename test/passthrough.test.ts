@@ -1,6 +1,6 @@
 // FUSE passthrough on fuse_ll (io: 'passthrough', issue #18): read-only opens of files whose
-// content is the folder's are handed to the kernel as the folder's own file, so their reads
-// never reach the daemon. Counted by the backend itself (Shadow.requestCounts). These tests
+// content is the folder's are handed to the kernel as the folder's own file, and those of layer
+// files as their spill file or a memory file (memfd), so their reads never reach the daemon. Counted by the backend itself (Shadow.requestCounts). These tests
 // mount fuse_ll in every pass; they need root (CAP_SYS_ADMIN registers backing files) and a
 // kernel with FUSE passthrough (6.9+), and fail saying so when either is missing.
 import * as assert from 'assert';
@@ -8,6 +8,8 @@ import { spawnSync } from 'child_process';
 import * as crypto from 'crypto';
 import * as fs from 'fs';
 import * as path from 'path';
+import { setMemoryBudget } from '../src/shadow';
+import { defaultMemoryBudget } from '../src/shadow/budget';
 import { repoRoot, tempDir, withShadow } from './helpers/fixtures';
 import { asNobody, chownTree, nobodyDir } from './helpers/unprivileged';
 
@@ -66,12 +68,12 @@ describe('FUSE passthrough (fuse_ll, io: passthrough)', function () {
         assert.strictEqual(sh('cat src/*.js', mp), sh('cat src/*.js', lower));
         assert.strictEqual(delta(before, shadow.requestCounts()).read, 0);
 
-        // A file the layer holds is the daemon's to serve.
+        // A file the layer holds in memory is moved to a memory file the kernel serves too.
         await shadow.layer('default').write('src/m7.js', 'changed by the agent\n');
         before = shadow.requestCounts();
         assert.strictEqual(sh('cat src/m7.js', mp), 'changed by the agent\n');
         d = delta(before, shadow.requestCounts());
-        assert.ok(d.read >= 1, `layer content comes by READ: ${JSON.stringify(d)}`);
+        assert.strictEqual(d.read, 0, `layer content in memory read with no READ request: ${JSON.stringify(d)}`);
         // Written through the mount: the layer has it, the folder does not.
         sh('printf "new\\n" > src/new.js && printf "more\\n" >> src/m8.js', mp);
         assert.strictEqual(sh('cat src/new.js src/m8.js', mp), 'new\nmodule.exports = 8;\nmore\n');
@@ -168,6 +170,83 @@ describe('FUSE passthrough (fuse_ll, io: passthrough)', function () {
       },
       { backend: 'fuse_ll', io: 'passthrough', spillThreshold: 0 },
     );
+  });
+
+  it('small layer contents held in memory are read through a memory file (no READ requests), counted as memory, and stay right across writes, layer switches and the budget', async () => {
+    const lower = folder('pt-memfd');
+    const hashOf = (): string => sh('find . -type f | sort | xargs md5sum', lower);
+    const folderBefore = hashOf();
+    try {
+      await withShadow(
+        lower,
+        async (shadow, mp) => {
+          assert.strictEqual(shadow.kernelTransport().passthrough, true);
+          const layer = shadow.layer('default');
+          // Agent-written small files (the default spill threshold keeps them in memory).
+          sh('mkdir -p gen && for i in $(seq 0 19); do printf "generated %s\\n" $i > gen/f$i.js; done && printf "x\\n" >> src/m1.js', mp);
+          let before = shadow.requestCounts();
+          const expected = Array.from({ length: 20 }, (_, i) => `generated ${i}\n`).join('');
+          assert.strictEqual(sh('cat gen/f*.js | sort -t" " -k2 -n', mp), expected);
+          assert.strictEqual(sh('cat src/m1.js', mp), 'module.exports = 1;\nx\n');
+          const d = delta(before, shadow.requestCounts());
+          assert.strictEqual(d.read, 0, `small layer files read with no READ request: ${JSON.stringify(d)}`);
+          // Still memory for the budget and the layer's stats (a memory file holds whole pages).
+          let st = await shadow.stats();
+          assert.strictEqual(st.layers.default.spilledBytes, 0, `nothing on disk: ${JSON.stringify(st.layers.default)}`);
+          assert.ok(st.layers.default.memoryBytes >= 21 * 4096, `counted as memory: ${JSON.stringify(st.layers.default)}`);
+          assert.ok(st.budget.inMemoryBytes >= 21 * 4096, `the budget counts them: ${JSON.stringify(st.budget)}`);
+
+          // A reader holding one open; an append and a truncate through other opens reach it.
+          const f = path.join(mp, 'gen', 'f3.js');
+          const fd = fs.openSync(f, 'r');
+          try {
+            const buf = Buffer.alloc(64);
+            const at = (): string => buf.subarray(0, fs.readSync(fd, buf, 0, 64, 0)).toString();
+            assert.strictEqual(at(), 'generated 3\n');
+            sh(`printf 'appended\\n' >> '${f}'`, mp);
+            assert.strictEqual(sh(`cat '${f}'`, mp), 'generated 3\nappended\n');
+            assert.strictEqual(at(), 'generated 3\nappended\n');
+            assert.strictEqual((await layer.readFile('gen/f3.js')).toString(), 'generated 3\nappended\n');
+            assert.strictEqual(fs.statSync(f).size, 21);
+            fs.truncateSync(f, 9);
+            assert.strictEqual(at(), 'generated');
+            assert.strictEqual(sh(`cat '${f}'`, mp), 'generated');
+            // Another layer does not see it; the reader keeps its file; back again, the layer's.
+            await shadow.createLayer('other');
+            await shadow.activate('other');
+            assert.ok(!fs.existsSync(f), 'the other layer has no gen/f3.js');
+            assert.strictEqual(at(), 'generated');
+            await shadow.activate('default');
+            assert.strictEqual(sh(`cat '${f}'`, mp), 'generated');
+          } finally {
+            fs.closeSync(fd);
+          }
+          // The layer's changes and a replacement through the API (the next open sees it).
+          const changed = (await layer.changes()).map((c) => c.path).sort();
+          assert.ok(changed.includes('gen/f3.js') && changed.includes('src/m1.js'), JSON.stringify(changed));
+          await layer.write('gen/f4.js', 'replaced\n');
+          before = shadow.requestCounts();
+          assert.strictEqual(sh('cat gen/f4.js', mp), 'replaced\n');
+          assert.strictEqual(delta(before, shadow.requestCounts()).read, 0);
+
+          // Past the budget (256 KiB for this shadow) they move to disk: the contents stay right.
+          sh('for i in $(seq 20 59); do head -c 8000 /dev/zero | tr "\\0" "y" > gen/f$i.js; done', mp);
+          for (let i = 0; i < 200 && (await shadow.stats()).budget.inMemoryBytes > 256 * 1024; i++)
+            await new Promise((r) => setTimeout(r, 10));
+          const b = (await shadow.stats()).budget;
+          assert.ok(b.inMemoryBytes <= 256 * 1024 && b.spilledContents > 0, `within the budget: ${JSON.stringify(b)}`);
+          st = await shadow.stats();
+          assert.ok(st.layers.default.spilledBytes > 0, `moved to disk: ${JSON.stringify(st.layers.default)}`);
+          assert.strictEqual(sh('cat gen/f0.js gen/f3.js gen/f4.js', mp), 'generated 0\ngeneratedreplaced\n');
+          assert.strictEqual(sh('cat gen/f59.js', mp), 'y'.repeat(8000));
+          assert.strictEqual((await layer.readFile('gen/f19.js')).toString(), 'generated 19\n');
+        },
+        { backend: 'fuse_ll', io: 'passthrough', memoryBudget: '256K' },
+      );
+    } finally {
+      setMemoryBudget(defaultMemoryBudget());
+    }
+    assert.strictEqual(hashOf(), folderBefore, 'the folder is never written');
   });
 
   it("shadowfs mount --io passthrough (daemon, RPC) mounts in that mode and says so in the shadow's info", async () => {

@@ -199,8 +199,12 @@ int Spiller::createFor(uint64_t size, std::unique_ptr<SpillFile>* out) {
 uint64_t Spiller::packBytes() const { return pack_->bytes(); }
 
 uint64_t memoryOf(const Inode* in) {
-  if (in->type != FileType::Regular || in->inLower() || !in->u.data) return 0;
-  if (in->mo() && in->mo()->spill) return 0;
+  if (in->type != FileType::Regular || in->inLower()) return 0;
+  if (in->mo() && in->mo()->spill) {
+    // A memory file (memfd) holds whole pages.
+    return in->mo()->spill->inMemory() ? (in->size + 4095) & ~uint64_t{4095} : 0;
+  }
+  if (!in->u.data) return 0;
   return in->dataCap();
 }
 
@@ -208,7 +212,22 @@ int spillContent(Spiller& to, Inode* in, bool packed) {
   std::unique_ptr<SpillFile> f;
   int e = packed ? to.createFor(in->size, &f) : to.createFile(&f);
   if (e) return e;
-  if (in->size) {
+  SpillFile* mem = in->mo() ? in->mo()->spill.get() : nullptr;
+  if (mem && !mem->inMemory()) return 0;  // already on disk
+  if (mem) {
+    // Out of a memory file (one the kernel may be serving: its readers keep it, the next open
+    // gets the disk file).
+    std::vector<char> buf(1 << 20);
+    for (uint64_t off = 0; off < in->size;) {
+      size_t got = 0;
+      const size_t want = static_cast<size_t>(std::min<uint64_t>(buf.size(), in->size - off));
+      if ((e = mem->pread(buf.data(), want, off, &got))) return e;
+      if (!got) break;  // shorter than its size: the rest reads as zeros
+      if ((e = f->pwrite(buf.data(), got, off))) return e;
+      off += got;
+    }
+    if ((e = f->truncate(in->size))) return e;
+  } else if (in->size) {
     e = f->pwrite(in->u.data, static_cast<size_t>(in->size), 0);
     if (e) return e;
   }

@@ -51,6 +51,8 @@ class Spiller {
   int createFile(std::unique_ptr<SpillFile>* out);
   // An empty spill file with room for `size` bytes: packed when that fits a slot.
   int createFor(uint64_t size, std::unique_ptr<SpillFile>* out);
+  // A file in memory with a descriptor (SpillStore::createInMemory).
+  int createInMemory(std::unique_ptr<SpillFile>* out) { return store_->createInMemory(out); }
   uint64_t packBytes() const;  // the pack file's size (slots in use and free)
 
  private:

@@ -50,6 +50,12 @@ uint64_t pow2at(uint64_t v) {
 
 SpillFile* spillOf(const Inode* in) { return in->mo() ? in->mo()->spill.get() : nullptr; }
 
+// In a spill file on disk (not a memory file the budget still counts as memory).
+bool onDisk(const Inode* in) {
+  SpillFile* sp = spillOf(in);
+  return sp && !sp->inMemory();
+}
+
 // The content's size changes: cmu is held exclusively by the caller; mmu for the readers of
 // the attributes.
 void setContentSize(Inode* in, uint64_t size) {
@@ -83,7 +89,7 @@ void Overlay::log(const std::string& line) const {
 }
 
 int Overlay::spillOut(Inode* in, bool packed) {
-  if (spillOf(in) || !spill_) return 0;
+  if (onDisk(in) || !spill_) return 0;
   const uint64_t was = memoryOf(in);
   int e = spillContent(*spill_, in, packed);
   ContentBudget::process().charge(was, memoryOf(in));
@@ -148,7 +154,7 @@ void Overlay::forEachContentInMemory(
 int Overlay::contentWrite(Inode* in, const char* buf, size_t size, uint64_t off) {
   const uint64_t was = memoryOf(in);
   const uint64_t end = off + size;
-  if (!spillOf(in) && end > spillThreshold_) {
+  if (!onDisk(in) && end > spillThreshold_) {
     int e = spillOut(in);
     if (e) return e;
   }
@@ -156,6 +162,7 @@ int Overlay::contentWrite(Inode* in, const char* buf, size_t size, uint64_t off)
     int e = sp->pwrite(buf, size, off);
     if (e) return e;
     if (end > in->size) setContentSize(in, end);
+    if (sp->inMemory()) accounted(in, was);
     return 0;
   }
   if (end > in->size) {
@@ -173,7 +180,7 @@ int Overlay::contentWrite(Inode* in, const char* buf, size_t size, uint64_t off)
 
 int Overlay::contentTruncate(Inode* in, uint64_t size) {
   const uint64_t was = memoryOf(in);
-  if (!spillOf(in) && size > spillThreshold_) {
+  if (!onDisk(in) && size > spillThreshold_) {
     int e = spillOut(in);
     if (e) return e;
   }
@@ -181,6 +188,7 @@ int Overlay::contentTruncate(Inode* in, uint64_t size) {
     int e = sp->truncate(size);
     if (e) return e;
     setContentSize(in, size);
+    if (sp->inMemory()) accounted(in, was);
     return 0;
   }
   if (size == 0) {
@@ -213,10 +221,29 @@ int Overlay::spilledContentDescriptor(Handle* h) {
   if (!h || h->writable || h->lower >= 0) return -1;
   Inode* in = h->inode.get();
   if (!in || in->type != FileType::Regular) return -1;
-  ReadLock c(in->cmu(), LockRank::Content);
+  {
+    ReadLock c(in->cmu(), LockRank::Content);
+    if (SpillFile* sp = spillOf(in)) return sp->duplicateDescriptor();
+  }
+  if (!spill_) return -1;
+  // In memory: moved into a memory file the kernel can serve. The budget keeps counting it
+  // (memoryOf) and may still move it to disk; the store bounds how many exist (EMFILE past its
+  // limit: this open is then served through us, as before).
+  WriteLock c(in->cmu(), LockRank::Content);
+  if (SpillFile* sp = spillOf(in)) return sp->duplicateDescriptor();
+  if (in->inLower()) return -1;
+  std::unique_ptr<SpillFile> f;
+  if (spill_->createInMemory(&f)) return -1;
+  if (in->size && in->u.data && f->pwrite(in->u.data, static_cast<size_t>(in->size), 0)) return -1;
+  if (f->truncate(in->size)) return -1;
+  const uint64_t was = memoryOf(in);
+  in->more().spill = std::move(f);
+  std::free(in->u.data);
+  in->u.data = nullptr;
+  in->clear(Inode::kGrown);
+  accounted(in, was);  // may move it on to disk at once when over the budget
   SpillFile* sp = spillOf(in);
-  if (!sp) return -1;
-  return sp->duplicateDescriptor();
+  return sp ? sp->duplicateDescriptor() : -1;
 }
 
 int Overlay::contentAssign(Inode* in, const std::string& data) {

@@ -61,11 +61,10 @@ int Overlay::putFile(const std::string& layer, const std::string& asked, const s
   std::swap(in->u.data, fresh->u.data);
   const bool grown = fresh->has(Inode::kGrown);
   if (in->has(Inode::kGrown)) fresh->set(Inode::kGrown); else fresh->clear(Inode::kGrown);
-  if (fresh->mo() && fresh->mo()->spill) {
-    in->more().spill = std::move(fresh->mo()->spill);
-  } else if (in->mo()) {
-    in->mo()->spill.reset();
-  }
+  // The spill files change places too (a memory file is counted as memory, by its size).
+  std::unique_ptr<SpillFile> was = in->mo() ? std::move(in->mo()->spill) : nullptr;
+  if (fresh->mo() && fresh->mo()->spill) in->more().spill = std::move(fresh->mo()->spill);
+  if (was) fresh->more().spill = std::move(was);
   Timespec t = nowTime();
   {
     MetaLock m(in->mmu(), LockRank::Meta);

@@ -276,7 +276,9 @@ uint64_t Inode::footprint(uint64_t* spilled) const {
     SharedMutex& c = cmu();
     if (c.try_lock_shared()) {
       const More* e = mo();
-      if (e && e->spill) {
+      if (e && e->spill && e->spill->inMemory()) {
+        bytes += (size + 4095) & ~uint64_t{4095};
+      } else if (e && e->spill) {
         *spilled += size;
       } else if (!inLower() && u.data) {
         bytes += mallocChunk(static_cast<size_t>(dataCap()));

@@ -190,7 +190,9 @@ class Overlay {
   int fgetattr(Handle* h, Attr* out);  // ENOENT when the handle has no layer inode
   // A read-only handle on a layer file whose content lives in a spill file: a new descriptor
   // of that file (the caller closes it), for a backend that hands it to the kernel (FUSE
-  // passthrough). -1 for anything else (content in memory or in the folder, write handles).
+  // passthrough). A content in memory is first moved into a memory file (SpillStore::
+  // createInMemory, still counted as memory). -1 for anything else (content in the folder,
+  // write handles, a packed slot, no memory file to be had).
   int spilledContentDescriptor(Handle* h);
   // fallocate(2) on an open file. Contents live in memory or in a spill file that grows on
   // demand, so there is nothing to reserve: keepSize does nothing, otherwise the file grows to

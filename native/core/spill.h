@@ -31,12 +31,22 @@ class SpillFile {
   // A new descriptor of this file (the caller closes it), for a backend that hands the file
   // to the kernel to serve (FUSE passthrough); -1 where the system has none to give.
   virtual int duplicateDescriptor() { return -1; }
+  // True for a file held in memory that the kernel can still serve (a memfd): the memory budget
+  // counts its bytes as memory and may move it to a disk spill file like an in-memory content.
+  virtual bool inMemory() const { return false; }
 };
 
 class SpillStore {
  public:
   virtual ~SpillStore() = default;
   virtual int create(std::unique_ptr<SpillFile>* out) = 0;
+  // An empty file in memory that has a descriptor to hand to the kernel (FUSE passthrough of a
+  // small layer content). ENOSYS where the system has none; EMFILE past the store's bound on
+  // how many such files (each one descriptor of the process) may be open at once.
+  virtual int createInMemory(std::unique_ptr<SpillFile>* out) {
+    (void)out;
+    return ENOSYS;
+  }
 };
 
 }  // namespace shadowfs

@@ -89,7 +89,8 @@ int LLMount::passthroughOpen(uint64_t ino, Handle* h, uint32_t* backingId) {
   // on a read-only descriptor, and either way we would never see it to copy the file up. So a
   // write-open is served through us like in "open" mode, and gets the same deferral.
   // Content the layer holds in a spill file (past the spill threshold, or moved out by the
-  // memory budget), opened read-only: the backing file is the spill file itself. Writes through
+  // memory budget), or in memory (moved into a memory file for this), opened read-only: the
+  // backing file is that file itself. Writes through
   // other opens go to that same file (Overlay::contentWrite), so the reader sees them as it
   // would through us; a content moved to another file (a whole replacement through the API)
   // is a new object for the next open, and open readers keep the file they opened.

@@ -8,11 +8,14 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/statvfs.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <vector>
@@ -348,6 +351,42 @@ class PosixSpillFile final : public SpillFile {
   int fd_;
 };
 
+// A content in memory with a descriptor the kernel can serve (memfd). Each holds one descriptor
+// of the process, so at most 4096 exist at once (enough for the files an agent works on at a
+// time), and never more than a quarter of the process's descriptor limit (1024 by default on
+// many systems, though Node raises it to the hard limit); past it, opens are served through the
+// daemon as before.
+int maxMemoryFiles() {
+  static const int n = [] {
+    struct rlimit r {};
+    if (::getrlimit(RLIMIT_NOFILE, &r) != 0 || r.rlim_cur == RLIM_INFINITY) return 4096;
+    return static_cast<int>(std::min<rlim_t>(4096, r.rlim_cur / 4));
+  }();
+  return n;
+}
+std::atomic<int> memoryFiles{0};
+
+class PosixMemoryFile final : public SpillFile {
+ public:
+  explicit PosixMemoryFile(int fd) : file_(fd) {}
+  ~PosixMemoryFile() override { memoryFiles.fetch_sub(1, std::memory_order_relaxed); }
+  int pread(char* buf, size_t size, uint64_t off, size_t* got) override {
+    return file_.pread(buf, size, off, got);
+  }
+  int pwrite(const char* buf, size_t size, uint64_t off) override {
+    return file_.pwrite(buf, size, off);
+  }
+  int truncate(uint64_t size) override { return file_.truncate(size); }
+  int dataExtents(uint64_t size, size_t max, std::vector<Extent>* out) override {
+    return file_.dataExtents(size, max, out);
+  }
+  int duplicateDescriptor() override { return file_.duplicateDescriptor(); }
+  bool inMemory() const override { return true; }
+
+ private:
+  PosixSpillFile file_;
+};
+
 class PosixSpill final : public SpillStore {
  public:
   explicit PosixSpill(std::string dir) : dir_(std::move(dir)) {}
@@ -356,6 +395,26 @@ class PosixSpill final : public SpillStore {
     if (fd < 0) return errno;
     *out = std::make_unique<PosixSpillFile>(fd);
     return 0;
+  }
+
+  int createInMemory(std::unique_ptr<SpillFile>* out) override {
+#ifdef MFD_CLOEXEC
+    if (memoryFiles.fetch_add(1, std::memory_order_relaxed) >= maxMemoryFiles()) {
+      memoryFiles.fetch_sub(1, std::memory_order_relaxed);
+      return EMFILE;
+    }
+    int fd = ::memfd_create("shadowfs-content", MFD_CLOEXEC);
+    if (fd < 0) {
+      const int e = errno;
+      memoryFiles.fetch_sub(1, std::memory_order_relaxed);
+      return e;
+    }
+    *out = std::make_unique<PosixMemoryFile>(fd);
+    return 0;
+#else
+    (void)out;
+    return ENOSYS;
+#endif
   }
 
  private:
