@@ -118,6 +118,37 @@ describe('FUSE passthrough (fuse_ll, io: passthrough)', function () {
     assert.strictEqual(md5(fs.readFileSync(path.join(lower, 'src', 'm3.js'))), hashBefore, 'the folder file is untouched');
   });
 
+  it('a write-open that cannot be sent to a new node (a reopen through /proc/<pid>/fd) is refused before it truncates anything', async () => {
+    const lower = folder('pt-reopen');
+    const hashBefore = md5(fs.readFileSync(path.join(lower, 'src', 'm4.js')));
+    await withShadow(
+      lower,
+      async (shadow, mp) => {
+        const f = path.join(mp, 'agent.txt');
+        fs.writeFileSync(f, 'agent wrote this\n');
+        const fd = fs.openSync(f, 'r'); // a passthrough open of the layer's content
+        try {
+          assert.strictEqual(fs.readFileSync(fd, 'utf8'), 'agent wrote this\n');
+          // O_TRUNC through the descriptor's /proc link: the kernel cannot look the name up again,
+          // so the ESTALE that sends a write-open to a new node reaches the caller. The content
+          // must be as it was (the open used to truncate it first, then fail).
+          const r = spawnSync('sh', ['-c', `echo X > /proc/${process.pid}/fd/${fd}`], { encoding: 'utf8' });
+          assert.notStrictEqual(r.status, 0, 'the reopen was refused');
+          assert.match(r.stderr, /Stale file handle/);
+          assert.strictEqual(sh(`cat '${f}'`, mp), 'agent wrote this\n');
+          // By its name, the same write is sent to a new node and lands.
+          sh(`echo X > '${f}'`, mp);
+          assert.strictEqual(sh(`cat '${f}'`, mp), 'X\n');
+        } finally {
+          fs.closeSync(fd);
+        }
+        assert.strictEqual((await shadow.layer('default').readFile('agent.txt')).toString(), 'X\n');
+      },
+      { backend: 'fuse_ll', io: 'passthrough' },
+    );
+    assert.strictEqual(md5(fs.readFileSync(path.join(lower, 'src', 'm4.js'))), hashBefore, 'the folder is untouched');
+  });
+
   it('layer files kept in a spill file are read through the kernel too (no READ requests), and stay right across writes, layer switches and the budget', async () => {
     const lower = folder('pt-layer');
     await withShadow(

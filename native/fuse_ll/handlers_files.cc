@@ -29,6 +29,13 @@ void LLMount::opOpen(Req* req, uint64_t ino, FileInfo* fi) {
   std::string path;
   std::shared_ptr<Layer> layer;
   if (int pe = m->nodeAt(ino, &path, &layer)) return (void)wire::replyErr(req, pe);
+  if (m->passthrough_.load() && (fi->flags & O_ACCMODE) != O_RDONLY) {
+    // A write-open of a node read through a backing file gets ESTALE (see passthroughOpen),
+    // and gets it before the open does anything: an O_TRUNC open must not empty the content
+    // and then fail (a reopen through /proc/<pid>/fd, which cannot look the name up again).
+    std::lock_guard pl(m->ptMu_);
+    if (int se = m->staleIfBacked(ino)) return (void)wire::replyErr(req, se);
+  }
   Handle* h = nullptr;
   Attr a;
   int e = m->ov_->open(layer.get(), path, intentOf(fi->flags), &h, &a);
@@ -78,6 +85,23 @@ void LLMount::opOpen(Req* req, uint64_t ino, FileInfo* fi) {
     m->trackHandle(ino, h, false);
     m->ov_->release(h);
   }
+}
+
+void LLMount::unnameLocked(FNode* n, uint64_t ino) {
+  for (auto& nm : n->names) {
+    auto b = byName_.find(key(nm.parent, nm.name));
+    if (b != byName_.end() && b->second == ino) byName_.erase(b);
+  }
+  auto bi = byIno_.find(n->ino);
+  if (bi != byIno_.end() && bi->second == ino) byIno_.erase(bi);
+}
+
+int LLMount::staleIfBacked(uint64_t ino) {
+  std::lock_guard lock(tmu_);
+  auto it = nodes_.find(ino);
+  if (it == nodes_.end() || !it->second->backingId) return 0;
+  unnameLocked(it->second.get(), ino);
+  return ESTALE;
 }
 
 int LLMount::passthroughOpen(uint64_t ino, Handle* h, uint32_t* backingId) {
@@ -130,12 +154,7 @@ int LLMount::passthroughOpen(uint64_t ino, Handle* h, uint32_t* backingId) {
       // lookup; the readers keep this one and the file they opened. That includes the other
       // names of a hard-linked file, which lookups would otherwise join to this node by its
       // inode number (and the kernel's retry would get ESTALE again).
-      for (auto& nm : n->names) {
-        auto b = byName_.find(key(nm.parent, nm.name));
-        if (b != byName_.end() && b->second == ino) byName_.erase(b);
-      }
-      auto bi = byIno_.find(n->ino);
-      if (bi != byIno_.end() && bi->second == ino) byIno_.erase(bi);
+      unnameLocked(n, ino);
       return ESTALE;
     }
   }

@@ -348,6 +348,10 @@ class LLMount final : public LoopedMount {
   // node's names are detached, so the kernel's retry of the open (with revalidation) looks the
   // name up again and gets a new node for the new object.
   int passthroughOpen(uint64_t ino, Handle* h, uint32_t* backingId);
+  // ESTALE when the node is read through a backing file (its names then go to a new node at
+  // the next lookup), else 0. ptMu_ held.
+  int staleIfBacked(uint64_t ino);
+  void unnameLocked(FNode* n, uint64_t ino);  // drops the node's names from the tables; tmu_ held
   void passthroughRelease(Handle* h);
   // INIT answered: start() waits for it, so that transport() tells the truth once mount returns.
   std::mutex initMu_;
