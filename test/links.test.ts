@@ -136,4 +136,25 @@ describe('hard links and ctime', () => {
     assert.deepStrictEqual(plain, [1, true]);
     assert.deepStrictEqual(await withShadow(makeProject(), async (_s, mp) => run(mp)), plain);
   });
+
+  // Found by the differential test on fuse_hl: its kernel inodes are one per name, and the other
+  // names of a hard-linked symlink were never invalidated (only regular files' were).
+  it('a hard link of a symlink (names in two directories): both names show its link count, before and after one goes, as in a plain directory', async () => {
+    const run = (dir: string): number[] => {
+      const p = (n: string): string => path.join(dir, n);
+      fs.mkdirSync(p('d'));
+      fs.mkdirSync(p('e'));
+      fs.symlinkSync('target', p('d/s'));
+      const counts = [fs.lstatSync(p('d/s')).nlink];
+      fs.linkSync(p('d/s'), p('e/t')); // link(2) does not follow a symlink: a second name of it
+      counts.push(fs.lstatSync(p('d/s')).nlink, fs.lstatSync(p('e/t')).nlink);
+      fs.readdirSync(p('d'));
+      fs.unlinkSync(p('e/t'));
+      counts.push(fs.lstatSync(p('d/s')).nlink);
+      return counts;
+    };
+    const plain = run(tempDir('plain'));
+    assert.deepStrictEqual(plain, [1, 2, 2, 1]);
+    assert.deepStrictEqual(await withShadow(makeProject(), async (_s, mp) => run(mp)), plain);
+  });
 });

@@ -13,7 +13,8 @@
 // timeouts are one setting for every reply (lib/fuse.c answers with conf.attr_timeout
 // everywhere), so a write or chmod through one name would leave the other names' cached
 // attributes wrong. We remember every name a lookup showed with a link count above one, by
-// object, and before a request that changes such an object answers (write, truncate, chmod,
+// object (anything but a directory: link(2) makes second names of symlinks and special files
+// too), and before a request that changes such an object answers (write, truncate, chmod,
 // link, unlink, rename over it...) we invalidate its other names. The invalidation runs on a
 // thread of its own and the request waits for it, but only for a bounded time: the kernel holds
 // a file's pages locked across its WRITE, so two writes through two names of one file at once
@@ -63,7 +64,7 @@ void HLMount::forgetPaths(const std::vector<std::string>& paths, bool allNames) 
 }
 
 void HLMount::noteLinked(const std::string& path, const Attr& a) {
-  if (a.type != FileType::Regular || a.nlink < 2) return;
+  if (a.type == FileType::Directory || a.nlink < 2) return;
   std::lock_guard lock(linksMu_);
   linked_[a.ino].insert(path);
   anyLinked_.store(true, std::memory_order_relaxed);
@@ -71,7 +72,7 @@ void HLMount::noteLinked(const std::string& path, const Attr& a) {
 
 std::vector<std::string> HLMount::linkedNames(const Attr& a, const std::string& except) {
   std::vector<std::string> out;
-  if (a.type != FileType::Regular || !anyLinked_.load(std::memory_order_relaxed)) return out;
+  if (a.type == FileType::Directory || !anyLinked_.load(std::memory_order_relaxed)) return out;
   std::lock_guard lock(linksMu_);
   auto it = linked_.find(a.ino);
   if (it == linked_.end()) return out;
