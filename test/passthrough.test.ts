@@ -125,7 +125,9 @@ describe('FUSE passthrough (fuse_ll, io: passthrough)', function () {
       lower,
       async (shadow, mp) => {
         const f = path.join(mp, 'agent.txt');
-        fs.writeFileSync(f, 'agent wrote this\n');
+        // Written through the API: held in memory, so the read-only open below moves it into a
+        // memory file, which write-opens never share (they go through the daemon, on a new node).
+        await shadow.layer('default').write('agent.txt', 'agent wrote this\n');
         const fd = fs.openSync(f, 'r'); // a passthrough open of the layer's content
         try {
           assert.strictEqual(fs.readFileSync(fd, 'utf8'), 'agent wrote this\n');
@@ -213,8 +215,11 @@ describe('FUSE passthrough (fuse_ll, io: passthrough)', function () {
         async (shadow, mp) => {
           assert.strictEqual(shadow.kernelTransport().passthrough, true);
           const layer = shadow.layer('default');
-          // Agent-written small files (the default spill threshold keeps them in memory).
-          sh('mkdir -p gen && for i in $(seq 0 19); do printf "generated %s\\n" $i > gen/f$i.js; done && printf "x\\n" >> src/m1.js', mp);
+          // Small files written through the API (kept in memory; files a program writes through
+          // the mount are the kernel's to write, in disk files: the next test) and a folder
+          // file appended to (copied up by the daemon, into memory).
+          for (let i = 0; i < 20; i++) await layer.write(`gen/f${i}.js`, `generated ${i}\n`);
+          sh('printf "x\\n" >> src/m1.js', mp);
           let before = shadow.requestCounts();
           const expected = Array.from({ length: 20 }, (_, i) => `generated ${i}\n`).join('');
           assert.strictEqual(sh('cat gen/f*.js | sort -t" " -k2 -n', mp), expected);
@@ -261,7 +266,7 @@ describe('FUSE passthrough (fuse_ll, io: passthrough)', function () {
           assert.strictEqual(delta(before, shadow.requestCounts()).read, 0);
 
           // Past the budget (256 KiB for this shadow) they move to disk: the contents stay right.
-          sh('for i in $(seq 20 59); do head -c 8000 /dev/zero | tr "\\0" "y" > gen/f$i.js; done', mp);
+          for (let i = 20; i < 60; i++) await layer.write(`gen/f${i}.js`, 'y'.repeat(8000));
           for (let i = 0; i < 200 && (await shadow.stats()).budget.inMemoryBytes > 256 * 1024; i++)
             await new Promise((r) => setTimeout(r, 10));
           const b = (await shadow.stats()).budget;
@@ -277,6 +282,81 @@ describe('FUSE passthrough (fuse_ll, io: passthrough)', function () {
     } finally {
       setMemoryBudget(defaultMemoryBudget());
     }
+    assert.strictEqual(hashOf(), folderBefore, 'the folder is never written');
+  });
+
+  it('files a program writes through the mount are written by the kernel into disk files (no WRITE requests): sizes, contents, times and the API stay right while they are open, across layer switches, and the folder is never written', async () => {
+    const lower = folder('pt-write');
+    const hashOf = (): string => sh('find . -type f | sort | xargs md5sum', lower);
+    const folderBefore = hashOf();
+    await withShadow(
+      lower,
+      async (shadow, mp) => {
+        assert.strictEqual(shadow.kernelTransport().passthrough, true);
+        const layer = shadow.layer('default');
+        // New files, small and big: one CREATE each, no WRITE.
+        let before = shadow.requestCounts();
+        sh('mkdir -p out && for i in $(seq 0 19); do printf "line %s\\n" $i > out/f$i.txt; done', mp);
+        sh('head -c 8388608 /dev/urandom > out/big.bin', mp);
+        let d = delta(before, shadow.requestCounts());
+        assert.strictEqual(d.write, 0, `written by the kernel: ${JSON.stringify(d)}`);
+        assert.strictEqual(d.create, 21, JSON.stringify(d));
+        const big = fs.readFileSync(path.join(mp, 'out', 'big.bin'));
+        assert.strictEqual(big.length, 8 << 20);
+        assert.strictEqual(fs.statSync(path.join(mp, 'out', 'big.bin')).size, 8 << 20);
+        assert.strictEqual(md5(await layer.readFile('out/big.bin')), md5(big), 'the API reads what the kernel wrote');
+        assert.strictEqual((await layer.readFile('out/f7.txt')).toString(), 'line 7\n');
+        // Appending to a file the layer holds: no WRITE either, and every reader agrees.
+        before = shadow.requestCounts();
+        sh('printf "more\\n" >> out/f7.txt', mp);
+        d = delta(before, shadow.requestCounts());
+        assert.strictEqual(d.write, 0, JSON.stringify(d));
+        assert.strictEqual(sh('cat out/f7.txt', mp), 'line 7\nmore\n');
+        assert.strictEqual((await layer.readFile('out/f7.txt')).toString(), 'line 7\nmore\n');
+
+        // While a write-open is open: its writes show in stat, to the API and to other readers
+        // at once, an API write lands in the same file (the open sees it), and times set after
+        // a write stay.
+        const f = path.join(mp, 'out', 'f3.txt');
+        const fd = fs.openSync(f, 'r+');
+        try {
+          fs.writeSync(fd, Buffer.from('0123456789abcdef'), 0, 16, 100);
+          assert.strictEqual(fs.fstatSync(fd).size, 116);
+          assert.strictEqual(fs.statSync(f).size, 116);
+          const viaApi = await layer.readFile('out/f3.txt');
+          assert.strictEqual(viaApi.length, 116);
+          assert.strictEqual(viaApi.subarray(100).toString(), '0123456789abcdef');
+          assert.ok((await layer.changes()).some((c) => c.path === 'out/f3.txt'));
+          await layer.write('out/f3.txt', 'replaced by the API\n');
+          const buf = Buffer.alloc(64);
+          assert.strictEqual(buf.subarray(0, fs.readSync(fd, buf, 0, 64, 0)).toString(), 'replaced by the API\n');
+          fs.writeSync(fd, Buffer.from('R'), 0, 1, 0);
+          const t = new Date('2020-01-02T03:04:05Z');
+          fs.futimesSync(fd, t, t);
+          assert.strictEqual(fs.statSync(f).mtime.getTime(), t.getTime());
+          fs.ftruncateSync(fd, 8);
+        } finally {
+          fs.closeSync(fd);
+        }
+        assert.strictEqual(sh(`cat '${f}'`, mp), 'Replaced');
+        assert.strictEqual((await layer.readFile('out/f3.txt')).toString(), 'Replaced');
+        assert.strictEqual(fs.statSync(f).size, 8);
+
+        // Disk files, not memory: the budget does not count them.
+        const st = await shadow.stats();
+        assert.ok(st.layers.default.spilledBytes >= 8 << 20, `on disk: ${JSON.stringify(st.layers.default)}`);
+        // Another layer does not see them; back again, they are the same.
+        await shadow.createLayer('other');
+        await shadow.activate('other');
+        assert.ok(!fs.existsSync(path.join(mp, 'out')), 'the other layer has no out/');
+        sh('mkdir -p out && printf "other\\n" > out/f7.txt', mp);
+        await shadow.activate('default');
+        assert.strictEqual(sh('cat out/f7.txt', mp), 'line 7\nmore\n');
+        assert.strictEqual(md5(fs.readFileSync(path.join(mp, 'out', 'big.bin'))), md5(big));
+        assert.strictEqual((await shadow.layer('other').readFile('out/f7.txt')).toString(), 'other\n');
+      },
+      { backend: 'fuse_ll', io: 'passthrough' },
+    );
     assert.strictEqual(hashOf(), folderBefore, 'the folder is never written');
   });
 

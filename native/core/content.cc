@@ -161,6 +161,7 @@ int Overlay::contentWrite(Inode* in, const char* buf, size_t size, uint64_t off)
   if (SpillFile* sp = spillOf(in)) {
     int e = sp->pwrite(buf, size, off);
     if (e) return e;
+    if (in->has(Inode::kKernelWrites)) return absorbKernelWrites(in), 0;  // the file's size
     if (end > in->size) setContentSize(in, end);
     if (sp->inMemory()) accounted(in, was);
     return 0;
@@ -188,6 +189,7 @@ int Overlay::contentTruncate(Inode* in, uint64_t size) {
     int e = sp->truncate(size);
     if (e) return e;
     setContentSize(in, size);
+    if (in->has(Inode::kKernelWrites)) absorbKernelWrites(in);
     if (sp->inMemory()) accounted(in, was);
     return 0;
   }
@@ -217,20 +219,25 @@ int Overlay::contentRead(const Inode* in, char* buf, size_t size, uint64_t off, 
   return 0;
 }
 
-int Overlay::spilledContentDescriptor(Handle* h) {
+int Overlay::spilledContentDescriptor(Handle* h, bool* memory) {
+  if (memory) *memory = false;
   if (!h || h->writable || h->lower >= 0) return -1;
   Inode* in = h->inode.get();
   if (!in || in->type != FileType::Regular) return -1;
+  auto describe = [memory](SpillFile* sp) {
+    if (memory) *memory = sp->inMemory();
+    return sp->duplicateDescriptor();
+  };
   {
     ReadLock c(in->cmu(), LockRank::Content);
-    if (SpillFile* sp = spillOf(in)) return sp->duplicateDescriptor();
+    if (SpillFile* sp = spillOf(in)) return describe(sp);
   }
   if (!spill_) return -1;
   // In memory: moved into a memory file the kernel can serve. The budget keeps counting it
   // (memoryOf) and may still move it to disk; the store bounds how many exist (EMFILE past its
   // limit: this open is then served through us, as before).
   WriteLock c(in->cmu(), LockRank::Content);
-  if (SpillFile* sp = spillOf(in)) return sp->duplicateDescriptor();
+  if (SpillFile* sp = spillOf(in)) return describe(sp);
   if (in->inLower()) return -1;
   std::unique_ptr<SpillFile> f;
   if (spill_->createInMemory(&f)) return -1;
@@ -243,10 +250,116 @@ int Overlay::spilledContentDescriptor(Handle* h) {
   in->clear(Inode::kGrown);
   accounted(in, was);  // may move it on to disk at once when over the budget
   SpillFile* sp = spillOf(in);
-  return sp ? sp->duplicateDescriptor() : -1;
+  return sp ? describe(sp) : -1;
+}
+
+int Overlay::kernelWriteDescriptor(Handle* h) {
+  if (!h || !h->writable || h->lower >= 0 || h->kernelWrites || !spill_) return -1;
+  Inode* in = h->inode.get();
+  if (!in || in->type != FileType::Regular) return -1;
+  int fd = -1;
+  {
+    WriteLock c(in->cmu(), LockRank::Content);
+    if (in->inLower()) return -1;
+    {
+      MetaLock m(in->mmu(), LockRank::Meta);
+      if (in->perm & 06000) return -1;
+    }
+    SpillFile* sp = spillOf(in);
+    if (sp && sp->inMemory()) return -1;
+    if (!sp) {
+      // From memory to a disk file of its own: what the kernel writes there is then the
+      // page cache's to hold, not the memory budget's, which could not see it grow.
+      std::unique_ptr<SpillFile> f;
+      if (spill_->createForKernel(&f)) return -1;
+      if (in->size && in->u.data && f->pwrite(in->u.data, static_cast<size_t>(in->size), 0))
+        return -1;
+      if (f->truncate(in->size)) return -1;
+      const uint64_t was = memoryOf(in);
+      in->more().spill = std::move(f);
+      std::free(in->u.data);
+      in->u.data = nullptr;
+      in->clear(Inode::kGrown);
+      ContentBudget::process().charge(was, 0);
+      sp = spillOf(in);
+    }
+    uint64_t size = 0;
+    Timespec mtime, ctime;
+    if (sp->stat(&size, &mtime, &ctime)) return -1;
+    fd = sp->duplicateDescriptor();
+    if (fd < 0) return -1;
+    in->set(Inode::kKernelWrites);
+    std::lock_guard k(kwMu_);
+    KernelWritten& w = kw_[in];
+    if (!w.in) {
+      w.in = h->inode;
+      w.size = size;
+      w.mtime = mtime;
+      kwCount_.fetch_add(1, std::memory_order_acq_rel);
+    }
+    w.handles++;
+  }
+  h->kernelWrites = true;
+  return fd;
+}
+
+void Overlay::syncKernelWrites() {
+  if (kwCount_.load(std::memory_order_acquire) == 0) return;
+  std::vector<std::shared_ptr<Inode>> ins;
+  {
+    std::lock_guard k(kwMu_);
+    for (auto& [p, w] : kw_) ins.push_back(w.in);
+  }
+  for (auto& in : ins) syncKernelWrite(in.get());
+}
+
+void Overlay::syncKernelWrite(Inode* in) {
+  WriteLock c(in->cmu(), LockRank::Content);
+  absorbKernelWrites(in);
+}
+
+// The caller holds in's content lock exclusively.
+void Overlay::absorbKernelWrites(Inode* in) {
+  if (!in->has(Inode::kKernelWrites)) return;
+  SpillFile* sp = spillOf(in);
+  uint64_t size = 0;
+  Timespec mtime, ctime;
+  if (!sp || sp->stat(&size, &mtime, &ctime)) return;
+  {
+    std::lock_guard k(kwMu_);
+    auto it = kw_.find(in);
+    if (it == kw_.end() || (it->second.size == size && it->second.mtime == mtime)) return;
+    it->second.size = size;
+    it->second.mtime = mtime;
+  }
+  MetaLock m(in->mmu(), LockRank::Meta);
+  in->size = size;
+  in->setMtime(mtime);
+  in->setCtime(ctime);
+}
+
+void Overlay::endKernelWrites(Handle* h) {
+  Inode* in = h->inode.get();
+  if (!h->kernelWrites || !in) return;
+  h->kernelWrites = false;
+  std::shared_ptr<Inode> last;  // dropped after the locks below
+  WriteLock c(in->cmu(), LockRank::Content);
+  absorbKernelWrites(in);
+  std::lock_guard k(kwMu_);
+  auto it = kw_.find(in);
+  if (it == kw_.end() || --it->second.handles > 0) return;
+  last = std::move(it->second.in);
+  kw_.erase(it);
+  kwCount_.fetch_sub(1, std::memory_order_acq_rel);
+  in->clear(Inode::kKernelWrites);
 }
 
 int Overlay::contentAssign(Inode* in, const std::string& data) {
+  if (in->has(Inode::kKernelWrites)) {
+    // The kernel writes this file for an open file: the new content goes into it.
+    if (int e = contentTruncate(in, 0)) return e;
+    return contentWrite(in, data.data(), data.size(), 0);
+  }
   ContentBudget::process().charge(memoryOf(in), 0);
   if (in->mo()) in->mo()->spill.reset();
   std::free(in->u.data);

@@ -17,6 +17,7 @@
 
 // The layer a call acts on: the one given, or the active one (kept alive for the call).
 #define SFS_AT(view)                              \
+  syncKernelWrites();                             \
   std::shared_ptr<Layer> hold_;                   \
   if (!(view)) hold_ = current(nullptr);          \
   Layer& L = (view) ? *(view) : *hold_;

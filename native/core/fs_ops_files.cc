@@ -356,6 +356,7 @@ Ref<Inode> copiedOf(const Handle* h) {
 
 int Overlay::read(Handle* h, char* buf, size_t size, uint64_t off, size_t* got) {
   *got = 0;
+  syncKernelWrites();
   Ref<Inode> in = copiedOf(h);
   if (in) {
     ReadLock c(in->cmu(), LockRank::Content);
@@ -388,6 +389,7 @@ int Overlay::write(Handle* h, const char* buf, size_t size, uint64_t off) {
 }
 
 int Overlay::fgetattr(Handle* h, Attr* out) {
+  syncKernelWrites();
   Ref<Inode> in = copiedOf(h);
   if (!in) return h->lower >= 0 ? lower_->fstat(h->lower, out) : ENOENT;
   inodeAttr(in.get(), out);
@@ -406,6 +408,7 @@ int Overlay::fallocate(Layer* view, Handle* h, bool keepSize, uint64_t off, uint
 }
 
 void Overlay::release(Handle* h) {
+  endKernelWrites(h);
   auditRelease(h);
   if (h->lower >= 0) lower_->close(h->lower);
   if (Inode* b = h->bound.exchange(nullptr, std::memory_order_acq_rel)) dropRef(b);

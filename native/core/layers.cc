@@ -43,6 +43,7 @@ Layer* Overlay::byNameLocked(const std::string& name) {
 }
 
 std::shared_ptr<Layer> Overlay::byName(const std::string& name) {
+  syncKernelWrites();  // every operation on a named layer starts here
   ReadLock reg(mu_, LockRank::Registry);
   auto it = layers_.find(name);
   return it == layers_.end() ? nullptr : it->second;

@@ -30,6 +30,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "audit.h"
@@ -78,6 +79,9 @@ struct Handle {
   std::atomic<uint64_t> auditBytes{0};
   uint32_t auditPid = 0;
   std::string auditPath;
+  // The kernel writes this open's content itself (Overlay::kernelWriteDescriptor); release
+  // takes its last size and times.
+  bool kernelWrites = false;
 };
 
 // Inode numbers of objects created in a layer start here, far above what A's file system
@@ -192,8 +196,20 @@ class Overlay {
   // of that file (the caller closes it), for a backend that hands it to the kernel (FUSE
   // passthrough). A content in memory is first moved into a memory file (SpillStore::
   // createInMemory, still counted as memory). -1 for anything else (content in the folder,
-  // write handles, a packed slot, no memory file to be had).
-  int spilledContentDescriptor(Handle* h);
+  // write handles, a packed slot, no memory file to be had). *memory: the file is a memory file.
+  int spilledContentDescriptor(Handle* h, bool* memory = nullptr);
+  // A write handle on a layer file whose content is the layer's: a new descriptor of a disk
+  // spill file holding that content (moved there from memory if it was there), for a backend
+  // that hands it to the kernel to read and write itself (FUSE passthrough). From then until
+  // the handle's release, that file stays the content's whatever is done to it, and the
+  // content's size and times are read from it at every call that reports or copies them
+  // (syncKernelWrites). -1 when it cannot be: content in the folder, set-user-ID or set-group-ID
+  // bits (the kernel would not clear them on write), a content in a memory file (kernel readers
+  // may hold that file: writes go through us, into it), a packed slot, no spill store.
+  int kernelWriteDescriptor(Handle* h);
+  // Takes the size and times of every content the kernel may be writing from its file. Costs
+  // one atomic load when there is none; every public operation calls it first.
+  void syncKernelWrites();
   // fallocate(2) on an open file. Contents live in memory or in a spill file that grows on
   // demand, so there is nothing to reserve: keepSize does nothing, otherwise the file grows to
   // off + len. Other modes (punching holes...) are refused by the backends with EOPNOTSUPP.
@@ -387,6 +403,10 @@ class Overlay {
   int contentRead(const Inode* in, char* buf, size_t size, uint64_t off, size_t* got);
   int contentAssign(Inode* in, const std::string& data);
   int cloneInto(const Inode& in, Inode* out);  // contents and metadata of `in` into a new inode
+  // syncKernelWrites for one inode (no lock held).
+  void syncKernelWrite(Inode* in);
+  void absorbKernelWrites(Inode* in);  // the same with in's content lock held exclusively
+  void endKernelWrites(Handle* h);     // at the release of a handle kernelWriteDescriptor took
   // copyUp for a caller that holds no lock: takes in->cmu() itself.
   int takeContent(Inode* in, bool keepContent);
 
@@ -445,6 +465,18 @@ class Overlay {
   std::shared_ptr<Layer> none_;    // the empty, read-only layer shown when none is active
   std::atomic<uint64_t> nextIno_{kFirstLayerIno};
   AuditLimits auditLimits_;  // under mu_
+  // Contents the kernel writes itself (kernelWriteDescriptor): each one's write handles and
+  // the size and mtime its file had when last looked at. kwMu_ is a leaf (never held while
+  // another lock is taken); kwCount_ lets every operation skip it when there are none.
+  struct KernelWritten {
+    std::shared_ptr<Inode> in;
+    uint32_t handles = 0;
+    uint64_t size = 0;
+    Timespec mtime;
+  };
+  std::mutex kwMu_;
+  std::unordered_map<const Inode*, KernelWritten> kw_;
+  std::atomic<uint32_t> kwCount_{0};
 };
 
 }  // namespace shadowfs

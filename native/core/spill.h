@@ -34,6 +34,14 @@ class SpillFile {
   // True for a file held in memory that the kernel can still serve (a memfd): the memory budget
   // counts its bytes as memory and may move it to a disk spill file like an in-memory content.
   virtual bool inMemory() const { return false; }
+  // The file's size and times as the system has them now: a file the kernel writes itself
+  // (FUSE passthrough of a write-open) changes without telling us. ENOSYS where unknown.
+  virtual int stat(uint64_t* size, Timespec* mtime, Timespec* ctime) {
+    (void)size;
+    (void)mtime;
+    (void)ctime;
+    return ENOSYS;
+  }
 };
 
 class SpillStore {
@@ -44,6 +52,13 @@ class SpillStore {
   // small layer content). ENOSYS where the system has none; EMFILE past the store's bound on
   // how many such files (each one descriptor of the process) may be open at once.
   virtual int createInMemory(std::unique_ptr<SpillFile>* out) {
+    (void)out;
+    return ENOSYS;
+  }
+  // An empty disk file of its own that the kernel will write (FUSE passthrough of a write-open
+  // of a content that was in memory). Bounded like createInMemory (EMFILE past it): every one
+  // holds a descriptor of the process for as long as the content lives.
+  virtual int createForKernel(std::unique_ptr<SpillFile>* out) {
     (void)out;
     return ENOSYS;
   }

@@ -100,6 +100,9 @@ int LLMount::staleIfBacked(uint64_t ino) {
   std::lock_guard lock(tmu_);
   auto it = nodes_.find(ino);
   if (it == nodes_.end() || !it->second->backingId) return 0;
+  // A layer content's disk file: the kernel may write it too (passthroughOpen), so the
+  // write-open goes on and shares it.
+  if (it->second->backingLayer && !it->second->backingMemory) return 0;
   unnameLocked(it->second.get(), ino);
   return ESTALE;
 }
@@ -108,10 +111,11 @@ int LLMount::passthroughOpen(uint64_t ino, Handle* h, uint32_t* backingId) {
   *backingId = 0;
   // Content that is the folder's own file, opened read-only: the backing file is then the
   // descriptor of A's file the handle holds, and nothing the layer must see goes past us.
-  // A write-open is never passthrough, also now that it copies nothing until its first write
-  // (Overlay::open): the kernel would send that write to the backing file, A's own, or fail it
-  // on a read-only descriptor, and either way we would never see it to copy the file up. So a
-  // write-open is served through us like in "open" mode, and gets the same deferral.
+  // A write-open of the folder's file is never passthrough, also now that it copies nothing
+  // until its first write (Overlay::open): the kernel would send that write to the backing
+  // file, A's own, or fail it on a read-only descriptor, and either way we would never see it
+  // to copy the file up. So it is served through us like in "open" mode, and gets the same
+  // deferral. A write-open of a content the layer holds is passthrough (below).
   // Content the layer holds in a spill file (past the spill threshold, or moved out by the
   // memory budget), or in memory (moved into a memory file for this), opened read-only: the
   // backing file is that file itself. Writes through
@@ -125,9 +129,12 @@ int LLMount::passthroughOpen(uint64_t ino, Handle* h, uint32_t* backingId) {
     }
   } layerFd;
   uint64_t backingKey = h->lowerIno;
-  bool layerFile = false;
-  if (!h->writable && h->lower < 0) {
-    layerFd.fd = ov_->spilledContentDescriptor(h);
+  bool layerFile = false, memoryFile = false;
+  if (h->lower < 0) {
+    // A write-open of a content the layer holds: the kernel writes its disk file itself, and
+    // the core takes the size and times from that file (Overlay::kernelWriteDescriptor).
+    layerFd.fd = h->writable ? ov_->kernelWriteDescriptor(h)
+                             : ov_->spilledContentDescriptor(h, &memoryFile);
     struct stat st;
     if (layerFd.fd >= 0 && ::fstat(layerFd.fd, &st) == 0) {
       // The kernel holds the spill file while its backing id is registered, so its inode
@@ -191,6 +198,7 @@ int LLMount::passthroughOpen(uint64_t ino, Handle* h, uint32_t* backingId) {
   it->second->backingId = static_cast<uint32_t>(id);
   it->second->backingIno = backingKey;
   it->second->backingLayer = layerFile;
+  it->second->backingMemory = memoryFile;
   it->second->ptOpens = 1;
   ptHandles_[h] = ino;
   *backingId = static_cast<uint32_t>(id);
@@ -457,8 +465,18 @@ void LLMount::opCreate(Req* req, uint64_t parent, const char* name, mode_t mode,
     return;
   }
   fi->fh = reinterpret_cast<uint64_t>(h);
+  // Passthrough: a new file (or one the layer holds) is written by the kernel into its disk
+  // file. ESTALE (the node is already read through another file) leaves it to us.
+  uint32_t backingId = 0;
+  if (m->passthrough_.load()) {
+    std::lock_guard pl(m->ptMu_);
+    if (m->passthroughOpen(ep.nodeid, h, &backingId)) backingId = 0;
+  }
+  if (backingId) fi->keep_cache = false;
   m->trackHandle(ep.nodeid, h, true);
-  if (wire::replyCreate(req, ep, fi->fh, fi->openFlags()) == -ENOENT) {
+  const uint32_t flags = fi->openFlags() | (backingId ? abi::kOpenPassthrough : 0);
+  if (wire::replyCreate(req, ep, fi->fh, flags, backingId) == -ENOENT) {
+    if (backingId) m->passthroughRelease(h);
     m->trackHandle(ep.nodeid, h, false);
     m->forget(ep.nodeid, 1);
     m->ov_->release(h);

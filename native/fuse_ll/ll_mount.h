@@ -71,6 +71,7 @@ struct FNode {
   uint32_t ptOpens = 0;
   uint64_t backingIno = 0;    // the backing file's inode number: A's file, or a spill file
   bool backingLayer = false;  // the backing file is a layer content's spill file
+  bool backingMemory = false; // and a memory file (write-opens are served through us: ESTALE)
 };
 
 // What OPEN, CREATE and the I/O requests say of an open file: the handle we gave (fh, 0 for a

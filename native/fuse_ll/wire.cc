@@ -105,8 +105,9 @@ int replyOpen(const Req* r, uint64_t fh, uint32_t openFlags, uint32_t backingId)
   return send(r, 0, &v, 1);
 }
 
-int replyCreate(const Req* r, const abi::EntryOut& e, uint64_t fh, uint32_t openFlags) {
-  abi::OpenOut o{fh, openFlags, 0};
+int replyCreate(const Req* r, const abi::EntryOut& e, uint64_t fh, uint32_t openFlags,
+                uint32_t backingId) {
+  abi::OpenOut o{fh, openFlags, static_cast<int32_t>(backingId)};
   struct iovec v[2] = {{const_cast<abi::EntryOut*>(&e), sizeof e}, {&o, sizeof o}};
   return send(r, 0, v, 2);
 }

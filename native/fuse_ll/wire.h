@@ -54,7 +54,8 @@ int replyBuf(const Req* r, const void* data, size_t size);
 int replyEntry(const Req* r, const abi::EntryOut& e);
 int replyAttr(const Req* r, const Attr& a, double timeout);
 int replyOpen(const Req* r, uint64_t fh, uint32_t openFlags, uint32_t backingId = 0);
-int replyCreate(const Req* r, const abi::EntryOut& e, uint64_t fh, uint32_t openFlags);
+int replyCreate(const Req* r, const abi::EntryOut& e, uint64_t fh, uint32_t openFlags,
+                uint32_t backingId = 0);
 int replyWrite(const Req* r, uint32_t size);
 int replyStatfs(const Req* r, const FsStats& s);
 int replyXattrSize(const Req* r, uint32_t size);

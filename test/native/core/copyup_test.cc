@@ -489,3 +489,86 @@ TEST(a_write_open_in_a_read_only_view_is_refused_and_writable_says_so) {
   wr.write = true;
   CHECK_ERR(d.ov->open(nullptr, "f", wr, &h, &at), EROFS);
 }
+
+// FUSE passthrough of a write-open (fuse_ll, io: passthrough): the kernel writes the content's
+// file itself, so the core must keep that file as the content's and read size and times from it.
+TEST(a_content_the_kernel_writes_keeps_its_file_and_takes_size_and_times_from_it) {
+  auto lo = std::make_unique<fake::FakeLower>();
+  lo->addFile("f", "folder");
+  auto sp = std::make_unique<fake::FakeSpill>();
+  fake::FakeSpill* spill = sp.get();
+  Overlay ov(std::move(lo), std::move(sp), UINT64_MAX);
+  ov.createLayer("a");
+  Layer* L = ov.pin("a");
+  OpenIntent wr;
+  wr.write = true;
+  Handle* h = nullptr;
+  Attr at;
+  REQUIRE_OK(ov.create(L, "new.txt", 0644, wr, Caller{0, 0}, &h, &at));
+  REQUIRE_OK(ov.write(h, "hello", 5, 0));
+  REQUIRE(ov.kernelWriteDescriptor(h) >= 0);
+  fake::FakeSpillFile* k = spill->lastForKernel;
+  REQUIRE(k != nullptr);
+  CHECK_EQ(k->data(), std::string("hello"));  // moved out of memory into the file
+  auto file = [&](const char* layer, const char* p) {
+    std::string s;
+    return ov.readFile(layer, p, &s) == 0 ? s : std::string("<err>");
+  };
+  // The kernel writes behind our back: every operation sees it.
+  REQUIRE_OK(k->pwrite(" world", 6, 5));
+  Attr a;
+  REQUIRE_OK(ov.getattr(L, "new.txt", &a));
+  CHECK_EQ(a.size, uint64_t{11});
+  uint64_t size;
+  Timespec mt, ct;
+  REQUIRE_OK(k->stat(&size, &mt, &ct));
+  CHECK(a.mtime == mt);
+  REQUIRE_OK(ov.fgetattr(h, &a));
+  CHECK_EQ(a.size, uint64_t{11});
+  CHECK_EQ(file("a", "new.txt"), std::string("hello world"));
+  // A copy of the layer (a checkpoint) takes what the file holds now.
+  REQUIRE_OK(ov.cloneLayer("a", "copy"));
+  CHECK_EQ(file("copy", "new.txt"), std::string("hello world"));
+  // A whole replacement through the API lands in the same file (the kernel's open sees it), and
+  // so does a write through the daemon (another open).
+  REQUIRE_OK(ov.putFile("a", "new.txt", "API", 0644, Caller{0, 0}));
+  CHECK_EQ(k->data(), std::string("API"));
+  REQUIRE_OK(k->pwrite("!", 1, 3));
+  CHECK_EQ(file("a", "new.txt"), std::string("API!"));
+  Handle* other = nullptr;
+  REQUIRE_OK(ov.open(L, "new.txt", wr, &other, &at));
+  REQUIRE_OK(ov.write(other, "?", 1, 4));
+  CHECK_EQ(k->data(), std::string("API!?"));
+  ov.release(other);
+  // Times set after a write stay (the file has not changed since).
+  Attr v, out;
+  v.mtime = Timespec{42, 0};
+  REQUIRE_OK(ov.setattr(L, "new.txt", nullptr, kSetMtime, v, &out));
+  REQUIRE_OK(ov.getattr(L, "new.txt", &a));
+  CHECK(a.mtime == (Timespec{42, 0}));
+  CHECK_EQ(a.size, uint64_t{5});
+  // A read-only open shares the disk file (not a memory file).
+  Handle* r = nullptr;
+  REQUIRE_OK(ov.open(L, "new.txt", OpenIntent{}, &r, &at));
+  bool memory = true;
+  CHECK(ov.spilledContentDescriptor(r, &memory) >= 0);
+  CHECK(!memory);
+  ov.release(r);
+  // After the release, the file is no longer looked at (the kernel no longer writes it).
+  ov.release(h);
+  REQUIRE_OK(k->pwrite("late", 4, 0));
+  REQUIRE_OK(ov.getattr(L, "new.txt", &a));
+  CHECK_EQ(a.size, uint64_t{5});
+  // Never: set-user-ID files (the kernel would not clear the bit), the folder's content, a
+  // read-only handle.
+  REQUIRE_OK(ov.create(L, "suid", 04755, wr, Caller{0, 0}, &h, &at));
+  CHECK_EQ(ov.kernelWriteDescriptor(h), -1);
+  ov.release(h);
+  REQUIRE_OK(ov.open(L, "f", wr, &h, &at));
+  CHECK_EQ(ov.kernelWriteDescriptor(h), -1);
+  ov.release(h);
+  REQUIRE_OK(ov.open(L, "new.txt", OpenIntent{}, &h, &at));
+  CHECK_EQ(ov.kernelWriteDescriptor(h), -1);
+  ov.release(h);
+  ov.unpin(L);
+}

@@ -350,17 +350,33 @@ class FakeSpillFile final : public SpillFile {
     std::lock_guard lock(mu_);
     if (off + size > data_.size()) data_.resize(static_cast<size_t>(off + size));
     if (size) std::memcpy(&data_[static_cast<size_t>(off)], buf, size);
+    ++tick_;
     return 0;
   }
   int truncate(uint64_t size) override {
     std::lock_guard lock(mu_);
     data_.resize(static_cast<size_t>(size));
+    ++tick_;
     return 0;
+  }
+  // A made-up descriptor number: the core only hands it on (to a backend, for the kernel).
+  int duplicateDescriptor() override { return 1000; }
+  // Every change moves the file's times one second on, as writes by anyone (the kernel too) do.
+  int stat(uint64_t* size, Timespec* mtime, Timespec* ctime) override {
+    std::lock_guard lock(mu_);
+    *size = data_.size();
+    *mtime = *ctime = Timespec{1000000 + tick_, 0};
+    return 0;
+  }
+  std::string data() {
+    std::lock_guard lock(mu_);
+    return data_;
   }
 
  private:
   std::mutex mu_;
   std::string data_;
+  int64_t tick_ = 0;
 };
 
 class FakeSpill final : public SpillStore {
@@ -371,7 +387,16 @@ class FakeSpill final : public SpillStore {
     *out = std::make_unique<FakeSpillFile>();
     return 0;
   }
+  // The disk file a write-open's content moves to when the kernel is to write it (FUSE
+  // passthrough); tests write it as the kernel would, behind the core's back.
+  int createForKernel(std::unique_ptr<SpillFile>* out) override {
+    auto f = std::make_unique<FakeSpillFile>();
+    lastForKernel = f.get();
+    *out = std::move(f);
+    return 0;
+  }
   std::atomic<int> created{0};
+  FakeSpillFile* lastForKernel = nullptr;
   int failWith = 0;  // an errno create() returns, to test a full disk
 };
 
