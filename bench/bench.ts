@@ -470,6 +470,20 @@ const workloads: Workload[] = [
       return ms;
     },
   },
+  // An agent writing one big output file (an archive, a bundle, a database): in a shadow it is
+  // the layer's, past the spill threshold, so it goes to a spill file (through the daemon, or
+  // written by the kernel itself under passthrough). Removed untimed after each run.
+  {
+    name: W.writeBig,
+    tree: 'generated',
+    warmup: 1,
+    run: (d) => {
+      const out = path.join(d, `.bench-write-${crypto.randomBytes(4).toString('hex')}.bin`);
+      const ms = sh(`dd if=/dev/zero of='${out}' bs=1M count=128 status=none`, d).ms;
+      fs.rmSync(out, { force: true });
+      return ms;
+    },
+  },
   // What an agent wrote (a build's output): in a shadow these are the layer's files. Written
   // once per contender (untimed; a name of its own, as the native folder is the others' lower),
   // then read back after the caches were dropped (warm, the kernel's page cache serves them in

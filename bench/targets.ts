@@ -26,6 +26,7 @@ export function workloadNames(smallFiles: number) {
     readBackAgent: 'read back agent-written files (cold caches)',
     buildInShadow: 'build in the shadow: tsc emits the project (warm)',
     installInShadow: 'npm install in the shadow: 2 packages from the cache',
+    writeBig: 'write a 128 MiB file in the shadow',
     createWrite: `create+write ${smallFiles} small files`,
     rmTree: 'rm -rf node_modules tree',
   } as const;
