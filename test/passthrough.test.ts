@@ -118,33 +118,46 @@ describe('FUSE passthrough (fuse_ll, io: passthrough)', function () {
     assert.strictEqual(md5(fs.readFileSync(path.join(lower, 'src', 'm3.js'))), hashBefore, 'the folder file is untouched');
   });
 
-  it('a write-open that cannot be sent to a new node (a reopen through /proc/<pid>/fd) is refused before it truncates anything', async () => {
+  it('a write-open that cannot be sent to a new node (a reopen through /proc/<pid>/fd) is refused before it truncates anything; one of a layer file shares its file and works', async () => {
     const lower = folder('pt-reopen');
     const hashBefore = md5(fs.readFileSync(path.join(lower, 'src', 'm4.js')));
     await withShadow(
       lower,
       async (shadow, mp) => {
-        const f = path.join(mp, 'agent.txt');
-        // Written through the API: held in memory, so the read-only open below moves it into a
-        // memory file, which write-opens never share (they go through the daemon, on a new node).
-        await shadow.layer('default').write('agent.txt', 'agent wrote this\n');
-        const fd = fs.openSync(f, 'r'); // a passthrough open of the layer's content
+        const f = path.join(mp, 'src', 'm4.js');
+        const fd = fs.openSync(f, 'r'); // a passthrough open of the folder's own file
         try {
-          assert.strictEqual(fs.readFileSync(fd, 'utf8'), 'agent wrote this\n');
+          assert.strictEqual(fs.readFileSync(fd, 'utf8'), 'module.exports = 4;\n');
           // O_TRUNC through the descriptor's /proc link: the kernel cannot look the name up again,
-          // so the ESTALE that sends a write-open to a new node reaches the caller. The content
-          // must be as it was (the open used to truncate it first, then fail).
+          // so the ESTALE that sends a write-open to a new node reaches the caller. Nothing may
+          // have changed (the open used to truncate first, then fail).
           const r = spawnSync('sh', ['-c', `echo X > /proc/${process.pid}/fd/${fd}`], { encoding: 'utf8' });
           assert.notStrictEqual(r.status, 0, 'the reopen was refused');
           assert.match(r.stderr, /Stale file handle/);
-          assert.strictEqual(sh(`cat '${f}'`, mp), 'agent wrote this\n');
+          assert.strictEqual(sh(`cat '${f}'`, mp), 'module.exports = 4;\n');
+          assert.deepStrictEqual(await shadow.layer('default').changes(), []);
           // By its name, the same write is sent to a new node and lands.
           sh(`echo X > '${f}'`, mp);
           assert.strictEqual(sh(`cat '${f}'`, mp), 'X\n');
         } finally {
           fs.closeSync(fd);
         }
-        assert.strictEqual((await shadow.layer('default').readFile('agent.txt')).toString(), 'X\n');
+        assert.strictEqual((await shadow.layer('default').readFile('src/m4.js')).toString(), 'X\n');
+        // A layer file read through its memory file: the same reopen shares that file, so it
+        // works as on a plain file system, and the reader sees the new content.
+        await shadow.layer('default').write('agent.txt', 'agent wrote this\n');
+        const g = path.join(mp, 'agent.txt');
+        const rd = fs.openSync(g, 'r');
+        try {
+          assert.strictEqual(fs.readFileSync(rd, 'utf8'), 'agent wrote this\n');
+          const r = spawnSync('sh', ['-c', `echo Y > /proc/${process.pid}/fd/${rd}`], { encoding: 'utf8' });
+          assert.strictEqual(r.status, 0, r.stderr);
+          const buf = Buffer.alloc(64);
+          assert.strictEqual(buf.subarray(0, fs.readSync(rd, buf, 0, 64, 0)).toString(), 'Y\n');
+        } finally {
+          fs.closeSync(rd);
+        }
+        assert.strictEqual((await shadow.layer('default').readFile('agent.txt')).toString(), 'Y\n');
       },
       { backend: 'fuse_ll', io: 'passthrough' },
     );
@@ -285,7 +298,7 @@ describe('FUSE passthrough (fuse_ll, io: passthrough)', function () {
     assert.strictEqual(hashOf(), folderBefore, 'the folder is never written');
   });
 
-  it('files a program writes through the mount are written by the kernel into disk files (no WRITE requests): sizes, contents, times and the API stay right while they are open, across layer switches, and the folder is never written', async () => {
+  it('files a program writes through the mount are written by the kernel into memory files (no WRITE requests): sizes, contents, times and the API stay right while they are open, across layer switches, and the folder is never written', async () => {
     const lower = folder('pt-write');
     const hashOf = (): string => sh('find . -type f | sort | xargs md5sum', lower);
     const folderBefore = hashOf();
@@ -342,9 +355,36 @@ describe('FUSE passthrough (fuse_ll, io: passthrough)', function () {
         assert.strictEqual((await layer.readFile('out/f3.txt')).toString(), 'Replaced');
         assert.strictEqual(fs.statSync(f).size, 8);
 
-        // Disk files, not memory: the budget does not count them.
+        // Memory files: counted as memory, as what the daemon writes is.
         const st = await shadow.stats();
-        assert.ok(st.layers.default.spilledBytes >= 8 << 20, `on disk: ${JSON.stringify(st.layers.default)}`);
+        assert.ok(st.layers.default.memoryBytes >= 8 << 20, `in memory: ${JSON.stringify(st.layers.default)}`);
+        assert.ok(st.budget.inMemoryBytes >= 8 << 20, `the budget counts them: ${JSON.stringify(st.budget)}`);
+
+        // Set-user-ID set while a writer is open, then a second writer: both append, nothing is
+        // lost (a plain file system gives the same 15 bytes).
+        const s = path.join(mp, 'out', 's.txt');
+        fs.writeFileSync(s, '');
+        const w1 = fs.openSync(s, 'a');
+        try {
+          fs.writeSync(w1, 'aaa');
+          fs.chmodSync(s, 0o4755);
+          const w2 = fs.openSync(s, 'a');
+          try {
+            for (const [w, t] of [
+              [w1, 'bbb'],
+              [w2, 'ccc'],
+              [w1, 'ddd'],
+              [w2, 'eee'],
+            ] as const)
+              fs.writeSync(w, t);
+          } finally {
+            fs.closeSync(w2);
+          }
+        } finally {
+          fs.closeSync(w1);
+        }
+        assert.strictEqual(fs.readFileSync(s, 'utf8'), 'aaabbbcccdddeee');
+        assert.strictEqual((await layer.readFile('out/s.txt')).toString(), 'aaabbbcccdddeee');
         // Another layer does not see them; back again, they are the same.
         await shadow.createLayer('other');
         await shadow.activate('other');

@@ -337,6 +337,10 @@ bool ContentBudget::evictOnce() {
     Inode* in = c.in.get();
     SharedMutex& m = in->cmu();
     if (!m.try_lock()) continue;  // busy: its user will charge it (and spill it if over)
+    if (in->has(Inode::kKernelWrites)) {  // the kernel writes its file: it stays until closed
+      m.unlock();
+      continue;
+    }
     const uint64_t was = memoryOf(in);
     if (was && spillContent(*c.to, in, true) == 0) {
       charge(was, memoryOf(in));

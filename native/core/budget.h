@@ -53,8 +53,6 @@ class Spiller {
   int createFor(uint64_t size, std::unique_ptr<SpillFile>* out);
   // A file in memory with a descriptor (SpillStore::createInMemory).
   int createInMemory(std::unique_ptr<SpillFile>* out) { return store_->createInMemory(out); }
-  // A disk file of its own for the kernel to write (SpillStore::createForKernel).
-  int createForKernel(std::unique_ptr<SpillFile>* out) { return store_->createForKernel(out); }
   uint64_t packBytes() const;  // the pack file's size (slots in use and free)
 
  private:

@@ -89,7 +89,8 @@ void Overlay::log(const std::string& line) const {
 }
 
 int Overlay::spillOut(Inode* in, bool packed) {
-  if (onDisk(in) || !spill_) return 0;
+  // A file the kernel writes stays where it is until the last such open is released.
+  if (onDisk(in) || !spill_ || in->has(Inode::kKernelWrites)) return 0;
   const uint64_t was = memoryOf(in);
   int e = spillContent(*spill_, in, packed);
   ContentBudget::process().charge(was, memoryOf(in));
@@ -105,7 +106,7 @@ void Overlay::accounted(Inode* in, uint64_t was) {
   if (!budget.over()) return;
   // The evictor spills the least recently changed contents; until it has, the one that went over
   // leaves memory itself (its lock is ours), so the budget holds after every change.
-  if (now && spill_) {
+  if (now && spill_ && !in->has(Inode::kKernelWrites)) {
     if (int e = spillOut(in, true)) {
       log("memory budget: cannot spill a content of " + std::to_string(in->size) +
           " bytes: " + std::strerror(e));
@@ -132,6 +133,7 @@ void Overlay::forEachContentInMemory(
         }
         Inode* in = c->inode();
         if (!in || in != c || in->type != FileType::Regular) continue;  // a second name: once
+        if (in->has(Inode::kKernelWrites)) continue;  // the kernel writes its file: it stays
         SharedMutex& m = in->cmu();
         if (!m.try_lock_shared()) continue;
         const uint64_t bytes = memoryOf(in);
@@ -161,7 +163,8 @@ int Overlay::contentWrite(Inode* in, const char* buf, size_t size, uint64_t off)
   if (SpillFile* sp = spillOf(in)) {
     int e = sp->pwrite(buf, size, off);
     if (e) return e;
-    if (in->has(Inode::kKernelWrites)) return absorbKernelWrites(in), 0;  // the file's size
+    if (in->has(Inode::kKernelWrites)) return absorbKernelWrites(in), 0;  // the file's size,
+                                                                           // and the budget
     if (end > in->size) setContentSize(in, end);
     if (sp->inMemory()) accounted(in, was);
     return 0;
@@ -219,25 +222,20 @@ int Overlay::contentRead(const Inode* in, char* buf, size_t size, uint64_t off, 
   return 0;
 }
 
-int Overlay::spilledContentDescriptor(Handle* h, bool* memory) {
-  if (memory) *memory = false;
+int Overlay::spilledContentDescriptor(Handle* h) {
   if (!h || h->writable || h->lower >= 0) return -1;
   Inode* in = h->inode.get();
   if (!in || in->type != FileType::Regular) return -1;
-  auto describe = [memory](SpillFile* sp) {
-    if (memory) *memory = sp->inMemory();
-    return sp->duplicateDescriptor();
-  };
   {
     ReadLock c(in->cmu(), LockRank::Content);
-    if (SpillFile* sp = spillOf(in)) return describe(sp);
+    if (SpillFile* sp = spillOf(in)) return sp->duplicateDescriptor();
   }
   if (!spill_) return -1;
   // In memory: moved into a memory file the kernel can serve. The budget keeps counting it
   // (memoryOf) and may still move it to disk; the store bounds how many exist (EMFILE past its
   // limit: this open is then served through us, as before).
   WriteLock c(in->cmu(), LockRank::Content);
-  if (SpillFile* sp = spillOf(in)) return describe(sp);
+  if (SpillFile* sp = spillOf(in)) return sp->duplicateDescriptor();
   if (in->inLower()) return -1;
   std::unique_ptr<SpillFile> f;
   if (spill_->createInMemory(&f)) return -1;
@@ -250,10 +248,10 @@ int Overlay::spilledContentDescriptor(Handle* h, bool* memory) {
   in->clear(Inode::kGrown);
   accounted(in, was);  // may move it on to disk at once when over the budget
   SpillFile* sp = spillOf(in);
-  return sp ? describe(sp) : -1;
+  return sp ? sp->duplicateDescriptor() : -1;
 }
 
-int Overlay::kernelWriteDescriptor(Handle* h) {
+int Overlay::kernelWriteDescriptor(Handle* h, bool killPriv) {
   if (!h || !h->writable || h->lower >= 0 || h->kernelWrites || !spill_) return -1;
   Inode* in = h->inode.get();
   if (!in || in->type != FileType::Regular) return -1;
@@ -261,17 +259,13 @@ int Overlay::kernelWriteDescriptor(Handle* h) {
   {
     WriteLock c(in->cmu(), LockRank::Content);
     if (in->inLower()) return -1;
-    {
-      MetaLock m(in->mmu(), LockRank::Meta);
-      if (in->perm & 06000) return -1;
-    }
     SpillFile* sp = spillOf(in);
-    if (sp && sp->inMemory()) return -1;
     if (!sp) {
-      // From memory to a disk file of its own: what the kernel writes there is then the
-      // page cache's to hold, not the memory budget's, which could not see it grow.
+      // From memory into a memory file: cheap to make (a disk file costs a journalled inode,
+      // hundreds of microseconds on ext4), and still counted as memory by the budget, which
+      // learns of what the kernel wrote at the next sync and moves other contents out.
       std::unique_ptr<SpillFile> f;
-      if (spill_->createForKernel(&f)) return -1;
+      if (spill_->createInMemory(&f)) return -1;
       if (in->size && in->u.data && f->pwrite(in->u.data, static_cast<size_t>(in->size), 0))
         return -1;
       if (f->truncate(in->size)) return -1;
@@ -280,13 +274,13 @@ int Overlay::kernelWriteDescriptor(Handle* h) {
       std::free(in->u.data);
       in->u.data = nullptr;
       in->clear(Inode::kGrown);
-      ContentBudget::process().charge(was, 0);
+      ContentBudget::process().charge(was, memoryOf(in));
       sp = spillOf(in);
     }
     uint64_t size = 0;
     Timespec mtime, ctime;
     if (sp->stat(&size, &mtime, &ctime)) return -1;
-    fd = sp->duplicateDescriptor();
+    fd = sp->duplicateDescriptor();  // -1 for a packed slot
     if (fd < 0) return -1;
     in->set(Inode::kKernelWrites);
     std::lock_guard k(kwMu_);
@@ -298,6 +292,7 @@ int Overlay::kernelWriteDescriptor(Handle* h) {
       kwCount_.fetch_add(1, std::memory_order_acq_rel);
     }
     w.handles++;
+    w.killPriv = w.killPriv || killPriv;
   }
   h->kernelWrites = true;
   return fd;
@@ -313,7 +308,22 @@ void Overlay::syncKernelWrites() {
   for (auto& in : ins) syncKernelWrite(in.get());
 }
 
+// The file of a content the kernel writes never changes while it does (spillOut, the evictor,
+// contentAssign and putFile leave it in place), so it can be looked at without the content
+// lock; the lock is taken only when the file changed, to take its size and times.
+bool Overlay::kernelWroteSince(Inode* in) {
+  if (!in->has(Inode::kKernelWrites)) return false;
+  SpillFile* sp = spillOf(in);
+  uint64_t size = 0;
+  Timespec mtime, ctime;
+  if (!sp || sp->stat(&size, &mtime, &ctime)) return false;
+  std::lock_guard k(kwMu_);
+  auto it = kw_.find(in);
+  return it != kw_.end() && (it->second.size != size || it->second.mtime != mtime);
+}
+
 void Overlay::syncKernelWrite(Inode* in) {
+  if (!kernelWroteSince(in)) return;
   WriteLock c(in->cmu(), LockRank::Content);
   absorbKernelWrites(in);
 }
@@ -325,17 +335,31 @@ void Overlay::absorbKernelWrites(Inode* in) {
   uint64_t size = 0;
   Timespec mtime, ctime;
   if (!sp || sp->stat(&size, &mtime, &ctime)) return;
+  bool killPriv;
   {
     std::lock_guard k(kwMu_);
     auto it = kw_.find(in);
     if (it == kw_.end() || (it->second.size == size && it->second.mtime == mtime)) return;
     it->second.size = size;
     it->second.mtime = mtime;
+    killPriv = it->second.killPriv;
   }
-  MetaLock m(in->mmu(), LockRank::Meta);
-  in->size = size;
-  in->setMtime(mtime);
-  in->setCtime(ctime);
+  const uint64_t was = memoryOf(in);
+  {
+    MetaLock m(in->mmu(), LockRank::Meta);
+    in->size = size;
+    in->setMtime(mtime);
+    in->setCtime(ctime);
+    // What the kernel does on a write by a caller without CAP_FSETID, which it cannot do here
+    // (it clears the bits of its own file, not ours): set-user-ID goes, and set-group-ID when
+    // the group may execute. Approximated by the opener's uid (not root).
+    if (killPriv && (in->perm & 06000)) {
+      uint16_t p = static_cast<uint16_t>(in->perm & ~04000);
+      if (p & 00010) p = static_cast<uint16_t>(p & ~02000);
+      in->perm = p;
+    }
+  }
+  if (sp->inMemory()) accounted(in, was);
 }
 
 void Overlay::endKernelWrites(Handle* h) {
@@ -345,13 +369,25 @@ void Overlay::endKernelWrites(Handle* h) {
   std::shared_ptr<Inode> last;  // dropped after the locks below
   WriteLock c(in->cmu(), LockRank::Content);
   absorbKernelWrites(in);
-  std::lock_guard k(kwMu_);
-  auto it = kw_.find(in);
-  if (it == kw_.end() || --it->second.handles > 0) return;
-  last = std::move(it->second.in);
-  kw_.erase(it);
-  kwCount_.fetch_sub(1, std::memory_order_acq_rel);
-  in->clear(Inode::kKernelWrites);
+  {
+    std::lock_guard k(kwMu_);
+    auto it = kw_.find(in);
+    if (it == kw_.end() || --it->second.handles > 0) return;
+    last = std::move(it->second.in);
+    kw_.erase(it);
+    kwCount_.fetch_sub(1, std::memory_order_acq_rel);
+    in->clear(Inode::kKernelWrites);
+  }
+  // The last writer is gone: a content past the spill threshold goes to disk now, as one the
+  // daemon wrote would have at its write (readers of the memory file keep it as it is now);
+  // else the budget may move it now that it can (over budget, this very content first).
+  if (SpillFile* sp = spillOf(in); sp && sp->inMemory() && in->size > spillThreshold_) {
+    if (int e = spillOut(in, false))
+      log("passthrough: cannot move a content of " + std::to_string(in->size) +
+          " bytes to disk: " + std::strerror(e));
+  } else if (sp && sp->inMemory()) {
+    accounted(in, memoryOf(in));
+  }
 }
 
 int Overlay::contentAssign(Inode* in, const std::string& data) {

@@ -196,17 +196,17 @@ class Overlay {
   // of that file (the caller closes it), for a backend that hands it to the kernel (FUSE
   // passthrough). A content in memory is first moved into a memory file (SpillStore::
   // createInMemory, still counted as memory). -1 for anything else (content in the folder,
-  // write handles, a packed slot, no memory file to be had). *memory: the file is a memory file.
-  int spilledContentDescriptor(Handle* h, bool* memory = nullptr);
-  // A write handle on a layer file whose content is the layer's: a new descriptor of a disk
-  // spill file holding that content (moved there from memory if it was there), for a backend
-  // that hands it to the kernel to read and write itself (FUSE passthrough). From then until
-  // the handle's release, that file stays the content's whatever is done to it, and the
-  // content's size and times are read from it at every call that reports or copies them
-  // (syncKernelWrites). -1 when it cannot be: content in the folder, set-user-ID or set-group-ID
-  // bits (the kernel would not clear them on write), a content in a memory file (kernel readers
-  // may hold that file: writes go through us, into it), a packed slot, no spill store.
-  int kernelWriteDescriptor(Handle* h);
+  // write handles, a packed slot, no memory file to be had).
+  int spilledContentDescriptor(Handle* h);
+  // A write handle on a layer file whose content is the layer's: a new descriptor of the file
+  // holding that content (a memory file it moves into from memory, or its spill file), for a
+  // backend that hands it to the kernel to read and write itself (FUSE passthrough). From then
+  // until the handle's release, that file stays the content's whatever is done to it (the
+  // budget counts it but does not move it), and the content's size and times are read from it
+  // at every call that reports or copies them (syncKernelWrites). `killPriv`: the opener is not
+  // root, so set-ID bits go when the kernel has written (as its own write would do). -1 when
+  // it cannot be: content in the folder, a packed slot, no memory file to be had, no spill store.
+  int kernelWriteDescriptor(Handle* h, bool killPriv);
   // Takes the size and times of every content the kernel may be writing from its file. Costs
   // one atomic load when there is none; every public operation calls it first.
   void syncKernelWrites();
@@ -405,7 +405,8 @@ class Overlay {
   int cloneInto(const Inode& in, Inode* out);  // contents and metadata of `in` into a new inode
   // syncKernelWrites for one inode (no lock held).
   void syncKernelWrite(Inode* in);
-  void absorbKernelWrites(Inode* in);  // the same with in's content lock held exclusively
+  bool kernelWroteSince(Inode* in);    // its file changed since last looked at (no lock needed)
+  void absorbKernelWrites(Inode* in);  // the sync, with in's content lock held exclusively
   void endKernelWrites(Handle* h);     // at the release of a handle kernelWriteDescriptor took
   // copyUp for a caller that holds no lock: takes in->cmu() itself.
   int takeContent(Inode* in, bool keepContent);
@@ -473,6 +474,7 @@ class Overlay {
     uint32_t handles = 0;
     uint64_t size = 0;
     Timespec mtime;
+    bool killPriv = false;  // an opener was not root (see kernelWriteDescriptor)
   };
   std::mutex kwMu_;
   std::unordered_map<const Inode*, KernelWritten> kw_;

@@ -55,13 +55,6 @@ class SpillStore {
     (void)out;
     return ENOSYS;
   }
-  // An empty disk file of its own that the kernel will write (FUSE passthrough of a write-open
-  // of a content that was in memory). Bounded like createInMemory (EMFILE past it): every one
-  // holds a descriptor of the process for as long as the content lives.
-  virtual int createForKernel(std::unique_ptr<SpillFile>* out) {
-    (void)out;
-    return ENOSYS;
-  }
 };
 
 }  // namespace shadowfs

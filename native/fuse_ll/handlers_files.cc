@@ -29,17 +29,26 @@ void LLMount::opOpen(Req* req, uint64_t ino, FileInfo* fi) {
   std::string path;
   std::shared_ptr<Layer> layer;
   if (int pe = m->nodeAt(ino, &path, &layer)) return (void)wire::replyErr(req, pe);
+  OpenIntent intent = intentOf(fi->flags);
+  // Under passthrough, a write-open's O_TRUNC waits until the open is known to go on: it must
+  // not empty the content and then fail (ESTALE, below) when the caller cannot retry (a reopen
+  // through /proc/<pid>/fd, which cannot look the name up again).
+  bool truncLater = false;
   if (m->passthrough_.load() && (fi->flags & O_ACCMODE) != O_RDONLY) {
-    // A write-open of a node read through a backing file gets ESTALE (see passthroughOpen),
-    // and gets it before the open does anything: an O_TRUNC open must not empty the content
-    // and then fail (a reopen through /proc/<pid>/fd, which cannot look the name up again).
+    // A write-open of a node read through the folder's file gets ESTALE (see passthroughOpen)
+    // before the open does anything.
     std::lock_guard pl(m->ptMu_);
-    if (int se = m->staleIfBacked(ino)) return (void)wire::replyErr(req, se);
+    bool layerBacked = false;
+    if (int se = m->staleIfBacked(ino, &layerBacked)) return (void)wire::replyErr(req, se);
+    if (layerBacked) {
+      truncLater = intent.truncate;
+      intent.truncate = false;
+    }
   }
   Handle* h = nullptr;
   Attr a;
-  int e = m->ov_->open(layer.get(), path, intentOf(fi->flags), &h, &a);
-  if (!e && fi->killSuidgid) {
+  int e = m->ov_->open(layer.get(), path, intent, &h, &a);
+  if (!e && fi->killSuidgid && !truncLater) {
     // An O_TRUNC open by a caller without CAP_FSETID (HANDLE_KILLPRIV_V2).
     e = m->killSuidgid(req, layer.get(), path, h);
     if (e == 0) e = m->ov_->fgetattr(h, &a);
@@ -56,7 +65,7 @@ void LLMount::opOpen(Req* req, uint64_t ino, FileInfo* fi) {
   uint32_t backingId = 0;
   if (m->passthrough_.load()) {
     pt = std::unique_lock<std::mutex>(m->ptMu_);
-    if (int pe = m->passthroughOpen(ino, h, &backingId)) {
+    if (int pe = m->passthroughOpen(ino, h, &backingId, req->uid != 0)) {
       pt.unlock();
       m->ov_->release(h);
       return (void)wire::replyErr(req, pe);
@@ -76,6 +85,21 @@ void LLMount::opOpen(Req* req, uint64_t ino, FileInfo* fi) {
     }
   }
   if (pt.owns_lock()) pt.unlock();
+  if (truncLater) {
+    // The open goes on: now its O_TRUNC (and, for a caller without CAP_FSETID, the set-ID
+    // bits it clears), on the object the handle opened.
+    Attr v, out;
+    v.size = 0;
+    e = m->ov_->setattr(layer.get(), path, h, kSetSize, v, &out);
+    if (!e && fi->killSuidgid) e = m->killSuidgid(req, layer.get(), path, h);
+    if (!e) e = m->ov_->fgetattr(h, &a);
+    if (e) {
+      if (backingId) m->passthroughRelease(h);
+      m->trackHandle(ino, h, false);
+      m->ov_->release(h);
+      return (void)wire::replyErr(req, e);
+    }
+  }
   // The kernel refuses (EIO) a passthrough open that also asks to keep cached pages: the pages
   // are the backing file's.
   if (backingId) fi->keep_cache = false;
@@ -96,18 +120,20 @@ void LLMount::unnameLocked(FNode* n, uint64_t ino) {
   if (bi != byIno_.end() && bi->second == ino) byIno_.erase(bi);
 }
 
-int LLMount::staleIfBacked(uint64_t ino) {
+int LLMount::staleIfBacked(uint64_t ino, bool* layerBacked) {
+  *layerBacked = false;
   std::lock_guard lock(tmu_);
   auto it = nodes_.find(ino);
   if (it == nodes_.end() || !it->second->backingId) return 0;
-  // A layer content's disk file: the kernel may write it too (passthroughOpen), so the
-  // write-open goes on and shares it.
-  if (it->second->backingLayer && !it->second->backingMemory) return 0;
+  *layerBacked = it->second->backingLayer;
+  // A layer content's file: the kernel may write it too (passthroughOpen), so the write-open
+  // goes on and shares it (its O_TRUNC waits until it does: see opOpen).
+  if (it->second->backingLayer) return 0;
   unnameLocked(it->second.get(), ino);
   return ESTALE;
 }
 
-int LLMount::passthroughOpen(uint64_t ino, Handle* h, uint32_t* backingId) {
+int LLMount::passthroughOpen(uint64_t ino, Handle* h, uint32_t* backingId, bool killPriv) {
   *backingId = 0;
   // Content that is the folder's own file, opened read-only: the backing file is then the
   // descriptor of A's file the handle holds, and nothing the layer must see goes past us.
@@ -129,12 +155,12 @@ int LLMount::passthroughOpen(uint64_t ino, Handle* h, uint32_t* backingId) {
     }
   } layerFd;
   uint64_t backingKey = h->lowerIno;
-  bool layerFile = false, memoryFile = false;
+  bool layerFile = false;
   if (h->lower < 0) {
-    // A write-open of a content the layer holds: the kernel writes its disk file itself, and
-    // the core takes the size and times from that file (Overlay::kernelWriteDescriptor).
-    layerFd.fd = h->writable ? ov_->kernelWriteDescriptor(h)
-                             : ov_->spilledContentDescriptor(h, &memoryFile);
+    // A write-open of a content the layer holds: the kernel writes its file itself, and the
+    // core takes the size and times from that file (Overlay::kernelWriteDescriptor).
+    layerFd.fd = h->writable ? ov_->kernelWriteDescriptor(h, killPriv)
+                             : ov_->spilledContentDescriptor(h);
     struct stat st;
     if (layerFd.fd >= 0 && ::fstat(layerFd.fd, &st) == 0) {
       // The kernel holds the spill file while its backing id is registered, so its inode
@@ -170,6 +196,7 @@ int LLMount::passthroughOpen(uint64_t ino, Handle* h, uint32_t* backingId) {
     auto it = nodes_.find(ino);
     if (it == nodes_.end() || it->second->backingId != existing) return 0;
     it->second->ptOpens++;
+    if (h->writable) it->second->ptWriters++;
     ptHandles_[h] = ino;
     *backingId = existing;
     return 0;
@@ -198,8 +225,8 @@ int LLMount::passthroughOpen(uint64_t ino, Handle* h, uint32_t* backingId) {
   it->second->backingId = static_cast<uint32_t>(id);
   it->second->backingIno = backingKey;
   it->second->backingLayer = layerFile;
-  it->second->backingMemory = memoryFile;
   it->second->ptOpens = 1;
+  it->second->ptWriters = h->writable ? 1 : 0;
   ptHandles_[h] = ino;
   *backingId = static_cast<uint32_t>(id);
   return 0;
@@ -217,6 +244,7 @@ void LLMount::passthroughRelease(Handle* h) {
     auto it = nodes_.find(ino);
     if (it == nodes_.end()) return;
     FNode* n = it->second.get();
+    if (h->writable && n->ptWriters > 0) --n->ptWriters;
     if (n->ptOpens > 0 && --n->ptOpens == 0) {
       closeId = n->backingId;
       n->backingId = 0;
@@ -469,8 +497,16 @@ void LLMount::opCreate(Req* req, uint64_t parent, const char* name, mode_t mode,
   // file. ESTALE (the node is already read through another file) leaves it to us.
   uint32_t backingId = 0;
   if (m->passthrough_.load()) {
-    std::lock_guard pl(m->ptMu_);
-    if (m->passthroughOpen(ep.nodeid, h, &backingId)) backingId = 0;
+    std::unique_lock pl(m->ptMu_);
+    if (int pe = m->passthroughOpen(ep.nodeid, h, &backingId, req->uid != 0)) {
+      // An existing file whose node is read through another file (a new one has no backing):
+      // the kernel would refuse an open without passthrough beside it, so ESTALE, which makes
+      // it look the name up again (its names left the node) and retry.
+      pl.unlock();
+      m->ov_->release(h);
+      m->forget(ep.nodeid, 1);
+      return (void)wire::replyErr(req, pe);
+    }
   }
   if (backingId) fi->keep_cache = false;
   m->trackHandle(ep.nodeid, h, true);

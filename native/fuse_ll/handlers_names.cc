@@ -70,7 +70,15 @@ int LLMount::killSuidgid(const Req* req, Layer* layer, const std::string& path, 
 
 void LLMount::fillEntry(abi::EntryOut* e, uint64_t parent, uint64_t id, const Attr& a) {
   const bool covered = watchedDir(parent);
-  wire::fillEntry(e, id, a, coveredOr(opts_.entryTimeout, covered), coveredOr(opts_.attrTimeout, covered));
+  const double attr = passthrough_.load() && kernelWritten(id) ? 0 : coveredOr(opts_.attrTimeout, covered);
+  wire::fillEntry(e, id, a, coveredOr(opts_.entryTimeout, covered), attr);
+}
+
+bool LLMount::kernelWritten(uint64_t id) {
+  if (!passthrough_.load()) return false;
+  std::lock_guard lock(tmu_);
+  auto it = nodes_.find(id);
+  return it != nodes_.end() && it->second->ptWriters > 0;
 }
 
 bool LLMount::watchedDir(uint64_t dir) {

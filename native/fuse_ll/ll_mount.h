@@ -70,8 +70,8 @@ struct FNode {
   uint32_t backingId = 0;
   uint32_t ptOpens = 0;
   uint64_t backingIno = 0;    // the backing file's inode number: A's file, or a spill file
-  bool backingLayer = false;  // the backing file is a layer content's spill file
-  bool backingMemory = false; // and a memory file (write-opens are served through us: ESTALE)
+  bool backingLayer = false;  // the backing file is a layer content's spill or memory file
+  uint32_t ptWriters = 0;     // of the open files, those open for writing: the kernel writes
 };
 
 // What OPEN, CREATE and the I/O requests say of an open file: the handle we gave (fh, 0 for a
@@ -302,7 +302,12 @@ class LLMount final : public LoopedMount {
   }
   bool watchedDir(uint64_t dir);  // whether the watcher covers names in directory node `dir`
   bool coveredNode(uint64_t id);  // whether it covers node `id`'s attributes
-  double attrTimeoutOf(uint64_t id) { return coveredOr(opts_.attrTimeout, coveredNode(id)); }
+  // 0 for a node the kernel writes through passthrough: its own cached attributes would miss
+  // what a write through a memory mapping changed, so every stat asks (and the core syncs).
+  double attrTimeoutOf(uint64_t id) {
+    return kernelWritten(id) ? 0 : coveredOr(opts_.attrTimeout, coveredNode(id));
+  }
+  bool kernelWritten(uint64_t id);
 
   std::shared_ptr<Overlay> ov_;
   Layer* view_;  // pinned layer of a view, or null: the active layer
@@ -348,10 +353,12 @@ class LLMount final : public LoopedMount {
   // which (*backingId, 0 if not). ESTALE when it cannot be and the node already has one: the
   // node's names are detached, so the kernel's retry of the open (with revalidation) looks the
   // name up again and gets a new node for the new object.
-  int passthroughOpen(uint64_t ino, Handle* h, uint32_t* backingId);
-  // ESTALE when the node is read through a backing file (its names then go to a new node at
-  // the next lookup), else 0. ptMu_ held.
-  int staleIfBacked(uint64_t ino);
+  // `killPriv`: the opener is not root (Overlay::kernelWriteDescriptor).
+  int passthroughOpen(uint64_t ino, Handle* h, uint32_t* backingId, bool killPriv);
+  // For a write-open: ESTALE when the node is read through the folder's file (its names then
+  // go to a new node at the next lookup), else 0; *layerBacked when it is read or written
+  // through a layer content's file, which the open may share. ptMu_ held.
+  int staleIfBacked(uint64_t ino, bool* layerBacked);
   void unnameLocked(FNode* n, uint64_t ino);  // drops the node's names from the tables; tmu_ held
   void passthroughRelease(Handle* h);
   // INIT answered: start() waits for it, so that transport() tells the truth once mount returns.

@@ -399,33 +399,6 @@ class PosixMemoryFile final : public SpillFile {
   PosixSpillFile file_;
 };
 
-// A disk file the kernel writes (FUSE passthrough of a write-open), made for a content that
-// was in memory: bounded like the memory files, and by the same number.
-std::atomic<int> kernelFiles{0};
-
-class PosixKernelFile final : public SpillFile {
- public:
-  explicit PosixKernelFile(int fd) : file_(fd) {}
-  ~PosixKernelFile() override { kernelFiles.fetch_sub(1, std::memory_order_relaxed); }
-  int pread(char* buf, size_t size, uint64_t off, size_t* got) override {
-    return file_.pread(buf, size, off, got);
-  }
-  int pwrite(const char* buf, size_t size, uint64_t off) override {
-    return file_.pwrite(buf, size, off);
-  }
-  int truncate(uint64_t size) override { return file_.truncate(size); }
-  int dataExtents(uint64_t size, size_t max, std::vector<Extent>* out) override {
-    return file_.dataExtents(size, max, out);
-  }
-  int duplicateDescriptor() override { return file_.duplicateDescriptor(); }
-  int stat(uint64_t* size, Timespec* mtime, Timespec* ctime) override {
-    return file_.stat(size, mtime, ctime);
-  }
-
- private:
-  PosixSpillFile file_;
-};
-
 class PosixSpill final : public SpillStore {
  public:
   explicit PosixSpill(std::string dir) : dir_(std::move(dir)) {}
@@ -433,21 +406,6 @@ class PosixSpill final : public SpillStore {
     int fd = ::open(dir_.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
     if (fd < 0) return errno;
     *out = std::make_unique<PosixSpillFile>(fd);
-    return 0;
-  }
-
-  int createForKernel(std::unique_ptr<SpillFile>* out) override {
-    if (kernelFiles.fetch_add(1, std::memory_order_relaxed) >= maxMemoryFiles()) {
-      kernelFiles.fetch_sub(1, std::memory_order_relaxed);
-      return EMFILE;
-    }
-    int fd = ::open(dir_.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
-    if (fd < 0) {
-      const int e = errno;
-      kernelFiles.fetch_sub(1, std::memory_order_relaxed);
-      return e;
-    }
-    *out = std::make_unique<PosixKernelFile>(fd);
     return 0;
   }
 

@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "../../../native/core/hash.h"
+#include "../../../native/core/budget.h"
 #include "../../../native/core/overlay.h"
 #include "../unit/unit.h"
 #include "fake_lower.h"
@@ -506,23 +507,28 @@ TEST(a_content_the_kernel_writes_keeps_its_file_and_takes_size_and_times_from_it
   Attr at;
   REQUIRE_OK(ov.create(L, "new.txt", 0644, wr, Caller{0, 0}, &h, &at));
   REQUIRE_OK(ov.write(h, "hello", 5, 0));
-  REQUIRE(ov.kernelWriteDescriptor(h) >= 0);
-  fake::FakeSpillFile* k = spill->lastForKernel;
+  REQUIRE(ov.kernelWriteDescriptor(h, false) >= 0);
+  fake::FakeSpillFile* k = spill->lastInMemory;
   REQUIRE(k != nullptr);
-  CHECK_EQ(k->data(), std::string("hello"));  // moved out of memory into the file
+  CHECK_EQ(k->data(), std::string("hello"));  // moved out of memory into the memory file
   auto file = [&](const char* layer, const char* p) {
     std::string s;
     return ov.readFile(layer, p, &s) == 0 ? s : std::string("<err>");
   };
-  // The kernel writes behind our back: every operation sees it.
-  REQUIRE_OK(k->pwrite(" world", 6, 5));
+  // The kernel writes behind our back: every operation sees it, the budget too.
+  const uint64_t budgetBefore = ContentBudget::process().stats().inMemoryBytes;
+  std::string big(5000, 'k');
+  REQUIRE_OK(k->pwrite(big.data(), big.size(), 5));
   Attr a;
   REQUIRE_OK(ov.getattr(L, "new.txt", &a));
-  CHECK_EQ(a.size, uint64_t{11});
+  CHECK_EQ(a.size, uint64_t{5005});
+  CHECK(ContentBudget::process().stats().inMemoryBytes >= budgetBefore + 4096);
   uint64_t size;
   Timespec mt, ct;
   REQUIRE_OK(k->stat(&size, &mt, &ct));
   CHECK(a.mtime == mt);
+  REQUIRE_OK(k->truncate(11));
+  REQUIRE_OK(k->pwrite(" world", 6, 5));
   REQUIRE_OK(ov.fgetattr(h, &a));
   CHECK_EQ(a.size, uint64_t{11});
   CHECK_EQ(file("a", "new.txt"), std::string("hello world"));
@@ -547,28 +553,32 @@ TEST(a_content_the_kernel_writes_keeps_its_file_and_takes_size_and_times_from_it
   REQUIRE_OK(ov.getattr(L, "new.txt", &a));
   CHECK(a.mtime == (Timespec{42, 0}));
   CHECK_EQ(a.size, uint64_t{5});
-  // A read-only open shares the disk file (not a memory file).
+  // A read-only open shares the file.
   Handle* r = nullptr;
   REQUIRE_OK(ov.open(L, "new.txt", OpenIntent{}, &r, &at));
-  bool memory = true;
-  CHECK(ov.spilledContentDescriptor(r, &memory) >= 0);
-  CHECK(!memory);
+  CHECK(ov.spilledContentDescriptor(r) >= 0);
   ov.release(r);
   // After the release, the file is no longer looked at (the kernel no longer writes it).
   ov.release(h);
   REQUIRE_OK(k->pwrite("late", 4, 0));
   REQUIRE_OK(ov.getattr(L, "new.txt", &a));
   CHECK_EQ(a.size, uint64_t{5});
-  // Never: set-user-ID files (the kernel would not clear the bit), the folder's content, a
-  // read-only handle.
-  REQUIRE_OK(ov.create(L, "suid", 04755, wr, Caller{0, 0}, &h, &at));
-  CHECK_EQ(ov.kernelWriteDescriptor(h), -1);
-  ov.release(h);
+  // Set-ID bits: a write by a non-root opener clears them (set-group-ID only with group
+  // execute), as the kernel's own write would; a root opener's keeps them.
+  for (bool killPriv : {true, false}) {
+    REQUIRE_OK(ov.create(L, killPriv ? "s1" : "s2", 06755, wr, Caller{0, 0}, &h, &at));
+    REQUIRE(ov.kernelWriteDescriptor(h, killPriv) >= 0);
+    REQUIRE_OK(spill->lastInMemory->pwrite("x", 1, 0));
+    REQUIRE_OK(ov.fgetattr(h, &a));
+    CHECK_EQ(a.perm, killPriv ? uint32_t{0755} : uint32_t{06755});
+    ov.release(h);
+  }
+  // Never: the folder's content (its first write copies it up), a read-only handle.
   REQUIRE_OK(ov.open(L, "f", wr, &h, &at));
-  CHECK_EQ(ov.kernelWriteDescriptor(h), -1);
+  CHECK_EQ(ov.kernelWriteDescriptor(h, false), -1);
   ov.release(h);
   REQUIRE_OK(ov.open(L, "new.txt", OpenIntent{}, &h, &at));
-  CHECK_EQ(ov.kernelWriteDescriptor(h), -1);
+  CHECK_EQ(ov.kernelWriteDescriptor(h, false), -1);
   ov.release(h);
   ov.unpin(L);
 }

@@ -340,6 +340,8 @@ class FakeLower final : public LowerFs {
 
 class FakeSpillFile final : public SpillFile {
  public:
+  explicit FakeSpillFile(bool memory = false) : memory_(memory) {}
+  bool inMemory() const override { return memory_; }
   int pread(char* buf, size_t size, uint64_t off, size_t* got) override {
     std::lock_guard lock(mu_);
     *got = off >= data_.size() ? 0 : std::min<size_t>(size, data_.size() - static_cast<size_t>(off));
@@ -377,6 +379,7 @@ class FakeSpillFile final : public SpillFile {
   std::mutex mu_;
   std::string data_;
   int64_t tick_ = 0;
+  bool memory_;
 };
 
 class FakeSpill final : public SpillStore {
@@ -387,16 +390,16 @@ class FakeSpill final : public SpillStore {
     *out = std::make_unique<FakeSpillFile>();
     return 0;
   }
-  // The disk file a write-open's content moves to when the kernel is to write it (FUSE
-  // passthrough); tests write it as the kernel would, behind the core's back.
-  int createForKernel(std::unique_ptr<SpillFile>* out) override {
-    auto f = std::make_unique<FakeSpillFile>();
-    lastForKernel = f.get();
+  // A memory file (memfd on Linux): what a content moves into when the kernel is to read or
+  // write it (FUSE passthrough); tests write it as the kernel would, behind the core's back.
+  int createInMemory(std::unique_ptr<SpillFile>* out) override {
+    auto f = std::make_unique<FakeSpillFile>(true);
+    lastInMemory = f.get();
     *out = std::move(f);
     return 0;
   }
   std::atomic<int> created{0};
-  FakeSpillFile* lastForKernel = nullptr;
+  FakeSpillFile* lastInMemory = nullptr;
   int failWith = 0;  // an errno create() returns, to test a full disk
 };
 
