@@ -237,18 +237,26 @@ int Overlay::spilledContentDescriptor(Handle* h) {
   WriteLock c(in->cmu(), LockRank::Content);
   if (SpillFile* sp = spillOf(in)) return sp->duplicateDescriptor();
   if (in->inLower()) return -1;
+  uint64_t was = 0;
+  if (intoMemoryFile(in, &was)) return -1;
+  accounted(in, was);  // may move it on to disk at once when over the budget
+  SpillFile* sp = spillOf(in);
+  return sp ? sp->duplicateDescriptor() : -1;
+}
+
+int Overlay::intoMemoryFile(Inode* in, uint64_t* was) {
   std::unique_ptr<SpillFile> f;
-  if (spill_->createInMemory(&f)) return -1;
-  if (in->size && in->u.data && f->pwrite(in->u.data, static_cast<size_t>(in->size), 0)) return -1;
-  if (f->truncate(in->size)) return -1;
-  const uint64_t was = memoryOf(in);
+  if (int e = spill_->createInMemory(&f)) return e;
+  if (in->size && in->u.data) {
+    if (int e = f->pwrite(in->u.data, static_cast<size_t>(in->size), 0)) return e;
+  }
+  if (int e = f->truncate(in->size)) return e;
+  *was = memoryOf(in);
   in->more().spill = std::move(f);
   std::free(in->u.data);
   in->u.data = nullptr;
   in->clear(Inode::kGrown);
-  accounted(in, was);  // may move it on to disk at once when over the budget
-  SpillFile* sp = spillOf(in);
-  return sp ? sp->duplicateDescriptor() : -1;
+  return 0;
 }
 
 int Overlay::kernelWriteDescriptor(Handle* h, bool killPriv) {
@@ -264,16 +272,8 @@ int Overlay::kernelWriteDescriptor(Handle* h, bool killPriv) {
       // From memory into a memory file: cheap to make (a disk file costs a journalled inode,
       // hundreds of microseconds on ext4), and still counted as memory by the budget, which
       // learns of what the kernel wrote at the next sync and moves other contents out.
-      std::unique_ptr<SpillFile> f;
-      if (spill_->createInMemory(&f)) return -1;
-      if (in->size && in->u.data && f->pwrite(in->u.data, static_cast<size_t>(in->size), 0))
-        return -1;
-      if (f->truncate(in->size)) return -1;
-      const uint64_t was = memoryOf(in);
-      in->more().spill = std::move(f);
-      std::free(in->u.data);
-      in->u.data = nullptr;
-      in->clear(Inode::kGrown);
+      uint64_t was = 0;
+      if (intoMemoryFile(in, &was)) return -1;
       ContentBudget::process().charge(was, memoryOf(in));
       sp = spillOf(in);
     }

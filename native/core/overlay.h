@@ -402,6 +402,9 @@ class Overlay {
   int contentTruncate(Inode* in, uint64_t size);
   int contentRead(const Inode* in, char* buf, size_t size, uint64_t off, size_t* got);
   int contentAssign(Inode* in, const std::string& data);
+  // Moves a content held in memory into a new memory file (SpillStore::createInMemory); *was:
+  // memoryOf(in) before, for the caller to tell the budget. in's content lock held exclusively.
+  int intoMemoryFile(Inode* in, uint64_t* was);
   int cloneInto(const Inode& in, Inode* out);  // contents and metadata of `in` into a new inode
   // syncKernelWrites for one inode (no lock held).
   void syncKernelWrite(Inode* in);
