@@ -410,6 +410,34 @@ describe('caches of the portable backend (fuse_hl)', function () {
     );
   });
 
+  it("a big file the daemon serves is read in requests of 1 MiB: the mount's read-ahead is raised to the request size (root), and the bytes are right", async () => {
+    assert.strictEqual(process.getuid?.(), 0, 'this test needs root: the read-ahead of a FUSE mount is set in sysfs');
+    const lower = manyFiles('readahead', 1);
+    await withShadow(
+      lower,
+      async (shadow, mp) => {
+        const st = fs.statSync(mp);
+        const major = Math.floor(st.dev / 256);
+        const minor = st.dev % 256;
+        assert.strictEqual(fs.readFileSync(`/sys/class/bdi/${major}:${minor}/read_ahead_kb`, 'utf8').trim(), '1024');
+        // Written through the API: the kernel holds no page of it, so every byte is a READ.
+        const big = Buffer.alloc(24 << 20);
+        for (let i = 0; i < big.length; i += 4) big.writeUInt32LE((i * 2654435761) >>> 0, i);
+        await shadow.layer('default').write('big.bin', big);
+        const before = await settled(shadow);
+        const r = spawnSync('md5sum', [path.join(mp, 'big.bin')], { encoding: 'utf8' });
+        assert.strictEqual(r.status, 0, r.stderr);
+        const want = spawnSync('md5sum', { input: big, encoding: 'utf8' }).stdout.split(' ')[0];
+        assert.strictEqual(r.stdout.split(' ')[0], want);
+        const d = delta(before, await settled(shadow));
+        // 24 MiB: 24 requests of 1 MiB, a few more where read-ahead starts small (with the
+        // kernel's 128 KiB it took 96 or more).
+        assert.ok(d.read >= 24 && d.read <= 40, `READ requests: ${d.read}`);
+      },
+      { backend: 'fuse_ll', io: 'cached' },
+    );
+  });
+
   it('counts its requests by kind: what a cat, a listing and a new file cost', async () => {
     const lower = manyFiles('hl-kinds', 3);
     await withShadow(

@@ -127,6 +127,9 @@ int ll::LLMount::start(int* err, std::string* message) {
   // mount that fails on first use, which is reported there.
   std::unique_lock lock(initMu_);
   initCv_.wait_for(lock, std::chrono::seconds(10), [this] { return initDone_; });
+  // Sequential reads the daemon serves in requests as big as a WRITE may be (best effort: root
+  // only; posix_mount.h says why).
+  if (initDone_) setFuseReadahead(mountPoint_, kMaxWrite / 1024);
   return 0;
 }
 
