@@ -337,7 +337,7 @@ bool ContentBudget::evictOnce() {
     Inode* in = c.in.get();
     SharedMutex& m = in->cmu();
     if (!m.try_lock()) continue;  // busy: its user will charge it (and spill it if over)
-    if (in->has(Inode::kKernelWrites)) {  // the kernel writes its file: it stays until closed
+    if (in->has(Inode::kKernelHeld)) {  // the kernel holds its file: it stays until closed
       m.unlock();
       continue;
     }

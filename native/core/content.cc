@@ -89,8 +89,8 @@ void Overlay::log(const std::string& line) const {
 }
 
 int Overlay::spillOut(Inode* in, bool packed) {
-  // A file the kernel writes stays where it is until the last such open is released.
-  if (onDisk(in) || !spill_ || in->has(Inode::kKernelWrites)) return 0;
+  // A file the kernel holds for an open stays where it is until the last one is released.
+  if (onDisk(in) || !spill_ || in->has(Inode::kKernelHeld)) return 0;
   const uint64_t was = memoryOf(in);
   int e = spillContent(*spill_, in, packed);
   ContentBudget::process().charge(was, memoryOf(in));
@@ -106,7 +106,7 @@ void Overlay::accounted(Inode* in, uint64_t was) {
   if (!budget.over()) return;
   // The evictor spills the least recently changed contents; until it has, the one that went over
   // leaves memory itself (its lock is ours), so the budget holds after every change.
-  if (now && spill_ && !in->has(Inode::kKernelWrites)) {
+  if (now && spill_ && !in->has(Inode::kKernelHeld)) {
     if (int e = spillOut(in, true)) {
       log("memory budget: cannot spill a content of " + std::to_string(in->size) +
           " bytes: " + std::strerror(e));
@@ -133,7 +133,7 @@ void Overlay::forEachContentInMemory(
         }
         Inode* in = c->inode();
         if (!in || in != c || in->type != FileType::Regular) continue;  // a second name: once
-        if (in->has(Inode::kKernelWrites)) continue;  // the kernel writes its file: it stays
+        if (in->has(Inode::kKernelHeld)) continue;  // the kernel holds its file: it stays
         SharedMutex& m = in->cmu();
         if (!m.try_lock_shared()) continue;
         const uint64_t bytes = memoryOf(in);
@@ -222,26 +222,61 @@ int Overlay::contentRead(const Inode* in, char* buf, size_t size, uint64_t off, 
   return 0;
 }
 
+// Read-only and write opens the kernel serves from the content's own file (FUSE passthrough,
+// fuse_ll) both come here. The content moves into a memory file first if it is in memory
+// (cheap to make: a disk file costs a journalled inode, hundreds of microseconds on ext4; still
+// counted as memory by the budget). Then the handle holds the file (holdForKernel): it stays
+// the content's, in place, until the last such handle is released.
 int Overlay::spilledContentDescriptor(Handle* h) {
   if (!h || h->writable || h->lower >= 0) return -1;
+  return kernelDescriptor(h, false);
+}
+
+int Overlay::kernelWriteDescriptor(Handle* h, bool killPriv) {
+  if (!h || !h->writable || h->lower >= 0) return -1;
+  return kernelDescriptor(h, killPriv);
+}
+
+int Overlay::kernelDescriptor(Handle* h, bool killPriv) {
+  if (h->kernelHeld || !spill_) return -1;
   Inode* in = h->inode.get();
   if (!in || in->type != FileType::Regular) return -1;
+  int fd = -1;
   {
-    ReadLock c(in->cmu(), LockRank::Content);
-    if (SpillFile* sp = spillOf(in)) return sp->duplicateDescriptor();
+    WriteLock c(in->cmu(), LockRank::Content);
+    if (in->inLower()) return -1;
+    SpillFile* sp = spillOf(in);
+    if (!sp) {
+      // The store bounds how many memory files exist (EMFILE past its limit: this open is then
+      // served through us, as before).
+      uint64_t was = 0;
+      if (intoMemoryFile(in, &was)) return -1;
+      ContentBudget::process().charge(was, memoryOf(in));
+      sp = spillOf(in);
+    }
+    uint64_t size = 0;
+    Timespec mtime, ctime;
+    if (sp->stat(&size, &mtime, &ctime) && h->writable) return -1;
+    fd = sp->duplicateDescriptor();  // -1 for a packed slot
+    if (fd < 0) return -1;
+    in->set(Inode::kKernelHeld);
+    std::lock_guard k(kwMu_);
+    KernelHeld& w = kw_[in];
+    if (!w.in) w.in = h->inode;
+    w.handles++;
+    if (h->writable) {
+      if (w.writers++ == 0) {
+        // From here on what the file holds is what the kernel may have written.
+        w.size = size;
+        w.mtime = mtime;
+        in->set(Inode::kKernelWrites);
+        kwWriters_.fetch_add(1, std::memory_order_acq_rel);
+      }
+      w.killPriv = w.killPriv || killPriv;
+    }
   }
-  if (!spill_) return -1;
-  // In memory: moved into a memory file the kernel can serve. The budget keeps counting it
-  // (memoryOf) and may still move it to disk; the store bounds how many exist (EMFILE past its
-  // limit: this open is then served through us, as before).
-  WriteLock c(in->cmu(), LockRank::Content);
-  if (SpillFile* sp = spillOf(in)) return sp->duplicateDescriptor();
-  if (in->inLower()) return -1;
-  uint64_t was = 0;
-  if (intoMemoryFile(in, &was)) return -1;
-  accounted(in, was);  // may move it on to disk at once when over the budget
-  SpillFile* sp = spillOf(in);
-  return sp ? sp->duplicateDescriptor() : -1;
+  h->kernelHeld = true;
+  return fd;
 }
 
 int Overlay::intoMemoryFile(Inode* in, uint64_t* was) {
@@ -259,56 +294,18 @@ int Overlay::intoMemoryFile(Inode* in, uint64_t* was) {
   return 0;
 }
 
-int Overlay::kernelWriteDescriptor(Handle* h, bool killPriv) {
-  if (!h || !h->writable || h->lower >= 0 || h->kernelWrites || !spill_) return -1;
-  Inode* in = h->inode.get();
-  if (!in || in->type != FileType::Regular) return -1;
-  int fd = -1;
-  {
-    WriteLock c(in->cmu(), LockRank::Content);
-    if (in->inLower()) return -1;
-    SpillFile* sp = spillOf(in);
-    if (!sp) {
-      // From memory into a memory file: cheap to make (a disk file costs a journalled inode,
-      // hundreds of microseconds on ext4), and still counted as memory by the budget, which
-      // learns of what the kernel wrote at the next sync and moves other contents out.
-      uint64_t was = 0;
-      if (intoMemoryFile(in, &was)) return -1;
-      ContentBudget::process().charge(was, memoryOf(in));
-      sp = spillOf(in);
-    }
-    uint64_t size = 0;
-    Timespec mtime, ctime;
-    if (sp->stat(&size, &mtime, &ctime)) return -1;
-    fd = sp->duplicateDescriptor();  // -1 for a packed slot
-    if (fd < 0) return -1;
-    in->set(Inode::kKernelWrites);
-    std::lock_guard k(kwMu_);
-    KernelWritten& w = kw_[in];
-    if (!w.in) {
-      w.in = h->inode;
-      w.size = size;
-      w.mtime = mtime;
-      kwCount_.fetch_add(1, std::memory_order_acq_rel);
-    }
-    w.handles++;
-    w.killPriv = w.killPriv || killPriv;
-  }
-  h->kernelWrites = true;
-  return fd;
-}
-
 void Overlay::syncKernelWrites() {
-  if (kwCount_.load(std::memory_order_acquire) == 0) return;
+  if (kwWriters_.load(std::memory_order_acquire) == 0) return;
   std::vector<std::shared_ptr<Inode>> ins;
   {
     std::lock_guard k(kwMu_);
-    for (auto& [p, w] : kw_) ins.push_back(w.in);
+    for (auto& [p, w] : kw_)
+      if (w.writers) ins.push_back(w.in);
   }
   for (auto& in : ins) syncKernelWrite(in.get());
 }
 
-// The file of a content the kernel writes never changes while it does (spillOut, the evictor,
+// The file of a content the kernel holds never changes while it does (spillOut, the evictor,
 // contentAssign and putFile leave it in place), so it can be looked at without the content
 // lock; the lock is taken only when the file changed, to take its size and times.
 bool Overlay::kernelWroteSince(Inode* in) {
@@ -319,7 +316,7 @@ bool Overlay::kernelWroteSince(Inode* in) {
   if (!sp || sp->stat(&size, &mtime, &ctime)) return false;
   std::lock_guard k(kwMu_);
   auto it = kw_.find(in);
-  return it != kw_.end() && (it->second.size != size || it->second.mtime != mtime);
+  return it != kw_.end() && it->second.writers && (it->second.size != size || it->second.mtime != mtime);
 }
 
 void Overlay::syncKernelWrite(Inode* in) {
@@ -339,7 +336,9 @@ void Overlay::absorbKernelWrites(Inode* in) {
   {
     std::lock_guard k(kwMu_);
     auto it = kw_.find(in);
-    if (it == kw_.end() || (it->second.size == size && it->second.mtime == mtime)) return;
+    if (it == kw_.end() || !it->second.writers ||
+        (it->second.size == size && it->second.mtime == mtime))
+      return;
     it->second.size = size;
     it->second.mtime = mtime;
     killPriv = it->second.killPriv;
@@ -352,7 +351,7 @@ void Overlay::absorbKernelWrites(Inode* in) {
     in->setCtime(ctime);
     // What the kernel does on a write by a caller without CAP_FSETID, which it cannot do here
     // (it clears the bits of its own file, not ours): set-user-ID goes, and set-group-ID when
-    // the group may execute. Approximated by the opener's uid (not root).
+    // the group may execute. Approximated by the openers' uids (one not root).
     if (killPriv && (in->perm & 06000)) {
       uint16_t p = static_cast<uint16_t>(in->perm & ~04000);
       if (p & 00010) p = static_cast<uint16_t>(p & ~02000);
@@ -362,25 +361,31 @@ void Overlay::absorbKernelWrites(Inode* in) {
   if (sp->inMemory()) accounted(in, was);
 }
 
-void Overlay::endKernelWrites(Handle* h) {
+void Overlay::endKernelHold(Handle* h) {
   Inode* in = h->inode.get();
-  if (!h->kernelWrites || !in) return;
-  h->kernelWrites = false;
+  if (!h->kernelHeld || !in) return;
+  h->kernelHeld = false;
   std::shared_ptr<Inode> last;  // dropped after the locks below
   WriteLock c(in->cmu(), LockRank::Content);
-  absorbKernelWrites(in);
+  if (h->writable) absorbKernelWrites(in);
   {
     std::lock_guard k(kwMu_);
     auto it = kw_.find(in);
-    if (it == kw_.end() || --it->second.handles > 0) return;
-    last = std::move(it->second.in);
+    if (it == kw_.end()) return;
+    KernelHeld& w = it->second;
+    if (h->writable && w.writers > 0 && --w.writers == 0) {
+      in->clear(Inode::kKernelWrites);
+      w.killPriv = false;
+      kwWriters_.fetch_sub(1, std::memory_order_acq_rel);
+    }
+    if (--w.handles > 0) return;
+    last = std::move(w.in);
     kw_.erase(it);
-    kwCount_.fetch_sub(1, std::memory_order_acq_rel);
-    in->clear(Inode::kKernelWrites);
+    in->clear(Inode::kKernelHeld);
   }
-  // The last writer is gone: a content past the spill threshold goes to disk now, as one the
-  // daemon wrote would have at its write (readers of the memory file keep it as it is now);
-  // else the budget may move it now that it can (over budget, this very content first).
+  // The kernel holds the file no more: a content past the spill threshold goes to disk now,
+  // as one the daemon wrote would have at its write; else the budget may move it now that it
+  // can (over budget, this very content first).
   if (SpillFile* sp = spillOf(in); sp && sp->inMemory() && in->size > spillThreshold_) {
     if (int e = spillOut(in, false))
       log("passthrough: cannot move a content of " + std::to_string(in->size) +
@@ -391,8 +396,8 @@ void Overlay::endKernelWrites(Handle* h) {
 }
 
 int Overlay::contentAssign(Inode* in, const std::string& data) {
-  if (in->has(Inode::kKernelWrites)) {
-    // The kernel writes this file for an open file: the new content goes into it.
+  if (in->has(Inode::kKernelHeld)) {
+    // The kernel holds this file for an open file: the new content goes into it.
     if (int e = contentTruncate(in, 0)) return e;
     return contentWrite(in, data.data(), data.size(), 0);
   }

@@ -408,7 +408,7 @@ int Overlay::fallocate(Layer* view, Handle* h, bool keepSize, uint64_t off, uint
 }
 
 void Overlay::release(Handle* h) {
-  endKernelWrites(h);
+  endKernelHold(h);
   auditRelease(h);
   if (h->lower >= 0) lower_->close(h->lower);
   if (Inode* b = h->bound.exchange(nullptr, std::memory_order_acq_rel)) dropRef(b);

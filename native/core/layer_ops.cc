@@ -57,8 +57,8 @@ int Overlay::putFile(const std::string& layer, const std::string& asked, const s
   WriteLock c(in->cmu(), LockRank::Content);
   int e = copyUp(in.get(), false);  // records the base; reads nothing
   if (e) return e;
-  if (in->has(Inode::kKernelWrites)) {
-    // An open file's content the kernel writes itself: the new content goes into that file.
+  if (in->has(Inode::kKernelHeld)) {
+    // An open file's content the kernel serves itself: the new content goes into that file.
     if ((e = contentAssign(in.get(), data))) return e;
     Timespec t = nowTime();
     MetaLock m(in->mmu(), LockRank::Meta);

@@ -238,10 +238,13 @@ struct Inode {
     kBigKids = 1024,    // directories: u.kids is a list of runs (Node::kFlatMax)
     kWideTimes = 2048,  // the times live in More::times (one was out of `times`' range)
     kBirth = 4096,      // Extra holds a creation time of the layer's own (Windows)
-    // The kernel writes the content's spill file itself (a FUSE passthrough write-open, see
-    // Overlay::kernelWriteDescriptor): that file stays the content's, and its size and times
-    // are taken from it (Overlay::syncKernelWrites).
+    // The kernel writes the content's file itself (a FUSE passthrough write-open, see
+    // Overlay::kernelWriteDescriptor): its size and times are taken from that file
+    // (Overlay::syncKernelWrites).
     kKernelWrites = 8192,
+    // The kernel holds the content's file for open files (FUSE passthrough, read or write):
+    // that file stays the content's, in place, until the last of them is released.
+    kKernelHeld = 16384,
   };
   Inode(const Inode&) = delete;
   Inode& operator=(const Inode&) = delete;

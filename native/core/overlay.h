@@ -79,9 +79,9 @@ struct Handle {
   std::atomic<uint64_t> auditBytes{0};
   uint32_t auditPid = 0;
   std::string auditPath;
-  // The kernel writes this open's content itself (Overlay::kernelWriteDescriptor); release
-  // takes its last size and times.
-  bool kernelWrites = false;
+  // The kernel serves this open from its content's file (Overlay::kernelDescriptor); release
+  // lets go of that file (and for a write-open, takes its last size and times).
+  bool kernelHeld = false;
 };
 
 // Inode numbers of objects created in a layer start here, far above what A's file system
@@ -195,8 +195,10 @@ class Overlay {
   // A read-only handle on a layer file whose content lives in a spill file: a new descriptor
   // of that file (the caller closes it), for a backend that hands it to the kernel (FUSE
   // passthrough). A content in memory is first moved into a memory file (SpillStore::
-  // createInMemory, still counted as memory). -1 for anything else (content in the folder,
-  // write handles, a packed slot, no memory file to be had).
+  // createInMemory, still counted as memory). From then until the handle's release the file
+  // stays the content's, in place (the budget does not move it; a whole replacement through the
+  // API is written into it), so what the kernel serves is what the layer holds. -1 for anything
+  // else (content in the folder, write handles, a packed slot, no memory file to be had).
   int spilledContentDescriptor(Handle* h);
   // A write handle on a layer file whose content is the layer's: a new descriptor of the file
   // holding that content (a memory file it moves into from memory, or its spill file), for a
@@ -410,7 +412,8 @@ class Overlay {
   void syncKernelWrite(Inode* in);
   bool kernelWroteSince(Inode* in);    // its file changed since last looked at (no lock needed)
   void absorbKernelWrites(Inode* in);  // the sync, with in's content lock held exclusively
-  void endKernelWrites(Handle* h);     // at the release of a handle kernelWriteDescriptor took
+  void endKernelHold(Handle* h);       // at the release of a handle kernelDescriptor took
+  int kernelDescriptor(Handle* h, bool killPriv);  // for both of the public ones
   // copyUp for a caller that holds no lock: takes in->cmu() itself.
   int takeContent(Inode* in, bool keepContent);
 
@@ -469,19 +472,20 @@ class Overlay {
   std::shared_ptr<Layer> none_;    // the empty, read-only layer shown when none is active
   std::atomic<uint64_t> nextIno_{kFirstLayerIno};
   AuditLimits auditLimits_;  // under mu_
-  // Contents the kernel writes itself (kernelWriteDescriptor): each one's write handles and
-  // the size and mtime its file had when last looked at. kwMu_ is a leaf (never held while
-  // another lock is taken); kwCount_ lets every operation skip it when there are none.
-  struct KernelWritten {
+  // Contents whose file the kernel holds for open files (kernelDescriptor): how many, how
+  // many of them write, and the size and mtime the file had when last looked at. kwMu_ is a leaf (never held while
+  // another lock is taken); kwWriters_ lets every operation skip it when no file is written so.
+  struct KernelHeld {
     std::shared_ptr<Inode> in;
-    uint32_t handles = 0;
-    uint64_t size = 0;
+    uint32_t handles = 0;  // every open the kernel serves from the file
+    uint32_t writers = 0;  // of those, the write-opens
+    uint64_t size = 0;     // the file when last looked at (while there are writers)
     Timespec mtime;
-    bool killPriv = false;  // an opener was not root (see kernelWriteDescriptor)
+    bool killPriv = false;  // a write-opener was not root (see kernelWriteDescriptor)
   };
   std::mutex kwMu_;
-  std::unordered_map<const Inode*, KernelWritten> kw_;
-  std::atomic<uint32_t> kwCount_{0};
+  std::unordered_map<const Inode*, KernelHeld> kw_;
+  std::atomic<uint32_t> kwWriters_{0};  // entries with writers
 };
 
 }  // namespace shadowfs

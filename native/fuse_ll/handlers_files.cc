@@ -143,31 +143,38 @@ int LLMount::passthroughOpen(uint64_t ino, Handle* h, uint32_t* backingId, bool 
   // to copy the file up. So it is served through us like in "open" mode, and gets the same
   // deferral. A write-open of a content the layer holds is passthrough (below).
   // Content the layer holds in a spill file (past the spill threshold, or moved out by the
-  // memory budget), or in memory (moved into a memory file for this), opened read-only: the
-  // backing file is that file itself. Writes through
-  // other opens go to that same file (Overlay::contentWrite), so the reader sees them as it
-  // would through us; a content moved to another file (a whole replacement through the API)
-  // is a new object for the next open, and open readers keep the file they opened.
+  // memory budget), or in memory (moved into a memory file for this): the backing file is
+  // that file itself, for read-only and write-opens alike, and it stays the content's, in
+  // place, until the last such open is released (Overlay::spilledContentDescriptor). Writes
+  // through other opens go to that same file (Overlay::contentWrite), so every open sees them
+  // as it would through us.
   struct Fd {
     int fd = -1;
     ~Fd() {
       if (fd >= 0) ::close(fd);
     }
   } layerFd;
-  uint64_t backingKey = h->lowerIno;
+  // The backing file by device and inode number: the kernel holds it while its backing id is
+  // registered, so they name it for as long as a node can refer to it. Both: a memory file
+  // and a spill file on a tmpfs are numbered by two counters that may meet.
+  uint64_t backingIno = 0, backingDev = 0;
   bool layerFile = false;
+  struct stat st;
   if (h->lower < 0) {
     // A write-open of a content the layer holds: the kernel writes its file itself, and the
     // core takes the size and times from that file (Overlay::kernelWriteDescriptor).
     layerFd.fd = h->writable ? ov_->kernelWriteDescriptor(h, killPriv)
                              : ov_->spilledContentDescriptor(h);
-    struct stat st;
     if (layerFd.fd >= 0 && ::fstat(layerFd.fd, &st) == 0) {
-      // The kernel holds the spill file while its backing id is registered, so its inode
-      // number names it for as long as a node can refer to it.
-      backingKey = static_cast<uint64_t>(st.st_ino);
+      backingIno = static_cast<uint64_t>(st.st_ino);
+      backingDev = static_cast<uint64_t>(st.st_dev);
       layerFile = true;
     }
+  } else if (::fstat(h->lower, &st) == 0) {
+    backingIno = static_cast<uint64_t>(st.st_ino);
+    backingDev = static_cast<uint64_t>(st.st_dev);
+  } else {
+    backingIno = h->lowerIno;
   }
   const bool eligible = layerFile || (!h->inode && h->lower >= 0 && !h->writable);
   uint32_t existing = 0;
@@ -179,7 +186,8 @@ int LLMount::passthroughOpen(uint64_t ino, Handle* h, uint32_t* backingId, bool 
     FNode* n = it->second.get();
     existing = n->backingId;
     othersOpen = !n->handles.empty();
-    if (existing && (!eligible || backingKey != n->backingIno || layerFile != n->backingLayer)) {
+    if (existing && (!eligible || backingIno != n->backingIno || backingDev != n->backingDev ||
+                     layerFile != n->backingLayer)) {
       // Open for writing (its first write copies up), the layer has its own content now (or
       // keeps it in another file), or the folder's name leads to another file than the backing
       // one (replaced in A): a new object, which the kernel must not see through this inode (it
@@ -223,7 +231,8 @@ int LLMount::passthroughOpen(uint64_t ino, Handle* h, uint32_t* backingId, bool 
     return 0;
   }
   it->second->backingId = static_cast<uint32_t>(id);
-  it->second->backingIno = backingKey;
+  it->second->backingIno = backingIno;
+  it->second->backingDev = backingDev;
   it->second->backingLayer = layerFile;
   it->second->ptOpens = 1;
   it->second->ptWriters = h->writable ? 1 : 0;

@@ -70,6 +70,7 @@ struct FNode {
   uint32_t backingId = 0;
   uint32_t ptOpens = 0;
   uint64_t backingIno = 0;    // the backing file's inode number: A's file, or a spill file
+  uint64_t backingDev = 0;    // and its device (two files systems may number alike)
   bool backingLayer = false;  // the backing file is a layer content's spill or memory file
   uint32_t ptWriters = 0;     // of the open files, those open for writing: the kernel writes
 };

@@ -573,6 +573,19 @@ TEST(a_content_the_kernel_writes_keeps_its_file_and_takes_size_and_times_from_it
     CHECK_EQ(a.perm, killPriv ? uint32_t{0755} : uint32_t{06755});
     ov.release(h);
   }
+  // A read-only open the kernel serves holds the file in place too: an API replacement lands in
+  // it (the reader sees it, as through the daemon); once released, the next one does not.
+  REQUIRE_OK(ov.putFile("a", "r.txt", "first", 0644, Caller{0, 0}));
+  REQUIRE_OK(ov.open(L, "r.txt", OpenIntent{}, &r, &at));
+  REQUIRE(ov.spilledContentDescriptor(r) >= 0);
+  fake::FakeSpillFile* m = spill->lastInMemory;
+  CHECK_EQ(m->data(), std::string("first"));
+  REQUIRE_OK(ov.putFile("a", "r.txt", "second", 0644, Caller{0, 0}));
+  CHECK_EQ(m->data(), std::string("second"));
+  ov.release(r);
+  REQUIRE_OK(ov.putFile("a", "r.txt", "third", 0644, Caller{0, 0}));  // a new content (m is gone)
+  CHECK(spill->lastInMemory == m);
+  CHECK_EQ(file("a", "r.txt"), std::string("third"));
   // Never: the folder's content (its first write copies it up), a read-only handle.
   REQUIRE_OK(ov.open(L, "f", wr, &h, &at));
   CHECK_EQ(ov.kernelWriteDescriptor(h, false), -1);
