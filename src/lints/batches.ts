@@ -61,6 +61,8 @@ export class Batches {
   private readonly inFlight = new Set<BatchItem>();
   /** Ends the running batch's job early: every question it serves was cancelled. */
   private batchAbort: AbortController | undefined;
+  /** While a batch runs: starts a further worker (and server) for questions that arrived since. */
+  private batchGrow: (() => void) | undefined;
   /** Counts batch jobs: a server synced in this one needs no world sync before its next question. */
   private batchEpoch = 0;
 
@@ -107,6 +109,7 @@ export class Batches {
       item.signal.addEventListener('abort', onAbort, { once: true });
       this.batchQueue.push(it);
       this.pumpBatch();
+      this.batchGrow?.();
     });
   }
 
@@ -156,36 +159,63 @@ export class Batches {
       if (signal.aborted) resolve();
       else signal.addEventListener('abort', () => resolve(), { once: true });
     });
+    // Each worker claims the question it takes, so two never start servers for one question.
+    const claimed = new Set<BatchItem>();
+    const eligible = (it: BatchItem): boolean => it.deadline <= end && !claimed.has(it);
     const next = (): BatchItem | undefined => {
       if (signal.aborted || Date.now() >= slice) return undefined;
-      const i = this.batchQueue.findIndex((it) => it.deadline <= end);
-      return i < 0 ? undefined : this.batchQueue[i];
+      const it = this.batchQueue.find(eligible);
+      if (it) claimed.add(it);
+      return it;
     };
-    const pools = this.sharedPools(this.batchQueue.length);
-    await Promise.all(
-      pools.map(async (pool) => {
-        for (let it = next(); it; it = next()) {
-          // A server not started yet starts before it takes a question, so none waits for a cold
-          // start another could spare it; a server that never finishes starting holds the batch
-          // only until the mount is released.
-          await Promise.race([pool.get(it.spec).catch(() => undefined), released]);
-          const i = signal.aborted ? -1 : this.batchQueue.indexOf(it);
-          if (i < 0) continue;
-          this.batchQueue.splice(i, 1);
-          this.inFlight.add(it);
-          it.started();
-          try {
-            await Promise.race([it.run(pool), released]);
-            if (signal.aborted) throw new ShadowError('TIMEOUT', 'the batch ran out of time and released the shared mount');
-            it.resolve();
-          } catch (err) {
-            it.reject(err);
-          } finally {
-            this.inFlight.delete(it);
-          }
+    const work = async (pool: ServerPool): Promise<void> => {
+      for (let it = next(); it; it = next()) {
+        // A server not started yet starts before it takes a question, so none waits for a cold
+        // start another could spare it; a server that never finishes starting holds the batch
+        // only until the mount is released.
+        await Promise.race([pool.get(it.spec).catch(() => undefined), released]);
+        claimed.delete(it);
+        const i = signal.aborted ? -1 : this.batchQueue.indexOf(it);
+        if (i < 0) continue;
+        this.batchQueue.splice(i, 1);
+        grow();
+        this.inFlight.add(it);
+        it.started();
+        try {
+          await Promise.race([it.run(pool), released]);
+          if (signal.aborted) throw new ShadowError('TIMEOUT', 'the batch ran out of time and released the shared mount');
+          it.resolve();
+        } catch (err) {
+          it.reject(err);
+        } finally {
+          this.inFlight.delete(it);
         }
-      }),
-    );
+      }
+    };
+    // Questions that arrive while the batch runs (a burst trickles in) may take a further server
+    // too, not only those queued when it began.
+    const workers: Array<Promise<void>> = [];
+    const busy = new Set<ServerPool>();
+    const grow = (): void => {
+      const waiting = this.batchQueue.filter(eligible).length;
+      if (!waiting || signal.aborted) return;
+      for (const pool of this.sharedPools(busy.size + waiting)) {
+        if (busy.has(pool) || !this.batchQueue.some(eligible)) continue;
+        busy.add(pool);
+        workers.push(work(pool).finally(() => busy.delete(pool)));
+      }
+    };
+    this.batchGrow = grow;
+    try {
+      grow();
+      for (let awaited = 0; awaited < workers.length;) {
+        const upTo = workers.length;
+        await Promise.all(workers.slice(awaited, upTo));
+        awaited = upTo;
+      }
+    } finally {
+      if (this.batchGrow === grow) this.batchGrow = undefined;
+    }
   }
 
   /**
