@@ -400,6 +400,49 @@ describe('FUSE passthrough (fuse_ll, io: passthrough)', function () {
     assert.strictEqual(hashOf(), folderBefore, 'the folder is never written');
   });
 
+  it('a reader keeps seeing what writers write while it is open, also past the spill threshold and under a small memory budget (the file stays in place until the last open is released)', async () => {
+    const lower = folder('pt-held');
+    await withShadow(
+      lower,
+      async (shadow, mp) => {
+        const f = path.join(mp, 'n.bin');
+        fs.writeFileSync(f, 'start');
+        const r = fs.openSync(f, 'r');
+        const at = (n: number, off = 0): string => {
+          const b = Buffer.alloc(n);
+          return b.subarray(0, fs.readSync(r, b, 0, n, off)).toString();
+        };
+        try {
+          const w = fs.openSync(f, 'r+');
+          fs.writeSync(w, Buffer.alloc(2 << 20, 'W'), 0, 2 << 20, 0); // past the 1 MiB threshold
+          fs.closeSync(w);
+          assert.strictEqual(at(8), 'WWWWWWWW');
+          const w2 = fs.openSync(f, 'r+');
+          fs.writeSync(w2, 'NEW!', 0);
+          fs.closeSync(w2);
+          assert.strictEqual(at(8), 'NEW!WWWW', 'the reader sees the second writer');
+          // Appending through the reader's /proc link: its node is shared, not refused.
+          const w3 = fs.openSync(`/proc/${process.pid}/fd/${r}`, 'a');
+          fs.writeSync(w3, 'TAIL');
+          fs.closeSync(w3);
+          assert.strictEqual(fs.fstatSync(r).size, (2 << 20) + 4);
+          assert.strictEqual(at(4, 2 << 20), 'TAIL');
+        } finally {
+          fs.closeSync(r);
+        }
+        const back = await shadow.layer('default').readFile('n.bin');
+        assert.strictEqual(back.length, (2 << 20) + 4);
+        assert.strictEqual(back.subarray(0, 8).toString(), 'NEW!WWWW');
+        // Once nothing holds it, the content past the threshold is on disk.
+        const deadline = Date.now() + 10_000; // RELEASE comes after close() returns
+        while ((await shadow.stats()).layers.default.spilledBytes < 2 << 20 && Date.now() < deadline)
+          await new Promise((res) => setTimeout(res, 20));
+        assert.ok((await shadow.stats()).layers.default.spilledBytes >= 2 << 20, JSON.stringify((await shadow.stats()).layers.default));
+      },
+      { backend: 'fuse_ll', io: 'passthrough', spillThreshold: 1 << 20, memoryBudget: '256K' },
+    );
+  });
+
   it("shadowfs mount --io passthrough (daemon, RPC) mounts in that mode and says so in the shadow's info", async () => {
     const lower = folder('pt-cli');
     const cliPath = path.join(repoRoot, 'bin', 'shadowfs.js');
