@@ -130,7 +130,9 @@ function sh(cmd: string, cwd?: string, opts: { okStatus?: number[] } = {}): { ms
   return { ms, out: r.stdout };
 }
 
-const GIT = 'git -c user.name=bench -c user.email=bench@example.com';
+// gc.auto=0: a commit of the generated tree's 50,000 files used to start git's background gc,
+// which pruned loose objects while the next contender's `cp -r` copied them (cp failed).
+const GIT = 'git -c user.name=bench -c user.email=bench@example.com -c gc.auto=0';
 
 function median(xs: number[]): number {
   const s = [...xs].sort((a, b) => a - b);
