@@ -251,8 +251,9 @@ int Overlay::kernelDescriptor(Handle* h, bool killPriv) {
       // served through us, as before).
       uint64_t was = 0;
       if (intoMemoryFile(in, &was)) return -1;
-      ContentBudget::process().charge(was, memoryOf(in));
+      accounted(in, was);  // over the budget: it may go on to disk at once (then that file)
       sp = spillOf(in);
+      if (!sp) return -1;
     }
     uint64_t size = 0;
     Timespec mtime, ctime;
