@@ -225,7 +225,7 @@ int Overlay::contentRead(const Inode* in, char* buf, size_t size, uint64_t off, 
 // Read-only and write opens the kernel serves from the content's own file (FUSE passthrough,
 // fuse_ll) both come here. The content moves into a memory file first if it is in memory
 // (cheap to make: a disk file costs a journalled inode, hundreds of microseconds on ext4; still
-// counted as memory by the budget). Then the handle holds the file (holdForKernel): it stays
+// counted as memory by the budget). Then the handle holds the file (kernelDescriptor): it stays
 // the content's, in place, until the last such handle is released.
 int Overlay::spilledContentDescriptor(Handle* h) {
   if (!h || h->writable || h->lower >= 0) return -1;
