@@ -22,6 +22,8 @@ export class ServerPool {
   private readonly opts: PoolOptions;
   private readonly entries = new Map<string, Entry>();
   private disposed = false;
+  /** Ends the starts still waiting for initialize when the pool is disposed. */
+  private readonly stopping = new AbortController();
 
   constructor(root: string, opts: PoolOptions = {}) {
     this.root = root;
@@ -42,7 +44,7 @@ export class ServerPool {
       entry = undefined;
     }
     if (!entry) {
-      const e: Entry = { spec, starting: LanguageServerSession.start(spec, this.root, this.opts) };
+      const e: Entry = { spec, starting: LanguageServerSession.start(spec, this.root, { ...this.opts, signal: this.stopping.signal }) };
       this.entries.set(spec.id, e);
       entry = e;
       e.starting.then(
@@ -101,6 +103,8 @@ export class ServerPool {
   /** Stops every server (waits until their processes are gone). */
   async dispose(): Promise<void> {
     this.disposed = true;
+    // A server that never answers initialize is stopped now, not at its 60 s deadline.
+    this.stopping.abort();
     const all = [...this.entries.values()];
     this.entries.clear();
     await Promise.all(

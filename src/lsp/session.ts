@@ -50,6 +50,8 @@ export interface SessionOptions {
    * private /tmp. Elsewhere, or when unset, it is started directly.
    */
   confine?: { folder: string };
+  /** Aborting it ends a start() still waiting for initialize at once (the server is stopped). */
+  signal?: AbortSignal;
 }
 
 interface OpenDoc {
@@ -140,8 +142,13 @@ export class LanguageServerSession {
         capabilities: clientCapabilities(),
         initializationOptions: spec.initializationOptions,
       });
-      const r = await Promise.race([init, deadline.done, s.exitPromise.then(() => 'exited' as const)]);
+      const aborted = new Promise<'aborted'>((resolve) => {
+        if (opts.signal?.aborted) resolve('aborted');
+        else opts.signal?.addEventListener('abort', () => resolve('aborted'), { once: true });
+      });
+      const r = await Promise.race([init, deadline.done, s.exitPromise.then(() => 'exited' as const), aborted]);
       if (r === 'timeout') throw new Error(`the language server '${spec.id}' did not answer initialize in time`);
+      if (r === 'aborted') throw new Error(`the language server '${spec.id}' was stopped while it started`);
       if (r === 'exited') throw new Error(`the language server '${spec.id}' exited during initialize (${JSON.stringify(s.exitInfo)})`);
       s.capabilities = r.capabilities;
       await s.conn.sendNotification('initialized', {});
