@@ -443,6 +443,38 @@ describe('FUSE passthrough (fuse_ll, io: passthrough)', function () {
     );
   });
 
+  it('a sparse file the kernel wrote stays sparse when its content moves to disk after the last close', async () => {
+    const lower = folder('pt-sparse');
+    await withShadow(
+      lower,
+      async (shadow, mp) => {
+        const f = path.join(mp, 'sparse.bin');
+        const fd = fs.openSync(f, 'w');
+        try {
+          fs.ftruncateSync(fd, 1 << 30);
+          fs.writeSync(fd, 'head', 0);
+          fs.writeSync(fd, 'tail', (1 << 30) - 4);
+        } finally {
+          fs.closeSync(fd);
+        }
+        // Past the 64 MiB spill threshold: on disk once released (RELEASE follows close()).
+        const layer = shadow.layer('default');
+        const deadline = Date.now() + 10_000;
+        while ((await shadow.stats()).layers.default.spilledBytes < 1 << 30 && Date.now() < deadline)
+          await new Promise((res) => setTimeout(res, 20));
+        assert.ok((await shadow.stats()).layers.default.spilledBytes >= 1 << 30, 'moved to disk');
+        const ext = await layer.dataExtents('sparse.bin');
+        assert.strictEqual(ext.size, 1 << 30);
+        assert.ok(
+          ext.extents.reduce((t, [, len]) => t + len, 0) < 1 << 20,
+          `only the data moved, not a gigabyte of zeros: ${JSON.stringify(ext.extents)}`,
+        );
+        assert.strictEqual((await layer.readRange('sparse.bin', (1 << 30) - 4, 4)).data.toString(), 'tail');
+      },
+      { backend: 'fuse_ll', io: 'passthrough' },
+    );
+  });
+
   it("shadowfs mount --io passthrough (daemon, RPC) mounts in that mode and says so in the shadow's info", async () => {
     const lower = folder('pt-cli');
     const cliPath = path.join(repoRoot, 'bin', 'shadowfs.js');

@@ -215,16 +215,21 @@ int spillContent(Spiller& to, Inode* in, bool packed) {
   SpillFile* mem = in->mo() ? in->mo()->spill.get() : nullptr;
   if (mem && !mem->inMemory()) return 0;  // already on disk
   if (mem) {
-    // Out of a memory file (one the kernel may be serving: its readers keep it, the next open
-    // gets the disk file).
+    // Out of a memory file (no open the kernel serves holds it: Inode::kKernelHeld). Only its
+    // data moves: a sparse file the kernel wrote stays sparse on disk.
+    std::vector<Extent> extents;
+    if (mem->dataExtents(in->size, 4096, &extents) != 0) extents.assign(1, Extent{0, in->size});
     std::vector<char> buf(1 << 20);
-    for (uint64_t off = 0; off < in->size;) {
-      size_t got = 0;
-      const size_t want = static_cast<size_t>(std::min<uint64_t>(buf.size(), in->size - off));
-      if ((e = mem->pread(buf.data(), want, off, &got))) return e;
-      if (!got) break;  // shorter than its size: the rest reads as zeros
-      if ((e = f->pwrite(buf.data(), got, off))) return e;
-      off += got;
+    for (const Extent& x : extents) {
+      const uint64_t end = std::min<uint64_t>(x.off + x.len, in->size);
+      for (uint64_t off = x.off; off < end;) {
+        size_t got = 0;
+        const size_t want = static_cast<size_t>(std::min<uint64_t>(buf.size(), end - off));
+        if ((e = mem->pread(buf.data(), want, off, &got))) return e;
+        if (!got) break;  // shorter than its size: the rest reads as zeros
+        if ((e = f->pwrite(buf.data(), got, off))) return e;
+        off += got;
+      }
     }
     if ((e = f->truncate(in->size))) return e;
   } else if (in->size) {
