@@ -410,7 +410,7 @@ describe('caches of the portable backend (fuse_hl)', function () {
     );
   });
 
-  it("a big file the daemon serves is read in requests of 1 MiB: the mount's read-ahead is raised to the request size (root), and the bytes are right", async () => {
+  it("a big file the daemon serves is read in requests of about 1 MiB: the mount's read-ahead is raised to the request size (root), and the bytes are right", async () => {
     assert.strictEqual(process.getuid?.(), 0, 'this test needs root: the read-ahead of a FUSE mount is set in sysfs');
     const lower = manyFiles('readahead', 1);
     await withShadow(
@@ -419,7 +419,9 @@ describe('caches of the portable backend (fuse_hl)', function () {
         const st = fs.statSync(mp);
         const major = Math.floor(st.dev / 256);
         const minor = st.dev % 256;
-        assert.strictEqual(fs.readFileSync(`/sys/class/bdi/${major}:${minor}/read_ahead_kb`, 'utf8').trim(), '1024');
+        // max_read (1 MiB less a page, native/fuse_ll/ll_mount.h's kMaxRead): a READ reply
+        // spliced from a file fits a 1 MiB pipe.
+        assert.strictEqual(fs.readFileSync(`/sys/class/bdi/${major}:${minor}/read_ahead_kb`, 'utf8').trim(), '1020');
         // Written through the API: the kernel holds no page of it, so every byte is a READ.
         const big = Buffer.alloc(24 << 20);
         for (let i = 0; i < big.length; i += 4) big.writeUInt32LE((i * 2654435761) >>> 0, i);
@@ -430,11 +432,72 @@ describe('caches of the portable backend (fuse_hl)', function () {
         const want = spawnSync('md5sum', { input: big, encoding: 'utf8' }).stdout.split(' ')[0];
         assert.strictEqual(r.stdout.split(' ')[0], want);
         const d = delta(before, await settled(shadow));
-        // 24 MiB: 24 requests of 1 MiB, a few more where read-ahead starts small (with the
+        // 24 MiB: 25 requests of 1020 KiB, a few more where read-ahead starts small (with the
         // kernel's 128 KiB it took 96 or more).
         assert.ok(d.read >= 24 && d.read <= 40, `READ requests: ${d.read}`);
+        // Held in memory (under the spill threshold): no descriptor to splice from.
+        assert.strictEqual(d.read_spliced, 0, 'a content in memory is copied into its replies');
       },
       { backend: 'fuse_ll', io: 'cached' },
+    );
+  });
+
+  it("large reads of the folder's files and of a layer's spill files are spliced into their replies, and the bytes are right up to each file's end", async () => {
+    const lower = manyFiles('splice', 1);
+    // Sizes that end inside a page and inside a request: the last reply is short.
+    const pattern = (n: number, seed: number): Buffer => {
+      const b = Buffer.alloc(n);
+      for (let i = 0; i + 4 <= n; i += 4) b.writeUInt32LE(((i + seed) * 2654435761) >>> 0, i);
+      return b;
+    };
+    const inA = pattern((6 << 20) + 12345, 1);
+    fs.writeFileSync(path.join(lower, 'a.bin'), inA);
+    const md5 = (input: Buffer): string => spawnSync('md5sum', { input, encoding: 'utf8' }).stdout.split(' ')[0];
+    const md5Of = (file: string): string => {
+      const r = spawnSync('md5sum', [file], { encoding: 'utf8' });
+      assert.strictEqual(r.status, 0, r.stderr);
+      return r.stdout.split(' ')[0];
+    };
+    await withShadow(
+      lower,
+      async (shadow, mp) => {
+        // A layer file past the spill threshold (1 MiB here): its content is in a spill file.
+        const spilled = pattern((5 << 20) + 777, 2);
+        await shadow.layer('default').write('spilled.bin', spilled);
+        // Under it: in memory, copied into its replies.
+        const inMemory = pattern(700_000, 3);
+        await shadow.layer('default').write('memory.bin', inMemory);
+        for (const [name, want, spliced] of [
+          ['a.bin', inA, true],
+          ['spilled.bin', spilled, true],
+          ['memory.bin', inMemory, false],
+        ] as const) {
+          const before = await settled(shadow);
+          assert.strictEqual(md5Of(path.join(mp, name)), md5(want), `${name} read through the mount`);
+          const d = delta(before, await settled(shadow));
+          assert.ok(d.read >= Math.ceil(want.length / (1020 * 1024)), `${name}: READ requests ${d.read}`);
+          if (ringExpected()) {
+            // Replies through io_uring ring entries are copied (splice_reply.h).
+            assert.strictEqual(d.read_spliced, 0, `${name}: spliced replies with the ring on`);
+          } else if (spliced) {
+            // All but small ones: read-ahead starts with requests under 64 KiB.
+            assert.ok(d.read_spliced >= d.read - 4 && d.read_spliced > 0, `${name}: ${d.read_spliced} of ${d.read} READ replies spliced`);
+          } else {
+            assert.strictEqual(d.read_spliced, 0, `${name}: spliced replies`);
+          }
+        }
+        // The layer's copy of a folder file it changed is what a read splices from after that.
+        fs.appendFileSync(path.join(mp, 'a.bin'), 'tail');
+        // Its pages out of the kernel's cache (GNU dd: nocache with count=0 drops a whole file's).
+        const dropped = spawnSync('dd', [`if=${path.join(mp, 'a.bin')}`, 'iflag=nocache', 'count=0', 'status=none'], { encoding: 'utf8' });
+        assert.strictEqual(dropped.status, 0, dropped.stderr);
+        const before = await settled(shadow);
+        assert.strictEqual(md5Of(path.join(mp, 'a.bin')), md5(Buffer.concat([inA, Buffer.from('tail')])));
+        const d = delta(before, await settled(shadow));
+        if (!ringExpected()) assert.ok(d.read_spliced > 0, `the copy: ${d.read_spliced} of ${d.read} READ replies spliced`);
+        assert.strictEqual(md5Of(path.join(lower, 'a.bin')), md5(inA), "the folder's file is as it was");
+      },
+      { backend: 'fuse_ll', io: 'cached', spillThreshold: 1 << 20 },
     );
   });
 

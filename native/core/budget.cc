@@ -93,6 +93,9 @@ class PackedFile final : public SpillFile {
     const size_t n = static_cast<size_t>(std::min<uint64_t>(size, size_ - off));
     return pack_->file().pread(buf, n, off_ + off, got);
   }
+  // A slot's bytes sit at an offset of the shared file: only a content grown into a file of its
+  // own is read by descriptor.
+  int readDescriptor() override { return own_ ? own_->readDescriptor() : -1; }
   int pwrite(const char* buf, size_t size, uint64_t off) override {
     if (own_) return own_->pwrite(buf, size, off);
     const uint64_t end = off + size;

@@ -211,12 +211,16 @@ int Overlay::contentTruncate(Inode* in, uint64_t size) {
   return 0;
 }
 
-int Overlay::contentRead(const Inode* in, char* buf, size_t size, uint64_t off, size_t* got) {
+int Overlay::contentRead(const Inode* in, char* buf, size_t size, uint64_t off, size_t* got,
+                         DescriptorReader* via) {
   *got = 0;
   const uint64_t total = in->size;
   if (off >= total) return 0;
   size = static_cast<size_t>(std::min<uint64_t>(size, total - off));
-  if (SpillFile* sp = spillOf(in)) return sp->pread(buf, size, off, got);
+  if (SpillFile* sp = spillOf(in)) {
+    const int fd = via ? sp->readDescriptor() : -1;
+    return fd >= 0 ? via->read(fd, off, size, got) : sp->pread(buf, size, off, got);
+  }
   std::memcpy(buf, in->u.data + off, size);
   *got = size;
   return 0;

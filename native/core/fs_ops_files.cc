@@ -355,6 +355,11 @@ Ref<Inode> copiedOf(const Handle* h) {
 }  // namespace
 
 int Overlay::read(Handle* h, char* buf, size_t size, uint64_t off, size_t* got) {
+  return readVia(h, nullptr, buf, size, off, got);
+}
+
+int Overlay::readVia(Handle* h, DescriptorReader* via, char* buf, size_t size, uint64_t off,
+                     size_t* got) {
   *got = 0;
   syncKernelWrites();
   Ref<Inode> in = copiedOf(h);
@@ -362,10 +367,12 @@ int Overlay::read(Handle* h, char* buf, size_t size, uint64_t off, size_t* got) 
     ReadLock c(in->cmu(), LockRank::Content);
     if (!in->inLower()) {
       if (in->type != FileType::Regular) return EINVAL;
-      return contentRead(in.get(), buf, size, off, got);
+      return contentRead(in.get(), buf, size, off, got, via);
     }
   }
   if (h->lower < 0) return EIO;
+  const int fd = via ? lower_->readDescriptor(h->lower) : -1;
+  if (fd >= 0) return via->read(fd, off, size, got);
   return lower_->pread(h->lower, buf, size, off, got);
 }
 

@@ -32,6 +32,13 @@ class LowerFs {
   virtual int fstat(LowerHandle h, Attr* out) = 0;
   virtual int pread(LowerHandle h, char* buf, size_t size, uint64_t off, size_t* got) = 0;
   virtual void close(LowerHandle h) = 0;
+  // The system descriptor pread() reads, for a transport that moves the bytes into its reply
+  // without copying them through this process (DescriptorReader, overlay.h); -1 (the default)
+  // where there is none. It stays the handle's: the caller neither closes nor keeps it.
+  virtual int readDescriptor(LowerHandle h) {
+    (void)h;
+    return -1;
+  }
   // Where the first `size` bytes of the open file hold data, as SpillFile::dataExtents says;
   // ENOSYS (the default) when the system cannot tell.
   virtual int dataExtents(LowerHandle h, uint64_t size, size_t max, std::vector<Extent>* out) {

@@ -88,6 +88,17 @@ struct Handle {
 // hands out, so they never collide with A's numbers (which copied-up objects keep).
 constexpr uint64_t kFirstLayerIno = (1ull << 60) + 1;
 
+// Takes the bytes of a read whose source is a descriptor (the folder's file, a spill or memory
+// file) in place of a copy into the caller's buffer: Overlay::readVia calls it under the locks
+// a read holds, so what it takes is what read() would have copied. fuse_ll splices them into
+// its reply (splice_reply.h). Returns 0 or an errno, with *got the bytes taken (fewer than
+// `size` only at the file's end).
+class DescriptorReader {
+ public:
+  virtual ~DescriptorReader() = default;
+  virtual int read(int fd, uint64_t off, size_t size, size_t* got) = 0;
+};
+
 struct LayerStats {
   uint64_t memoryBytes = 0;  // contents held in memory plus per-path bookkeeping
   uint64_t paths = 0;        // layer nodes (entries, whiteouts, directories)
@@ -190,6 +201,9 @@ class Overlay {
   int create(Layer* view, const std::string& path, uint32_t perm, const OpenIntent& intent,
              const Caller& who, Handle** out, Attr* attr);
   int read(Handle* h, char* buf, size_t size, uint64_t off, size_t* got);
+  // read(), except that where the bytes come from a descriptor, `via` takes them from it
+  // instead of `buf` (see DescriptorReader); `via` null is read().
+  int readVia(Handle* h, DescriptorReader* via, char* buf, size_t size, uint64_t off, size_t* got);
   int write(Handle* h, const char* buf, size_t size, uint64_t off);
   int fgetattr(Handle* h, Attr* out);  // ENOENT when the handle has no layer inode
   // A read-only handle on a layer file whose content lives in a spill file: a new descriptor
@@ -402,7 +416,8 @@ class Overlay {
   void accounted(Inode* in, uint64_t was);
   int contentWrite(Inode* in, const char* buf, size_t size, uint64_t off);
   int contentTruncate(Inode* in, uint64_t size);
-  int contentRead(const Inode* in, char* buf, size_t size, uint64_t off, size_t* got);
+  int contentRead(const Inode* in, char* buf, size_t size, uint64_t off, size_t* got,
+                  DescriptorReader* via = nullptr);
   int contentAssign(Inode* in, const std::string& data);
   // Moves a content held in memory into a new memory file (SpillStore::createInMemory); *was:
   // memoryOf(in) before, for the caller to tell the budget. in's content lock held exclusively.

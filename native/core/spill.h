@@ -31,6 +31,11 @@ class SpillFile {
   // A new descriptor of this file (the caller closes it), for a backend that hands the file
   // to the kernel to serve (FUSE passthrough); -1 where the system has none to give.
   virtual int duplicateDescriptor() { return -1; }
+  // The descriptor pread() reads, for a transport that moves the bytes into its reply without
+  // copying them (DescriptorReader, overlay.h); -1 (the default) where there is none, as for a
+  // slot of a shared pack file. The file's own: the caller neither closes nor keeps it past the
+  // content lock it read under.
+  virtual int readDescriptor() { return -1; }
   // True for a file held in memory that the kernel can still serve (a memfd): the memory budget
   // counts its bytes as memory and may move it to a disk spill file like an in-memory content.
   virtual bool inMemory() const { return false; }

@@ -32,17 +32,20 @@ namespace shadowfs {
 // the volume label Explorer shows, and with `caseInsensitive` that names match in any case
 // (CaseInsensitiveSearch: Windows then looks names up ignoring case; the core does the same).
 // libfuse has no such option: `caseInsensitive` is not passed on Linux.
+// `maxRead` (Linux, 0: the kernel's default): the largest READ the kernel sends.
 inline struct fuse_args mountArgs(const std::string& lower, bool debug, bool allowOther = false,
-                                  bool caseInsensitive = false) {
+                                  bool caseInsensitive = false, unsigned maxRead = 0) {
 #if defined(_WIN32)
   (void)lower;
   (void)allowOther;
+  (void)maxRead;
   std::string opts = "uid=-1,gid=-1,umask=022,FileInfoTimeout=0,volname=shadowfs";
   if (caseInsensitive) opts += ",CaseInsensitiveSearch";
 #else
   (void)caseInsensitive;
   std::string opts = "default_permissions,fsname=shadowfs:" + escapeOpt(lower) + ",subtype=shadowfs";
   if (allowOther) opts += ",allow_other";
+  if (maxRead) opts += ",max_read=" + std::to_string(maxRead);
 #endif
   struct fuse_args args = FUSE_ARGS_INIT(0, nullptr);
   fuse_opt_add_arg(&args, "shadowfs");

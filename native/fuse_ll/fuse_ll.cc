@@ -93,13 +93,15 @@ std::vector<std::pair<std::string, uint64_t>> LLMount::requestCounts() const {
   for (size_t i = 0; i < opCounts_.size(); ++i) out.emplace_back(names[i], opCounts_[i].load(std::memory_order_relaxed));
   // Not a kind: how many of all requests (of any kind) came through io_uring ring entries.
   out.emplace_back("ring", uringActive_.load(std::memory_order_acquire) ? uring_->served() : 0);
+  // Not a kind either: how many READ replies went out spliced from a file (splice_reply.h).
+  out.emplace_back("read_spliced", splicedReads_.load(std::memory_order_relaxed));
   return out;
 }
 
 }  // namespace ll
 
 int ll::LLMount::start(int* err, std::string* message) {
-  struct fuse_args args = mountArgs(lowerPath_, opts_.debug, opts_.allowOther);
+  struct fuse_args args = mountArgs(lowerPath_, opts_.debug, opts_.allowOther, false, kMaxRead);
   // libfuse mounts (through fusermount3 when not root) and unmounts; its request loop never
   // runs, so its handler table stays empty: the requests are read in dev_loop.cc.
   static const struct fuse_lowlevel_ops kNoOps = {};
@@ -127,9 +129,9 @@ int ll::LLMount::start(int* err, std::string* message) {
   // mount that fails on first use, which is reported there.
   std::unique_lock lock(initMu_);
   initCv_.wait_for(lock, std::chrono::seconds(10), [this] { return initDone_; });
-  // Sequential reads the daemon serves in requests as big as a WRITE may be (best effort: root
-  // only; posix_mount.h says why).
-  if (initDone_) setFuseReadahead(mountPoint_, kMaxWrite / 1024);
+  // Sequential reads the daemon serves in requests as big as a READ may be (best effort: root
+  // only; posix_mount.h says why). A window of exactly max_read keeps them whole pages of it.
+  if (initDone_) setFuseReadahead(mountPoint_, kMaxRead / 1024);
   return 0;
 }
 

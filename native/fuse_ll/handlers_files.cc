@@ -16,6 +16,7 @@
 #include "../core/path.h"
 #include "../fuse_common/fuse_attr.h"
 #include "ll_mount.h"
+#include "splice_reply.h"
 
 namespace shadowfs {
 namespace ll {
@@ -275,9 +276,18 @@ void LLMount::opRead(Req* req, uint64_t ino, size_t size, off_t off,
   thread_local std::vector<char> buf;
   if (buf.size() < size) buf.resize(size);
   size_t got = 0;
-  int e = m->ov_->read(io.h, buf.data(), size, static_cast<uint64_t>(off), &got);
-  if (e) return (void)wire::replyErr(req, e);
-  wire::replyBuf(req, buf.data(), got);
+  // A large read from a descriptor is spliced into the reply (splice_reply.h); the rest, and
+  // replies through io_uring, are copied through buf.
+  SpliceReply splice(req, buf.data(), size, static_cast<uint64_t>(off));
+  int e = splice.usable()
+              ? m->ov_->readVia(io.h, &splice, buf.data(), size, static_cast<uint64_t>(off), &got)
+              : m->ov_->read(io.h, buf.data(), size, static_cast<uint64_t>(off), &got);
+  if (e) {
+    splice.discard();
+    return (void)wire::replyErr(req, e);
+  }
+  if (splice.spliced()) m->splicedReads_.fetch_add(1, std::memory_order_relaxed);
+  splice.send(got);
 }
 
 void LLMount::opWrite(Req* req, uint64_t ino, const char* buf, size_t size, off_t off,

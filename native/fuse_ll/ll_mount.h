@@ -161,8 +161,12 @@ class LLMount final : public LoopedMount {
   // INIT: what this mount asks of the kernel, given what it offers (flags | flags2 << 32).
   uint64_t negotiate(uint64_t offered);
   // The largest WRITE the mount accepts (max_write in the INIT reply), and so the size of a
-  // request buffer; READs are at most max_pages pages, the same.
+  // request buffer (max_pages in the INIT reply is this many pages).
   static constexpr uint32_t kMaxWrite = 1u << 20;
+  // The largest READ (the max_read mount option): a page less than a WRITE, so that a reply
+  // spliced from a file (splice_reply.h), one pipe buffer per page plus one for the header,
+  // fits a 1 MiB pipe, the most pipe-max-size lets a process without CAP_SYS_RESOURCE have.
+  static constexpr uint32_t kMaxRead = kMaxWrite - 4096;
   static void opLookup(Req* req, uint64_t parent, const char* name);
   static void opForget(Req* req, uint64_t ino, uint64_t n);
   static void opForgetMulti(Req* req, size_t count, const abi::ForgetOne* forgets);
@@ -368,6 +372,7 @@ class LLMount final : public LoopedMount {
   bool initDone_ = false;
   std::atomic<uint64_t> requests_{0};
   std::array<std::atomic<uint64_t>, static_cast<size_t>(Op::Count)> opCounts_{};
+  std::atomic<uint64_t> splicedReads_{0};  // READ replies spliced from a file (splice_reply.h)
 
   // Live view of A: a watch on A's directory behind every directory node the kernel holds
   // (native/platform's FolderWatcher). A reported change invalidates what the kernel cached for

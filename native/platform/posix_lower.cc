@@ -207,6 +207,8 @@ class PosixLower final : public LowerFs {
 
   void close(LowerHandle h) override { ::close(static_cast<int>(h)); }
 
+  int readDescriptor(LowerHandle h) override { return static_cast<int>(h); }
+
   // Through open(): only a regular file is read (a FIFO is refused, never waited on).
   int readAll(const std::string& rel, std::string* out) override {
     LowerHandle h = -1;
@@ -346,6 +348,7 @@ class PosixSpillFile final : public SpillFile {
   }
 
   int duplicateDescriptor() override { return ::fcntl(fd_, F_DUPFD_CLOEXEC, 0); }
+  int readDescriptor() override { return fd_; }
 
   int stat(uint64_t* size, Timespec* mtime, Timespec* ctime) override {
     struct stat st;
@@ -390,6 +393,7 @@ class PosixMemoryFile final : public SpillFile {
     return file_.dataExtents(size, max, out);
   }
   int duplicateDescriptor() override { return file_.duplicateDescriptor(); }
+  int readDescriptor() override { return file_.readDescriptor(); }
   bool inMemory() const override { return true; }
   int stat(uint64_t* size, Timespec* mtime, Timespec* ctime) override {
     return file_.stat(size, mtime, ctime);

@@ -16,6 +16,7 @@
 
 #include "../../../native/fuse_ll/kernel_abi.h"
 #include "../../../native/fuse_ll/ll_mount.h"
+#include "../../../native/fuse_ll/splice_reply.h"
 #include "../../../native/fuse_ll/uring_loop.h"
 #include "../../../native/fuse_ll/wire.h"
 #include "../core/fake_lower.h"
@@ -473,5 +474,103 @@ TEST(a_ring_entry_is_decoded_like_dev_fuse_and_its_reply_lands_where_the_kernel_
   CHECK_EQ(r.hdr.ringEntInOut.payloadSz, 0u);
 }
 
+// A READ reply spliced from a file (splice_reply.h), sent to a pipe that stands in for
+// /dev/fuse (splicing pipe to pipe moves the same bytes the kernel would take; unlike the
+// kernel, a pipe takes part of a message, so it is made large enough for the whole one).
+TEST(a_large_read_from_a_file_is_spliced_into_one_reply_with_its_header_and_ends_at_the_end) {
+  char path[] = "/tmp/shadowfs-splice-XXXXXX";
+  int fd = ::mkstemp(path);
+  REQUIRE(fd >= 0);
+  ::unlink(path);
+  std::string file(300000, '\0');
+  for (size_t i = 0; i < file.size(); ++i) file[i] = static_cast<char>((i * 2654435761u) >> 13);
+  REQUIRE_EQ(::pwrite(fd, file.data(), file.size(), 0), static_cast<ssize_t>(file.size()));
+  Pipe dev;
+  REQUIRE(::fcntl(dev.w, F_SETPIPE_SZ, 1 << 20) >= (1 << 20));
+  auto take = [&dev](size_t want) {
+    std::vector<char> out(want);
+    size_t got = 0;
+    while (got < want) {
+      ssize_t n = ::read(dev.r, out.data() + got, want - got);
+      if (n <= 0) break;
+      got += static_cast<size_t>(n);
+    }
+    out.resize(got);
+    return out;
+  };
+  std::vector<char> buf(ll::LLMount::kMaxRead);
+  ll::Req r{nullptr, dev.w, 91, 0, 0, 0};
+
+  // Past the start of a page, to the middle of the file: one reply, header first.
+  {
+    ll::SpliceReply s(&r, buf.data(), 200000, 4096);
+    REQUIRE(s.usable());
+    size_t got = 0;
+    CHECK_OK(s.read(fd, 4096, 200000, &got));
+    CHECK_EQ(got, size_t{200000});
+    CHECK(s.spliced());
+    CHECK_EQ(s.send(got), 0);
+    std::vector<char> m = take(sizeof(abi::OutHeader) + 200000);
+    REQUIRE_EQ(m.size(), sizeof(abi::OutHeader) + 200000);
+    CHECK_EQ(headerOf(m).len, static_cast<uint32_t>(sizeof(abi::OutHeader) + 200000));
+    CHECK_EQ(headerOf(m).unique, uint64_t{91});
+    CHECK_EQ(headerOf(m).error, 0);
+    CHECK(std::memcmp(m.data() + sizeof(abi::OutHeader), file.data() + 4096, 200000) == 0);
+  }
+  // Asking past the end: the reply holds what there is, and says so in its length.
+  {
+    ll::SpliceReply s(&r, buf.data(), 262144, 200704);
+    REQUIRE(s.usable());
+    size_t got = 0;
+    CHECK_OK(s.read(fd, 200704, 262144, &got));
+    CHECK_EQ(got, file.size() - 200704);
+    CHECK_EQ(s.send(got), 0);
+    std::vector<char> m = take(sizeof(abi::OutHeader) + got);
+    CHECK_EQ(headerOf(m).len, static_cast<uint32_t>(sizeof(abi::OutHeader) + got));
+    CHECK(std::memcmp(m.data() + sizeof(abi::OutHeader), file.data() + 200704, got) == 0);
+    CHECK(take(1).empty());
+  }
+  // At the end exactly: nothing to splice; an empty reply, as the copy path sends it.
+  {
+    ll::SpliceReply s(&r, buf.data(), 65536, file.size());
+    size_t got = 7;
+    CHECK_OK(s.read(fd, file.size(), 65536, &got));
+    CHECK_EQ(got, size_t{0});
+    CHECK(!s.spliced());
+    CHECK_EQ(s.send(got), 0);
+    CHECK_EQ(headerOf(take(sizeof(abi::OutHeader))).len, static_cast<uint32_t>(sizeof(abi::OutHeader)));
+  }
+  // A reply the transport refuses: the error comes back and the pipes are left empty, so the
+  // thread's next spliced reply is whole.
+  {
+    int ro = ::open("/dev/null", O_RDONLY);
+    ll::Req bad{nullptr, ro, 92, 0, 0, 0};
+    ll::SpliceReply s(&bad, buf.data(), 100000, 0);
+    REQUIRE(s.usable());
+    size_t got = 0;
+    CHECK_OK(s.read(fd, 0, 100000, &got));
+    CHECK(s.send(got) < 0);
+    ::close(ro);
+    ll::SpliceReply again(&r, buf.data(), 70000, 8192);
+    CHECK_OK(again.read(fd, 8192, 70000, &got));
+    CHECK_EQ(again.send(got), 0);
+    std::vector<char> m = take(sizeof(abi::OutHeader) + 70000);
+    CHECK_EQ(headerOf(m).len, static_cast<uint32_t>(sizeof(abi::OutHeader) + 70000));
+    CHECK_EQ(headerOf(m).unique, uint64_t{91});
+    CHECK(std::memcmp(m.data() + sizeof(abi::OutHeader), file.data() + 8192, 70000) == 0);
+    CHECK(take(1).empty());
+  }
+  // What is not spliced: small reads, a largest READ that starts inside a page (one pipe
+  // buffer more than a pipe of 1 MiB holds), and replies through a ring entry.
+  CHECK(!ll::SpliceReply(&r, buf.data(), ll::SpliceReply::kMinSplice - 1, 0).usable());
+  CHECK(ll::SpliceReply(&r, buf.data(), ll::LLMount::kMaxRead, 0).usable());
+  CHECK(!ll::SpliceReply(&r, buf.data(), ll::LLMount::kMaxRead, 100).usable());
+  struct NoSink final : ll::ReplySink {
+    int reply(const abi::OutHeader&, const struct iovec*, int) override { return 0; }
+  } sink;
+  ll::Req ring{nullptr, -1, 93, 0, 0, 0, &sink};
+  CHECK(!ll::SpliceReply(&ring, buf.data(), 100000, 0).usable());
+  ::close(fd);
+}
 
 }  // namespace
