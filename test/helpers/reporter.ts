@@ -55,9 +55,25 @@ class ShadowReporter extends Mocha.reporters.Spec {
         // the recap is a convenience; the failure itself is counted and printed anyway
       }
     });
+    // Wall time per test file (its top-level suites, hooks included), for the slowest-files line
+    // at the end: what to look at first when a pass grows.
+    const started = new Map<Mocha.Suite, number>();
+    const byFile = new Map<string, number>();
+    runner.on(Mocha.Runner.constants.EVENT_SUITE_BEGIN, (suite: Mocha.Suite) => {
+      if (suite.file && suite.parent?.root) started.set(suite, Date.now());
+    });
+    runner.on(Mocha.Runner.constants.EVENT_SUITE_END, (suite: Mocha.Suite) => {
+      const t0 = started.get(suite);
+      if (t0 === undefined || !suite.file) return;
+      const name = suite.file.split(/[\\/]/).pop() ?? suite.file;
+      byFile.set(name, (byFile.get(name) ?? 0) + Date.now() - t0);
+    });
     runner.once(Mocha.Runner.constants.EVENT_RUN_END, () => {
       const s = runner.stats;
       if (!s) return;
+      const slowest = [...byFile].sort((a, b) => b[1] - a[1]).slice(0, 10);
+      if (slowest.length > 1)
+        process.stdout.write(`\nslowest files: ${slowest.map(([f, ms]) => `${f} ${Math.round(ms / 1000)} s`).join(', ')}`);
       const run = { passes: s.passes, failures: s.failures, pending: s.pending };
       const total = addToTotal(run);
       const backend = process.env.SHADOWFS_BACKEND;
