@@ -90,9 +90,9 @@ constexpr uint64_t kFirstLayerIno = (1ull << 60) + 1;
 
 // Takes the bytes of a read whose source is a descriptor (the folder's file, a spill or memory
 // file) in place of a copy into the caller's buffer: Overlay::readVia calls it under the locks
-// a read holds, so what it takes is what read() would have copied. fuse_ll splices them into
-// its reply (splice_reply.h). Returns 0 or an errno, with *got the bytes taken (fewer than
-// `size` only at the file's end).
+// a read holds. fuse_ll splices them into its reply and sends it from here, before those locks
+// go, so that the bytes it sends are the ones read() would have copied (splice_reply.h).
+// Returns 0 or an errno, with *got the bytes taken (fewer than `size` only at the file's end).
 class DescriptorReader {
  public:
   virtual ~DescriptorReader() = default;

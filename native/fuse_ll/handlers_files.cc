@@ -276,18 +276,16 @@ void LLMount::opRead(Req* req, uint64_t ino, size_t size, off_t off,
   thread_local std::vector<char> buf;
   if (buf.size() < size) buf.resize(size);
   size_t got = 0;
-  // A large read from a descriptor is spliced into the reply (splice_reply.h); the rest, and
-  // replies through io_uring, are copied through buf.
+  // A large read from a descriptor is spliced into its reply, sent from inside readVia
+  // (splice_reply.h); the rest, and replies through io_uring, are copied through buf.
   SpliceReply splice(req, buf.data(), size, static_cast<uint64_t>(off));
   int e = splice.usable()
               ? m->ov_->readVia(io.h, &splice, buf.data(), size, static_cast<uint64_t>(off), &got)
               : m->ov_->read(io.h, buf.data(), size, static_cast<uint64_t>(off), &got);
-  if (e) {
-    splice.discard();
-    return (void)wire::replyErr(req, e);
-  }
   if (splice.spliced()) m->splicedReads_.fetch_add(1, std::memory_order_relaxed);
-  splice.send(got);
+  if (splice.answered()) return;
+  if (e) return (void)wire::replyErr(req, e);
+  wire::replyBuf(req, buf.data(), got);
 }
 
 void LLMount::opWrite(Req* req, uint64_t ino, const char* buf, size_t size, off_t off,

@@ -2,10 +2,14 @@
 #include "splice_reply.h"
 
 #include <fcntl.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
+#include <mutex>
+#include <vector>
 
 #include "ll_mount.h"
 
@@ -20,6 +24,11 @@ size_t pageSize() {
     return p > 0 ? static_cast<size_t>(p) : size_t{4096};
   }();
   return n;
+}
+
+size_t pagesFor(uint64_t off, size_t size) {
+  const size_t page = pageSize();
+  return (static_cast<size_t>(off % page) + size + page - 1) / page;
 }
 
 // Reads exactly `n` bytes that are already in the (non-blocking) pipe `fd`.
@@ -37,15 +46,21 @@ int readExactly(int fd, char* dst, size_t n) {
   return 0;
 }
 
-// Empties the non-blocking pipe `fd`.
-void drain(int fd) {
+// Empties the non-blocking pipe `fd`; false if it could not (a buffer the kernel refuses to
+// hand out, such as a file page that stopped being valid).
+bool drain(int fd) {
   char scratch[16384];
   for (;;) {
     ssize_t k = ::read(fd, scratch, sizeof scratch);
     if (k > 0) continue;
     if (k < 0 && errno == EINTR) continue;
-    return;
+    return k < 0 && errno == EAGAIN;
   }
+}
+
+size_t bytesIn(int fd) {
+  int n = 0;
+  return ::ioctl(fd, FIONREAD, &n) == 0 && n > 0 ? static_cast<size_t>(n) : 0;
 }
 
 }  // namespace
@@ -61,8 +76,8 @@ struct SpliceReply::Pipes {
       return;
     // Room for the largest READ (whole pages: the kernel reads through its page cache) and the
     // header's buffer: 1 MiB, the default /proc/sys/fs/pipe-max-size, past which the kernel
-    // refuses (EPERM) a process without CAP_SYS_RESOURCE; where even that is refused, the
-    // pipe keeps the size it has and only the reads that fit it are spliced.
+    // refuses (EPERM) a process without CAP_SYS_RESOURCE. Pipes too small for the smallest
+    // read worth splicing are not kept.
     const size_t want = LLMount::kMaxRead + pageSize();
     size_t smallest = SIZE_MAX;
     for (int fd : {data[1], msg[1]}) {
@@ -72,7 +87,7 @@ struct SpliceReply::Pipes {
       smallest = std::min(smallest, static_cast<size_t>(got));
     }
     slots = smallest / pageSize();
-    ok = slots > 2;
+    ok = slots >= pagesFor(0, kMinSplice) + 2;
   }
   ~Pipes() {
     for (int fd : {data[0], data[1], msg[0], msg[1]})
@@ -82,26 +97,82 @@ struct SpliceReply::Pipes {
   Pipes& operator=(const Pipes&) = delete;
 };
 
-SpliceReply::Pipes* SpliceReply::forThisThread() {
-  thread_local Pipes pipes;
-  return pipes.ok ? &pipes : nullptr;
+namespace {
+
+// At most kMaxPipes pairs for the whole process, made when first needed. A pair that could
+// not be made (the user's pipe allowance is spent, say) is not tried again for ten seconds.
+class PipePool {
+ public:
+  SpliceReply::Pipes* take() {
+    {
+      std::lock_guard lock(mu_);
+      if (!free_.empty()) {
+        SpliceReply::Pipes* p = free_.back();
+        free_.pop_back();
+        return p;
+      }
+      if (live_ >= SpliceReply::kMaxPipes || std::chrono::steady_clock::now() < retryAfter_)
+        return nullptr;
+      ++live_;
+    }
+    auto* p = new SpliceReply::Pipes();
+    if (p->ok) return p;
+    delete p;
+    std::lock_guard lock(mu_);
+    --live_;
+    retryAfter_ = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    return nullptr;
+  }
+  void give(SpliceReply::Pipes* p, bool reusable) {
+    if (!reusable) delete p;
+    std::lock_guard lock(mu_);
+    if (reusable) {
+      free_.push_back(p);
+    } else {
+      --live_;
+    }
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<SpliceReply::Pipes*> free_;
+  int live_ = 0;
+  std::chrono::steady_clock::time_point retryAfter_{};
+};
+
+// Never destroyed: a worker thread may still give pipes back while the process exits.
+PipePool& pool() {
+  static PipePool* p = new PipePool();
+  return *p;
 }
 
+}  // namespace
+
 SpliceReply::SpliceReply(const Req* r, char* buf, size_t size, uint64_t off) : r_(r), buf_(buf) {
-  if (r->sink || size < kMinSplice) return;
-  Pipes* p = forThisThread();
+  if (r->sink || size < kMinSplice || size > LLMount::kMaxRead) return;
+  Pipes* p = pool().take();
   if (!p) return;
   // One pipe buffer per page the range touches (splice from a file or a memory file fills one
   // per page), and one more in the reply pipe for the header.
-  const size_t page = pageSize();
-  const size_t pages = (static_cast<size_t>(off % page) + size + page - 1) / page;
-  if (pages + 1 > p->slots) return;
+  if (pagesFor(off, size) + 1 > p->slots) {
+    pool().give(p, true);
+    return;
+  }
   pipes_ = p;
+}
+
+SpliceReply::~SpliceReply() {
+  if (!pipes_) return;
+  // Empty unless something went wrong on the way; a pipe that cannot be emptied is closed.
+  if (bytesIn(pipes_->data[0]) || bytesIn(pipes_->msg[0])) {
+    if (!discard()) broken_ = true;
+  }
+  pool().give(pipes_, !broken_);
 }
 
 int SpliceReply::read(int fd, uint64_t off, size_t size, size_t* got) {
   *got = 0;
-  if (!pipes_) return copyBack(fd, off, size, got);
+  if (!pipes_) return copyBack(fd, off, size, 0, got);
   loff_t at = static_cast<loff_t>(off);
   size_t done = 0;
   while (done < size) {
@@ -110,25 +181,30 @@ int SpliceReply::read(int fd, uint64_t off, size_t size, size_t* got) {
       done += static_cast<size_t>(n);
       continue;
     }
-    if (n == 0) break;  // the file's end
-    if (errno == EINTR) continue;
-    // Not spliceable (a full pipe, a file system that cannot): the copy path from here on.
-    inPipe_ = done;
-    return copyBack(fd, off, size, got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n == 0) {
+      // The end of the file, or (a file system may say 0 at a hole) not: pread decides.
+      char probe;
+      ssize_t k;
+      do {
+        k = ::pread(fd, &probe, 1, static_cast<off_t>(at));
+      } while (k < 0 && errno == EINTR);
+      if (k == 0) break;
+    }
+    // Not spliceable (a full pipe, a file system that cannot): the copy path for the rest.
+    return copyBack(fd, off, size, done, got);
   }
-  inPipe_ = done;
   *got = done;
+  if (done) sendSpliced(done);
   return 0;
 }
 
-// The bytes already spliced into the data pipe go back into buf, and the rest is read from the
-// file into buf after them: the reply is then sent from buf.
-int SpliceReply::copyBack(int fd, uint64_t off, size_t size, size_t* got) {
-  size_t done = inPipe_;
-  inPipe_ = 0;
+// The `done` bytes already spliced into the data pipe go back into buf, and the rest is read
+// from the file into buf after them: the caller sends the reply from buf.
+int SpliceReply::copyBack(int fd, uint64_t off, size_t size, size_t done, size_t* got) {
   if (done) {
     if (int e = readExactly(pipes_->data[0], buf_, done)) {
-      discard();
+      if (!discard()) broken_ = true;
       return e;
     }
   }
@@ -145,45 +221,42 @@ int SpliceReply::copyBack(int fd, uint64_t off, size_t size, size_t* got) {
   return 0;
 }
 
-int SpliceReply::send(size_t got) {
-  if (!inPipe_ || got != inPipe_) {
-    if (inPipe_) discard();  // not expected: readVia reports what read() took
-    return wire::replyBuf(r_, buf_, got);
-  }
-  inPipe_ = 0;
+// The header into the reply pipe, the bytes after it, and the pipe into /dev/fuse. Where a
+// step fails with the reply still in our pipes, it is read back into buf for the caller to
+// send as a copy.
+void SpliceReply::sendSpliced(size_t got) {
   abi::OutHeader h{static_cast<uint32_t>(sizeof h + got), 0, r_->unique};
   const int msgIn = pipes_->msg[1], msgOut = pipes_->msg[0], dataOut = pipes_->data[0];
   size_t moved = 0;
-  bool headerIn = false;
-  ssize_t n = ::write(msgIn, &h, sizeof h);
-  if (n == static_cast<ssize_t>(sizeof h)) {
-    headerIn = true;
-    while (moved < got) {
-      n = ::splice(dataOut, nullptr, msgIn, nullptr, got - moved, SPLICE_F_NONBLOCK);
-      if (n > 0) {
-        moved += static_cast<size_t>(n);
-      } else if (n < 0 && errno == EINTR) {
-        continue;
-      } else {
-        break;
-      }
-    }
-  }
-  if (moved == got) {
-    // The kernel takes exactly this many bytes from the pipe, or none if it holds fewer, and
-    // copies them into the waiting request (no SPLICE_F_MOVE: the pages are the file's page
-    // cache, the folder's included, and stay there).
-    for (;;) {
-      n = ::splice(msgOut, nullptr, r_->fd, nullptr, sizeof h + got, 0);
-      if (n == static_cast<ssize_t>(sizeof h + got)) return 0;
-      if (n < 0 && errno == EINTR) continue;
+  bool headerIn = ::write(msgIn, &h, sizeof h) == static_cast<ssize_t>(sizeof h);
+  while (headerIn && moved < got) {
+    ssize_t n = ::splice(dataOut, nullptr, msgIn, nullptr, got - moved, SPLICE_F_NONBLOCK);
+    if (n > 0) {
+      moved += static_cast<size_t>(n);
+    } else if (!(n < 0 && errno == EINTR)) {
       break;
     }
-    const int e = n < 0 ? errno : EIO;
-    discard();  // the kernel consumed the reply even if it refused it (ENOENT: interrupted)
-    return -e;
   }
-  // The bytes could not follow the header into the reply pipe: take them back and send a copy.
+  if (headerIn && moved == got) {
+    // The kernel takes exactly this many bytes from the pipe and copies them into the waiting
+    // request (no SPLICE_F_MOVE: the pages are the file's page cache, the folder's included,
+    // and stay there), or, failing before it took them (ENOMEM, EBADF), none.
+    ssize_t n;
+    do {
+      n = ::splice(msgOut, nullptr, r_->fd, nullptr, sizeof h + got, 0);
+    } while (n < 0 && errno == EINTR);
+    if (n == static_cast<ssize_t>(sizeof h + got)) {
+      answered_ = spliced_ = true;
+      return;
+    }
+    if (bytesIn(msgOut) < sizeof h + got) {
+      // Taken and refused (ENOENT: the request was interrupted and is gone): it has ended.
+      answered_ = true;
+      if (!discard()) broken_ = true;
+      return;
+    }
+  }
+  // Still ours: back into buf, header skipped.
   int e = 0;
   if (headerIn) {
     char skip[sizeof h];
@@ -192,17 +265,17 @@ int SpliceReply::send(size_t got) {
   if (!e) e = readExactly(msgOut, buf_, moved);
   if (!e) e = readExactly(dataOut, buf_ + moved, got - moved);
   if (e) {
-    discard();
-    return wire::replyErr(r_, EIO);
+    if (!discard()) broken_ = true;
+    answered_ = true;
+    wire::replyErr(r_, EIO);
   }
-  return wire::replyBuf(r_, buf_, got);
 }
 
-void SpliceReply::discard() {
-  inPipe_ = 0;
-  if (!pipes_) return;
-  drain(pipes_->data[0]);
-  drain(pipes_->msg[0]);
+bool SpliceReply::discard() {
+  if (!pipes_) return true;
+  const bool data = drain(pipes_->data[0]);
+  const bool msg = drain(pipes_->msg[0]);
+  return data && msg;
 }
 
 }  // namespace ll

@@ -7,14 +7,19 @@
 // so the bytes go into one pipe and the header into a second, then the bytes follow it there
 // (pipe to pipe moves buffers, no copy) and that pipe goes to /dev/fuse.
 //
-// Each thread that serves requests has its own two pipes, made at its first large read and
-// sized to hold the largest READ (ll_mount.h's kMaxRead, a page under 1 MiB) plus the header:
-// 1 MiB, the most a process may ask for without CAP_SYS_RESOURCE (pipe-max-size). A read that
-// would not fit (unaligned, or where even that size is refused) uses the copy path. So does
-// anything that cannot be spliced: the bytes already in the pipe are read back and the rest is
-// read with pread. Small reads use the copy path too: under kMinSplice bytes the extra system
-// calls cost more than the copy saves. Replies through io_uring ring entries (uring_loop.h)
-// are always copied.
+// The reply is sent from inside read(), which Overlay::readVia calls under the content lock a
+// read holds: the pipe holds the file's pages, not copies, so the kernel must take them before
+// a write or a truncation through the daemon can change them, or one reply could mix two
+// versions of the file.
+//
+// Pipes come from a small pool shared by the process (kMaxPipes pairs of 1 MiB, the most a
+// process without CAP_SYS_RESOURCE may ask for: pipe-max-size): pipe buffers count against a
+// per-user allowance that every process of the user shares, so the daemon keeps few. A read
+// that finds none free, that would not fit (the largest READ, ll_mount.h's kMaxRead, fits whole
+// pages plus the header's buffer), that is under kMinSplice bytes (the extra system calls cost
+// more than the copy saves), or that goes through an io_uring ring entry (uring_loop.h) uses
+// the copy path. So does anything that cannot be spliced: what is already in a pipe is read back
+// into the buffer and sent from there.
 #pragma once
 
 #include <cstddef>
@@ -29,31 +34,39 @@ namespace ll {
 class SpliceReply final : public DescriptorReader {
  public:
   static constexpr size_t kMinSplice = 64 * 1024;
+  static constexpr int kMaxPipes = 4;
 
-  // For a READ of `size` bytes at `off` answered on `r`: a reader whose bytes go into the
-  // pipes, falling back to `buf` (room for `size`). `usable()` false: use the copy path.
+  // For a READ of `size` bytes at `off` answered on `r`, with `buf` (room for `size`) for the
+  // copy path. usable(): pipes were free and the read qualifies; else use Overlay::read.
   SpliceReply(const Req* r, char* buf, size_t size, uint64_t off);
+  ~SpliceReply();  // the pipes go back to the pool, empty (or are closed if they cannot be)
+  SpliceReply(const SpliceReply&) = delete;
+  SpliceReply& operator=(const SpliceReply&) = delete;
   bool usable() const { return pipes_ != nullptr; }
 
+  // Reads the bytes and, when it can, answers the request with them (answered()); otherwise
+  // they are in buf for the caller to send, as from pread.
   int read(int fd, uint64_t off, size_t size, size_t* got) override;
 
-  // After Overlay::readVia returned 0 with `got` bytes: sends them, from the pipe if read()
-  // took them there, else from `buf`. Returns 0 or -errno, as wire::send.
-  int send(size_t got);
-  // After an error: empties the pipes, for the thread's next reply.
-  void discard();
+  // The request has its reply (or the kernel took the reply and ended the request itself):
+  // send nothing more for it.
+  bool answered() const { return answered_; }
+  // The kernel took a spliced reply.
+  bool spliced() const { return spliced_; }
 
-  bool spliced() const { return inPipe_ > 0; }
+  struct Pipes;
 
  private:
-  struct Pipes;
-  static Pipes* forThisThread();
-  int copyBack(int fd, uint64_t off, size_t size, size_t* got);
+  int copyBack(int fd, uint64_t off, size_t size, size_t done, size_t* got);
+  void sendSpliced(size_t got);
+  bool discard();  // empties both pipes; false if one could not be emptied
 
   const Req* r_;
   char* buf_;
   Pipes* pipes_ = nullptr;
-  size_t inPipe_ = 0;  // bytes read() left in the data pipe
+  bool broken_ = false;  // a pipe could not be emptied: close it rather than reuse it
+  bool answered_ = false;
+  bool spliced_ = false;
 };
 
 }  // namespace ll

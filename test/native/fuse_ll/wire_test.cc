@@ -500,22 +500,23 @@ TEST(a_large_read_from_a_file_is_spliced_into_one_reply_with_its_header_and_ends
   };
   std::vector<char> buf(ll::LLMount::kMaxRead);
   ll::Req r{nullptr, dev.w, 91, 0, 0, 0};
+  const size_t hs = sizeof(abi::OutHeader);
 
-  // Past the start of a page, to the middle of the file: one reply, header first.
+  // Past the start of a page, to the middle of the file: one reply, header first, sent by read.
   {
     ll::SpliceReply s(&r, buf.data(), 200000, 4096);
     REQUIRE(s.usable());
     size_t got = 0;
     CHECK_OK(s.read(fd, 4096, 200000, &got));
     CHECK_EQ(got, size_t{200000});
+    CHECK(s.answered());
     CHECK(s.spliced());
-    CHECK_EQ(s.send(got), 0);
-    std::vector<char> m = take(sizeof(abi::OutHeader) + 200000);
-    REQUIRE_EQ(m.size(), sizeof(abi::OutHeader) + 200000);
-    CHECK_EQ(headerOf(m).len, static_cast<uint32_t>(sizeof(abi::OutHeader) + 200000));
+    std::vector<char> m = take(hs + 200000);
+    REQUIRE_EQ(m.size(), hs + 200000);
+    CHECK_EQ(headerOf(m).len, static_cast<uint32_t>(hs + 200000));
     CHECK_EQ(headerOf(m).unique, uint64_t{91});
     CHECK_EQ(headerOf(m).error, 0);
-    CHECK(std::memcmp(m.data() + sizeof(abi::OutHeader), file.data() + 4096, 200000) == 0);
+    CHECK(std::memcmp(m.data() + hs, file.data() + 4096, 200000) == 0);
   }
   // Asking past the end: the reply holds what there is, and says so in its length.
   {
@@ -524,44 +525,51 @@ TEST(a_large_read_from_a_file_is_spliced_into_one_reply_with_its_header_and_ends
     size_t got = 0;
     CHECK_OK(s.read(fd, 200704, 262144, &got));
     CHECK_EQ(got, file.size() - 200704);
-    CHECK_EQ(s.send(got), 0);
-    std::vector<char> m = take(sizeof(abi::OutHeader) + got);
-    CHECK_EQ(headerOf(m).len, static_cast<uint32_t>(sizeof(abi::OutHeader) + got));
-    CHECK(std::memcmp(m.data() + sizeof(abi::OutHeader), file.data() + 200704, got) == 0);
+    CHECK(s.spliced());
+    std::vector<char> m = take(hs + got);
+    CHECK_EQ(headerOf(m).len, static_cast<uint32_t>(hs + got));
+    CHECK(std::memcmp(m.data() + hs, file.data() + 200704, got) == 0);
     CHECK(take(1).empty());
   }
-  // At the end exactly: nothing to splice; an empty reply, as the copy path sends it.
+  // At the end exactly: nothing read, nothing sent; the caller sends the empty reply.
   {
     ll::SpliceReply s(&r, buf.data(), 65536, file.size());
     size_t got = 7;
     CHECK_OK(s.read(fd, file.size(), 65536, &got));
     CHECK_EQ(got, size_t{0});
-    CHECK(!s.spliced());
-    CHECK_EQ(s.send(got), 0);
-    CHECK_EQ(headerOf(take(sizeof(abi::OutHeader))).len, static_cast<uint32_t>(sizeof(abi::OutHeader)));
+    CHECK(!s.answered());
+    CHECK(take(1).empty());
   }
-  // A reply the transport refuses: the error comes back and the pipes are left empty, so the
-  // thread's next spliced reply is whole.
+  // A transport that refuses the reply before taking it (here EBADF): the bytes come back into
+  // buf for the copy path, and the pipes are left empty, so the next spliced reply is whole.
   {
     int ro = ::open("/dev/null", O_RDONLY);
     ll::Req bad{nullptr, ro, 92, 0, 0, 0};
-    ll::SpliceReply s(&bad, buf.data(), 100000, 0);
-    REQUIRE(s.usable());
-    size_t got = 0;
-    CHECK_OK(s.read(fd, 0, 100000, &got));
-    CHECK(s.send(got) < 0);
+    {
+      ll::SpliceReply s(&bad, buf.data(), 100000, 0);
+      REQUIRE(s.usable());
+      size_t got = 0;
+      CHECK_OK(s.read(fd, 0, 100000, &got));
+      CHECK_EQ(got, size_t{100000});
+      CHECK(!s.answered());
+      CHECK(!s.spliced());
+      CHECK(std::memcmp(buf.data(), file.data(), 100000) == 0);
+    }
     ::close(ro);
     ll::SpliceReply again(&r, buf.data(), 70000, 8192);
+    REQUIRE(again.usable());
+    size_t got = 0;
     CHECK_OK(again.read(fd, 8192, 70000, &got));
-    CHECK_EQ(again.send(got), 0);
-    std::vector<char> m = take(sizeof(abi::OutHeader) + 70000);
-    CHECK_EQ(headerOf(m).len, static_cast<uint32_t>(sizeof(abi::OutHeader) + 70000));
+    CHECK(again.spliced());
+    std::vector<char> m = take(hs + 70000);
+    CHECK_EQ(headerOf(m).len, static_cast<uint32_t>(hs + 70000));
     CHECK_EQ(headerOf(m).unique, uint64_t{91});
-    CHECK(std::memcmp(m.data() + sizeof(abi::OutHeader), file.data() + 8192, 70000) == 0);
+    CHECK(std::memcmp(m.data() + hs, file.data() + 8192, 70000) == 0);
     CHECK(take(1).empty());
   }
   // What is not spliced: small reads, a largest READ that starts inside a page (one pipe
-  // buffer more than a pipe of 1 MiB holds), and replies through a ring entry.
+  // buffer more than a pipe of 1 MiB holds), replies through a ring entry, and a read that
+  // finds every pair of the process's pipes in use.
   CHECK(!ll::SpliceReply(&r, buf.data(), ll::SpliceReply::kMinSplice - 1, 0).usable());
   CHECK(ll::SpliceReply(&r, buf.data(), ll::LLMount::kMaxRead, 0).usable());
   CHECK(!ll::SpliceReply(&r, buf.data(), ll::LLMount::kMaxRead, 100).usable());
@@ -570,6 +578,15 @@ TEST(a_large_read_from_a_file_is_spliced_into_one_reply_with_its_header_and_ends
   } sink;
   ll::Req ring{nullptr, -1, 93, 0, 0, 0, &sink};
   CHECK(!ll::SpliceReply(&ring, buf.data(), 100000, 0).usable());
+  {
+    std::vector<std::unique_ptr<ll::SpliceReply>> held;
+    for (int i = 0; i < ll::SpliceReply::kMaxPipes; ++i) {
+      held.push_back(std::make_unique<ll::SpliceReply>(&r, buf.data(), 100000, 0));
+      CHECK(held.back()->usable());
+    }
+    CHECK(!ll::SpliceReply(&r, buf.data(), 100000, 0).usable());
+  }
+  CHECK(ll::SpliceReply(&r, buf.data(), 100000, 0).usable());
   ::close(fd);
 }
 
