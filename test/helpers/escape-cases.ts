@@ -211,6 +211,24 @@ export const CASES: EscapeCase[] = [
     command: (w) => ({ argv: [w.probe, 'handle-open', path.dirname(w.lower), w.handle] }),
   },
   {
+    name: 'pipe-page-merge',
+    tries:
+      "Dirty Pipe's pattern on a folder file read through the shadow: a pipe primed for merging, the file's page spliced in, a write after it (the shadow's own READ replies are spliced from the folder's pages too)",
+    command: (w) => ({ argv: [w.probe, 'pipe-merge', path.join(w.lower, 'src', 'math.js')] }),
+    allowOk: /^(splice a page of the file into the pipe|write after it into the pipe): ok$/,
+    // The attempt was made (splice is not among the calls a run is refused) and failed.
+    check: (o, w) =>
+      assertLines(
+        o,
+        [
+          'splice a page of the file into the pipe: ok',
+          'write after it into the pipe: ok',
+          `${path.join(w.lower, 'src', 'math.js')} page: unchanged`,
+        ],
+        'the pipe-merge attempt',
+      ),
+  },
+  {
     name: 'signal-daemon',
     tries: 'kill -USR1 the daemon (Node opens its inspector), kill -0 it, and SIGSTOP it',
     command: (w, d) => ({

