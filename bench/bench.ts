@@ -236,6 +236,10 @@ function tsProject(dir: string): number {
   fs.writeFileSync(path.join(dir, 'tsconfig.quick.json'), JSON.stringify({ extends: './tsconfig.json', include: ['src/**/*.ts'] }));
   sh(`${GIT} init -q && ${GIT} add -A && ${GIT} commit -qm snapshot`, dir);
   sh(NPM_CI, dir);
+  // The install row runs npm --offline: npm ci cached the tarballs but not the registry's
+  // package documents that resolving typescript@X and zod@Y needs (a fresh machine's cache has
+  // none: the row failed there with ENOTCACHED after an hour and a half of the run).
+  sh(`npm cache add typescript@${INSTALL_VERSIONS.typescript} zod@${INSTALL_VERSIONS.zod} --loglevel=error`, dir);
   sh(TSC_BUILD, dir);
   return Number(sh('find . -path ./.git -prune -o -type f -print | wc -l', dir).out.trim());
 }
@@ -621,6 +625,7 @@ async function main(): Promise<void> {
   // shadowfs's own measurements, and notes on the other contenders.
   const extra: Record<string, number> = {};
   const notes: Record<string, number> = {};
+  const failed: Record<string, string> = {};
   const treeNames: Record<'generated' | 'ts', string> = {
     generated: readyGenerated,
     ts: `${READY_TS} (${tsFiles} files)`,
@@ -664,19 +669,26 @@ async function main(): Promise<void> {
     for (const w of chosen) {
       const here = contenders.filter((c) => envs[w.tree][c.name]);
       const warmups = w.warmup === true ? 1 : w.warmup || 0;
-      for (const c of here) for (let i = 0; i < warmups; i++) w.run(envs[w.tree][c.name].dir);
-      for (let r = 0; r < REPS; r++) {
-        for (const c of here) {
-          if (w.cold) dropCaches();
-          const env = envs[w.tree][c.name];
-          record(
-            w.name,
-            c.name,
-            counted(env, c.name, w.name, () => w.run(env.dir)),
-          );
+      try {
+        for (const c of here) for (let i = 0; i < warmups; i++) w.run(envs[w.tree][c.name].dir);
+        for (let r = 0; r < REPS; r++) {
+          for (const c of here) {
+            if (w.cold) dropCaches();
+            const env = envs[w.tree][c.name];
+            record(
+              w.name,
+              c.name,
+              counted(env, c.name, w.name, () => w.run(env.dir)),
+            );
+          }
         }
+        console.error(`  ${w.name}: done`);
+      } catch (e) {
+        // One row that cannot run does not cost the whole run: it is left out, and said so.
+        delete results[w.name];
+        failed[w.name] = String((e as Error).message ?? e).split('\n')[0];
+        console.error(`  ${w.name}: FAILED, left out: ${failed[w.name]}`);
       }
-      console.error(`  ${w.name}: done`);
     }
     // rm -rf of a node_modules-like tree: destructive, on fresh copies.
     for (let r = 0; r < REPS && rmRow; r++) {
@@ -696,7 +708,7 @@ async function main(): Promise<void> {
 
   if (rowFilter) {
     reclaim?.resume();
-    return report(started, { results, requests, notes, tsFiles, reclaim: reclaimNote(reclaim?.paused) });
+    return report(started, { results, requests, notes, failed, tsFiles, reclaim: reclaimNote(reclaim?.paused) });
   }
   // shadowfs only: layer switch latency (each backend) and memory per layer.
   for (const backend of addon().backends) {
@@ -764,7 +776,7 @@ async function main(): Promise<void> {
   }
 
   reclaim?.resume();
-  return report(started, { results, requests, notes, tsFiles, extra, resp, lints, reclaim: reclaimNote(reclaim?.paused) });
+  return report(started, { results, requests, notes, failed, tsFiles, extra, resp, lints, reclaim: reclaimNote(reclaim?.paused) });
 }
 
 /** What a run measured; the shadowfs-only sections are absent from a row-filtered run. */
@@ -772,6 +784,8 @@ interface Measurements {
   results: Record<string, Record<string, number[]>>;
   requests: RequestCounts;
   notes: Record<string, number>;
+  /** Rows that failed and were left out, with the first line of their error. */
+  failed: Record<string, string>;
   tsFiles: number;
   /** Whether DAMON reclaim ran during the measurements (reclaimNote). */
   reclaim: string;
@@ -819,6 +833,7 @@ function report(started: Date, m: Measurements): void {
     ...(m.resp ? { responsiveness: { fileMiB: RESP_MIB, targetMaxDelayMs: TARGET_MAX_DELAY_MS, rows: m.resp } } : {}),
     ...(m.lints ? { lints: m.lints } : {}),
     notes: m.notes,
+    failed: m.failed,
   };
   fs.writeFileSync(path.join(outDir, `${stamp}.json`), JSON.stringify(json, null, 2));
   const names = contenders.map((c) => c.name);
@@ -842,6 +857,7 @@ function report(started: Date, m: Measurements): void {
     '',
     ...Object.entries(m.extra ?? {}).map(([k, v]) => `- shadowfs ${k}: ${v.toFixed(3).replace(/\.?0+$/, '')}`),
     ...Object.entries(m.notes).map(([k, v]) => `- ${k}: ${v.toFixed(0)}`),
+    ...Object.entries(m.failed).map(([k, v]) => `- FAILED, left out of this run: ${k} (${v})`),
     '',
     ...targetsMarkdown(verdicts, why),
     '',
