@@ -11,6 +11,7 @@
 #include <mutex>
 #include <vector>
 
+#include "../platform/posix_io.h"
 #include "ll_mount.h"
 
 namespace shadowfs {
@@ -208,16 +209,9 @@ int SpliceReply::copyBack(int fd, uint64_t off, size_t size, size_t done, size_t
       return e;
     }
   }
-  while (done < size) {
-    ssize_t n = ::pread(fd, buf_ + done, size - done, static_cast<off_t>(off + done));
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return errno;
-    }
-    if (n == 0) break;
-    done += static_cast<size_t>(n);
-  }
-  *got = done;
+  size_t more = 0;
+  if (int e = preadFull(fd, buf_ + done, size - done, off + done, &more)) return e;
+  *got = done + more;
   return 0;
 }
 

@@ -20,6 +20,7 @@
 #include <cstring>
 #include <vector>
 
+#include "posix_io.h"
 #include "posix_path.h"
 #include "posix_readahead.h"
 
@@ -48,22 +49,6 @@ FileType typeFromDirent(unsigned char t) {
     case DT_BLK: return FileType::BlockDevice;
     default: return FileType::Regular;
   }
-}
-
-// pread until `size` bytes or end of file, retrying interrupted calls.
-int preadFull(int fd, char* buf, size_t size, uint64_t off, size_t* got) {
-  size_t done = 0;
-  while (done < size) {
-    ssize_t n = ::pread(fd, buf + done, size - done, static_cast<off_t>(off + done));
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return errno;
-    }
-    if (n == 0) break;
-    done += static_cast<size_t>(n);
-  }
-  *got = done;
-  return 0;
 }
 
 // Where the first `size` bytes of `fd` hold data, by SEEK_DATA/SEEK_HOLE (see

@@ -489,7 +489,8 @@ export class Shadow {
    * The shared mount's FUSE requests by kind since it was mounted: on fuse_ll `lookup`, `getattr`, `setattr`, `open`,
    * `create`, `mknod`, `release`, `flush`, `read`, `write`, `opendir`, `readdir`, `readdirplus`, `releasedir`,
    * `getxattr`, `forget`, and `ring`: how many requests of any kind came through io_uring ring entries (0 when
-   * `kernelTransport().ioUring` is false); on fuse_hl the high-level API's kinds (`getattr`, which stands for the
+   * `kernelTransport().ioUring` is false), and `read_spliced`: how many READ replies were spliced from a file
+   * rather than copied (native/fuse_ll/splice_reply.h); on fuse_hl the high-level API's kinds (`getattr`, which stands for the
    * kernel's LOOKUPs too, `open`, `read`, `write`, `create`, `release`, `opendir`, `readdir`, `getxattr` and the other
    * operations by name); empty on a backend that does not count them. For measuring round trips (tests, benchmarks).
    */
