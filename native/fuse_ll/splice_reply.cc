@@ -164,8 +164,9 @@ SpliceReply::SpliceReply(const Req* r, char* buf, size_t size, uint64_t off) : r
 
 SpliceReply::~SpliceReply() {
   if (!pipes_) return;
-  // Empty unless something went wrong on the way; a pipe that cannot be emptied is closed.
-  if (bytesIn(pipes_->data[0]) || bytesIn(pipes_->msg[0])) {
+  // Empty after a reply the kernel took (no check on that path: every large READ takes it);
+  // otherwise emptied, and a pipe that cannot be emptied is closed.
+  if (!spliced_ && (bytesIn(pipes_->data[0]) || bytesIn(pipes_->msg[0]))) {
     if (!discard()) broken_ = true;
   }
   pool().give(pipes_, !broken_);
