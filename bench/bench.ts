@@ -10,7 +10,8 @@
 // `npm run bench -- [--quick] --only=TEXT [--only=TEXT2 ...]` runs only the rows whose name
 // contains one of the texts (case-insensitive; e.g. `--only=grep --only=repo50k`), builds only
 // the trees they need, skips the shadowfs-only sections and writes bench/results/<time>-rows.{json,md}
-// (latest.* left as they are). Running DAMON reclaim is paused for the run (`--keep-reclaim`
+// (latest.* left as they are). Ctrl-C once stops after the current row and writes what was
+// measured (<time>-stopped.{json,md}); twice quits. Running DAMON reclaim is paused for the run (`--keep-reclaim`
 // leaves it running; see pauseReclaim).
 import { spawnSync } from 'child_process';
 import * as crypto from 'crypto';
@@ -97,7 +98,8 @@ function pauseReclaim(): { paused: string[]; resume: () => void } {
   };
   // Also on a failure or a signal: the machine gets its reclaim back whatever happens.
   process.on('exit', resume);
-  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
+  // SIGINT is the run's own (onInterrupt): it stops between rows; resume then runs on exit.
+  for (const signal of ['SIGTERM', 'SIGHUP'] as const) {
     process.once(signal, () => {
       resume();
       process.exit(128 + (os.constants.signals[signal] ?? 0));
@@ -109,6 +111,26 @@ function pauseReclaim(): { paused: string[]; resume: () => void } {
   }
   return { paused, resume };
 }
+
+/**
+ * Ctrl-C (SIGINT) once: the run finishes the row it is in (a row whose command the same Ctrl-C
+ * stopped is counted as not measured), skips the rest and writes what it measured to
+ * bench/results/<time>-stopped.{json,md}, latest.* untouched: two hours of rows are not lost
+ * to one late interruption. Twice: it quits at once and writes nothing.
+ */
+let stopAsked = false;
+process.on('SIGINT', () => {
+  if (stopAsked) process.exit(130);
+  stopAsked = true;
+  console.error('\nbench: stopping after this row and writing what was measured (Ctrl-C again quits now, writing nothing)');
+});
+/** Lets a pending SIGINT reach its handler: the rows run synchronously, between awaits it can. */
+const stopRequested = async (): Promise<boolean> => {
+  await new Promise((resolve) => setImmediate(resolve));
+  return stopAsked;
+};
+/** Seconds since `t0` (a process.hrtime.bigint()), for the progress lines. */
+const secondsSince = (t0: bigint): string => `${Math.round(Number(process.hrtime.bigint() - t0) / 1e9)} s`;
 
 /** What the results say of reclaim during the run. */
 function reclaimNote(paused: string[] | undefined): string {
@@ -530,6 +552,8 @@ for (const name of Object.values(W)) {
 const machine = `${os.cpus().length} × ${os.cpus()[0]?.model ?? 'cpu'}, ${Math.round(os.totalmem() / 2 ** 30)} GiB, Linux ${os.release()}`;
 const outDir = path.join(repo, 'bench', 'results');
 const stampOf = (d: Date): string => d.toISOString().replace(/[:.]/g, '-');
+/** How a stopped run names the shadowfs-only sections it did not reach. */
+const UNREACHED_SECTIONS = 'the shadowfs-only sections (layer switch, responsiveness, lints, daemon memory)';
 
 /**
  * One section alone (`--only NAME`): measures it, writes bench/results/<time>-NAME.{json,md}
@@ -606,10 +630,12 @@ async function main(): Promise<void> {
   console.error(
     `shadowfs bench (${quick ? 'quick' : 'full'}): ${FILES} generated files, ${REPS} repetitions, trees ${used.join(', ')}${rowFilter ? `, ${chosen.length + readyTrees.length + (rmRow ? 1 : 0)} rows matching ${JSON.stringify(onlyValues)}` : ''}, work dir ${work}`,
   );
+  const setupStart = process.hrtime.bigint();
   if (needed.has('generated')) generateTree(trees.generated);
   if (needed.has('repo50k')) generateRepo(trees.repo50k);
   if (needed.has('big')) generateBig(trees.big);
   const tsFiles = needed.has('ts') ? tsProject(trees.ts) : 0;
+  console.error(`  trees ready (${secondsSince(setupStart)})`);
   const results: Record<string, Record<string, number[]>> = {};
   const record = (w: string, c: string, ms: number): void => void ((results[w] ??= {})[c] ??= []).push(ms);
   // The shadowfs contenders' FUSE requests, per workload (measured runs only).
@@ -626,6 +652,8 @@ async function main(): Promise<void> {
   const extra: Record<string, number> = {};
   const notes: Record<string, number> = {};
   const failed: Record<string, string> = {};
+  /** Rows not measured because the run was stopped (SIGINT), in report order. */
+  const skipped: string[] = [];
   const treeNames: Record<'generated' | 'ts', string> = {
     generated: readyGenerated,
     ts: `${READY_TS} (${tsFiles} files)`,
@@ -636,6 +664,7 @@ async function main(): Promise<void> {
   // measured 10 ms against 1-5 ms for later ones; it fell on whichever contender came first).
   // Not for the git worktree, whose npm ci takes most of a minute and is not warmed by a
   // second run any more than the npm cache already is.
+  const readyStart = process.hrtime.bigint();
   for (const tree of readyTrees) {
     for (const c of contenders.filter((x) => appliesTo(x, tree) && !x.trees)) {
       const env = await c.setup(trees[tree], `warm`);
@@ -652,7 +681,7 @@ async function main(): Promise<void> {
       }
     }
   }
-  if (readyTrees.length) console.error('  ready copies: done');
+  if (readyTrees.length) console.error(`  ready copies: done (${secondsSince(readyStart)})`);
   // Workloads on one long-lived copy per contender and tree.
   const envs: Record<Tree, Record<string, Env>> = { generated: {}, ts: {}, repo50k: {}, big: {} };
   try {
@@ -667,8 +696,13 @@ async function main(): Promise<void> {
       }
     }
     for (const w of chosen) {
+      if (await stopRequested()) {
+        skipped.push(w.name);
+        continue;
+      }
       const here = contenders.filter((c) => envs[w.tree][c.name]);
       const warmups = w.warmup === true ? 1 : w.warmup || 0;
+      const rowStart = process.hrtime.bigint();
       try {
         for (const c of here) for (let i = 0; i < warmups; i++) w.run(envs[w.tree][c.name].dir);
         for (let r = 0; r < REPS; r++) {
@@ -682,16 +716,21 @@ async function main(): Promise<void> {
             );
           }
         }
-        console.error(`  ${w.name}: done`);
+        console.error(`  ${w.name}: done (${secondsSince(rowStart)})`);
       } catch (e) {
         // One row that cannot run does not cost the whole run: it is left out, and said so.
         delete results[w.name];
+        if (await stopRequested()) {
+          skipped.push(w.name); // its command most likely died of the same Ctrl-C
+          continue;
+        }
         failed[w.name] = String((e as Error).message ?? e).split('\n')[0];
         console.error(`  ${w.name}: FAILED, left out: ${failed[w.name]}`);
       }
     }
     // rm -rf of a node_modules-like tree: destructive, on fresh copies.
-    for (let r = 0; r < REPS && rmRow; r++) {
+    if (rmRow && (await stopRequested())) skipped.push(W.rmTree);
+    for (let r = 0; r < REPS && rmRow && !stopAsked; r++) {
       for (const c of contenders.filter((x) => appliesTo(x, 'generated'))) {
         const env = await c.setup(trees.generated, `rm${r}`);
         record(
@@ -706,9 +745,10 @@ async function main(): Promise<void> {
     for (const tree of ALL_TREES) for (const env of Object.values(envs[tree])) await env.teardown();
   }
 
-  if (rowFilter) {
+  if (rowFilter || stopAsked) {
     reclaim?.resume();
-    return report(started, { results, requests, notes, failed, tsFiles, reclaim: reclaimNote(reclaim?.paused) });
+    if (!rowFilter) skipped.push(UNREACHED_SECTIONS);
+    return report(started, { results, requests, notes, failed, skipped, tsFiles, reclaim: reclaimNote(reclaim?.paused) });
   }
   // shadowfs only: layer switch latency (each backend) and memory per layer.
   for (const backend of addon().backends) {
@@ -737,10 +777,34 @@ async function main(): Promise<void> {
   }
   extra['process RSS after the switch runs (MiB)'] = Math.round(process.memoryUsage().rss / 1048576);
 
+  // A stop asked for during a section ends the run after it: what was measured is written.
+  const stopHere = async (rest: string): Promise<boolean> => {
+    if (!(await stopRequested())) return false;
+    skipped.push(rest);
+    reclaim?.resume();
+    return true;
+  };
+  if (await stopHere('responsiveness, lints, daemon memory'))
+    return report(started, { results, requests, notes, failed, skipped, tsFiles, extra, reclaim: reclaimNote(reclaim?.paused) });
   // shadowfs only: the event loop while another process copies a big file up and layers switch.
   const resp: ResponsivenessRow[] = await responsiveness(addon().backends, RESP_MIB, (l) => console.error(l));
+  if (await stopHere('lints, daemon memory'))
+    return report(started, { results, requests, notes, failed, skipped, tsFiles, extra, resp, reclaim: reclaimNote(reclaim?.paused) });
   // shadowfs only: lints for a one-line change, against the same server on the folder directly.
   const lints = await lintsBench(repo, LINT_EDITS, (l) => console.error(l), LINT_FLEET);
+  if (await stopHere('daemon memory'))
+    return report(started, {
+      results,
+      requests,
+      notes,
+      failed,
+      skipped,
+      tsFiles,
+      extra,
+      resp,
+      lints,
+      reclaim: reclaimNote(reclaim?.paused),
+    });
 
   // The daemon's memory: idle, then with 100 agent layers of 100 small files each.
   {
@@ -776,7 +840,7 @@ async function main(): Promise<void> {
   }
 
   reclaim?.resume();
-  return report(started, { results, requests, notes, failed, tsFiles, extra, resp, lints, reclaim: reclaimNote(reclaim?.paused) });
+  return report(started, { results, requests, notes, failed, skipped, tsFiles, extra, resp, lints, reclaim: reclaimNote(reclaim?.paused) });
 }
 
 /** What a run measured; the shadowfs-only sections are absent from a row-filtered run. */
@@ -786,6 +850,8 @@ interface Measurements {
   notes: Record<string, number>;
   /** Rows that failed and were left out, with the first line of their error. */
   failed: Record<string, string>;
+  /** What a stop (SIGINT) left unmeasured; non-empty only in a stopped run. */
+  skipped: string[];
   tsFiles: number;
   /** Whether DAMON reclaim ran during the measurements (reclaimNote). */
   reclaim: string;
@@ -816,9 +882,13 @@ function report(started: Date, m: Measurements): void {
     return c ? `${TARGET_CONTENDER} per run: ${countsLine(perRun(c))}` : '';
   };
   fs.mkdirSync(outDir, { recursive: true });
-  const stamp = stampOf(started) + (rowFilter ? '-rows' : '');
+  const stopped = m.skipped.length > 0;
+  const stamp = stampOf(started) + (rowFilter ? '-rows' : stopped ? '-stopped' : '');
+  const minutes = Math.round((Date.now() - started.getTime()) / 60_000);
   const json = {
     started: started.toISOString(),
+    minutes,
+    ...(stopped ? { stoppedBeforeMeasuring: m.skipped } : {}),
     mode: quick ? 'quick' : 'full',
     ...(rowFilter ? { only: onlyValues } : {}),
     files: FILES,
@@ -838,7 +908,9 @@ function report(started: Date, m: Measurements): void {
   fs.writeFileSync(path.join(outDir, `${stamp}.json`), JSON.stringify(json, null, 2));
   const names = contenders.map((c) => c.name);
   const md = [
-    `# shadowfs benchmark, ${started.toISOString().slice(0, 10)} (${json.mode}${rowFilter ? `, only rows matching ${onlyValues.map((v) => JSON.stringify(v)).join(' or ')}` : ''})`,
+    `# shadowfs benchmark, ${started.toISOString().slice(0, 10)} (${json.mode}${rowFilter ? `, only rows matching ${onlyValues.map((v) => JSON.stringify(v)).join(' or ')}` : ''}${stopped ? ', stopped before the end' : ''})`,
+    '',
+    `The run took ${minutes} min.${stopped ? ` It was stopped (Ctrl-C) before these were measured: ${m.skipped.join('; ')}.` : ''}`,
     '',
     `Machine: ${machine}. ${m.reclaim} Generated tree: ${FILES} files (30% source-like, 70% node_modules-like, in git, which ignores the node_modules part). repo50k: ${FILES} source-like files in 20-file folders, every one tracked by git (50,000 in a full run), its objects packed, one in 50 containing the word the grep rows look for (\`grep -rI -c ${NEEDLE} .\`; the generated tree has none). TypeScript project: shadowfs's own repository at HEAD as a git repository${m.tsFiles ? ` (${m.tsFiles} files)` : ''}, dependencies installed with \`npm ci\` from its lockfile (npm cache warm), built with tsc; \`tsc --noEmit\` checks ${quick ? 'its src/ (quick mode)' : 'the whole project'}; its test suite is its mocha unit tests. Medians of ${REPS} interleaved runs, after two warm-up runs per contender for the warm file-walking rows (stat, read, git status, grep; one for tsc and the test suite); ratio to native in parentheses (lower is better).`,
     '',
@@ -867,7 +939,7 @@ function report(started: Date, m: Measurements): void {
     '',
   ].join('\n');
   fs.writeFileSync(path.join(outDir, `${stamp}.md`), md);
-  if (!rowFilter) {
+  if (!rowFilter && !stopped) {
     fs.writeFileSync(path.join(outDir, 'latest.md'), md);
     fs.writeFileSync(
       path.join(outDir, 'latest.svg'),
