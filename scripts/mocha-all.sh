@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The test part of `npm test`: the C++ unit tests (build/unit/shadowfs_unit_tests, built with
-# the native module), then the whole mocha suite on the Linux backend (fuse_ll), then every
-# integration test again on the portable FUSE3 backend (fuse_hl, the code Windows runs through
-# WinFsp), then the protocol, client, daemon and CLI tests on Windows' own runtime (a Windows
+# the native module), then the whole mocha suite on the Linux backend (fuse_ll), then the
+# integration tests again on the portable FUSE3 backend (fuse_hl, the code Windows runs through
+# WinFsp; less the files named below, which would run as in pass 1), then the protocol, client, daemon and CLI tests on Windows' own runtime (a Windows
 # node.exe under wine, scripts/wine-node.sh, which installs wine on first use; nothing mounts
 # there) and the MSI under wine's msiexec, then the VS Code extension in a real VS Code (code-server driven by Chromium; npm run
 # test:vscode). All always run; the last line totals them ("N passed, N failed, N skipped"):
@@ -48,8 +48,31 @@ else
 fi
 echo "== pass 1 of 4: backend fuse_ll (all tests)"
 SHADOWFS_TEST_PASS="pass 1, fuse_ll" SHADOWFS_BACKEND=fuse_ll bounded node_modules/.bin/mocha 'dist/test/**/*.test.js' || status=1
-echo "== pass 2 of 4: backend fuse_hl (integration tests)"
-SHADOWFS_TEST_PASS="pass 2, fuse_hl" SHADOWFS_BACKEND=fuse_hl bounded node_modules/.bin/mocha 'dist/test/*.test.js' || status=1
+# Pass 2 leaves out the files that would run exactly as in pass 1, whatever the backend: they
+# mount no shadow, or only shadows whose backend they name themselves. Each name with its reason.
+same_in_both=(
+  architecture   # reads the sources; mounts nothing
+  patch          # patches applied by git; mounts nothing
+  powershell     # the generated module's text; mounts nothing
+  lsp            # the LSP client on plain folders; mounts nothing
+  lsp-latency    # likewise
+  roundtrips     # every mount names its backend (fuse_ll's request counts; fuse_hl's caches)
+  passthrough    # fuse_ll only, by name
+  casefold       # fuse_hl by name, in both passes
+)
+# and the front ends whose subject is their protocol, not the mount beneath it (pass 1 runs them
+# on a real mount; the backend-facing daemon, lints, run, shell, MCP and file-tool tests stay in
+# pass 2):
+protocol_only=(
+  rpc-fuzz       # malformed RPC messages; the shadow under test is only read through the daemon
+  mcp-inspector  # a third-party MCP client's view of the MCP server (test/mcp.test.ts stays)
+  package        # npm pack and install of the package; its one mount is the daemon's usual one
+  ipc-posix      # peer credentials on Unix sockets
+)
+pass2_ignore=()
+for name in "${same_in_both[@]}" "${protocol_only[@]}"; do pass2_ignore+=(--ignore "dist/test/$name.test.js"); done
+echo "== pass 2 of 4: backend fuse_hl (integration tests, less ${#same_in_both[@]} files that would run as in pass 1 and ${#protocol_only[@]} protocol-only ones: scripts/mocha-all.sh)"
+SHADOWFS_TEST_PASS="pass 2, fuse_hl" SHADOWFS_BACKEND=fuse_hl bounded node_modules/.bin/mocha "${pass2_ignore[@]}" 'dist/test/*.test.js' || status=1
 echo "== pass 3 of 4: Windows under wine: the module and C++ tests cross-built with MinGW, then a Windows node.exe (named pipe, client, daemon, CLI, the module; no WinFsp driver here)"
 if SHADOWFS_TEST_PASS="pass 3, the Windows cross build" bounded bash scripts/build-win.sh; then
   # The C++ runner adds its counts to the stats file; a Windows program names it by drive Z:.
