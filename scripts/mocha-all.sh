@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # The test part of `npm test`: the C++ unit tests (build/unit/shadowfs_unit_tests, built with
-# the native module), then the whole mocha suite on the Linux backend (fuse_ll), then the
+# the native module), then the whole mocha suite on the Linux backend (fuse_ll); then the
 # integration tests again on the portable FUSE3 backend (fuse_hl, the code Windows runs through
-# WinFsp; less the files named below, which would run as in pass 1), then the protocol, client, daemon and CLI tests on Windows' own runtime (a Windows
-# node.exe under wine, scripts/wine-node.sh, which installs wine on first use; nothing mounts
-# there) and the MSI under wine's msiexec, then the VS Code extension in a real VS Code (code-server driven by Chromium; npm run
-# test:vscode). All always run; the last line totals them ("N passed, N failed, N skipped"):
+# WinFsp; less the files named below, which would run as in pass 1), and beside it the Windows
+# passes (the protocol, client, daemon and CLI tests on Windows' own runtime, a Windows node.exe
+# under wine, scripts/wine-node.sh, which installs wine on first use, nothing mounting there; the
+# MSI under wine's msiexec) and the VS Code extension in a real VS Code (code-server driven by
+# Chromium; npm run test:vscode). All always run; the last line totals them ("N passed, N
+# failed, N skipped"):
 # the C++ runner adds its counts to $SHADOWFS_TEST_STATS like each mocha pass does.
 # Every failure is also written, short, to $SHADOWFS_TEST_FAILURES (test/helpers/reporter.ts,
 # test/native/unit/unit_main.cc, tagged with $SHADOWFS_TEST_PASS), and printed again at the end,
@@ -71,22 +73,51 @@ protocol_only=(
 )
 pass2_ignore=()
 for name in "${same_in_both[@]}" "${protocol_only[@]}"; do pass2_ignore+=(--ignore "dist/test/$name.test.js"); done
-echo "== pass 2 of 4: backend fuse_hl (integration tests, less ${#same_in_both[@]} files that would run as in pass 1 and ${#protocol_only[@]} protocol-only ones: scripts/mocha-all.sh)"
+
+# Passes 3 and 4: Windows under wine (the cross build, its C++ tests, a Windows node.exe, the MSI)
+# and VS Code. They share nothing with pass 2 but the two cores (their own wine prefixes, VS Code
+# profiles, runtime directories and daemons; pass 1 has cross-built the module for
+# test/package.test.ts), so they run beside it: their output is held in a file and printed after
+# pass 2's, their counts and failures go to files of their own and are added in afterwards.
+windows_and_vscode() {
+  echo "== pass 3 of 4 (ran beside pass 2): Windows under wine: the module and C++ tests cross-built with MinGW, then a Windows node.exe (named pipe, client, daemon, CLI, the module; no WinFsp driver here)"
+  local st=0
+  if SHADOWFS_TEST_PASS="pass 3, the Windows cross build" bounded bash scripts/build-win.sh; then
+    # The C++ runner adds its counts to the stats file; a Windows program names it by drive Z:.
+    SHADOWFS_TEST_PASS="pass 3, C++ under wine" SHADOWFS_TEST_FAILURES="Z:${SHADOWFS_TEST_FAILURES//\//\\}" \
+      SHADOWFS_TEST_STATS="Z:${SHADOWFS_TEST_STATS//\//\\}" bounded bash scripts/wine/run.sh build-win/unit/shadowfs_unit_tests.exe || st=1
+  else
+    echo "the Windows cross build failed (npm run build:win)" >&2
+    st=1
+  fi
+  SHADOWFS_TEST_PASS="pass 3, node.exe under wine" bounded bash scripts/wine-node.sh node_modules/mocha/bin/mocha.js --config test/windows/.mocharc.json || st=1
+  echo "== pass 3 (continued, beside pass 2): the MSI (npm run build:msi, wixl), its tables against goldens, then installed, run, upgraded and removed by wine's msiexec"
+  SHADOWFS_TEST_PASS="pass 3, MSI" bounded node_modules/.bin/mocha --config test/msi.mocharc.json || st=1
+  echo "== pass 4 of 4 (beside pass 2): the VS Code extension: unit tests, then in a real VS Code (code-server + Chromium, scripts/vscode/setup.sh installs them) against a real daemon and mount"
+  SHADOWFS_TEST_PASS="pass 4, VS Code" bounded bash scripts/vscode/test.sh || st=1
+  return $st
+}
+beside_out="$(mktemp)"
+beside_stats="$(mktemp)"
+beside_failures="$(mktemp)"
+trap 'rm -f "$SHADOWFS_TEST_STATS" "$SHADOWFS_TEST_FAILURES" "$beside_out" "$beside_stats" "$beside_failures"' EXIT
+(SHADOWFS_TEST_STATS="$beside_stats" SHADOWFS_TEST_FAILURES="$beside_failures" windows_and_vscode) >"$beside_out" 2>&1 &
+beside=$!
+
+echo "== pass 2 of 4: backend fuse_hl (integration tests, less ${#same_in_both[@]} files that would run as in pass 1 and ${#protocol_only[@]} protocol-only ones: scripts/mocha-all.sh; passes 3 and 4 run beside it)"
 SHADOWFS_TEST_PASS="pass 2, fuse_hl" SHADOWFS_BACKEND=fuse_hl bounded node_modules/.bin/mocha "${pass2_ignore[@]}" 'dist/test/*.test.js' || status=1
-echo "== pass 3 of 4: Windows under wine: the module and C++ tests cross-built with MinGW, then a Windows node.exe (named pipe, client, daemon, CLI, the module; no WinFsp driver here)"
-if SHADOWFS_TEST_PASS="pass 3, the Windows cross build" bounded bash scripts/build-win.sh; then
-  # The C++ runner adds its counts to the stats file; a Windows program names it by drive Z:.
-  SHADOWFS_TEST_PASS="pass 3, C++ under wine" SHADOWFS_TEST_FAILURES="Z:${SHADOWFS_TEST_FAILURES//\//\\}" \
-    SHADOWFS_TEST_STATS="Z:${SHADOWFS_TEST_STATS//\//\\}" bounded bash scripts/wine/run.sh build-win/unit/shadowfs_unit_tests.exe || status=1
-else
-  echo "the Windows cross build failed (npm run build:win)" >&2
-  status=1
-fi
-SHADOWFS_TEST_PASS="pass 3, node.exe under wine" bounded bash scripts/wine-node.sh node_modules/mocha/bin/mocha.js --config test/windows/.mocharc.json || status=1
-echo "== pass 3 (continued): the MSI (npm run build:msi, wixl), its tables against goldens, then installed, run, upgraded and removed by wine's msiexec"
-SHADOWFS_TEST_PASS="pass 3, MSI" bounded node_modules/.bin/mocha --config test/msi.mocharc.json || status=1
-echo "== pass 4 of 4: the VS Code extension: unit tests, then in a real VS Code (code-server + Chromium, scripts/vscode/setup.sh installs them) against a real daemon and mount"
-SHADOWFS_TEST_PASS="pass 4, VS Code" bounded bash scripts/vscode/test.sh || status=1
+wait "$beside" || status=1
+cat "$beside_out"
+cat "$beside_failures" >>"$SHADOWFS_TEST_FAILURES"
+# Their counts into the suite's total, which the line below prints.
+node -e '
+const fs = require("fs");
+const read = (f) => { const t = fs.readFileSync(f, "utf8").trim(); return t ? JSON.parse(t) : { passes: 0, failures: 0, pending: 0 }; };
+const [a, b] = [read(process.argv[1]), read(process.argv[2])];
+const t = { passes: a.passes + b.passes, failures: a.failures + b.failures, pending: a.pending + b.pending };
+fs.writeFileSync(process.argv[1], JSON.stringify(t));
+console.log(`${t.passes} passed, ${t.failures} failed, ${t.pending} skipped (all passes)`);
+' "$SHADOWFS_TEST_STATS" "$beside_stats"
 if [ -s "$SHADOWFS_TEST_FAILURES" ]; then
   echo
   echo "== what failed, from every pass above (each in full in its pass)"
