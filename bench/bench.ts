@@ -98,7 +98,7 @@ function pauseReclaim(): { paused: string[]; resume: () => void } {
   };
   // Also on a failure or a signal: the machine gets its reclaim back whatever happens.
   process.on('exit', resume);
-  // SIGINT is the run's own (onInterrupt): it stops between rows; resume then runs on exit.
+  // SIGINT is the run's own (stopAsked, below): it stops between rows; resume then runs on exit.
   for (const signal of ['SIGTERM', 'SIGHUP'] as const) {
     process.once(signal, () => {
       resume();
@@ -778,33 +778,24 @@ async function main(): Promise<void> {
   extra['process RSS after the switch runs (MiB)'] = Math.round(process.memoryUsage().rss / 1048576);
 
   // A stop asked for during a section ends the run after it: what was measured is written.
+  const sections: Pick<Measurements, 'resp' | 'lints'> = {};
+  const finish = (): void => {
+    reclaim?.resume();
+    report(started, { results, requests, notes, failed, skipped, tsFiles, extra, ...sections, reclaim: reclaimNote(reclaim?.paused) });
+  };
   const stopHere = async (rest: string): Promise<boolean> => {
     if (!(await stopRequested())) return false;
     skipped.push(rest);
-    reclaim?.resume();
+    finish();
     return true;
   };
-  if (await stopHere('responsiveness, lints, daemon memory'))
-    return report(started, { results, requests, notes, failed, skipped, tsFiles, extra, reclaim: reclaimNote(reclaim?.paused) });
+  if (await stopHere('responsiveness, lints, daemon memory')) return;
   // shadowfs only: the event loop while another process copies a big file up and layers switch.
-  const resp: ResponsivenessRow[] = await responsiveness(addon().backends, RESP_MIB, (l) => console.error(l));
-  if (await stopHere('lints, daemon memory'))
-    return report(started, { results, requests, notes, failed, skipped, tsFiles, extra, resp, reclaim: reclaimNote(reclaim?.paused) });
+  sections.resp = await responsiveness(addon().backends, RESP_MIB, (l) => console.error(l));
+  if (await stopHere('lints, daemon memory')) return;
   // shadowfs only: lints for a one-line change, against the same server on the folder directly.
-  const lints = await lintsBench(repo, LINT_EDITS, (l) => console.error(l), LINT_FLEET);
-  if (await stopHere('daemon memory'))
-    return report(started, {
-      results,
-      requests,
-      notes,
-      failed,
-      skipped,
-      tsFiles,
-      extra,
-      resp,
-      lints,
-      reclaim: reclaimNote(reclaim?.paused),
-    });
+  sections.lints = await lintsBench(repo, LINT_EDITS, (l) => console.error(l), LINT_FLEET);
+  if (await stopHere('daemon memory')) return;
 
   // The daemon's memory: idle, then with 100 agent layers of 100 small files each.
   {
@@ -839,8 +830,7 @@ async function main(): Promise<void> {
     }
   }
 
-  reclaim?.resume();
-  return report(started, { results, requests, notes, failed, skipped, tsFiles, extra, resp, lints, reclaim: reclaimNote(reclaim?.paused) });
+  finish();
 }
 
 /** What a run measured; the shadowfs-only sections are absent from a row-filtered run. */
