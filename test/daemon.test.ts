@@ -17,14 +17,20 @@ import { running, stopTestDaemon } from './helpers/hooks';
 
 const cliPath = path.join(repoRoot, 'bin', 'shadowfs.js');
 
-function cli(args: string[], input?: string, env: NodeJS.ProcessEnv = {}): { status: number | null; stdout: string; stderr: string } {
+function cli(
+  args: string[],
+  input?: string,
+  env: NodeJS.ProcessEnv = {},
+): { status: number | null; stdout: string; stderr: string; ended: string } {
   const r = spawnSync(process.execPath, [cliPath, ...args], { encoding: 'utf8', input, timeout: 60_000, env: { ...process.env, ...env } });
-  return { status: r.status, stdout: r.stdout, stderr: r.stderr };
+  // How it ended, for a failure message: a status, or the signal that ended it (and why, when spawnSync knows: a timeout).
+  const ended = r.signal ? `killed by ${r.signal}${r.error ? ` (${r.error.message})` : ''}` : `exit status ${r.status}`;
+  return { status: r.status, stdout: r.stdout, stderr: r.stderr, ended };
 }
 
 function json<T>(args: string[], input?: string): T {
   const r = cli([...args, '--json'], input);
-  assert.strictEqual(r.status, 0, `shadowfs ${args.join(' ')} failed: ${r.stdout}${r.stderr}`);
+  assert.strictEqual(r.status, 0, `shadowfs ${args.join(' ')} failed (${r.ended}): ${r.stdout}${r.stderr}`);
   return JSON.parse(r.stdout) as T;
 }
 
