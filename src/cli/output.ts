@@ -32,6 +32,23 @@ export function shownText(text: string): string {
   return text.split('\n').map(shownName).join('\n');
 }
 
+/**
+ * The characters of file text that a terminal acts on, less the ones text is made of: a tab, a
+ * line feed, and a carriage return that ends a line (CRLF files). A carriage return inside a
+ * line, an escape sequence, a bidirectional override (Trojan Source) would let an agent's file
+ * show the user one line while it holds another.
+ */
+const CONTENT_CONTROLS = /\r(?!\n|$)|[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
+
+/**
+ * An agent's file text (a diff, a hunk) as a terminal shows it to the user: its control
+ * characters as visible escapes (\e[2K, \r, \u202e), everything else as it is. Only for
+ * reading: a patch meant for `git apply` is written byte for byte where it goes to a file or a pipe.
+ */
+export function shownContent(text: string): string {
+  return text.replace(CONTENT_CONTROLS, (c) => shownName(c));
+}
+
 export function emit(opts: OutputOptions, event: Record<string, unknown>, human: string): void {
   process.stdout.write(opts.json ? `${JSON.stringify(event)}\n` : `${human}\n`);
 }

@@ -15,7 +15,7 @@ import type { ShadowClient } from '../../client';
 import { editedNewSide } from '../../patch/review';
 import type { ResultOf } from '../../protocol/methods';
 import { connectCli, withClient } from '../daemon-call';
-import { ExitCode, reportError, shownName } from '../output';
+import { ExitCode, reportError, shownContent, shownName, shownText } from '../output';
 import { renderApply } from './work';
 
 interface ReviewArgs {
@@ -38,8 +38,9 @@ export function showUnit(u: Unit, colour: boolean): string {
   const c = paint(colour);
   const where = u.unit === 'hunk' ? '' : u.unit === 'mode' ? ' (mode)' : ` (${u.status}${u.binary ? ', binary' : ''})`;
   const lines = [c('1', `${shownName(u.path)}${where}  [${u.id}]`)];
-  if (u.conflict) lines.push(c('33', `conflict: ${u.conflict}`));
-  for (const l of u.text.replace(/\n$/, '').split('\n'))
+  if (u.conflict) lines.push(c('33', `conflict: ${shownText(u.conflict)}`));
+  // The agent's text: what it would make of the user's file, never what it makes the terminal show.
+  for (const l of shownContent(u.text.replace(/\n$/, '')).split('\n'))
     lines.push(l.startsWith('@@') ? c('36', l) : l.startsWith('+') ? c('32', l) : l.startsWith('-') ? c('31', l) : l);
   return lines.join('\n');
 }

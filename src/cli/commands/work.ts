@@ -6,7 +6,7 @@ import type { ParamsOf, ResultOf } from '../../protocol/methods';
 import { tell, withClient } from '../daemon-call';
 import { findMergeTool, resolveWithTool } from '../merge-tool';
 import { ShadowError } from '../../common/errors';
-import { ExitCode, shownName, shownText } from '../output';
+import { ExitCode, shownContent, shownName, shownText } from '../output';
 
 interface Base {
   shadow: string;
@@ -55,6 +55,14 @@ function summary(r: ResultOf<'layer.diff'>): string {
     .join('\n');
 }
 
+/**
+ * A diff or patch as printed: on a terminal, the agent's control characters shown as escapes (a
+ * line must not hide itself or the one before it); to a file or a pipe (git apply), byte for byte.
+ */
+function onTerminal(text: string): string {
+  return process.stdout.isTTY === true ? shownContent(text) : text;
+}
+
 export const diffCommand: CommandModule<object, PathArgs & { stat: boolean }> = {
   command: 'diff <shadow> [paths..]',
   describe: "A unified diff of an agent's layer against the folder",
@@ -64,7 +72,7 @@ export const diffCommand: CommandModule<object, PathArgs & { stat: boolean }> = 
     withClient(
       args,
       (c) => c.request('layer.diff', { shadow: args.shadow, agent: args.agent, ...pathsOf(args) }),
-      (r) => [args.stat ? summary(r) : r.text.replace(/\n$/, ''), args.stat ? excludedNote(r) : ''].filter(Boolean).join('\n'),
+      (r) => [args.stat ? summary(r) : onTerminal(r.text.replace(/\n$/, '')), args.stat ? excludedNote(r) : ''].filter(Boolean).join('\n'),
     ),
 };
 
@@ -88,7 +96,7 @@ export const patchCommand: CommandModule<object, PathArgs & { output?: string }>
       (r) =>
         args.output
           ? `wrote ${r.files.length} file${r.files.length === 1 ? '' : 's'} of changes to ${args.output}`
-          : r.text.replace(/\n$/, ''),
+          : onTerminal(r.text.replace(/\n$/, '')),
     ),
 };
 
