@@ -48,17 +48,10 @@ else
   echo "[C++] $unit is missing" >>"$SHADOWFS_TEST_FAILURES"
   status=1
 fi
-# Pass 1 leaves four files to a lane of their own (below): their subject is a protocol, not
-# the mount beneath it, and they spend their time in processes they start (npm, an MCP
-# inspector, daemons under fuzzing), so they run beside the rest.
-protocol_only=(
-  package        # npm pack and install of the package; its one mount is the daemon's usual one
-  rpc-fuzz       # malformed RPC messages; the shadow under test is only read through the daemon
-  mcp-inspector  # a third-party MCP client's view of the MCP server (test/mcp.test.ts stays in both passes)
-  ipc-posix      # peer credentials on Unix sockets
-)
-# Pass 2 leaves out, besides those, the files that would run exactly as in pass 1 whatever the
-# backend: they mount no shadow, or only shadows whose backend they name themselves.
+echo "== pass 1 of 4: backend fuse_ll (all tests)"
+SHADOWFS_TEST_PASS="pass 1, fuse_ll" SHADOWFS_BACKEND=fuse_ll bounded node_modules/.bin/mocha 'dist/test/**/*.test.js' || status=1
+# Pass 2 leaves out the files that would run exactly as in pass 1, whatever the backend: they
+# mount no shadow, or only shadows whose backend they name themselves. Each name with its reason.
 same_in_both=(
   architecture   # reads the sources; mounts nothing
   patch          # patches applied by git; mounts nothing
@@ -69,34 +62,26 @@ same_in_both=(
   passthrough    # fuse_ll only, by name
   casefold       # fuse_hl by name, in both passes
 )
-pass1_ignore=()
-for name in "${protocol_only[@]}"; do pass1_ignore+=(--ignore "dist/test/$name.test.js"); done
-pass1_lane_files=()
-for name in "${protocol_only[@]}"; do pass1_lane_files+=("dist/test/$name.test.js"); done
-pass2_ignore=("${pass1_ignore[@]}")
-for name in "${same_in_both[@]}"; do pass2_ignore+=(--ignore "dist/test/$name.test.js"); done
+# and the front ends whose subject is their protocol, not the mount beneath it (pass 1 runs them
+# on a real mount; the backend-facing daemon, lints, run, shell, MCP and file-tool tests stay in
+# pass 2):
+protocol_only=(
+  rpc-fuzz       # malformed RPC messages; the shadow under test is only read through the daemon
+  mcp-inspector  # a third-party MCP client's view of the MCP server (test/mcp.test.ts stays)
+  package        # npm pack and install of the package; its one mount is the daemon's usual one
+  ipc-posix      # peer credentials on Unix sockets
+)
+pass2_ignore=()
+for name in "${same_in_both[@]}" "${protocol_only[@]}"; do pass2_ignore+=(--ignore "dist/test/$name.test.js"); done
 
-# The suite runs in three lanes at once; the machine's two cores are shared by tests that spend
-# most of their time waiting (on mounts, language servers, wine, a browser). Each mocha run has
-# its own runtime directory, daemons and mounts (test/helpers/hooks.ts), each wine and VS Code
-# pass its own prefix and profile, and the test hooks judge only their own mounts.
-#   lane 1 (here, printed as it runs): pass 1, less the protocol files;
-#   lane 2: pass 2, backend fuse_hl;
-#   lane 3: pass 1's protocol files (package.test.ts first: a clean clone's first pack
-#           cross-builds the Windows module, which pass 3 then finds built), then passes 3 and 4:
-#           Windows under wine (the cross build, its C++ tests, a Windows node.exe, the MSI) and
-#           VS Code.
-# Lanes 2 and 3 write their output, counts and failures to files of their own; the output is
-# printed after lane 1's, the counts and failures are added in at the end.
-lane2() {
-  echo "== pass 2 of 4 (ran beside pass 1): backend fuse_hl (integration tests, less ${#same_in_both[@]} files that would run as in pass 1 and ${#protocol_only[@]} protocol-only ones: scripts/mocha-all.sh)"
-  SHADOWFS_TEST_PASS="pass 2, fuse_hl" SHADOWFS_BACKEND=fuse_hl bounded node_modules/.bin/mocha "${pass2_ignore[@]}" 'dist/test/*.test.js'
-}
-lane3() {
+# Passes 3 and 4: Windows under wine (the cross build, its C++ tests, a Windows node.exe, the MSI)
+# and VS Code. They share nothing with pass 2 but the two cores (their own wine prefixes, VS Code
+# profiles, runtime directories and daemons; pass 1 has cross-built the module for
+# test/package.test.ts), so they run beside it: their output is held in a file and printed after
+# pass 2's, their counts and failures go to files of their own and are added in afterwards.
+windows_and_vscode() {
+  echo "== pass 3 of 4 (ran beside pass 2): Windows under wine: the module and C++ tests cross-built with MinGW, then a Windows node.exe (named pipe, client, daemon, CLI, the module; no WinFsp driver here)"
   local st=0
-  echo "== pass 1 (continued, beside the rest of it): backend fuse_ll, the protocol files: ${protocol_only[*]}"
-  SHADOWFS_TEST_PASS="pass 1, fuse_ll (protocol files)" SHADOWFS_BACKEND=fuse_ll bounded node_modules/.bin/mocha "${pass1_lane_files[@]}" || st=1
-  echo "== pass 3 of 4 (ran beside pass 1): Windows under wine: the module and C++ tests cross-built with MinGW, then a Windows node.exe (named pipe, client, daemon, CLI, the module; no WinFsp driver here)"
   if SHADOWFS_TEST_PASS="pass 3, the Windows cross build" bounded bash scripts/build-win.sh; then
     # The C++ runner adds its counts to the stats file; a Windows program names it by drive Z:.
     SHADOWFS_TEST_PASS="pass 3, C++ under wine" SHADOWFS_TEST_FAILURES="Z:${SHADOWFS_TEST_FAILURES//\//\\}" \
@@ -106,56 +91,45 @@ lane3() {
     st=1
   fi
   SHADOWFS_TEST_PASS="pass 3, node.exe under wine" bounded bash scripts/wine-node.sh node_modules/mocha/bin/mocha.js --config test/windows/.mocharc.json || st=1
-  echo "== pass 3 (continued): the MSI (npm run build:msi, wixl), its tables against goldens, then installed, run, upgraded and removed by wine's msiexec"
+  echo "== pass 3 (continued, beside pass 2): the MSI (npm run build:msi, wixl), its tables against goldens, then installed, run, upgraded and removed by wine's msiexec"
   SHADOWFS_TEST_PASS="pass 3, MSI" bounded node_modules/.bin/mocha --config test/msi.mocharc.json || st=1
-  echo "== pass 4 of 4 (ran beside pass 1): the VS Code extension: unit tests, then in a real VS Code (code-server + Chromium, scripts/vscode/setup.sh installs them) against a real daemon and mount"
+  echo "== pass 4 of 4 (beside pass 2): the VS Code extension: unit tests, then in a real VS Code (code-server + Chromium, scripts/vscode/setup.sh installs them) against a real daemon and mount"
   SHADOWFS_TEST_PASS="pass 4, VS Code" bounded bash scripts/vscode/test.sh || st=1
   return $st
 }
-lane_dirs=()
-lane_pids=()
-# A lane's files: out, stats, failures.
-start_lane() {
-  local dir
-  dir="$(mktemp -d)"
-  lane_dirs+=("$dir")
-  : >"$dir/stats"
-  : >"$dir/failures"
-  (SHADOWFS_TEST_STATS="$dir/stats" SHADOWFS_TEST_FAILURES="$dir/failures" "$1") >"$dir/out" 2>&1 &
-  lane_pids+=($!)
-}
-# Interrupted (Ctrl-C, CI's own limit): the lanes in the background are stopped with it.
-stop_lanes() {
-  for pid in "${lane_pids[@]}"; do pkill -TERM -P "$pid" 2>/dev/null; kill -TERM "$pid" 2>/dev/null; done
+beside_out="$(mktemp)"
+beside_stats="$(mktemp)"
+beside_failures="$(mktemp)"
+trap 'rm -f "$SHADOWFS_TEST_STATS" "$SHADOWFS_TEST_FAILURES" "$beside_out" "$beside_stats" "$beside_failures"' EXIT
+(SHADOWFS_TEST_STATS="$beside_stats" SHADOWFS_TEST_FAILURES="$beside_failures" windows_and_vscode) >"$beside_out" 2>&1 &
+beside=$!
+# Interrupted (Ctrl-C, CI's own limit): the passes in the background are stopped with the script.
+# (Pass 2 is started in the background and waited for too: bash runs a trap only between
+# foreground commands, and a background job of a script ignores Ctrl-C.)
+running=("$beside")
+stop_passes() {
+  for pid in "${running[@]}"; do pkill -TERM -P "$pid" 2>/dev/null; kill -TERM "$pid" 2>/dev/null; done
   return 0
 }
-trap 'stop_lanes; exit 130' INT
-trap 'stop_lanes; exit 143' TERM
-trap 'rm -rf "$SHADOWFS_TEST_STATS" "$SHADOWFS_TEST_FAILURES" "${lane_dirs[@]}"' EXIT
-start_lane lane2
-start_lane lane3
+trap 'stop_passes; exit 130' INT
+trap 'stop_passes; exit 143' TERM
 
-echo "== pass 1 of 4: backend fuse_ll (all tests; passes 2, 3 and 4 and pass 1's ${#protocol_only[@]} protocol files run beside it, printed below)"
-# Started in the background and waited for, so that a signal to this script runs the trap at
-# once (bash runs traps only between foreground commands).
-SHADOWFS_TEST_PASS="pass 1, fuse_ll" SHADOWFS_BACKEND=fuse_ll bounded node_modules/.bin/mocha "${pass1_ignore[@]}" 'dist/test/**/*.test.js' &
-lane_pids+=($!)
-for pid in "${lane_pids[@]}"; do wait "$pid" || status=1; done
-lane_pids=()
-merge=()
-for dir in "${lane_dirs[@]}"; do
-  cat "$dir/out"
-  cat "$dir/failures" >>"$SHADOWFS_TEST_FAILURES"
-  merge+=("$dir/stats")
-done
-# Every lane's counts into the suite's total, which the line below prints.
+echo "== pass 2 of 4: backend fuse_hl (integration tests, less ${#same_in_both[@]} files that would run as in pass 1 and ${#protocol_only[@]} protocol-only ones: scripts/mocha-all.sh; passes 3 and 4 run beside it)"
+SHADOWFS_TEST_PASS="pass 2, fuse_hl" SHADOWFS_BACKEND=fuse_hl bounded node_modules/.bin/mocha "${pass2_ignore[@]}" 'dist/test/*.test.js' &
+running+=($!)
+wait "${running[1]}" || status=1
+wait "$beside" || status=1
+cat "$beside_out"
+cat "$beside_failures" >>"$SHADOWFS_TEST_FAILURES"
+# Their counts into the suite's total, which the line below prints.
 node -e '
 const fs = require("fs");
 const read = (f) => { const t = fs.readFileSync(f, "utf8").trim(); return t ? JSON.parse(t) : { passes: 0, failures: 0, pending: 0 }; };
-const t = process.argv.slice(1).map(read).reduce((a, b) => ({ passes: a.passes + b.passes, failures: a.failures + b.failures, pending: a.pending + b.pending }));
+const [a, b] = [read(process.argv[1]), read(process.argv[2])];
+const t = { passes: a.passes + b.passes, failures: a.failures + b.failures, pending: a.pending + b.pending };
 fs.writeFileSync(process.argv[1], JSON.stringify(t));
 console.log(`${t.passes} passed, ${t.failures} failed, ${t.pending} skipped`);
-' "$SHADOWFS_TEST_STATS" "${merge[@]}"
+' "$SHADOWFS_TEST_STATS" "$beside_stats"
 if [ -s "$SHADOWFS_TEST_FAILURES" ]; then
   echo
   echo "== what failed, from every pass above (each in full in its pass)"
