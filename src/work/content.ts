@@ -184,12 +184,36 @@ export async function streamedLiteral(
     deflate.on('error', reject);
     deflate.on('close', () => (failed ? reject(failed) : undefined));
   });
+  // Zeros (a sparse file's holes, read back as zeros) are deflated with the run-length strategy:
+  // a GiB of zeros makes 1.0 MB instead of level 1's 4.7 MB, in less time (a 5 GiB sparse
+  // file's literal: 18 s before, 9 s after, here). Data goes back to the default strategy, which
+  // also finds repeats further apart.
+  let runLength = false;
+  let zeros = Buffer.alloc(0);
+  const strategy = async (rle: boolean): Promise<void> => {
+    if (rle === runLength) return;
+    runLength = rle;
+    // A destroyed stream (too much output) never calls back: its close ends the wait too.
+    await new Promise<void>((r) => {
+      const done = (): void => {
+        deflate.off('close', done);
+        r();
+      };
+      deflate.on('close', done);
+      deflate.params(1, rle ? zlib.constants.Z_RLE : zlib.constants.Z_DEFAULT_STRATEGY, done);
+    });
+  };
   let n = 0;
   try {
     for await (const p of pieces) {
       if (failed) break;
       sha.update(p);
       n += p.length;
+      if (p.length >= 64 * 1024) {
+        if (zeros.length < p.length) zeros = Buffer.alloc(p.length);
+        await strategy(p.equals(zeros.subarray(0, p.length)));
+        if (failed) break;
+      }
       if (!deflate.write(p))
         await new Promise<void>((r) => {
           const done = (): void => {
