@@ -17,15 +17,54 @@ import { running, stopTestDaemon } from './helpers/hooks';
 
 const cliPath = path.join(repoRoot, 'bin', 'shadowfs.js');
 
+// A CLI call that has not ended after 55 s is asked for a diagnostic report (node
+// --report-on-signal: its JavaScript and native stacks and the libuv handles that keep it
+// alive), then killed; the failure message quotes the report. CI once saw `shadowfs restore`
+// print its whole answer and then not exit.
+const TIMEOUT_BIN = spawnSync('sh', ['-c', 'command -v timeout'], { encoding: 'utf8' }).stdout.trim() || 'timeout';
+let reportDir: string | undefined;
+
+/** What a node report says about why a process is still alive: its handles, and where each stack is. */
+function reportSummary(dir: string): string {
+  const files = fs.existsSync(dir) ? fs.readdirSync(dir).filter((f) => f.endsWith('.json')) : [];
+  if (!files.length) return 'no report was written (the process did not get back to its event loop: blocked in a system call?)';
+  const r = JSON.parse(fs.readFileSync(path.join(dir, files.sort().at(-1)!), 'utf8')) as {
+    javascriptStack?: { message?: string; stack?: string[] };
+    nativeStack?: Array<{ symbol?: string }>;
+    libuv?: Array<{ type?: string; is_active?: boolean; is_referenced?: boolean; [k: string]: unknown }>;
+  };
+  const handles = (r.libuv ?? []).filter((h) => h.is_active && h.is_referenced).map((h) => JSON.stringify(h));
+  return [
+    `handles keeping it alive: ${handles.length ? handles.join('; ') : 'none'}`,
+    `javascript: ${r.javascriptStack?.message ?? ''} ${(r.javascriptStack?.stack ?? []).slice(0, 8).join(' | ')}`,
+    `native: ${(r.nativeStack ?? [])
+      .slice(0, 12)
+      .map((f) => f.symbol)
+      .join(' | ')}`,
+  ].join('\n');
+}
+
 function cli(
   args: string[],
   input?: string,
   env: NodeJS.ProcessEnv = {},
 ): { status: number | null; stdout: string; stderr: string; ended: string } {
-  const r = spawnSync(process.execPath, [cliPath, ...args], { encoding: 'utf8', input, timeout: 60_000, env: { ...process.env, ...env } });
-  // How it ended, for a failure message: a status, or the signal that ended it (and why, when spawnSync knows: a timeout).
-  const ended = r.signal ? `killed by ${r.signal}${r.error ? ` (${r.error.message})` : ''}` : `exit status ${r.status}`;
-  return { status: r.status, stdout: r.stdout, stderr: r.stderr, ended };
+  reportDir ??= tempDir('cli-reports');
+  const reports = fs.mkdtempSync(path.join(reportDir, 'r-'));
+  const r = spawnSync(
+    TIMEOUT_BIN,
+    ['-s', 'USR2', '-k', '5', '55', process.execPath, '--report-on-signal', `--report-directory=${reports}`, cliPath, ...args],
+    { encoding: 'utf8', input, timeout: 90_000, env: { ...process.env, ...env } },
+  );
+  // How it ended, for a failure message: a status, or how it was stopped (timeout exits 124 after
+  // its signal, 137 after the SIGKILL that follows).
+  const hung = r.status === 124 || r.status === 137;
+  const ended = hung
+    ? `did not exit within 55 s; ${reportSummary(reports)}`
+    : r.signal
+      ? `killed by ${r.signal}${r.error ? ` (${r.error.message})` : ''}`
+      : `exit status ${r.status}`;
+  return { status: hung ? null : r.status, stdout: r.stdout, stderr: r.stderr, ended };
 }
 
 function json<T>(args: string[], input?: string): T {
