@@ -162,6 +162,7 @@ export async function streamedLiteral(
   let carry = Buffer.alloc(0);
   let deflated = 0;
   let failed: Error | undefined;
+  let switching = false; // a change of strategy is under way (below)
   deflate.on('data', (chunk: Buffer) => {
     deflated += chunk.length;
     if (deflated > maxDeflated) {
@@ -169,7 +170,9 @@ export async function streamedLiteral(
         'FILE_TOO_LARGE',
         `${what} holds ${size} bytes that compress to more than the ${maxDeflated} a patch carries per file; leave it out of the patch (name the other paths), or bring it over with apply`,
       );
-      deflate.destroy();
+      // Not in the middle of a change of strategy: zlib's params() asserts that its stream still
+      // has a handle when its flush is done, so the change ends first (strategy() below).
+      if (!switching) deflate.destroy();
       return;
     }
     let buf = carry.length ? Buffer.concat([carry, chunk]) : chunk;
@@ -189,19 +192,13 @@ export async function streamedLiteral(
   // file's literal: 18 s before, 9 s after, here). Data goes back to the default strategy, which
   // also finds repeats further apart.
   let runLength = false;
-  let zeros = Buffer.alloc(0);
   const strategy = async (rle: boolean): Promise<void> => {
-    if (rle === runLength) return;
+    if (rle === runLength || deflate.destroyed) return;
     runLength = rle;
-    // A destroyed stream (too much output) never calls back: its close ends the wait too.
-    await new Promise<void>((r) => {
-      const done = (): void => {
-        deflate.off('close', done);
-        r();
-      };
-      deflate.on('close', done);
-      deflate.params(1, rle ? zlib.constants.Z_RLE : zlib.constants.Z_DEFAULT_STRATEGY, done);
-    });
+    switching = true;
+    await new Promise<void>((r) => deflate.params(1, rle ? zlib.constants.Z_RLE : zlib.constants.Z_DEFAULT_STRATEGY, () => r()));
+    switching = false;
+    if (failed) deflate.destroy();
   };
   let n = 0;
   try {
@@ -210,8 +207,7 @@ export async function streamedLiteral(
       sha.update(p);
       n += p.length;
       if (p.length >= 64 * 1024) {
-        if (zeros.length < p.length) zeros = Buffer.alloc(p.length);
-        await strategy(p.equals(zeros.subarray(0, p.length)));
+        await strategy(allZero(p));
         if (failed) break;
       }
       if (!deflate.write(p))
