@@ -12,6 +12,15 @@ as_root() {
   if [ "$(id -u)" -eq 0 ]; then "$@"; elif command -v sudo >/dev/null 2>&1; then sudo "$@"; else
     say "installing Debian packages needs root or sudo"; exit 1; fi
 }
+# One cross build at a time: `npm test` starts one in its second lane while
+# test/package.test.ts's `npm pack` (prepack) may ask for the same build-win/; the second waits,
+# then finds it built.
+mkdir -p build-win
+exec 9>build-win/.build.lock
+if ! flock -n 9; then
+  say "waiting for another cross build of this checkout to end"
+  flock 9
+fi
 if ! command -v x86_64-w64-mingw32-g++-posix >/dev/null 2>&1; then
   say "installing MinGW-w64 (g++-mingw-w64-x86-64-posix) with apt-get..."
   as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null

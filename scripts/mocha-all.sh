@@ -1,17 +1,21 @@
 #!/usr/bin/env bash
-# The test part of `npm test`: the C++ unit tests (build/unit/shadowfs_unit_tests, built with
-# the native module), then the whole mocha suite on the Linux backend (fuse_ll); then the
-# integration tests again on the portable FUSE3 backend (fuse_hl, the code Windows runs through
-# WinFsp; less the files named below, which would run as in pass 1), and beside it the Windows
-# passes (the protocol, client, daemon and CLI tests on Windows' own runtime, a Windows node.exe
-# under wine, scripts/wine-node.sh, which installs wine on first use, nothing mounting there; the
-# MSI under wine's msiexec) and the VS Code extension in a real VS Code (code-server driven by
-# Chromium; npm run test:vscode). All always run; the last line totals them ("N passed, N
-# failed, N skipped"):
-# the C++ runner adds its counts to $SHADOWFS_TEST_STATS like each mocha pass does.
-# Every failure is also written, short, to $SHADOWFS_TEST_FAILURES (test/helpers/reporter.ts,
-# test/native/unit/unit_main.cc, tagged with $SHADOWFS_TEST_PASS), and printed again at the end,
-# just above the totals: a CI log that keeps only its tail still names what failed in pass 1.
+# `npm test`: the whole suite, in two lanes that run side by side from the start (a pass is
+# mostly waiting on mounts, daemons and child programs, so one alone leaves a core idle):
+#   lane 1: the C++ unit tests (build/unit/shadowfs_unit_tests, built with the native module),
+#           then the whole mocha suite on the Linux backend (pass 1, fuse_ll);
+#   lane 2: lint (npm run lint); the Windows passes (the module and C++ tests cross-built with
+#           MinGW and run under wine; the protocol, client, daemon and CLI tests on a Windows
+#           node.exe under wine, scripts/wine-node.sh, which installs wine on first use, nothing
+#           mounting there; the MSI under wine's msiexec); the VS Code extension in a real VS
+#           Code (code-server driven by Chromium; npm run test:vscode); then the integration
+#           tests again on the portable FUSE3 backend (pass 2, fuse_hl, the code Windows runs
+#           through WinFsp; less the files named below, which would run as in pass 1).
+# All always run; lane 2's output follows lane 1's, and the last line totals them ("N passed,
+# N failed, N skipped"): the C++ runner adds its counts to $SHADOWFS_TEST_STATS like each mocha
+# pass does. Every failure is also written, short, to $SHADOWFS_TEST_FAILURES
+# (test/helpers/reporter.ts, test/native/unit/unit_main.cc, tagged with $SHADOWFS_TEST_PASS), and
+# printed again at the end, just above the totals: a CI log that keeps only its tail still names
+# what failed. An interrupt (Ctrl-C) or a TERM stops both lanes.
 # .mocharc.json names no files, so `npx mocha dist/test/ops.test.js` runs just that file.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -20,6 +24,13 @@ SHADOWFS_TEST_FAILURES="$(mktemp)"
 export SHADOWFS_TEST_STATS SHADOWFS_TEST_FAILURES
 trap 'rm -f "$SHADOWFS_TEST_STATS" "$SHADOWFS_TEST_FAILURES"' EXIT
 status=0
+# Each "==" line says how far into the run it began (minutes:seconds since scripts/test.sh began,
+# or since this script did): where a CI run's time went, from its log alone.
+: "${SHADOWFS_TEST_STARTED:=$(date +%s)}"
+at() {
+  local s=$(($(date +%s) - SHADOWFS_TEST_STARTED))
+  printf '%d:%02d' $((s / 60)) $((s % 60))
+}
 # Each pass takes minutes here; one that is still running after 30 (a test left a handle open,
 # or something hangs) is stopped and counted as failed, so a hang cannot eat CI's whole budget.
 # A pass that fails without naming a failing test (stopped, crashed, could not start) is
@@ -38,18 +49,6 @@ bounded() {
   fi
   return $rc
 }
-unit=build/unit/shadowfs_unit_tests
-echo "== C++ unit tests ($unit)"
-if [ -x "$unit" ]; then
-  SHADOWFS_TEST_PASS="C++" bounded "$unit" || status=1
-else
-  echo "$unit is missing: build it with npm run build:native" >&2
-  echo '{"passes":0,"failures":1,"pending":0}' >"$SHADOWFS_TEST_STATS"
-  echo "[C++] $unit is missing" >>"$SHADOWFS_TEST_FAILURES"
-  status=1
-fi
-echo "== pass 1 of 4: backend fuse_ll (all tests)"
-SHADOWFS_TEST_PASS="pass 1, fuse_ll" SHADOWFS_BACKEND=fuse_ll bounded node_modules/.bin/mocha 'dist/test/**/*.test.js' || status=1
 # Pass 2 leaves out the files that would run exactly as in pass 1, whatever the backend: they
 # mount no shadow, or only shadows whose backend they name themselves. Each name with its reason.
 same_in_both=(
@@ -88,14 +87,32 @@ above_the_mount=(
 pass2_ignore=()
 for name in "${same_in_both[@]}" "${protocol_only[@]}" "${above_the_mount[@]}"; do pass2_ignore+=(--ignore "dist/test/$name.test.js"); done
 
-# Passes 3 and 4: Windows under wine (the cross build, its C++ tests, a Windows node.exe, the MSI)
-# and VS Code. They share nothing with pass 2 but the two cores (their own wine prefixes, VS Code
-# profiles, runtime directories and daemons; pass 1 has cross-built the module for
-# test/package.test.ts), so they run beside it: their output is held in a file and printed after
-# pass 2's, their counts and failures go to files of their own and are added in afterwards.
-windows_and_vscode() {
-  echo "== pass 3 of 4 (ran beside pass 2): Windows under wine: the module and C++ tests cross-built with MinGW, then a Windows node.exe (named pipe, client, daemon, CLI, the module; no WinFsp driver here)"
+# Lane 2's passes share nothing with pass 1 but the two cores and the Windows cross build (their
+# own wine prefixes, VS Code profiles, runtime directories and daemons; scripts/build-win.sh
+# holds a lock, so test/package.test.ts's `npm pack` waits for a cross build under way rather
+# than running a second one). Lane 2's output is held in a file and printed after lane 1's; its
+# counts and failures go to files of its own and are added in afterwards.
+lane1() {
   local st=0
+  local unit=build/unit/shadowfs_unit_tests
+  echo "== [$(at)] C++ unit tests ($unit)"
+  if [ -x "$unit" ]; then
+    SHADOWFS_TEST_PASS="C++" bounded "$unit" || st=1
+  else
+    echo "$unit is missing: build it with npm run build:native" >&2
+    echo '{"passes":0,"failures":1,"pending":0}' >"$SHADOWFS_TEST_STATS"
+    echo "[C++] $unit is missing" >>"$SHADOWFS_TEST_FAILURES"
+    st=1
+  fi
+  echo "== [$(at)] pass 1 of 4: backend fuse_ll (all tests; lane 2 runs beside it)"
+  SHADOWFS_TEST_PASS="pass 1, fuse_ll" SHADOWFS_BACKEND=fuse_ll bounded node_modules/.bin/mocha 'dist/test/**/*.test.js' || st=1
+  return $st
+}
+lane2() {
+  echo "== [$(at)] lint (npm run lint: tsc, eslint, prettier), beside pass 1"
+  local st=0
+  SHADOWFS_TEST_PASS="lint" bounded npm run --silent lint || st=1
+  echo "== [$(at)] pass 3 of 4 (beside pass 1): Windows under wine: the module and C++ tests cross-built with MinGW, then a Windows node.exe (named pipe, client, daemon, CLI, the module; no WinFsp driver here)"
   if SHADOWFS_TEST_PASS="pass 3, the Windows cross build" bounded bash scripts/build-win.sh; then
     # The C++ runner adds its counts to the stats file; a Windows program names it by drive Z:.
     SHADOWFS_TEST_PASS="pass 3, C++ under wine" SHADOWFS_TEST_FAILURES="Z:${SHADOWFS_TEST_FAILURES//\//\\}" \
@@ -105,36 +122,37 @@ windows_and_vscode() {
     st=1
   fi
   SHADOWFS_TEST_PASS="pass 3, node.exe under wine" bounded bash scripts/wine-node.sh node_modules/mocha/bin/mocha.js --config test/windows/.mocharc.json || st=1
-  echo "== pass 3 (continued, beside pass 2): the MSI (npm run build:msi, wixl), its tables against goldens, then installed, run, upgraded and removed by wine's msiexec"
+  echo "== [$(at)] pass 3 (continued): the MSI (npm run build:msi, wixl), its tables against goldens, then installed, run, upgraded and removed by wine's msiexec"
   SHADOWFS_TEST_PASS="pass 3, MSI" bounded node_modules/.bin/mocha --config test/msi.mocharc.json || st=1
-  echo "== pass 4 of 4 (beside pass 2): the VS Code extension: unit tests, then in a real VS Code (code-server + Chromium, scripts/vscode/setup.sh installs them) against a real daemon and mount"
+  echo "== [$(at)] pass 4 of 4: the VS Code extension: unit tests, then in a real VS Code (code-server + Chromium, scripts/vscode/setup.sh installs them) against a real daemon and mount"
   SHADOWFS_TEST_PASS="pass 4, VS Code" bounded bash scripts/vscode/test.sh || st=1
+  echo "== [$(at)] pass 2 of 4: backend fuse_hl (integration tests, less ${#same_in_both[@]} files that would run as in pass 1, ${#protocol_only[@]} protocol-only ones and ${#above_the_mount[@]} of front ends above the mount: scripts/mocha-all.sh)"
+  SHADOWFS_TEST_PASS="pass 2, fuse_hl" SHADOWFS_BACKEND=fuse_hl bounded node_modules/.bin/mocha "${pass2_ignore[@]}" 'dist/test/*.test.js' || st=1
   return $st
 }
-beside_out="$(mktemp)"
-beside_stats="$(mktemp)"
-beside_failures="$(mktemp)"
-trap 'rm -f "$SHADOWFS_TEST_STATS" "$SHADOWFS_TEST_FAILURES" "$beside_out" "$beside_stats" "$beside_failures"' EXIT
-(SHADOWFS_TEST_STATS="$beside_stats" SHADOWFS_TEST_FAILURES="$beside_failures" windows_and_vscode) >"$beside_out" 2>&1 &
-beside=$!
-# Interrupted (Ctrl-C, CI's own limit): the passes in the background are stopped with the script.
-# (Pass 2 is started in the background and waited for too: bash runs a trap only between
-# foreground commands, and a background job of a script ignores Ctrl-C.)
-running=("$beside")
+lane2_out="$(mktemp)"
+lane2_stats="$(mktemp)"
+lane2_failures="$(mktemp)"
+trap 'rm -f "$SHADOWFS_TEST_STATS" "$SHADOWFS_TEST_FAILURES" "$lane2_out" "$lane2_stats" "$lane2_failures"' EXIT
+# Both lanes run in the background, so that an INT or TERM reaches this shell's trap at once
+# (bash waits for a foreground command before it runs a trap) and the trap can stop them: each
+# pass runs under timeout(1), in a process group of its own, which a Ctrl-C to this script's
+# group does not reach; timeout passes the TERM on to its command.
+lane1 &
+running=($!)
+(SHADOWFS_TEST_STATS="$lane2_stats" SHADOWFS_TEST_FAILURES="$lane2_failures" lane2) >"$lane2_out" 2>&1 &
+running+=($!)
 stop_passes() {
   for pid in "${running[@]}"; do pkill -TERM -P "$pid" 2>/dev/null; kill -TERM "$pid" 2>/dev/null; done
   return 0
 }
 trap 'stop_passes; exit 130' INT
 trap 'stop_passes; exit 143' TERM
-
-echo "== pass 2 of 4: backend fuse_hl (integration tests, less ${#same_in_both[@]} files that would run as in pass 1, ${#protocol_only[@]} protocol-only ones and ${#above_the_mount[@]} of front ends above the mount: scripts/mocha-all.sh; passes 3 and 4 run beside it)"
-SHADOWFS_TEST_PASS="pass 2, fuse_hl" SHADOWFS_BACKEND=fuse_hl bounded node_modules/.bin/mocha "${pass2_ignore[@]}" 'dist/test/*.test.js' &
-running+=($!)
+wait "${running[0]}" || status=1
+if kill -0 "${running[1]}" 2>/dev/null; then echo "== [$(at)] lane 1 ended; waiting for lane 2 (lint, Windows, VS Code, pass 2)"; fi
 wait "${running[1]}" || status=1
-wait "$beside" || status=1
-cat "$beside_out"
-cat "$beside_failures" >>"$SHADOWFS_TEST_FAILURES"
+cat "$lane2_out"
+cat "$lane2_failures" >>"$SHADOWFS_TEST_FAILURES"
 # Their counts into the suite's total, which the line below prints.
 node -e '
 const fs = require("fs");
@@ -143,12 +161,13 @@ const [a, b] = [read(process.argv[1]), read(process.argv[2])];
 const t = { passes: a.passes + b.passes, failures: a.failures + b.failures, pending: a.pending + b.pending };
 fs.writeFileSync(process.argv[1], JSON.stringify(t));
 console.log(`${t.passes} passed, ${t.failures} failed, ${t.pending} skipped`);
-' "$SHADOWFS_TEST_STATS" "$beside_stats"
+' "$SHADOWFS_TEST_STATS" "$lane2_stats"
 if [ -s "$SHADOWFS_TEST_FAILURES" ]; then
   echo
-  echo "== what failed, from every pass above (each in full in its pass)"
+  echo "== [$(at)] what failed, from every pass above (each in full in its pass)"
   cat "$SHADOWFS_TEST_FAILURES"
   echo
   node -e 'const t = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8")); console.log(`${t.passes} passed, ${t.failures} failed, ${t.pending} skipped`)' "$SHADOWFS_TEST_STATS"
 fi
+echo "== [$(at)] all passes ended"
 exit $status
