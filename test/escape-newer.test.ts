@@ -463,4 +463,38 @@ describe('adversarial: the newest surfaces', function () {
       fs.rmdirSync(root);
     }
   });
+
+  it("an agent that writes without end fills its spill files only up to a reserve: the user can still save on the folder's file system", async () => {
+    // The folder and the spill directory on one small file system, as /tmp and /home often are.
+    const root = tempDir('fill');
+    const tmpfs = spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=64m', 'tmpfs', root], { encoding: 'utf8' });
+    assert.strictEqual(tmpfs.status, 0, `this test mounts a 64 MiB tmpfs (root needed): ${tmpfs.stderr}`);
+    try {
+      const folder = path.join(root, 'A');
+      const spill = path.join(root, 'spill');
+      fs.mkdirSync(folder);
+      fs.mkdirSync(spill);
+      fs.writeFileSync(path.join(folder, 'notes.txt'), "the user's notes\n");
+      await withShadow(
+        folder,
+        (_shadow, mp) => {
+          // 100 MB into the agent's layer: a disk spill file past the 1 MiB threshold.
+          const r = spawnSync('sh', ['-c', `head -c 100000000 /dev/zero | tr '\\0' x > '${mp}/agent.bin'`], { encoding: 'utf8' });
+          assert.notStrictEqual(r.status, 0, "the agent's write should have been stopped");
+          assert.match(r.stderr, /No space left on device/);
+          const vs = spawnSync('df', ['-B1', '--output=avail', root], { encoding: 'utf8' }).stdout.trim().split('\n').pop() ?? '0';
+          // The default reserve: 5% of the file system (3.2 MiB of 64 MiB).
+          assert.ok(Number(vs) >= 3 << 20, `free after the agent's write: ${vs} bytes`);
+          // The user saves a file of 1 MiB in the folder, and it is all there.
+          fs.writeFileSync(path.join(folder, 'saved.txt'), Buffer.alloc(1 << 20, 'u'));
+          assert.strictEqual(fs.statSync(path.join(folder, 'saved.txt')).size, 1 << 20);
+          assert.strictEqual(fs.readFileSync(path.join(folder, 'notes.txt'), 'utf8'), "the user's notes\n");
+          assert.ok(!fs.existsSync(path.join(folder, 'agent.bin')), "the folder never gets the agent's file");
+        },
+        { spillDir: spill, spillThreshold: 1 << 20, guard: false },
+      );
+    } finally {
+      spawnSync('umount', ['-l', root]);
+    }
+  });
 });

@@ -17,7 +17,9 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include "posix_io.h"
@@ -300,9 +302,47 @@ class PosixLower final : public LowerFs {
   std::unique_ptr<DirReadAhead> ahead_;
 };
 
+// Free space the disk spill files leave on their file system, which is often the one the user's
+// folder is on (/tmp beside /home): an agent that writes without end gets ENOSPC while the user
+// can still save. $SHADOWFS_SPILL_RESERVE in bytes (a K, M or G suffix allowed; 0 turns it off),
+// else 5% of the file system, at most 1 GiB. Read once.
+uint64_t explicitSpillReserve(bool* set) {
+  static const std::pair<bool, uint64_t> r = [] {
+    const char* v = std::getenv("SHADOWFS_SPILL_RESERVE");
+    if (!v || !*v) return std::pair<bool, uint64_t>{false, 0};
+    char* end = nullptr;
+    unsigned long long n = std::strtoull(v, &end, 10);
+    switch (end && *end ? (*end | 0x20) : 0) {
+      case 'k': n <<= 10; break;
+      case 'm': n <<= 20; break;
+      case 'g': n <<= 30; break;
+      default: break;
+    }
+    return std::pair<bool, uint64_t>{true, static_cast<uint64_t>(n)};
+  }();
+  *set = r.first;
+  return r.second;
+}
+
+// ENOSPC when writing `size` more bytes to the file system of `fd` would leave less than the
+// reserve free (see explicitSpillReserve); 0 otherwise, or when the system cannot say.
+int spillReserveRefuses(int fd, size_t size) {
+  struct statvfs vs;
+  if (::fstatvfs(fd, &vs) != 0) return 0;
+  const uint64_t unit = vs.f_frsize ? vs.f_frsize : vs.f_bsize;
+  bool set = false;
+  uint64_t reserve = explicitSpillReserve(&set);
+  if (!set) reserve = std::min<uint64_t>(uint64_t{1} << 30, static_cast<uint64_t>(vs.f_blocks) * unit / 20);
+  if (reserve == 0) return 0;
+  const uint64_t avail = static_cast<uint64_t>(vs.f_bavail) * unit;
+  return avail < reserve || avail - reserve < size ? ENOSPC : 0;
+}
+
 class PosixSpillFile final : public SpillFile {
  public:
-  explicit PosixSpillFile(int fd) : fd_(fd) {}
+  // `disk`: a file of the spill directory, whose writes keep the file system's reserve free
+  // (a memory file's writes are counted by the memory budget instead).
+  explicit PosixSpillFile(int fd, bool disk = false) : fd_(fd), disk_(disk) {}
   ~PosixSpillFile() override { ::close(fd_); }
   PosixSpillFile(const PosixSpillFile&) = delete;
   PosixSpillFile& operator=(const PosixSpillFile&) = delete;
@@ -312,6 +352,8 @@ class PosixSpillFile final : public SpillFile {
   }
 
   int pwrite(const char* buf, size_t size, uint64_t off) override {
+    if (disk_ && size)
+      if (int e = spillReserveRefuses(fd_, size)) return e;
     size_t done = 0;
     while (done < size) {
       ssize_t n = ::pwrite(fd_, buf + done, size - done, static_cast<off_t>(off + done));
@@ -346,6 +388,7 @@ class PosixSpillFile final : public SpillFile {
 
  private:
   int fd_;
+  bool disk_;
 };
 
 // A content in memory with a descriptor the kernel can serve (memfd). Each holds one descriptor
@@ -394,7 +437,7 @@ class PosixSpill final : public SpillStore {
   int create(std::unique_ptr<SpillFile>* out) override {
     int fd = ::open(dir_.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
     if (fd < 0) return errno;
-    *out = std::make_unique<PosixSpillFile>(fd);
+    *out = std::make_unique<PosixSpillFile>(fd, true);
     return 0;
   }
 
