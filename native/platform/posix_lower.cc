@@ -19,6 +19,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <utility>
 #include <vector>
 
@@ -324,25 +325,42 @@ uint64_t explicitSpillReserve(bool* set) {
   return r.second;
 }
 
-// ENOSPC when writing `size` more bytes to the file system of `fd` would leave less than the
-// reserve free (see explicitSpillReserve); 0 otherwise, or when the system cannot say.
-int spillReserveRefuses(int fd, size_t size) {
-  struct statvfs vs;
-  if (::fstatvfs(fd, &vs) != 0) return 0;
-  const uint64_t unit = vs.f_frsize ? vs.f_frsize : vs.f_bsize;
-  bool set = false;
-  uint64_t reserve = explicitSpillReserve(&set);
-  if (!set) reserve = std::min<uint64_t>(uint64_t{1} << 30, static_cast<uint64_t>(vs.f_blocks) * unit / 20);
-  if (reserve == 0) return 0;
-  const uint64_t avail = static_cast<uint64_t>(vs.f_bavail) * unit;
-  return avail < reserve || avail - reserve < size ? ENOSPC : 0;
-}
+// The reserve of one spill directory's file system (see explicitSpillReserve). Writes draw on a
+// headroom measured by fstatvfs, so most writes cost no system call: it is measured again once
+// the writes since the last measure have used it up, and it is at most 16 MiB or half of what
+// was above the reserve (other programs write to the same file system meanwhile).
+class SpillReserve {
+ public:
+  // ENOSPC when writing `size` more bytes to the file system of `fd` would leave less than the
+  // reserve free; 0 otherwise, or when the system cannot say.
+  int take(int fd, size_t size) {
+    const int64_t n = static_cast<int64_t>(size);
+    if (headroom_.fetch_sub(n, std::memory_order_relaxed) >= n) return 0;
+    struct statvfs vs;
+    if (::fstatvfs(fd, &vs) != 0) return 0;
+    const uint64_t unit = vs.f_frsize ? vs.f_frsize : vs.f_bsize;
+    bool set = false;
+    uint64_t reserve = explicitSpillReserve(&set);
+    if (!set) reserve = std::min<uint64_t>(uint64_t{1} << 30, static_cast<uint64_t>(vs.f_blocks) * unit / 20);
+    const uint64_t avail = static_cast<uint64_t>(vs.f_bavail) * unit;
+    if (reserve != 0 && (avail < reserve || avail - reserve < size)) {
+      headroom_.store(0, std::memory_order_relaxed);
+      return ENOSPC;
+    }
+    const uint64_t above = reserve == 0 ? UINT64_MAX : avail - reserve - size;
+    headroom_.store(static_cast<int64_t>(std::min<uint64_t>(16u << 20, above / 2)), std::memory_order_relaxed);
+    return 0;
+  }
+
+ private:
+  std::atomic<int64_t> headroom_{0};
+};
 
 class PosixSpillFile final : public SpillFile {
  public:
-  // `disk`: a file of the spill directory, whose writes keep the file system's reserve free
-  // (a memory file's writes are counted by the memory budget instead).
-  explicit PosixSpillFile(int fd, bool disk = false) : fd_(fd), disk_(disk) {}
+  // `reserve`: for a file of the spill directory, the reserve its writes keep free there (null
+  // for a memory file, whose writes the memory budget counts instead).
+  explicit PosixSpillFile(int fd, std::shared_ptr<SpillReserve> reserve = nullptr) : fd_(fd), reserve_(std::move(reserve)) {}
   ~PosixSpillFile() override { ::close(fd_); }
   PosixSpillFile(const PosixSpillFile&) = delete;
   PosixSpillFile& operator=(const PosixSpillFile&) = delete;
@@ -352,8 +370,8 @@ class PosixSpillFile final : public SpillFile {
   }
 
   int pwrite(const char* buf, size_t size, uint64_t off) override {
-    if (disk_ && size)
-      if (int e = spillReserveRefuses(fd_, size)) return e;
+    if (reserve_ && size)
+      if (int e = reserve_->take(fd_, size)) return e;
     size_t done = 0;
     while (done < size) {
       ssize_t n = ::pwrite(fd_, buf + done, size - done, static_cast<off_t>(off + done));
@@ -388,7 +406,7 @@ class PosixSpillFile final : public SpillFile {
 
  private:
   int fd_;
-  bool disk_;
+  std::shared_ptr<SpillReserve> reserve_;
 };
 
 // A content in memory with a descriptor the kernel can serve (memfd). Each holds one descriptor
@@ -433,11 +451,11 @@ class PosixMemoryFile final : public SpillFile {
 
 class PosixSpill final : public SpillStore {
  public:
-  explicit PosixSpill(std::string dir) : dir_(std::move(dir)) {}
+  explicit PosixSpill(std::string dir) : dir_(std::move(dir)), reserve_(std::make_shared<SpillReserve>()) {}
   int create(std::unique_ptr<SpillFile>* out) override {
     int fd = ::open(dir_.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
     if (fd < 0) return errno;
-    *out = std::make_unique<PosixSpillFile>(fd, true);
+    *out = std::make_unique<PosixSpillFile>(fd, reserve_);
     return 0;
   }
 
@@ -463,6 +481,7 @@ class PosixSpill final : public SpillStore {
 
  private:
   std::string dir_;
+  std::shared_ptr<SpillReserve> reserve_;
 };
 
 }  // namespace
