@@ -67,6 +67,18 @@ function cli(
   return { status: hung ? null : r.status, stdout: r.stdout, stderr: r.stderr, ended };
 }
 
+/** How a CLI call ended and what it printed, for an assertion's message. */
+function how(r: { ended: string; stdout: string; stderr: string }): string {
+  return `${r.ended}; stdout: ${r.stdout}; stderr: ${r.stderr}`;
+}
+
+/** Runs the CLI and asserts its exit status, saying how it ended otherwise (a hang's report included). */
+function exits(args: string[], status: number, message?: string): ReturnType<typeof cli> {
+  const r = cli(args);
+  assert.strictEqual(r.status, status, `shadowfs ${args.join(' ')}: ${message ? `${message}: ` : ''}${how(r)}`);
+  return r;
+}
+
 function json<T>(args: string[], input?: string): T {
   const r = cli([...args, '--json'], input);
   assert.strictEqual(r.status, 0, `shadowfs ${args.join(' ')} failed (${r.ended}): ${r.stdout}${r.stderr}`);
@@ -106,7 +118,7 @@ describe('the shadowfs daemon', function () {
     assert.strictEqual(mounted.folder, fs.realpathSync(lower));
     assert.strictEqual(mounted.lower, mounted.folder, 'lower: the former name, kept for one protocol version');
     assert.ok(mountedPaths().has(at));
-    assert.strictEqual(cli(['mount', lower, '--name', 'proj']).status, 1, 'a second shadow with the same name is refused');
+    exits(['mount', lower, '--name', 'proj'], 1, 'a second shadow with the same name is refused');
 
     assert.deepStrictEqual(
       json<{ shadows: Array<{ name: string }> }>(['list']).shadows.map((s) => s.name),
@@ -141,7 +153,7 @@ describe('the shadowfs daemon', function () {
       ['layer', 'cat', 'proj', 'ghost', 'README.md'],
     ]) {
       const r = cli([...args, '--json']);
-      assert.strictEqual(r.status, 1, `${args.join(' ')}: ${r.stdout}${r.stderr}`);
+      assert.strictEqual(r.status, 1, `${args.join(' ')}: ${how(r)}`);
       assert.strictEqual((JSON.parse(r.stdout) as { error: { code: string } }).error.code, 'UNKNOWN_AGENT');
     }
     const ghost = cli(['layer', 'changes', 'proj', 'ghost']).stderr;
@@ -149,14 +161,14 @@ describe('the shadowfs daemon', function () {
     assert.doesNotMatch(ghost, /shadow\.layer|agentId/, 'a CLI user is not told about the library API');
     // A path the diff cannot take is said so, not answered with "no changes".
     const abs = cli(['diff', 'proj', '--agent', 'alice', path.join(at, 'src/new.js'), '--json']);
-    assert.strictEqual(abs.status, 1, abs.stdout);
+    assert.strictEqual(abs.status, 1, how(abs));
     assert.strictEqual((JSON.parse(abs.stdout) as { error: { code: string } }).error.code, 'INVALID_PATH');
     assert.ok(!json<{ shadows: Array<{ agents: string[] }> }>(['list']).shadows[0].agents.includes('ghost'), 'no layer was created');
     // Cloning: onto a new id works, onto an existing layer is LAYER_EXISTS, said once.
     assert.deepStrictEqual(json(['layer', 'clone', 'proj', 'alice', 'carol']), { agent: 'alice', to: 'carol' });
     assert.strictEqual(cli(['layer', 'cat', 'proj', 'carol', 'src/new.js']).stdout, 'module.exports = 42;\n');
     const again = cli(['layer', 'clone', 'proj', 'alice', 'carol']);
-    assert.strictEqual(again.status, 1);
+    assert.strictEqual(again.status, 1, how(again));
     assert.match(again.stderr, /^shadowfs: error LAYER_EXISTS: /);
     assert.strictEqual(again.stderr.split('carol').length - 1, 2, `the message names each agent once: ${again.stderr}`);
     assert.strictEqual(again.stderr.trim().split('\n').length, 1, again.stderr);
@@ -171,12 +183,12 @@ describe('the shadowfs daemon', function () {
     assert.strictEqual(doctor.healthy, true);
     assert.ok(doctor.checks.find((c) => c.name === 'fuse-device')?.ok);
     const second = cli(['serve', '--foreground']);
-    assert.strictEqual(second.status, 1);
+    assert.strictEqual(second.status, 1, how(second));
     assert.match(second.stderr, /DAEMON_RUNNING/);
     assert.match(json<{ event: string }>(['serve']).event, /running/);
     // Errors carry codes.
     const unknown = cli(['layer', 'changes', 'nope', 'alice', '--json']);
-    assert.strictEqual(unknown.status, 1);
+    assert.strictEqual(unknown.status, 1, how(unknown));
     assert.strictEqual((JSON.parse(unknown.stdout) as { error: { code: string } }).error.code, 'UNKNOWN_SHADOW');
     const bad = JSON.parse(cli(['layer', 'write', 'proj', 'alice', '../escape', '--json'], 'x').stdout) as { error: { code: string } };
     assert.strictEqual(bad.error.code, 'INVALID_PATH');
@@ -457,7 +469,7 @@ describe('the shadowfs daemon', function () {
     for (const mp of [info.mountPoint, view.mountPoint, userView.mountPoint])
       assert.ok(mountedPaths().has(mp), `the crashed daemon left its mount ${mp} behind`);
     const next = cli(['list']);
-    assert.strictEqual(next.status, 0, next.stderr);
+    assert.strictEqual(next.status, 0, how(next));
     assert.match(next.stderr, new RegExp(`cleaned stale mounts left by a crashed daemon: .*${info.mountPoint}`));
     const st = json<{ pid: number; recovered: string[]; shadows: unknown[] }>(['status']);
     assert.notStrictEqual(st.pid, pid);
@@ -517,7 +529,7 @@ describe('the shadowfs daemon', function () {
     const former = written.shadows.map(({ folder, ...rest }) => ({ ...rest, lower: folder }));
     fs.writeFileSync(statePath, JSON.stringify({ ...written, shadows: former }, null, 2), { mode: 0o600 });
     const next = cli(['list']);
-    assert.strictEqual(next.status, 0, next.stderr);
+    assert.strictEqual(next.status, 0, how(next));
     assert.match(next.stderr, new RegExp(`cleaned stale mounts left by a crashed daemon: .*${info.mountPoint}`));
     const st = json<{
       pid: number;
@@ -537,7 +549,7 @@ describe('the shadowfs daemon', function () {
       rewritten.shadows.map((s) => [s.name, s.folder, 'lower' in s]),
       [['former', fs.realpathSync(lower), false]],
     );
-    assert.strictEqual(cli(['unmount', 'former']).status, 0);
+    exits(['unmount', 'former'], 0);
     await guard.check();
   });
 
@@ -629,11 +641,11 @@ describe('the shadowfs daemon', function () {
       const grep = json<{ matches: Array<{ path: string }> }>(['file', 'grep', 'cliwork', 'a \\+ b', '--agent', 'bob']);
       assert.ok(grep.matches.some((m) => m.path === 'src/math.js'));
       const amb = cli(['file', 'edit', 'cliwork', 'src/math.js', '--agent', 'bob', '--old', 'a', '--new', 'x']);
-      assert.strictEqual(amb.status, 1);
+      assert.strictEqual(amb.status, 1, how(amb));
       assert.match(amb.stderr, /AMBIGUOUS_MATCH/);
       json(['file', 'edit', 'cliwork', 'src/math.js', '--agent', 'bob', '--old', ' + 0', '--new', '']);
       const diff = cli(['diff', 'cliwork', '--agent', 'bob']);
-      assert.strictEqual(diff.status, 0, diff.stderr);
+      assert.strictEqual(diff.status, 0, how(diff));
       assert.match(diff.stdout, /^\+new$/m);
       // The shadow named by its folder, or a path inside it, relative to where the CLI stands.
       const byFolder = cli(['diff', path.relative(process.cwd(), path.join(lower, 'src')), '--agent', 'bob']);
@@ -641,11 +653,11 @@ describe('the shadowfs daemon', function () {
       // Two shadows of one folder: the folder names neither, and the error says which to name.
       json(['mount', lower, '--name', 'cliwork2']);
       const two = cli(['diff', lower, '--agent', 'bob']);
-      assert.strictEqual(two.status, 1);
+      assert.strictEqual(two.status, 1, how(two));
       assert.match(two.stderr, /UNKNOWN_SHADOW: 2 shadows show the folder .*\(cliwork, cliwork2\): name one/);
       json(['unmount', 'cliwork2']);
       const patchFile = path.join(tempDir('cli-patch'), 'bob.patch');
-      assert.strictEqual(cli(['patch', 'cliwork', '--agent', 'bob', '-o', patchFile]).status, 0);
+      exits(['patch', 'cliwork', '--agent', 'bob', '-o', patchFile], 0);
       assert.match(fs.readFileSync(patchFile, 'utf8'), /^diff --git a\/new\.txt b\/new\.txt\nnew file mode 100644/m);
       const cp = json<{ name: string; files: number }>(['checkpoint', 'cliwork', '--agent', 'bob', '--name', 'before-apply']);
       assert.strictEqual(cp.files, 2);
@@ -660,11 +672,11 @@ describe('the shadowfs daemon', function () {
       // You edit math.js yourself: apply writes new.txt, reports math.js (exit status 6).
       fs.writeFileSync(path.join(lower, 'src', 'math.js'), '// yours\n');
       const ap = cli(['apply', 'cliwork', '--agent', 'bob']);
-      assert.strictEqual(ap.status, 6, ap.stdout + ap.stderr);
+      assert.strictEqual(ap.status, 6, how(ap));
       assert.match(ap.stdout, /CONFLICT +src\/math\.js/);
       assert.strictEqual(fs.readFileSync(path.join(lower, 'new.txt'), 'utf8'), 'new\n');
       assert.strictEqual(fs.readFileSync(path.join(lower, 'src', 'math.js'), 'utf8'), '// yours\n');
-      assert.strictEqual(cli(['apply', 'cliwork', '--agent', 'bob', '--take', 'src/math.js']).status, 0);
+      exits(['apply', 'cliwork', '--agent', 'bob', '--take', 'src/math.js'], 0);
       assert.strictEqual(fs.readFileSync(path.join(lower, 'src', 'math.js'), 'utf8'), 'module.exports = { add: (a, b) => a + b };\n');
       await eventually(() => events.some((e) => e.event === 'applied' && e.agent === 'bob'), 30_000, 'the "applied" notification');
       // The checkpoint still holds bob's work as it was.
@@ -673,7 +685,7 @@ describe('the shadowfs daemon', function () {
         fs.readFileSync(path.join(info.mountPoint, 'src', 'math.js'), 'utf8'),
         'module.exports = { add: (a, b) => a + b };\n',
       );
-      assert.strictEqual(cli(['restore', 'cliwork', '--agent', 'bob', '--name', 'nosuch']).status, 1);
+      exits(['restore', 'cliwork', '--agent', 'bob', '--name', 'nosuch'], 1);
       // run --no-network: the command sees loopback only.
       const offline = json<{ exitCode: number; stdout: string }>([
         'run',
@@ -697,10 +709,10 @@ describe('the shadowfs daemon', function () {
       );
       await eventually(() => events.some((e) => e.event === 'reverted' && e.agent === 'bob'), 30_000, 'the "reverted" notification');
       const noAgent = cli(['layer', 'revert', 'cliwork', 'nobody', 'README.md', '--json']);
-      assert.strictEqual(noAgent.status, 1);
+      assert.strictEqual(noAgent.status, 1, how(noAgent));
       assert.strictEqual((JSON.parse(noAgent.stdout) as { error: { code: string } }).error.code, 'UNKNOWN_AGENT');
       const outside = cli(['layer', 'revert', 'cliwork', 'bob', '../x', '--json']);
-      assert.strictEqual(outside.status, 1);
+      assert.strictEqual(outside.status, 1, how(outside));
       assert.strictEqual((JSON.parse(outside.stdout) as { error: { code: string } }).error.code, 'INVALID_PATH');
     } finally {
       client.close();
@@ -742,7 +754,7 @@ describe('the shadowfs daemon', function () {
       first.kill('SIGKILL');
       await new Promise((r) => first.once('exit', r));
       // The next command starts a daemon that mounts "killed" again and brings the layer back.
-      assert.strictEqual(cli(['list']).status, 0);
+      exits(['list'], 0);
       const st = json<{ shadows: Array<{ name: string; agents: string[]; mountPoint: string }> }>(['status']);
       assert.deepStrictEqual(
         st.shadows.map((x) => x.name),
@@ -755,10 +767,10 @@ describe('the shadowfs daemon', function () {
       assert.strictEqual(fs.readFileSync(path.join(again, 'generated', 'out.txt'), 'utf8'), 'output\n');
       assert.ok(!fs.existsSync(path.join(again, 'notes')), 'the deletion came back too');
       // Unmounting on purpose drops the layers, and their autosave with them.
-      assert.strictEqual(cli(['unmount', 'killed']).status, 0);
+      exits(['unmount', 'killed'], 0);
       const remounted = json<{ agents: string[] }>(['mount', lower, '--name', 'killed']);
       assert.ok(!remounted.agents.includes('agent'), 'a deliberate unmount does not come back');
-      assert.strictEqual(cli(['unmount', 'killed']).status, 0);
+      exits(['unmount', 'killed'], 0);
       await guard.check();
     } finally {
       guard.stop();
@@ -784,7 +796,7 @@ describe('the shadowfs daemon', function () {
       const back = json<{ agents: string[]; restored?: string[] }>(['mount', lower, '--name', 'rebooted']);
       assert.deepStrictEqual(back.restored, ['carol']);
       assert.strictEqual(cli(['layer', 'cat', 'rebooted', 'carol', 'src/carol.js']).stdout, 'module.exports = "carol";\n');
-      assert.strictEqual(cli(['unmount', 'rebooted']).status, 0);
+      exits(['unmount', 'rebooted'], 0);
       await guard.check();
     } finally {
       guard.stop();
@@ -813,13 +825,13 @@ describe('the shadowfs daemon', function () {
       assert.ok(!running(pid), 'the daemon has gone when stop returns');
       assert.ok(!mountedPaths().has(info.mountPoint), 'its shadow is unmounted');
       const again = cli(['stop']);
-      assert.strictEqual(again.status, 0, again.stderr);
+      assert.strictEqual(again.status, 0, how(again));
       assert.match(again.stdout, /not running; nothing to stop/);
       // The next command starts a daemon; the folder mounted again has the layer back.
       const back = json<{ restored?: string[] }>(['mount', lower, '--name', 'stopped']);
       assert.deepStrictEqual(back.restored, ['dave']);
       assert.strictEqual(cli(['layer', 'cat', 'stopped', 'dave', 'src/dave.js']).stdout, 'module.exports = "dave";\n');
-      assert.strictEqual(cli(['unmount', 'stopped']).status, 0);
+      exits(['unmount', 'stopped'], 0);
       await guard.check();
     } finally {
       guard.stop();

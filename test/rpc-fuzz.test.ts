@@ -76,8 +76,8 @@ const MIB = 1024 * 1024;
  * - PEAK, over the RSS before the fuzzing: a backstop against growth from round to round (the
  *   runs peaked at +233..+529 MiB, in the heavy round).
  * - LIVE, over the live memory before the fuzzing (V8's heapUsed plus external, right after a
- *   full garbage collection: the daemon runs with --expose-gc and SHADOWFS_TEST_GC=1, and its
- *   `status` collects before it reports), once the fuzzing is over: what the daemon still holds.
+ *   full garbage collection: the daemon runs with --expose-gc and SHADOWFS_TEST_GC, and its
+ *   `status` to the well-behaved client collects before it reports), once the fuzzing is over: what the daemon still holds.
  *   A leak of 1 KB per message would add about 100 MiB. (This replaced a bound on the RSS once
  *   idle, which depended on when V8 gave memory back: +77..+153 MiB in ten runs, with a minute's
  *   wait.)
@@ -88,6 +88,8 @@ const PEAK_BOUND = 768 * MIB;
 const LIVE_BOUND = 64 * MIB;
 /** How long one wait may take before the test calls it a hang (not a performance bound). */
 const HANG_MS = 120_000;
+/** The well-behaved client's name in hello: the daemon collects garbage before its `status` answers only (SHADOWFS_TEST_GC). */
+const KEEPER_NAME = 'rpc-fuzz keeper';
 
 const cliPath = path.join(repoRoot, 'bin', 'shadowfs.js');
 
@@ -282,10 +284,10 @@ describe('RPC fuzzing of the daemon', function () {
     const at = path.join(tempDir('fuzzmnt'), 'm');
     // A daemon of this test's own, started by this mount, that can collect garbage on request.
     stopTestDaemon();
-    const gcEnv = { ...process.env, NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --expose-gc`.trim(), SHADOWFS_TEST_GC: '1' };
+    const gcEnv = { ...process.env, NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --expose-gc`.trim(), SHADOWFS_TEST_GC: KEEPER_NAME };
     const mounted = cliJson<{ name: string; mountPoint: string }>(['mount', lower, '--at', at, '--name', SHADOW], gcEnv);
     assert.strictEqual(mounted.mountPoint, at);
-    keeper = await ShadowClient.connect({ autostart: false, clientName: 'rpc-fuzz keeper' });
+    keeper = await ShadowClient.connect({ autostart: false, clientName: KEEPER_NAME });
     const k = keeper;
     await k.request('layer.write', { shadow: SHADOW, agent: AGENT, path: FILE, data: Buffer.from(KNOWN).toString('base64') });
     await k.request('activate', { shadow: SHADOW, agent: AGENT });
