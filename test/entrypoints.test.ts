@@ -105,6 +105,38 @@ describe('package entry points', function () {
     assert.deepStrictEqual(out, { native: true, mounted: true, data: 'hi', code: 'INVALID_PATH', events: ['written'], bad: [] });
   });
 
+  it("the CLI's commands load only what they use: one that asks the daemon loads neither zod, winston, the native module nor the daemon's code", () => {
+    // Each CLI call is a new process, and agents and scripts make many: loading the protocol's
+    // schemas (zod) and the daemon's code at start-up doubled the time a command took. What a
+    // command loaded is listed as the process exits.
+    const tracer = path.join(tempDir('cli-loads'), 'trace.js');
+    fs.writeFileSync(
+      tracer,
+      `process.on('exit', () => process.stderr.write('LOADED ' + JSON.stringify(Object.keys(require.cache)) + '\\n'));\n`,
+    );
+    // (shadow/native.js is the addon's small loader, which doctor uses; ffi-rs checks the daemon's peer.)
+    const heavy =
+      /[\\/]node_modules[\\/](zod|winston)[\\/]|shadowfs\.node$|[\\/]dist[\\/]src[\\/](daemon|lints|work|run|mcp)[\\/]|[\\/]dist[\\/]src[\\/]shadow[\\/](?!native\.js$)/;
+    for (const args of [['list', '--json'], ['status', '--json'], ['layer', 'list', 'nosuch', '--json'], ['--version']]) {
+      const r = spawnSync(process.execPath, ['-r', tracer, path.join(repoRoot, 'bin', 'shadowfs.js'), ...args], {
+        encoding: 'utf8',
+        timeout: 60_000,
+      });
+      const line = /^LOADED (.*)$/m.exec(r.stderr);
+      assert.ok(line, `shadowfs ${args.join(' ')}: no list of loaded modules (exit ${r.status}): ${r.stdout}${r.stderr}`);
+      const loaded = JSON.parse(line[1]) as string[];
+      assert.ok(
+        loaded.some((f) => /[\\/]dist[\\/]src[\\/]cli[\\/]main\.js$/.test(f)),
+        'the trace sees the CLI',
+      );
+      assert.deepStrictEqual(
+        loaded.filter((f) => heavy.test(f)),
+        [],
+        `shadowfs ${args.join(' ')} loaded code it does not use`,
+      );
+    }
+  });
+
   describe('a daemon whose native module cannot load', () => {
     let daemon: ChildProcess | undefined;
     let runtime = '';

@@ -1,6 +1,6 @@
 // Shared plumbing of the CLI commands that talk to the daemon: connect (starting it if needed),
 // run, print a result or a coded error, set the exit status.
-import { type ClientOptions, ShadowClient } from '../client';
+import { type ClientOptions, ShadowClient } from '../client/client';
 import { emit, reportError } from './output';
 
 export interface JsonFlag {

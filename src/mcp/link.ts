@@ -3,7 +3,7 @@
 // same agent again: the caller's function does that, as the first connection did), and the
 // notification listeners registered here hear the new connection too. It also knows where the
 // shadow's root is on disk (its folder, mount point and this agent's views), for absolute paths.
-import type { ShadowClient } from '../client';
+import type { ShadowClient } from '../client/client';
 import { ShadowError } from '../common/errors';
 import type { MethodName, NotificationName, NotificationParamsOf, ParamsOf, ResultOf } from '../protocol/methods';
 import type { Roots } from './paths';

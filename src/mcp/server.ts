@@ -7,7 +7,7 @@
 // McpOptions.reconnect, restricted the same way.
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import type { ShadowClient } from '../client';
+import type { ShadowClient } from '../client/client';
 import { type ErrorCode, ShadowError } from '../common/errors';
 import { DaemonLink } from './link';
 import { withNotes } from './notes';

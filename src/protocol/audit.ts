@@ -4,22 +4,10 @@
 // Served by src/daemon/handlers/audit.ts; docs/audit-trail.md says what is recorded and what a
 // mount never hears of (cached reads). methods.ts adds it to the protocol's tables.
 import * as z from 'zod';
+import { AUDIT_OP_NAMES } from './constants';
 import { agentId, request, shadowRef, text } from './shared';
 
-export const AUDIT_OP_NAMES = [
-  'open',
-  'exec',
-  'create',
-  'write',
-  'truncate',
-  'mkdir',
-  'mknod',
-  'symlink',
-  'link',
-  'unlink',
-  'rmdir',
-  'rename',
-] as const;
+export { AUDIT_OP_NAMES };
 
 export const AuditEntry = z.object({
   seq: z.number().int().describe("Numbers the layer's entries, oldest first; never reused."),

@@ -3,10 +3,10 @@
 // src/daemon/handlers/layer.ts (as are the layer requests of work.ts).
 import * as z from 'zod';
 import type { ErrorCode } from './errors';
+import { LAYER_READ_MAX_BYTES } from './constants';
 import { agentId, relPath, request, shadowAgent, shadowOnly, shadowRef, text } from './shared';
 
-/** The most bytes one layer.read answer carries (base64 makes a third more); larger files are read in ranges. */
-export const LAYER_READ_MAX_BYTES = 16 * 1024 * 1024;
+export { LAYER_READ_MAX_BYTES };
 
 const pathErrors: ErrorCode[] = ['UNKNOWN_SHADOW', 'INVALID_AGENT', 'INVALID_PATH', 'PATH_THROUGH_SYMLINK', 'NOT_MOUNTED'];
 

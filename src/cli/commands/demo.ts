@@ -1,7 +1,6 @@
 // `shadowfs demo [folder]`: shows what a shadow does, on the bundled example project or on a
 // folder of yours (which it never writes).
 import type { Argv, CommandModule } from 'yargs';
-import { runDemo } from '../../demo';
 import { reportError } from '../output';
 
 interface Args {
@@ -18,6 +17,9 @@ export const demoCommand: CommandModule<object, Args> = {
       .option('json', { type: 'boolean', default: false, describe: 'print a JSON summary at the end instead of prose' }) as Argv<Args>,
   handler: async (args) => {
     try {
+      // Loaded here: the demo mounts in this process (the native module, the shadow's code).
+      // eslint-disable-next-line @typescript-eslint/no-require-imports
+      const { runDemo } = require('../../demo') as typeof import('../../demo');
       const summary = await runDemo(args.folder, args.json ? () => undefined : (line) => process.stdout.write(`${line}\n`));
       if (args.json) process.stdout.write(`${JSON.stringify(summary)}\n`);
       if (!summary.folderUnchanged) process.exitCode = 1;

@@ -1,7 +1,7 @@
 // `shadowfs doctor`: checks what shadowfs needs on this machine and says what to do about it.
 import { execFileSync } from 'child_process';
 import type { Argv, CommandModule } from 'yargs';
-import { ShadowClient } from '../../client';
+import { ShadowClient } from '../../client/client';
 import { nativeModule, type WinFspStatus } from '../../shadow/native';
 import { platform, winfspInstallDir } from '../../platform';
 import { type DoctorCheck, win32DoctorChecks } from '../../platform/win32-doctor';

@@ -3,9 +3,9 @@ import * as fs from 'fs';
 import type { Argv, CommandModule } from 'yargs';
 import { connectCli, withClient } from '../daemon-call';
 import { emit, reportError, shownName } from '../output';
-import { ShadowClient } from '../../client';
+import { ShadowClient } from '../../client/client';
 import { ShadowError } from '../../common/errors';
-import { LAYER_READ_MAX_BYTES } from '../../protocol/methods';
+import { LAYER_READ_MAX_BYTES } from '../../protocol/constants';
 
 interface Base {
   shadow: string;

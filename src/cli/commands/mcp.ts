@@ -7,7 +7,7 @@
 import * as fs from 'fs';
 import * as path from 'path';
 import type { Argv, CommandModule } from 'yargs';
-import { ShadowClient } from '../../client';
+import { ShadowClient } from '../../client/client';
 import { ShadowError } from '../../common/errors';
 import { connectCli } from '../daemon-call';
 import { reportError } from '../output';

@@ -4,8 +4,6 @@ import type { Argv, CommandModule } from 'yargs';
 import * as path from 'path';
 import { ShadowError } from '../../common/errors';
 import { withClient } from '../daemon-call';
-import { createLogger } from '../../common/log';
-import { mount } from '../../shadow';
 import type { IoMode } from '../../shadow';
 import { emit, reportError } from '../output';
 
@@ -76,6 +74,11 @@ export const mountCommand: CommandModule<object, Args> = {
         (r) => `${r.name}\t${r.mountPoint}`,
       );
     }
+    // A mount in this process (--foreground): its code and winston are loaded only then.
+    /* eslint-disable @typescript-eslint/no-require-imports */
+    const { createLogger } = require('../../common/log') as typeof import('../../common/log');
+    const { mount } = require('../../shadow') as typeof import('../../shadow');
+    /* eslint-enable @typescript-eslint/no-require-imports */
     const log = createLogger();
     let keepAlive: NodeJS.Timeout | undefined;
     try {

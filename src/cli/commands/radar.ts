@@ -3,7 +3,7 @@
 // copies whose file in the folder changed since the agent took them. --watch goes on printing
 // each change as the daemon tells it (radar/changed) until Ctrl-C.
 import type { Argv, CommandModule } from 'yargs';
-import type { ShadowClient } from '../../client';
+import type { ShadowClient } from '../../client/client';
 import type { NotificationParamsOf, Overlap } from '../../protocol/methods';
 import { connectCli } from '../daemon-call';
 import { emit, reportError, shownName } from '../output';

@@ -11,7 +11,7 @@ import * as os from 'os';
 import * as path from 'path';
 import * as readline from 'readline';
 import type { Argv, CommandModule } from 'yargs';
-import type { ShadowClient } from '../../client';
+import type { ShadowClient } from '../../client/client';
 import { editedNewSide } from '../../patch/review';
 import type { ResultOf } from '../../protocol/methods';
 import { connectCli, withClient } from '../daemon-call';

@@ -5,7 +5,7 @@
 import * as crypto from 'crypto';
 import * as os from 'os';
 import type { Argv, CommandModule } from 'yargs';
-import { ShadowClient } from '../../client';
+import { ShadowClient } from '../../client/client';
 import { connectCli } from '../daemon-call';
 import { ShadowError } from '../../common/errors';
 import { emit, reportError } from '../output';

@@ -1,16 +1,12 @@
 // `shadowfs serve [--foreground]`: the per-user daemon. Without --foreground it starts one in
 // the background and returns once it answers.
 import type { Argv, CommandModule } from 'yargs';
-import { ShadowClient } from '../../client';
-import { Daemon } from '../../daemon/server';
-import { createDaemonLogger } from '../../daemon/log';
+import { ShadowClient } from '../../client/client';
 import { daemonPaths } from '../../common/endpoint';
 import type { LogLevel } from '../../common/log';
 import * as fs from 'fs';
-import { parsePolicy } from '../../run/policy';
 import { emit, reportError } from '../output';
 import { ShadowError } from '../../common/errors';
-import { setMemoryBudget } from '../../shadow/budget';
 
 interface Args {
   foreground: boolean;
@@ -80,6 +76,13 @@ export const serveCommand: CommandModule<object, Args> = {
         );
         return;
       }
+      // The daemon's code is loaded only here, so that the other commands start quickly.
+      /* eslint-disable @typescript-eslint/no-require-imports */
+      const { Daemon } = require('../../daemon/server') as typeof import('../../daemon/server');
+      const { createDaemonLogger } = require('../../daemon/log') as typeof import('../../daemon/log');
+      const { parsePolicy } = require('../../run/policy') as typeof import('../../run/policy');
+      const { setMemoryBudget } = require('../../shadow/budget') as typeof import('../../shadow/budget');
+      /* eslint-enable @typescript-eslint/no-require-imports */
       const paths = daemonPaths();
       const log = createDaemonLogger(paths.log, { level: args['log-level'], console: args.console });
       const policy = args.policy ? parsePolicy(fs.readFileSync(args.policy, 'utf8'), args.policy) : undefined;

@@ -9,7 +9,7 @@ import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import type { Argv, CommandModule } from 'yargs';
-import type { ShadowClient } from '../../client';
+import type { ShadowClient } from '../../client/client';
 import { ShadowError } from '../../common/errors';
 import type { ShellInfo } from '../../protocol/shell';
 import { connectCli, tell } from '../daemon-call';

@@ -1,7 +1,7 @@
 // `shadowfs status`: is the daemon running, what does it serve, what did it recover.
 // Exit status 3 when no daemon runs (it is not started for this).
 import type { Argv, CommandModule } from 'yargs';
-import { ShadowClient } from '../../client';
+import { ShadowClient } from '../../client/client';
 import { ShadowError } from '../../common/errors';
 import type { ResultOf } from '../../protocol/methods';
 import { emit, ExitCode, reportError } from '../output';

@@ -2,7 +2,7 @@
 // unmounted) and waits until its process has gone, so that an upgrade or an uninstall can follow.
 // No daemon running is no error: there is nothing to stop.
 import type { Argv, CommandModule } from 'yargs';
-import { ShadowClient } from '../../client';
+import { ShadowClient } from '../../client/client';
 import { ShadowError } from '../../common/errors';
 import { emit, reportError } from '../output';
 import { processAlive } from '../../common/pid';
