@@ -10,7 +10,9 @@
 // the Windows dependencies) and the PowerShell module's generator (dist/tools/powershell/generate.js)
 // or SHADOWFS_MSI_PS_MODULE_DIR. scripts/wine-node.sh makes the template prefix (wine from
 // apt-get when missing, Windows 10, the bcryptprimitives.dll stand-in wine 8 lacks) in
-// build-msi/wine; each test installs into a copy of it and kills that copy's wineserver after.
+// build-msi/wine. The tests install into copies of it (and kill each copy's wineserver after):
+// one copy goes through a product's life (install and use, upgrade, removal; steps that go on
+// from each other), another, without WinFsp, sees the install refused.
 //
 // Tables: `msidump` of the MSI, normalised (ProductCode and the build's summary fields dropped,
 // the version replaced by <version>, generated identifiers replaced by the paths they stand
@@ -527,17 +529,35 @@ describe('the Windows installer (MSI built with wixl; installed, run, upgraded a
     });
   });
 
-  describe('under wine', function () {
-    it('installs: files in place, bin\\ on the system PATH, the installed shadowfs runs, loads its native module, starts its daemon; uninstalls: all of it gone', function () {
-      const p = prefix('install');
+  // One prefix through the product's life, as a user's machine has it: installed and used, then
+  // upgraded in place, then removed. Each step goes on from the state the one before left (a step
+  // whose predecessor failed fails at once, naming it): an install, a use and a removal of their
+  // own for each step would cost a minute of wine apiece.
+  describe('under wine: one installation through its life', function () {
+    let life: Prefix | undefined;
+    let pathBefore = '';
+    let installLog = '';
+    const done = new Set<string>();
+    /** The prefix, once the step named has passed. */
+    const goesOnFrom = (step: string): Prefix => {
+      assert.ok(life && done.has(step), `this step goes on from "${step}", which did not pass (see it above)`);
+      return life;
+    };
+    after(function () {
+      life?.dispose();
+    });
+
+    it('installs: files in place, bin\\ on the system PATH, the installed shadowfs runs, loads its native module, starts its daemon', function () {
+      const p = (life = new Prefix('life'));
       p.regAdd(WINFSP_KEY, 'InstallDir', 'C:\\Program Files (x86)\\WinFsp\\');
-      const pathBefore = p.regValue(ENV_KEY, 'Path') ?? '';
+      pathBefore = p.regValue(ENV_KEY, 'Path') ?? '';
       assert.ok(pathBefore && !/shadowfs/i.test(pathBefore), pathBefore);
 
-      let t = Date.now();
+      const t = Date.now();
       const inst = p.msiexec('/i', msiFile, 'install.log');
       assert.strictEqual(inst.status, 0, `msiexec /i exited with ${inst.status}; log in ${p.dir}\n${inst.log.slice(-3000)}`);
       console.log(`      (installed in ${((Date.now() - t) / 1000).toFixed(1)} s)`);
+      installLog = inst.log;
 
       const app = p.driveC('Program Files', 'shadowfs');
       const ps = p.driveC('Program Files', 'WindowsPowerShell', 'Modules', 'ShadowFS');
@@ -640,12 +660,7 @@ console.log(JSON.stringify({ execPath: process.execPath, status, loaded: Object.
       const kill = p.wine(['taskkill', '/f', '/pid', String(status.json.pid)]);
       assert.strictEqual(kill.status, 0, kill.stdout + kill.stderr);
       assert.strictEqual(cli('status').json.running, false);
-
-      t = Date.now();
-      const un = p.msiexec('/x', msiFile, 'uninstall.log');
-      assert.strictEqual(un.status, 0, `msiexec /x exited with ${un.status}; log in ${p.dir}\n${un.log.slice(-3000)}`);
-      console.log(`      (uninstalled in ${((Date.now() - t) / 1000).toFixed(1)} s)`);
-      assertNothingLeft(p, pathBefore, 1);
+      done.add('installs');
     });
 
     // What runs under wine here: msiexec /i, then the installed node.exe with a script that takes
@@ -655,10 +670,7 @@ console.log(JSON.stringify({ execPath: process.execPath, status, loaded: Object.
     // cannot run under wine), and no shadowfs session either: test/windows/shell-win32.test.ts
     // runs those (without a mount) on the same binding. An MSI without node-pty fails it.
     it("ships node-pty's ConPTY binding: the installed node.exe starts a program on a pseudo console with it, types into it, gets its exit status", function () {
-      const p = prefix('pty');
-      p.regAdd(WINFSP_KEY, 'InstallDir', 'C:\\Program Files (x86)\\WinFsp\\');
-      const inst = p.msiexec('/i', msiFile, 'install.log');
-      assert.strictEqual(inst.status, 0, `msiexec /i exited with ${inst.status}; log in ${p.dir}\n${inst.log.slice(-3000)}`);
+      const p = goesOnFrom('installs');
 
       // The program on the pseudo console: wine starts a pseudo console's first process without
       // standard handles (see docs/shell-sessions.md), so, as shadowfs's session launcher does, a
@@ -712,26 +724,9 @@ try {
       ]);
     });
 
-    it('refuses to install without WinFsp (exit 1603, stopped at LaunchConditions) and installs nothing', function () {
-      const p = prefix('nowinfsp');
-      assert.strictEqual(p.regQuery(WINFSP_KEY), null, 'the template prefix has no WinFsp key');
-      const pathBefore = p.regValue(ENV_KEY, 'Path') ?? '';
-      const inst = p.msiexec('/i', msiFile, 'install.log');
-      assert.ok(MSI_FAILED.includes(inst.status ?? -1), `msiexec /i exited with ${inst.status}, not 1603`);
-      // Wine writes action results but not the condition's message (see the top of this file).
-      assert.match(inst.log, /Property: WINFSPINSTALLDIR, Signature: WinFspInstallDir/);
-      assert.match(inst.log, /Action ended [\d:]+: LaunchConditions\. Return value 0\./);
-      assert.doesNotMatch(inst.log, /Action start [\d:]+: InstallFiles\./);
-      assertNothingLeft(p, pathBefore, 0);
-    });
-
-    it(`upgrades ${VERSION} to ${NEXT_VERSION} in place (one product left), refuses the downgrade, then uninstalls`, function () {
-      const p = prefix('upgrade');
-      p.regAdd(WINFSP_KEY, 'InstallDir', 'C:\\Program Files (x86)\\WinFsp\\');
-      const pathBefore = p.regValue(ENV_KEY, 'Path') ?? '';
-      const first = p.msiexec('/i', msiFile, 'install.log');
-      assert.strictEqual(first.status, 0, `msiexec /i ${VERSION} exited with ${first.status}`);
-      const oldCode = /ProductCode = (\{[0-9A-F-]+\})/.exec(first.log)?.[1];
+    it(`upgrades ${VERSION} to ${NEXT_VERSION} in place (one product left), refuses the downgrade`, function () {
+      const p = goesOnFrom('installs');
+      const oldCode = /ProductCode = (\{[0-9A-F-]+\})/.exec(installLog)?.[1];
       assert.ok(oldCode, 'the first install logs its ProductCode');
 
       const t = Date.now();
@@ -765,10 +760,32 @@ try {
         [NEXT_VERSION],
       );
 
+      done.add('upgrades');
+    });
+
+    it('uninstalls: all of it gone (files, registry, Programs and Features, the PATH entry)', function () {
+      const p = goesOnFrom('upgrades');
+      const t = Date.now();
       const un = p.msiexec('/x', nextMsiFile, 'uninstall.log');
-      assert.strictEqual(un.status, 0, `msiexec /x exited with ${un.status}`);
-      // The entry was removed twice: by the upgrade (the old product) and by the uninstall.
+      assert.strictEqual(un.status, 0, `msiexec /x exited with ${un.status}; log in ${p.dir}\n${un.log.slice(-3000)}`);
+      console.log(`      (uninstalled in ${((Date.now() - t) / 1000).toFixed(1)} s)`);
+      // The PATH entry was removed twice: by the upgrade (the old product's) and by the uninstall.
       assertNothingLeft(p, pathBefore, 2);
+    });
+  });
+
+  describe('under wine, without WinFsp', function () {
+    it('refuses to install without WinFsp (exit 1603, stopped at LaunchConditions) and installs nothing', function () {
+      const p = prefix('nowinfsp');
+      assert.strictEqual(p.regQuery(WINFSP_KEY), null, 'the template prefix has no WinFsp key');
+      const pathBefore = p.regValue(ENV_KEY, 'Path') ?? '';
+      const inst = p.msiexec('/i', msiFile, 'install.log');
+      assert.ok(MSI_FAILED.includes(inst.status ?? -1), `msiexec /i exited with ${inst.status}, not 1603`);
+      // Wine writes action results but not the condition's message (see the top of this file).
+      assert.match(inst.log, /Property: WINFSPINSTALLDIR, Signature: WinFspInstallDir/);
+      assert.match(inst.log, /Action ended [\d:]+: LaunchConditions\. Return value 0\./);
+      assert.doesNotMatch(inst.log, /Action start [\d:]+: InstallFiles\./);
+      assertNothingLeft(p, pathBefore, 0);
     });
   });
 });
