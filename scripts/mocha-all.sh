@@ -83,6 +83,8 @@ above_the_mount=(
   run-control    # time limits and cancels of runs (test/run.test.ts, on the mount, stays)
   run-limits     # cgroup limits of runs
   agent-cli      # third-party agent CLIs in sessions (test/shell.test.ts, on the mount, stays)
+  lints-fleet    # many agents' lints batched on the folder; the questions it asks one agent at a
+                 # time switch layers on the mount, as test/lints.test.ts (which stays) does
 )
 pass2_ignore=()
 for name in "${same_in_both[@]}" "${protocol_only[@]}" "${above_the_mount[@]}"; do pass2_ignore+=(--ignore "dist/test/$name.test.js"); done
