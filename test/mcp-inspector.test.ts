@@ -1,6 +1,7 @@
 // The MCP server driven by a real MCP client other than our own: the MCP inspector's CLI (npm
 // @modelcontextprotocol/inspector, `--cli`), which starts `shadowfs mcp` over stdio for each call,
-// against a real daemon and mount. Every tool is called through it at least once and its answer
+// against a real daemon and mount. Every tool is called through it at least once (its further
+// calls, with other arguments, through the SDK client on one server) and its answer
 // checked: reads numbered 1-based with offset and limit, results bounded (a run's output, lists),
 // absolute paths inside the project taken as relative, background runs polled, errors that start
 // with their code and say what to do. Then, with the environment an MCP client leaves a server
@@ -115,145 +116,167 @@ describe('the MCP server driven by the MCP inspector CLI', function () {
     mounted.push('insp');
     const server = ['--shadow', 'insp', '--agent', 'claude', '--allow-apply'];
     const called = new Set<string>();
+    // Each tool's first call goes through the inspector (a server process per call); its further
+    // calls, which try other arguments, through the SDK client on one server with the same flags:
+    // an inspector call costs over a second of two Node processes starting, and the answers'
+    // shape is the server's, whichever client reads it.
+    let sdk: Client | undefined;
     const call = async (tool: string, args: Record<string, unknown> = {}): Promise<ToolResult> => {
-      called.add(tool);
-      const r = await inspect(server, ['--method', 'tools/call', '--tool-name', tool, '--tool-args-json', JSON.stringify(args)]);
-      return r.json as ToolResult;
+      if (!called.has(tool)) {
+        called.add(tool);
+        const r = await inspect(server, ['--method', 'tools/call', '--tool-name', tool, '--tool-args-json', JSON.stringify(args)]);
+        return r.json as ToolResult;
+      }
+      if (!sdk) {
+        const transport = new StdioClientTransport({
+          command: process.execPath,
+          args: [cliPath, 'mcp', ...server],
+          env: { ...process.env } as Record<string, string>,
+          stderr: 'pipe',
+        });
+        sdk = new Client({ name: 'mcp-inspector test, further calls', version: '1.0.0' });
+        await sdk.connect(transport);
+      }
+      return (await sdk.callTool({ name: tool, arguments: args }, undefined, { timeout: 120_000 })) as ToolResult;
     };
-    const ok = async (tool: string, args: Record<string, unknown> = {}): Promise<string> => {
-      const r = await call(tool, args);
-      assert.ok(!r.isError, `${tool}: ${textOf(r)}`);
-      return textOf(r);
-    };
+    try {
+      const ok = async (tool: string, args: Record<string, unknown> = {}): Promise<string> => {
+        const r = await call(tool, args);
+        assert.ok(!r.isError, `${tool}: ${textOf(r)}`);
+        return textOf(r);
+      };
 
-    const listed = (await inspect(server, ['--method', 'tools/list'])).json as { tools: Array<{ name: string }> };
-    const names = listed.tools.map((t) => t.name).sort();
-    assert.deepStrictEqual(names, [...TOOLS.map((t) => t.name), 'review_hunks', 'apply'].sort());
+      const listed = (await inspect(server, ['--method', 'tools/list'])).json as { tools: Array<{ name: string }> };
+      const names = listed.tools.map((t) => t.name).sort();
+      assert.deepStrictEqual(names, [...TOOLS.map((t) => t.name), 'review_hunks', 'apply'].sort());
 
-    // Reads: numbered 1-based like cat -n, 2000 lines by default, offset and limit, long lines cut.
-    const head = await ok('read_file', { path: 'long.txt' });
-    assert.match(head, /^long\.txt: lines 1-2000 of 2500, hash [0-9a-f]{16}\n {5}1\tline 1\n/);
-    assert.match(head, /\[500 more lines; read on with offset 2001\]$/);
-    assert.strictEqual(
-      await ok('read_file', { path: 'long.txt', offset: 2499, limit: 5 }),
-      'long.txt: lines 2499-2500 of 2500, hash ' + /hash ([0-9a-f]{16})/.exec(head)![1] + '\n  2499\tline 2499\n  2500\tline 2500',
-    );
-    assert.match(await ok('read_file', { path: 'wide.txt' }), /^ {5}1\tx{2000}… \[line cut: 3000 more characters\]\n {5}2\tshort$/m);
-    // Absolute paths inside the folder (as runs see them) or the mount point are relative to the root; outside, INVALID_PATH names the root.
-    assert.match(await ok('read_file', { path: path.join(repo, 'src', 'a.ts'), limit: 1 }), /^src\/a\.ts: lines 1-1 of 3/);
-    const info = (await daemon.request('list')).shadows.find((s) => s.name === 'insp')!;
-    assert.match(await ok('read_file', { path: path.join(info.mountPoint, 'src/b.ts'), offset: 3 }), /\n {5}3\texport const three/);
-    const outside = await call('read_file', { path: '/etc/passwd' });
-    assert.strictEqual(outside.isError, true);
-    assert.match(
-      textOf(outside),
-      new RegExp(`^INVALID_PATH: /etc/passwd is outside the project; give a path relative to its root ${repo}`),
-    );
-    assert.match(textOf(outside), /\nWhat to do: /);
+      // Reads: numbered 1-based like cat -n, 2000 lines by default, offset and limit, long lines cut.
+      const head = await ok('read_file', { path: 'long.txt' });
+      assert.match(head, /^long\.txt: lines 1-2000 of 2500, hash [0-9a-f]{16}\n {5}1\tline 1\n/);
+      assert.match(head, /\[500 more lines; read on with offset 2001\]$/);
+      assert.strictEqual(
+        await ok('read_file', { path: 'long.txt', offset: 2499, limit: 5 }),
+        'long.txt: lines 2499-2500 of 2500, hash ' + /hash ([0-9a-f]{16})/.exec(head)![1] + '\n  2499\tline 2499\n  2500\tline 2500',
+      );
+      assert.match(await ok('read_file', { path: 'wide.txt' }), /^ {5}1\tx{2000}… \[line cut: 3000 more characters\]\n {5}2\tshort$/m);
+      // Absolute paths inside the folder (as runs see them) or the mount point are relative to the root; outside, INVALID_PATH names the root.
+      assert.match(await ok('read_file', { path: path.join(repo, 'src', 'a.ts'), limit: 1 }), /^src\/a\.ts: lines 1-1 of 3/);
+      const info = (await daemon.request('list')).shadows.find((s) => s.name === 'insp')!;
+      assert.match(await ok('read_file', { path: path.join(info.mountPoint, 'src/b.ts'), offset: 3 }), /\n {5}3\texport const three/);
+      const outside = await call('read_file', { path: '/etc/passwd' });
+      assert.strictEqual(outside.isError, true);
+      assert.match(
+        textOf(outside),
+        new RegExp(`^INVALID_PATH: /etc/passwd is outside the project; give a path relative to its root ${repo}`),
+      );
+      assert.match(textOf(outside), /\nWhat to do: /);
 
-    // Edits come back with the lints of the change.
-    const edit = await ok('edit_file', { path: 'src/b.ts', oldText: 'add(1, 2)', newText: "add(1, 'two')" });
-    assert.match(edit, /^edited src\/b\.ts: 1 replacement/);
-    assert.match(edit, /lints: (your change introduced 1 problem\(s\):\nsrc\/b\.ts:3:\d+: error: |no fresh answer within 3 s)/);
-    const wrote = await ok('write_file', { path: 'src/c.ts', content: "import { add } from './a';\nexport const four = add(2, 2);\n" });
-    assert.match(wrote, /^wrote src\/c\.ts: \d+ bytes, a new file/);
-    const lints = await ok('lints', { paths: ['src/b.ts'], timeoutMs: 60_000 });
-    assert.match(lints, /^src\/b\.ts: 1 introduced by the change, 0 already in the folder/);
-    assert.match(lints, /\n {2}src\/b\.ts:3:\d+: error: Argument of type 'string'/);
-    const noMatch = await call('edit_file', { path: 'src/b.ts', oldText: 'nowhere', newText: 'x' });
-    assert.match(textOf(noMatch), /^NO_MATCH: .*\nWhat to do: read_file the lines again/s);
-    // Arguments the schema refuses get the same code-first shape.
-    assert.match(textOf(await call('read_file', { path: 'src/a.ts', offset: 0 })), /^INVALID_ARGUMENT: .*\nWhat to do: /s);
+      // Edits come back with the lints of the change.
+      const edit = await ok('edit_file', { path: 'src/b.ts', oldText: 'add(1, 2)', newText: "add(1, 'two')" });
+      assert.match(edit, /^edited src\/b\.ts: 1 replacement/);
+      assert.match(edit, /lints: (your change introduced 1 problem\(s\):\nsrc\/b\.ts:3:\d+: error: |no fresh answer within 3 s)/);
+      const wrote = await ok('write_file', { path: 'src/c.ts', content: "import { add } from './a';\nexport const four = add(2, 2);\n" });
+      assert.match(wrote, /^wrote src\/c\.ts: \d+ bytes, a new file/);
+      const lints = await ok('lints', { paths: ['src/b.ts'], timeoutMs: 60_000 });
+      assert.match(lints, /^src\/b\.ts: 1 introduced by the change, 0 already in the folder/);
+      assert.match(lints, /\n {2}src\/b\.ts:3:\d+: error: Argument of type 'string'/);
+      const noMatch = await call('edit_file', { path: 'src/b.ts', oldText: 'nowhere', newText: 'x' });
+      assert.match(textOf(noMatch), /^NO_MATCH: .*\nWhat to do: read_file the lines again/s);
+      // Arguments the schema refuses get the same code-first shape.
+      assert.match(textOf(await call('read_file', { path: 'src/a.ts', offset: 0 })), /^INVALID_ARGUMENT: .*\nWhat to do: /s);
 
-    // Navigation: 1-based line and a symbol name; answers as path:line:column.
-    assert.match(await ok('definition', { path: 'src/c.ts', line: 2, symbol: 'add' }), /^src\/a\.ts:1:17$/m);
-    assert.match(await ok('references', { path: 'src/a.ts', line: 1, symbol: 'add' }), /src\/c\.ts:1:10/);
-    assert.match(await ok('hover', { path: 'src/c.ts', line: 2, symbol: 'add' }), /add\(a: number, b: number\): number/);
+      // Navigation: 1-based line and a symbol name; answers as path:line:column.
+      assert.match(await ok('definition', { path: 'src/c.ts', line: 2, symbol: 'add' }), /^src\/a\.ts:1:17$/m);
+      assert.match(await ok('references', { path: 'src/a.ts', line: 1, symbol: 'add' }), /src\/c\.ts:1:10/);
+      assert.match(await ok('hover', { path: 'src/c.ts', line: 2, symbol: 'add' }), /add\(a: number, b: number\): number/);
 
-    // Lists are bounded, saying how many more and how to narrow.
-    const glob = await ok('glob', { pattern: '*.log' });
-    assert.strictEqual(glob.split('\n').length, 201);
-    assert.match(glob, /\[… 50 more; narrow the pattern\]$/);
-    const listing = await ok('list_directory', {});
-    assert.match(listing, /^long\.txt \(\d+ bytes\)$/m);
-    assert.match(listing, /\[… \d+ more; list a subdirectory/);
-    const grep = await ok('grep', { pattern: 'entry', glob: '*.log' });
-    assert.match(grep, /^many-\d{3}\.log:1:entry \d+$/m);
-    assert.match(grep, /more matches not shown \(200 shown/);
-    assert.match(
-      await ok('grep', { pattern: 'return a', context: 1 }),
-      /^src\/a\.ts-1-export function add.*\nsrc\/a\.ts:2:  return a \+ b;\nsrc\/a\.ts-3-\}$/m,
-    );
+      // Lists are bounded, saying how many more and how to narrow.
+      const glob = await ok('glob', { pattern: '*.log' });
+      assert.strictEqual(glob.split('\n').length, 201);
+      assert.match(glob, /\[… 50 more; narrow the pattern\]$/);
+      const listing = await ok('list_directory', {});
+      assert.match(listing, /^long\.txt \(\d+ bytes\)$/m);
+      assert.match(listing, /\[… \d+ more; list a subdirectory/);
+      const grep = await ok('grep', { pattern: 'entry', glob: '*.log' });
+      assert.match(grep, /^many-\d{3}\.log:1:entry \d+$/m);
+      assert.match(grep, /more matches not shown \(200 shown/);
+      assert.match(
+        await ok('grep', { pattern: 'return a', context: 1 }),
+        /^src\/a\.ts-1-export function add.*\nsrc\/a\.ts:2:  return a \+ b;\nsrc\/a\.ts-3-\}$/m,
+      );
 
-    // Runs: a shell command line, at the folder's own path; output capped at its head and tail.
-    const pwd = await ok('run_command', { command: 'pwd; echo hi | tr a-z A-Z' });
-    assert.match(pwd, new RegExp(`^exit code 0, \\d+ ms\\n--- stdout\\n${repo}\\nHI\\n?$`));
-    const flood = await ok('run_command', { argv: ['node', '-e', "process.stdout.write('a'.repeat(300000) + 'END')"] });
-    assert.ok(flood.length < 20_000, `${flood.length} characters`);
-    assert.match(flood, /\[… \d+ bytes left out of 300003; run it again with its output redirected to a file/);
-    assert.match(flood, /aEND$/);
-    // run_output and cancel_run work on a background run of the same server process only: each
-    // inspector call is a process of its own, so here they answer NOT_FOUND, as they must for an
-    // unknown id (the polling itself is tested with the SDK client below).
-    assert.match(textOf(await call('run_output', { runId: 'mcp-nosuch' })), /^NOT_FOUND: no background run "mcp-nosuch"/);
-    assert.match(textOf(await call('cancel_run', { runId: 'mcp-nosuch' })), /^NOT_FOUND: /);
-    assert.match(await ok('run_command', { command: 'sleep 1', background: true }), /^started run mcp-[0-9a-f]+ in the background/);
+      // Runs: a shell command line, at the folder's own path; output capped at its head and tail.
+      const pwd = await ok('run_command', { command: 'pwd; echo hi | tr a-z A-Z' });
+      assert.match(pwd, new RegExp(`^exit code 0, \\d+ ms\\n--- stdout\\n${repo}\\nHI\\n?$`));
+      const flood = await ok('run_command', { argv: ['node', '-e', "process.stdout.write('a'.repeat(300000) + 'END')"] });
+      assert.ok(flood.length < 20_000, `${flood.length} characters`);
+      assert.match(flood, /\[… \d+ bytes left out of 300003; run it again with its output redirected to a file/);
+      assert.match(flood, /aEND$/);
+      // run_output and cancel_run work on a background run of the same server process only: each
+      // inspector call is a process of its own, so here they answer NOT_FOUND, as they must for an
+      // unknown id (the polling itself is tested with the SDK client below).
+      assert.match(textOf(await call('run_output', { runId: 'mcp-nosuch' })), /^NOT_FOUND: no background run "mcp-nosuch"/);
+      assert.match(textOf(await call('cancel_run', { runId: 'mcp-nosuch' })), /^NOT_FOUND: /);
+      assert.match(await ok('run_command', { command: 'sleep 1', background: true }), /^started run mcp-[0-9a-f]+ in the background/);
 
-    // Files: move, delete, revert, changes, diff, patch, checkpoints.
-    await ok('write_file', { path: 'tmp/old-name.txt', content: 'moving\n' });
-    assert.match(
-      await ok('move_file', { from: 'tmp/old-name.txt', to: path.join(repo, 'tmp', 'new-name.txt') }),
-      /^moved tmp\/old-name\.txt to tmp\/new-name\.txt/,
-    );
-    assert.match(await ok('read_file', { path: 'tmp/new-name.txt' }), /\t?moving/);
-    assert.match(textOf(await call('read_file', { path: 'tmp/old-name.txt' })), /^NOT_FOUND: /);
-    assert.match(
-      textOf(await call('move_file', { from: 'src', to: 'lib' })),
-      /^IS_DIRECTORY: src is a directory; move_file moves one file/,
-    );
-    assert.match(await ok('delete_file', { path: 'many-000.log' }), /^deleted many-000\.log/);
-    const changes = await ok('changes');
-    assert.match(changes, /^deleted many-000\.log$/m);
-    assert.match(changes, /^modified src\/b\.ts$/m);
-    assert.match(changes, /^added tmp\/new-name\.txt$/m);
-    assert.match(await ok('revert', { path: 'many-000.log' }), /^reverted many-000\.log/);
-    assert.doesNotMatch(await ok('changes'), /many-000/);
-    assert.match(await ok('diff', { paths: ['src/b.ts'] }), /^-export const three = add\(1, 2\);$/m);
-    assert.match(await ok('patch', { paths: [path.join(repo, 'src/c.ts')] }), /^diff --git a\/src\/c\.ts b\/src\/c\.ts/m);
-    assert.match(await ok('checkpoint', { name: 'one' }), /^checkpoint one: \d+ files/);
-    assert.match(await ok('list_checkpoints'), /^\{"name":"one","createdAt":"[^"]+","auto":false,/m);
-    await ok('write_file', { path: 'src/c.ts', content: 'broken\n' });
-    assert.match(await ok('restore_checkpoint', { name: 'one' }), /^restored checkpoint one/);
-    assert.match(await ok('read_file', { path: 'src/c.ts' }), /export const four/);
-    // What its own programs did through the mount (the file tools above are not programs: not in it).
-    assert.match(await ok('run_command', { command: 'echo audited > tmp/by-a-run.txt' }), /^exit code 0,/);
-    assert.match(await ok('audit', { path: 'tmp/by-a-run.txt' }), /^\S+ \S+\[\d+\] create\(w\) tmp\/by-a-run\.txt 8B$/m);
+      // Files: move, delete, revert, changes, diff, patch, checkpoints.
+      await ok('write_file', { path: 'tmp/old-name.txt', content: 'moving\n' });
+      assert.match(
+        await ok('move_file', { from: 'tmp/old-name.txt', to: path.join(repo, 'tmp', 'new-name.txt') }),
+        /^moved tmp\/old-name\.txt to tmp\/new-name\.txt/,
+      );
+      assert.match(await ok('read_file', { path: 'tmp/new-name.txt' }), /\t?moving/);
+      assert.match(textOf(await call('read_file', { path: 'tmp/old-name.txt' })), /^NOT_FOUND: /);
+      assert.match(
+        textOf(await call('move_file', { from: 'src', to: 'lib' })),
+        /^IS_DIRECTORY: src is a directory; move_file moves one file/,
+      );
+      assert.match(await ok('delete_file', { path: 'many-000.log' }), /^deleted many-000\.log/);
+      const changes = await ok('changes');
+      assert.match(changes, /^deleted many-000\.log$/m);
+      assert.match(changes, /^modified src\/b\.ts$/m);
+      assert.match(changes, /^added tmp\/new-name\.txt$/m);
+      assert.match(await ok('revert', { path: 'many-000.log' }), /^reverted many-000\.log/);
+      assert.doesNotMatch(await ok('changes'), /many-000/);
+      assert.match(await ok('diff', { paths: ['src/b.ts'] }), /^-export const three = add\(1, 2\);$/m);
+      assert.match(await ok('patch', { paths: [path.join(repo, 'src/c.ts')] }), /^diff --git a\/src\/c\.ts b\/src\/c\.ts/m);
+      assert.match(await ok('checkpoint', { name: 'one' }), /^checkpoint one: \d+ files/);
+      assert.match(await ok('list_checkpoints'), /^\{"name":"one","createdAt":"[^"]+","auto":false,/m);
+      await ok('write_file', { path: 'src/c.ts', content: 'broken\n' });
+      assert.match(await ok('restore_checkpoint', { name: 'one' }), /^restored checkpoint one/);
+      assert.match(await ok('read_file', { path: 'src/c.ts' }), /export const four/);
+      // What its own programs did through the mount (the file tools above are not programs: not in it).
+      assert.match(await ok('run_command', { command: 'echo audited > tmp/by-a-run.txt' }), /^exit code 0,/);
+      assert.match(await ok('audit', { path: 'tmp/by-a-run.txt' }), /^\S+ \S+\[\d+\] create\(w\) tmp\/by-a-run\.txt 8B$/m);
 
-    // A view of its own, opened for the call's server and closed as that server ends.
-    assert.match(await ok('use_own_view'), /^opened a view of your own at \/.*It stays open until this server ends\.$/);
-    assert.deepStrictEqual(await viewAgents(daemon, 'insp', []), []);
+      // A view of its own, opened for the call's server and closed as that server ends.
+      assert.match(await ok('use_own_view'), /^opened a view of your own at \/.*It stays open until this server ends\.$/);
+      assert.deepStrictEqual(await viewAgents(daemon, 'insp', []), []);
 
-    await guard.check(); // apply is the one tool that writes the folder
-    // The user's side of review: the changes as hunks with ids.
-    const hunks = JSON.parse(await ok('review_hunks', {})) as { hunks: Array<{ id: string; path: string }> };
-    assert.ok(
-      hunks.hunks.some((h) => h.path === 'tmp/new-name.txt' && h.id.length > 0),
-      JSON.stringify(hunks).slice(0, 500),
-    );
-    // Apply: compact JSON.
-    const applied = JSON.parse(await ok('apply', { paths: ['tmp/new-name.txt'] })) as { applied: Array<{ path: string }> };
-    assert.deepStrictEqual(
-      applied.applied.map((a) => a.path),
-      ['tmp/new-name.txt'],
-    );
-    assert.strictEqual(fs.readFileSync(path.join(repo, 'tmp', 'new-name.txt'), 'utf8'), 'moving\n');
-    fs.rmSync(path.join(repo, 'tmp'), { recursive: true });
+      await guard.check(); // apply is the one tool that writes the folder
+      // The user's side of review: the changes as hunks with ids.
+      const hunks = JSON.parse(await ok('review_hunks', {})) as { hunks: Array<{ id: string; path: string }> };
+      assert.ok(
+        hunks.hunks.some((h) => h.path === 'tmp/new-name.txt' && h.id.length > 0),
+        JSON.stringify(hunks).slice(0, 500),
+      );
+      // Apply: compact JSON.
+      const applied = JSON.parse(await ok('apply', { paths: ['tmp/new-name.txt'] })) as { applied: Array<{ path: string }> };
+      assert.deepStrictEqual(
+        applied.applied.map((a) => a.path),
+        ['tmp/new-name.txt'],
+      );
+      assert.strictEqual(fs.readFileSync(path.join(repo, 'tmp', 'new-name.txt'), 'utf8'), 'moving\n');
+      fs.rmSync(path.join(repo, 'tmp'), { recursive: true });
 
-    assert.deepStrictEqual(
-      names.filter((n) => !called.has(n)),
-      [],
-      'every tool was called',
-    );
+      assert.deepStrictEqual(
+        names.filter((n) => !called.has(n)),
+        [],
+        'every tool was called',
+      );
+    } finally {
+      await sdk?.close();
+    }
   });
 
   it('without XDG_RUNTIME_DIR (an MCP client strips it), --folder finds the daemon and mounts on demand', async () => {
