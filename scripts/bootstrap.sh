@@ -7,6 +7,17 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 say() { printf 'bootstrap: %s\n' "$*" >&2; }
+# Under scripts/test.sh, each step's start and end go to $SHADOWFS_TEST_TIMES, which the end of
+# the test log lists (scripts/mocha-all.sh).
+step_started=$(date +%s)
+stamp() {
+  local now
+  now=$(date +%s)
+  if [ -n "${SHADOWFS_TEST_TIMES:-}" ] && [ -n "${SHADOWFS_TEST_STARTED:-}" ]; then
+    echo "$((step_started - SHADOWFS_TEST_STARTED)) $((now - SHADOWFS_TEST_STARTED)) 0 bootstrap: $1" >>"$SHADOWFS_TEST_TIMES"
+  fi
+  step_started=$now
+}
 
 source "$(dirname "${BASH_SOURCE[0]}")/lib/apt.sh"
 need=()
@@ -21,6 +32,7 @@ command -v tar >/dev/null 2>&1 || need+=(tar)
 command -v ip >/dev/null 2>&1 || need+=(iproute2)          # loopback in --no-network runs
 command -v unshare >/dev/null 2>&1 || need+=(util-linux)   # namespaces, setpriv in tests
 apt_install bootstrap "${need[@]}"
+stamp "system packages (apt-get: ${need[*]:-none missing})"
 
 if ! command -v node >/dev/null 2>&1; then
   say "Node.js is not installed; shadowfs needs Node.js 20.19 or newer (https://nodejs.org or your distribution's nodejs package)"
@@ -38,6 +50,7 @@ fi
 if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
   say "installing npm dependencies"
   npm ci --no-audit --no-fund --loglevel=error >&2
+  stamp "npm ci"
 fi
 
 # The tools are run from node_modules/.bin, not through npx: npm itself warns about every
@@ -47,7 +60,9 @@ newest_native=$(find native CMakeLists.txt -type f -newer build/Release/shadowfs
 if [ ! -f build/Release/shadowfs.node ] || [ -n "$newest_native" ]; then
   say "building the native module"
   node_modules/.bin/cmake-js compile --log-level warn >&2
+  stamp "the native module and the C++ unit tests (cmake-js)"
 fi
 say "compiling TypeScript"
 node_modules/.bin/tsc -p tsconfig.json >&2
 node scripts/protocol-schema.js
+stamp "TypeScript (tsc)"

@@ -31,16 +31,27 @@ at() {
   local s=$(($(date +%s) - SHADOWFS_TEST_STARTED))
   printf '%d:%02d' $((s / 60)) $((s % 60))
 }
+# Each step's start and end (seconds since the start) go to $SHADOWFS_TEST_TIMES, "start end
+# status name" a line (scripts/bootstrap.sh writes its steps there too, when scripts/test.sh
+# names the file); the end of the log lists them, so that a CI log that keeps only its tail
+# still says where the time went.
+: "${SHADOWFS_TEST_TIMES:=$(mktemp)}"
+export SHADOWFS_TEST_TIMES
+took() {
+  echo "$(($2 - SHADOWFS_TEST_STARTED)) $(($(date +%s) - SHADOWFS_TEST_STARTED)) $3 $1" >>"$SHADOWFS_TEST_TIMES"
+}
 # Each pass takes minutes here; one that is still running after 30 (a test left a handle open,
 # or something hangs) is stopped and counted as failed, so a hang cannot eat CI's whole budget.
 # A pass that fails without naming a failing test (stopped, crashed, could not start) is
 # written to the recap too.
 bounded() {
-  local before
+  local before started
   before=$(wc -l <"$SHADOWFS_TEST_FAILURES")
+  started=$(date +%s)
   timeout --kill-after=30 1800 "$@"
   local rc=$?
   local pass=${SHADOWFS_TEST_PASS:-a pass}
+  took "$pass" "$started" "$rc"
   if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
     echo "this pass did not end within 30 minutes (a test left something running); stopped" >&2
     echo "[$pass] did not end within 30 minutes (a test left something running); stopped" >>"$SHADOWFS_TEST_FAILURES"
@@ -135,7 +146,7 @@ lane2() {
 lane2_out="$(mktemp)"
 lane2_stats="$(mktemp)"
 lane2_failures="$(mktemp)"
-trap 'rm -f "$SHADOWFS_TEST_STATS" "$SHADOWFS_TEST_FAILURES" "$lane2_out" "$lane2_stats" "$lane2_failures"' EXIT
+trap 'rm -f "$SHADOWFS_TEST_STATS" "$SHADOWFS_TEST_FAILURES" "$SHADOWFS_TEST_TIMES" "$lane2_out" "$lane2_stats" "$lane2_failures"' EXIT
 # Both lanes run in the background, so that an INT or TERM reaches this shell's trap at once
 # (bash waits for a foreground command before it runs a trap) and the trap can stop them: each
 # pass runs under timeout(1), in a process group of its own, which a Ctrl-C to this script's
@@ -171,5 +182,10 @@ if [ -s "$SHADOWFS_TEST_FAILURES" ]; then
   echo
   node -e 'const t = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8")); console.log(`${t.passes} passed, ${t.failures} failed, ${t.pending} skipped`)' "$SHADOWFS_TEST_STATS"
 fi
+echo "== [$(at)] where the time went (minutes:seconds since the start; the two lanes overlap)"
+sort -n "$SHADOWFS_TEST_TIMES" | while read -r from to rc name; do
+  printf '  %3d:%02d-%3d:%02d %3d:%02d  %s%s\n' $((from / 60)) $((from % 60)) $((to / 60)) $((to % 60)) \
+    $(((to - from) / 60)) $(((to - from) % 60)) "$name" "$([ "$rc" = 0 ] || echo " (exit $rc)")"
+done
 echo "== [$(at)] all passes ended"
 exit $status

@@ -5,5 +5,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 # mocha-all.sh stamps its "==" lines with the time since this moment.
 export SHADOWFS_TEST_STARTED="${SHADOWFS_TEST_STARTED:-$(date +%s)}"
+# Where each step's times go (the bootstrap's and every pass's), listed at the end of the log.
+SHADOWFS_TEST_TIMES="${SHADOWFS_TEST_TIMES:-$(mktemp)}"
+export SHADOWFS_TEST_TIMES
 bash scripts/bootstrap.sh
 exec npm test --silent
