@@ -7,13 +7,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 say() { printf 'bootstrap: %s\n' "$*" >&2; }
-# Under scripts/test.sh, each step's start and end go to $SHADOWFS_TEST_TIMES, which the end of
-# the test log lists (scripts/mocha-all.sh).
+# Under scripts/test.sh (SHADOWFS_TIME_BOOTSTRAP=1; not when a later pass runs this script
+# again), each step's start and end go to $SHADOWFS_TEST_TIMES, which the end of the test log
+# lists (scripts/mocha-all.sh).
 step_started=$(date +%s)
 stamp() {
   local now
   now=$(date +%s)
-  if [ -n "${SHADOWFS_TEST_TIMES:-}" ] && [ -n "${SHADOWFS_TEST_STARTED:-}" ]; then
+  if [ "${SHADOWFS_TIME_BOOTSTRAP:-}" = 1 ] && [ -n "${SHADOWFS_TEST_TIMES:-}" ] && [ -n "${SHADOWFS_TEST_STARTED:-}" ]; then
     echo "$((step_started - SHADOWFS_TEST_STARTED)) $((now - SHADOWFS_TEST_STARTED)) 0 bootstrap: $1" >>"$SHADOWFS_TEST_TIMES"
   fi
   step_started=$now

@@ -45,9 +45,11 @@ took() {
 # or something hangs) is stopped and counted as failed, so a hang cannot eat CI's whole budget.
 # A pass that fails without naming a failing test (stopped, crashed, could not start) is
 # written to the recap too.
+# The recap file as this script reads it: a step run under wine is given its Windows name
+# (Z:\...) in $SHADOWFS_TEST_FAILURES and the Linux one in $SHADOWFS_TEST_FAILURES_HERE.
 bounded() {
-  local before started
-  before=$(wc -l <"$SHADOWFS_TEST_FAILURES")
+  local before started failures=${SHADOWFS_TEST_FAILURES_HERE:-$SHADOWFS_TEST_FAILURES}
+  before=$(wc -l <"$failures")
   started=$(date +%s)
   timeout --kill-after=30 1800 "$@"
   local rc=$?
@@ -55,9 +57,9 @@ bounded() {
   took "$pass" "$started" "$rc"
   if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
     echo "this pass did not end within 30 minutes (a test left something running); stopped" >&2
-    echo "[$pass] did not end within 30 minutes (a test left something running); stopped" >>"$SHADOWFS_TEST_FAILURES"
-  elif [ $rc -ne 0 ] && [ "$(wc -l <"$SHADOWFS_TEST_FAILURES")" -eq "$before" ]; then
-    echo "[$pass] exited with code $rc without naming a failing test: see its output" >>"$SHADOWFS_TEST_FAILURES"
+    echo "[$pass] did not end within 30 minutes (a test left something running); stopped" >>"$failures"
+  elif [ $rc -ne 0 ] && [ "$(wc -l <"$failures")" -eq "$before" ]; then
+    echo "[$pass] exited with code $rc without naming a failing test: see its output" >>"$failures"
   fi
   return $rc
 }
@@ -110,10 +112,11 @@ for name in "${pass2_in_lane1[@]}"; do
   pass2_lane1_files+=("dist/test/$name.test.js")
 done
 
-# Lane 2's passes share nothing with pass 1 but the two cores and the Windows cross build (their
-# own wine prefixes, VS Code profiles, runtime directories and daemons; scripts/build-win.sh
-# holds a lock, so test/package.test.ts's `npm pack` waits for a cross build under way rather
-# than running a second one). Lane 2's output is held in a file and printed after lane 1's; its
+# Lane 2's passes share with pass 1 only the two cores, the Windows cross build and the wine
+# prefix of scripts/wine-node.sh (their own VS Code profiles, runtime directories and daemons;
+# scripts/build-win.sh holds a lock, so test/package.test.ts's `npm pack` waits for a cross build
+# under way rather than running a second one; that test also runs a node.exe in the prefix,
+# which one wine server serves beside the node.exe pass). Lane 2's output is held in a file and printed after lane 1's; its
 # counts and failures go to files of its own and are added in afterwards.
 lane1() {
   local st=0
@@ -140,20 +143,13 @@ lane2() {
   echo "== [$(at)] pass 3 of 4 (beside pass 1): Windows under wine: the module and C++ tests cross-built with MinGW, then a Windows node.exe (named pipe, client, daemon, CLI, the module; no WinFsp driver here)"
   if SHADOWFS_TEST_PASS="pass 3, the Windows cross build" bounded bash scripts/build-win.sh; then
     # The C++ runner adds its counts to the stats file; a Windows program names it by drive Z:.
-    SHADOWFS_TEST_PASS="pass 3, C++ under wine" SHADOWFS_TEST_FAILURES="Z:${SHADOWFS_TEST_FAILURES//\//\\}" \
+    SHADOWFS_TEST_PASS="pass 3, C++ under wine" SHADOWFS_TEST_FAILURES_HERE="$SHADOWFS_TEST_FAILURES" SHADOWFS_TEST_FAILURES="Z:${SHADOWFS_TEST_FAILURES//\//\\}" \
       SHADOWFS_TEST_STATS="Z:${SHADOWFS_TEST_STATS//\//\\}" bounded bash scripts/wine/run.sh build-win/unit/shadowfs_unit_tests.exe || st=1
   else
     echo "the Windows cross build failed (npm run build:win)" >&2
     st=1
   fi
   SHADOWFS_TEST_PASS="pass 3, node.exe under wine" bounded bash scripts/wine-node.sh node_modules/mocha/bin/mocha.js --config test/windows/.mocharc.json || st=1
-  # Every node.exe has ended here, and wine's server for the prefix follows within seconds; in
-  # some runs (2 of 3 fresh-clone runs once, cause not found) it stays, with two winedevice.exe
-  # services, for ever. Given 20 s to end (wineserver -w), it is stopped, saying so.
-  if ! WINEPREFIX="${SHADOWFS_WINE_DIR:-$PWD/build/wine}/prefix" timeout 20 wineserver -w 2>/dev/null &&
-    WINEPREFIX="${SHADOWFS_WINE_DIR:-$PWD/build/wine}/prefix" timeout 60 wineserver -k 2>/dev/null; then
-    echo "note: wine's server for the node.exe pass's prefix was still running 20 s after the pass; stopped it (wineserver -k)"
-  fi
   echo "== [$(at)] pass 3 (continued): the MSI (npm run build:msi, wixl), its tables against goldens, then installed, run, upgraded and removed by wine's msiexec"
   SHADOWFS_TEST_PASS="pass 3, MSI" bounded node_modules/.bin/mocha --config test/msi.mocharc.json || st=1
   echo "== [$(at)] pass 4 of 4: the VS Code extension: unit tests, then in a real VS Code (code-server + Chromium, scripts/vscode/setup.sh installs them) against a real daemon and mount"
@@ -183,6 +179,14 @@ trap 'stop_passes; exit 143' TERM
 wait "${running[0]}" || status=1
 if kill -0 "${running[1]}" 2>/dev/null; then echo "== [$(at)] lane 1 ended; waiting for lane 2 (lint, Windows, VS Code, pass 2)"; fi
 wait "${running[1]}" || status=1
+# Nothing runs now. Wine's server for scripts/wine-node.sh's prefix (the node.exe pass in lane 2
+# and test/package.test.ts in lane 1 share it) ends within seconds of its last program; in some
+# runs (3 of 4 fresh-clone runs once, cause not found) it stayed, with two winedevice.exe
+# services, for ever. Given 20 s to end (wineserver -w), it is stopped, saying so.
+if ! WINEPREFIX="${SHADOWFS_WINE_DIR:-$PWD/build/wine}/prefix" timeout 20 wineserver -w 2>/dev/null &&
+  WINEPREFIX="${SHADOWFS_WINE_DIR:-$PWD/build/wine}/prefix" timeout 60 wineserver -k 2>/dev/null; then
+  echo "note: wine's server for build/wine/prefix was still running 20 s after every pass had ended; stopped it (wineserver -k)" >>"$lane2_out"
+fi
 cat "$lane2_out"
 cat "$lane2_failures" >>"$SHADOWFS_TEST_FAILURES"
 # Their counts into the suite's total, which the line below prints.

@@ -8,5 +8,9 @@ export SHADOWFS_TEST_STARTED="${SHADOWFS_TEST_STARTED:-$(date +%s)}"
 # Where each step's times go (the bootstrap's and every pass's), listed at the end of the log.
 SHADOWFS_TEST_TIMES="${SHADOWFS_TEST_TIMES:-$(mktemp)}"
 export SHADOWFS_TEST_TIMES
-bash scripts/bootstrap.sh
+SHADOWFS_TIME_BOOTSTRAP=1 bash scripts/bootstrap.sh || {
+  rc=$?
+  rm -f "$SHADOWFS_TEST_TIMES"
+  exit $rc
+}
 exec npm test --silent

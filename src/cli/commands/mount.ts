@@ -74,14 +74,15 @@ export const mountCommand: CommandModule<object, Args> = {
         (r) => `${r.name}\t${r.mountPoint}`,
       );
     }
-    // A mount in this process (--foreground): its code and winston are loaded only then.
-    /* eslint-disable @typescript-eslint/no-require-imports */
-    const { createLogger } = require('../../common/log') as typeof import('../../common/log');
-    const { mount } = require('../../shadow') as typeof import('../../shadow');
-    /* eslint-enable @typescript-eslint/no-require-imports */
-    const log = createLogger();
     let keepAlive: NodeJS.Timeout | undefined;
     try {
+      // A mount in this process (--foreground): its code and winston are loaded only then (a
+      // failure to load is reported as any other error).
+      /* eslint-disable @typescript-eslint/no-require-imports */
+      const { createLogger } = require('../../common/log') as typeof import('../../common/log');
+      const { mount } = require('../../shadow') as typeof import('../../shadow');
+      /* eslint-enable @typescript-eslint/no-require-imports */
+      const log = createLogger();
       // Listen before anything is printed: a caller may signal as soon as it reads "mounted".
       const signalled = new Promise<NodeJS.Signals>((resolve) => {
         process.once('SIGINT', () => resolve('SIGINT'));
