@@ -90,11 +90,7 @@ class Prefix {
   env(): NodeJS.ProcessEnv {
     const env: NodeJS.ProcessEnv = {};
     for (const [k, v] of Object.entries(process.env)) if (!/^(SHADOWFS_|NODE_PATH$|NODE_OPTIONS$)/.test(k)) env[k] = v;
-    // TMPDIR inside the prefix's folder: wine's msiexec leaves empty folders (32 hex digits) in
-    // the temporary directory, two per install, upgrade or removal; dispose() removes these.
-    const tmp = path.join(this.dir, 'tmp');
-    fs.mkdirSync(tmp, { recursive: true });
-    return { ...env, WINEPREFIX: this.prefix, WINEDEBUG: '-all', TMPDIR: tmp };
+    return { ...env, WINEPREFIX: this.prefix, WINEDEBUG: '-all' };
   }
 
   /** A Windows program; its stdio are files (node.exe under wine fails on Linux pipes). */
