@@ -387,6 +387,39 @@ describe('lsp: failures are reported, processes do not outlive their session', f
     await assert.rejects(pool.get(tsSpec), /disposed/);
   });
 
+  it('a server’s temporary files go with it (typescript-language-server’s cancellation folders)', async () => {
+    const root = project({ 'tsconfig.json': TSCONFIG, 'a.ts': 'export const a = 1;\n' });
+    const spec = builtinServers(root).find((x) => x.id === 'typescript');
+    assert.ok(spec);
+    // The system's temporary directory, as this process and the server would see it: an empty
+    // one of the test's own, for the start only (the session makes the server's directory in it
+    // before start() first waits).
+    const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'shadowfs-lsp-tmpdir-'));
+    tmpDirs.push(tmp);
+    const was = process.env.TMPDIR;
+    let started: Promise<LanguageServerSession>;
+    process.env.TMPDIR = tmp;
+    try {
+      started = LanguageServerSession.start(spec, root);
+    } finally {
+      if (was === undefined) delete process.env.TMPDIR;
+      else process.env.TMPDIR = was;
+    }
+    const s = await started;
+    sessions.push(s);
+    const v = s.sync('a.ts', 'typescript', 'export const a = 1;\n');
+    assert.strictEqual((await s.diagnostics('a.ts', v, 60_000)).status, 'fresh');
+    const own = fs.readdirSync(tmp);
+    assert.strictEqual(own.length, 1, `the server's own directory and nothing else: ${own.join(', ')}`);
+    assert.ok(fs.readdirSync(path.join(tmp, own[0])).length > 0, 'tsserver made its folders in the server’s directory');
+    await s.dispose();
+    assert.deepStrictEqual(await groupGone(s.pid), []);
+    // Removed once the server's pipes close, which may come a moment after dispose.
+    const until = Date.now() + 30_000;
+    while (fs.readdirSync(tmp).length > 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
+    assert.deepStrictEqual(fs.readdirSync(tmp), [], 'nothing of the server’s left in the temporary directory');
+  });
+
   it('the pool stops a server idle for idleMs', async () => {
     const root = project({ 'm.py': 'x = 1\n' });
     const pool = new ServerPool(root, { idleMs: 300 });

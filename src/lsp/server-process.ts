@@ -2,6 +2,7 @@
 // (src/run/launcher.ts), and how a failure reads when the other end of its pipes is gone.
 import * as cp from 'child_process';
 import * as fs from 'fs';
+import * as os from 'os';
 import * as path from 'path';
 import { commandEnv, launchArgs, type LaunchPlan, launcherPath, parseStatus, privateTempDir, probeConfinement } from '../run/launcher';
 import type { ServerSpec } from './servers';
@@ -42,6 +43,36 @@ export function startConfined(spec: ServerSpec, root: string, folder: string, lo
     if (said.error) log(`[${spec.id}] not started: ${said.error.message}`);
   });
   return proc;
+}
+
+/**
+ * Starts a server directly, in its own process group, with a temporary directory of its own
+ * (TMPDIR, and TMP and TEMP for Windows) that goes when it exits. Servers leave files there and
+ * do not remove them: typescript-language-server makes an empty folder in the system's
+ * temporary directory for each tsserver it starts (its cancellation files), two per start.
+ */
+export function startDirect(spec: ServerSpec, root: string): cp.ChildProcess {
+  const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'shadowfs-server-tmp-'));
+  const env = { ...process.env, TMPDIR: scratch, TMP: scratch, TEMP: scratch };
+  let proc: cp.ChildProcess;
+  try {
+    proc = cp.spawn(spec.command, spec.args, { cwd: root, env, stdio: ['pipe', 'pipe', 'pipe'], detached: true });
+  } catch (err) {
+    fs.rmSync(scratch, { recursive: true, force: true });
+    throw err;
+  }
+  // 'close': the server and whatever kept its pipes (tsserver) are gone, or a spawn failed.
+  proc.once('close', () => removeQuietly(scratch));
+  return proc;
+}
+
+/** Removes a server's temporary directory; one that cannot be removed stays (nothing to report it to). */
+function removeQuietly(dir: string): void {
+  try {
+    fs.rmSync(dir, { recursive: true, force: true, maxRetries: 2 });
+  } catch {
+    // a file still being written there by a process of the server's that outlived it
+  }
 }
 
 /** A failure that means the other end of the server's pipes is gone. */

@@ -32,7 +32,7 @@ import type { Answer, AnswerStatus, CodeActionAnswerItem, DiagnosticsAnswer, Fil
 import { Deadline } from './answers';
 import { answerServerRequests, clientCapabilities } from './capabilities';
 import { PublishedDiagnostics, pullDiagnostics, tsserverDiagnostics } from './fresh-diagnostics';
-import { brokenPipe, startConfined } from './server-process';
+import { brokenPipe, startConfined, startDirect } from './server-process';
 import type { ServerSpec } from './servers';
 
 export type FileChangeType = 'created' | 'changed' | 'deleted';
@@ -90,9 +90,7 @@ export class LanguageServerSession {
     this.root = root;
     this.log = opts.log ?? (() => undefined);
     // Its own process group, so whatever the server starts (tsserver, workers) goes with it.
-    this.proc = opts.confine
-      ? startConfined(spec, root, opts.confine.folder, this.log)
-      : cp.spawn(spec.command, spec.args, { cwd: root, stdio: ['pipe', 'pipe', 'pipe'], detached: true });
+    this.proc = opts.confine ? startConfined(spec, root, opts.confine.folder, this.log) : startDirect(spec, root);
     this.pid = this.proc.pid ?? -1;
     this.exitPromise = new Promise((resolve) => {
       const onGone = (code: number | null, signal: string | null): void => {
