@@ -93,6 +93,58 @@ describe('apply integrity: confined to the folder, destroys nothing it did not c
     }
   });
 
+  it('names Windows takes for .git are never applied, and links into .git wait for confirmation', async () => {
+    const lower = makeFolder('ai-dotgit');
+    fs.mkdirSync(path.join(lower, '.git', 'hooks'), { recursive: true });
+    fs.writeFileSync(path.join(lower, '.git', 'config'), '[core]\n\tbare = false\n');
+    const repo = new FolderGuard(path.join(lower, '.git'));
+    try {
+      await withAgent(lower, async (w, shadow, mp) => {
+        // Each would be the user's .git when written on Windows: trailing dots and spaces go, a
+        // directory opens through its stream, GIT~1 is its 8.3 short name.
+        const aliases = ['GIT~1', '.git.', '.Git . ', '.git::$INDEX_ALLOCATION', 'sub/git~2'];
+        for (const a of aliases) {
+          fs.mkdirSync(path.join(mp, a, 'hooks'), { recursive: true });
+          fs.writeFileSync(path.join(mp, a, 'hooks', 'post-checkout'), '#!/bin/sh\necho escaped\n', { mode: 0o755 });
+        }
+        fs.symlinkSync('.git/hooks/pre-commit', path.join(mp, 'hook'));
+        fs.symlinkSync('../GIT~1/config', path.join(mp, 'sub', 'cfg'));
+        fs.writeFileSync(path.join(mp, 'ok.txt'), 'work\n');
+        fs.writeFileSync(path.join(mp, 'sub', 'note.txt'), 'note\n');
+        const r = await w.apply('agent');
+        assert.deepStrictEqual(r.applied.map((a) => a.path).sort(), ['ok.txt', 'sub/note.txt'], JSON.stringify(r.applied));
+        for (const a of aliases)
+          assert.ok(
+            r.excluded.some((e) => e.path === `${a}/hooks/post-checkout` && e.reason === 'repository-metadata'),
+            `${a} left out as repository metadata: ${JSON.stringify(r.excluded)}`,
+          );
+        assert.deepStrictEqual(r.conflicts.map((c) => c.path).sort(), ['hook', 'sub/cfg'], JSON.stringify(r.conflicts));
+        for (const c of r.conflicts) assert.match(c.reason, /points into a repository's \.git; confirm/);
+        assert.deepStrictEqual(fs.readdirSync(lower).sort(), ['.git', 'README.md', 'ok.txt', 'sub']);
+        assert.deepStrictEqual(fs.readdirSync(path.join(lower, 'sub')), ['note.txt']);
+        // What was not applied is still the agent's, beside what was (now the folder's).
+        assert.strictEqual(fs.readlinkSync(path.join(mp, 'sub', 'cfg')), '../GIT~1/config', 'the held link is still the agent’s');
+        assert.ok(fs.existsSync(path.join(mp, 'sub', 'git~2', 'hooks', 'post-checkout')), 'the excluded files are still the agent’s');
+        assert.strictEqual(fs.readFileSync(path.join(mp, 'sub', 'note.txt'), 'utf8'), 'note\n');
+        assert.deepStrictEqual(
+          (await shadow.layer('agent').changes())
+            .map((x) => x.path)
+            .filter((p) => p.startsWith('sub/'))
+            .sort(),
+          ['sub/cfg', 'sub/git~2', 'sub/git~2/hooks', 'sub/git~2/hooks/post-checkout'],
+        );
+        // Confirmed, the links are the user's choice; the aliases never leave the layer.
+        const r2 = await w.apply('agent', { allowTypeChanges: true });
+        assert.deepStrictEqual(r2.conflicts, [], JSON.stringify(r2));
+        assert.strictEqual(fs.readlinkSync(path.join(lower, 'hook')), '.git/hooks/pre-commit');
+        assert.deepStrictEqual(fs.readdirSync(path.join(lower, 'sub')).sort(), ['cfg', 'note.txt'], JSON.stringify(r2));
+      });
+      await repo.check();
+    } finally {
+      repo.stop();
+    }
+  });
+
   it('a directory the agent replaced by a link to a directory outside: nothing outside is removed; the link and its target are shown and confirmed', async () => {
     const lower = makeFolder('ai-w');
     const outside = makeOutside();
@@ -109,7 +161,7 @@ describe('apply integrity: confined to the folder, destroys nothing it did not c
         assert.deepStrictEqual(r.links, [{ path: 'w', target: outside.dir }]);
         assert.strictEqual(fs.readFileSync(path.join(lower, 'w', 'sub', 'x.txt'), 'utf8'), 'mine\n', 'nothing was removed unconfirmed');
         const r2 = await apply(w, { allowTypeChanges: true });
-        assert.deepStrictEqual(r2.conflicts, [], JSON.stringify(r2.conflicts));
+        assert.deepStrictEqual(r2.conflicts, [], JSON.stringify(r2));
         assert.deepStrictEqual(r2.typeChanges, [{ path: 'w', from: 'directory', to: 'symlink', applied: true }]);
         assert.strictEqual(fs.readlinkSync(path.join(lower, 'w')), outside.dir);
       });

@@ -17,7 +17,7 @@ import { addon, type ChangeBase } from '../shadow/native';
 import { normalizeRelPath } from '../common/paths';
 import type { Layer, Shadow } from '../shadow';
 import { Beneath } from './beneath';
-import { byteOrder, collect, folderSide, sameIdentity, sameSide, type FileChange, type Side } from './collect';
+import { byteOrder, collect, folderSide, isRepositoryMetadata, sameIdentity, sameSide, type FileChange, type Side } from './collect';
 import { layerSpans } from './content';
 
 // node-diff3 ships ESM typings only; its CommonJS build is what require() loads (when a merge is needed).
@@ -238,6 +238,14 @@ function leavesFolder(rel: string, target: string): boolean {
   return n === '..' || n.startsWith('../');
 }
 
+/**
+ * Whether a link at `rel` (inside the folder) leads into a repository's metadata: through it,
+ * what the user's tools write at the link's path would land in `.git` (a hook, the config).
+ */
+function intoRepository(rel: string, target: string): boolean {
+  return isRepositoryMetadata(path.posix.normalize(path.posix.join(path.posix.dirname(rel), target.replace(/\\/g, '/'))));
+}
+
 function message(err: unknown): string {
   if (err instanceof ShadowError) return err.message;
   const e = err as NodeJS.ErrnoException;
@@ -327,8 +335,10 @@ async function applyBeneath(shadow: Shadow, root: Beneath, agent: string, opts: 
     if (!opts.allowTypeChanges) held.set(t.path, `type change: ${t.path} ${t.from} -> ${t.to}; ${CONFIRM}`);
   }
   for (const l of links)
-    if (!opts.allowTypeChanges && leavesFolder(l.path, l.target) && !held.has(l.path))
-      held.set(l.path, `symlink: ${l.path} -> ${l.target} points out of the folder; ${CONFIRM}`);
+    if (!opts.allowTypeChanges && !held.has(l.path))
+      if (leavesFolder(l.path, l.target)) held.set(l.path, `symlink: ${l.path} -> ${l.target} points out of the folder; ${CONFIRM}`);
+      else if (intoRepository(l.path, l.target))
+        held.set(l.path, `symlink: ${l.path} -> ${l.target} points into a repository's .git; ${CONFIRM}`);
   const heldBy = (p: string): string | undefined => [...held.keys()].find((h) => under(p, h));
 
   const writes: Array<{ f: FileChange; side: Side | null; action: ApplyResult['applied'][number]['action'] }> = [];
@@ -565,7 +575,7 @@ async function applyBeneath(shadow: Shadow, root: Beneath, agent: string, opts: 
   }
   const conflicted = new Set(res.conflicts.map((x) => x.path));
   // The applied paths leave the layer (the folder shows through there now).
-  for (const p of [...give, ...made].sort(byteOrder)) {
+  for (const p of give.sort(byteOrder)) {
     try {
       const kept = opts.partial?.has(p) ? c.files.find((f) => f.path === p)?.new : undefined;
       if (kept) {
@@ -580,6 +590,22 @@ async function applyBeneath(shadow: Shadow, root: Beneath, agent: string, opts: 
     } catch (err) {
       if (err instanceof ShadowError && err.code === 'CONFLICT') res.kept.push(p);
       else throw err;
+    }
+  }
+  // Directories the agent made go back too, deepest first, but only those with nothing of the
+  // layer's left under them: giving one back drops all it holds, and what was not applied (a
+  // held link, a refused write, an excluded .git or ignored file) is still the agent's work.
+  if (made.length) {
+    const still = new Set((await layer.changes()).map((x) => x.path));
+    for (const d of [...made].sort(byteOrder).reverse()) {
+      if ([...still].some((p) => p !== d && under(p, d))) continue;
+      try {
+        await layer.revert(d);
+        still.delete(d);
+      } catch (err) {
+        if (err instanceof ShadowError && err.code === 'CONFLICT') res.kept.push(d);
+        else throw err;
+      }
     }
   }
   // Directories the agent replaced as a whole go back once nothing under them is left over.

@@ -60,9 +60,22 @@ export function withCollectOptions<T>(opts: CollectOptions, job: () => Promise<T
   return ambient.run(opts, job);
 }
 
-/** Whether `rel` is (or is under) a `.git` entry: a repository's own data, never work. */
+/**
+ * Whether `rel` is (or is under) a `.git` entry: a repository's own data, never work. Names that
+ * Windows takes for `.git` count too, on every platform, as git's own core.protectNTFS does: the
+ * Win32 layer drops trailing dots and spaces (`.git.`, `.git `), NTFS opens a directory through
+ * its streams (`.git::$INDEX_ALLOCATION`) and through its 8.3 short name (`GIT~1`). A layer that
+ * has one would otherwise write into the user's `.git` when applied on Windows.
+ */
 export function isRepositoryMetadata(rel: string): boolean {
-  return rel.split('/').some((part) => part.toLowerCase() === '.git');
+  return rel.split(/[\\/]/).some(isDotGitName);
+}
+
+// `.git`, or what NTFS resolves to it: any case, then dots and spaces, then nothing or a stream.
+const DOT_GIT_ON_NTFS = /^(?:\.git|git~[0-9]+)[. ]*(?::.*)?$/i;
+
+function isDotGitName(part: string): boolean {
+  return DOT_GIT_ON_NTFS.test(part);
 }
 
 /**
