@@ -145,6 +145,45 @@ describe('apply integrity: confined to the folder, destroys nothing it did not c
     }
   });
 
+  it('directories the agent made leave the layer once all they hold is applied, renamed ones and those applied in two goes included', async () => {
+    const lower = makeFolder('ai-made');
+    fs.mkdirSync(path.join(lower, '.git'));
+    await withAgent(lower, async (w, shadow, mp) => {
+      const layerPaths = async (): Promise<string[]> => (await shadow.layer('agent').changes()).map((x) => x.path).sort();
+      // Made, then renamed: the layer's directory hides what the folder has below it.
+      fs.mkdirSync(path.join(mp, 'x', 'inner'), { recursive: true });
+      fs.writeFileSync(path.join(mp, 'x', 'inner', 'a.txt'), 'a\n');
+      fs.renameSync(path.join(mp, 'x'), path.join(mp, 'y'));
+      // Made with a link that waits for confirmation, applied in two goes.
+      fs.mkdirSync(path.join(mp, 'a', 'b', 'c'), { recursive: true });
+      fs.symlinkSync('../../../.git/config', path.join(mp, 'a', 'b', 'c', 'link'));
+      fs.writeFileSync(path.join(mp, 'a', 'b', 'f.txt'), 'f\n');
+      const r = await w.apply('agent');
+      assert.deepStrictEqual(
+        r.applied.map((x) => x.path),
+        ['a/b/f.txt', 'y/inner/a.txt'],
+      );
+      assert.deepStrictEqual(r.kept, []);
+      assert.deepStrictEqual(await layerPaths(), ['a', 'a/b', 'a/b/c', 'a/b/c/link'], 'only the held link and what holds it stay');
+      const r2 = await w.apply('agent', { allowTypeChanges: true });
+      assert.deepStrictEqual(
+        r2.applied.map((x) => x.path),
+        ['a/b/c/link'],
+      );
+      assert.deepStrictEqual(await layerPaths(), [], 'nothing of the agent’s is left once all is applied');
+      // The user's changes there show in the agent's view, and a removal stays removed.
+      fs.writeFileSync(path.join(lower, 'y', 'inner', 'a.txt'), 'user\n');
+      fs.writeFileSync(path.join(lower, 'y', 'inner', 'b.txt'), 'b\n');
+      fs.rmSync(path.join(lower, 'a'), { recursive: true });
+      assert.deepStrictEqual(fs.readdirSync(path.join(mp, 'y', 'inner')).sort(), ['a.txt', 'b.txt']);
+      assert.strictEqual(fs.readFileSync(path.join(mp, 'y', 'inner', 'a.txt'), 'utf8'), 'user\n');
+      assert.ok(!fs.existsSync(path.join(mp, 'a')));
+      const r3 = await w.apply('agent');
+      assert.deepStrictEqual([r3.applied, r3.conflicts], [[], []]);
+      assert.ok(!fs.existsSync(path.join(lower, 'a')), 'a later apply does not make the removed directory again');
+    });
+  });
+
   it('a directory the agent replaced by a link to a directory outside: nothing outside is removed; the link and its target are shown and confirmed', async () => {
     const lower = makeFolder('ai-w');
     const outside = makeOutside();

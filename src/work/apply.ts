@@ -231,6 +231,13 @@ function under(p: string, d: string): boolean {
   return p === d || p.startsWith(d + '/');
 }
 
+/** The directories above `p` ('a/b/c' → 'a/b', 'a'). */
+function ancestors(p: string): string[] {
+  const out: string[] = [];
+  for (let i = p.lastIndexOf('/'); i > 0; i = p.lastIndexOf('/', i - 1)) out.push(p.slice(0, i));
+  return out;
+}
+
 /** Whether a link at `rel` to `target` points out of the folder (absolute, or up past its root). */
 function leavesFolder(rel: string, target: string): boolean {
   if (path.posix.isAbsolute(target) || path.win32.isAbsolute(target)) return true;
@@ -574,8 +581,15 @@ async function applyBeneath(shadow: Shadow, root: Beneath, agent: string, opts: 
     }
   }
   const conflicted = new Set(res.conflicts.map((x) => x.path));
+  // Directories the agent made go back whole, with all they hold (parents before children, as
+  // one renamed or made over a deletion hides the folder's entries below it), unless something
+  // under one stays the agent's: a held link, a refused write, an excluded .git or ignored file.
+  const mine = new Set([...give, ...made]);
+  const stays = made.length ? (await layer.changes()).map((x) => x.path).filter((p) => !mine.has(p)) : [];
+  const holding = new Set(stays.flatMap(ancestors));
+  const madeBack = made.filter((d) => !holding.has(d));
   // The applied paths leave the layer (the folder shows through there now).
-  for (const p of give.sort(byteOrder)) {
+  for (const p of [...give, ...madeBack].sort(byteOrder)) {
     try {
       const kept = opts.partial?.has(p) ? c.files.find((f) => f.path === p)?.new : undefined;
       if (kept) {
@@ -592,26 +606,32 @@ async function applyBeneath(shadow: Shadow, root: Beneath, agent: string, opts: 
       else throw err;
     }
   }
-  // Directories the agent made go back too, deepest first, but only those with nothing of the
-  // layer's left under them: giving one back drops all it holds, and what was not applied (a
-  // held link, a refused write, an excluded .git or ignored file) is still the agent's work.
-  if (made.length) {
-    const still = new Set((await layer.changes()).map((x) => x.path));
-    for (const d of [...made].sort(byteOrder).reverse()) {
-      if ([...still].some((p) => p !== d && under(p, d))) continue;
-      try {
-        await layer.revert(d);
-        still.delete(d);
-      } catch (err) {
-        if (err instanceof ShadowError && err.code === 'CONFLICT') res.kept.push(d);
-        else throw err;
-      }
-    }
-  }
   // Directories the agent replaced as a whole go back once nothing under them is left over.
   for (const d of c.dirsRemoved) {
     if (res.kept.some((k) => k.startsWith(d + '/')) && ![...conflicted].some((p) => under(p, d))) {
       await layer.revert(d).catch(() => undefined);
+    }
+  }
+  // A directory the layer still has, above what this apply wrote, where the folder has the same
+  // directory now and nothing of the layer's is left under it, goes back too: kept, it would
+  // hide the user's later changes there from the agent, and a later apply would make it again
+  // after the user removed it.
+  const touched = new Set([...give, ...made].flatMap((p) => [p, ...ancestors(p)]));
+  const disputed = new Set([...conflicted].flatMap((p) => [p, ...ancestors(p)]));
+  const now = await layer.changes();
+  const below = new Map<string, number>(); // directory → how many of the layer's paths are under it
+  for (const x of now) for (const a of ancestors(x.path)) below.set(a, (below.get(a) ?? 0) + 1);
+  const dirs = now.filter((x) => x.type === 'directory' && x.kind !== 'deleted' && touched.has(x.path)).map((x) => x.path);
+  for (const d of dirs.sort(byteOrder).reverse()) {
+    if ((below.get(d) ?? 0) > 0 || disputed.has(d)) continue;
+    const folderDir = kindNow(d) === 'directory' ? root.lstat(d) : null;
+    if (!folderDir) continue;
+    if (root.hasPermissionBits && ((await layer.stat(d)).mode & 0o7777) !== (folderDir.mode & 0o7777)) continue;
+    try {
+      await layer.revert(d);
+      for (const a of ancestors(d)) below.set(a, (below.get(a) ?? 1) - 1);
+    } catch (err) {
+      if (!(err instanceof ShadowError && err.code === 'CONFLICT')) throw err;
     }
   }
   const left = new Set((await layer.changes()).map((x) => x.path));

@@ -62,6 +62,11 @@ export class Beneath {
     return new Beneath(root, HANDLE_RELATIVE ? fs.openSync(root, O_RDONLY | O_DIRECTORY) : null);
   }
 
+  /** Whether permission bits read here mean what they say (not on Windows, where Node makes them up). */
+  get hasPermissionBits(): boolean {
+    return !this.win;
+  }
+
   close(): void {
     this.win?.close();
     if (this.fd !== null) fs.closeSync(this.fd);
