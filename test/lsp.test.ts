@@ -1,6 +1,7 @@
 // The LSP client layer against real language servers (typescript-language-server, pyright) on
 // temporary project folders: answers must be fresh for the version asked, or say they are not.
 import * as assert from 'assert';
+import { spawnSync } from 'child_process';
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
@@ -396,6 +397,11 @@ describe('lsp: failures are reported, processes do not outlive their session', f
     // before start() first waits).
     const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'shadowfs-lsp-tmpdir-'));
     tmpDirs.push(tmp);
+    // What a killed daemon left (its pid is gone), and what a running one has (its parent's).
+    const gone = spawnSync(process.execPath, ['-e', '0']).pid;
+    fs.mkdirSync(path.join(tmp, `shadowfs-server-tmp-${gone}-abcdef`, 'x'), { recursive: true });
+    const live = `shadowfs-server-tmp-${process.ppid}-abcdef`;
+    fs.mkdirSync(path.join(tmp, live));
     const was = process.env.TMPDIR;
     let started: Promise<LanguageServerSession>;
     process.env.TMPDIR = tmp;
@@ -409,15 +415,16 @@ describe('lsp: failures are reported, processes do not outlive their session', f
     sessions.push(s);
     const v = s.sync('a.ts', 'typescript', 'export const a = 1;\n');
     assert.strictEqual((await s.diagnostics('a.ts', v, 60_000)).status, 'fresh');
-    const own = fs.readdirSync(tmp);
-    assert.strictEqual(own.length, 1, `the server's own directory and nothing else: ${own.join(', ')}`);
+    const own = fs.readdirSync(tmp).filter((n) => n !== live);
+    assert.strictEqual(own.length, 1, `the server's own directory and nothing else (a gone daemon's removed): ${own.join(', ')}`);
+    assert.match(own[0], new RegExp(`^shadowfs-server-tmp-${process.pid}-`));
     assert.ok(fs.readdirSync(path.join(tmp, own[0])).length > 0, 'tsserver made its folders in the server’s directory');
     await s.dispose();
     assert.deepStrictEqual(await groupGone(s.pid), []);
     // Removed once the server's pipes close, which may come a moment after dispose.
     const until = Date.now() + 30_000;
-    while (fs.readdirSync(tmp).length > 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
-    assert.deepStrictEqual(fs.readdirSync(tmp), [], 'nothing of the server’s left in the temporary directory');
+    while (fs.readdirSync(tmp).length > 1 && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
+    assert.deepStrictEqual(fs.readdirSync(tmp), [live], 'nothing of the server’s left in the temporary directory');
   });
 
   it('the pool stops a server idle for idleMs', async () => {

@@ -52,8 +52,11 @@ export function startConfined(spec: ServerSpec, root: string, folder: string, lo
  * temporary directory for each tsserver it starts (its cancellation files), two per start.
  */
 export function startDirect(spec: ServerSpec, root: string): cp.ChildProcess {
-  const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'shadowfs-server-tmp-'));
-  const env = { ...process.env, TMPDIR: scratch, TMP: scratch, TEMP: scratch };
+  sweep();
+  const scratch = fs.mkdtempSync(path.join(os.tmpdir(), `${SCRATCH_PREFIX}${process.pid}-`));
+  // Windows spells its variables in any case: drop every spelling before setting them.
+  const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^(TMPDIR|TMP|TEMP)$/i.test(k)));
+  Object.assign(env, { TMPDIR: scratch, TMP: scratch, TEMP: scratch });
   let proc: cp.ChildProcess;
   try {
     proc = cp.spawn(spec.command, spec.args, { cwd: root, env, stdio: ['pipe', 'pipe', 'pipe'], detached: true });
@@ -64,6 +67,34 @@ export function startDirect(spec: ServerSpec, root: string): cp.ChildProcess {
   // 'close': the server and whatever kept its pipes (tsserver) are gone, or a spawn failed.
   proc.once('close', () => removeQuietly(scratch));
   return proc;
+}
+
+const SCRATCH_PREFIX = 'shadowfs-server-tmp-';
+
+/**
+ * Removes the temporary directories of servers whose daemon (the pid in the name) is gone,
+ * killed before its servers' directories could go. Servers start seldom: a listing each time.
+ */
+function sweep(): void {
+  let names: string[];
+  try {
+    names = fs.readdirSync(os.tmpdir());
+  } catch {
+    return;
+  }
+  for (const name of names) {
+    const m = name.startsWith(SCRATCH_PREFIX) ? /^(\d+)-/.exec(name.slice(SCRATCH_PREFIX.length)) : null;
+    if (m && !alive(Number(m[1]))) removeQuietly(path.join(os.tmpdir(), name));
+  }
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
 }
 
 /** Removes a server's temporary directory; one that cannot be removed stays (nothing to report it to). */
