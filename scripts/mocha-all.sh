@@ -183,8 +183,9 @@ wait "${running[1]}" || status=1
 # and test/package.test.ts in lane 1 share it) ends within seconds of its last program; in some
 # runs (3 of 4 fresh-clone runs once, cause not found) it stayed, with two winedevice.exe
 # services, for ever. Given 20 s to end (wineserver -w), it is stopped, saying so.
-if ! WINEPREFIX="${SHADOWFS_WINE_DIR:-$PWD/build/wine}/prefix" timeout 20 wineserver -w 2>/dev/null &&
-  WINEPREFIX="${SHADOWFS_WINE_DIR:-$PWD/build/wine}/prefix" timeout 60 wineserver -k 2>/dev/null; then
+wine_prefix="${SHADOWFS_WINE_DIR:-$PWD/build/wine}/prefix"
+if ! WINEPREFIX="$wine_prefix" timeout 20 wineserver -w 2>/dev/null &&
+  WINEPREFIX="$wine_prefix" timeout 60 wineserver -k 2>/dev/null; then
   echo "note: wine's server for build/wine/prefix was still running 20 s after every pass had ended; stopped it (wineserver -k)" >>"$lane2_out"
 fi
 cat "$lane2_out"
