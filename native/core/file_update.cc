@@ -23,6 +23,7 @@ int Overlay::updateFile(const std::string& layer, const std::string& asked, cons
   std::shared_ptr<Layer> lp = byName(layer);
   if (!lp) return ENXIO;
   if (!lp->writable) return EROFS;
+  if (guarded(asked)) return EPERM;  // write_guard.h
   Layer& L = *lp;
   std::string askedDir, askedName;
   splitLast(asked, &askedDir, &askedName);

@@ -114,6 +114,7 @@ int Overlay::create(Layer* view, const std::string& asked, uint32_t perm, const 
 int Overlay::openIn(Layer& L, const std::string& asked, const OpenIntent& intent, Handle** out,
                   Attr* attr) {
   if ((intent.write || intent.truncate) && !L.writable) return EROFS;
+  if ((intent.write || intent.truncate) && guarded(asked)) return EPERM;  // write_guard.h
   Ref<Inode> in;
   std::string cbuf;
   if (!intent.truncate) {
@@ -150,6 +151,8 @@ int Overlay::openIn(Layer& L, const std::string& asked, const OpenIntent& intent
 int Overlay::createIn(Layer& L, const std::string& asked, uint32_t perm, const OpenIntent& intent,
                     const Caller& who, Handle** out, Attr* attr) {
   if (!L.writable) return EROFS;
+  // Also for an existing file opened read-only with O_CREAT: refused like making it would be.
+  if (guarded(asked)) return EPERM;
   Ref<Inode> in;
   {
     WriteLock lock(L.mu, LockRank::Layer);

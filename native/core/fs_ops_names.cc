@@ -164,6 +164,8 @@ int Overlay::linkIn(Layer& L, const std::string& fromAsked, const std::string& t
   const std::string& from = canon(L, fromAsked, &fbuf);
   const std::string& to = canon(L, toAsked, &tbuf, &respellAs);
   if (masked(L, to)) return EACCES;  // before the source is materialised (placeNew says why)
+  // A second name of a guarded file would write it (placeNew refuses a guarded new name).
+  if (guarded(from) || guarded(to)) return EPERM;
   Res r;
   Node* src;
   int e = materializeNode(L, from, &src, &r);
@@ -189,6 +191,7 @@ int Overlay::linkIn(Layer& L, const std::string& fromAsked, const std::string& t
 
 int Overlay::unlinkIn(Layer& L, const std::string& asked) {
   if (!L.writable) return EROFS;
+  if (guarded(asked)) return EPERM;  // write_guard.h
   WriteLock lock(L.mu, LockRank::Layer);
   std::string cbuf;
   const std::string& path = canon(L, asked, &cbuf);
@@ -203,6 +206,7 @@ int Overlay::unlinkIn(Layer& L, const std::string& asked) {
 int Overlay::rmdirIn(Layer& L, const std::string& asked) {
   if (!L.writable) return EROFS;
   if (asked.empty()) return EBUSY;
+  if (guarded(asked)) return EPERM;  // write_guard.h, before "not empty"
   WriteLock lock(L.mu, LockRank::Layer);
   std::string cbuf;
   const std::string& path = canon(L, asked, &cbuf);
@@ -241,6 +245,7 @@ int Overlay::renameIn(Layer& L, const std::string& fromAsked, const std::string&
     return respell(L, from, toName);
   }
   if (isInside(to, from)) return EINVAL;
+  if (guarded(from) || guarded(to)) return EPERM;  // write_guard.h
   std::string tparent, tname;
   splitLast(to, &tparent, &tname);
   if (tname.size() > kNameMax) return ENAMETOOLONG;
@@ -259,6 +264,12 @@ int Overlay::renameIn(Layer& L, const std::string& fromAsked, const std::string&
   // Onto a masked name: refused as creating it is (placeNew), before anything changes.
   if (masked(L, to)) return EACCES;
   const FileType ft = rf.node ? rf.node->inode()->type : rf.lowerAttr.type;
+  // A directory moved into or out of a `.git` carries control files with it (a planted
+  // `modules/<name>` with its own config): refused like writing them (write_guard.h).
+  const bool movesDir = ft == FileType::Directory ||
+                        (toExists && (rt.node ? rt.node->inode()->type : rt.lowerAttr.type) ==
+                                         FileType::Directory);
+  if (movesDir && (guardedMove(from) || guardedMove(to))) return EPERM;
   if ((flags & kRenameNoReplace) && toExists) return EEXIST;
   // Two names of one file (hard links): POSIX says succeed and do nothing. Linux's VFS stops
   // this before a path-based backend sees it only when both names are one kernel inode.

@@ -17,6 +17,7 @@ int Overlay::putFile(const std::string& layer, const std::string& asked, const s
   if (asked.empty()) return EISDIR;
   std::shared_ptr<Layer> lp = byName(layer);
   if (!lp) return ENXIO;
+  if (guarded(asked)) return EPERM;  // write_guard.h
   Layer& L = *lp;
   // The new content is prepared before any lock is taken (it may be big, and spill).
   std::string askedDir, askedName;

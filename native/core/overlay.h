@@ -39,6 +39,7 @@
 #include "lower.h"
 #include "spill.h"
 #include "types.h"
+#include "write_guard.h"
 
 namespace shadowfs {
 
@@ -175,6 +176,12 @@ class Overlay {
   ~Overlay();
   Overlay(const Overlay&) = delete;
   Overlay& operator=(const Overlay&) = delete;
+
+  // Paths no layer may write (write_guard.h: git's control files, and the folder's hooks
+  // directory): every write there, through the mount or the API, is EPERM. Null: none. Set once,
+  // before the overlay is shared with a backend or a thread; never changed after.
+  void setWriteGuard(std::shared_ptr<const WriteGuard> g) { guard_ = std::move(g); }
+  const WriteGuard* writeGuard() const { return guard_.get(); }
 
   // Copy-up gives up after this many attempts when A's file keeps changing while it is read.
   static constexpr int kCopyUpTries = 5;
@@ -389,6 +396,10 @@ class Overlay {
   bool holdsMasked(Layer& L, const std::string& dir);
   // Whether L's mask hides `path` (L's lock held).
   static bool masked(const Layer& L, std::string_view path);
+  // Whether the write guard refuses writing `path` (any spelling: the guard folds case itself).
+  bool guarded(std::string_view path) const { return guard_ && guard_->refuses(path); }
+  // Whether renaming a directory from or to `path` could move git's control files (write_guard.h).
+  bool guardedMove(std::string_view path) const { return guard_ && guard_->refusesMove(path); }
   bool lowerSpelling(const std::string& dir, std::string_view name, std::string* real) const;
   // Gives the layer's entry at `path` the name `name` in the same directory (a rename).
   int respell(Layer& L, const std::string& path, const std::string& name);
@@ -478,6 +489,7 @@ class Overlay {
   std::shared_ptr<Spiller> spill_;  // null: no spill store
   uint64_t spillThreshold_;
   const bool ignoreCase_;  // NameMatch::IgnoreCase
+  std::shared_ptr<const WriteGuard> guard_;  // setWriteGuard; immutable once shared
   Attr rootAttr_;  // A's root at mount time, for layer roots when A's root cannot be read
   std::function<void(const std::string&)> log_;
   // The registry (rank 1, see model.h): layers_, active_, every Layer::pins. Held briefly.

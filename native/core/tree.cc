@@ -442,6 +442,7 @@ int Overlay::placeNew(Layer& L, const std::string& path, NodeRef inode, Node** o
   // A masked name cannot be made: the agent's own object there would stand in for the
   // folder's secret, and a later apply or a view without the mask would mix the two.
   if (masked(L, path)) return EACCES;
+  if (guarded(path)) return EPERM;  // git's control files (write_guard.h)
   int e = slotOf(L, path, &slot);
   if (e) return e == ELOOP ? ENOTDIR : e;
   Node* p = slot.dir;
@@ -471,6 +472,7 @@ void dropNames(Overlay* ov, Node* n, void (Overlay::*touchFn)(Inode*, bool)) {
 
 // Removes whatever is at `path` (already known to exist): a whiteout where A has something.
 int Overlay::removeAt(Layer& L, const std::string& path) {
+  if (guarded(path)) return EPERM;
   Slot slot;
   if (int e = slotOf(L, path, &slot)) return e;
   Node* p = slot.dir;

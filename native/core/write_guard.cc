@@ -1,0 +1,68 @@
+// WriteGuard (write_guard.h): which paths a layer may not write.
+#include "write_guard.h"
+
+#include "casefold.h"
+
+namespace shadowfs {
+
+namespace {
+
+bool nameIs(std::string_view a, std::string_view b, bool ignoreCase) {
+  return ignoreCase ? sameName(a, b) : a == b;
+}
+
+}  // namespace
+
+WriteGuard::WriteGuard(bool git, const std::vector<std::string>& paths, bool ignoreCase)
+    : git_(git), paths_(paths, ignoreCase), ignoreCase_(ignoreCase) {}
+
+bool WriteGuard::refuses(std::string_view path) const {
+  if (path.empty()) return false;
+  if (git_ && gitControl(path, ignoreCase_)) return true;
+  return !paths_.empty() && paths_.hides(path);
+}
+
+bool WriteGuard::refusesMove(std::string_view path) const {
+  return refuses(path) || (git_ && insideRepository(path, ignoreCase_));
+}
+
+bool WriteGuard::gitControl(std::string_view path, bool ignoreCase) {
+  return scan(path, ignoreCase, nullptr);
+}
+
+bool WriteGuard::insideRepository(std::string_view path, bool ignoreCase) {
+  bool inside = false;
+  return scan(path, ignoreCase, &inside) || inside;
+}
+
+bool WriteGuard::scan(std::string_view path, bool ignoreCase, bool* insideAtEnd) {
+  // Walk the components; inside a `.git`, `inRepo` is set until a data directory (refs, logs,
+  // objects) is entered, where names are git's data and nothing is refused.
+  bool inRepo = false;
+  size_t start = 0;
+  while (start <= path.size()) {
+    size_t end = path.find('/', start);
+    if (end == std::string_view::npos) end = path.size();
+    const std::string_view c = path.substr(start, end - start);
+    const bool last = end == path.size();
+    if (nameIs(c, ".git", ignoreCase)) {
+      // The entry itself (made, removed, renamed, replaced), or a path beneath it.
+      if (last) return true;
+      inRepo = true;
+    } else if (inRepo) {
+      if (nameIs(c, "refs", ignoreCase) || nameIs(c, "logs", ignoreCase) ||
+          nameIs(c, "objects", ignoreCase)) {
+        inRepo = false;
+      } else if (nameIs(c, "hooks", ignoreCase) || nameIs(c, "config", ignoreCase) ||
+                 nameIs(c, "config.worktree", ignoreCase) || nameIs(c, "commondir", ignoreCase)) {
+        return true;
+      }
+    }
+    if (last) break;
+    start = end + 1;
+  }
+  if (insideAtEnd) *insideAtEnd = inRepo;
+  return false;
+}
+
+}  // namespace shadowfs

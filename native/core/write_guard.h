@@ -1,0 +1,63 @@
+// Paths no layer may write: the files whose content makes programs run when git reads them.
+//
+// Why: an agent's writes stay in its layer, but the developer may run git in the shadow's mount
+// point, unconfined (their shell, a prompt that runs `git status` on every `cd`, an editor's git
+// view). That git reads the layer's `.git/config` and hooks, so a `core.fsmonitor` an agent
+// wrote there would run as the developer, able to write the developer's folder. Refusing the
+// writes (EPERM) closes that: the agent's git keeps working (commits, branches, stashes), but
+// `git config --local`, a new hook, `git init` of a nested repository and replacing `.git` fail
+// with "Operation not permitted". Agent sandboxes refuse the same writes for the same reason.
+//
+// What it refuses, at any depth, for every way a layer is written (the mount, views, runs, the
+// API's file writes): the name `.git` itself (making, removing, renaming, replacing it, as a
+// directory or a file), and beneath a `.git` the files that name programs or redirect git to
+// another repository: `config`, `config.worktree`, `commondir` and everything under `hooks`,
+// also in the `modules/<name>` and `worktrees/<name>` repositories git keeps there. Names under
+// `refs`, `logs` and `objects` are git's data (a branch may be called `config`) and stay
+// writable. Optionally also a list of anchored paths (the folder's own `core.hooksPath` when it
+// lies inside the folder), each with everything beneath it. Writes include changing
+// attributes, extended attributes, hard links to such a file and truncation.
+//
+// OS-free, no locks: a WriteGuard is immutable once built (Overlay::setWriteGuard).
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "mask.h"
+
+namespace shadowfs {
+
+class WriteGuard {
+ public:
+  // `git`: refuse git's control files as above. `paths`: anchored globs of PathMask's syntax
+  // (each refuses the path and everything beneath it). `ignoreCase`: ASCII letters of names
+  // match either case (the overlay's NameMatch::IgnoreCase).
+  WriteGuard(bool git, const std::vector<std::string>& paths, bool ignoreCase);
+
+  // Whether a layer may not write the normalised relative path ("" = the root: never refused).
+  bool refuses(std::string_view path) const;
+  // Whether a directory may not be renamed from or to `path`: a refused path, or (with `git`)
+  // any path inside a `.git` outside its data directories, where moving a directory in or out
+  // would move control files (a repository's `config` and `hooks` under `.git/modules/<name>`)
+  // without writing any of them by name.
+  bool refusesMove(std::string_view path) const;
+  bool git() const { return git_; }
+  const std::vector<std::string>& paths() const { return paths_.globs(); }
+
+  // The git rule alone (no instance needed; the unit tests call it directly).
+  static bool gitControl(std::string_view path, bool ignoreCase);
+  // Whether `path` is `.git` or lies inside one, outside refs, logs and objects.
+  static bool insideRepository(std::string_view path, bool ignoreCase);
+
+ private:
+  // gitControl's walk; `insideAtEnd` (if set) says whether the path ends inside a `.git`
+  // outside its data directories.
+  static bool scan(std::string_view path, bool ignoreCase, bool* insideAtEnd);
+  bool git_;
+  PathMask paths_;
+  bool ignoreCase_;
+};
+
+}  // namespace shadowfs

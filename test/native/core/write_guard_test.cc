@@ -1,0 +1,205 @@
+// Unit tests of the write guard (write_guard.h): which paths count as git's control files, and
+// that every overlay operation that writes refuses them with EPERM (names made, removed,
+// renamed or linked; contents opened for writing, truncated; attributes and extended
+// attributes; the API's whole-file writes) while reads, and git's data beside them, stay
+// allowed. On the in-memory folder (fake_lower.h). Standard library only (builds on Windows).
+#include <cerrno>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "../../../native/core/overlay.h"
+#include "../../../native/core/write_guard.h"
+#include "../unit/unit.h"
+#include "fake_lower.h"
+
+using namespace shadowfs;
+
+namespace {
+
+const Caller kWho{1000, 1000};
+
+bool git(const std::string& path, bool ic = false) { return WriteGuard::gitControl(path, ic); }
+
+// A folder with a repository, a submodule's repository and a hooks directory of its own.
+struct GuardWorld {
+  std::unique_ptr<Overlay> ov;
+  Layer* a = nullptr;
+
+  explicit GuardWorld(bool protect = true) {
+    auto lo = std::make_unique<fake::FakeLower>();
+    lo->addDir(".git");
+    lo->addFile(".git/config", "[core]\n");
+    lo->addFile(".git/HEAD", "ref: refs/heads/main\n");
+    lo->addDir(".git/hooks");
+    lo->addFile(".git/hooks/pre-commit.sample", "#!/bin/sh\n");
+    lo->addDir(".git/refs");
+    lo->addDir(".git/refs/heads");
+    lo->addDir(".git/modules");
+    lo->addDir(".git/modules/lib");
+    lo->addFile(".git/modules/lib/config", "[core]\n");
+    lo->addDir("lib");
+    lo->addFile("lib/.git", "gitdir: ../.git/modules/lib\n");
+    lo->addDir(".husky");
+    lo->addDir(".husky/_");
+    lo->addFile(".husky/_/h", "#!/bin/sh\n");
+    lo->addFile("README.md", "# readme\n");
+    ov = std::make_unique<Overlay>(std::move(lo));
+    if (protect)
+      ov->setWriteGuard(std::make_shared<const WriteGuard>(true, std::vector<std::string>{"/.husky/_"},
+                                                           false));
+    if (ov->createLayer("a")) throw unit::Abort{};
+    a = ov->pin("a");
+    if (!a) throw unit::Abort{};
+  }
+  ~GuardWorld() { ov->unpin(a); }
+  GuardWorld(const GuardWorld&) = delete;
+  GuardWorld& operator=(const GuardWorld&) = delete;
+
+  int open(const std::string& path, bool write, bool truncate = false) {
+    Handle* h = nullptr;
+    Attr at;
+    OpenIntent intent;
+    intent.write = write;
+    intent.truncate = truncate;
+    int e = ov->open(a, path, intent, &h, &at);
+    if (!e) ov->release(h);
+    return e;
+  }
+  int create(const std::string& path) {
+    Handle* h = nullptr;
+    Attr at;
+    OpenIntent intent;
+    intent.write = true;
+    int e = ov->create(a, path, 0644, intent, kWho, &h, &at);
+    if (!e) ov->release(h);
+    return e;
+  }
+  int mkdir(const std::string& path) {
+    Attr at;
+    return ov->mkdir(a, path, 0755, kWho, &at);
+  }
+  int chmod(const std::string& path) {
+    Attr v, out;
+    v.perm = 0755;
+    return ov->setattr(a, path, nullptr, kSetMode, v, &out);
+  }
+  int truncate(const std::string& path) {
+    Attr v, out;
+    v.size = 0;
+    return ov->setattr(a, path, nullptr, kSetSize, v, &out);
+  }
+  int link(const std::string& from, const std::string& to) {
+    Attr at;
+    return ov->link(a, from, to, &at);
+  }
+  int symlink(const std::string& target, const std::string& path) {
+    Attr at;
+    return ov->symlink(a, target, path, kWho, &at);
+  }
+};
+
+}  // namespace
+
+TEST(write_guard_names_gits_control_files) {
+  CHECK(git(".git"));
+  CHECK(git("sub/.git"));
+  CHECK(git(".git/config"));
+  CHECK(git(".git/config.worktree"));
+  CHECK(git(".git/commondir"));
+  CHECK(git(".git/hooks"));
+  CHECK(git(".git/hooks/pre-commit"));
+  CHECK(git(".git/modules/lib/config"));
+  CHECK(git(".git/modules/lib/hooks/post-checkout"));
+  CHECK(git(".git/worktrees/wt/config.worktree"));
+  CHECK(git(".git/worktrees/wt/commondir"));
+  CHECK(git("vendor/x/.git/config"));
+  // git's data: refs, logs and objects are written by every commit, and a branch may be called
+  // "config" or "hooks/x".
+  CHECK(!git(".git/HEAD"));
+  CHECK(!git(".git/index"));
+  CHECK(!git(".git/config.lock"));
+  CHECK(!git(".git/COMMIT_EDITMSG"));
+  CHECK(!git(".git/refs/heads/config"));
+  CHECK(!git(".git/refs/heads/hooks/x"));
+  CHECK(!git(".git/logs/refs/heads/config"));
+  CHECK(!git(".git/objects/ab/cdef"));
+  CHECK(!git(".git/modules/lib/refs/heads/config"));
+  CHECK(!git(".gitignore"));
+  CHECK(!git(".github/hooks/config"));
+  CHECK(!git("config"));
+  CHECK(!git("hooks/pre-commit"));
+  CHECK(!git(""));
+  // Case: only where names match ignoring it.
+  CHECK(!git(".GIT/CONFIG"));
+  CHECK(git(".GIT/CONFIG", true));
+  CHECK(git("Sub/.Git", true));
+  // Moving directories: anywhere inside a .git outside its data.
+  CHECK(WriteGuard::insideRepository(".git/modules", false));
+  CHECK(WriteGuard::insideRepository(".git/modules/lib", false));
+  CHECK(!WriteGuard::insideRepository(".git/refs/heads/topic", false));
+  CHECK(!WriteGuard::insideRepository("src", false));
+  // The extra paths: a path and everything beneath it.
+  WriteGuard g(false, {"/.husky/_"}, false);
+  CHECK(g.refuses(".husky/_"));
+  CHECK(g.refuses(".husky/_/post-index-change"));
+  CHECK(!g.refuses(".husky/pre-commit"));
+  CHECK(!g.refuses(".git/config"));  // git's rule off
+}
+
+TEST(write_guard_refuses_every_write_to_control_files) {
+  GuardWorld w;
+  // Names.
+  CHECK_EQ(w.create(".git/hooks/post-index-change"), EPERM);
+  CHECK_EQ(w.create(".git/config"), EPERM);  // existing, O_CREAT
+  CHECK_EQ(w.mkdir("sub/.git"), EPERM);  // refused before its parent is looked for
+  CHECK_EQ(w.mkdir("lib2"), 0);
+  CHECK_EQ(w.mkdir("lib2/.git"), EPERM);
+  CHECK_EQ(w.symlink("../elsewhere", "lib2/.git"), EPERM);
+  CHECK_EQ(w.ov->unlink(w.a, ".git/config"), EPERM);
+  CHECK_EQ(w.ov->unlink(w.a, "lib/.git"), EPERM);
+  CHECK_EQ(w.ov->rmdir(w.a, ".git/hooks"), EPERM);
+  CHECK_EQ(w.ov->rename(w.a, ".git", ".git2", 0), EPERM);
+  CHECK_EQ(w.ov->rename(w.a, "README.md", ".git/config", 0), EPERM);
+  CHECK_EQ(w.ov->rename(w.a, ".git/hooks/pre-commit.sample", ".git/hooks/pre-commit", 0), EPERM);
+  CHECK_EQ(w.ov->rename(w.a, "lib2", ".git/modules/lib2", 0), EPERM);      // a directory in
+  CHECK_EQ(w.ov->rename(w.a, ".git/modules/lib", "lib3", 0), EPERM);       // and out
+  CHECK_EQ(w.ov->rename(w.a, "README.md", "lib2/README.md", 0), 0);        // elsewhere: fine
+  CHECK_EQ(w.link(".git/config", "cfg"), EPERM);  // a second name would write it
+  CHECK_EQ(w.link("lib2/README.md", ".git/hooks/pre-commit"), EPERM);
+  // Contents and attributes.
+  CHECK_EQ(w.open(".git/config", true), EPERM);
+  CHECK_EQ(w.open(".git/config", false, true), EPERM);
+  CHECK_EQ(w.open(".git/config", false), 0);  // reading stays allowed
+  CHECK_EQ(w.truncate(".git/config"), EPERM);
+  CHECK_EQ(w.chmod(".git/hooks/pre-commit.sample"), EPERM);
+  CHECK_EQ(w.ov->setxattr(w.a, ".git/config", "user.x", "1", 0), EPERM);
+  CHECK_EQ(w.ov->removexattr(w.a, ".git/config", "user.x"), EPERM);
+  // The API's writes.
+  CHECK_EQ(w.ov->putFile("a", ".git/hooks/pre-push", "#!/bin/sh\n", 0755, kWho), EPERM);
+  CHECK_EQ(w.ov->putFile("a", "x/.git/HEAD", "ref\n", 0644, kWho), EPERM);  // would make x/.git
+  CHECK_EQ(w.ov->remove("a", ".git/config"), EPERM);
+  // The extra path.
+  CHECK_EQ(w.create(".husky/_/post-index-change"), EPERM);
+  CHECK_EQ(w.create(".husky/pre-commit"), 0);
+  // git's own work beside them.
+  CHECK_EQ(w.create(".git/index.lock"), 0);
+  CHECK_EQ(w.ov->rename(w.a, ".git/index.lock", ".git/index", 0), 0);
+  CHECK_EQ(w.open(".git/HEAD", true), 0);
+  CHECK_EQ(w.ov->putFile("a", ".git/refs/heads/config", "0123\n", 0644, kWho), 0);
+  CHECK_EQ(w.ov->putFile("a", ".git/config.lock", "[core]\n", 0644, kWho), 0);
+  CHECK_EQ(w.ov->unlink(w.a, ".git/config.lock"), 0);
+  // Nothing refused reached the layer.
+  std::vector<Change> cs;
+  CHECK_EQ(w.ov->changes("a", &cs), 0);
+  for (auto& c : cs) CHECK(!git(c.path) && c.path.rfind(".husky/_", 0) != 0);
+}
+
+TEST(write_guard_off_lets_a_layer_write_them) {
+  GuardWorld w(false);
+  CHECK_EQ(w.create(".git/hooks/post-index-change"), 0);
+  CHECK_EQ(w.open(".git/config", true), 0);
+  CHECK_EQ(w.mkdir("lib2"), 0);
+  CHECK_EQ(w.mkdir("lib2/.git"), 0);
+  CHECK_EQ(w.ov->rename(w.a, ".git/modules/lib", "lib3", 0), 0);
+}
