@@ -105,7 +105,7 @@ describe('the shadowfs daemon', function () {
     const lower = makeProject();
     const guard = new FolderGuard(lower);
     const at = path.join(tempDir('dmnt'), 'm');
-    const mounted = json<{ name: string; mountPoint: string; active: string; folder: string; lower: string }>([
+    const mounted = json<{ name: string; mountPoint: string; active: string; folder: string; lower: string; protectGit: boolean }>([
       'mount',
       lower,
       '--at',
@@ -117,6 +117,7 @@ describe('the shadowfs daemon', function () {
     assert.strictEqual(mounted.mountPoint, at);
     assert.strictEqual(mounted.folder, fs.realpathSync(lower));
     assert.strictEqual(mounted.lower, mounted.folder, 'lower: the former name, kept for one protocol version');
+    assert.strictEqual(mounted.protectGit, true, "git's control files are read-only in layers by default");
     assert.ok(mountedPaths().has(at));
     exits(['mount', lower, '--name', 'proj'], 1, 'a second shadow with the same name is refused');
 
@@ -430,8 +431,9 @@ describe('the shadowfs daemon', function () {
     const lower = makeProject();
     fs.writeFileSync(path.join(lower, '.env'), 'SECRET=1\n');
     const guard = new FolderGuard(lower);
-    // Mounted in a mode other than the default: the new daemon mounts it the same way.
-    const info = json<{ mountPoint: string }>(['mount', lower, '--name', 'crashy', '--io', 'open']);
+    // Mounted in modes other than the default: the new daemon mounts it the same way.
+    const info = json<{ mountPoint: string; protectGit: boolean }>(['mount', lower, '--name', 'crashy', '--io', 'open', '--writable-git']);
+    assert.strictEqual(info.protectGit, false);
     // The agent's work, saved by the daemon's autosave (every 30 s by default; asked for here).
     json(['layer', 'write', 'crashy', 'alice', 'src/work.js'], 'module.exports = "kept";\n');
     json(['checkpoint', 'crashy', '--agent', 'alice', '--name', 'autosave']);
@@ -476,7 +478,14 @@ describe('the shadowfs daemon', function () {
     assert.deepStrictEqual([...st.recovered].sort(), [info.mountPoint, view.mountPoint, userView.mountPoint].sort());
     // The shadow is back under its name, a fresh mount, with alice's layer from its autosave
     // (views are not reopened).
-    const back = st.shadows as Array<{ name: string; agents: string[]; active: string | null; mountPoint: string; io: string }>;
+    const back = st.shadows as Array<{
+      name: string;
+      agents: string[];
+      active: string | null;
+      mountPoint: string;
+      io: string;
+      protectGit: boolean;
+    }>;
     assert.deepStrictEqual(
       back.map((x) => x.name),
       ['crashy'],
@@ -484,6 +493,7 @@ describe('the shadowfs daemon', function () {
     assert.ok(back[0].agents.includes('alice'), JSON.stringify(back));
     assert.strictEqual(back[0].active, 'alice', 'the shared mount shows the layer it showed before the crash');
     assert.strictEqual(back[0].io, 'open', 'mounted again in the I/O mode it had');
+    assert.strictEqual(back[0].protectGit, false, 'and with layers still free to write git files');
     assert.strictEqual(fs.readFileSync(path.join(back[0].mountPoint, 'src/work.js'), 'utf8'), 'module.exports = "kept";\n');
     assert.strictEqual(cli(['layer', 'cat', 'crashy', 'alice', 'src/work.js']).stdout, 'module.exports = "kept";\n');
     // Her mask came back with the shadow, before her layer did.

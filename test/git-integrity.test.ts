@@ -205,6 +205,9 @@ describe('git integrity: .git never leaves a layer as files; agent commits come 
         assert.deepStrictEqual(workTree(repo), new Map([...expected].filter(([p]) => !p.split('/').includes('.git'))));
       },
       false, // apply writes the folder: that is what this test checks
+      // A layer holding a nested repository and .git files is what apply must leave out; the
+      // shadow's write guard (test/git-guard.test.ts) would refuse to make them at all.
+      { protectGit: false },
     );
   });
 
@@ -363,6 +366,9 @@ describe('git integrity: .git never leaves a layer as files; agent commits come 
         assert.match(git(repo, 'log', '-1', '--format=%s', 'from-agent'), /agent: change/);
       },
       false,
+      // What a layer could hold were the write guard off (it refuses these writes by default,
+      // test/git-guard.test.ts): apply --branch must still run none of it.
+      { protectGit: false },
     );
   });
 });

@@ -208,4 +208,22 @@ Napi::Value Shadow::SetMask(const Napi::CallbackInfo& info) {
   });
 }
 
+// JS thread: guarded(paths: string[]) -> boolean[]: which of the normalised relative paths no
+// layer may write (the write guard; all false without one). Synchronous: the guard is immutable.
+Napi::Value Shadow::Guarded(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 1 || !info[0].IsArray()) {
+    Napi::TypeError::New(env, "guarded(paths)").ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
+  Napi::Array in = info[0].As<Napi::Array>();
+  Napi::Array out = Napi::Array::New(env, in.Length());
+  for (uint32_t i = 0; i < in.Length(); ++i) {
+    Napi::Value v = in.Get(i);
+    const bool refused = guard_ && v.IsString() && guard_->refuses(v.As<Napi::String>().Utf8Value());
+    out.Set(i, Napi::Boolean::New(env, refused));
+  }
+  return out;
+}
+
 }  // namespace shadowfs

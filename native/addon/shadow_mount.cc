@@ -66,6 +66,7 @@ Outcome Shadow::mountAt(const std::string& mp) {
     ov_ = createOverlay(lower_, spillDir_, spillThreshold_, opts_.caseInsensitive, &err,
                         &message);
     if (!ov_) return Outcome{err ? err : EIO, message, {}};
+    if (guard_) ov_->setWriteGuard(guard_);
   }
   // An unmounted leftover (the mount vanished under us) goes first: a WinFsp volume keeps its
   // mount directory (or drive letter) until it is deleted, and WinFsp refuses to mount where

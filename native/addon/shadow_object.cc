@@ -40,6 +40,7 @@ Napi::Function Shadow::Init(Napi::Env env) {
                       InstanceMethod("changes", &Shadow::Changes),
                       InstanceMethod("stats", &Shadow::Stats),
                       InstanceMethod("setMask", &Shadow::SetMask),
+                      InstanceMethod("guarded", &Shadow::Guarded),
                       InstanceMethod("auditRead", &Shadow::AuditRead),
                       InstanceMethod("auditLoad", &Shadow::AuditLoad),
                       InstanceMethod("setAuditLimits", &Shadow::SetAuditLimits),
@@ -67,7 +68,7 @@ Napi::Function Shadow::Init(Napi::Env env) {
 
 // JS thread. new Shadow(backend, lower, mountPoint, { entryTimeout, attrTimeout,
 // negativeTimeout, useEpoch, allowOther, caseInsensitive, openRoundTrips, passthrough,
-// ioUring, spillThreshold, spillDir, volumePrefix, debug }):
+// ioUring, spillThreshold, spillDir, volumePrefix, debug, protectGit, protectedPaths }):
 // only records the options and starts the worker; nothing is opened or mounted until mount()
 // (a job, like every I/O). A mount (shared or view) that ends without being asked to calls
 // this object's `onGone(reason, viewId | null)` property, if it is a function, on the JS thread.
@@ -103,6 +104,16 @@ Shadow::Shadow(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Shadow>(info) 
   spillThreshold_ = threshold >= 0 ? static_cast<uint64_t>(threshold) : UINT64_MAX;
   if (o.Get("spillDir").IsString()) spillDir_ = o.Get("spillDir").As<Napi::String>();
   if (o.Get("volumePrefix").IsString()) opts_.volumePrefix = o.Get("volumePrefix").As<Napi::String>();
+  bool guardGit = true;
+  flag("protectGit", &guardGit);
+  std::vector<std::string> guardPaths;
+  if (o.Get("protectedPaths").IsArray()) {
+    Napi::Array a = o.Get("protectedPaths").As<Napi::Array>();
+    for (uint32_t i = 0; i < a.Length(); ++i)
+      if (a.Get(i).IsString()) guardPaths.push_back(a.Get(i).As<Napi::String>());
+  }
+  if (guardGit || !guardPaths.empty())
+    guard_ = std::make_shared<const WriteGuard>(guardGit, guardPaths, opts_.caseInsensitive);
   backendName_ = info[0].As<Napi::String>();
   lower_ = info[1].As<Napi::String>();
   mountPoint_ = info[2].As<Napi::String>();

@@ -148,6 +148,7 @@ class Shadow : public Napi::ObjectWrap<Shadow> {
   Napi::Value Changes(const Napi::CallbackInfo& info);
   Napi::Value Stats(const Napi::CallbackInfo& info);
   Napi::Value SetMask(const Napi::CallbackInfo& info);
+  Napi::Value Guarded(const Napi::CallbackInfo& info);
   // shadow_audit.cc
   Napi::Value AuditRead(const Napi::CallbackInfo& info);
   Napi::Value AuditLoad(const Napi::CallbackInfo& info);
@@ -192,6 +193,9 @@ class Shadow : public Napi::ObjectWrap<Shadow> {
   std::string lower_;
   std::string mountPoint_;
   std::string spillDir_;
+  // The write guard (native/core/write_guard.h), made by the constructor, given to the overlay
+  // when it is made; null: none. Immutable, so the JS thread asks it directly (Guarded).
+  std::shared_ptr<const WriteGuard> guard_;
   uint64_t spillThreshold_ = UINT64_MAX;
   MountOptions opts_;
 

@@ -46,6 +46,11 @@ export const NATIVE_ERRNOS: ErrnoTable = {
     say: (what) =>
       `${what}: the path is masked for this agent (shadowfs mask), or holds masked paths: it cannot be made or deleted; the user decides what agents see`,
   },
+  EPERM: {
+    code: 'PATH_PROTECTED',
+    say: (what) =>
+      `${what}: git's control files (.git itself, a repository's config, hooks, commondir) and the folder's hooks directory are read-only in a shadow: git run in the mount would obey them`,
+  },
   EROFS: { code: 'NO_ACTIVE_LAYER', say: (what) => `${what}: no layer is active, the shadow shows the folder read-only` },
 };
 

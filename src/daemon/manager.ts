@@ -118,6 +118,7 @@ export class ShadowManager {
         ...(atRecorded ? { mountPoint: s.mountPoint } : {}),
         ...(s.backend !== undefined ? { backend: s.backend } : {}),
         ...(s.io !== undefined ? { io: s.io } : {}),
+        ...(s.protectGit === false ? { protectGit: false } : {}),
         ...(s.masks !== undefined ? { masks: s.masks } : {}),
       });
       // The shared mount shows again what it showed: the agent whose layer came back, or the folder.
@@ -186,6 +187,8 @@ export class ShadowManager {
     backend?: string;
     io?: IoMode;
     allowOther?: boolean;
+    /** Refuse layer writes to git's control files (MountOptions.protectGit; default true). */
+    protectGit?: boolean;
     /** Windows, winfsp: the volume form (see MountOptions.volume). */
     volume?: WindowsVolume;
     /** Bring back agents' layers from their autosave checkpoints for this folder (default true). */
@@ -215,6 +218,7 @@ export class ShadowManager {
       ...(params.io ? { io: params.io } : {}),
       ...(params.volume ? { volume: params.volume } : {}),
       allowOther: params.allowOther === true,
+      protectGit: params.protectGit !== false,
     });
     if (params.masks) {
       try {
@@ -382,6 +386,8 @@ export class ShadowManager {
       mountPoint: e.shadow.mountPoint,
       backend: e.shadow.backend,
       io: e.shadow.io,
+      protectGit: e.shadow.protectGit,
+      protectedPaths: [...e.shadow.protectedPaths],
       ...(e.shadow.volume ? { volume: e.shadow.volume } : {}),
       ...(lost !== undefined ? { lost } : {}),
       ...(mounted ? { transport: e.shadow.kernelTransport() } : {}),
@@ -457,6 +463,8 @@ export class ShadowManager {
         createdMountPoint: e.shadow.ownsMountPoint,
         backend: e.shadow.backend,
         io: e.shadow.io,
+        // Only the exception is kept: a state file without it protects, as a daemon before it did not.
+        ...(e.shadow.protectGit ? {} : { protectGit: false }),
         views: [...e.shadow.views].map((v) => ({ mountPoint: v.mountPoint, createdMountPoint: v.ownsMountPoint })),
         ...(e.shadow.mounted ? { active: e.shadow.active } : {}),
         ...(Object.keys(e.shadow.maskState).length ? { masks: e.shadow.maskState } : {}),

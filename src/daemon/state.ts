@@ -47,6 +47,8 @@ const ShadowState = z.strictObject({
     .regex(/^[a-z0-9_]{1,32}$/)
     .optional(),
   io: z.enum(['cached', 'open', 'passthrough']).optional(),
+  /** Mounted with protectGit false (MountOptions.protectGit), so a crash recovery does the same. */
+  protectGit: z.boolean().optional(),
   /** Masked paths (src/shadow/mask.ts), so a crash does not unmask an agent. Checked again as globs when given back. */
   masks: z
     .strictObject({

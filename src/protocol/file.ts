@@ -67,7 +67,7 @@ export const FileRequests = {
       hash: z.string().optional().describe('With expect: the content hash the file has now, for the next expect.'),
       mtimeMs: z.number().optional().describe('With expect: its modification time now.'),
     }),
-    errors: ['UNKNOWN_SHADOW', 'INVALID_AGENT', 'INVALID_PATH', 'IS_DIRECTORY', 'CONFLICT', 'NOT_MOUNTED', 'PATH_MASKED'],
+    errors: ['UNKNOWN_SHADOW', 'INVALID_AGENT', 'INVALID_PATH', 'IS_DIRECTORY', 'CONFLICT', 'NOT_MOUNTED', 'PATH_MASKED', 'PATH_PROTECTED'],
   }),
   'file.edit': request({
     summary:
@@ -82,7 +82,17 @@ export const FileRequests = {
       expect: fileExpectation.optional(),
     }),
     result: z.object({ path: z.string(), replacements: z.number().int() }),
-    errors: ['UNKNOWN_SHADOW', 'INVALID_AGENT', 'INVALID_PATH', 'NOT_FOUND', 'NO_MATCH', 'AMBIGUOUS_MATCH', 'CONFLICT', 'NOT_MOUNTED'],
+    errors: [
+      'UNKNOWN_SHADOW',
+      'INVALID_AGENT',
+      'INVALID_PATH',
+      'NOT_FOUND',
+      'NO_MATCH',
+      'AMBIGUOUS_MATCH',
+      'CONFLICT',
+      'NOT_MOUNTED',
+      'PATH_PROTECTED',
+    ],
   }),
   'file.list': request({
     summary: "Lists a directory (or a tree) as the agent's layer shows it; .gitignore'd entries left out unless asked.",

@@ -45,13 +45,13 @@ export const LayerRequests = {
       mode: z.number().int().min(0).max(0o7777).optional().describe("Permission bits (default 0644, or the existing file's)."),
     }),
     result: z.object({ path: z.string(), bytes: z.number().int() }),
-    errors: [...pathErrors, 'IS_DIRECTORY', 'NOT_A_DIRECTORY', 'INVALID_ARGUMENT', 'PATH_MASKED'],
+    errors: [...pathErrors, 'IS_DIRECTORY', 'NOT_A_DIRECTORY', 'INVALID_ARGUMENT', 'PATH_MASKED', 'PATH_PROTECTED'],
   }),
   'layer.remove': request({
     summary: "Removes a path in an agent's layer (the folder keeps it).",
     params: z.strictObject({ shadow: shadowRef, agent: agentId, path: relPath }),
     result: z.object({ path: z.string() }),
-    errors: [...pathErrors, 'NOT_FOUND', 'NOT_A_DIRECTORY', 'PATH_MASKED'],
+    errors: [...pathErrors, 'NOT_FOUND', 'NOT_A_DIRECTORY', 'PATH_MASKED', 'PATH_PROTECTED'],
   }),
   'layer.revert': request({
     summary:

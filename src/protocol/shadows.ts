@@ -20,6 +20,16 @@ export const ShadowInfo = z.object({
   mountPoint: z.string(),
   backend: z.string().describe('The mount backend serving it ("fuse_ll", "fuse_hl").'),
   io: z.enum(['cached', 'open', 'passthrough']).optional().describe('How the backend serves opens (see mount); fuse_hl always "open".'),
+  protectGit: z
+    .boolean()
+    .optional()
+    .describe("Whether layers may not write git's control files (see mount); absent: a daemon that did not refuse them."),
+  protectedPaths: z
+    .array(z.string())
+    .optional()
+    .describe(
+      "The folder's own paths layers may not write besides them, as anchored globs: its hooks directory when core.hooksPath lies inside it.",
+    ),
   transport: z
     .record(z.string(), z.boolean())
     .optional()
@@ -127,6 +137,12 @@ export const ShadowRequests = {
         .boolean()
         .optional()
         .describe('Let other users use the shadow (FUSE allow_other); a non-root daemon needs user_allow_other in /etc/fuse.conf.'),
+      protectGit: z
+        .boolean()
+        .optional()
+        .describe(
+          "Refuse every layer write to git's control files: .git itself at any depth, a repository's config, config.worktree, commondir and hooks, and the folder's own hooks directory (core.hooksPath inside it). git run in the mount outside a sandbox obeys them, so an agent's core.fsmonitor or hook there would run as the user. Default true.",
+        ),
       restore: z
         .boolean()
         .optional()

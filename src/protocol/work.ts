@@ -320,7 +320,7 @@ export const WorkRequests = {
     summary: "Makes an agent's layer what a checkpoint holds (its current changes are dropped).",
     params: z.strictObject({ shadow: shadowRef, agent: agentId, name: checkpointName.optional().describe('Default: the newest.') }),
     result: z.object({ name: z.string(), paths: z.number().int() }),
-    errors: ['UNKNOWN_SHADOW', 'INVALID_AGENT', 'UNKNOWN_CHECKPOINT', 'NOT_MOUNTED'],
+    errors: ['UNKNOWN_SHADOW', 'INVALID_AGENT', 'UNKNOWN_CHECKPOINT', 'NOT_MOUNTED', 'PATH_PROTECTED'],
   }),
   'layer.checkpoints': request({
     summary: "An agent's checkpoints for this shadow's folder, oldest first.",

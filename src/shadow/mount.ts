@@ -10,6 +10,7 @@ import { checkAllowOther, isInside, platform } from '../platform';
 import { checkAgent, checkFolder } from './checks';
 import { ERRNOS } from './errnos';
 import { networkPrefix, prepareMountPoint, volumeFor, type WindowsVolume } from './mount-point';
+import { folderHooksGlobs } from './git-guard';
 import { Shadow } from './shadow';
 
 export type { WindowsVolume };
@@ -77,6 +78,16 @@ export interface MountOptions {
    * "0", else true. fuse_hl ignores it.
    */
   ioUring?: boolean;
+  /**
+   * Refuse, with EPERM ("Operation not permitted"), every write a layer would make to git's control files: the name
+   * `.git` itself at any depth (so no new or replaced repository), and beneath a `.git` its `config`,
+   * `config.worktree`, `commondir` and `hooks` (outside refs, logs and objects), plus the folder's own hooks directory
+   * when core.hooksPath puts it inside the folder. git run in the mount outside any confinement (your shell, a prompt
+   * that runs `git status`, an editor) obeys those files, so an agent's `core.fsmonitor` or hook there would run as
+   * you. The agent's git still commits, branches and stashes; `git config --local`, new hooks and `git init` fail.
+   * Default true; false lets a layer write them (then run git in the mount only inside `shadowfs shell`).
+   */
+  protectGit?: boolean;
 }
 
 export type IoMode = 'cached' | 'open' | 'passthrough';
@@ -139,9 +150,13 @@ export async function mount(folder: string, options: MountOptions = {}): Promise
       'INVALID_ARGUMENT',
       `io must be "cached", "open" or "passthrough" (from the option or $SHADOWFS_IO), got ${JSON.stringify(io)}`,
     );
+  const protectGit = options.protectGit ?? true;
+  if (typeof protectGit !== 'boolean')
+    throw new ShadowError('INVALID_ARGUMENT', `protectGit must be true or false, got ${String(protectGit)}`);
   const ioUring = options.ioUring ?? process.env.SHADOWFS_IO_URING !== '0';
   if (typeof ioUring !== 'boolean') throw new ShadowError('INVALID_ARGUMENT', `ioUring must be true or false, got ${String(ioUring)}`);
   const volume = volumeFor(backend, options.mountPoint, options.volume);
+  const protectedPaths = protectGit ? folderHooksGlobs(realFolder) : [];
   const { mountPoint, created } = prepareMountPoint(options.mountPoint, realFolder);
   const native = new lib.Shadow(backend, realFolder, mountPoint, {
     ...(volume === 'network' ? { volumePrefix: networkPrefix(path.basename(realFolder) || 'root') } : {}),
@@ -156,6 +171,8 @@ export async function mount(folder: string, options: MountOptions = {}): Promise
     caseInsensitive,
     spillThreshold,
     spillDir,
+    protectGit,
+    protectedPaths,
   });
   try {
     await native.mount();
@@ -169,7 +186,7 @@ export async function mount(folder: string, options: MountOptions = {}): Promise
     }
     throw fromNative(err, `cannot mount a shadow of ${realFolder} at ${mountPoint}`, ERRNOS.mount);
   }
-  const shadow = new Shadow(native, realFolder, mountPoint, created, backend, io, volume);
+  const shadow = new Shadow(native, realFolder, mountPoint, created, backend, io, volume, { protectGit, protectedPaths });
   if (layer !== null) {
     try {
       await shadow.createLayer(layer);

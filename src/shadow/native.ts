@@ -27,6 +27,10 @@ export interface NativeMountOptions {
   spillThreshold?: number;
   /** winfsp: a network volume with this prefix ("\shadowfs\name", one leading backslash), reachable as \\shadowfs\name; absent: a disk volume. Other backends ignore it. */
   volumePrefix?: string;
+  /** Refuse every layer write to git's control files (native/core/write_guard.h; default true). */
+  protectGit?: boolean;
+  /** Anchored globs (mask syntax) no layer may write, each with everything beneath it. */
+  protectedPaths?: string[];
   debug?: boolean;
 }
 
@@ -150,6 +154,8 @@ export interface NativeShadow {
   stats(layer: string): Promise<LayerStats>;
   /** Masked paths of the layer (native/core/mask.h): an empty list masks nothing. Mounts showing it forget their caches. */
   setMask(layer: string, globs: string[]): Promise<void>;
+  /** Which of these relative paths no layer may write (the write guard, MountOptions.protectGit). */
+  guarded(paths: string[]): boolean[];
   /** The layer's audit trail, whole (native/core/audit.h; queries are src/shadow/audit.ts's). */
   auditRead(layer: string): Promise<AuditRecord>;
   /** Makes `record` the layer's audit trail (a checkpoint restored). */

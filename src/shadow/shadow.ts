@@ -84,6 +84,10 @@ export class Shadow {
   private goneReason: string | undefined;
   /** Windows, winfsp: the shared mount's volume form (MountOptions.volume); undefined elsewhere. */
   readonly volume: WindowsVolume | undefined;
+  /** Whether layers may not write git's control files (MountOptions.protectGit). */
+  readonly protectGit: boolean;
+  /** The folder's own paths layers may not write besides them (its hooks directory), as anchored globs. */
+  readonly protectedPaths: readonly string[];
 
   /** @internal use mount() */
   constructor(
@@ -94,6 +98,7 @@ export class Shadow {
     backend: string,
     io: IoMode = 'open',
     volume?: WindowsVolume,
+    guard: { protectGit: boolean; protectedPaths: readonly string[] } = { protectGit: true, protectedPaths: [] },
   ) {
     this.native = native;
     this.folder = folder;
@@ -102,6 +107,8 @@ export class Shadow {
     this.mountPoint = mountPoint;
     this.createdMountPoint = createdMountPoint;
     this.volume = volume;
+    this.protectGit = guard.protectGit;
+    this.protectedPaths = Object.freeze([...guard.protectedPaths]);
     // The addon calls this on the JS thread when a mount ends on its own (the native object
     // holds it as a property: a cycle within the JS heap, which the GC collects).
     native.onGone = (reason, view) => this.gone(reason, view);
@@ -159,6 +166,15 @@ export class Shadow {
   /** @internal whether unmounting removes the mount point (it was made for this shadow) */
   get ownsMountPoint(): boolean {
     return this.createdMountPoint;
+  }
+
+  /**
+   * Which of these paths (relative to the folder, "/"-separated) no layer of this shadow may write: git's control files
+   * and the folder's hooks directory while protectGit is on (MountOptions.protectGit); none otherwise.
+   */
+  protects(relPaths: string[]): boolean[] {
+    if (!this.native) return relPaths.map(() => false);
+    return this.native.guarded(relPaths);
   }
 
   /** The agent whose layer the shared mount shows, or null (the folder exactly, read-only). */

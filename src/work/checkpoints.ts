@@ -367,6 +367,17 @@ export class CheckpointStore {
           throw corrupt(`the checkpoint ${name} of ${agent} has a chunk of ${e.path} of the wrong length`);
     }
     const audit = m.audit === undefined ? undefined : this.auditOf(m.audit, `the checkpoint ${name} of ${agent}`);
+    // A checkpoint of a shadow whose layers could write git's control files (protectGit off, or
+    // a daemon before it), restored where they cannot: refused before the layer is touched, as
+    // the first such write would otherwise fail halfway through.
+    const guarded = shadow.protects(m.entries.map((e) => e.path));
+    const refused = m.entries.filter((_, i) => guarded[i]).map((e) => e.path);
+    if (refused.length) {
+      throw new ShadowError(
+        'PATH_PROTECTED',
+        `the checkpoint ${name} of ${agent} holds git's control files (${refused.slice(0, 5).join(', ')}${refused.length > 5 ? ', …' : ''}), which the layers of this shadow may not write; nothing was changed: mount the folder with --writable-git (protectGit: false) to restore it`,
+      );
+    }
     const layer = await shadow.createLayer(agent);
     await layer.reset();
     // Deletions first, shallowest first; then directories, files and links in path order.

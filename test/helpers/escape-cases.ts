@@ -385,6 +385,25 @@ export const CASES: EscapeCase[] = [
     check: (o) => assertLines(o, ['// agent'], "the writes through the links landed in the agent's layer"),
   },
   {
+    name: 'git-control-files',
+    tries:
+      "makes a repository in the shadow (a .git directory, a .git file, one moved into place, a symlink) for the user's own git in the mount to obey (test/git-guard.test.ts plants config and hooks in a real one)",
+    command: (w) => ({
+      shell: script(
+        `cd ${q(w.lower)}`,
+        attempt('.git directory', 'mkdir .git'),
+        attempt('.git file', 'echo "gitdir: /tmp/planted" > .git'),
+        attempt('.git moved into place', 'mkdir -p planted/hooks && mv planted .git'),
+        attempt('.git symlink', 'ln -s /tmp .git'),
+        attempt('nested .git', 'mkdir -p src/lib/.git/hooks'),
+      ),
+    }),
+    check: (o) => {
+      for (const what of ['.git directory', '.git file', '.git moved into place', '.git symlink', 'nested .git'])
+        assert.match(o.result?.stdout ?? '', new RegExp(`${what.replace('.', '\\.')}: refused`), what);
+    },
+  },
+  {
     name: 'metadata-and-deletes',
     tries:
       "chmod, chown, touch, truncate, setfattr, rename and rm -rf of A's own files, and a reopen of a read-only descriptor for writing",

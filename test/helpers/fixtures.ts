@@ -138,7 +138,12 @@ export async function withShadow<T>(
 }
 
 /** withShadow with the shadow's work service (diffs, apply, checkpoints), disposed after `fn`. */
-export async function withWork<T>(lower: string, fn: (w: WorkService, shadow: Shadow, mp: string) => Promise<T>, guard = true): Promise<T> {
+export async function withWork<T>(
+  lower: string,
+  fn: (w: WorkService, shadow: Shadow, mp: string) => Promise<T>,
+  guard = true,
+  options: MountOptions = {},
+): Promise<T> {
   return withShadow(
     lower,
     async (shadow, mp) => {
@@ -149,7 +154,7 @@ export async function withWork<T>(lower: string, fn: (w: WorkService, shadow: Sh
         await w.dispose();
       }
     },
-    { guard },
+    { ...options, guard },
   );
 }
 

@@ -89,6 +89,7 @@ export const ERROR_CATEGORY: Record<keyof typeof ErrorCodes | 'USAGE' | 'CLI_FAI
   PEER_REFUSED: 'SecurityError',
   SCOPE_DENIED: 'PermissionDenied',
   PATH_MASKED: 'PermissionDenied',
+  PATH_PROTECTED: 'PermissionDenied',
   STATE_CORRUPT: 'InvalidData',
   PROTOCOL: 'ProtocolError',
   INVALID_AGENT: 'InvalidArgument',

@@ -17,6 +17,7 @@ interface Args {
   backend?: string;
   io?: string;
   'allow-other': boolean;
+  'writable-git': boolean;
 }
 
 export const mountCommand: CommandModule<object, Args> = {
@@ -55,6 +56,13 @@ export const mountCommand: CommandModule<object, Args> = {
           'let other users use the shadow, the kernel checking permissions (FUSE allow_other; a user other than root needs ' +
           'user_allow_other in /etc/fuse.conf); give --at a place they can reach',
       })
+      .option('writable-git', {
+        type: 'boolean',
+        default: false,
+        describe:
+          "let layers write git's control files (.git itself, a repository's config and hooks, the folder's core.hooksPath): " +
+          'by default they cannot, since git you run in the mount would obey them; with this, run git there only in `shadowfs shell`',
+      })
       .option('json', { type: 'boolean', default: false, describe: 'print one JSON object per event' }) as Argv<Args>,
   handler: async (args) => {
     if (!args.foreground) {
@@ -70,6 +78,7 @@ export const mountCommand: CommandModule<object, Args> = {
             ...(args.backend ? { backend: args.backend } : {}),
             ...(args.io ? { io: args.io as IoMode } : {}),
             ...(args['allow-other'] ? { allowOther: true } : {}),
+            ...(args['writable-git'] ? { protectGit: false } : {}),
           }),
         (r) => `${r.name}\t${r.mountPoint}`,
       );
@@ -95,6 +104,7 @@ export const mountCommand: CommandModule<object, Args> = {
         backend: args.backend,
         ...(args.io ? { io: args.io as IoMode } : {}),
         allowOther: args['allow-other'],
+        protectGit: !args['writable-git'],
       });
       emit(
         args,

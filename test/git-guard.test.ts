@@ -1,0 +1,242 @@
+// The write guard (native/core/write_guard.h): an agent cannot plant anything that git, run by
+// the user in the shadow's mount outside any sandbox, would execute. The agent works as agents
+// really do, in a confined run (runInShadow) with real git; then the user runs real git in the
+// mount point (status, diff, commit) from this process, unconfined, with the agent's layer
+// shown. Markers outside the folder show whether any planted command ran; the folder is hashed
+// and watched throughout (withShadow's guard). The same plant with the guard off does run,
+// which shows these tests can fail.
+import * as assert from 'assert';
+import { execFileSync, spawnSync } from 'child_process';
+import * as fs from 'fs';
+import * as path from 'path';
+import { ShadowError } from '../src/common/errors';
+import { runInShadow } from '../src/run/runner';
+import * as files from '../src/work/files';
+import type { Shadow } from '../src/shadow';
+import { tempDir, withShadow, withWork } from './helpers/fixtures';
+
+const q = (s: string): string => `'${s.replace(/'/g, `'\\''`)}'`;
+
+function git(cwd: string, ...args: string[]): string {
+  return execFileSync('git', args, { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+}
+
+/** A repository with a commit, and (with `husky`) core.hooksPath inside the folder, as husky sets it. */
+function makeRepo(husky = false): string {
+  const dir = tempDir('git-guard');
+  git(dir, 'init', '-q', '-b', 'main');
+  git(dir, 'config', 'user.email', 'test@example.invalid');
+  git(dir, 'config', 'user.name', 'test');
+  fs.writeFileSync(path.join(dir, 'README.md'), '# project\n');
+  if (husky) {
+    fs.mkdirSync(path.join(dir, '.husky', '_'), { recursive: true });
+    fs.writeFileSync(path.join(dir, '.husky', 'pre-commit'), 'npm test\n');
+    fs.writeFileSync(path.join(dir, '.husky', '_', 'h'), '#!/bin/sh\n', { mode: 0o755 });
+    git(dir, 'config', 'core.hooksPath', '.husky/_');
+  }
+  git(dir, 'add', '-A');
+  git(dir, 'commit', '-q', '-m', 'base');
+  return dir;
+}
+
+/** sh text: runs `cmd`, prints "<label>: ok" if it succeeded, "<label>: refused" if not. */
+const attempt = (label: string, cmd: string): string =>
+  `if ( ${cmd} ) >/dev/null 2>&1; then echo ${q(`${label}: ok`)}; else echo ${q(`${label}: refused`)}; fi`;
+
+/** A hook body that leaves a marker named `name` in `marks`. */
+const hook = (marks: string, name: string): string => `#!/bin/sh\\ntouch ${path.join(marks, name)}\\n`;
+
+/** Every plant an agent could try, as attempts; `marks` is where a planted command would leave its marker. */
+function plants(marks: string): string[] {
+  const mark = (n: string): string => `touch ${path.join(marks, n)}`;
+  return [
+    attempt('fsmonitor', `git config core.fsmonitor "${mark('fsmonitor')}; false"`),
+    attempt('pager', `git config core.pager "${mark('pager')}; cat"`),
+    attempt('hooksPath', 'git config core.hooksPath planted-hooks'),
+    attempt('append to config', `printf '[core]\\n\\tfsmonitor = "${mark('append')}; false"\\n' >> .git/config`),
+    attempt('config.worktree', `printf '[core]\\n\\tfsmonitor = "${mark('worktree')}; false"\\n' > .git/config.worktree`),
+    attempt('hook', `printf '${hook(marks, 'hook')}' > .git/hooks/post-index-change && chmod +x .git/hooks/post-index-change`),
+    attempt('sample hook renamed', 'mv .git/hooks/pre-commit.sample .git/hooks/pre-commit'),
+    attempt('hooks directory replaced', 'mkdir planted && mv planted .git/hooks2 && mv .git/hooks .git/hooks-old'),
+    attempt('hard link to config', 'ln .git/config cfg'),
+    attempt('symlink over config', 'ln -sf ../planted.cfg .git/config'),
+    attempt('.git renamed', 'mv .git .git-old'),
+    attempt('.git file', 'mkdir -p sub && echo "gitdir: ../planted" > sub/.git'),
+    attempt('nested git init', 'mkdir -p nested && git init -q nested'),
+    attempt('repository moved into modules', 'mkdir -p m/hooks && mv m .git/modules'),
+    attempt('config truncated', 'truncate -s 0 .git/config'),
+    attempt('hooks chmod', 'chmod 777 .git/hooks'),
+  ];
+}
+
+async function agentRun(shadow: Shadow, script: string): Promise<string> {
+  const r = await runInShadow(shadow, {
+    agent: 'agent',
+    argv: ['sh', '-c', script],
+    env: {
+      GIT_AUTHOR_NAME: 'agent',
+      GIT_AUTHOR_EMAIL: 'a@example.invalid',
+      GIT_COMMITTER_NAME: 'agent',
+      GIT_COMMITTER_EMAIL: 'a@example.invalid',
+    },
+  });
+  assert.strictEqual(r.exitCode, 0, `${script}\n--- stdout\n${r.stdout}\n--- stderr\n${r.stderr}`);
+  assert.ok(r.protected, 'the run was confined');
+  return r.stdout;
+}
+
+/** The user's everyday git in the mount point, unconfined, with the agent's layer shown. */
+function userGit(mp: string): void {
+  for (const args of [['status'], ['diff'], ['log', '-p', '-1'], ['commit', '-q', '--allow-empty', '-m', 'user']]) {
+    // Failures are fine (a planted pager that fails, say); running a planted command is not.
+    spawnSync('git', args, { cwd: mp, encoding: 'utf8', env: { ...process.env, GIT_PAGER: '', PAGER: '' } });
+  }
+  // A pager only runs on a terminal, or when asked for.
+  spawnSync('git', ['-p', 'log', '-1'], { cwd: mp, encoding: 'utf8' });
+}
+
+describe('write guard: git run in the mount obeys nothing an agent wrote', function () {
+  this.timeout(120_000);
+
+  it("refuses every plant of a confined agent, and the user's git in the mount runs none of it", async () => {
+    const repo = makeRepo();
+    const marks = tempDir('git-guard-marks');
+    await withShadow(
+      repo,
+      async (shadow, mp) => {
+        const out = await agentRun(
+          shadow,
+          [
+            ...plants(marks),
+            // The agent's everyday git still works beside the guard.
+            'set -e',
+            'echo agent >> README.md',
+            'git add README.md',
+            'git commit -q -m "agent: readme"',
+            'git checkout -q -b feature',
+            'echo wip >> README.md',
+            'git stash -q',
+            'git stash pop -q',
+            'git commit -q -am "agent: wip"',
+            'echo "everyday git: done"',
+          ].join('\n'),
+        );
+        const lines = out.split('\n').filter((l) => l.includes(': '));
+        assert.deepStrictEqual(
+          lines.filter((l) => l.endsWith(': ok')),
+          [],
+          `every plant is refused:\n${out}`,
+        );
+        assert.strictEqual(lines.filter((l) => l.endsWith(': refused')).length, plants(marks).length, out);
+        assert.match(out, /everyday git: done/);
+        await shadow.activate('agent');
+        assert.match(git(mp, 'log', '--format=%s', '-2'), /agent: wip\nagent: readme/);
+        userGit(mp);
+        assert.deepStrictEqual(fs.readdirSync(marks), [], 'no planted command ran');
+        await shadow.activate(null);
+      },
+      { layer: 'agent' },
+    );
+  });
+
+  it("protects the folder's own hooks directory (core.hooksPath inside the folder, as husky sets it)", async () => {
+    const repo = makeRepo(true);
+    const marks = tempDir('git-guard-marks');
+    await withShadow(
+      repo,
+      async (shadow, mp) => {
+        const out = await agentRun(
+          shadow,
+          [
+            attempt('husky hook', `printf '${hook(marks, 'husky')}' > .husky/_/post-index-change && chmod +x .husky/_/post-index-change`),
+            attempt('husky helper', `printf '${hook(marks, 'helper')}' > .husky/_/h`),
+            attempt('husky directory replaced', 'mv .husky/_ .husky/old'),
+            // The project's own files beside it stay the agent's to edit.
+            attempt('husky config edited', 'echo "npm run lint" >> .husky/pre-commit'),
+          ].join('\n'),
+        );
+        assert.match(out, /husky hook: refused/);
+        assert.match(out, /husky helper: refused/);
+        assert.match(out, /husky directory replaced: refused/);
+        assert.match(out, /husky config edited: ok/);
+        await shadow.activate('agent');
+        userGit(mp);
+        assert.deepStrictEqual(fs.readdirSync(marks), [], 'no planted hook ran');
+        await shadow.activate(null);
+      },
+      { layer: 'agent' },
+    );
+  });
+
+  it('the API refuses them too, with PATH_PROTECTED', async () => {
+    const repo = makeRepo(true);
+    await withShadow(repo, async (shadow) => {
+      const layer = shadow.layer('agent');
+      for (const p of ['.git/hooks/pre-commit', '.git/config', 'nested/.git/config', '.husky/_/pre-push']) {
+        await assert.rejects(
+          layer.write(p, '#!/bin/sh\n'),
+          (e: unknown) => e instanceof ShadowError && e.code === 'PATH_PROTECTED' && /read-only in a shadow/.test(e.message),
+          p,
+        );
+      }
+      const isProtected = (e: unknown): boolean => e instanceof ShadowError && e.code === 'PATH_PROTECTED';
+      await assert.rejects(layer.remove('.git/config'), isProtected);
+      // The agent file tools (file.write, file.edit: what MCP and the daemon serve an agent).
+      await assert.rejects(files.writeText(layer, '.git/config', '[core]\n\tfsmonitor = x\n'), isProtected);
+      await assert.rejects(files.editText(layer, '.git/config', '[core]', '[core]\n\tfsmonitor = x'), isProtected);
+      await layer.write('.husky/pre-commit', 'npm run lint\n');
+      assert.deepStrictEqual(
+        (await layer.changes()).map((c) => c.path),
+        ['.husky/pre-commit'],
+      );
+    });
+  });
+
+  it('a checkpoint holding them is refused where they are protected, before the layer changes', async () => {
+    const repo = makeRepo();
+    await withWork(
+      repo,
+      async (w, shadow) => {
+        const layer = await shadow.createLayer('agent');
+        await layer.write('.git/config', '[core]\n\tfsmonitor = planted\n');
+        await layer.write('README.md', 'agent\n');
+        await w.checkpoint('agent', 'unguarded');
+      },
+      true,
+      { protectGit: false },
+    );
+    await withWork(repo, async (w, shadow) => {
+      const layer = await shadow.createLayer('agent');
+      await layer.write('keep.txt', 'work since\n');
+      await assert.rejects(
+        w.restore('agent', 'unguarded'),
+        (e: unknown) => e instanceof ShadowError && e.code === 'PATH_PROTECTED' && /\.git\/config.*nothing was changed/.test(e.message),
+      );
+      assert.deepStrictEqual(
+        (await layer.changes()).map((c) => c.path),
+        ['keep.txt'],
+        'the layer is as it was',
+      );
+    });
+  });
+
+  it('with protectGit false a layer may write them, and a planted fsmonitor does run in the mount', async () => {
+    const repo = makeRepo();
+    const marks = tempDir('git-guard-marks');
+    await withShadow(
+      repo,
+      async (shadow, mp) => {
+        const out = await agentRun(
+          shadow,
+          attempt('fsmonitor', `git config core.fsmonitor "touch ${path.join(marks, 'fsmonitor')}; false"`),
+        );
+        assert.match(out, /fsmonitor: ok/);
+        await shadow.activate('agent');
+        spawnSync('git', ['status'], { cwd: mp });
+        assert.deepStrictEqual(fs.readdirSync(marks), ['fsmonitor'], 'what the guard is for: the plant runs as the user');
+        await shadow.activate(null);
+      },
+      { layer: 'agent', protectGit: false },
+    );
+  });
+});
