@@ -168,6 +168,127 @@ describe('write guard: git run in the mount obeys nothing an agent wrote', funct
     );
   });
 
+  it("refuses what the folder's git setup points at inside it, and bare repositories made by hand", async () => {
+    // include.path to a tracked file, a hooks directory that is a link, a hook that is a link
+    // into the project: each would run as the user were it the agent's to change.
+    const repo = makeRepo();
+    const marks = tempDir('git-guard-marks');
+    fs.mkdirSync(path.join(repo, 'tools', 'hooks'), { recursive: true });
+    fs.mkdirSync(path.join(repo, 'scripts'));
+    fs.writeFileSync(path.join(repo, 'scripts', 'pre-commit.sh'), '#!/bin/sh\nexit 0\n', { mode: 0o755 });
+    fs.symlinkSync('../../scripts/pre-commit.sh', path.join(repo, 'tools', 'hooks', 'pre-commit'));
+    fs.symlinkSync('tools/hooks', path.join(repo, '.githooks'));
+    fs.writeFileSync(path.join(repo, '.gitconfig'), '[alias]\n\tst = status\n');
+    git(repo, 'config', 'core.hooksPath', '.githooks');
+    git(repo, 'config', 'include.path', '../.gitconfig');
+    const mark = (n: string): string => `touch ${path.join(marks, n)}`;
+    const fsmonitor = (n: string): string => `printf '[core]\\n\\tfsmonitor = "${mark(n)}; false"\\n'`;
+    await withShadow(
+      repo,
+      async (shadow, mp) => {
+        assert.deepStrictEqual([...shadow.protectedPaths].sort(), [
+          '/.git/config',
+          '/.gitconfig',
+          '/.githooks',
+          '/scripts/pre-commit.sh',
+          '/tools/hooks',
+        ]);
+        const out = await agentRun(
+          shadow,
+          [
+            attempt('included config', `${fsmonitor('include')} >> .gitconfig`),
+            attempt(
+              'hook through the hooks link',
+              `printf '${hook(marks, 'hooklink')}' > .githooks/post-commit && chmod +x .githooks/post-commit`,
+            ),
+            attempt('hooks link target', `printf '${hook(marks, 'hookdir')}' > tools/hooks/post-commit`),
+            attempt('linked hook script', `printf '${hook(marks, 'script')}' > scripts/pre-commit.sh`),
+            attempt(
+              'submodule named logs',
+              `mkdir -p .git/modules/tools/logs && ${fsmonitor('submodule')} > .git/modules/tools/logs/config`,
+            ),
+          ].join('\n'),
+        );
+        assert.deepStrictEqual(
+          out.split('\n').filter((l) => l.endsWith(': ok')),
+          [],
+          out,
+        );
+        assert.strictEqual(out.split('\n').filter((l) => l.endsWith(': refused')).length, 5, out);
+        await shadow.activate('agent');
+        userGit(mp);
+        assert.deepStrictEqual(fs.readdirSync(marks), [], 'no planted command ran');
+        await shadow.activate(null);
+      },
+      { layer: 'agent' },
+    );
+  });
+
+  it('refuses the last name of a bare repository laid out by hand, in a directory or at the root behind a spoiled .git', async () => {
+    const repo = makeRepo();
+    const marks = tempDir('git-guard-marks');
+    // A config git takes as a repository with a work tree, so that `git status` runs its fsmonitor.
+    const config = (n: string): string =>
+      `printf '[core]\\n\\trepositoryformatversion = 0\\n\\tbare = false\\n\\tworktree = .\\n\\tfsmonitor = "touch ${path.join(marks, n)}; false"\\n'`;
+    await withShadow(
+      repo,
+      async (shadow, mp) => {
+        const out = await agentRun(
+          shadow,
+          [
+            attempt(
+              'bare repository in src',
+              `mkdir -p src/objects src/refs/heads && echo 'ref: refs/heads/main' > src/HEAD && ${config('bare-src')} > src/config`,
+            ),
+            // git takes the root itself for a repository when the real .git's HEAD is spoiled.
+            attempt('.git/HEAD spoiled', 'echo spoiled > .git/HEAD'),
+            attempt(
+              'bare repository at the root',
+              `${config('bare-root')} > config && mkdir -p objects refs/heads && echo 'ref: refs/heads/main' > HEAD`,
+            ),
+          ].join('\n'),
+        );
+        assert.match(out, /bare repository in src: refused/);
+        assert.match(out, /\.git\/HEAD spoiled: ok/); // git's data, the agent's to write
+        assert.match(out, /bare repository at the root: refused/);
+        await shadow.activate('agent');
+        for (const cwd of [mp, path.join(mp, 'src')]) spawnSync('git', ['status'], { cwd });
+        assert.deepStrictEqual(fs.readdirSync(marks), [], 'no planted command ran');
+        await shadow.activate(null);
+      },
+      { layer: 'agent' },
+    );
+  });
+
+  it('a git directory inside the folder that is not called .git is guarded too (gitdir: .repo)', async () => {
+    const dir = tempDir('git-guard');
+    git(dir, 'init', '-q', '-b', 'main', '--separate-git-dir', path.join(dir, '.repo'));
+    fs.writeFileSync(path.join(dir, '.git'), 'gitdir: .repo\n');
+    fs.writeFileSync(path.join(dir, 'README.md'), '# project\n');
+    const marks = tempDir('git-guard-marks');
+    await withShadow(
+      dir,
+      async (shadow, mp) => {
+        const out = await agentRun(
+          shadow,
+          [
+            attempt('config', `git config core.fsmonitor "touch ${path.join(marks, 'fsmonitor')}; false"`),
+            attempt('hook', `printf '${hook(marks, 'hook')}' > .repo/hooks/post-index-change && chmod +x .repo/hooks/post-index-change`),
+            'git add README.md && git -c user.name=a -c user.email=a@example.invalid commit -q -m agent && echo "commit: done"',
+          ].join('\n'),
+        );
+        assert.match(out, /config: refused/);
+        assert.match(out, /hook: refused/);
+        assert.match(out, /commit: done/);
+        await shadow.activate('agent');
+        userGit(mp);
+        assert.deepStrictEqual(fs.readdirSync(marks), []);
+        await shadow.activate(null);
+      },
+      { layer: 'agent' },
+    );
+  });
+
   it('the API refuses them too, with PATH_PROTECTED', async () => {
     const repo = makeRepo(true);
     await withShadow(repo, async (shadow) => {

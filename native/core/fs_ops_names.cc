@@ -261,6 +261,9 @@ int Overlay::renameIn(Layer& L, const std::string& fromAsked, const std::string&
   }
   const bool toExists = et == 0;
   if (from == to) return 0;
+  // A new name there, as placeNew checks it: the moved object may complete a bare repository.
+  if (!toExists && completesRepository(L, to, rf.node ? rf.node->inode()->type : rf.lowerAttr.type))
+    return EPERM;
   // Onto a masked name: refused as creating it is (placeNew), before anything changes.
   if (masked(L, to)) return EACCES;
   const FileType ft = rf.node ? rf.node->inode()->type : rf.lowerAttr.type;

@@ -398,6 +398,12 @@ class Overlay {
   static bool masked(const Layer& L, std::string_view path);
   // Whether the write guard refuses writing `path` (any spelling: the guard folds case itself).
   bool guarded(std::string_view path) const { return guard_ && guard_->refuses(path); }
+  // Whether making an entry at `path` (a name that is not there yet) would complete, in its
+  // directory, the names git takes for a bare repository: HEAD, objects and refs, with a config
+  // that is not a directory. git run in that directory, or beneath it where it finds no .git
+  // first (an agent can spoil the real .git's HEAD), would obey that config. Outside .git, whose
+  // own directories hold those names rightly. The caller holds L's lock.
+  bool completesRepository(Layer& L, const std::string& path, FileType type);
   // Whether renaming a directory from or to `path` could move git's control files (write_guard.h).
   bool guardedMove(std::string_view path) const { return guard_ && guard_->refusesMove(path); }
   bool lowerSpelling(const std::string& dir, std::string_view name, std::string* real) const;

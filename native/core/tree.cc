@@ -443,6 +443,7 @@ int Overlay::placeNew(Layer& L, const std::string& path, NodeRef inode, Node** o
   // folder's secret, and a later apply or a view without the mask would mix the two.
   if (masked(L, path)) return EACCES;
   if (guarded(path)) return EPERM;  // git's control files (write_guard.h)
+  if (completesRepository(L, path, inode->type)) return EPERM;
   int e = slotOf(L, path, &slot);
   if (e) return e == ELOOP ? ENOTDIR : e;
   Node* p = slot.dir;
@@ -471,6 +472,28 @@ void dropNames(Overlay* ov, Node* n, void (Overlay::*touchFn)(Inode*, bool)) {
 }
 
 // Removes whatever is at `path` (already known to exist): a whiteout where A has something.
+bool Overlay::completesRepository(Layer& L, const std::string& path, FileType type) {
+  if (!guard_ || !guard_->git()) return false;
+  static constexpr const char* kNames[] = {"HEAD", "objects", "refs", "config"};
+  constexpr int kConfig = 3;
+  std::string dir, name;
+  splitLast(path, &dir, &name);
+  auto is = [&](std::string_view a, const char* b) { return ignoreCase_ ? sameName(a, b) : a == b; };
+  int which = -1;
+  for (int i = 0; i < 4; ++i)
+    if (is(name, kNames[i])) which = i;
+  if (which < 0 || (which == kConfig && type == FileType::Directory)) return false;
+  if (WriteGuard::insideRepository(dir, ignoreCase_)) return false;
+  for (int i = 0; i < 4; ++i) {
+    if (i == which) continue;
+    Res r;
+    if (resolve(L, joinPath(dir, kNames[i]), &r) != 0) return false;
+    const FileType t = r.node ? r.node->inode()->type : r.lowerAttr.type;
+    if (i == kConfig && t == FileType::Directory) return false;  // a project's config/ folder
+  }
+  return true;
+}
+
 int Overlay::removeAt(Layer& L, const std::string& path) {
   if (guarded(path)) return EPERM;
   Slot slot;

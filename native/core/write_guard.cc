@@ -36,9 +36,14 @@ bool WriteGuard::insideRepository(std::string_view path, bool ignoreCase) {
 }
 
 bool WriteGuard::scan(std::string_view path, bool ignoreCase, bool* insideAtEnd) {
-  // Walk the components; inside a `.git`, `inRepo` is set until a data directory (refs, logs,
-  // objects) is entered, where names are git's data and nothing is refused.
+  // Walk the components. Inside a `.git`, `inRepo` is set until one of the repository's own
+  // data directories (refs, logs, objects) is entered right beneath that `.git`, where names are
+  // git's data (a branch may be called "config") and nothing is refused. Deeper down, in the
+  // repositories git keeps for submodules and worktrees (`modules/<name>`, `worktrees/<name>`,
+  // whose names may themselves be "refs" or "logs"), no name is data: their control files are
+  // refused wherever they sit (a submodule branch called "config" is the price).
   bool inRepo = false;
+  bool underGit = false;  // the previous component was the `.git`
   size_t start = 0;
   while (start <= path.size()) {
     size_t end = path.find('/', start);
@@ -49,14 +54,16 @@ bool WriteGuard::scan(std::string_view path, bool ignoreCase, bool* insideAtEnd)
       // The entry itself (made, removed, renamed, replaced), or a path beneath it.
       if (last) return true;
       inRepo = true;
+      underGit = true;
     } else if (inRepo) {
-      if (nameIs(c, "refs", ignoreCase) || nameIs(c, "logs", ignoreCase) ||
-          nameIs(c, "objects", ignoreCase)) {
+      if (underGit && (nameIs(c, "refs", ignoreCase) || nameIs(c, "logs", ignoreCase) ||
+                       nameIs(c, "objects", ignoreCase))) {
         inRepo = false;
       } else if (nameIs(c, "hooks", ignoreCase) || nameIs(c, "config", ignoreCase) ||
                  nameIs(c, "config.worktree", ignoreCase) || nameIs(c, "commondir", ignoreCase)) {
         return true;
       }
+      underGit = false;
     }
     if (last) break;
     start = end + 1;

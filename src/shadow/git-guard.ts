@@ -1,8 +1,16 @@
 // The paths of a folder that no layer may write besides git's control files (which the native
-// core refuses by name, native/core/write_guard.h): the folder's own hooks directory when its
-// git configuration puts it inside the folder (core.hooksPath, as husky sets it: `.husky/_`).
-// A hook there would run as the developer the next time they use git in the mount.
+// core refuses by name, native/core/write_guard.h): what the folder's own git configuration makes
+// git read or run from inside the folder, found once at mount by asking git:
+// - its hooks directory, when core.hooksPath puts it inside the folder (husky's `.husky/_`), and
+//   where a symbolic link leads from there or from a hook (`.git/hooks/pre-commit ->
+//   ../../scripts/pre-commit.sh`);
+// - configuration files it includes from inside the folder (`include.path = ../.gitconfig`);
+// - a git directory inside the folder that is not called `.git` (`gitdir: .repo`): its config,
+//   config.worktree, commondir and hooks.
+// Any of them changed by an agent would run as the developer the next time they use git in the
+// mount. Read-only: `git config` and `git rev-parse` run no hook and no fsmonitor.
 import { execFileSync } from 'child_process';
+import * as fs from 'fs';
 import * as path from 'path';
 import { isInside } from '../platform';
 
@@ -52,29 +60,84 @@ function anchored(rel: string): string {
 
 function git(folder: string, args: string[]): string | undefined {
   try {
-    // Reads only: `git config --get` and `rev-parse` run no hook and no fsmonitor.
     return execFileSync('git', ['-C', folder, ...args], {
       encoding: 'utf8',
       stdio: ['ignore', 'pipe', 'ignore'],
       timeout: 10_000,
       windowsHide: true,
-    }).trim();
+      maxBuffer: 16 << 20,
+    });
   } catch {
     return undefined; // no git, not a repository, or no such setting
   }
 }
 
+/** `p` and, when it is a symbolic link or lies under one, where it really is. */
+function withRealPath(p: string): string[] {
+  try {
+    const real = fs.realpathSync(p);
+    return real === p ? [p] : [p, real];
+  } catch {
+    return [p];
+  }
+}
+
 /**
- * Anchored globs for the folder's hooks directory when core.hooksPath (as git resolves it for the folder: its own, the
- * user's and the system's configuration) lies inside the folder; none when it is unset or elsewhere, or git is missing.
+ * Anchored globs (mask syntax) for what the folder's git configuration makes git read or run from inside the folder
+ * (see the top of this file); none when the folder is no repository, or git is missing.
  */
-export function folderHooksGlobs(folder: string): string[] {
-  const hooksPath = git(folder, ['config', '--type=path', '--get', 'core.hooksPath']);
-  if (!hooksPath) return [];
-  // A relative hooksPath is relative to the work tree's top (where git runs hooks from).
-  const top = git(folder, ['rev-parse', '--show-toplevel']) ?? folder;
-  const dir = path.resolve(top, hooksPath);
-  if (!isInside(dir, folder)) return [];
-  const rel = path.relative(folder, dir);
-  return rel === '' ? HOOK_NAMES.map((h) => '/' + h) : [anchored(rel)];
+export function folderGitGlobs(folder: string): string[] {
+  const top = git(folder, ['rev-parse', '--show-toplevel'])?.trim();
+  if (!top) return [];
+  const out = new Set<string>();
+  const add = (abs: string, whole = true): void => {
+    for (const p of withRealPath(abs)) {
+      if (!isInside(p, folder)) continue;
+      const rel = path.relative(folder, p);
+      if (rel === '') {
+        // The folder itself: refusing everything would refuse every write; its hook names only.
+        if (whole) for (const h of HOOK_NAMES) out.add('/' + h);
+      } else out.add(anchored(rel));
+    }
+  };
+  // The git directories, when one inside the folder is not a `.git` (the core refuses those).
+  const gitDir = git(folder, ['rev-parse', '--absolute-git-dir'])?.trim();
+  const commonRel = git(folder, ['rev-parse', '--git-common-dir'])?.trim();
+  const dirs = [gitDir, commonRel === undefined ? undefined : path.resolve(folder, commonRel)];
+  for (const d of dirs) {
+    if (!d || path.basename(d) === '.git') continue;
+    for (const name of ['config', 'config.worktree', 'commondir', 'hooks']) add(path.join(d, name), false);
+  }
+  // The hooks directory git uses, and where links lead from it and from the hooks in it.
+  const hooksPath = git(folder, ['config', '--type=path', '--get', 'core.hooksPath'])?.trim();
+  const hooksDir = hooksPath ? path.resolve(top, hooksPath) : gitDir ? path.join(gitDir, 'hooks') : undefined;
+  if (hooksDir) {
+    if (hooksPath) add(hooksDir);
+    else for (const p of withRealPath(hooksDir).slice(1)) add(p); // a .git/hooks that is a link
+    let names: string[] = [];
+    try {
+      names = fs.readdirSync(hooksDir);
+    } catch {
+      // no such directory (yet)
+    }
+    for (const n of names) {
+      const p = path.join(hooksDir, n);
+      try {
+        if (fs.lstatSync(p).isSymbolicLink()) add(fs.realpathSync(p));
+      } catch {
+        // a dangling link leads nowhere
+      }
+    }
+  }
+  // Configuration files git includes from inside the folder (every origin git reads; those in the
+  // folder's .git are the core's already). -z: "file:<path>\0<key>\n<value>\0", paths relative to the top.
+  const listed = git(folder, ['config', '--list', '--show-origin', '--includes', '-z']);
+  if (listed) {
+    const fields = listed.split('\0');
+    for (let i = 0; i + 1 < fields.length; i += 2) {
+      const origin = fields[i];
+      if (origin.startsWith('file:')) add(path.resolve(top, origin.slice(5)), false);
+    }
+  }
+  return [...out];
 }

@@ -10,7 +10,7 @@ import { checkAllowOther, isInside, platform } from '../platform';
 import { checkAgent, checkFolder } from './checks';
 import { ERRNOS } from './errnos';
 import { networkPrefix, prepareMountPoint, volumeFor, type WindowsVolume } from './mount-point';
-import { folderHooksGlobs } from './git-guard';
+import { folderGitGlobs } from './git-guard';
 import { Shadow } from './shadow';
 
 export type { WindowsVolume };
@@ -156,7 +156,7 @@ export async function mount(folder: string, options: MountOptions = {}): Promise
   const ioUring = options.ioUring ?? process.env.SHADOWFS_IO_URING !== '0';
   if (typeof ioUring !== 'boolean') throw new ShadowError('INVALID_ARGUMENT', `ioUring must be true or false, got ${String(ioUring)}`);
   const volume = volumeFor(backend, options.mountPoint, options.volume);
-  const protectedPaths = protectGit ? folderHooksGlobs(realFolder) : [];
+  const protectedPaths = protectGit ? folderGitGlobs(realFolder) : [];
   const { mountPoint, created } = prepareMountPoint(options.mountPoint, realFolder);
   const native = new lib.Shadow(backend, realFolder, mountPoint, {
     ...(volume === 'network' ? { volumePrefix: networkPrefix(path.basename(realFolder) || 'root') } : {}),

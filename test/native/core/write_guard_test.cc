@@ -124,7 +124,13 @@ TEST(write_guard_names_gits_control_files) {
   CHECK(!git(".git/refs/heads/hooks/x"));
   CHECK(!git(".git/logs/refs/heads/config"));
   CHECK(!git(".git/objects/ab/cdef"));
-  CHECK(!git(".git/modules/lib/refs/heads/config"));
+  // In the repositories git keeps for submodules and worktrees, whose names may be "refs" or
+  // "logs", control files are refused wherever they sit (their branches called "config" too).
+  CHECK(git(".git/modules/lib/refs/heads/config"));
+  CHECK(git(".git/modules/refs/config"));
+  CHECK(git(".git/modules/tools/logs/config"));
+  CHECK(git(".git/modules/a/objects/b/hooks/post-checkout"));
+  CHECK(git(".git/worktrees/objects/commondir"));
   CHECK(!git(".gitignore"));
   CHECK(!git(".github/hooks/config"));
   CHECK(!git("config"));
@@ -138,6 +144,8 @@ TEST(write_guard_names_gits_control_files) {
   CHECK(WriteGuard::insideRepository(".git/modules", false));
   CHECK(WriteGuard::insideRepository(".git/modules/lib", false));
   CHECK(!WriteGuard::insideRepository(".git/refs/heads/topic", false));
+  CHECK(WriteGuard::insideRepository(".git/modules/refs", false));
+  CHECK(WriteGuard::insideRepository(".git/modules/x/refs/heads", false));
   CHECK(!WriteGuard::insideRepository("src", false));
   // The extra paths: a path and everything beneath it.
   WriteGuard g(false, {"/.husky/_"}, false);
@@ -193,6 +201,32 @@ TEST(write_guard_refuses_every_write_to_control_files) {
   std::vector<Change> cs;
   CHECK_EQ(w.ov->changes("a", &cs), 0);
   for (auto& c : cs) CHECK(!git(c.path) && c.path.rfind(".husky/_", 0) != 0);
+}
+
+TEST(write_guard_refuses_completing_a_bare_repository_outside_git) {
+  GuardWorld w;
+  Attr at;
+  // HEAD, objects and refs in one directory, then its config: the fourth name is refused,
+  // whichever comes last and however it comes (made, renamed, linked).
+  CHECK_EQ(w.mkdir("src"), 0);
+  CHECK_EQ(w.create("src/HEAD"), 0);
+  CHECK_EQ(w.mkdir("src/objects"), 0);
+  CHECK_EQ(w.mkdir("src/refs"), 0);
+  CHECK_EQ(w.create("src/config"), EPERM);
+  CHECK_EQ(w.symlink("../README.md", "src/config"), EPERM);
+  CHECK_EQ(w.create("src/config.tmp"), 0);
+  CHECK_EQ(w.ov->rename(w.a, "src/config.tmp", "src/config", 0), EPERM);
+  CHECK_EQ(w.link("src/config.tmp", "src/config"), EPERM);
+  CHECK_EQ(w.mkdir("src/config"), 0);  // a project's config/ folder is no git config
+  // The other order, at the root (where a spoiled .git/HEAD makes git look next).
+  CHECK_EQ(w.create("config"), 0);
+  CHECK_EQ(w.mkdir("objects"), 0);
+  CHECK_EQ(w.mkdir("refs"), 0);
+  CHECK_EQ(w.create("HEAD"), EPERM);
+  CHECK_EQ(w.ov->mknod(w.a, "HEAD", FileType::Regular, 0644, 0, kWho, &at), EPERM);
+  // Inside .git the names are git's own.
+  CHECK_EQ(w.mkdir(".git/objects"), 0);
+  CHECK_EQ(w.ov->putFile("a", ".git/FETCH_HEAD", "x\n", 0644, kWho), 0);
 }
 
 TEST(write_guard_off_lets_a_layer_write_them) {
