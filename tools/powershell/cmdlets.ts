@@ -164,6 +164,7 @@ export const CMDLETS: CmdletSpec[] = [
       { name: 'Backend', type: 'string', cli: { option: 'backend' } },
       { name: 'Io', type: 'string', cli: { option: 'io' } },
       { name: 'AllowOther', type: 'switch', cli: { option: 'allow-other' } },
+      { name: 'WritableGit', type: 'switch', cli: { option: 'writable-git' } },
     ],
     output: { kind: 'object', type: 'ShadowFS.Folder' },
     examples: [
