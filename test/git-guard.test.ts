@@ -6,20 +6,16 @@
 // and watched throughout (withShadow's guard). The same plant with the guard off does run,
 // which shows these tests can fail.
 import * as assert from 'assert';
-import { execFileSync, spawnSync } from 'child_process';
+import { spawnSync } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
 import { ShadowError } from '../src/common/errors';
-import { runInShadow } from '../src/run/runner';
 import * as files from '../src/work/files';
 import type { Shadow } from '../src/shadow';
+import { agentScript, git } from './helpers/agent-git';
 import { tempDir, withShadow, withWork } from './helpers/fixtures';
 
 const q = (s: string): string => `'${s.replace(/'/g, `'\\''`)}'`;
-
-function git(cwd: string, ...args: string[]): string {
-  return execFileSync('git', args, { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
-}
 
 /** A repository with a commit, and (with `husky`) core.hooksPath inside the folder, as husky sets it. */
 function makeRepo(husky = false): string {
@@ -69,21 +65,7 @@ function plants(marks: string): string[] {
   ];
 }
 
-async function agentRun(shadow: Shadow, script: string): Promise<string> {
-  const r = await runInShadow(shadow, {
-    agent: 'agent',
-    argv: ['sh', '-c', script],
-    env: {
-      GIT_AUTHOR_NAME: 'agent',
-      GIT_AUTHOR_EMAIL: 'a@example.invalid',
-      GIT_COMMITTER_NAME: 'agent',
-      GIT_COMMITTER_EMAIL: 'a@example.invalid',
-    },
-  });
-  assert.strictEqual(r.exitCode, 0, `${script}\n--- stdout\n${r.stdout}\n--- stderr\n${r.stderr}`);
-  assert.ok(r.protected, 'the run was confined');
-  return r.stdout;
-}
+const agentRun = (shadow: Shadow, script: string): Promise<string> => agentScript(shadow, script);
 
 /** The user's everyday git in the mount point, unconfined, with the agent's layer shown. */
 function userGit(mp: string): void {
@@ -93,6 +75,15 @@ function userGit(mp: string): void {
   }
   // A pager only runs on a terminal, or when asked for.
   spawnSync('git', ['-p', 'log', '-1'], { cwd: mp, encoding: 'utf8' });
+}
+
+/** The user's git in the mount with the agent's layer shown (in `dirs` too): no planted command may leave a marker in `marks`. */
+async function userGitRunsNothing(shadow: Shadow, mp: string, marks: string, dirs: string[] = []): Promise<void> {
+  await shadow.activate('agent');
+  userGit(mp);
+  for (const d of dirs) spawnSync('git', ['status'], { cwd: path.join(mp, d) });
+  assert.deepStrictEqual(fs.readdirSync(marks), [], 'no planted command ran');
+  await shadow.activate(null);
 }
 
 describe('write guard: git run in the mount obeys nothing an agent wrote', function () {
@@ -131,9 +122,7 @@ describe('write guard: git run in the mount obeys nothing an agent wrote', funct
         assert.match(out, /everyday git: done/);
         await shadow.activate('agent');
         assert.match(git(mp, 'log', '--format=%s', '-2'), /agent: wip\nagent: readme/);
-        userGit(mp);
-        assert.deepStrictEqual(fs.readdirSync(marks), [], 'no planted command ran');
-        await shadow.activate(null);
+        await userGitRunsNothing(shadow, mp, marks);
       },
       { layer: 'agent' },
     );
@@ -159,10 +148,7 @@ describe('write guard: git run in the mount obeys nothing an agent wrote', funct
         assert.match(out, /husky helper: refused/);
         assert.match(out, /husky directory replaced: refused/);
         assert.match(out, /husky config edited: ok/);
-        await shadow.activate('agent');
-        userGit(mp);
-        assert.deepStrictEqual(fs.readdirSync(marks), [], 'no planted hook ran');
-        await shadow.activate(null);
+        await userGitRunsNothing(shadow, mp, marks);
       },
       { layer: 'agent' },
     );
@@ -215,10 +201,7 @@ describe('write guard: git run in the mount obeys nothing an agent wrote', funct
           out,
         );
         assert.strictEqual(out.split('\n').filter((l) => l.endsWith(': refused')).length, 5, out);
-        await shadow.activate('agent');
-        userGit(mp);
-        assert.deepStrictEqual(fs.readdirSync(marks), [], 'no planted command ran');
-        await shadow.activate(null);
+        await userGitRunsNothing(shadow, mp, marks);
       },
       { layer: 'agent' },
     );
@@ -251,10 +234,7 @@ describe('write guard: git run in the mount obeys nothing an agent wrote', funct
         assert.match(out, /bare repository in src: refused/);
         assert.match(out, /\.git\/HEAD spoiled: ok/); // git's data, the agent's to write
         assert.match(out, /bare repository at the root: refused/);
-        await shadow.activate('agent');
-        for (const cwd of [mp, path.join(mp, 'src')]) spawnSync('git', ['status'], { cwd });
-        assert.deepStrictEqual(fs.readdirSync(marks), [], 'no planted command ran');
-        await shadow.activate(null);
+        await userGitRunsNothing(shadow, mp, marks, ['src']);
       },
       { layer: 'agent' },
     );
@@ -280,10 +260,7 @@ describe('write guard: git run in the mount obeys nothing an agent wrote', funct
         assert.match(out, /config: refused/);
         assert.match(out, /hook: refused/);
         assert.match(out, /commit: done/);
-        await shadow.activate('agent');
-        userGit(mp);
-        assert.deepStrictEqual(fs.readdirSync(marks), []);
-        await shadow.activate(null);
+        await userGitRunsNothing(shadow, mp, marks);
       },
       { layer: 'agent' },
     );

@@ -5,18 +5,14 @@
 // refs and (for a branch) work tree exactly as they were; the agent's hostile git configuration
 // runs nothing when its commits are fetched.
 import * as assert from 'assert';
-import { execFileSync } from 'child_process';
 import * as crypto from 'crypto';
 import * as fs from 'fs';
 import * as path from 'path';
 import { ShadowError } from '../src/common/errors';
 import { runInShadow } from '../src/run/runner';
 import type { Shadow } from '../src/shadow';
+import { agentScript, git } from './helpers/agent-git';
 import { tempDir, withWork } from './helpers/fixtures';
-
-function git(cwd: string, ...args: string[]): string {
-  return execFileSync('git', args, { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
-}
 
 function makeRepo(): string {
   const dir = tempDir('git-integrity');
@@ -64,17 +60,7 @@ const AGENT_GIT = [
 ].join('\n');
 
 async function agentGit(shadow: Shadow, script: string, agent = 'agent'): Promise<void> {
-  const r = await runInShadow(shadow, {
-    agent,
-    argv: ['sh', '-c', script],
-    env: {
-      GIT_AUTHOR_NAME: 'agent',
-      GIT_AUTHOR_EMAIL: 'a@example.invalid',
-      GIT_COMMITTER_NAME: 'agent',
-      GIT_COMMITTER_EMAIL: 'a@example.invalid',
-    },
-  });
-  assert.strictEqual(r.exitCode, 0, `${script}\n--- stdout\n${r.stdout}\n--- stderr\n${r.stderr}`);
+  await agentScript(shadow, script, agent);
 }
 
 /** git inside the shadow, as the agent sees its repository. */
