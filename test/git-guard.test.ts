@@ -69,7 +69,13 @@ const agentRun = (shadow: Shadow, script: string): Promise<string> => agentScrip
 
 /** The user's everyday git in the mount point, unconfined, with the agent's layer shown. */
 function userGit(mp: string): void {
-  for (const args of [['status'], ['diff'], ['log', '-p', '-1'], ['commit', '-q', '--allow-empty', '-m', 'user']]) {
+  for (const args of [
+    ['status'],
+    ['diff'],
+    ['log', '-p', '-1'],
+    ['commit', '-q', '--allow-empty', '-m', 'user'],
+    ['checkout', '-q', '-b', 'user-topic'],
+  ]) {
     // Failures are fine (a planted pager that fails, say); running a planted command is not.
     spawnSync('git', args, { cwd: mp, encoding: 'utf8', env: { ...process.env, GIT_PAGER: '', PAGER: '' } });
   }
@@ -140,6 +146,10 @@ describe('write guard: git run in the mount obeys nothing an agent wrote', funct
             attempt('husky hook', `printf '${hook(marks, 'husky')}' > .husky/_/post-index-change && chmod +x .husky/_/post-index-change`),
             attempt('husky helper', `printf '${hook(marks, 'helper')}' > .husky/_/h`),
             attempt('husky directory replaced', 'mv .husky/_ .husky/old'),
+            attempt(
+              'husky directory swapped from above',
+              `mkdir -p h2/_ && printf '${hook(marks, 'swap')}' > h2/_/post-checkout && chmod +x h2/_/post-checkout && mv .husky .husky.old && mv h2 .husky`,
+            ),
             // The project's own files beside it stay the agent's to edit.
             attempt('husky config edited', 'echo "npm run lint" >> .husky/pre-commit'),
           ].join('\n'),
@@ -147,6 +157,7 @@ describe('write guard: git run in the mount obeys nothing an agent wrote', funct
         assert.match(out, /husky hook: refused/);
         assert.match(out, /husky helper: refused/);
         assert.match(out, /husky directory replaced: refused/);
+        assert.match(out, /husky directory swapped from above: refused/);
         assert.match(out, /husky config edited: ok/);
         await userGitRunsNothing(shadow, mp, marks);
       },
@@ -167,6 +178,9 @@ describe('write guard: git run in the mount obeys nothing an agent wrote', funct
     fs.writeFileSync(path.join(repo, '.gitconfig'), '[alias]\n\tst = status\n');
     git(repo, 'config', 'core.hooksPath', '.githooks');
     git(repo, 'config', 'include.path', '../.gitconfig');
+    // Includes git does not read at mount: a file not there yet, one for another branch.
+    git(repo, 'config', '--add', 'include.path', '../.gitconfig.local');
+    git(repo, 'config', 'includeIf.onbranch:release/**.path', '../.gitconfig-release');
     const mark = (n: string): string => `touch ${path.join(marks, n)}`;
     const fsmonitor = (n: string): string => `printf '[core]\\n\\tfsmonitor = "${mark(n)}; false"\\n'`;
     await withShadow(
@@ -175,6 +189,8 @@ describe('write guard: git run in the mount obeys nothing an agent wrote', funct
         assert.deepStrictEqual([...shadow.protectedPaths].sort(), [
           '/.git/config',
           '/.gitconfig',
+          '/.gitconfig-release',
+          '/.gitconfig.local',
           '/.githooks',
           '/scripts/pre-commit.sh',
           '/tools/hooks',
@@ -190,6 +206,12 @@ describe('write guard: git run in the mount obeys nothing an agent wrote', funct
             attempt('hooks link target', `printf '${hook(marks, 'hookdir')}' > tools/hooks/post-commit`),
             attempt('linked hook script', `printf '${hook(marks, 'script')}' > scripts/pre-commit.sh`),
             attempt(
+              'linked hook script, its directory swapped',
+              `mkdir s2 && printf '${hook(marks, 'swap')}' > s2/pre-commit.sh && chmod +x s2/pre-commit.sh && mv scripts scripts.old && mv s2 scripts`,
+            ),
+            attempt('include not there yet', `${fsmonitor('include-missing')} > .gitconfig.local`),
+            attempt('include of another branch', `git checkout -q -b release/1 && ${fsmonitor('include-branch')} > .gitconfig-release`),
+            attempt(
               'submodule named logs',
               `mkdir -p .git/modules/tools/logs && ${fsmonitor('submodule')} > .git/modules/tools/logs/config`,
             ),
@@ -200,7 +222,7 @@ describe('write guard: git run in the mount obeys nothing an agent wrote', funct
           [],
           out,
         );
-        assert.strictEqual(out.split('\n').filter((l) => l.endsWith(': refused')).length, 5, out);
+        assert.strictEqual(out.split('\n').filter((l) => l.endsWith(': refused')).length, 8, out);
         await userGitRunsNothing(shadow, mp, marks);
       },
       { layer: 'agent' },

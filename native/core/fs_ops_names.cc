@@ -273,6 +273,14 @@ int Overlay::renameIn(Layer& L, const std::string& fromAsked, const std::string&
                         (toExists && (rt.node ? rt.node->inode()->type : rt.lowerAttr.type) ==
                                          FileType::Directory);
   if (movesDir && (guardedMove(from) || guardedMove(to))) return EPERM;
+  // What arrives at an existing name may complete a bare repository there too (a config/
+  // directory swapped for a file), and in an exchange what arrives at `from` as well.
+  if (toExists) {
+    const FileType tt = rt.node ? rt.node->inode()->type : rt.lowerAttr.type;
+    if (completesRepository(L, to, ft) ||
+        ((flags & kRenameExchange) && completesRepository(L, from, tt)))
+      return EPERM;
+  }
   if ((flags & kRenameNoReplace) && toExists) return EEXIST;
   // Two names of one file (hard links): POSIX says succeed and do nothing. Linux's VFS stops
   // this before a path-based backend sees it only when both names are one kernel inode.

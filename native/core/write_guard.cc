@@ -11,10 +11,48 @@ bool nameIs(std::string_view a, std::string_view b, bool ignoreCase) {
   return ignoreCase ? sameName(a, b) : a == b;
 }
 
+std::vector<std::string> components(std::string_view p) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= p.size()) {
+    size_t end = p.find('/', start);
+    if (end == std::string_view::npos) end = p.size();
+    if (end > start) out.emplace_back(p.substr(start, end - start));
+    start = end + 1;
+  }
+  return out;
+}
+
+// An anchored glob's components with its escapes undone (the paths given are literal names).
+std::vector<std::string> literalComponents(const std::string& glob) {
+  std::string plain;
+  for (size_t i = 0; i < glob.size(); ++i) {
+    if (glob[i] == '\\' && i + 1 < glob.size()) ++i;
+    plain += glob[i];
+  }
+  return components(plain);
+}
+
 }  // namespace
 
 WriteGuard::WriteGuard(bool git, const std::vector<std::string>& paths, bool ignoreCase)
-    : git_(git), paths_(paths, ignoreCase), ignoreCase_(ignoreCase) {}
+    : git_(git), paths_(paths, ignoreCase), ignoreCase_(ignoreCase) {
+  for (const std::string& g : paths) {
+    auto c = literalComponents(g);
+    if (!c.empty()) anchors_.push_back(std::move(c));
+  }
+}
+
+bool WriteGuard::holdsGuarded(std::string_view path) const {
+  const auto p = components(path);
+  for (const auto& a : anchors_) {
+    if (p.size() >= a.size()) continue;
+    bool prefix = true;
+    for (size_t i = 0; i < p.size() && prefix; ++i) prefix = nameIs(p[i], a[i], ignoreCase_);
+    if (prefix) return true;
+  }
+  return false;
+}
 
 bool WriteGuard::refuses(std::string_view path) const {
   if (path.empty()) return false;
@@ -23,7 +61,7 @@ bool WriteGuard::refuses(std::string_view path) const {
 }
 
 bool WriteGuard::refusesMove(std::string_view path) const {
-  return refuses(path) || (git_ && insideRepository(path, ignoreCase_));
+  return refuses(path) || (git_ && insideRepository(path, ignoreCase_)) || holdsGuarded(path);
 }
 
 bool WriteGuard::gitControl(std::string_view path, bool ignoreCase) {
@@ -50,6 +88,11 @@ bool WriteGuard::scan(std::string_view path, bool ignoreCase, bool* insideAtEnd)
     if (end == std::string_view::npos) end = path.size();
     const std::string_view c = path.substr(start, end - start);
     const bool last = end == path.size();
+    if (last && nameIs(c, "commondir", ignoreCase)) {
+      // Anywhere: beside a HEAD it makes that directory a repository whose objects, refs and
+      // config are where it says (a bare repository split across two directories).
+      return true;
+    }
     if (nameIs(c, ".git", ignoreCase)) {
       // The entry itself (made, removed, renamed, replaced), or a path beneath it.
       if (last) return true;

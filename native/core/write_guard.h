@@ -11,7 +11,8 @@
 // What it refuses, at any depth, for every way a layer is written (the mount, views, runs, the
 // API's file writes): the name `.git` itself (making, removing, renaming, replacing it, as a
 // directory or a file), and beneath a `.git` the files that name programs or redirect git to
-// another repository: `config`, `config.worktree`, `commondir` and everything under `hooks`,
+// another repository: `config`, `config.worktree`, `commondir` and everything under `hooks`
+// (and a file named `commondir` anywhere, which makes the directory holding it a repository),
 // also in the `modules/<name>` and `worktrees/<name>` repositories git keeps there. Names under
 // `refs`, `logs` and `objects` are git's data (a branch may be called `config`) and stay
 // writable. Optionally also a list of anchored paths (the folder's own `core.hooksPath` when it
@@ -42,6 +43,8 @@ class WriteGuard {
   // any path inside a `.git` outside its data directories, where moving a directory in or out
   // would move control files (a repository's `config` and `hooks` under `.git/modules/<name>`)
   // without writing any of them by name.
+  // Also a directory above one of the extra paths: moving it away and another in its place
+  // would replace what lies beneath without writing any of it by name.
   bool refusesMove(std::string_view path) const;
   bool git() const { return git_; }
   const std::vector<std::string>& paths() const { return paths_.globs(); }
@@ -55,8 +58,11 @@ class WriteGuard {
   // gitControl's walk; `insideAtEnd` (if set) says whether the path ends inside a `.git`
   // outside its data directories.
   static bool scan(std::string_view path, bool ignoreCase, bool* insideAtEnd);
+  // Whether `path` is a directory above one of the extra paths (a proper prefix of one).
+  bool holdsGuarded(std::string_view path) const;
   bool git_;
   PathMask paths_;
+  std::vector<std::vector<std::string>> anchors_;  // the extra paths' components, escapes undone
   bool ignoreCase_;
 };
 

@@ -129,15 +129,27 @@ export function folderGitGlobs(folder: string): string[] {
       }
     }
   }
-  // Configuration files git includes from inside the folder (every origin git reads; those in the
-  // folder's .git are the core's already). -z: "file:<path>\0<key>\n<value>\0", paths relative to the top.
-  const listed = git(folder, ['config', '--list', '--show-origin', '--includes', '-z']);
-  if (listed) {
-    const fields = listed.split('\0');
+  // Configuration files git includes from inside the folder: every file it reads now, and every
+  // file an include names, whatever its condition (includeIf onbranch:, gitdir:, hasconfig:) and
+  // whether or not it exists or holds anything yet. -z: "file:<path>\0<key>\n<value>\0", an
+  // origin relative to the top, an include's path relative to the file that names it.
+  const entries = (args: string[]): Array<{ origin: string; key: string; value: string }> => {
+    const fields = (git(folder, ['config', '--show-origin', '--includes', '-z', ...args]) ?? '').split('\0');
+    const list: Array<{ origin: string; key: string; value: string }> = [];
     for (let i = 0; i + 1 < fields.length; i += 2) {
-      const origin = fields[i];
-      if (origin.startsWith('file:')) add(path.resolve(top, origin.slice(5)), false);
+      if (!fields[i].startsWith('file:')) continue;
+      const nl = fields[i + 1].indexOf('\n');
+      list.push({
+        origin: path.resolve(top, fields[i].slice(5)),
+        key: nl < 0 ? fields[i + 1] : fields[i + 1].slice(0, nl),
+        value: nl < 0 ? '' : fields[i + 1].slice(nl + 1),
+      });
     }
+    return list;
+  };
+  for (const e of entries(['--list'])) add(e.origin, false);
+  for (const e of entries(['--get-regexp', '^include(if\\..*)?\\.path$'])) {
+    if (e.value !== '' && !e.value.startsWith('~')) add(path.resolve(path.dirname(e.origin), e.value), false);
   }
   return [...out];
 }

@@ -134,6 +134,8 @@ TEST(write_guard_names_gits_control_files) {
   CHECK(!git(".gitignore"));
   CHECK(!git(".github/hooks/config"));
   CHECK(!git("config"));
+  CHECK(git("commondir"));  // anywhere: beside a HEAD it makes a repository of two directories
+  CHECK(git("src/commondir"));
   CHECK(!git("hooks/pre-commit"));
   CHECK(!git(""));
   // Case: only where names match ignoring it.
@@ -153,10 +155,21 @@ TEST(write_guard_names_gits_control_files) {
   CHECK(g.refuses(".husky/_/post-index-change"));
   CHECK(!g.refuses(".husky/pre-commit"));
   CHECK(!g.refuses(".git/config"));  // git's rule off
+  // Moving a directory above one away (and another in) is refused like writing beneath it.
+  CHECK(g.refusesMove(".husky"));
+  CHECK(g.refusesMove(".husky/_"));
+  CHECK(!g.refusesMove(".hus"));
+  CHECK(!g.refusesMove("src"));
+  WriteGuard literal(false, {"/we\\*ird/x"}, false);
+  CHECK(literal.refusesMove("we*ird"));
 }
 
 TEST(write_guard_refuses_every_write_to_control_files) {
   GuardWorld w;
+  // Moving a directory above an extra path away, or another in its place.
+  CHECK_EQ(w.ov->rename(w.a, ".husky", ".husky.old", 0), EPERM);
+  CHECK_EQ(w.mkdir("h2"), 0);
+  CHECK_EQ(w.ov->rename(w.a, "h2", ".husky", kRenameExchange), EPERM);
   // Names.
   CHECK_EQ(w.create(".git/hooks/post-index-change"), EPERM);
   CHECK_EQ(w.create(".git/config"), EPERM);  // existing, O_CREAT
@@ -224,6 +237,20 @@ TEST(write_guard_refuses_completing_a_bare_repository_outside_git) {
   CHECK_EQ(w.mkdir("refs"), 0);
   CHECK_EQ(w.create("HEAD"), EPERM);
   CHECK_EQ(w.ov->mknod(w.a, "HEAD", FileType::Regular, 0644, 0, kWho, &at), EPERM);
+  // Swapped or moved onto an existing name: a config/ folder exchanged for a file, a file
+  // renamed over it.
+  CHECK_EQ(w.mkdir("lib2"), 0);
+  CHECK_EQ(w.create("lib2/HEAD"), 0);
+  CHECK_EQ(w.mkdir("lib2/objects"), 0);
+  CHECK_EQ(w.mkdir("lib2/refs"), 0);
+  CHECK_EQ(w.mkdir("lib2/config"), 0);
+  CHECK_EQ(w.create("cfg.txt"), 0);
+  CHECK_EQ(w.ov->rename(w.a, "cfg.txt", "lib2/config", kRenameExchange), EPERM);
+  CHECK_EQ(w.ov->rename(w.a, "lib2/config", "cfg.txt", kRenameExchange), EPERM);
+  CHECK_EQ(w.ov->rmdir(w.a, "lib2/config"), 0);
+  CHECK_EQ(w.create("lib2/config"), EPERM);
+  // A HEAD beside a commondir naming another directory is a repository too: commondir is refused.
+  CHECK_EQ(w.create("src/commondir"), EPERM);
   // Inside .git the names are git's own.
   CHECK_EQ(w.mkdir(".git/objects"), 0);
   CHECK_EQ(w.ov->putFile("a", ".git/FETCH_HEAD", "x\n", 0644, kWho), 0);
