@@ -2,6 +2,7 @@
 #include "write_guard.h"
 
 #include "casefold.h"
+#include "path.h"
 
 namespace shadowfs {
 
@@ -11,18 +12,6 @@ bool nameIs(std::string_view a, std::string_view b, bool ignoreCase) {
   return ignoreCase ? sameName(a, b) : a == b;
 }
 
-std::vector<std::string> components(std::string_view p) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  while (start <= p.size()) {
-    size_t end = p.find('/', start);
-    if (end == std::string_view::npos) end = p.size();
-    if (end > start) out.emplace_back(p.substr(start, end - start));
-    start = end + 1;
-  }
-  return out;
-}
-
 // An anchored glob's components with its escapes undone (the paths given are literal names).
 std::vector<std::string> literalComponents(const std::string& glob) {
   std::string plain;
@@ -30,7 +19,9 @@ std::vector<std::string> literalComponents(const std::string& glob) {
     if (glob[i] == '\\' && i + 1 < glob.size()) ++i;
     plain += glob[i];
   }
-  return components(plain);
+  std::vector<std::string> out;
+  for (std::string_view c : components(plain)) out.emplace_back(c);
+  return out;
 }
 
 }  // namespace
@@ -44,7 +35,8 @@ WriteGuard::WriteGuard(bool git, const std::vector<std::string>& paths, bool ign
 }
 
 bool WriteGuard::holdsGuarded(std::string_view path) const {
-  const auto p = components(path);
+  const std::string whole(path);
+  const auto p = components(whole);
   for (const auto& a : anchors_) {
     if (p.size() >= a.size()) continue;
     bool prefix = true;
