@@ -4,6 +4,7 @@
 // from (the Base). Everything here runs with the inode's content lock (cmu) held by the caller,
 // except takeContent, which takes it itself; no layer lock is ever held while the folder's file
 // is read.
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstdlib>
@@ -63,8 +64,9 @@ void setContentSize(Inode* in, uint64_t size) {
   in->size = size;
 }
 
-// Makes room for `size` bytes in memory (zero-filling what is new); `exact`: no room to grow.
-int reserveData(Inode* in, uint64_t size, bool exact) {
+// Makes room for `size` bytes in memory; `exact`: no room to grow. What is new is zero-filled
+// up to `zeroTo` (a writer's offset: the bytes past it are the writer's to copy in).
+int reserveData(Inode* in, uint64_t size, bool exact, uint64_t zeroTo = UINT64_MAX) {
   const uint64_t old = in->size;
   if (size > in->dataCap()) {
     const uint64_t cap = exact ? size : pow2at(size);
@@ -78,7 +80,8 @@ int reserveData(Inode* in, uint64_t size, bool exact) {
       in->set(Inode::kGrown);
     }
   }
-  if (size > old) std::memset(in->u.data + old, 0, static_cast<size_t>(size - old));
+  const uint64_t zeroEnd = std::min(size, zeroTo);
+  if (zeroEnd > old) std::memset(in->u.data + old, 0, static_cast<size_t>(zeroEnd - old));
   return 0;
 }
 
@@ -170,7 +173,7 @@ int Overlay::contentWrite(Inode* in, const char* buf, size_t size, uint64_t off)
     return 0;
   }
   if (end > in->size) {
-    int e = reserveData(in, end, false);
+    int e = reserveData(in, end, false, off);
     if (e) {
       accounted(in, was);  // realloc may have moved nothing, or grown the block
       return e;

@@ -421,6 +421,23 @@ TEST(contents_past_the_threshold_spill_and_read_back) {
   CHECK_ERR(w.create(w.a, "big2", big), ENOSPC);
 }
 
+// A write past the end of an in-memory content leaves a hole of zeros before it, also where
+// the content's block still holds bytes from before a shrink; the written bytes are the
+// writer's, never zeros over them.
+TEST(a_write_past_the_end_leaves_zeros_before_it_even_after_a_shrink) {
+  World w([](fake::FakeLower&) {});
+  REQUIRE_OK(w.create(w.a, "f", "ABCDEFGHIJ"));
+  Attr v, out;
+  v.size = 2;
+  REQUIRE_OK(w.ov->setattr(w.a, "f", nullptr, kSetSize, v, &out));
+  REQUIRE_OK(w.write(w.a, "f", "xy", 6));
+  CHECK_EQ(w.read(w.a, "f"), std::string("AB\0\0\0\0xy", 8));
+  // Growing past the block's room (it moves) keeps the same rule.
+  REQUIRE_OK(w.write(w.a, "f", std::string(300, 'z'), 100));
+  CHECK_EQ(w.read(w.a, "f"),
+           std::string("AB\0\0\0\0xy", 8) + std::string(92, '\0') + std::string(300, 'z'));
+}
+
 TEST(hard_links_within_a_layer_share_one_inode) {
   World w(project);
   Attr at;
