@@ -527,6 +527,53 @@ describe('caches of the portable backend (fuse_hl)', function () {
     );
   });
 
+  it("keeps a file's pages across opens only while nothing changed it: same-size changes with their mtime set back still show (API write, layer switch, edit in the folder, a write through the mount)", async () => {
+    const lower = tempDir('hl-pages');
+    const file = path.join(lower, 'f.txt');
+    fs.writeFileSync(file, 'AAAA\n');
+    const stamp = new Date('2020-01-02T03:04:05Z');
+    fs.utimesSync(file, stamp, stamp);
+    await withShadow(
+      lower,
+      async (shadow, mp) => {
+        const f = path.join(mp, 'f.txt');
+        const reads = (): number => shadow.requestCounts().read ?? 0;
+        // The same bytes twice: the second open keeps the pages (no READ).
+        assert.strictEqual(cat([f]), 'AAAA\n');
+        const before = reads();
+        assert.strictEqual(cat([f]), 'AAAA\n');
+        assert.strictEqual(reads(), before, 'a second read of an unchanged file asked the daemon again');
+        const setBack = async (content: string, via: (c: string) => unknown): Promise<void> => {
+          await via(content);
+          fs.utimesSync(f, stamp, stamp); // size and mtime as the kernel last saw them
+          assert.strictEqual(cat([f]), content);
+          assert.strictEqual(cat([f]), content, 'and again, from the kept pages');
+        };
+        // Each change keeps the size and puts the mtime back: only the ctime tells. First one
+        // nothing invalidates: through a hard link in a directory the folder watcher does not see.
+        const outside = path.join(tempDir('hl-pages-link'), 'same-file');
+        fs.linkSync(file, outside);
+        fs.writeFileSync(outside, 'ZZZZ\n');
+        fs.utimesSync(outside, stamp, stamp);
+        assert.strictEqual(cat([f]), 'ZZZZ\n', 'a change no watch reported');
+        assert.strictEqual(cat([f]), 'ZZZZ\n');
+        await setBack('BBBB\n', (c) => shadow.layer('default').write('f.txt', c));
+        await shadow.cloneLayer('default', 'other');
+        await shadow.layer('other').write('f.txt', 'CCCC\n');
+        await setBack('CCCC\n', () => shadow.activate('other'));
+        await setBack('BBBB\n', () => shadow.activate('default'));
+        await setBack('DDDD\n', (c) => fs.writeFileSync(f, c));
+        await shadow.activate(null); // the folder itself, read-only: its own bytes
+        assert.strictEqual(cat([f]), 'ZZZZ\n');
+        fs.writeFileSync(file, 'EEEE\n');
+        fs.utimesSync(file, stamp, stamp);
+        for (let i = 0; i < 200 && cat([f]) !== 'EEEE\n'; i++) await new Promise((r) => setTimeout(r, 50));
+        assert.strictEqual(cat([f]), 'EEEE\n', 'an edit in the folder');
+      },
+      { backend: 'fuse_hl', guard: false },
+    );
+  });
+
   it('counts its requests by kind: what a cat, a listing and a new file cost', async () => {
     const lower = manyFiles('hl-kinds', 3);
     await withShadow(
@@ -580,8 +627,10 @@ describe('caches of the portable backend (fuse_hl)', function () {
           );
         };
         const read = await delta(() => cat([path.join(mp, 'sub', 'f1.txt')]));
-        // The high-level API drops a file's pages at every open, so the bytes come from the daemon.
+        // A file's first open reads its bytes from the daemon; the next keeps the kernel's pages.
         assert.ok(read.open >= 1 && read.read >= 1 && read.release >= 1, `cat: ${JSON.stringify(read)}`);
+        const again = await delta(() => cat([path.join(mp, 'sub', 'f1.txt')]));
+        assert.ok(again.open >= 1 && (again.read ?? 0) === 0, `cat again: ${JSON.stringify(again)}`);
         const listed = await delta(() => ls(path.join(mp, 'sub')));
         assert.ok(listed.opendir >= 1 && listed.readdir >= 1 && listed.releasedir >= 1, `ls: ${JSON.stringify(listed)}`);
         const made = await delta(() => fs.writeFileSync(path.join(mp, 'sub', 'new.txt'), 'new\n'));

@@ -278,8 +278,8 @@ int HLMount::opUtimens(const char* path, const TimespecT tv[2], struct fuse_file
   return self()->setattr(path, fi, mask, v);
 }
 
-// Every open drops the kernel's cached pages (keep_cache 0): the object behind a path may have
-// changed since the last open (a switch, an API write, an edit in the folder).
+// The kernel keeps a file's cached pages across opens only while the object behind the path is
+// the one the last open saw (keepPages, hl_cache.cc); on Windows every open drops them.
 int HLMount::opOpen(const char* path, struct fuse_file_info* fi) {
   countOp(Op::Open);
   HLMount* m = self();
@@ -290,6 +290,7 @@ int HLMount::opOpen(const char* path, struct fuse_file_info* fi) {
   fi->keep_cache = 0;
 #if !defined(_WIN32)
   if (fi->flags & O_TRUNC) m->changedLinked(path, h);
+  fi->keep_cache = m->keepPages(rel(path), a) ? 1 : 0;
 #endif
 #if !defined(_WIN32)
   // flush does nothing here, and a close() waiting for a FLUSH answer deadlocks a process that
@@ -310,6 +311,7 @@ int HLMount::opCreate(const char* path, ModeT mode, struct fuse_file_info* fi) {
   fi->fh = reinterpret_cast<uint64_t>(h);
   fi->keep_cache = 0;
 #if !defined(_WIN32)
+  m->keepPages(rel(path), a);  // a new file: nothing cached to keep, but the next open may
   fi->noflush = 1;
 #endif
   return 0;

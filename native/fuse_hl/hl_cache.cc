@@ -6,8 +6,15 @@
 // switches. The high-level API gives no node ids to invalidate, so fuse_invalidate_path drops a
 // path's attributes (and a directory's listing), and a name that is gone is dropped through its
 // first component: an entry invalidation in the root, whose node id is the one we know, drops
-// every name the kernel has under it. Negative names stay uncached (libfuse cannot reach them),
-// and file pages are dropped at every open as before.
+// every name the kernel has under it. Negative names stay uncached (libfuse cannot reach them).
+//
+// File pages: an open lets the kernel keep what it cached of the file (keep_cache) only when
+// the open finds the same object, size, mtime and ctime as the last open of that path through
+// this mount did; any write, truncation, chmod or utimens changes the ctime, which no program
+// can set back. The notes are dropped with every invalidation of their path, and all of them at
+// a layer switch, so the first open of each file after a switch drops its pages. The pages of
+// a path whose object changed while the kernel held them are dropped by the invalidation
+// itself (fuse_invalidate_path: attributes and every page of the file).
 //
 // Hard links: the high-level API gives each name of a hard link its own kernel inode, and its
 // timeouts are one setting for every reply (lib/fuse.c answers with conf.attr_timeout
@@ -35,7 +42,27 @@ void HLMount::watchDir(const std::string& dir) {
   if (added && watcher_->watch(dir, &it->second) != 0) it->second = 0;
 }
 
+bool HLMount::keepPages(const std::string& path, const Attr& a) {
+  std::lock_guard lock(openedMu_);
+  if (opened_.size() >= kMaxOpened) opened_.clear();
+  Opened& o = opened_[path];
+  const bool same = o.ino == a.ino && o.ino != 0 && o.size == a.size && o.mtime == a.mtime &&
+                    o.ctime == a.ctime;
+  o.ino = a.ino;
+  o.size = a.size;
+  o.mtime = a.mtime;
+  o.ctime = a.ctime;
+  return same;
+}
+
+void HLMount::forgetOpened(const std::vector<std::string>& paths, bool all) {
+  std::lock_guard lock(openedMu_);
+  if (all) return opened_.clear();
+  for (const std::string& p : paths) opened_.erase(p);
+}
+
 void HLMount::forgetPaths(const std::vector<std::string>& paths, bool allNames) {
+  forgetOpened(paths, allNames);
   if (!mounted_.load() || !f_) return;
   struct fuse_session* se = fuse_get_session(f_);
   std::set<std::string> dirs, tops;
