@@ -62,6 +62,15 @@ function plants(marks: string): string[] {
     attempt('repository moved into modules', 'mkdir -p m/hooks && mv m .git/modules'),
     attempt('config truncated', 'truncate -s 0 .git/config'),
     attempt('hooks chmod', 'chmod 777 .git/hooks'),
+    // Links beneath .git, which the user's git follows when it writes there ($PWD is the
+    // folder's real path in a run): a reflog appended to, COMMIT_EDITMSG rewritten, a
+    // worktree pruned recursively, into the folder.
+    attempt('link as a reflog', 'ln -sf "$PWD/README.md" .git/logs/HEAD'),
+    attempt('link as COMMIT_EDITMSG', 'ln -sf "$PWD/README.md" .git/COMMIT_EDITMSG'),
+    attempt('link as a worktree', 'mkdir -p .git/worktrees && ln -s "$PWD" .git/worktrees/x'),
+    attempt('link moved into logs', 'mkdir -p dl && ln -s "$PWD/README.md" dl/main && mv dl .git/logs/refs/x'),
+    attempt('link renamed over a ref', 'ln -s "$PWD/README.md" l && mv -f l .git/ORIG_HEAD'),
+    attempt('FIFO as MERGE_MSG', 'mkfifo .git/MERGE_MSG'),
   ];
 }
 
@@ -276,11 +285,13 @@ describe('write guard: git run in the mount obeys nothing an agent wrote', funct
           [
             attempt('config', `git config core.fsmonitor "touch ${path.join(marks, 'fsmonitor')}; false"`),
             attempt('hook', `printf '${hook(marks, 'hook')}' > .repo/hooks/post-index-change && chmod +x .repo/hooks/post-index-change`),
+            attempt('link', 'ln -sf "$PWD/README.md" .repo/COMMIT_EDITMSG'),
             'git add README.md && git -c user.name=a -c user.email=a@example.invalid commit -q -m agent && echo "commit: done"',
           ].join('\n'),
         );
         assert.match(out, /config: refused/);
         assert.match(out, /hook: refused/);
+        assert.match(out, /link: refused/);
         assert.match(out, /commit: done/);
         await userGitRunsNothing(shadow, mp, marks);
       },
@@ -321,6 +332,11 @@ describe('write guard: git run in the mount obeys nothing an agent wrote', funct
         await layer.write('.git/config', '[core]\n\tfsmonitor = planted\n');
         await layer.write('README.md', 'agent\n');
         await w.checkpoint('agent', 'unguarded');
+        // A link beneath .git (and nothing else git would obey).
+        await layer.remove('.git/config');
+        await layer.remove('.git/COMMIT_EDITMSG');
+        await layer.symlink(path.join(repo, 'README.md'), '.git/COMMIT_EDITMSG');
+        await w.checkpoint('agent', 'linked');
       },
       true,
       { protectGit: false },
@@ -332,12 +348,38 @@ describe('write guard: git run in the mount obeys nothing an agent wrote', funct
         w.restore('agent', 'unguarded'),
         (e: unknown) => e instanceof ShadowError && e.code === 'PATH_PROTECTED' && /\.git\/config.*nothing was changed/.test(e.message),
       );
+      await assert.rejects(
+        w.restore('agent', 'linked'),
+        (e: unknown) =>
+          e instanceof ShadowError && e.code === 'PATH_PROTECTED' && /\.git\/COMMIT_EDITMSG.*nothing was changed/.test(e.message),
+      );
       assert.deepStrictEqual(
         (await layer.changes()).map((c) => c.path),
         ['keep.txt'],
         'the layer is as it was',
       );
     });
+  });
+
+  it("with protectGit false, a link an agent puts in .git is followed by the user's git commit in the mount, into the folder", async () => {
+    const repo = makeRepo();
+    fs.writeFileSync(path.join(repo, 'notes.txt'), "the user's notes\n");
+    await withShadow(
+      repo,
+      async (shadow, mp) => {
+        const out = await agentRun(shadow, attempt('link', 'ln -sf "$PWD/notes.txt" .git/COMMIT_EDITMSG'));
+        assert.match(out, /link: ok/);
+        await shadow.activate('agent');
+        spawnSync('git', ['commit', '-q', '--allow-empty', '-m', 'user'], { cwd: mp, encoding: 'utf8' });
+        await shadow.activate(null);
+        assert.strictEqual(
+          fs.readFileSync(path.join(repo, 'notes.txt'), 'utf8'),
+          'user\n',
+          "what the guard is for: git wrote the folder's file through the agent's link",
+        );
+      },
+      { layer: 'agent', protectGit: false, guard: false },
+    );
   });
 
   it('with protectGit false a layer may write them, and a planted fsmonitor does run in the mount', async () => {

@@ -208,19 +208,27 @@ Napi::Value Shadow::SetMask(const Napi::CallbackInfo& info) {
   });
 }
 
-// JS thread: guarded(paths: string[]) -> boolean[]: which of the normalised relative paths no
-// layer may write (the write guard; all false without one). Synchronous: the guard is immutable.
+// JS thread: guarded(paths: string[], links?: boolean[]) -> boolean[]: which of the normalised
+// relative paths no layer may write (the write guard; all false without one); a path whose
+// `links` entry is true is a symbolic link to be made there, refused also beneath a `.git`
+// (WriteGuard::refusesSpecial). Synchronous: the guard is immutable.
 Napi::Value Shadow::Guarded(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  if (info.Length() < 1 || !info[0].IsArray()) {
-    Napi::TypeError::New(env, "guarded(paths)").ThrowAsJavaScriptException();
+  if (info.Length() < 1 || !info[0].IsArray() || (info.Length() > 1 && !info[1].IsUndefined() && !info[1].IsArray())) {
+    Napi::TypeError::New(env, "guarded(paths, links?)").ThrowAsJavaScriptException();
     return env.Undefined();
   }
   Napi::Array in = info[0].As<Napi::Array>();
+  Napi::Array links = info.Length() > 1 && info[1].IsArray() ? info[1].As<Napi::Array>() : Napi::Array::New(env, 0);
   Napi::Array out = Napi::Array::New(env, in.Length());
   for (uint32_t i = 0; i < in.Length(); ++i) {
     Napi::Value v = in.Get(i);
-    const bool refused = guard_ && v.IsString() && guard_->refuses(v.As<Napi::String>().Utf8Value());
+    bool refused = false;
+    if (guard_ && v.IsString()) {
+      const std::string path = v.As<Napi::String>().Utf8Value();
+      const bool link = i < links.Length() && links.Get(i).ToBoolean().Value();
+      refused = guard_->refuses(path) || (link && guard_->refusesSpecial(path));
+    }
     out.Set(i, Napi::Boolean::New(env, refused));
   }
   return out;

@@ -68,7 +68,8 @@ Napi::Function Shadow::Init(Napi::Env env) {
 
 // JS thread. new Shadow(backend, lower, mountPoint, { entryTimeout, attrTimeout,
 // negativeTimeout, useEpoch, allowOther, caseInsensitive, openRoundTrips, passthrough,
-// ioUring, spillThreshold, spillDir, volumePrefix, debug, protectGit, protectedPaths }):
+// ioUring, spillThreshold, spillDir, volumePrefix, debug, protectGit, protectedPaths,
+// protectedGitDirs }):
 // only records the options and starts the worker; nothing is opened or mounted until mount()
 // (a job, like every I/O). A mount (shared or view) that ends without being asked to calls
 // this object's `onGone(reason, viewId | null)` property, if it is a function, on the JS thread.
@@ -112,8 +113,14 @@ Shadow::Shadow(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Shadow>(info) 
     for (uint32_t i = 0; i < a.Length(); ++i)
       if (a.Get(i).IsString()) guardPaths.push_back(a.Get(i).As<Napi::String>());
   }
+  std::vector<std::string> gitDirs;
+  if (o.Get("protectedGitDirs").IsArray()) {
+    Napi::Array a = o.Get("protectedGitDirs").As<Napi::Array>();
+    for (uint32_t i = 0; i < a.Length(); ++i)
+      if (a.Get(i).IsString()) gitDirs.push_back(a.Get(i).As<Napi::String>());
+  }
   if (guardGit || !guardPaths.empty())
-    guard_ = std::make_shared<const WriteGuard>(guardGit, guardPaths, opts_.caseInsensitive);
+    guard_ = std::make_shared<const WriteGuard>(guardGit, guardPaths, opts_.caseInsensitive, gitDirs);
   backendName_ = info[0].As<Napi::String>();
   lower_ = info[1].As<Napi::String>();
   mountPoint_ = info[2].As<Napi::String>();

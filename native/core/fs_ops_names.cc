@@ -273,6 +273,12 @@ int Overlay::renameIn(Layer& L, const std::string& fromAsked, const std::string&
                         (toExists && (rt.node ? rt.node->inode()->type : rt.lowerAttr.type) ==
                                          FileType::Directory);
   if (movesDir && (guardedMove(from) || guardedMove(to))) return EPERM;
+  // A link (or a directory that may hold one) arriving beneath a `.git`; in an exchange, what
+  // arrives at `from` too (write_guard.h, refusesSpecial).
+  if (guardedArrival(ft, from, to)) return EPERM;
+  if (toExists && (flags & kRenameExchange) &&
+      guardedArrival(rt.node ? rt.node->inode()->type : rt.lowerAttr.type, to, from))
+    return EPERM;
   // What arrives at an existing name may complete a bare repository there too (a config/
   // directory swapped for a file), and in an exchange what arrives at `from` as well.
   if (toExists) {

@@ -406,6 +406,15 @@ class Overlay {
   bool completesRepository(Layer& L, const std::string& path, FileType type);
   // Whether renaming a directory from or to `path` could move git's control files (write_guard.h).
   bool guardedMove(std::string_view path) const { return guard_ && guard_->refusesMove(path); }
+  // Whether an object of type `t` may not arrive at `to` (from `from`, "" for a new one): a
+  // symbolic link, FIFO, socket or device beneath a `.git`, or a directory moved beneath one
+  // from outside (write_guard.h, refusesSpecial).
+  bool guardedArrival(FileType t, std::string_view from, std::string_view to) const {
+    if (!guard_ || !guard_->refusesSpecial(to)) return false;
+    if (t == FileType::Regular) return false;
+    if (t == FileType::Directory) return !from.empty() && !guard_->refusesSpecial(from);
+    return true;
+  }
   bool lowerSpelling(const std::string& dir, std::string_view name, std::string* real) const;
   // Gives the layer's entry at `path` the name `name` in the same directory (a rename).
   int respell(Layer& L, const std::string& path, const std::string& name);

@@ -443,6 +443,7 @@ int Overlay::placeNew(Layer& L, const std::string& path, NodeRef inode, Node** o
   // folder's secret, and a later apply or a view without the mask would mix the two.
   if (masked(L, path)) return EACCES;
   if (guarded(path)) return EPERM;  // git's control files (write_guard.h)
+  if (guardedArrival(inode->type, std::string_view(), path)) return EPERM;  // a link in .git
   if (completesRepository(L, path, inode->type)) return EPERM;
   int e = slotOf(L, path, &slot);
   if (e) return e == ELOOP ? ENOTDIR : e;

@@ -26,12 +26,33 @@ std::vector<std::string> literalComponents(const std::string& glob) {
 
 }  // namespace
 
-WriteGuard::WriteGuard(bool git, const std::vector<std::string>& paths, bool ignoreCase)
+WriteGuard::WriteGuard(bool git, const std::vector<std::string>& paths, bool ignoreCase,
+                       const std::vector<std::string>& gitDirs)
     : git_(git), paths_(paths, ignoreCase), ignoreCase_(ignoreCase) {
   for (const std::string& g : paths) {
     auto c = literalComponents(g);
     if (!c.empty()) anchors_.push_back(std::move(c));
   }
+  for (const std::string& d : gitDirs) {
+    std::vector<std::string> c;
+    for (std::string_view x : components(d)) c.emplace_back(x);
+    if (!c.empty()) gitDirs_.push_back(std::move(c));
+  }
+}
+
+bool WriteGuard::refusesSpecial(std::string_view path) const {
+  if (!git_) return false;
+  if (beneathGit(path, ignoreCase_)) return true;
+  if (gitDirs_.empty()) return false;
+  const std::string whole(path);
+  const auto p = components(whole);
+  for (const auto& d : gitDirs_) {
+    if (p.size() <= d.size()) continue;
+    bool prefix = true;
+    for (size_t i = 0; i < d.size() && prefix; ++i) prefix = nameIs(p[i], d[i], ignoreCase_);
+    if (prefix) return true;
+  }
+  return false;
 }
 
 bool WriteGuard::holdsGuarded(std::string_view path) const {
@@ -63,6 +84,13 @@ bool WriteGuard::gitControl(std::string_view path, bool ignoreCase) {
 bool WriteGuard::insideRepository(std::string_view path, bool ignoreCase) {
   bool inside = false;
   return scan(path, ignoreCase, &inside) || inside;
+}
+
+bool WriteGuard::beneathGit(std::string_view path, bool ignoreCase) {
+  size_t start = 0;
+  for (size_t end; (end = path.find('/', start)) != std::string_view::npos; start = end + 1)
+    if (nameIs(path.substr(start, end - start), ".git", ignoreCase)) return true;
+  return false;
 }
 
 bool WriteGuard::scan(std::string_view path, bool ignoreCase, bool* insideAtEnd) {

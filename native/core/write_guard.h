@@ -17,7 +17,9 @@
 // `refs`, `logs` and `objects` are git's data (a branch may be called `config`) and stay
 // writable. Optionally also a list of anchored paths (the folder's own `core.hooksPath` when it
 // lies inside the folder), each with everything beneath it. Writes include changing
-// attributes, extended attributes, hard links to such a file and truncation.
+// attributes, extended attributes, hard links to such a file and truncation. And beneath any
+// `.git`, data directories included, no symbolic link, FIFO, socket or device, nor a directory
+// moved in from outside (refusesSpecial): git follows links there when it writes.
 //
 // OS-free, no locks: a WriteGuard is immutable once built (Overlay::setWriteGuard).
 #pragma once
@@ -35,7 +37,10 @@ class WriteGuard {
   // `git`: refuse git's control files as above. `paths`: anchored globs of PathMask's syntax
   // (each refuses the path and everything beneath it). `ignoreCase`: ASCII letters of names
   // match either case (the overlay's NameMatch::IgnoreCase).
-  WriteGuard(bool git, const std::vector<std::string>& paths, bool ignoreCase);
+  // `gitDirs`: relative paths of git directories inside the folder that are not called `.git`
+  // (a `.git` file's `gitdir: .repo`), beneath which refusesSpecial refuses as beneath a `.git`.
+  WriteGuard(bool git, const std::vector<std::string>& paths, bool ignoreCase,
+             const std::vector<std::string>& gitDirs = {});
 
   // Whether a layer may not write the normalised relative path ("" = the root: never refused).
   bool refuses(std::string_view path) const;
@@ -46,6 +51,15 @@ class WriteGuard {
   // Also a directory above one of the extra paths: moving it away and another in its place
   // would replace what lies beneath without writing any of it by name.
   bool refusesMove(std::string_view path) const;
+  // Whether an object other than a regular file or a directory (a symbolic link, a FIFO, a
+  // socket, a device) may not be placed at `path`: beneath a `.git`, at any depth, data
+  // directories included. git never makes one there, and git run by the user outside any
+  // sandbox follows a link it finds there when it writes: a reflog line appended through
+  // `logs/HEAD`, `COMMIT_EDITMSG` rewritten, `worktrees/<id>` pruned recursively, each into
+  // wherever the link points (the agent knows the folder's real path: it is its working
+  // directory). For the same reason a directory may not move beneath a `.git` from outside one:
+  // it could carry such a link in with it.
+  bool refusesSpecial(std::string_view path) const;
   bool git() const { return git_; }
   const std::vector<std::string>& paths() const { return paths_.globs(); }
 
@@ -53,6 +67,8 @@ class WriteGuard {
   static bool gitControl(std::string_view path, bool ignoreCase);
   // Whether `path` is `.git` or lies inside one, outside refs, logs and objects.
   static bool insideRepository(std::string_view path, bool ignoreCase);
+  // Whether `path` lies beneath a `.git` (a component before its last one is `.git`).
+  static bool beneathGit(std::string_view path, bool ignoreCase);
 
  private:
   // gitControl's walk; `insideAtEnd` (if set) says whether the path ends inside a `.git`
@@ -63,6 +79,7 @@ class WriteGuard {
   bool git_;
   PathMask paths_;
   std::vector<std::vector<std::string>> anchors_;  // the extra paths' components, escapes undone
+  std::vector<std::vector<std::string>> gitDirs_;  // components of the git directories given
   bool ignoreCase_;
 };
 

@@ -82,6 +82,30 @@ function withRealPath(p: string): string[] {
   }
 }
 
+/** The folder's git directory and common directory, absolute, where they are not called `.git`. */
+function otherGitDirs(folder: string): string[] {
+  const gitDir = git(folder, ['rev-parse', '--absolute-git-dir'])?.trim();
+  const commonRel = git(folder, ['rev-parse', '--git-common-dir'])?.trim();
+  const dirs = [gitDir, commonRel === undefined ? undefined : path.resolve(folder, commonRel)];
+  return dirs.filter((d): d is string => d !== undefined && d !== '' && path.basename(d) !== '.git');
+}
+
+/**
+ * The git directories inside the folder not called `.git` (`gitdir: .repo`), relative to it: the core refuses links and
+ * special files beneath them as beneath a `.git` (native/core/write_guard.h, refusesSpecial).
+ */
+export function folderGitDirs(folder: string): string[] {
+  const out = new Set<string>();
+  for (const d of otherGitDirs(folder)) {
+    for (const p of withRealPath(d)) {
+      if (!isInside(p, folder)) continue;
+      const rel = path.relative(folder, p);
+      if (rel !== '') out.add(rel.split(path.sep).join('/'));
+    }
+  }
+  return [...out];
+}
+
 /**
  * Anchored globs (mask syntax) for what the folder's git configuration makes git read or run from inside the folder
  * (see the top of this file); none when the folder is no repository, or git is missing.
@@ -102,10 +126,7 @@ export function folderGitGlobs(folder: string): string[] {
   };
   // The git directories, when one inside the folder is not a `.git` (the core refuses those).
   const gitDir = git(folder, ['rev-parse', '--absolute-git-dir'])?.trim();
-  const commonRel = git(folder, ['rev-parse', '--git-common-dir'])?.trim();
-  const dirs = [gitDir, commonRel === undefined ? undefined : path.resolve(folder, commonRel)];
-  for (const d of dirs) {
-    if (!d || path.basename(d) === '.git') continue;
+  for (const d of otherGitDirs(folder)) {
     for (const name of ['config', 'config.worktree', 'commondir', 'hooks']) add(path.join(d, name), false);
   }
   // The hooks directory git uses, and where links lead from it and from the hooks in it.

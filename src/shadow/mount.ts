@@ -10,7 +10,7 @@ import { checkAllowOther, isInside, platform } from '../platform';
 import { checkAgent, checkFolder } from './checks';
 import { ERRNOS } from './errnos';
 import { networkPrefix, prepareMountPoint, volumeFor, type WindowsVolume } from './mount-point';
-import { folderGitGlobs } from './git-guard';
+import { folderGitDirs, folderGitGlobs } from './git-guard';
 import { Shadow } from './shadow';
 
 export type { WindowsVolume };
@@ -157,6 +157,7 @@ export async function mount(folder: string, options: MountOptions = {}): Promise
   if (typeof ioUring !== 'boolean') throw new ShadowError('INVALID_ARGUMENT', `ioUring must be true or false, got ${String(ioUring)}`);
   const volume = volumeFor(backend, options.mountPoint, options.volume);
   const protectedPaths = protectGit ? folderGitGlobs(realFolder) : [];
+  const protectedGitDirs = protectGit ? folderGitDirs(realFolder) : [];
   const { mountPoint, created } = prepareMountPoint(options.mountPoint, realFolder);
   const native = new lib.Shadow(backend, realFolder, mountPoint, {
     ...(volume === 'network' ? { volumePrefix: networkPrefix(path.basename(realFolder) || 'root') } : {}),
@@ -173,6 +174,7 @@ export async function mount(folder: string, options: MountOptions = {}): Promise
     spillDir,
     protectGit,
     protectedPaths,
+    protectedGitDirs,
   });
   try {
     await native.mount();

@@ -31,6 +31,8 @@ export interface NativeMountOptions {
   protectGit?: boolean;
   /** Anchored globs (mask syntax) no layer may write, each with everything beneath it. */
   protectedPaths?: string[];
+  /** Relative paths of git directories not called `.git`: no link or special file may be made beneath them, as beneath a `.git`. */
+  protectedGitDirs?: string[];
   debug?: boolean;
 }
 
@@ -155,7 +157,7 @@ export interface NativeShadow {
   /** Masked paths of the layer (native/core/mask.h): an empty list masks nothing. Mounts showing it forget their caches. */
   setMask(layer: string, globs: string[]): Promise<void>;
   /** Which of these relative paths no layer may write (the write guard, MountOptions.protectGit). */
-  guarded(paths: string[]): boolean[];
+  guarded(paths: string[], links?: boolean[]): boolean[];
   /** The layer's audit trail, whole (native/core/audit.h; queries are src/shadow/audit.ts's). */
   auditRead(layer: string): Promise<AuditRecord>;
   /** Makes `record` the layer's audit trail (a checkpoint restored). */

@@ -170,11 +170,12 @@ export class Shadow {
 
   /**
    * Which of these paths (relative to the folder, "/"-separated) no layer of this shadow may write: git's control files
-   * and the folder's hooks directory while protectGit is on (MountOptions.protectGit); none otherwise.
+   * and the folder's hooks directory while protectGit is on (MountOptions.protectGit); none otherwise. A path whose
+   * `links` entry is true stands for a symbolic link to be made there, which is refused beneath any `.git` as well.
    */
-  protects(relPaths: string[]): boolean[] {
+  protects(relPaths: string[], links?: boolean[]): boolean[] {
     if (!this.native) return relPaths.map(() => false);
-    return this.native.guarded(relPaths);
+    return this.native.guarded(relPaths, links);
   }
 
   /** The agent whose layer the shared mount shows, or null (the folder exactly, read-only). */

@@ -370,12 +370,15 @@ export class CheckpointStore {
     // A checkpoint of a shadow whose layers could write git's control files (protectGit off, or
     // a daemon before it), restored where they cannot: refused before the layer is touched, as
     // the first such write would otherwise fail halfway through.
-    const guarded = shadow.protects(m.entries.map((e) => e.path));
+    const guarded = shadow.protects(
+      m.entries.map((e) => e.path),
+      m.entries.map((e) => e.type === 'symlink'),
+    );
     const refused = m.entries.filter((_, i) => guarded[i]).map((e) => e.path);
     if (refused.length) {
       throw new ShadowError(
         'PATH_PROTECTED',
-        `the checkpoint ${name} of ${agent} holds git's control files (${refused.slice(0, 5).join(', ')}${refused.length > 5 ? ', …' : ''}), which the layers of this shadow may not write; nothing was changed: mount the folder with --writable-git (protectGit: false) to restore it`,
+        `the checkpoint ${name} of ${agent} holds git's control files or links beneath a .git (${refused.slice(0, 5).join(', ')}${refused.length > 5 ? ', …' : ''}), which the layers of this shadow may not write; nothing was changed: mount the folder with --writable-git (protectGit: false) to restore it`,
       );
     }
     const layer = await shadow.createLayer(agent);

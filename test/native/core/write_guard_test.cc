@@ -256,8 +256,67 @@ TEST(write_guard_refuses_completing_a_bare_repository_outside_git) {
   CHECK_EQ(w.ov->putFile("a", ".git/FETCH_HEAD", "x\n", 0644, kWho), 0);
 }
 
+// git run by the user, outside any sandbox, follows links it finds beneath a `.git` when it
+// writes there (a reflog line appended through logs/HEAD, COMMIT_EDITMSG rewritten,
+// worktrees/<id> pruned): no link, FIFO, socket or device may be placed beneath a `.git`, at
+// any depth, data directories included, however it would arrive; nor a directory moved in from
+// outside, which could carry one. Regular files and new directories stay git's to make there.
+TEST(write_guard_refuses_links_and_special_files_beneath_git) {
+  GuardWorld w;
+  Attr at;
+  CHECK(WriteGuard::beneathGit(".git/logs/HEAD", false));
+  CHECK(WriteGuard::beneathGit("lib/.git/x", false));
+  CHECK(!WriteGuard::beneathGit(".git", false));
+  CHECK(!WriteGuard::beneathGit("a.git/x", false));
+  CHECK(WriteGuard::beneathGit(".GIT/x", true));
+  CHECK(!WriteGuard::beneathGit(".GIT/x", false));
+  CHECK_EQ(w.mkdir(".git/logs"), 0);
+  CHECK_EQ(w.mkdir(".git/logs/refs"), 0);
+  CHECK_EQ(w.symlink("/home/me/project/build.sh", ".git/logs/HEAD"), EPERM);
+  CHECK_EQ(w.symlink("/home/me/project/build.sh", ".git/COMMIT_EDITMSG"), EPERM);
+  CHECK_EQ(w.symlink("/home/me/project", ".git/refs/heads/x"), EPERM);
+  CHECK_EQ(w.mkdir(".git/worktrees"), 0);
+  CHECK_EQ(w.symlink("/home/me/project", ".git/worktrees/x"), EPERM);
+  CHECK_EQ(w.ov->mknod(w.a, ".git/MERGE_MSG", FileType::Fifo, 0644, 0, kWho, &at), EPERM);
+  CHECK_EQ(w.ov->mknod(w.a, ".git/objects.sock", FileType::Socket, 0644, 0, kWho, &at), EPERM);
+  // Made elsewhere, then moved, exchanged or linked in.
+  CHECK_EQ(w.symlink("/home/me/project/build.sh", "l"), 0);  // outside a .git: fine
+  CHECK_EQ(w.ov->rename(w.a, "l", ".git/logs/HEAD", 0), EPERM);
+  CHECK_EQ(w.create(".git/ORIG_HEAD"), 0);
+  CHECK_EQ(w.ov->rename(w.a, "l", ".git/ORIG_HEAD", 0), EPERM);
+  CHECK_EQ(w.ov->rename(w.a, ".git/ORIG_HEAD", "l", kRenameExchange), EPERM);
+  CHECK_EQ(w.link("l", ".git/logs/ORIG_HEAD"), EPERM);
+  CHECK_EQ(w.mkdir("d"), 0);
+  CHECK_EQ(w.symlink("/home/me/project/build.sh", "d/main"), 0);
+  CHECK_EQ(w.ov->rename(w.a, "d", ".git/logs/refs/heads", 0), EPERM);
+  CHECK_EQ(w.mkdir(".git/logs/refs/tags"), 0);
+  CHECK_EQ(w.ov->rename(w.a, "d", ".git/logs/refs/tags", 0), EPERM);  // over an empty one
+  CHECK_EQ(w.ov->rename(w.a, ".git/logs/refs/tags", "d", kRenameExchange), EPERM);
+  CHECK_EQ(w.ov->rename(w.a, "d", "lib/.git2", 0), 0);  // not a .git: fine
+  // What git itself does there still works: files, directories, renames among them.
+  CHECK_EQ(w.create(".git/logs/HEAD"), 0);
+  CHECK_EQ(w.mkdir(".git/logs/refs/heads"), 0);
+  CHECK_EQ(w.create(".git/logs/refs/heads/main"), 0);
+  CHECK_EQ(w.ov->rename(w.a, ".git/logs/refs/heads/main", ".git/logs/refs/heads/trunk", 0), 0);
+  CHECK_EQ(w.ov->rename(w.a, ".git/logs/refs/tags", ".git/logs/refs/old-tags", 0), 0);
+  CHECK_EQ(w.ov->putFile("a", ".git/COMMIT_EDITMSG", "msg\n", 0644, kWho), 0);
+  CHECK_EQ(w.link(".git/COMMIT_EDITMSG", ".git/COMMIT_EDITMSG.bak"), 0);
+  std::vector<Change> cs;
+  CHECK_EQ(w.ov->changes("a", &cs), 0);
+  for (auto& c : cs) CHECK(!(WriteGuard::beneathGit(c.path, false) && c.type == FileType::Symlink));
+  // A git directory not called .git, named by the mount (`gitdir: .repo`): the same beneath it.
+  const WriteGuard g(true, {}, false, {".repo", "x/.gitdir"});
+  CHECK(g.refusesSpecial(".repo/logs/HEAD"));
+  CHECK(g.refusesSpecial("x/.gitdir/COMMIT_EDITMSG"));
+  CHECK(!g.refusesSpecial(".repo"));
+  CHECK(!g.refusesSpecial(".repository/x"));
+  CHECK(!g.refusesSpecial("x/y"));
+  CHECK(!WriteGuard(false, {}, false, {".repo"}).refusesSpecial(".repo/logs/HEAD"));
+}
+
 TEST(write_guard_off_lets_a_layer_write_them) {
   GuardWorld w(false);
+  CHECK_EQ(w.symlink("/home/me/project/build.sh", ".git/COMMIT_EDITMSG"), 0);
   CHECK_EQ(w.create(".git/hooks/post-index-change"), 0);
   CHECK_EQ(w.open(".git/config", true), 0);
   CHECK_EQ(w.mkdir("lib2"), 0);
