@@ -410,8 +410,7 @@ class Overlay {
   // symbolic link, FIFO, socket or device beneath a `.git`, or a directory moved beneath one
   // from outside (write_guard.h, refusesSpecial).
   bool guardedArrival(FileType t, std::string_view from, std::string_view to) const {
-    if (!guard_ || !guard_->refusesSpecial(to)) return false;
-    if (t == FileType::Regular) return false;
+    if (t == FileType::Regular || !guard_ || !guard_->refusesSpecial(to)) return false;
     if (t == FileType::Directory) return !from.empty() && !guard_->refusesSpecial(from);
     return true;
   }
