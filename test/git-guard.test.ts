@@ -271,6 +271,72 @@ describe('write guard: git run in the mount obeys nothing an agent wrote', funct
     );
   });
 
+  it("refuses a bare repository without config, and the hooks and config of the folder's own; the user's git gc and tag there run nothing", async () => {
+    // git 2.39 takes a directory with HEAD, objects/ and refs/ for a bare repository, config or
+    // not, and runs its hooks/ on gc, fetch, tag and the rest: found by an adversarial review.
+    const repo = makeRepo();
+    const fixture = path.join(repo, 'fixtures', 'remote.git');
+    git(repo, 'init', '-q', '--bare', fixture);
+    git(repo, 'push', '-q', fixture, 'main');
+    const marks = tempDir('git-guard-marks');
+    const hookOf = (n: string): string => `printf '${hook(marks, n)}'`;
+    await withShadow(
+      repo,
+      async (shadow, mp) => {
+        const out = await agentRun(
+          shadow,
+          [
+            // Hooks first, while the directory is no repository yet; each order of the three names.
+            attempt(
+              'bare repository without config',
+              `mkdir -p src/hooks && ${hookOf('src')} > src/hooks/reference-transaction && chmod +x src/hooks/reference-transaction && echo 'ref: refs/heads/main' > src/HEAD && mkdir src/objects && mkdir -p src/refs/heads`,
+            ),
+            attempt(
+              'bare repository without config, HEAD last',
+              `mkdir -p lib/hooks lib/objects lib/refs && ${hookOf('lib')} > lib/hooks/reference-transaction && chmod +x lib/hooks/reference-transaction && echo 'ref: refs/heads/main' > lib/HEAD`,
+            ),
+            attempt(
+              'bare repository, refs an executable file moved in',
+              `mkdir -p app/hooks app/objects && ${hookOf('app')} > app/hooks/reference-transaction && chmod +x app/hooks/reference-transaction && echo 'ref: refs/heads/main' > app/HEAD && touch r && chmod +x r && mv r app/refs`,
+            ),
+            attempt(
+              "hook in the folder's bare fixture",
+              `${hookOf('fixture')} > fixtures/remote.git/hooks/reference-transaction && chmod +x fixtures/remote.git/hooks/reference-transaction`,
+            ),
+            attempt("the fixture's sample hook renamed", 'mv fixtures/remote.git/hooks/pre-push.sample fixtures/remote.git/hooks/pre-push'),
+            attempt("the fixture's config", `printf '[core]\\n\\thooksPath = /tmp\\n' >> fixtures/remote.git/config`),
+            attempt("alternates naming the folder's objects", 'echo "$PWD/.git/objects" > .git/objects/info/alternates'),
+            // What stays the agent's: its own repository's data, and git pushing to the fixture.
+            'set -e',
+            'git push -q fixtures/remote.git main:agent',
+            'echo "everyday git: done"',
+          ].join('\n'),
+        );
+        assert.deepStrictEqual(
+          out.split('\n').filter((l) => l.endsWith(': ok')),
+          [],
+          out,
+        );
+        assert.strictEqual(out.split('\n').filter((l) => l.endsWith(': refused')).length, 7, out);
+        assert.match(out, /everyday git: done/);
+        await shadow.activate('agent');
+        for (const d of ['src', 'lib', 'app', 'fixtures/remote.git']) {
+          for (const args of [
+            ['gc', '-q'],
+            ['tag', `user-${d.replace(/\W/g, '-')}`, 'main'],
+          ])
+            spawnSync('git', args, { cwd: path.join(mp, d), encoding: 'utf8' });
+        }
+        assert.deepStrictEqual(fs.readdirSync(marks), [], 'no planted hook ran');
+        // The user's tag went to the fixture, through the layer: the fixture is a repository.
+        assert.match(git(path.join(mp, 'fixtures', 'remote.git'), 'tag'), /user-fixtures-remote-git/);
+        await shadow.activate(null);
+        await userGitRunsNothing(shadow, mp, marks, ['src', 'lib', 'app']);
+      },
+      { layer: 'agent' },
+    );
+  });
+
   it('a git directory inside the folder that is not called .git is guarded too (gitdir: .repo)', async () => {
     const dir = tempDir('git-guard');
     git(dir, 'init', '-q', '-b', 'main', '--separate-git-dir', path.join(dir, '.repo'));
@@ -286,13 +352,16 @@ describe('write guard: git run in the mount obeys nothing an agent wrote', funct
             attempt('config', `git config core.fsmonitor "touch ${path.join(marks, 'fsmonitor')}; false"`),
             attempt('hook', `printf '${hook(marks, 'hook')}' > .repo/hooks/post-index-change && chmod +x .repo/hooks/post-index-change`),
             attempt('link', 'ln -sf "$PWD/README.md" .repo/COMMIT_EDITMSG'),
+            attempt('alternates', 'mkdir -p .repo/objects/info && echo "$PWD/.repo/objects" > .repo/objects/info/alternates'),
             'git add README.md && git -c user.name=a -c user.email=a@example.invalid commit -q -m agent && echo "commit: done"',
           ].join('\n'),
         );
         assert.match(out, /config: refused/);
         assert.match(out, /hook: refused/);
         assert.match(out, /link: refused/);
+        assert.match(out, /alternates: refused/);
         assert.match(out, /commit: done/);
+        assert.ok(shadow.protectedPaths.includes('/.repo/objects/info/alternates'), [...shadow.protectedPaths].join(' '));
         await userGitRunsNothing(shadow, mp, marks);
       },
       { layer: 'agent' },
@@ -379,6 +448,29 @@ describe('write guard: git run in the mount obeys nothing an agent wrote', funct
         );
       },
       { layer: 'agent', protectGit: false, guard: false },
+    );
+  });
+
+  it("with protectGit false, an agent's bare repository without config runs its hook on the user's git gc there", async () => {
+    const repo = makeRepo();
+    const marks = tempDir('git-guard-marks');
+    await withShadow(
+      repo,
+      async (shadow, mp) => {
+        const out = await agentRun(
+          shadow,
+          attempt(
+            'bare',
+            `mkdir -p src/hooks src/objects src/refs && printf '${hook(marks, 'gc')}' > src/hooks/reference-transaction && chmod +x src/hooks/reference-transaction && echo 'ref: refs/heads/main' > src/HEAD`,
+          ),
+        );
+        assert.match(out, /bare: ok/);
+        await shadow.activate('agent');
+        spawnSync('git', ['gc', '-q'], { cwd: path.join(mp, 'src'), encoding: 'utf8' });
+        await shadow.activate(null);
+        assert.deepStrictEqual(fs.readdirSync(marks), ['gc'], 'what the guard is for: the hook runs as the user');
+      },
+      { layer: 'agent', protectGit: false },
     );
   });
 

@@ -25,6 +25,7 @@ int Overlay::updateFile(const std::string& layer, const std::string& asked, cons
   if (!lp->writable) return EROFS;
   if (guarded(asked)) return EPERM;  // write_guard.h
   Layer& L = *lp;
+  if (guardedBeside(L, asked)) return EPERM;  // a bare repository's hooks or config
   std::string askedDir, askedName;
   splitLast(asked, &askedDir, &askedName);
   NodeRef fresh;  // a new file prepared without the layer's lock, for a path found absent

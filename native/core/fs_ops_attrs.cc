@@ -69,6 +69,7 @@ int Overlay::setattrIn(Layer& L, const std::string& asked, Handle* h, uint32_t m
                      const Attr& v, Attr* out) {
   if (!L.writable) return EROFS;
   if (guarded(asked)) return EPERM;  // write_guard.h; a guarded file has no nameless handle
+  if (guardedBeside(L, asked)) return EPERM;  // a bare repository's hooks or config
   Ref<Inode> in;
   if (h) {
     // Through an open file: its own object. A deferred write-open is bound (copied up) by a

@@ -165,7 +165,7 @@ int Overlay::linkIn(Layer& L, const std::string& fromAsked, const std::string& t
   const std::string& to = canon(L, toAsked, &tbuf, &respellAs);
   if (masked(L, to)) return EACCES;  // before the source is materialised (placeNew says why)
   // A second name of a guarded file would write it (placeNew refuses a guarded new name).
-  if (guarded(from) || guarded(to)) return EPERM;
+  if (guarded(from) || guarded(to) || besideRepository(L, from)) return EPERM;
   Res r;
   Node* src;
   int e = materializeNode(L, from, &src, &r);
@@ -262,7 +262,10 @@ int Overlay::renameIn(Layer& L, const std::string& fromAsked, const std::string&
   const bool toExists = et == 0;
   if (from == to) return 0;
   // A new name there, as placeNew checks it: the moved object may complete a bare repository.
-  if (!toExists && completesRepository(L, to, rf.node ? rf.node->inode()->type : rf.lowerAttr.type))
+  // (Onto an existing name, or exchanged, no directory gains a name, whatever the types.)
+  if (!toExists && completesRepository(L, to)) return EPERM;
+  // The hooks or config of a bare repository, and in an exchange what arrives at `from` too.
+  if (besideRepository(L, to) || ((flags & kRenameExchange) && besideRepository(L, from)))
     return EPERM;
   // Onto a masked name: refused as creating it is (placeNew), before anything changes.
   if (masked(L, to)) return EACCES;
@@ -279,14 +282,6 @@ int Overlay::renameIn(Layer& L, const std::string& fromAsked, const std::string&
   if (toExists && (flags & kRenameExchange) &&
       guardedArrival(rt.node ? rt.node->inode()->type : rt.lowerAttr.type, to, from))
     return EPERM;
-  // What arrives at an existing name may complete a bare repository there too (a config/
-  // directory swapped for a file), and in an exchange what arrives at `from` as well.
-  if (toExists) {
-    const FileType tt = rt.node ? rt.node->inode()->type : rt.lowerAttr.type;
-    if (completesRepository(L, to, ft) ||
-        ((flags & kRenameExchange) && completesRepository(L, from, tt)))
-      return EPERM;
-  }
   if ((flags & kRenameNoReplace) && toExists) return EEXIST;
   // Two names of one file (hard links): POSIX says succeed and do nothing. Linux's VFS stops
   // this before a path-based backend sees it only when both names are one kernel inode.

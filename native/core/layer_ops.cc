@@ -19,6 +19,7 @@ int Overlay::putFile(const std::string& layer, const std::string& asked, const s
   if (!lp) return ENXIO;
   if (guarded(asked)) return EPERM;  // write_guard.h
   Layer& L = *lp;
+  if (guardedBeside(L, asked)) return EPERM;  // a bare repository's hooks or config
   // The new content is prepared before any lock is taken (it may be big, and spill).
   std::string askedDir, askedName;
   splitLast(asked, &askedDir, &askedName);

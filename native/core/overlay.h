@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "audit.h"
+#include "casefold.h"
 #include "shared_mutex.h"
 #include "dir_stream.h"
 #include "lower.h"
@@ -398,12 +399,31 @@ class Overlay {
   static bool masked(const Layer& L, std::string_view path);
   // Whether the write guard refuses writing `path` (any spelling: the guard folds case itself).
   bool guarded(std::string_view path) const { return guard_ && guard_->refuses(path); }
-  // Whether making an entry at `path` (a name that is not there yet) would complete, in its
-  // directory, the names git takes for a bare repository: HEAD, objects and refs, with a config
-  // that is not a directory. git run in that directory, or beneath it where it finds no .git
-  // first (an agent can spoil the real .git's HEAD), would obey that config. Outside .git, whose
-  // own directories hold those names rightly. The caller holds L's lock.
-  bool completesRepository(Layer& L, const std::string& path, FileType type);
+  // The names that make a directory a repository to git, config or not: git (2.39's
+  // is_git_directory) takes a directory holding a valid HEAD, objects and refs for a bare
+  // repository and runs its hooks/ on gc, fetch, tag and the rest.
+  static constexpr const char* kRepositoryNames[] = {"HEAD", "objects", "refs"};
+  bool nameMatches(std::string_view a, std::string_view b) const {
+    return ignoreCase_ ? sameName(a, b) : a == b;
+  }
+  // Whether a new entry at `path` (made, linked or renamed there) would be the last of HEAD,
+  // objects and refs in its directory, of whatever type (objects may be an executable file, HEAD
+  // a link: types change later), outside .git, whose own directories hold those names rightly.
+  // git run in that directory, or beneath it where it finds no .git first (an agent can spoil
+  // the real .git's HEAD), would run that directory's hooks and obey its config. The caller
+  // holds L's lock.
+  bool completesRepository(Layer& L, const std::string& path);
+  // Whether something is at `path`, spelled in any case the layer matches (L's lock held).
+  bool present(Layer& L, const std::string& path);
+  // Whether `dir` holds HEAD, objects and refs (L's lock held).
+  bool holdsRepository(Layer& L, const std::string& dir);
+  // Whether writing `path` (L's lock held, canonical spelling) would write the hooks or config
+  // of a directory git takes for a repository (holdsRepository): a bare repository the folder
+  // holds (a test fixture), which the path rule of write_guard.h does not know by name.
+  bool besideRepository(Layer& L, const std::string& path);
+  // besideRepository for a path as the caller spelled it, taking L's lock to read; free unless
+  // a name on the path is `hooks`, `config` or `config.worktree` (WriteGuard::mayWriteRepository).
+  bool guardedBeside(Layer& L, const std::string& asked);
   // Whether renaming a directory from or to `path` could move git's control files (write_guard.h).
   bool guardedMove(std::string_view path) const { return guard_ && guard_->refusesMove(path); }
   // Whether an object of type `t` may not arrive at `to` (from `from`, "" for a new one): a

@@ -444,7 +444,8 @@ int Overlay::placeNew(Layer& L, const std::string& path, NodeRef inode, Node** o
   if (masked(L, path)) return EACCES;
   if (guarded(path)) return EPERM;  // git's control files (write_guard.h)
   if (guardedArrival(inode->type, std::string_view(), path)) return EPERM;  // a link in .git
-  if (completesRepository(L, path, inode->type)) return EPERM;
+  if (completesRepository(L, path)) return EPERM;
+  if (besideRepository(L, path)) return EPERM;  // hooks or config of a bare repository
   int e = slotOf(L, path, &slot);
   if (e) return e == ELOOP ? ENOTDIR : e;
   Node* p = slot.dir;
@@ -473,26 +474,58 @@ void dropNames(Overlay* ov, Node* n, void (Overlay::*touchFn)(Inode*, bool)) {
 }
 
 // Removes whatever is at `path` (already known to exist): a whiteout where A has something.
-bool Overlay::completesRepository(Layer& L, const std::string& path, FileType type) {
+bool Overlay::completesRepository(Layer& L, const std::string& path) {
   if (!guard_ || !guard_->git()) return false;
-  static constexpr const char* kNames[] = {"HEAD", "objects", "refs", "config"};
-  constexpr int kConfig = 3;
   std::string dir, name;
   splitLast(path, &dir, &name);
-  auto is = [&](std::string_view a, const char* b) { return ignoreCase_ ? sameName(a, b) : a == b; };
   int which = -1;
-  for (int i = 0; i < 4; ++i)
-    if (is(name, kNames[i])) which = i;
-  if (which < 0 || (which == kConfig && type == FileType::Directory)) return false;
+  for (int i = 0; i < 3; ++i)
+    if (nameMatches(name, kRepositoryNames[i])) which = i;
+  if (which < 0) return false;
   if (WriteGuard::insideRepository(dir, ignoreCase_)) return false;
-  for (int i = 0; i < 4; ++i) {
-    if (i == which) continue;
-    Res r;
-    if (resolve(L, joinPath(dir, kNames[i]), &r) != 0) return false;
-    const FileType t = r.node ? r.node->inode()->type : r.lowerAttr.type;
-    if (i == kConfig && t == FileType::Directory) return false;  // a project's config/ folder
-  }
+  for (int i = 0; i < 3; ++i)
+    if (i != which && !present(L, joinPath(dir, kRepositoryNames[i]))) return false;
   return true;
+}
+
+bool Overlay::present(Layer& L, const std::string& path) {
+  std::string buf;
+  Res r;
+  return resolve(L, canon(L, path, &buf), &r) == 0;  // any spelling, under IgnoreCase
+}
+
+bool Overlay::holdsRepository(Layer& L, const std::string& dir) {
+  for (const char* n : kRepositoryNames)
+    if (!present(L, joinPath(dir, n))) return false;
+  return true;
+}
+
+bool Overlay::besideRepository(Layer& L, const std::string& path) {
+  if (!guard_ || !guard_->git() || path.empty()) return false;
+  // The directories whose repository `path` would write: the one above each `hooks` component,
+  // and the parent of a last name `config` or `config.worktree`.
+  std::string dir;
+  size_t start = 0;
+  while (true) {
+    const size_t end = std::min(path.find('/', start), path.size());
+    const std::string_view c = std::string_view(path).substr(start, end - start);
+    const bool last = end == path.size();
+    if (nameMatches(c, "hooks") ||
+        (last && (nameMatches(c, "config") || nameMatches(c, "config.worktree")))) {
+      if (holdsRepository(L, dir)) return true;
+    }
+    if (last) return false;
+    dir = path.substr(0, end);
+    start = end + 1;
+  }
+}
+
+bool Overlay::guardedBeside(Layer& L, const std::string& asked) {
+  if (!guard_ || !guard_->git() || !WriteGuard::mayWriteRepository(asked, ignoreCase_))
+    return false;
+  ReadLock lock(L.mu, LockRank::Layer);
+  std::string cbuf;
+  return besideRepository(L, canon(L, asked, &cbuf));
 }
 
 int Overlay::removeAt(Layer& L, const std::string& path) {

@@ -1,6 +1,8 @@
 // WriteGuard (write_guard.h): which paths a layer may not write.
 #include "write_guard.h"
 
+#include <algorithm>
+
 #include "casefold.h"
 #include "path.h"
 
@@ -93,6 +95,18 @@ bool WriteGuard::beneathGit(std::string_view path, bool ignoreCase) {
   return false;
 }
 
+bool WriteGuard::mayWriteRepository(std::string_view path, bool ignoreCase) {
+  size_t start = 0;
+  while (true) {
+    const size_t end = std::min(path.find('/', start), path.size());
+    const std::string_view c = path.substr(start, end - start);
+    if (nameIs(c, "hooks", ignoreCase)) return true;
+    if (end == path.size())
+      return nameIs(c, "config", ignoreCase) || nameIs(c, "config.worktree", ignoreCase);
+    start = end + 1;
+  }
+}
+
 bool WriteGuard::scan(std::string_view path, bool ignoreCase, bool* insideAtEnd) {
   // Walk the components. Inside a `.git`, `inRepo` is set until one of the repository's own
   // data directories (refs, logs, objects) is entered right beneath that `.git`, where names are
@@ -102,12 +116,23 @@ bool WriteGuard::scan(std::string_view path, bool ignoreCase, bool* insideAtEnd)
   // refused wherever they sit (a submodule branch called "config" is the price).
   bool inRepo = false;
   bool underGit = false;  // the previous component was the `.git`
+  bool beneath = false;   // a `.git` came before
+  std::string_view before[2];  // the two components before this one
   size_t start = 0;
   while (start <= path.size()) {
     size_t end = path.find('/', start);
     if (end == std::string_view::npos) end = path.size();
     const std::string_view c = path.substr(start, end - start);
     const bool last = end == path.size();
+    if (last && beneath && nameIs(before[0], "objects", ignoreCase) &&
+        nameIs(before[1], "info", ignoreCase) &&
+        (nameIs(c, "alternates", ignoreCase) || nameIs(c, "http-alternates", ignoreCase))) {
+      // Names other object directories git reads, and freshens (utime) objects in: the
+      // folder's own, whose times would change (objects is data, this file is not).
+      return true;
+    }
+    before[0] = before[1];
+    before[1] = c;
     if (last && nameIs(c, "commondir", ignoreCase)) {
       // Anywhere: beside a HEAD it makes that directory a repository whose objects, refs and
       // config are where it says (a bare repository split across two directories).
@@ -118,6 +143,7 @@ bool WriteGuard::scan(std::string_view path, bool ignoreCase, bool* insideAtEnd)
       if (last) return true;
       inRepo = true;
       underGit = true;
+      beneath = true;
     } else if (inRepo) {
       if (underGit && (nameIs(c, "refs", ignoreCase) || nameIs(c, "logs", ignoreCase) ||
                        nameIs(c, "objects", ignoreCase))) {

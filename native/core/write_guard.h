@@ -11,8 +11,9 @@
 // What it refuses, at any depth, for every way a layer is written (the mount, views, runs, the
 // API's file writes): the name `.git` itself (making, removing, renaming, replacing it, as a
 // directory or a file), and beneath a `.git` the files that name programs or redirect git to
-// another repository: `config`, `config.worktree`, `commondir` and everything under `hooks`
-// (and a file named `commondir` anywhere, which makes the directory holding it a repository),
+// another repository: `config`, `config.worktree`, `commondir`, everything under `hooks` and
+// `objects/info/alternates` (and a file named `commondir` anywhere, which makes the directory
+// holding it a repository),
 // also in the `modules/<name>` and `worktrees/<name>` repositories git keeps there. Names under
 // `refs`, `logs` and `objects` are git's data (a branch may be called `config`) and stay
 // writable. Optionally also a list of anchored paths (the folder's own `core.hooksPath` when it
@@ -69,6 +70,10 @@ class WriteGuard {
   static bool insideRepository(std::string_view path, bool ignoreCase);
   // Whether `path` lies beneath a `.git` (a component before its last one is `.git`).
   static bool beneathGit(std::string_view path, bool ignoreCase);
+  // Whether `path` could be a repository's hooks or config wherever the repository is: a
+  // component is `hooks`, or the last one is `config` or `config.worktree` (the cheap test
+  // before Overlay::besideRepository looks for HEAD, objects and refs beside them).
+  static bool mayWriteRepository(std::string_view path, bool ignoreCase);
 
  private:
   // gitControl's walk; `insideAtEnd` (if set) says whether the path ends inside a `.git`

@@ -6,7 +6,7 @@
 //   ../../scripts/pre-commit.sh`);
 // - configuration files it includes from inside the folder (`include.path = ../.gitconfig`);
 // - a git directory inside the folder that is not called `.git` (`gitdir: .repo`): its config,
-//   config.worktree, commondir and hooks.
+//   config.worktree, commondir, hooks and objects/info/alternates.
 // Any of them changed by an agent would run as the developer the next time they use git in the
 // mount. Read-only: `git config` and `git rev-parse` run no hook and no fsmonitor.
 import { execFileSync } from 'child_process';
@@ -127,7 +127,8 @@ export function folderGitGlobs(folder: string): string[] {
   // The git directories, when one inside the folder is not a `.git` (the core refuses those).
   const gitDir = git(folder, ['rev-parse', '--absolute-git-dir'])?.trim();
   for (const d of otherGitDirs(folder)) {
-    for (const name of ['config', 'config.worktree', 'commondir', 'hooks']) add(path.join(d, name), false);
+    for (const name of ['config', 'config.worktree', 'commondir', 'hooks', 'objects/info/alternates'])
+      add(path.join(d, name), false);
   }
   // The hooks directory git uses, and where links lead from it and from the hooks in it.
   const hooksPath = git(folder, ['config', '--type=path', '--get', 'core.hooksPath'])?.trim();

@@ -26,8 +26,9 @@ struct GuardWorld {
   std::unique_ptr<Overlay> ov;
   Layer* a = nullptr;
 
-  explicit GuardWorld(bool protect = true) {
+  explicit GuardWorld(bool protect = true, bool ignoreCase = false) {
     auto lo = std::make_unique<fake::FakeLower>();
+    lo->ignoreCase = ignoreCase;
     lo->addDir(".git");
     lo->addFile(".git/config", "[core]\n");
     lo->addFile(".git/HEAD", "ref: refs/heads/main\n");
@@ -44,10 +45,25 @@ struct GuardWorld {
     lo->addDir(".husky/_");
     lo->addFile(".husky/_/h", "#!/bin/sh\n");
     lo->addFile("README.md", "# readme\n");
-    ov = std::make_unique<Overlay>(std::move(lo));
+    // Bare repositories the folder holds (test fixtures), with and without config and hooks.
+    lo->addDir("bare");
+    lo->addFile("bare/HEAD", "ref: refs/heads/main\n");
+    lo->addDir("bare/objects");
+    lo->addDir("bare/refs");
+    lo->addFile("bare/config", "[core]\n\tbare = true\n");
+    lo->addDir("bare/hooks");
+    lo->addFile("bare/hooks/post-update.sample", "#!/bin/sh\n");
+    lo->addDir("fix.git");
+    lo->addFile("fix.git/HEAD", "ref: refs/heads/main\n");
+    lo->addFile("fix.git/description", "fixture\n");
+    lo->addDir("fix.git/objects");
+    lo->addDir("fix.git/refs");
+    lo->addDir("fix.git/refs/heads");
+    ov = std::make_unique<Overlay>(std::move(lo), nullptr, UINT64_MAX,
+                                   ignoreCase ? NameMatch::IgnoreCase : NameMatch::Exact);
     if (protect)
       ov->setWriteGuard(std::make_shared<const WriteGuard>(true, std::vector<std::string>{"/.husky/_"},
-                                                           false));
+                                                           ignoreCase));
     if (ov->createLayer("a")) throw unit::Abort{};
     a = ov->pin("a");
     if (!a) throw unit::Abort{};
@@ -219,41 +235,117 @@ TEST(write_guard_refuses_every_write_to_control_files) {
 TEST(write_guard_refuses_completing_a_bare_repository_outside_git) {
   GuardWorld w;
   Attr at;
-  // HEAD, objects and refs in one directory, then its config: the fourth name is refused,
-  // whichever comes last and however it comes (made, renamed, linked).
+  // git 2.39 takes a directory holding HEAD, objects and refs for a bare repository, config or
+  // not, and runs its hooks/ on the user's gc, fetch or tag there: the last of the three is
+  // refused, whichever it is, of whatever type, however it comes (made, renamed, linked).
   CHECK_EQ(w.mkdir("src"), 0);
+  CHECK_EQ(w.mkdir("src/hooks"), 0);  // no repository here yet: an ordinary name
+  CHECK_EQ(w.create("src/hooks/reference-transaction"), 0);
   CHECK_EQ(w.create("src/HEAD"), 0);
   CHECK_EQ(w.mkdir("src/objects"), 0);
-  CHECK_EQ(w.mkdir("src/refs"), 0);
-  CHECK_EQ(w.create("src/config"), EPERM);
-  CHECK_EQ(w.symlink("../README.md", "src/config"), EPERM);
-  CHECK_EQ(w.create("src/config.tmp"), 0);
-  CHECK_EQ(w.ov->rename(w.a, "src/config.tmp", "src/config", 0), EPERM);
-  CHECK_EQ(w.link("src/config.tmp", "src/config"), EPERM);
-  CHECK_EQ(w.mkdir("src/config"), 0);  // a project's config/ folder is no git config
-  // The other order, at the root (where a spoiled .git/HEAD makes git look next).
-  CHECK_EQ(w.create("config"), 0);
+  CHECK_EQ(w.mkdir("src/refs"), EPERM);
+  CHECK_EQ(w.create("src/refs"), EPERM);  // an executable file passes git's access(X_OK)
+  CHECK_EQ(w.symlink("../README.md", "src/refs"), EPERM);
+  CHECK_EQ(w.mkdir("refs.tmp"), 0);
+  CHECK_EQ(w.ov->rename(w.a, "refs.tmp", "src/refs", 0), EPERM);
+  CHECK_EQ(w.create("refs.f"), 0);
+  CHECK_EQ(w.link("refs.f", "src/refs"), EPERM);
+  CHECK_EQ(w.ov->mknod(w.a, "src/refs", FileType::Fifo, 0644, 0, kWho, &at), EPERM);
+  CHECK_EQ(w.ov->putFile("a", "src/refs", "x\n", 0755, kWho), EPERM);
+  // Onto an existing name or exchanged, no directory gains a name: allowed.
+  CHECK_EQ(w.create("head.tmp"), 0);
+  CHECK_EQ(w.ov->rename(w.a, "head.tmp", "src/HEAD", 0), 0);
+  CHECK_EQ(w.ov->rename(w.a, "refs.f", "src/HEAD", kRenameExchange), 0);
+  // The other orders, at the root (where a spoiled .git/HEAD makes git look next).
   CHECK_EQ(w.mkdir("objects"), 0);
   CHECK_EQ(w.mkdir("refs"), 0);
   CHECK_EQ(w.create("HEAD"), EPERM);
+  CHECK_EQ(w.symlink("refs/heads/main", "HEAD"), EPERM);
   CHECK_EQ(w.ov->mknod(w.a, "HEAD", FileType::Regular, 0644, 0, kWho, &at), EPERM);
-  // Swapped or moved onto an existing name: a config/ folder exchanged for a file, a file
-  // renamed over it.
   CHECK_EQ(w.mkdir("lib2"), 0);
   CHECK_EQ(w.create("lib2/HEAD"), 0);
-  CHECK_EQ(w.mkdir("lib2/objects"), 0);
-  CHECK_EQ(w.mkdir("lib2/refs"), 0);
-  CHECK_EQ(w.mkdir("lib2/config"), 0);
-  CHECK_EQ(w.create("cfg.txt"), 0);
-  CHECK_EQ(w.ov->rename(w.a, "cfg.txt", "lib2/config", kRenameExchange), EPERM);
-  CHECK_EQ(w.ov->rename(w.a, "lib2/config", "cfg.txt", kRenameExchange), EPERM);
-  CHECK_EQ(w.ov->rmdir(w.a, "lib2/config"), 0);
-  CHECK_EQ(w.create("lib2/config"), EPERM);
+  CHECK_EQ(w.create("lib2/refs"), 0);
+  CHECK_EQ(w.create("lib2/objects"), EPERM);
+  // Case-insensitive names are the same names.
+  GuardWorld ci(true, true);
+  CHECK_EQ(ci.create("head"), 0);
+  CHECK_EQ(ci.mkdir("Objects"), 0);
+  CHECK_EQ(ci.mkdir("REFS"), EPERM);
   // A HEAD beside a commondir naming another directory is a repository too: commondir is refused.
   CHECK_EQ(w.create("src/commondir"), EPERM);
   // Inside .git the names are git's own.
   CHECK_EQ(w.mkdir(".git/objects"), 0);
   CHECK_EQ(w.ov->putFile("a", ".git/FETCH_HEAD", "x\n", 0644, kWho), 0);
+  CHECK_EQ(w.mkdir(".git/modules/lib/objects"), 0);
+  CHECK_EQ(w.mkdir(".git/modules/lib/refs"), 0);
+  CHECK_EQ(w.create(".git/modules/lib/HEAD"), 0);
+}
+
+// A bare repository the folder holds (a test fixture): its hooks and config are refused as a
+// .git's are, though nothing names them, since git run in that directory runs and obeys them.
+TEST(write_guard_refuses_the_hooks_and_config_of_a_bare_repository) {
+  GuardWorld w;
+  CHECK_EQ(w.mkdir("fix.git/hooks"), EPERM);
+  CHECK_EQ(w.create("fix.git/hooks/post-update"), EPERM);
+  CHECK_EQ(w.create("fix.git/config"), EPERM);
+  CHECK_EQ(w.create("fix.git/config.worktree"), EPERM);
+  CHECK_EQ(w.ov->putFile("a", "fix.git/config", "[core]\n", 0644, kWho), EPERM);
+  CHECK_EQ(w.open("fix.git/description", true), 0);  // the rest is data
+  CHECK_EQ(w.create("fix.git/refs/heads/config"), 0);  // a branch called config
+  CHECK_EQ(w.create("cfg"), 0);
+  CHECK_EQ(w.ov->rename(w.a, "cfg", "fix.git/config", 0), EPERM);
+  CHECK_EQ(w.ov->rename(w.a, "cfg", "fix.git/hooks", 0), EPERM);
+  CHECK_EQ(w.link("cfg", "fix.git/config"), EPERM);
+  CHECK_EQ(w.symlink("/home/me/x", "fix.git/config"), EPERM);
+  // The repository's existing config and hooks: not written, truncated, chmod-ed or linked.
+  CHECK_EQ(w.open("bare/config", true), EPERM);
+  CHECK_EQ(w.open("bare/config", false, true), EPERM);
+  CHECK_EQ(w.open("bare/config", false), 0);
+  CHECK_EQ(w.truncate("bare/config"), EPERM);
+  CHECK_EQ(w.chmod("bare/hooks/post-update.sample"), EPERM);
+  CHECK_EQ(w.open("bare/hooks/post-update.sample", true), EPERM);
+  CHECK_EQ(w.link("bare/hooks/post-update.sample", "h2"), EPERM);  // a second name would write it
+  CHECK_EQ(w.create("bare/hooks/post-update"), EPERM);
+  CHECK_EQ(w.ov->rename(w.a, "cfg", "bare/config", kRenameExchange), EPERM);
+  CHECK_EQ(w.ov->rename(w.a, "bare/config", "cfg", kRenameExchange), EPERM);
+  // Taken apart and rebuilt: moving objects away makes hooks writable, but not bringing it back.
+  CHECK_EQ(w.ov->rename(w.a, "bare/objects", "o", 0), 0);
+  CHECK_EQ(w.create("bare/hooks/post-update"), 0);
+  CHECK_EQ(w.ov->rename(w.a, "o", "bare/objects", 0), EPERM);
+  CHECK_EQ(w.mkdir("bare/objects"), EPERM);
+  // Moved whole, it is still one.
+  CHECK_EQ(w.ov->rename(w.a, "fix.git", "moved.git", 0), 0);
+  CHECK_EQ(w.create("moved.git/hooks/pre-receive"), EPERM);
+  // Elsewhere the names are ordinary.
+  CHECK_EQ(w.mkdir("src2"), 0);
+  CHECK_EQ(w.create("src2/config"), 0);
+  CHECK_EQ(w.mkdir("src2/hooks"), 0);
+  CHECK_EQ(w.create("src2/hooks/useHooks.ts"), 0);
+  // With git's rule off, nothing of this.
+  GuardWorld off(false);
+  CHECK_EQ(off.create("bare/hooks/post-update"), 0);
+  CHECK_EQ(off.mkdir("src"), 0);
+  CHECK_EQ(off.create("src/HEAD"), 0);
+  CHECK_EQ(off.mkdir("src/objects"), 0);
+  CHECK_EQ(off.mkdir("src/refs"), 0);
+}
+
+// objects/info/alternates names other object directories git reads and freshens objects in
+// (utime): the folder's own, if an agent names them. Data beside it stays writable.
+TEST(write_guard_refuses_alternates) {
+  CHECK(WriteGuard::gitControl(".git/objects/info/alternates", false));
+  CHECK(WriteGuard::gitControl(".git/objects/info/http-alternates", false));
+  CHECK(WriteGuard::gitControl("lib/.git/modules/x/objects/info/alternates", false));
+  CHECK(WriteGuard::gitControl(".GIT/Objects/info/alternates", true));
+  CHECK(!WriteGuard::gitControl(".git/objects/info/packs", false));
+  CHECK(!WriteGuard::gitControl("objects/info/alternates", false));  // not beneath a .git
+  CHECK(!WriteGuard::gitControl(".git/objects/alternates", false));
+  GuardWorld w;
+  CHECK_EQ(w.mkdir(".git/objects"), 0);
+  CHECK_EQ(w.mkdir(".git/objects/info"), 0);
+  CHECK_EQ(w.create(".git/objects/info/alternates"), EPERM);
+  CHECK_EQ(w.create(".git/objects/info/packs"), 0);
+  CHECK_EQ(w.ov->rename(w.a, ".git/objects/info/packs", ".git/objects/info/alternates", 0), EPERM);
 }
 
 // git run by the user, outside any sandbox, follows links it finds beneath a `.git` when it
