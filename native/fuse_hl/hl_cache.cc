@@ -12,7 +12,10 @@
 // the open finds the same object, size, mtime and ctime as the last open of that path through
 // this mount did; any write, truncation, chmod or utimens changes the ctime, which no program
 // can set back. The notes are dropped with every invalidation of their path, and all of them at
-// a layer switch, so the first open of each file after a switch drops its pages. The pages of
+// a layer switch, so the first open of each file after a switch drops its pages. A note lasts
+// the mount's attribute timeout at most: a folder file changed with nothing to show for it
+// (stores into a shared mmap page that was already dirty move neither mtime nor ctime) shows
+// its new bytes to the first open after that, as its attributes would. The pages of
 // a path whose object changed while the kernel held them are dropped by the invalidation
 // itself (fuse_invalidate_path: attributes and every page of the file).
 //
@@ -46,8 +49,11 @@ bool HLMount::keepPages(const std::string& path, const Attr& a) {
   std::lock_guard lock(openedMu_);
   if (opened_.size() >= kMaxOpened) opened_.clear();
   Opened& o = opened_[path];
+  const auto now = std::chrono::steady_clock::now();
   const bool same = o.ino == a.ino && o.ino != 0 && o.size == a.size && o.mtime == a.mtime &&
-                    o.ctime == a.ctime;
+                    o.ctime == a.ctime &&
+                    now - o.since < std::chrono::duration<double>(opts_.attrTimeout);
+  if (!same) o.since = now;
   o.ino = a.ino;
   o.size = a.size;
   o.mtime = a.mtime;

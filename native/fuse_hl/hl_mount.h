@@ -224,12 +224,14 @@ class HLMount final : public LoopedMount {
   std::unordered_map<std::string, FolderWatcher::Token> watched_;  // 0: tried, not watched
   // Pages kept across opens (see the top of hl_cache.cc). keepPages: on a loop thread, for
   // every open and create: whether the kernel may keep the file's cached pages, and it notes
-  // what this open saw. The notes go with invalidations: a path's own, all of them at a switch.
+  // what this open saw. The notes go with invalidations: a path's own, all of them at a switch;
+  // and each lasts the mount's attribute timeout at most, then the next open drops the pages.
   bool keepPages(const std::string& path, const Attr& a);
   void forgetOpened(const std::vector<std::string>& paths, bool all);
   struct Opened {
     uint64_t ino = 0, size = 0;
     Timespec mtime, ctime;
+    std::chrono::steady_clock::time_point since;  // the first open that saw this object so
   };
   static constexpr size_t kMaxOpened = size_t{1} << 16;  // past it the notes start over
   std::mutex openedMu_;  // a leaf: nothing else is taken while it is held

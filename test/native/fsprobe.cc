@@ -3,6 +3,9 @@
 //   fsprobe rename2 FROM TO noreplace|exchange
 //   fsprobe mmap-read FILE            (prints the file through a shared read mapping)
 //   fsprobe mmap-write FILE OFF TEXT  (writes TEXT at OFF through a shared mapping, msync)
+//   fsprobe mmap-hold FILE            (maps FILE shared, prints "ready", then per stdin line
+//                                      "store OFF TEXT" stores TEXT at OFF, no msync: a store
+//                                      into a page already dirty moves neither mtime nor ctime)
 //   fsprobe setxattr FILE NAME VALUE | getxattr FILE NAME | listxattr FILE | removexattr FILE NAME
 //   fsprobe flock FILE                (takes and drops an exclusive flock and a POSIX lock)
 //   fsprobe hold path|dir|read PATH   (opens PATH, prints "ready", then runs one command per
@@ -104,10 +107,41 @@ static int hold(const char* how, const char* path) {
   return 0;
 }
 
+static int mmapHold(const char* path) {
+  int fd = open(path, O_RDWR);
+  if (fd < 0) return fail();
+  struct stat st;
+  fstat(fd, &st);
+  char* p = static_cast<char*>(mmap(nullptr, st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0));
+  if (p == MAP_FAILED) return fail();
+  puts("ready");
+  fflush(stdout);
+  char line[8192];
+  while (fgets(line, sizeof line, stdin)) {
+    line[strcspn(line, "\n")] = 0;
+    char* cmd = strtok(line, " ");
+    char* off = strtok(nullptr, " ");
+    char* text = strtok(nullptr, "");
+    if (!cmd || std::string(cmd) == "quit") break;
+    const size_t at = off ? strtoul(off, nullptr, 10) : 0, len = text ? strlen(text) : 0;
+    if (std::string(cmd) != "store" || !text || at + len > static_cast<size_t>(st.st_size)) {
+      puts("bad command");
+    } else {
+      memcpy(p + at, text, len);
+      puts("ok");
+    }
+    fflush(stdout);
+  }
+  munmap(p, st.st_size);
+  close(fd);
+  return 0;
+}
+
 int main(int argc, char** argv) {
   if (argc < 3) return 2;
   std::string cmd = argv[1];
   if (cmd == "hold" && argc == 4) return hold(argv[2], argv[3]);
+  if (cmd == "mmap-hold" && argc == 3) return mmapHold(argv[2]);
   if (cmd == "rename2" && argc == 5) {
     unsigned flags = std::string(argv[4]) == "exchange" ? RENAME_EXCHANGE : RENAME_NOREPLACE;
     if (renameat2(AT_FDCWD, argv[2], AT_FDCWD, argv[3], flags) != 0) return fail();
