@@ -92,6 +92,7 @@ describe('the MCP server driven by the MCP inspector CLI', function () {
   const mounted: string[] = [];
   const savedHome = process.env.HOME;
   const savedReadable = process.env.SHADOWFS_RUN_READABLE;
+  const savedRecord = process.env.SHADOWFS_RUNTIME_RECORD;
 
   before(async () => {
     // Language servers run confined; from a worktree whose node_modules is a link they need its target readable.
@@ -105,6 +106,7 @@ describe('the MCP server driven by the MCP inspector CLI', function () {
     daemon.close();
     stopTestDaemon();
     process.env.HOME = savedHome;
+    if (savedRecord !== undefined) process.env.SHADOWFS_RUNTIME_RECORD = savedRecord;
     if (savedReadable === undefined) delete process.env.SHADOWFS_RUN_READABLE;
     else process.env.SHADOWFS_RUN_READABLE = savedReadable;
   });
@@ -286,6 +288,7 @@ describe('the MCP server driven by the MCP inspector CLI', function () {
     stopTestDaemon();
     daemon.close();
     process.env.HOME = home;
+    delete process.env.SHADOWFS_RUNTIME_RECORD; // the record under HOME, as for a user
     daemon = await ShadowClient.connect({ clientName: 'mcp-inspector test' });
     const record = JSON.parse(fs.readFileSync(path.join(home, '.local', 'state', 'shadowfs', 'daemon-runtime.json'), 'utf8')) as {
       pid: number;
@@ -410,6 +413,7 @@ describe('the MCP server driven by the MCP inspector CLI', function () {
     stopTestDaemon();
     daemon.close();
     process.env.HOME = home;
+    delete process.env.SHADOWFS_RUNTIME_RECORD; // the record under HOME, as for a user
     daemon = await ShadowClient.connect({ clientName: 'mcp-inspector test' });
     await daemon.request('mount', { folder: repo, name: 'insp-restart' });
     mounted.push('insp-restart');

@@ -11,9 +11,13 @@ import * as path from 'path';
 import { ShadowError } from '../common/errors';
 import { processAlive } from '../common/pid';
 
-/** The daemon's record of its runtime directory: HOME-derived only (XDG_STATE_HOME may be stripped too). */
+/**
+ * The daemon's record of its runtime directory: HOME-derived only (XDG_STATE_HOME may be stripped
+ * too), unless $SHADOWFS_RUNTIME_RECORD names the file (the test suite's own daemons keep theirs
+ * in the suite's runtime directory, so they never become the user's).
+ */
 export function runtimePointerPath(): string {
-  return path.join(os.homedir(), '.local', 'state', 'shadowfs', 'daemon-runtime.json');
+  return process.env.SHADOWFS_RUNTIME_RECORD || path.join(os.homedir(), '.local', 'state', 'shadowfs', 'daemon-runtime.json');
 }
 
 const uid = (): number | undefined => process.getuid?.();

@@ -15,8 +15,11 @@ import { deadTestMounts, FolderGuard, leakedTestMounts, removeTempDirs } from '.
 const runtime = fs.mkdtempSync(path.join(os.tmpdir(), 'shadowfs-test-rt-'));
 fs.chmodSync(runtime, 0o700);
 process.env.XDG_RUNTIME_DIR = runtime;
-// Checkpoints the tests make stay in this run's directory too.
+// Checkpoints the tests make stay in this run's directory too, and so does the record a daemon
+// leaves for processes without XDG_RUNTIME_DIR: under the user's HOME, it would lead the user's
+// own MCP clients to a test daemon while the suite runs.
 process.env.SHADOWFS_STATE_DIR = path.join(runtime, 'state');
+process.env.SHADOWFS_RUNTIME_RECORD = path.join(runtime, 'daemon-runtime.json');
 // Daemons the tests start check every result against the protocol's schema.
 process.env.SHADOWFS_CHECK_RESULTS = '1';
 
@@ -91,6 +94,17 @@ function runtimeMounts(): string[] {
     .filter((m) => m.startsWith(runtime));
 }
 
+/** The user's own runtime record (under the real HOME), when it names this run's runtime directory. */
+function recordUnderHome(): string | undefined {
+  const file = path.join(os.userInfo().homedir, '.local', 'state', 'shadowfs', 'daemon-runtime.json');
+  try {
+    const rec = JSON.parse(fs.readFileSync(file, 'utf8')) as { dir?: unknown };
+    return typeof rec.dir === 'string' && rec.dir.startsWith(runtime) ? file : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 export const mochaHooks = {
   beforeAll(): void {
     try {
@@ -114,8 +128,10 @@ export const mochaHooks = {
     stopTestDaemon();
     for (const m of runtimeMounts()) execFileSync('umount', ['-l', m], { stdio: 'ignore' });
     const leaked = leakedTestMounts();
+    const recorded = recordUnderHome();
     removeTempDirs();
     fs.rmSync(runtime, { recursive: true, force: true });
     if (leaked.length > 0) throw new Error(`tests leaked mounts: ${leaked.join(', ')}`);
+    if (recorded) throw new Error(`a test daemon recorded its runtime directory in the user's ${recorded}`);
   },
 };

@@ -9,7 +9,11 @@ import * as path from 'path';
 import { announceRuntimeDir, recordedRuntimeDir, runtimeDir, runtimePointerPath } from '../../src/platform/linux-runtime';
 
 describe('unit: the runtime directory without XDG_RUNTIME_DIR', () => {
-  const saved = { HOME: process.env.HOME, XDG_RUNTIME_DIR: process.env.XDG_RUNTIME_DIR };
+  const saved = {
+    HOME: process.env.HOME,
+    XDG_RUNTIME_DIR: process.env.XDG_RUNTIME_DIR,
+    SHADOWFS_RUNTIME_RECORD: process.env.SHADOWFS_RUNTIME_RECORD,
+  };
   let home: string;
   let dir: string;
   beforeEach(() => {
@@ -18,6 +22,7 @@ describe('unit: the runtime directory without XDG_RUNTIME_DIR', () => {
     fs.chmodSync(dir, 0o700);
     process.env.HOME = home;
     delete process.env.XDG_RUNTIME_DIR;
+    delete process.env.SHADOWFS_RUNTIME_RECORD;
   });
   afterEach(() => {
     for (const [k, v] of Object.entries(saved))
@@ -63,5 +68,16 @@ describe('unit: the runtime directory without XDG_RUNTIME_DIR', () => {
     } finally {
       fs.rmSync(other, { recursive: true, force: true });
     }
+  });
+
+  it('keeps the record where SHADOWFS_RUNTIME_RECORD says (the test suite), and nothing under HOME', () => {
+    const file = path.join(dir, 'record.json');
+    process.env.SHADOWFS_RUNTIME_RECORD = file;
+    const undo = announceRuntimeDir(dir);
+    assert.strictEqual(runtimePointerPath(), file);
+    assert.strictEqual(recordedRuntimeDir(), dir);
+    assert.ok(!fs.existsSync(path.join(home, '.local', 'state', 'shadowfs', 'daemon-runtime.json')));
+    undo();
+    assert.ok(!fs.existsSync(file));
   });
 });
