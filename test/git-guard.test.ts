@@ -306,6 +306,11 @@ describe('write guard: git run in the mount obeys nothing an agent wrote', funct
             attempt("the fixture's sample hook renamed", 'mv fixtures/remote.git/hooks/pre-push.sample fixtures/remote.git/hooks/pre-push'),
             attempt("the fixture's config", `printf '[core]\\n\\thooksPath = /tmp\\n' >> fixtures/remote.git/config`),
             attempt("alternates naming the folder's objects", 'echo "$PWD/.git/objects" > .git/objects/info/alternates'),
+            attempt(
+              'alternates moved in with their directory',
+              'mkdir -p .git/logs/x/info && echo "$PWD/.git/objects" > .git/logs/x/info/alternates && mv .git/objects/info .git/logs/x/old && mv .git/logs/x/info .git/objects/info',
+            ),
+            attempt("the fixture's alternates", 'echo "$PWD/.git/objects" > fixtures/remote.git/objects/info/alternates'),
             // What stays the agent's: its own repository's data, and git pushing to the fixture.
             'set -e',
             'git push -q fixtures/remote.git main:agent',
@@ -317,7 +322,7 @@ describe('write guard: git run in the mount obeys nothing an agent wrote', funct
           [],
           out,
         );
-        assert.strictEqual(out.split('\n').filter((l) => l.endsWith(': refused')).length, 7, out);
+        assert.strictEqual(out.split('\n').filter((l) => l.endsWith(': refused')).length, 9, out);
         assert.match(out, /everyday git: done/);
         await shadow.activate('agent');
         for (const d of ['src', 'lib', 'app', 'fixtures/remote.git']) {
@@ -332,6 +337,60 @@ describe('write guard: git run in the mount obeys nothing an agent wrote', funct
         assert.match(git(path.join(mp, 'fixtures', 'remote.git'), 'tag'), /user-fixtures-remote-git/);
         await shadow.activate(null);
         await userGitRunsNothing(shadow, mp, marks, ['src', 'lib', 'app']);
+      },
+      { layer: 'agent' },
+    );
+  });
+
+  it("reverting a fixture's HEAD beside hooks the agent wrote while it was gone is refused until they go back", async () => {
+    // Found by a review: with HEAD deleted the directory is no repository, so hooks and config
+    // may be written there; the agent's revert tool (or a rejected hunk) then brought HEAD back.
+    const repo = makeRepo();
+    const fixture = path.join(repo, 'fixtures', 'remote.git');
+    git(repo, 'init', '-q', '--bare', fixture);
+    git(repo, 'push', '-q', fixture, 'main');
+    const marks = tempDir('git-guard-marks');
+    await withShadow(
+      repo,
+      async (shadow, mp) => {
+        const out = await agentRun(
+          shadow,
+          [
+            'set -e',
+            'rm fixtures/remote.git/HEAD',
+            `printf '${hook(marks, 'revert')}' > fixtures/remote.git/hooks/reference-transaction`,
+            'chmod +x fixtures/remote.git/hooks/reference-transaction',
+            "printf '[core]\\n\\tpager = cat\\n' >> fixtures/remote.git/config",
+            'echo planted',
+          ].join('\n'),
+        );
+        assert.match(out, /planted/);
+        const layer = shadow.layer('agent');
+        await assert.rejects(
+          layer.revert('fixtures/remote.git/HEAD'),
+          (e: unknown) => e instanceof ShadowError && e.code === 'PATH_PROTECTED',
+        );
+        await shadow.activate('agent');
+        for (const args of [
+          ['gc', '-q'],
+          ['tag', 'user-tag', 'main'],
+        ])
+          spawnSync('git', args, { cwd: path.join(mp, 'fixtures', 'remote.git') });
+        assert.deepStrictEqual(fs.readdirSync(marks), [], 'no planted hook ran');
+        await shadow.activate(null);
+        // Once what the agent wrote there goes back, HEAD may too: the folder's fixture again.
+        await layer.revert('fixtures/remote.git/hooks');
+        await assert.rejects(
+          layer.revert('fixtures/remote.git/HEAD'),
+          (e: unknown) => e instanceof ShadowError && e.code === 'PATH_PROTECTED',
+        );
+        await layer.revert('fixtures/remote.git/config');
+        await layer.revert('fixtures/remote.git/HEAD');
+        await shadow.activate('agent');
+        spawnSync('git', ['tag', 'user-tag2', 'main'], { cwd: path.join(mp, 'fixtures', 'remote.git') });
+        assert.match(git(path.join(mp, 'fixtures', 'remote.git'), 'tag'), /user-tag2/);
+        assert.deepStrictEqual(fs.readdirSync(marks), [], 'no planted hook ran');
+        await shadow.activate(null);
       },
       { layer: 'agent' },
     );

@@ -276,6 +276,8 @@ int Overlay::renameIn(Layer& L, const std::string& fromAsked, const std::string&
                         (toExists && (rt.node ? rt.node->inode()->type : rt.lowerAttr.type) ==
                                          FileType::Directory);
   if (movesDir && (guardedMove(from) || guardedMove(to))) return EPERM;
+  // Nor a repository's objects or objects/info, where an info/alternates could come in with it.
+  if (movesDir && (objectsOfRepository(L, from) || objectsOfRepository(L, to))) return EPERM;
   // A link (or a directory that may hold one) arriving beneath a `.git`; in an exchange, what
   // arrives at `from` too (write_guard.h, refusesSpecial).
   if (guardedArrival(ft, from, to)) return EPERM;

@@ -147,6 +147,7 @@ int Overlay::revert(const std::string& layer, const std::string& asked, bool* wa
     if (c->whiteout() || !c->dir() || c->opaque() || c->redirected()) return EXDEV;
     dir = c;
   }
+  if (revivesRepository(L, path, dir)) return EPERM;
   if (ignoreCase_) {
     // Every spelling the layer has for the name goes: after a case-only rename the layer holds
     // the new name and a whiteout of the old, and the folder's entry is back only once both are.

@@ -421,8 +421,21 @@ class Overlay {
   // of a directory git takes for a repository (holdsRepository): a bare repository the folder
   // holds (a test fixture), which the path rule of write_guard.h does not know by name.
   bool besideRepository(Layer& L, const std::string& path);
+  // Whether `path` is the `objects` or `objects/info` directory of a directory holding HEAD,
+  // objects and refs: no directory may move there or away (an `info/alternates` would come with
+  // it). L's lock held.
+  bool objectsOfRepository(Layer& L, const std::string& path);
+  // Whether the layer's directory node `dir` holds an entry of its own (not a deletion) at
+  // `hooks`, `config`, `config.worktree` or `objects/info/alternates`: what would run or be
+  // obeyed were `dir` a repository (revert checks it before bringing back HEAD, objects or refs).
+  bool holdsControl(const Node* dir) const;
+  // Whether reverting `path` (its layer directory node `dir`, L's lock held) would bring the
+  // folder's HEAD, objects or refs back as the last of the three beside hooks, config or
+  // alternates the layer wrote while the directory was no repository: revert them first.
+  bool revivesRepository(Layer& L, const std::string& path, const Node* dir);
   // besideRepository for a path as the caller spelled it, taking L's lock to read; free unless
-  // a name on the path is `hooks`, `config` or `config.worktree` (WriteGuard::mayWriteRepository).
+  // a name on the path is `hooks`, `config`, `config.worktree` or the last is `alternates`
+  // (WriteGuard::mayWriteRepository).
   bool guardedBeside(Layer& L, const std::string& asked);
   // Whether renaming a directory from or to `path` could move git's control files (write_guard.h).
   bool guardedMove(std::string_view path) const { return guard_ && guard_->refusesMove(path); }

@@ -500,24 +500,97 @@ bool Overlay::holdsRepository(Layer& L, const std::string& dir) {
   return true;
 }
 
+namespace {
+// The prefix of `path` made of its first `n` components ("" for none).
+std::string firstComponents(const std::string& path, size_t n) {
+  size_t end = 0;
+  for (size_t i = 0; i < n; ++i) end = path.find('/', end + (i ? 1 : 0));
+  return n == 0 ? std::string() : path.substr(0, end);
+}
+}  // namespace
+
 bool Overlay::besideRepository(Layer& L, const std::string& path) {
   if (!guard_ || !guard_->git() || path.empty()) return false;
   // The directories whose repository `path` would write: the one above each `hooks` component,
-  // and the parent of a last name `config` or `config.worktree`.
-  std::string dir;
-  size_t start = 0;
-  while (true) {
-    const size_t end = std::min(path.find('/', start), path.size());
-    const std::string_view c = std::string_view(path).substr(start, end - start);
-    const bool last = end == path.size();
-    if (nameMatches(c, "hooks") ||
-        (last && (nameMatches(c, "config") || nameMatches(c, "config.worktree")))) {
-      if (holdsRepository(L, dir)) return true;
+  // the parent of a last name `config` or `config.worktree`, and the directory above
+  // `objects/info/alternates` (or `http-alternates`).
+  const auto c = components(path);
+  const size_t n = c.size();
+  for (size_t i = 0; i < n; ++i) {
+    const bool last = i + 1 == n;
+    if (nameMatches(c[i], "hooks") ||
+        (last && (nameMatches(c[i], "config") || nameMatches(c[i], "config.worktree")))) {
+      if (holdsRepository(L, firstComponents(path, i))) return true;
     }
-    if (last) return false;
-    dir = path.substr(0, end);
-    start = end + 1;
   }
+  if (n >= 3 && (nameMatches(c[n - 1], "alternates") || nameMatches(c[n - 1], "http-alternates")) &&
+      nameMatches(c[n - 2], "info") && nameMatches(c[n - 3], "objects"))
+    return holdsRepository(L, firstComponents(path, n - 3));
+  return false;
+}
+
+bool Overlay::objectsOfRepository(Layer& L, const std::string& path) {
+  if (!guard_ || !guard_->git()) return false;
+  const auto c = components(path);
+  const size_t n = c.size();
+  if (n >= 1 && nameMatches(c[n - 1], "objects")) return holdsRepository(L, firstComponents(path, n - 1));
+  if (n >= 2 && nameMatches(c[n - 1], "info") && nameMatches(c[n - 2], "objects"))
+    return holdsRepository(L, firstComponents(path, n - 2));
+  return false;
+}
+
+namespace {
+// Whether the layer's node `n` shows anything of its own: an object other than a directory, or a
+// directory that hides the folder's (opaque, moved) or holds such a thing. A directory the layer
+// only mirrors (after its own changes were reverted) shows the folder's.
+bool carries(const Node* n) {
+  if (n->whiteout()) return false;
+  if (!n->dir() || n->opaque() || n->redirected()) return true;
+  for (const Node* k : n->kids())
+    if (carries(k)) return true;
+  return false;
+}
+}  // namespace
+
+bool Overlay::holdsControl(const Node* dir) const {
+  for (const Node* k : dir->kids()) {
+    if (k->whiteout()) continue;
+    const std::string_view name = k->name();
+    if (nameMatches(name, "hooks") || nameMatches(name, "config") ||
+        nameMatches(name, "config.worktree")) {
+      if (carries(k)) return true;
+      continue;
+    }
+    if (!nameMatches(name, "objects") || !k->dir()) continue;
+    for (const Node* info : k->kids()) {
+      if (info->whiteout() || !info->dir() || !nameMatches(info->name(), "info")) continue;
+      for (const Node* a : info->kids())
+        if (!a->whiteout() &&
+            (nameMatches(a->name(), "alternates") || nameMatches(a->name(), "http-alternates")))
+          return true;
+    }
+  }
+  return false;
+}
+
+bool Overlay::revivesRepository(Layer& L, const std::string& path, const Node* dir) {
+  if (!guard_ || !guard_->git()) return false;
+  std::string parent, name;
+  splitLast(path, &parent, &name);
+  // Only a deletion of the layer's brings a name back (anything else there shows already).
+  bool deleted = false;
+  for (const Node* k : dir->kids())
+    if (nameMatches(k->name(), name) && k->whiteout()) deleted = true;
+  if (!deleted || WriteGuard::insideRepository(parent, ignoreCase_)) return false;
+  // Nothing comes back where the folder has nothing (after an apply wrote the deletion). Under
+  // IgnoreCase the folder may spell it otherwise: taken as there.
+  if (!ignoreCase_ && !lowerPresent(true, parent, name)) return false;
+  int others = 0, which = -1;
+  for (int i = 0; i < 3; ++i) {
+    if (nameMatches(name, kRepositoryNames[i])) which = i;
+    else if (present(L, joinPath(parent, kRepositoryNames[i]))) ++others;
+  }
+  return which >= 0 && others == 2 && holdsControl(dir);
 }
 
 bool Overlay::guardedBeside(Layer& L, const std::string& asked) {

@@ -76,7 +76,19 @@ bool WriteGuard::refuses(std::string_view path) const {
 }
 
 bool WriteGuard::refusesMove(std::string_view path) const {
-  return refuses(path) || (git_ && insideRepository(path, ignoreCase_)) || holdsGuarded(path);
+  return refuses(path) ||
+         (git_ && (insideRepository(path, ignoreCase_) || objectsPlace(path, ignoreCase_))) ||
+         holdsGuarded(path);
+}
+
+bool WriteGuard::objectsPlace(std::string_view path, bool ignoreCase) {
+  const std::string whole(path);
+  const auto c = components(whole);
+  const size_t n = c.size();
+  if (n >= 2 && nameIs(c[n - 1], "objects", ignoreCase) && nameIs(c[n - 2], ".git", ignoreCase))
+    return true;
+  return n >= 3 && nameIs(c[n - 1], "info", ignoreCase) && nameIs(c[n - 2], "objects", ignoreCase) &&
+         nameIs(c[n - 3], ".git", ignoreCase);
 }
 
 bool WriteGuard::gitControl(std::string_view path, bool ignoreCase) {
@@ -102,7 +114,8 @@ bool WriteGuard::mayWriteRepository(std::string_view path, bool ignoreCase) {
     const std::string_view c = path.substr(start, end - start);
     if (nameIs(c, "hooks", ignoreCase)) return true;
     if (end == path.size())
-      return nameIs(c, "config", ignoreCase) || nameIs(c, "config.worktree", ignoreCase);
+      return nameIs(c, "config", ignoreCase) || nameIs(c, "config.worktree", ignoreCase) ||
+             nameIs(c, "alternates", ignoreCase) || nameIs(c, "http-alternates", ignoreCase);
     start = end + 1;
   }
 }

@@ -50,7 +50,8 @@ class WriteGuard {
   // would move control files (a repository's `config` and `hooks` under `.git/modules/<name>`)
   // without writing any of them by name.
   // Also a directory above one of the extra paths: moving it away and another in its place
-  // would replace what lies beneath without writing any of it by name.
+  // would replace what lies beneath without writing any of it by name. And a repository's
+  // `objects` or `objects/info` (objectsPlace).
   bool refusesMove(std::string_view path) const;
   // Whether an object other than a regular file or a directory (a symbolic link, a FIFO, a
   // socket, a device) may not be placed at `path`: beneath a `.git`, at any depth, data
@@ -70,8 +71,13 @@ class WriteGuard {
   static bool insideRepository(std::string_view path, bool ignoreCase);
   // Whether `path` lies beneath a `.git` (a component before its last one is `.git`).
   static bool beneathGit(std::string_view path, bool ignoreCase);
+  // Whether `path` is a repository's `objects` or `objects/info` directory, right beneath a
+  // `.git`: no directory may move there or away (it could bring an `info/alternates` with it,
+  // which names other object directories git reads and freshens objects in).
+  static bool objectsPlace(std::string_view path, bool ignoreCase);
   // Whether `path` could be a repository's hooks or config wherever the repository is: a
-  // component is `hooks`, or the last one is `config` or `config.worktree` (the cheap test
+  // component is `hooks`, or the last one is `config`, `config.worktree`, `alternates` or
+  // `http-alternates` (the cheap test
   // before Overlay::besideRepository looks for HEAD, objects and refs beside them).
   static bool mayWriteRepository(std::string_view path, bool ignoreCase);
 

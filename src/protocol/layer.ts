@@ -55,10 +55,10 @@ export const LayerRequests = {
   }),
   'layer.revert': request({
     summary:
-      "Drops an agent's own entry at a path (and everything under it), so the folder shows through there again; refused (CONFLICT) under a directory the layer deleted, replaced or moved.",
+      "Drops an agent's own entry at a path (and everything under it), so the folder shows through there again; refused (CONFLICT) under a directory the layer deleted, replaced or moved, and (PATH_PROTECTED) where it would bring back the HEAD, objects or refs that make a directory a repository beside hooks, config or alternates the agent wrote there (revert those first).",
     params: z.strictObject({ shadow: shadowRef, agent: agentId, path: relPath }),
     result: z.object({ path: z.string() }),
-    errors: [...pathErrors, 'UNKNOWN_AGENT', 'CONFLICT'],
+    errors: [...pathErrors, 'UNKNOWN_AGENT', 'CONFLICT', 'PATH_PROTECTED'],
   }),
   'layer.read': request({
     summary: `Reads a file as an agent sees it (its layer over the folder): whole, or a range of it (offset, length) for files of any size. One answer carries at most ${LAYER_READ_MAX_BYTES} bytes: a whole read of a larger file is FILE_TOO_LARGE (read it in ranges; every answer says the file's size).`,

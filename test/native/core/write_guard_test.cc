@@ -308,11 +308,23 @@ TEST(write_guard_refuses_the_hooks_and_config_of_a_bare_repository) {
   CHECK_EQ(w.create("bare/hooks/post-update"), EPERM);
   CHECK_EQ(w.ov->rename(w.a, "cfg", "bare/config", kRenameExchange), EPERM);
   CHECK_EQ(w.ov->rename(w.a, "bare/config", "cfg", kRenameExchange), EPERM);
-  // Taken apart and rebuilt: moving objects away makes hooks writable, but not bringing it back.
-  CHECK_EQ(w.ov->rename(w.a, "bare/objects", "o", 0), 0);
+  // Taken apart and rebuilt: moving refs away makes hooks writable, but not bringing it back.
+  CHECK_EQ(w.ov->rename(w.a, "bare/objects", "o", 0), EPERM);  // objects: alternates could come
+  CHECK_EQ(w.ov->rename(w.a, "bare/refs", "r", 0), 0);
   CHECK_EQ(w.create("bare/hooks/post-update"), 0);
-  CHECK_EQ(w.ov->rename(w.a, "o", "bare/objects", 0), EPERM);
-  CHECK_EQ(w.mkdir("bare/objects"), EPERM);
+  CHECK_EQ(w.create("bare/config.new"), 0);
+  CHECK_EQ(w.ov->rename(w.a, "bare/config.new", "bare/config", 0), 0);
+  CHECK_EQ(w.ov->rename(w.a, "r", "bare/refs", 0), EPERM);
+  CHECK_EQ(w.mkdir("bare/refs"), EPERM);
+  // Nor by reverting the deletion (what the agent's revert tool and a rejected hunk call):
+  // refused until the hooks (or config, or alternates) the layer wrote there go back first.
+  bool wasDir = false;
+  CHECK_EQ(w.ov->revert("a", "bare/refs", &wasDir), EPERM);
+  CHECK_EQ(w.ov->revert("a", "bare/hooks/post-update", &wasDir), 0);
+  CHECK_EQ(w.ov->revert("a", "bare/refs", &wasDir), EPERM);  // the layer's config is there still
+  CHECK_EQ(w.ov->revert("a", "bare/config", &wasDir), 0);
+  CHECK_EQ(w.ov->revert("a", "bare/refs", &wasDir), 0);
+  CHECK_EQ(w.create("bare/hooks/post-update"), EPERM);  // a repository again
   // Moved whole, it is still one.
   CHECK_EQ(w.ov->rename(w.a, "fix.git", "moved.git", 0), 0);
   CHECK_EQ(w.create("moved.git/hooks/pre-receive"), EPERM);
@@ -346,6 +358,29 @@ TEST(write_guard_refuses_alternates) {
   CHECK_EQ(w.create(".git/objects/info/alternates"), EPERM);
   CHECK_EQ(w.create(".git/objects/info/packs"), 0);
   CHECK_EQ(w.ov->rename(w.a, ".git/objects/info/packs", ".git/objects/info/alternates", 0), EPERM);
+  // Nor brought in by moving a directory that holds one to objects/info, or objects.
+  CHECK(WriteGuard::objectsPlace(".git/objects", false));
+  CHECK(WriteGuard::objectsPlace("lib/.git/objects/info", false));
+  CHECK(!WriteGuard::objectsPlace(".git/objects/pack", false));
+  CHECK(!WriteGuard::objectsPlace(".git/refs/objects", false));
+  CHECK(!WriteGuard::objectsPlace("objects/info", false));
+  CHECK_EQ(w.mkdir(".git/refs/tmp"), 0);
+  CHECK_EQ(w.mkdir(".git/refs/tmp/info"), 0);
+  CHECK_EQ(w.create(".git/refs/tmp/info/alternates"), 0);  // not where git reads it
+  CHECK_EQ(w.ov->rename(w.a, ".git/objects/info", ".git/refs/tmp/old", 0), EPERM);
+  CHECK_EQ(w.ov->rename(w.a, ".git/refs/tmp/info", ".git/objects/info", kRenameExchange), EPERM);
+  CHECK_EQ(w.ov->rename(w.a, ".git/objects", ".git/logs", 0), EPERM);
+  CHECK_EQ(w.ov->rename(w.a, ".git/refs/tmp", ".git/objects", kRenameExchange), EPERM);
+  // In a bare repository the folder holds, the same, and its alternates by name.
+  CHECK_EQ(w.mkdir("fix.git/objects/info"), 0);
+  CHECK_EQ(w.create("fix.git/objects/info/alternates"), EPERM);
+  CHECK_EQ(w.create("fix.git/objects/info/packs"), 0);
+  CHECK_EQ(w.mkdir("d"), 0);
+  CHECK_EQ(w.ov->rename(w.a, "d", "fix.git/objects/info", kRenameExchange), EPERM);
+  CHECK_EQ(w.ov->rename(w.a, "d", "fix.git/objects", kRenameExchange), EPERM);
+  CHECK_EQ(w.ov->rename(w.a, "fix.git/objects", "o", 0), EPERM);
+  CHECK_EQ(w.mkdir("d/info"), 0);
+  CHECK_EQ(w.create("d/info/alternates"), 0);  // an ordinary directory
 }
 
 // git run by the user, outside any sandbox, follows links it finds beneath a `.git` when it
