@@ -127,8 +127,7 @@ export function folderGitGlobs(folder: string): string[] {
   // The git directories, when one inside the folder is not a `.git` (the core refuses those).
   const gitDir = git(folder, ['rev-parse', '--absolute-git-dir'])?.trim();
   for (const d of otherGitDirs(folder)) {
-    for (const name of ['config', 'config.worktree', 'commondir', 'hooks', 'objects/info/alternates'])
-      add(path.join(d, name), false);
+    for (const name of ['config', 'config.worktree', 'commondir', 'hooks', 'objects/info/alternates']) add(path.join(d, name), false);
   }
   // The hooks directory git uses, and where links lead from it and from the hooks in it.
   const hooksPath = git(folder, ['config', '--type=path', '--get', 'core.hooksPath'])?.trim();
