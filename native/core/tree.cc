@@ -473,7 +473,6 @@ void dropNames(Overlay* ov, Node* n, void (Overlay::*touchFn)(Inode*, bool)) {
   for (Node* c : n->kids()) dropNames(ov, c, touchFn);
 }
 
-// Removes whatever is at `path` (already known to exist): a whiteout where A has something.
 bool Overlay::completesRepository(Layer& L, const std::string& path) {
   if (!guard_ || !guard_->git()) return false;
   std::string dir, name;
@@ -601,6 +600,7 @@ bool Overlay::guardedBeside(Layer& L, const std::string& asked) {
   return besideRepository(L, canon(L, asked, &cbuf));
 }
 
+// Removes whatever is at `path` (already known to exist): a whiteout where A has something.
 int Overlay::removeAt(Layer& L, const std::string& path) {
   if (guarded(path)) return EPERM;
   Slot slot;
