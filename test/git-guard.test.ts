@@ -311,6 +311,20 @@ describe('write guard: git run in the mount obeys nothing an agent wrote', funct
               'mkdir -p .git/logs/x/info && echo "$PWD/.git/objects" > .git/logs/x/info/alternates && mv .git/objects/info .git/logs/x/old && mv .git/logs/x/info .git/objects/info',
             ),
             attempt("the fixture's alternates", 'echo "$PWD/.git/objects" > fixtures/remote.git/objects/info/alternates'),
+            // Links in the fixture, which the user's git follows as in a .git: a reflog line
+            // appended to a folder file, the folder's own objects/info and branches rewritten.
+            attempt(
+              'link as a fixture reflog',
+              'mkdir -p fixtures/remote.git/logs/refs/tags && ln -s "$PWD/README.md" fixtures/remote.git/logs/refs/tags/user-fixtures-remote-git',
+            ),
+            attempt(
+              "link as the fixture's objects/info",
+              'rm -rf fixtures/remote.git/objects/info && ln -s "$PWD/.git/objects/info" fixtures/remote.git/objects/info',
+            ),
+            attempt(
+              "link as the fixture's refs/tags",
+              'rm -rf fixtures/remote.git/refs/tags && ln -s "$PWD/.git/refs/heads" fixtures/remote.git/refs/tags',
+            ),
             // What stays the agent's: its own repository's data, and git pushing to the fixture.
             'set -e',
             'git push -q fixtures/remote.git main:agent',
@@ -322,7 +336,7 @@ describe('write guard: git run in the mount obeys nothing an agent wrote', funct
           [],
           out,
         );
-        assert.strictEqual(out.split('\n').filter((l) => l.endsWith(': refused')).length, 9, out);
+        assert.strictEqual(out.split('\n').filter((l) => l.endsWith(': refused')).length, 12, out);
         assert.match(out, /everyday git: done/);
         await shadow.activate('agent');
         for (const d of ['src', 'lib', 'app', 'fixtures/remote.git']) {

@@ -326,6 +326,10 @@ int Overlay::bindPending(Handle* h, bool keepContent, Ref<Inode>* out) {
     if (!in) {
       if (byName && still) {
         const std::string& path = canon(L, h->pendingPath, &cbuf);
+        // The open was allowed; the place may have become a repository's hooks or config
+        // since (HEAD brought back by a revert): the first write is refused there as an open
+        // would be now.
+        if (besideRepository(L, path)) return EPERM;
         std::string parent, last;
         splitLast(path, &parent, &last);
         Node* p;

@@ -280,9 +280,9 @@ int Overlay::renameIn(Layer& L, const std::string& fromAsked, const std::string&
   if (movesDir && (objectsOfRepository(L, from) || objectsOfRepository(L, to))) return EPERM;
   // A link (or a directory that may hold one) arriving beneath a `.git`; in an exchange, what
   // arrives at `from` too (write_guard.h, refusesSpecial).
-  if (guardedArrival(ft, from, to)) return EPERM;
+  if (guardedArrival(L, ft, from, to)) return EPERM;
   if (toExists && (flags & kRenameExchange) &&
-      guardedArrival(rt.node ? rt.node->inode()->type : rt.lowerAttr.type, to, from))
+      guardedArrival(L, rt.node ? rt.node->inode()->type : rt.lowerAttr.type, to, from))
     return EPERM;
   if ((flags & kRenameNoReplace) && toExists) return EEXIST;
   // Two names of one file (hard links): POSIX says succeed and do nothing. Linux's VFS stops

@@ -440,13 +440,22 @@ class Overlay {
   // Whether renaming a directory from or to `path` could move git's control files (write_guard.h).
   bool guardedMove(std::string_view path) const { return guard_ && guard_->refusesMove(path); }
   // Whether an object of type `t` may not arrive at `to` (from `from`, "" for a new one): a
-  // symbolic link, FIFO, socket or device beneath a `.git`, or a directory moved beneath one
-  // from outside (write_guard.h, refusesSpecial).
-  bool guardedArrival(FileType t, std::string_view from, std::string_view to) const {
-    if (t == FileType::Regular || !guard_ || !guard_->refusesSpecial(to)) return false;
-    if (t == FileType::Directory) return !from.empty() && !guard_->refusesSpecial(from);
+  // symbolic link, FIFO, socket or device beneath a `.git` or beneath a directory that holds
+  // HEAD, objects and refs (a bare repository: the user's git follows links there as in a
+  // `.git`), or a directory moved beneath one from outside any (write_guard.h, refusesSpecial).
+  // L's lock held.
+  bool guardedArrival(Layer& L, FileType t, const std::string& from, const std::string& to) {
+    if (t == FileType::Regular || !guard_ || !guard_->git()) return false;
+    if (t == FileType::Directory && from.empty()) return false;  // a new directory: git's too
+    if (!guard_->refusesSpecial(to) && !beneathRepository(L, to)) return false;
+    if (t == FileType::Directory) return !guard_->refusesSpecial(from) && !beneathRepository(L, from);
     return true;
   }
+  // Whether a directory above `path` (the root included) holds HEAD, objects and refs (L's lock).
+  bool beneathRepository(Layer& L, const std::string& path);
+  // Whether the layer's node `n` holds, at any depth, a symbolic link, FIFO, socket or device,
+  // or a directory moved there (what guardedArrival refuses beneath a repository).
+  static bool holdsSpecial(const Node* n);
   bool lowerSpelling(const std::string& dir, std::string_view name, std::string* real) const;
   // Gives the layer's entry at `path` the name `name` in the same directory (a rename).
   int respell(Layer& L, const std::string& path, const std::string& name);

@@ -443,7 +443,7 @@ int Overlay::placeNew(Layer& L, const std::string& path, NodeRef inode, Node** o
   // folder's secret, and a later apply or a view without the mask would mix the two.
   if (masked(L, path)) return EACCES;
   if (guarded(path)) return EPERM;  // git's control files (write_guard.h)
-  if (guardedArrival(inode->type, std::string_view(), path)) return EPERM;  // a link in .git
+  if (guardedArrival(L, inode->type, std::string(), path)) return EPERM;  // a link in a repository
   if (completesRepository(L, path)) return EPERM;
   if (besideRepository(L, path)) return EPERM;  // hooks or config of a bare repository
   int e = slotOf(L, path, &slot);
@@ -589,7 +589,29 @@ bool Overlay::revivesRepository(Layer& L, const std::string& path, const Node* d
     if (nameMatches(name, kRepositoryNames[i])) which = i;
     else if (present(L, joinPath(parent, kRepositoryNames[i]))) ++others;
   }
-  return which >= 0 && others == 2 && holdsControl(dir);
+  if (which < 0 || others != 2) return false;
+  if (holdsControl(dir)) return true;
+  for (const Node* k : dir->kids())
+    if (holdsSpecial(k)) return true;
+  return false;
+}
+
+bool Overlay::beneathRepository(Layer& L, const std::string& path) {
+  const size_t n = components(path).size();
+  for (size_t i = 0; i < n; ++i)
+    if (holdsRepository(L, firstComponents(path, i))) return true;
+  return false;
+}
+
+bool Overlay::holdsSpecial(const Node* n) {
+  if (n->whiteout()) return false;
+  const FileType t = n->inode()->type;
+  if (t != FileType::Regular && t != FileType::Directory) return true;
+  if (t != FileType::Directory) return false;
+  if (n->redirected()) return true;
+  for (const Node* k : n->kids())
+    if (holdsSpecial(k)) return true;
+  return false;
 }
 
 bool Overlay::guardedBeside(Layer& L, const std::string& asked) {

@@ -49,7 +49,7 @@ export const NATIVE_ERRNOS: ErrnoTable = {
   EPERM: {
     code: 'PATH_PROTECTED',
     say: (what) =>
-      `${what}: git's control files (.git itself, a repository's config, hooks, commondir, objects/info/alternates, bare repositories' included; the last of HEAD, objects and refs, which would make a directory a repository; links and special files beneath a .git) and the folder's hooks directory are read-only in a shadow: git run in the mount would obey or follow them`,
+      `${what}: git's control files (.git itself, a repository's config, hooks, commondir, objects/info/alternates, bare repositories' included; the last of HEAD, objects and refs, which would make a directory a repository; links and special files beneath a .git or a bare repository) and the folder's hooks directory are read-only in a shadow: git run in the mount would obey or follow them`,
   },
   EROFS: { code: 'NO_ACTIVE_LAYER', say: (what) => `${what}: no layer is active, the shadow shows the folder read-only` },
 };

@@ -56,7 +56,7 @@ export const ErrorCodes = {
     'The connection restricted itself to one agent on one shadow (session.restrict), and this request reaches beyond that (another agent or shadow, mounts, views, apply, weaker run protection): ask the user to do it, outside the restricted session.',
   PATH_MASKED: 'The path is masked for this agent (shadowfs mask): it does not exist for the agent, and the agent cannot create it.',
   PATH_PROTECTED:
-    "The path is one of git's control files (.git itself, a repository's config, hooks, commondir or objects/info/alternates, bare repositories' included; the last of HEAD, objects and refs, which would make a directory a repository; a link or special file beneath a .git) or the folder's hooks directory, which no layer may write: git run in the mount outside a sandbox would obey or follow them. The shadow was mounted with protectGit (the default).",
+    "The path is one of git's control files (.git itself, a repository's config, hooks, commondir or objects/info/alternates, bare repositories' included; the last of HEAD, objects and refs, which would make a directory a repository; a link or special file beneath a .git or a bare repository) or the folder's hooks directory, which no layer may write: git run in the mount outside a sandbox would obey or follow them. The shadow was mounted with protectGit (the default).",
   STATE_CORRUPT:
     'A checkpoint or saved state of the daemon is damaged or was tampered with (a path that leaves its folder, a blob that is not what its id says, a manifest of another agent); it was refused and nothing was changed.',
   // Former names (protocol version 2 and before), kept in the table so a client that names one

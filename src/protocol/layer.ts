@@ -55,7 +55,7 @@ export const LayerRequests = {
   }),
   'layer.revert': request({
     summary:
-      "Drops an agent's own entry at a path (and everything under it), so the folder shows through there again; refused (CONFLICT) under a directory the layer deleted, replaced or moved, and (PATH_PROTECTED) where it would bring back the HEAD, objects or refs that make a directory a repository beside hooks, config or alternates the agent wrote there (revert those first).",
+      "Drops an agent's own entry at a path (and everything under it), so the folder shows through there again; refused (CONFLICT) under a directory the layer deleted, replaced or moved, and (PATH_PROTECTED) where it would bring back the HEAD, objects or refs that make a directory a repository beside hooks, config, alternates or links the agent wrote there (revert those first).",
     params: z.strictObject({ shadow: shadowRef, agent: agentId, path: relPath }),
     result: z.object({ path: z.string() }),
     errors: [...pathErrors, 'UNKNOWN_AGENT', 'CONFLICT', 'PATH_PROTECTED'],

@@ -186,7 +186,7 @@ export class Layer {
    * through there again; used after apply wrote the folder. Refused (EXDEV → CONFLICT) under a
    * directory the layer deleted, replaced or moved: only that directory as a whole can go back.
    * Refused (EPERM → PATH_PROTECTED) where it would bring back the last of HEAD, objects and
-   * refs beside hooks, config or alternates the layer wrote there (native/core/overlay.h).
+   * refs beside hooks, config, alternates or links the layer wrote there (native/core/overlay.h).
    */
   async revert(relPath: string): Promise<void> {
     const p = normalizeRelPath(relPath);

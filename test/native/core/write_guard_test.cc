@@ -325,6 +325,38 @@ TEST(write_guard_refuses_the_hooks_and_config_of_a_bare_repository) {
   CHECK_EQ(w.ov->revert("a", "bare/config", &wasDir), 0);
   CHECK_EQ(w.ov->revert("a", "bare/refs", &wasDir), 0);
   CHECK_EQ(w.create("bare/hooks/post-update"), EPERM);  // a repository again
+  // Links beneath a bare repository: the user's git follows them there as in a .git (a reflog
+  // line appended to a folder file, a pack or refs directory that is the folder's own).
+  Attr at;
+  CHECK_EQ(w.mkdir("bare/logs"), 0);
+  CHECK_EQ(w.mkdir("bare/logs/refs"), 0);
+  CHECK_EQ(w.symlink("/home/me/project/README.md", "bare/logs/refs/x"), EPERM);
+  CHECK_EQ(w.symlink("/home/me/project/.git/objects/info", "bare/objects/info"), EPERM);
+  CHECK_EQ(w.symlink("/home/me/project/.git/refs/heads", "bare/refs/tags"), EPERM);
+  CHECK_EQ(w.ov->mknod(w.a, "bare/FETCH_HEAD", FileType::Fifo, 0644, 0, kWho, &at), EPERM);
+  CHECK_EQ(w.symlink("/home/me/project/README.md", "outside-link"), 0);
+  CHECK_EQ(w.ov->rename(w.a, "outside-link", "bare/refs/x", 0), EPERM);
+  CHECK_EQ(w.link("outside-link", "bare/refs/y"), EPERM);
+  CHECK_EQ(w.mkdir("dir-from-outside"), 0);
+  CHECK_EQ(w.ov->rename(w.a, "dir-from-outside", "bare/refs/tags", 0), EPERM);
+  CHECK_EQ(w.mkdir("bare/refs/a"), 0);  // git's own work there: directories, moves within
+  CHECK_EQ(w.ov->rename(w.a, "bare/refs/a", "bare/logs/a", 0), 0);
+  CHECK_EQ(w.create("bare/refs/a-file"), 0);
+  // Planted while HEAD was gone, then HEAD reverted: refused until the link goes back.
+  CHECK_EQ(w.ov->unlink(w.a, "bare/HEAD"), 0);
+  CHECK_EQ(w.symlink("/home/me/project/.git/objects/pack", "bare/objects/pack"), 0);
+  CHECK_EQ(w.ov->revert("a", "bare/HEAD", &wasDir), EPERM);
+  CHECK_EQ(w.ov->revert("a", "bare/objects/pack", &wasDir), 0);
+  // A write-open of the folder's config made while no repository was there, whose first write
+  // comes after HEAD is back: refused then (the open copied nothing: a deferred copy-up).
+  Handle* h = nullptr;
+  OpenIntent wr;
+  wr.write = true;
+  CHECK_EQ(w.ov->open(w.a, "bare/config", wr, &h, &at), 0);
+  CHECK_EQ(w.ov->revert("a", "bare/HEAD", &wasDir), 0);
+  CHECK_EQ(w.ov->write(h, "[core]\n", 7, 0), EPERM);
+  w.ov->release(h);
+  CHECK_EQ(w.open("bare/config", true), EPERM);
   // Moved whole, it is still one.
   CHECK_EQ(w.ov->rename(w.a, "fix.git", "moved.git", 0), 0);
   CHECK_EQ(w.create("moved.git/hooks/pre-receive"), EPERM);
