@@ -35,6 +35,15 @@ function makeRepo(husky = false): string {
   return dir;
 }
 
+/** makeRepo, with a bare repository `fixtures/remote.git` holding its main branch (a test fixture). */
+function makeRepoWithFixture(): string {
+  const repo = makeRepo();
+  const fixture = path.join(repo, 'fixtures', 'remote.git');
+  git(repo, 'init', '-q', '--bare', fixture);
+  git(repo, 'push', '-q', fixture, 'main');
+  return repo;
+}
+
 /** sh text: runs `cmd`, prints "<label>: ok" if it succeeded, "<label>: refused" if not. */
 const attempt = (label: string, cmd: string): string =>
   `if ( ${cmd} ) >/dev/null 2>&1; then echo ${q(`${label}: ok`)}; else echo ${q(`${label}: refused`)}; fi`;
@@ -274,10 +283,7 @@ describe('write guard: git run in the mount obeys nothing an agent wrote', funct
   it("refuses a bare repository without config, and the hooks and config of the folder's own; the user's git gc and tag there run nothing", async () => {
     // git 2.39 takes a directory with HEAD, objects/ and refs/ for a bare repository, config or
     // not, and runs its hooks/ on gc, fetch, tag and the rest: found by an adversarial review.
-    const repo = makeRepo();
-    const fixture = path.join(repo, 'fixtures', 'remote.git');
-    git(repo, 'init', '-q', '--bare', fixture);
-    git(repo, 'push', '-q', fixture, 'main');
+    const repo = makeRepoWithFixture();
     const marks = tempDir('git-guard-marks');
     const hookOf = (n: string): string => `printf '${hook(marks, n)}'`;
     await withShadow(
@@ -359,10 +365,7 @@ describe('write guard: git run in the mount obeys nothing an agent wrote', funct
   it("reverting a fixture's HEAD beside hooks the agent wrote while it was gone is refused until they go back", async () => {
     // Found by a review: with HEAD deleted the directory is no repository, so hooks and config
     // may be written there; the agent's revert tool (or a rejected hunk) then brought HEAD back.
-    const repo = makeRepo();
-    const fixture = path.join(repo, 'fixtures', 'remote.git');
-    git(repo, 'init', '-q', '--bare', fixture);
-    git(repo, 'push', '-q', fixture, 'main');
+    const repo = makeRepoWithFixture();
     const marks = tempDir('git-guard-marks');
     await withShadow(
       repo,
