@@ -130,8 +130,14 @@ int Overlay::openIn(Layer& L, const std::string& asked, const OpenIntent& intent
     } else {
       if (r.lowerAttr.type == FileType::Directory) return EISDIR;
       // A file of the folder, for reading, or for writing later if ever (a deferred
-      // write-open, see Handle): the layer is not touched now.
-      if (!intent.write || r.lowerAttr.type == FileType::Regular)
+      // write-open, see Handle): the layer is not touched now. Not for a name that could be a
+      // repository's hooks, config or alternates: a write refused at its first write (a
+      // repository came back meanwhile, bindPending) could still have changed the kernel's
+      // pages through a shared mapping, which the mount would then show; taken now, the
+      // layer holds it, and a revert that would make a repository beside it is refused.
+      const bool control = intent.write && guard_ && guard_->git() &&
+                           WriteGuard::mayWriteRepository(path, ignoreCase_);
+      if (!intent.write || (r.lowerAttr.type == FileType::Regular && !control))
         return openLower(L, path, r, intent.write, out, attr);
     }
   }
