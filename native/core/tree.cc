@@ -475,12 +475,16 @@ void dropNames(Overlay* ov, Node* n, void (Overlay::*touchFn)(Inode*, bool)) {
 
 bool Overlay::completesRepository(Layer& L, const std::string& path) {
   if (!guard_ || !guard_->git()) return false;
-  std::string dir, name;
-  splitLast(path, &dir, &name);
+  // Every create passes here: the last name is looked at before anything is allocated.
+  const size_t slash = path.rfind('/');
+  const std::string_view last =
+      slash == std::string::npos ? std::string_view(path) : std::string_view(path).substr(slash + 1);
   int which = -1;
   for (int i = 0; i < 3; ++i)
-    if (nameMatches(name, kRepositoryNames[i])) which = i;
+    if (nameMatches(last, kRepositoryNames[i])) which = i;
   if (which < 0) return false;
+  std::string dir, name;
+  splitLast(path, &dir, &name);
   if (WriteGuard::insideRepository(dir, ignoreCase_)) return false;
   for (int i = 0; i < 3; ++i)
     if (i != which && !present(L, joinPath(dir, kRepositoryNames[i]))) return false;
@@ -509,7 +513,10 @@ std::string firstComponents(const std::string& path, size_t n) {
 }  // namespace
 
 bool Overlay::besideRepository(Layer& L, const std::string& path) {
-  if (!guard_ || !guard_->git() || path.empty()) return false;
+  // Every create passes here: the names are scanned before anything is allocated.
+  if (!guard_ || !guard_->git() || path.empty() ||
+      !WriteGuard::mayWriteRepository(path, ignoreCase_))
+    return false;
   // The directories whose repository `path` would write: the one above each `hooks` component,
   // the parent of a last name `config` or `config.worktree`, and the directory above
   // `objects/info/alternates` (or `http-alternates`).
