@@ -506,24 +506,27 @@ describe('write guard: git run in the mount obeys nothing an agent wrote', funct
     });
   });
 
-  it("with protectGit false, a link an agent puts in .git is followed by the user's git commit in the mount, into the folder", async () => {
+  it("with protectGit false, a link an agent puts in .git is followed by the user's git commit in the mount, out of the shadow", async () => {
     const repo = makeRepo();
-    fs.writeFileSync(path.join(repo, 'notes.txt'), "the user's notes\n");
+    // A file of the user's outside the folder (links into the folder itself are made relative,
+    // so they stay in the shadow whatever protectGit says: see the link tests below).
+    const notes = path.join(tempDir('git-guard-notes'), 'notes.txt');
+    fs.writeFileSync(notes, "the user's notes\n");
     await withShadow(
       repo,
       async (shadow, mp) => {
-        const out = await agentRun(shadow, attempt('link', 'ln -sf "$PWD/notes.txt" .git/COMMIT_EDITMSG'));
+        const out = await agentRun(shadow, attempt('link', `ln -sf ${q(notes)} .git/COMMIT_EDITMSG`));
         assert.match(out, /link: ok/);
         await shadow.activate('agent');
         spawnSync('git', ['commit', '-q', '--allow-empty', '-m', 'user'], { cwd: mp, encoding: 'utf8' });
         await shadow.activate(null);
         assert.strictEqual(
-          fs.readFileSync(path.join(repo, 'notes.txt'), 'utf8'),
+          fs.readFileSync(notes, 'utf8'),
           'user\n',
-          "what the guard is for: git wrote the folder's file through the agent's link",
+          "what the guard is for: git wrote the user's file through the agent's link",
         );
       },
-      { layer: 'agent', protectGit: false, guard: false },
+      { layer: 'agent', protectGit: false },
     );
   });
 
@@ -567,6 +570,97 @@ describe('write guard: git run in the mount obeys nothing an agent wrote', funct
         await shadow.activate(null);
       },
       { layer: 'agent', protectGit: false },
+    );
+  });
+});
+
+// native/core/link_targets.cc: a confined agent sees the shadow at the folder's real path, the
+// user at the mount point, so a link "to the folder" (by its real path, or climbing above the
+// root) looked right to the agent and led the user's programs in the mount into the folder.
+// Every link an agent makes now leads to the same place for both, or is refused.
+describe("links an agent makes lead the user's programs where they lead the agent", function () {
+  this.timeout(120_000);
+
+  it("a fixture swapped for a link to the folder's .git: the user's git push in the mount writes the shadow, never the folder", async () => {
+    const repo = makeRepoWithFixture();
+    await withShadow(
+      repo,
+      async (shadow, mp) => {
+        // What the review did: looks right to the agent, whose $PWD is the folder's real path.
+        const out = await agentRun(
+          shadow,
+          'mv fixtures/remote.git fixtures/old.git && ln -s "$PWD/.git" fixtures/remote.git && readlink fixtures/remote.git && git -C fixtures/remote.git rev-parse --is-inside-git-dir',
+        );
+        await shadow.activate('agent');
+        const push = spawnSync('git', ['push', '-q', 'fixtures/remote.git', 'HEAD:refs/heads/user-push'], { cwd: mp, encoding: 'utf8' });
+        assert.strictEqual(push.status, 0, push.stderr);
+        assert.strictEqual(
+          git(mp, 'rev-parse', 'refs/heads/user-push'),
+          git(mp, 'rev-parse', 'HEAD'),
+          "the push landed in the shadow's .git",
+        );
+        await shadow.activate(null);
+        assert.throws(() => git(repo, 'rev-parse', '--verify', '-q', 'refs/heads/user-push'), "the folder's .git has no such branch");
+        assert.strictEqual(out, '../.git\ntrue\n', 'stored relative, and still the repository to the agent');
+        assert.strictEqual(await shadow.layer('agent').readlink('fixtures/remote.git'), '../.git');
+      },
+      { layer: 'agent' },
+    );
+  });
+
+  it('links climbing above the root become the place the agent reached; links that could lead out later are refused', async () => {
+    const repo = makeRepo();
+    const outside = tempDir('git-guard-outside');
+    fs.writeFileSync(path.join(outside, 'f'), 'outside\n');
+    await withShadow(
+      repo,
+      async (shadow, mp) => {
+        // Climbing exactly as deep as the user's mount point, then down the folder's real path:
+        // from the mount that would be the folder itself.
+        const climb = '../'.repeat(mp.split('/').length - 1) + repo.slice(1) + '/README.md';
+        const toOutside = path.relative(repo, path.join(outside, 'f'));
+        const out = await agentRun(
+          shadow,
+          [
+            `ln -s ${q(climb)} tuned`,
+            `ln -s ${q(toOutside)} beside`,
+            'mkdir -p a/b && ln -s ../../README.md a/b/readme && mv a/b/readme moved-up',
+            attempt('parent', 'ln -s .. up'),
+            attempt('slash', 'ln -s / slash'),
+            attempt('dot-dot after a name', 'ln -s a/../README.md mid'),
+            attempt('proc', 'ln -s /proc/self/cwd cwd'),
+            'for l in tuned beside moved-up; do echo "$l $(readlink $l) $(cat $l 2>/dev/null | head -c 20)"; done',
+          ].join(' && '),
+        );
+        const lines = out.trim().split('\n');
+        assert.deepStrictEqual(
+          lines.slice(0, 4),
+          ['parent: refused', 'slash: refused', 'dot-dot after a name: refused', 'proc: refused'],
+          out,
+        );
+        const linkOf = (name: string): string[] => (lines.find((l) => l.startsWith(`${name} `)) ?? '').split(' ');
+        assert.deepStrictEqual(linkOf('tuned').slice(0, 3), ['tuned', 'README.md', '#'], `tuned leads to the shadow's README.md: ${out}`);
+        assert.strictEqual(linkOf('beside')[1], path.join(outside, 'f'), out);
+        assert.ok(!linkOf('moved-up')[1].startsWith('../'), `moved up, the link was copied as a new one: ${out}`);
+        // The user's programs in the mount: appending through every link the agent left.
+        await shadow.activate('agent');
+        for (const l of ['tuned', 'moved-up']) {
+          assert.strictEqual(fs.readlinkSync(path.join(mp, l)), linkOf(l)[1]);
+          try {
+            fs.appendFileSync(path.join(mp, l), 'user\n');
+          } catch {
+            // a link to nowhere: nothing written anywhere
+          }
+        }
+        await shadow.activate(null);
+        await assert.rejects(
+          shadow.layer('agent').symlink('/', 'api-slash'),
+          (e: ShadowError) => e.code === 'PATH_PROTECTED' && /above the folder/.test(e.message),
+        );
+        await shadow.layer('agent').symlink(path.join(repo, '.git', 'HEAD'), 'a/head');
+        assert.strictEqual(await shadow.layer('agent').readlink('a/head'), '../.git/HEAD');
+      },
+      { layer: 'agent' },
     );
   });
 });

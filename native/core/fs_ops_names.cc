@@ -137,9 +137,12 @@ int Overlay::mkdirIn(Layer& L, const std::string& asked, uint32_t perm, const Ca
   return 0;
 }
 
-int Overlay::symlinkIn(Layer& L, const std::string& target, const std::string& asked,
+int Overlay::symlinkIn(Layer& L, const std::string& askedTarget, const std::string& asked,
                      const Caller& who, Attr* out) {
   if (!L.writable) return EROFS;
+  // Where it leads, for every viewer alike (link_targets.cc); looked up before the lock.
+  std::string target = askedTarget;
+  if (int e = linkTargetFor(asked, &target)) return e;
   std::string askedDir, askedName;
   splitLast(asked, &askedDir, &askedName);
   NodeRef in = newInode(FileType::Symlink, 0777, who, askedName);
@@ -171,6 +174,8 @@ int Overlay::linkIn(Layer& L, const std::string& fromAsked, const std::string& t
   int e = materializeNode(L, from, &src, &r);
   if (e) return e;
   if (src->dir()) return EPERM;
+  // A second name shallower than the first may leave a relative link climbing above the root.
+  if (climbsOut(L, src, from, to)) return EXDEV;
   Ref<Inode> in = src->inodeRef();
   noteCopy(L, in.get());  // handles of the folder's file from before follow it (bindPending)
   // The new name is a node of its own that stands for `in` (Extra::link).
@@ -285,6 +290,11 @@ int Overlay::renameIn(Layer& L, const std::string& fromAsked, const std::string&
       guardedArrival(L, rt.node ? rt.node->inode()->type : rt.lowerAttr.type, to, from))
     return EPERM;
   if ((flags & kRenameNoReplace) && toExists) return EEXIST;
+  // Moved up, a relative link (or one of the layer's beneath a directory) may now climb above
+  // the root, out of the shadow for the user's programs: EXDEV, so `mv` copies it instead and
+  // the copy's link is made as a new one is (link_targets.cc).
+  if (climbsOut(L, rf.node, from, to)) return EXDEV;
+  if (toExists && (flags & kRenameExchange) && climbsOut(L, rt.node, to, from)) return EXDEV;
   // Two names of one file (hard links): POSIX says succeed and do nothing. Linux's VFS stops
   // this before a path-based backend sees it only when both names are one kernel inode.
   if (toExists && ft != FileType::Directory) {

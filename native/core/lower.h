@@ -58,6 +58,23 @@ class LowerFs {
   virtual int getxattr(const std::string& rel, const std::string& name, std::string* value) = 0;
   virtual int statfs(FsStats* out) = 0;
 
+  // --- Where a symbolic link an agent makes would lead (link_targets.cc) ---
+  // The folder's own real path on this system ("/home/u/proj"), or "" where the system has
+  // no such paths to compare (the default; then only a link's own text is checked).
+  virtual std::string hostRoot() const { return std::string(); }
+  // Where the absolute path `abs` (no ".." components) leads on this system now, resolving
+  // every link on the way the way the kernel would: Inside the folder (with `*rest`, the part
+  // of `abs` left once the folder was reached, '/'-joined, possibly holding ".." of a link
+  // met on the way), an Ancestor of the folder (or "/"), Refused (it passed through /proc,
+  // whose links mean something else to every process), or Elsewhere (also: a name on the way
+  // does not exist). The default knows nothing: Elsewhere.
+  enum class Place { Elsewhere, Inside, Ancestor, Refused };
+  virtual Place hostPlace(const std::string& abs, std::string* rest) {
+    (void)abs;
+    (void)rest;
+    return Place::Elsewhere;
+  }
+
   // --- Names (asked only by an overlay that matches names ignoring case, see overlay.h) ---
   // Whether this folder finds an entry whatever the case of the name asked (NTFS: stat("FOO")
   // finds "foo"). Then an exact-case hit says nothing about how the entry is spelled, so the

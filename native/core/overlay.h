@@ -457,6 +457,19 @@ class Overlay {
   // or a directory moved there (what guardedArrival refuses beneath a repository).
   static bool holdsSpecial(const Node* n);
   bool lowerSpelling(const std::string& dir, std::string_view name, std::string* real) const;
+  // --- link_targets.cc: symbolic links that would lead the user's programs out of the shadow ---
+  // The agent's runs see the shadow at the folder's real path, the user at the mount point, so
+  // a link saying "/<folder>/x", or climbing above the shadow's root ("../../x"), means the
+  // shadow to the agent and the folder itself to the user. What a new link at `path` (L's lock
+  // not needed) stores for `*target`: unchanged; rewritten to mean the same to everyone (into
+  // the folder: relative within the shadow; above the root: the absolute place the agent's
+  // runs reach); or EPERM: ".." after a name (a later link there would change where it leads),
+  // a place above the folder or "/", or one through /proc or another FUSE file system.
+  int linkTargetFor(const std::string& path, std::string* target);
+  // Whether a rename or second name that puts `n` (the object at `from`, a layer node or null
+  // for a folder object) at `to` would leave a link of the layer's (or the moved link itself)
+  // climbing above the root: its leading ".." outnumber its directory's depth there (L's lock).
+  bool climbsOut(Layer& L, const Node* n, const std::string& from, const std::string& to);
   // Gives the layer's entry at `path` the name `name` in the same directory (a rename).
   int respell(Layer& L, const std::string& path, const std::string& name);
   // What a listing needs from the layer, taken under its lock so A is read without it.

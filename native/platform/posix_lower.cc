@@ -25,6 +25,7 @@
 
 #include "posix_io.h"
 #include "posix_path.h"
+#include "posix_reach.h"
 #include "posix_readahead.h"
 
 namespace shadowfs {
@@ -78,8 +79,8 @@ int fdExtents(int fd, uint64_t size, size_t max, std::vector<Extent>* out) {
 class PosixLower final : public LowerFs {
  public:
   PosixLower(int rootFd, std::string root)
-      : rootFd_(rootFd), root_(std::move(root)), procOk_(posix::procFdUsable(rootFd)),
-        ahead_(std::make_unique<DirReadAhead>(rootFd)) {}
+      : rootFd_(rootFd), root_(std::move(root)), real_(realPath(root_)),
+        procOk_(posix::procFdUsable(rootFd)), ahead_(std::make_unique<DirReadAhead>(rootFd)) {}
   ~PosixLower() override {
     ahead_.reset();  // its thread reads through rootFd_
     ::close(rootFd_);
@@ -264,6 +265,19 @@ class PosixLower final : public LowerFs {
     return 0;
   }
 
+  std::string hostRoot() const override { return real_; }
+
+  Place hostPlace(const std::string& abs, std::string* rest) override {
+    if (real_.empty() || abs.empty() || abs[0] != '/') return Place::Elsewhere;
+    switch (posix::reach(real_, abs, rest)) {
+      case posix::Reach::Inside: return Place::Inside;
+      case posix::Reach::Ancestor: return Place::Ancestor;
+      case posix::Reach::Refused: return Place::Refused;
+      case posix::Reach::Elsewhere: break;
+    }
+    return Place::Elsewhere;
+  }
+
   int statfs(FsStats* out) override {
     struct statvfs s;
     if (::fstatvfs(rootFd_, &s) != 0) return errno;
@@ -297,8 +311,17 @@ class PosixLower final : public LowerFs {
     return path->size() <= posix::directLimit() ? 0 : ENAMETOOLONG;
   }
 
+  static std::string realPath(const std::string& p) {
+    char* r = ::realpath(p.c_str(), nullptr);
+    if (!r) return std::string();
+    std::string out(r);
+    std::free(r);
+    return out;
+  }
+
   int rootFd_;
   std::string root_;
+  std::string real_;  // root_'s real path, for hostPlace ("" if it could not be had)
   bool procOk_;  // /proc/self/fd reaches our fds (false in a chroot without /proc)
   std::unique_ptr<DirReadAhead> ahead_;
 };

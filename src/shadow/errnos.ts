@@ -35,6 +35,14 @@ export const ERRNOS = {
   suspend: (mountPoint: string): ErrnoTable => ({
     EBUSY: { code: 'MOUNT_BUSY', say: () => `the shadow at ${mountPoint} is in use; it stays mounted` },
   }),
+  /** Making a symbolic link whose target would lead out of the shadow (native/core/link_targets.cc). */
+  symlink: (target: string): ErrnoTable => ({
+    EPERM: {
+      code: 'PATH_PROTECTED',
+      say: (what) =>
+        `cannot ${what} to ${JSON.stringify(target)}: a link may not lead to a directory above the folder or "/", through /proc or another FUSE file system, or say ".." after a name; the user's programs in the mount would follow it out of the shadow (links into the folder itself are kept, made relative)`,
+    },
+  }),
   /** Mounting, or mounting again after suspend. */
   mount: { '*': mountFailed } as ErrnoTable,
 } as const;

@@ -7,6 +7,7 @@ import { checkByteCount, checkMode, checkSymlinkTarget, MAX_RANGE_BYTES, toBuffe
 import type { MaskInfo } from './mask';
 import { type AuditQuery, type AuditRecord, type AuditResult, queryAudit } from './audit';
 import type { Change, Shadow } from './shadow';
+import { ERRNOS } from './errnos';
 
 /**
  * One agent's layer of changes on a shadow, whether or not it is active. A Layer is a handle:
@@ -159,13 +160,20 @@ export class Layer {
     return this.shadow.call(`read the link ${p} in the layer of ${this.agentId}`, (n) => n.readlink(this.agentId, p));
   }
 
-  /** Makes a symlink in this layer (the layer is created if needed). */
+  /**
+   * Makes a symlink in this layer (the layer is created if needed). The target is stored so it
+   * leads to the same place from the mount as from the agent's runs, which see the shadow at the
+   * folder's real path: into the folder it becomes relative, climbing above the root it becomes
+   * absolute; PATH_PROTECTED where no such form is safe (native/core/link_targets.cc).
+   */
   async symlink(target: string, relPath: string): Promise<void> {
     const p = normalizeRelPath(relPath);
     checkSymlinkTarget(target);
     await this.shadow.ensureLayer(this.agentId);
-    await this.shadow.call(`make the link ${p}`, (n) =>
-      n.symlink(this.agentId, target, p, process.getuid?.() ?? 0, process.getgid?.() ?? 0),
+    await this.shadow.call(
+      `make the link ${p}`,
+      (n) => n.symlink(this.agentId, target, p, process.getuid?.() ?? 0, process.getgid?.() ?? 0),
+      ERRNOS.symlink(target),
     );
     this.shadow.emit({ kind: 'written', agent: this.agentId, path: p });
   }

@@ -121,6 +121,12 @@ class FakeLower final : public LowerFs {
   // ASCII letters, listings and storedName() give the stored spelling. Set before use.
   bool ignoreCase = false;
 
+  // Plays the system around the folder for linkTargetFor (link_targets.cc): `hostRootPath` is
+  // the folder's real path ("" = a platform that cannot say, the default), and `hostPlaceFn`
+  // says where an absolute path leads (posix_reach_test.cc tests the real walk). Set before use.
+  std::string hostRootPath;
+  std::function<Place(const std::string&, std::string*)> hostPlaceFn;
+
   // Calls the core made, for tests that check what was (not) asked of A.
   std::atomic<int> statCalls{0}, readdirCalls{0}, openCalls{0}, preadCalls{0};
   int openHandles() {
@@ -254,6 +260,11 @@ class FakeLower final : public LowerFs {
   }
 
   bool caseInsensitive() const override { return ignoreCase; }
+
+  std::string hostRoot() const override { return hostRootPath; }
+  Place hostPlace(const std::string& abs, std::string* rest) override {
+    return hostPlaceFn ? hostPlaceFn(abs, rest) : Place::Elsewhere;
+  }
 
   int storedName(const std::string& rel, std::string* name) override {
     std::lock_guard lock(mu_);
