@@ -182,7 +182,7 @@ int Overlay::createIn(Layer& L, const std::string& asked, uint32_t perm, const O
       Node* n;
       std::string pdir, pname;
       splitLast(path, &pdir, &pname);
-      e = placeNew(L, path, newInode(FileType::Regular, perm, who, pname), &n);
+      e = placeNew(L, path, newInode(FileType::Regular, perm, who, pname), &n, r.lowerMissing);
       if (!e && !respellAs.empty()) e = respell(L, path, respellAs);
       if (e) return e;
       in = n->inodeRef();

@@ -466,6 +466,7 @@ struct Overlay::Res {
   std::string low;
   Attr lowerAttr;               // when node is null: the folder's object
   bool parentResolved = false;  // the parent is a directory (for create after ENOENT)
+  bool lowerMissing = false;    // ENOENT because the folder has nothing at `low` (it was asked)
 };
 
 // A listing in two steps: what the layer says (under its lock), then A's directory (without it).

@@ -374,7 +374,10 @@ class Overlay {
     bool inLower(Overlay* ov) const;  // the folder has something at this name
   };
   int slotOf(Layer& L, const std::string& path, Slot* s);
-  int placeNew(Layer& L, const std::string& path, Ref<Node> inode, Node** out);
+  // `lowerAbsent`: the caller's resolve() of `path`, under this same lock, found that the folder
+  // has nothing there (Res::lowerMissing), so A is not asked again.
+  int placeNew(Layer& L, const std::string& path, Ref<Node> inode, Node** out,
+               bool lowerAbsent = false);
   int removeAt(Layer& L, const std::string& path);
   int checkParents(Layer& L, const std::string& dir, const Caller* create);
   bool lowerPresent(bool lv, const std::string& low, const std::string& name, Attr* a = nullptr);

@@ -116,7 +116,7 @@ int Overlay::resolve(Layer& L, const std::string& path, Res* r) const {
       return ENOENT;
     }
     int e = lower_->stat(r->low, &r->lowerAttr);
-    if (e == ENOENT) r->parentResolved = true;  // caller re-checks the parent when creating
+    if (e == ENOENT) r->parentResolved = r->lowerMissing = true;  // caller re-checks the parent
     return e;
   }
   return 0;
@@ -433,7 +433,8 @@ int Overlay::slotOf(Layer& L, const std::string& path, Slot* s) {
 
 bool Overlay::Slot::inLower(Overlay* ov) const { return ov->lowerPresent(lv, low, name); }
 
-int Overlay::placeNew(Layer& L, const std::string& path, NodeRef inode, Node** out) {
+int Overlay::placeNew(Layer& L, const std::string& path, NodeRef inode, Node** out,
+                      bool lowerAbsent) {
   Slot slot;
   std::string parent, name;
   splitLast(path, &parent, &name);
@@ -450,7 +451,8 @@ int Overlay::placeNew(Layer& L, const std::string& path, NodeRef inode, Node** o
   if (e) return e == ELOOP ? ENOTDIR : e;
   Node* p = slot.dir;
   Node* there = p->find(name);
-  const bool present = slot.inLower(this);
+  // The caller's resolve() found nothing there under this same lock: no second stat of A.
+  const bool present = !(lowerAbsent && !there) && slot.inLower(this);
   if (there ? !there->whiteout() : present) return EEXIST;
   // A directory created where A has something (hidden by a whiteout) must not show A's
   // children.

@@ -773,3 +773,24 @@ TEST(a_listing_for_a_walk_hints_the_folders_subdirectories_to_read_ahead) {
   CHECK_EQ(hints[1], (Names{"pkg/a", "pkg/b"}));
   CHECK_EQ(w.lower->snapshot(), before);
 }
+
+// A create asks the folder once whether the name is free (resolve), not again when it places
+// the new file (create+write of many small files pays for every stat of A, issue 33).
+TEST(creating_a_file_asks_the_folder_once) {
+  World w(project);
+  Attr at;
+  REQUIRE_OK(w.ov->mkdir(w.a, "out", 0755, kWho, &at));
+  const int before = w.lower->statCalls.load();
+  Handle* h = nullptr;
+  OpenIntent intent;
+  intent.write = true;
+  REQUIRE_OK(w.ov->create(w.a, "out/f1.txt", 0644, intent, kWho, &h, &at));
+  w.ov->release(h);
+  CHECK_EQ(w.lower->statCalls.load() - before, 1);
+  // Where the folder has the name, the create finds it (an existing file, opened).
+  REQUIRE_OK(w.ov->create(w.a, "src/a.js", 0644, intent, kWho, &h, &at));
+  w.ov->release(h);
+  CHECK_EQ(w.read(w.a, "src/a.js"), std::string("a\n"));
+  intent.exclusive = true;
+  CHECK_ERR(w.ov->create(w.a, "src/b.js", 0644, intent, kWho, &h, &at), EEXIST);
+}
