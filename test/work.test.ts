@@ -276,4 +276,34 @@ describe('work: diffs, git patches, apply and checkpoints', function () {
       await assert.rejects(w.checkpoint('agent', '../x'), { code: 'INVALID_ARGUMENT' });
     });
   });
+
+  it('a restore refused halfway leaves the layer as it was (the checkpoint is replayed aside first)', async () => {
+    const repo = makeRepo();
+    await withWork(repo, async (w, shadow, mp) => {
+      await shadow.createLayer('agent');
+      await shadow.activate('agent');
+      fs.writeFileSync(path.join(mp, 'a-first.txt'), 'checkpointed\n');
+      fs.mkdirSync(path.join(mp, 'secret'));
+      fs.writeFileSync(path.join(mp, 'secret', 'key.txt'), 'checkpointed\n');
+      await w.checkpoint('agent', 'one');
+      // Work after the checkpoint, then a mask the user set since: the checkpoint's secret/ may
+      // not be made any more, and its replay is refused after a-first.txt was written.
+      fs.writeFileSync(path.join(mp, 'a-first.txt'), 'later\n');
+      fs.writeFileSync(path.join(mp, 'later.txt'), 'later work\n');
+      const before = snapshot(mp);
+      const changes = async (): Promise<string[]> => (await shadow.layer('agent').changes()).map((c) => `${c.kind} ${c.path}`);
+      await shadow.setMask('agent', ['secret/**']);
+      const was = await changes();
+      await assert.rejects(w.restore('agent', 'one'), { code: 'PATH_MASKED' });
+      assert.deepStrictEqual(await changes(), was);
+      await shadow.setMask('agent', null);
+      assert.deepStrictEqual(snapshot(mp), before, 'the mount shows the layer as it was');
+      assert.deepStrictEqual((await shadow.agents()).sort(), ['agent', 'default'], 'no scratch layer is left');
+      // Without the mask it restores, in one step.
+      await w.restore('agent', 'one');
+      assert.strictEqual(fs.readFileSync(path.join(mp, 'a-first.txt'), 'utf8'), 'checkpointed\n');
+      assert.ok(!fs.existsSync(path.join(mp, 'later.txt')));
+      assert.strictEqual(fs.readFileSync(path.join(mp, 'secret', 'key.txt'), 'utf8'), 'checkpointed\n');
+    });
+  });
 });

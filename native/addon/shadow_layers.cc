@@ -122,6 +122,22 @@ Napi::Value Shadow::Reset(const Napi::CallbackInfo& info) {
   });
 }
 
+// JS thread: moveLayer(from, to) -> Promise<number> (paths `to` held before and holds now).
+Napi::Value Shadow::MoveLayer(const Napi::CallbackInfo& info) {
+  std::string from, to;
+  if (!stringArg(info, 0, &from) || !stringArg(info, 1, &to))
+    return rejected(info.Env(), EINVAL, "moveLayer(from, to)");
+  return enqueue(info.Env(), [this, from, to] {  // worker thread
+    if (!live()) return notMounted();
+    std::vector<std::string> paths;
+    int e = ov_->moveLayer(from, to, &paths);
+    if (e) return fail(e, "cannot move the layer of " + from + " to " + to);
+    layerChanged(to, paths, true);  // as reset: names first, then what the kernel still holds
+    double n = static_cast<double>(paths.size());
+    return okValue([n](Napi::Env env) -> Napi::Value { return Napi::Number::New(env, n); });
+  });
+}
+
 // JS thread: changes(layer) -> Promise<{ path, kind, type, base? }[]>.
 Napi::Value Shadow::Changes(const Napi::CallbackInfo& info) {
   std::string layer;

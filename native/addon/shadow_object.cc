@@ -37,6 +37,7 @@ Napi::Function Shadow::Init(Napi::Env env) {
                       InstanceMethod("writeAt", &Shadow::WriteAt),
                       InstanceMethod("truncate", &Shadow::Truncate),
                       InstanceMethod("reset", &Shadow::Reset),
+                      InstanceMethod("moveLayer", &Shadow::MoveLayer),
                       InstanceMethod("changes", &Shadow::Changes),
                       InstanceMethod("stats", &Shadow::Stats),
                       InstanceMethod("setMask", &Shadow::SetMask),

@@ -145,6 +145,7 @@ class Shadow : public Napi::ObjectWrap<Shadow> {
   Napi::Value Layers(const Napi::CallbackInfo& info);
   Napi::Value Activate(const Napi::CallbackInfo& info);
   Napi::Value Reset(const Napi::CallbackInfo& info);
+  Napi::Value MoveLayer(const Napi::CallbackInfo& info);
   Napi::Value Changes(const Napi::CallbackInfo& info);
   Napi::Value Stats(const Napi::CallbackInfo& info);
   Napi::Value SetMask(const Napi::CallbackInfo& info);

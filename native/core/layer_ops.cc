@@ -325,4 +325,30 @@ int Overlay::reset(const std::string& layer, std::vector<std::string>* paths) {
   return 0;  // the old tree is freed here, outside the lock
 }
 
+int Overlay::moveLayer(const std::string& from, const std::string& to,
+                       std::vector<std::string>* paths) {
+  if (from == to) return EINVAL;
+  std::shared_ptr<Layer> src = byName(from), dst = byName(to);
+  if (!src || !dst) return ENXIO;
+  // One layer's lock at a time (the lock order has one rank for layers): the source is emptied
+  // first, then the destination changes in one hold of its lock.
+  NodeRef tree;
+  {
+    WriteLock lock(src->mu, LockRank::Layer);
+    tree = std::move(src->root);
+    src->root = freshRoot();
+    src->copied.clear();  // its handles' records: the source keeps its handles
+  }
+  NodeRef old;
+  {
+    WriteLock lock(dst->mu, LockRank::Layer);
+    layerPaths(*dst, paths);
+    old = std::move(dst->root);
+    dst->root = std::move(tree);
+    dst->copied.clear();  // as reset: the old tree's copies go with it
+    layerPaths(*dst, paths);
+  }
+  return 0;  // the old tree is freed here, outside the lock
+}
+
 }  // namespace shadowfs

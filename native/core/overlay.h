@@ -331,6 +331,11 @@ class Overlay {
                   uint64_t* total);
   // Drops every change of the layer; `paths` gets what it held, for cache invalidation.
   int reset(const std::string& layer, std::vector<std::string>* paths);
+  // Gives `to` every change of `from` in place of its own, in one step for whoever reads `to`
+  // (a checkpoint restored into a scratch layer first, so a refusal halfway loses nothing);
+  // `from` is left empty. `paths`: what `to` held before and holds now, for cache invalidation.
+  // ENXIO for a missing layer, EINVAL for one layer twice.
+  int moveLayer(const std::string& from, const std::string& to, std::vector<std::string>* paths);
   // Every path the layer changed, in path order; files whose content came from A carry the
   // Base they came from.
   int changes(const std::string& layer, std::vector<Change>* out);

@@ -152,6 +152,8 @@ export interface NativeShadow {
   /** Sets the size of a regular file of the layer (growing a spilled file leaves a hole). */
   truncate(layer: string, path: string, size: number): Promise<void>;
   reset(layer: string): Promise<number>;
+  /** Gives `to` every change of `from` in place of its own, in one step; `from` is left empty. */
+  moveLayer(from: string, to: string): Promise<number>;
   changes(layer: string): Promise<NativeChange[]>;
   stats(layer: string): Promise<LayerStats>;
   /** Masked paths of the layer (native/core/mask.h): an empty list masks nothing. Mounts showing it forget their caches. */

@@ -258,6 +258,36 @@ export class Shadow {
   }
 
   /**
+   * An empty layer `to` that hides what `like`'s hides (its mask follows `like`'s, as a copy's
+   * does): where work meant for `like` is done first, so that a refusal halfway leaves `like` as
+   * it was (moveLayer then hands it over). LAYER_EXISTS if `to` has a layer.
+   */
+  async createScratchLayer(like: string, to: string): Promise<Layer> {
+    const a = checkAgent(like);
+    const b = checkAgent(to);
+    await this.call(`create the layer of ${b}`, (n) => n.createLayer(b), ERRNOS.cloneLayer(b));
+    this.masks.copied(a, b);
+    if (this.masks.of(b).globs.length) await this.applyMask(b);
+    this.known.add(b);
+    this.emit({ kind: 'created', agent: b });
+    return new Layer(this, b);
+  }
+
+  /**
+   * Gives `to`'s layer every change of `from`'s in place of its own, in one step for every mount
+   * and view that shows it (as activate is); `from`'s is left empty. Heard as a reset of both,
+   * then as `to`'s changes written (`paths`, what the caller knows it holds).
+   */
+  async moveLayer(from: string, to: string, paths: readonly string[] = []): Promise<void> {
+    const a = checkAgent(from);
+    const b = checkAgent(to);
+    await this.call(`give the changes of ${a} to ${b}`, (n) => n.moveLayer(a, b));
+    this.emit({ kind: 'reset', agent: a });
+    this.emit({ kind: 'reset', agent: b });
+    for (const p of paths) this.emit({ kind: 'written', agent: b, path: p });
+  }
+
+  /**
    * Masks paths for an agent (or, with agent null, for every agent without a mask of its own):
    * under `globs` (native/core/mask.h: as in .gitignore) the folder's objects do not exist for
    * it, through the mount while its layer is shown, in its views and runs, in the file tools and

@@ -28,7 +28,7 @@ import { ShadowError } from '../common/errors';
 import type { ChangeBase } from '../shadow/native';
 import { normalizeRelPath } from '../common/paths';
 import { stateDir } from '../platform';
-import type { Shadow } from '../shadow';
+import type { Layer, Shadow } from '../shadow';
 import { type AuditRecord, AuditRecordSchema } from '../shadow/audit';
 import {
   BLOB_RE,
@@ -381,8 +381,50 @@ export class CheckpointStore {
         `the checkpoint ${name} of ${agent} holds git's control files or links beneath a .git (${refused.slice(0, 5).join(', ')}${refused.length > 5 ? ', …' : ''}), which the layers of this shadow may not write; nothing was changed: mount the folder with --writable-git (protectGit: false) to restore it`,
       );
     }
-    const layer = await shadow.createLayer(agent);
-    await layer.reset();
+    const target = await shadow.createLayer(agent);
+    // Replayed into a scratch layer that hides what the agent's hides, then handed over in one
+    // step: a write refused halfway (a path guarded since, a link that may not be made any more,
+    // the memory budget) leaves the agent's layer as it was.
+    const scratch = `.restore-${crypto.randomBytes(6).toString('hex')}`;
+    const layer = await shadow.createScratchLayer(agent, scratch);
+    try {
+      await this.replay(m, layer);
+      await shadow.moveLayer(
+        scratch,
+        agent,
+        m.entries.map((e) => e.path),
+      );
+    } finally {
+      await shadow.dropLayer(scratch).catch(() => undefined);
+    }
+    // The audit trail as the checkpoint saw it; one made before audit trails existed leaves the layer's as it is.
+    // What the layer's record numbered since the checkpoint leaves it: counted as dropped, so that
+    // `dropped` still says every entry that is gone. (An agent may restore its own checkpoints:
+    // otherwise it could make what it did in between vanish from its record without a trace.)
+    // Seqs are never handed out twice in a layer's life, so those are the numbers from the
+    // checkpoint's next one up to the record's; a record that began after the checkpoint (a
+    // new mount, a layer made again) numbered none of them.
+    if (audit) {
+      const handedOut = (await target.auditRecord()).nextSeq;
+      await target.loadAudit({ ...audit, dropped: audit.dropped + Math.max(0, handedOut - audit.nextSeq) });
+    }
+    provenance.setLayerSince(agent, m.layerSince);
+    provenance.clearRestoredBases(agent);
+    // Each path keeps the base the checkpoint recorded (the earliest: a checkpoint of a restored
+    // layer records the restored one). Without one, what the folder has there now is no base the
+    // agent ever saw if it changed after the agent started: writing the checkpoint's content over
+    // it made the layer record it as the base, which would let apply overwrite the user's edit.
+    // An impossible base makes that a conflict instead.
+    for (const e of m.entries) {
+      if (e.base) provenance.setRestoredBase(agent, e.path, e.base, e.baseBlob);
+      else if (e.type !== 'dir' && changedInFolderSince(path.join(shadow.folder, e.path), m.layerSince))
+        provenance.setRestoredBase(agent, e.path, NO_BASE);
+    }
+    return { name, paths: m.entries.length };
+  }
+
+  /** Writes a checkpoint's entries into an empty layer. */
+  private async replay(m: CheckpointManifest, layer: Layer): Promise<void> {
     // Deletions first, shallowest first; then directories, files and links in path order.
     const deleted = m.entries.filter((e) => e.type === 'deleted');
     for (const e of deleted) {
@@ -415,30 +457,6 @@ export class CheckpointStore {
         await layer.symlink(e.target!, e.path);
       }
     }
-    // The audit trail as the checkpoint saw it; one made before audit trails existed leaves the layer's as it is.
-    // What the layer's record numbered since the checkpoint leaves it: counted as dropped, so that
-    // `dropped` still says every entry that is gone. (An agent may restore its own checkpoints:
-    // otherwise it could make what it did in between vanish from its record without a trace.)
-    // Seqs are never handed out twice in a layer's life, so those are the numbers from the
-    // checkpoint's next one up to the record's; a record that began after the checkpoint (a
-    // new mount, a layer made again) numbered none of them.
-    if (audit) {
-      const handedOut = (await layer.auditRecord()).nextSeq;
-      await layer.loadAudit({ ...audit, dropped: audit.dropped + Math.max(0, handedOut - audit.nextSeq) });
-    }
-    provenance.setLayerSince(agent, m.layerSince);
-    provenance.clearRestoredBases(agent);
-    // Each path keeps the base the checkpoint recorded (the earliest: a checkpoint of a restored
-    // layer records the restored one). Without one, what the folder has there now is no base the
-    // agent ever saw if it changed after the agent started: writing the checkpoint's content over
-    // it made the layer record it as the base, which would let apply overwrite the user's edit.
-    // An impossible base makes that a conflict instead.
-    for (const e of m.entries) {
-      if (e.base) provenance.setRestoredBase(agent, e.path, e.base, e.baseBlob);
-      else if (e.type !== 'dir' && changedInFolderSince(path.join(shadow.folder, e.path), m.layerSince))
-        provenance.setRestoredBase(agent, e.path, NO_BASE);
-    }
-    return { name, paths: m.entries.length };
   }
 
   /** A checkpoint's audit trail, checked: its blob (getBlob's checks), JSON of the shape of a record. */

@@ -794,3 +794,23 @@ TEST(creating_a_file_asks_the_folder_once) {
   intent.exclusive = true;
   CHECK_ERR(w.ov->create(w.a, "src/b.js", 0644, intent, kWho, &h, &at), EEXIST);
 }
+
+// moveLayer: the destination holds the source's changes in place of its own, the source none.
+TEST(move_layer_hands_every_change_over_and_empties_the_source) {
+  World w(project);
+  Layer* b = w.layer("b");
+  REQUIRE_OK(w.create(w.a, "new.txt", "from a\n"));
+  REQUIRE_OK(w.ov->unlink(w.a, "README.md"));
+  REQUIRE_OK(w.create(b, "mine.txt", "from b\n"));
+  std::vector<std::string> paths;
+  REQUIRE_OK(w.ov->moveLayer("a", "b", &paths));
+  std::sort(paths.begin(), paths.end());
+  CHECK_EQ(paths, (Names{"README.md", "mine.txt", "new.txt"}));
+  CHECK_EQ(w.read(b, "new.txt"), std::string("from a\n"));
+  CHECK_EQ(w.statErr(b, "README.md"), ENOENT);
+  CHECK_EQ(w.statErr(b, "mine.txt"), ENOENT);
+  CHECK_EQ(w.changes("a"), Names{});
+  CHECK_EQ(w.read(w.a, "README.md"), std::string("# readme\n"));
+  CHECK_ERR(w.ov->moveLayer("a", "a", &paths), EINVAL);
+  CHECK_ERR(w.ov->moveLayer("a", "nobody", &paths), ENXIO);
+}
