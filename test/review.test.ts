@@ -231,6 +231,48 @@ describe('review: hunks with stable ids, and applying some of them', function ()
     );
   });
 
+  it('a rejection with revert goes on past a path the layer cannot give back, records every rejection and says which stayed', async () => {
+    const repo = makeReviewRepo();
+    fs.mkdirSync(path.join(repo, 'docs'));
+    fs.writeFileSync(path.join(repo, 'docs', 'guide.md'), 'guide\n');
+    execFileSync('git', ['-C', repo, 'add', '-A']);
+    execFileSync('git', ['-C', repo, 'commit', '-q', '-m', 'docs']);
+    await withWork(
+      repo,
+      async (w, shadow, mp) => {
+        await shadow.createLayer('a');
+        await shadow.activate('a');
+        // A directory moved: its files can only go back with the whole directory (CONFLICT).
+        fs.renameSync(path.join(mp, 'docs'), path.join(mp, 'manual'));
+        fs.writeFileSync(path.join(mp, 'manual', 'guide.md'), 'guide, rewritten\n');
+        fs.writeFileSync(path.join(mp, 'added.txt'), 'new file\n');
+        const hs = (await w.hunks('a')).hunks;
+        assert.deepStrictEqual(hs.map((h) => h.path).sort(), ['added.txt', 'docs/guide.md', 'manual/guide.md']);
+        const r = await w.reject(
+          'a',
+          hs.map((h) => ({ id: h.id, reason: `not ${h.path}` })),
+          { revert: true },
+        );
+        assert.deepStrictEqual(r.reverted, ['added.txt']);
+        assert.deepStrictEqual(
+          r.notReverted.map((n) => [n.path, n.code]),
+          [
+            ['docs/guide.md', 'CONFLICT'],
+            ['manual/guide.md', 'CONFLICT'],
+          ],
+        );
+        assert.deepStrictEqual(
+          w.rejections('a').map((x) => [x.path, x.reverted]),
+          hs.map((h) => [h.path, h.path === 'added.txt']),
+          'every rejection recorded, in the order given; reverted only where it was',
+        );
+        assert.ok(!fs.existsSync(path.join(mp, 'added.txt')), 'the path that could go back went back');
+        assert.strictEqual(read(path.join(mp, 'manual', 'guide.md')), 'guide, rewritten\n', 'the one that could not is as it was');
+      },
+      false,
+    );
+  });
+
   it('a conflict shows only its regions with 3 lines around; markConflicts writes the markers into the layer; resolved there, it applies', async () => {
     const repo = makeReviewRepo();
     const big = Array.from({ length: 300 }, (_, i) => `row ${i + 1}\n`);

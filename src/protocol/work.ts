@@ -296,7 +296,16 @@ export const WorkRequests = {
         .max(1000),
       revert: z.boolean().optional().describe("Take the rejected units out of the agent's layer too (default: the layer keeps them)."),
     }),
-    result: z.object({ rejected: z.array(RejectionInfo), reverted: z.array(z.string()).describe('Paths whose layer version changed.') }),
+    result: z.object({
+      rejected: z.array(RejectionInfo),
+      reverted: z.array(z.string()).describe('Paths whose layer version changed.'),
+      notReverted: z
+        .array(z.object({ path: z.string(), code: z.string(), message: z.string() }))
+        .optional()
+        .describe(
+          'With revert: paths the layer could not give back (under a directory it moved or deleted, CONFLICT; beside git control files it wrote, PATH_PROTECTED), with the error; their rejections are recorded, unreverted. The others were reverted.',
+        ),
+    }),
     errors: ['CONFLICT', 'UNKNOWN_SHADOW', 'INVALID_AGENT', 'UNKNOWN_AGENT', 'NOT_MOUNTED', 'STATE_CORRUPT'],
   }),
   'layer.rejections': request({

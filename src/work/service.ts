@@ -67,6 +67,16 @@ export interface HunksResult {
 
 export type WorkApplyResult = ApplyResult & { excluded: Excluded[]; branch?: BranchResult; marked?: string[] };
 
+/** A path a rejection with revert could not take out of the layer, and why (its error). */
+export interface NotReverted {
+  path: string;
+  code: string;
+  message: string;
+}
+
+/** Errors of one path's revert that leave the rest of a rejection to go on. */
+const REVERT_REFUSALS = new Set(['CONFLICT', 'PATH_PROTECTED', 'PATH_MASKED']);
+
 /** A change entry, marked when diffs, patches and apply leave it out. */
 export type MarkedChange = Change & { excluded?: ExcludedReason };
 
@@ -262,7 +272,7 @@ export class WorkService {
     agent: string,
     items: Array<{ id: string; reason: string }>,
     opts: { revert?: boolean } = {},
-  ): Promise<{ rejected: Rejection[]; reverted: string[] }> {
+  ): Promise<{ rejected: Rejection[]; reverted: string[]; notReverted: NotReverted[] }> {
     const c = await collect(this.shadow, agent, undefined, { includeIgnored: true });
     const units = reviewUnits(c.files);
     const byId = new Map(units.map((u) => [u.id, u]));
@@ -283,6 +293,7 @@ export class WorkService {
       };
     });
     const reverted: string[] = [];
+    const notReverted: NotReverted[] = [];
     if (opts.revert) {
       const layer = this.shadow.layer(agent);
       const dropped = new Set(items.map((i) => i.id));
@@ -290,17 +301,25 @@ export class WorkService {
         const mine = units.filter((u) => u.path === f.path);
         const out = mine.filter((u) => dropped.has(u.id));
         if (!out.length) continue;
-        if (out.length === mine.length) await layer.revert(f.path);
-        else {
-          const side = withoutDropped(f, dropped);
-          const perm = side.mode === f.new?.mode ? (await layer.stat(f.path)).mode & 0o7777 : side.mode & 0o777;
-          await layer.write(f.path, side.data, { mode: perm });
+        try {
+          if (out.length === mine.length) await layer.revert(f.path);
+          else {
+            const side = withoutDropped(f, dropped);
+            const perm = side.mode === f.new?.mode ? (await layer.stat(f.path)).mode & 0o7777 : side.mode & 0o777;
+            await layer.write(f.path, side.data, { mode: perm });
+          }
+          reverted.push(f.path);
+        } catch (err) {
+          // One path the layer cannot give back (under a directory it moved, beside hooks it
+          // wrote) stops neither the others nor the record: the rejection stands, unreverted.
+          if (!(err instanceof ShadowError) || !REVERT_REFUSALS.has(err.code)) throw err;
+          notReverted.push({ path: f.path, code: err.code, message: err.message });
+          for (const r of rejected) if (r.path === f.path) r.reverted = false;
         }
-        reverted.push(f.path);
       }
     }
     this.rejectionStore.add(agent, rejected);
-    return { rejected, reverted };
+    return { rejected, reverted, notReverted };
   }
 
   /** The rejections recorded for `agent`, oldest first; with `take`, only those it was not told of, marked told now. */

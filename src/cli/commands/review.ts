@@ -165,6 +165,7 @@ async function interactive(c: ShadowClient, args: ReviewArgs): Promise<void> {
       `rejected ${r.rejected.length} hunk${r.rejected.length === 1 ? '' : 's'} (the agent is told on its next tool result)` +
         (r.reverted.length ? `; taken out of the agent's layer in ${r.reverted.join(', ')}` : ''),
     );
+    for (const n of r.notReverted ?? []) out(`kept in the agent's layer: ${n.path} (${n.code}: ${n.message})`);
   }
   if (accepted.length || Object.keys(edited).length) {
     const r = await c.request('layer.apply', {
