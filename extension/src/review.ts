@@ -158,10 +158,17 @@ export async function rejectHunk(ctx: ReviewContext, h: HunkRef, opts?: RejectOp
   });
   ctx.lenses.refresh();
   if (revert) ctx.shadows.layerChanged(h.shadow, h.agent);
-  if (!isScripted(opts))
-    void vscode.window.showInformationMessage(
-      `Rejected ${h.label} of ${h.path}${revert ? ` and took it out of ${h.agent}'s layer` : ''}; ${h.agent} is told on its next tool result.`,
-    );
+  const stayed = r.notReverted?.find((n) => n.path === h.path);
+  if (!isScripted(opts)) {
+    if (stayed)
+      void vscode.window.showWarningMessage(
+        `Rejected ${h.label} of ${h.path}; ${h.agent} is told on its next tool result. It stays in ${h.agent}'s layer: ${stayed.message}`,
+      );
+    else
+      void vscode.window.showInformationMessage(
+        `Rejected ${h.label} of ${h.path}${revert ? ` and took it out of ${h.agent}'s layer` : ''}; ${h.agent} is told on its next tool result.`,
+      );
+  }
   return r;
 }
 
