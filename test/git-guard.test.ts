@@ -608,6 +608,40 @@ describe("links an agent makes lead the user's programs where they lead the agen
     );
   });
 
+  it("a fixture swapped for a gitdir: file naming the folder's .git (or anything outside the shadow) is refused", async () => {
+    const repo = makeRepoWithFixture();
+    await withShadow(
+      repo,
+      async (shadow, mp) => {
+        const out = await agentRun(
+          shadow,
+          [
+            'mv fixtures/remote.git fixtures/old.git',
+            attempt('gitdir to the folder', `printf 'gitdir: %s/.git\\n' "$PWD" > fixtures/remote.git`),
+            attempt('gitdir climbing', "printf 'gitdir: ../.git\\n' > fixtures/remote.git"),
+            attempt('gitdir in two writes', "printf 'gitd' > fixtures/r2 && printf 'ir: /x' >> fixtures/r2"),
+            attempt('gitdir below', "printf 'gitdir: old.git\\n' > fixtures/remote.git"),
+          ].join(' && '),
+        );
+        assert.deepStrictEqual(
+          out.trim().split('\n'),
+          ['gitdir to the folder: refused', 'gitdir climbing: refused', 'gitdir in two writes: refused', 'gitdir below: ok'],
+          out,
+        );
+        await shadow.activate('agent');
+        const push = spawnSync('git', ['push', '-q', 'fixtures/remote.git', 'HEAD:refs/heads/user-push'], { cwd: mp, encoding: 'utf8' });
+        assert.strictEqual(push.status, 0, push.stderr);
+        await shadow.activate(null);
+        assert.throws(() => git(repo, 'rev-parse', '--verify', '-q', 'refs/heads/user-push'), "the folder's .git has no such branch");
+        await assert.rejects(
+          shadow.layer('agent').write('fixtures/api.git', `gitdir: ${repo}/.git\n`),
+          (e: ShadowError) => e.code === 'PATH_PROTECTED',
+        );
+      },
+      { layer: 'agent' },
+    );
+  });
+
   it('links climbing above the root become the place the agent reached; links that could lead out later are refused', async () => {
     const repo = makeRepo();
     const outside = tempDir('git-guard-outside');

@@ -89,6 +89,8 @@ int Overlay::updateFile(const std::string& layer, const std::string& asked, cons
       u.change(now, &ch);
       if (!ch.write) return 0;
       fresh = newInode(FileType::Regular, ch.perm ? *ch.perm : u.newPerm, who, askedName);
+      if (guard_ && guard_->git() && refusedGitfile(std::string_view(ch.content).substr(0, kGitfileScan)))
+        return EPERM;  // a repository outside the shadow (link_targets.cc)
       if (int e = contentAssign(fresh.get(), ch.content)) return e;
       continue;
     }
@@ -172,6 +174,8 @@ int Overlay::updateFile(const std::string& layer, const std::string& asked, cons
     }
     // The content becomes the layer's (the folder's base recorded, nothing read again).
     const bool tookFolders = in->inLower();
+    if (guard_ && guard_->git() && refusedGitfile(std::string_view(ch.content).substr(0, kGitfileScan)))
+      return EPERM;  // a repository outside the shadow (link_targets.cc)
     if (int e = copyUp(in.get(), false)) return e;
     if (int e = contentAssign(in.get(), ch.content)) return e;
     Timespec t = nowTime();

@@ -112,6 +112,7 @@ int Overlay::setattrIn(Layer& L, const std::string& asked, Handle* h, uint32_t m
     WriteLock c(in->cmu(), LockRank::Content);
     int e = copyUp(in.get(), v.size != 0);
     if (e) return e;
+    if ((e = gitfileGuard(in.get(), nullptr, 0, 0, &v.size))) return e;  // link_targets.cc
     e = contentTruncate(in.get(), v.size);
     if (e) return e;
     MetaLock m(in->mmu(), LockRank::Meta);

@@ -399,6 +399,7 @@ int Overlay::write(Handle* h, const char* buf, size_t size, uint64_t off) {
   WriteLock c(in->cmu(), LockRank::Content);
   int e = copyUp(in, true);
   if (e) return e;
+  if ((e = gitfileGuard(in, buf, size, off))) return e;  // link_targets.cc
   e = contentWrite(in, buf, size, off);
   if (e) return e;
   h->auditBytes.fetch_add(size, std::memory_order_relaxed);  // for its audit entry (release)

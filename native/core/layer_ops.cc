@@ -20,6 +20,8 @@ int Overlay::putFile(const std::string& layer, const std::string& asked, const s
   if (guarded(asked)) return EPERM;  // write_guard.h
   Layer& L = *lp;
   if (guardedBeside(L, asked)) return EPERM;  // a bare repository's hooks or config
+  if (guard_ && guard_->git() && refusedGitfile(std::string_view(data).substr(0, kGitfileScan)))
+    return EPERM;  // a repository outside the shadow (link_targets.cc)
   // The new content is prepared before any lock is taken (it may be big, and spill).
   std::string askedDir, askedName;
   splitLast(asked, &askedDir, &askedName);

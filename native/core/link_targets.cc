@@ -21,7 +21,9 @@
 // Only the platform knows where an absolute path leads (LowerFs::hostPlace); without one
 // (Windows, for now) absolute targets and climbing ones are kept as they are.
 #include <cerrno>
+#include <algorithm>
 #include <functional>
+#include <string_view>
 #include <string>
 #include <vector>
 
@@ -126,6 +128,50 @@ int Overlay::linkTargetFor(const std::string& path, std::string* target) {
   }
   if (!absolute) *target = abs;
   return 0;
+}
+
+bool Overlay::refusedGitfile(std::string_view head) {
+  static constexpr std::string_view kTag = "gitdir: ";
+  if (head.substr(0, kTag.size()) != kTag) return false;
+  std::string_view p = head.substr(kTag.size());
+  while (!p.empty() && (p.back() == '\n' || p.back() == '\r')) p.remove_suffix(1);
+  if (p.empty()) return false;
+  // Absolute on any system git runs on: "/x", "\\server", "C:".
+  if (p[0] == '/' || p[0] == '\\' || (p.size() > 1 && p[1] == ':')) return true;
+  size_t at = 0;
+  while (at <= p.size()) {
+    size_t end = p.find_first_of("/\\", at);
+    if (end == std::string_view::npos) end = p.size();
+    if (p.substr(at, end - at) == "..") return true;
+    at = end + 1;
+  }
+  return false;
+}
+
+int Overlay::gitfileGuard(const Inode* in, const char* buf, size_t size, uint64_t off,
+                          const uint64_t* truncateTo) {
+  if (!guard_ || !guard_->git() || in->type != FileType::Regular) return 0;
+  if (!truncateTo && off >= kGitfileScan) {
+    // Past the part looked at, unless the file already is a gitfile whose path this extends.
+    char tag[8];
+    size_t got = 0;
+    if (contentRead(in, tag, sizeof tag, 0, &got) || got < sizeof tag) return 0;
+    if (std::string_view(tag, got) != "gitdir: ") return 0;
+  }
+  // The first kGitfileScan bytes as they will be.
+  std::string head(kGitfileScan, '\0');
+  size_t got = 0;
+  if (int e = contentRead(in, head.data(), head.size(), 0, &got)) return e;
+  head.resize(got);
+  if (truncateTo) {
+    if (*truncateTo < head.size()) head.resize(static_cast<size_t>(*truncateTo));
+  } else if (off < kGitfileScan) {
+    const size_t at = static_cast<size_t>(off);
+    const size_t n = std::min(size, kGitfileScan - at);
+    if (head.size() < at + n) head.resize(at + n, '\0');
+    head.replace(at, n, buf, n);
+  }
+  return refusedGitfile(head) ? EPERM : 0;
 }
 
 bool Overlay::climbsOut(Layer& L, const Node* n, const std::string& from, const std::string& to) {

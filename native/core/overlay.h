@@ -329,6 +329,13 @@ class Overlay {
   static constexpr size_t kMaxExtents = 65536;
   int dataExtents(const std::string& layer, const std::string& path, std::vector<Extent>* out,
                   uint64_t* total);
+  // A file whose content starts "gitdir: " is a repository to git when its path is given as
+  // one (`git push fixtures/remote.git`), whatever its name: the path after it (to the end,
+  // trailing newlines aside) must stay beneath the file's own directory, with no ".." and not
+  // absolute, or the user's git in the mount would write wherever it says. While the shadow
+  // protects git, EPERM for content (its first kGitfileScan bytes) that says otherwise.
+  static constexpr size_t kGitfileScan = 8192;
+  static bool refusedGitfile(std::string_view head);
   // Drops every change of the layer; `paths` gets what it held, for cache invalidation.
   int reset(const std::string& layer, std::vector<std::string>* paths);
   // Gives `to` every change of `from` in place of its own, in one step for whoever reads `to`
@@ -478,6 +485,11 @@ class Overlay {
   // for a folder object) at `to` would leave a link of the layer's (or the moved link itself)
   // climbing above the root: its leading ".." outnumber its directory's depth there (L's lock).
   bool climbsOut(Layer& L, const Node* n, const std::string& from, const std::string& to);
+  // refusedGitfile for `in`'s content (content lock held) once `size` bytes at `off` are
+  // written (or, size == 0 with `truncateTo`, once cut to that length): EPERM or 0. Reads only
+  // when the first 8 bytes would be "gitdir: ".
+  int gitfileGuard(const Inode* in, const char* buf, size_t size, uint64_t off,
+                   const uint64_t* truncateTo = nullptr);
   // Gives the layer's entry at `path` the name `name` in the same directory (a rename).
   int respell(Layer& L, const std::string& path, const std::string& name);
   // What a listing needs from the layer, taken under its lock so A is read without it.

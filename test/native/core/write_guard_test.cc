@@ -486,3 +486,45 @@ TEST(write_guard_off_lets_a_layer_write_them) {
   CHECK_EQ(w.mkdir("lib2/.git"), 0);
   CHECK_EQ(w.ov->rename(w.a, ".git/modules/lib", "lib3", 0), 0);
 }
+
+// A file that starts "gitdir: " is a repository to git when its path is given as one (`git
+// push fixtures/remote.git`): its path may not leave the file's directory (link_targets.cc).
+TEST(write_guard_refuses_gitfiles_that_lead_out_of_the_shadow) {
+  CHECK(Overlay::refusedGitfile("gitdir: /home/u/proj/.git\n"));
+  CHECK(Overlay::refusedGitfile("gitdir: ../.git"));
+  CHECK(Overlay::refusedGitfile("gitdir: a/../../b"));
+  CHECK(Overlay::refusedGitfile("gitdir: C:\\proj\\.git"));
+  CHECK(Overlay::refusedGitfile("gitdir: a\\..\\..\\b"));
+  CHECK(!Overlay::refusedGitfile("gitdir: sub/repo.git\r\n"));
+  CHECK(!Overlay::refusedGitfile("gitdir: ..x/y"));
+  CHECK(!Overlay::refusedGitfile("gitdir:/x"));  // git needs the space: not a gitfile
+  CHECK(!Overlay::refusedGitfile("# gitdir: /x"));
+  CHECK(!Overlay::refusedGitfile("gitdir: \n"));
+
+  GuardWorld w;
+  auto writeAt = [&](const std::string& path, const std::string& data, uint64_t off) {
+    Handle* h = nullptr;
+    Attr at;
+    OpenIntent intent;
+    intent.write = true;
+    int e = w.ov->create(w.a, path, 0644, intent, kWho, &h, &at);
+    if (e) return e;
+    e = w.ov->write(h, data.data(), data.size(), off);
+    w.ov->release(h);
+    return e;
+  };
+  CHECK_ERR(writeAt("remote.git", "gitdir: /home/u/proj/.git\n", 0), EPERM);
+  CHECK_OK(writeAt("split", "gitd", 0));
+  CHECK_ERR(writeAt("split", "ir: /home/u/proj/.git", 4), EPERM);  // in two writes
+  CHECK_OK(writeAt("ok", "gitdir: sub/repo\n", 0));
+  CHECK_ERR(writeAt("ok", "../", 8), EPERM);  // its path changed after the tag
+  CHECK_OK(writeAt("cut", "gitdir: abc/..x", 0));
+  Attr v, out;
+  v.size = 14;  // "gitdir: abc/.."
+  CHECK_ERR(w.ov->setattr(w.a, "cut", nullptr, kSetSize, v, &out), EPERM);
+  CHECK_ERR(w.ov->putFile("a", "api.git", "gitdir: ../../x", 0644, kWho), EPERM);
+  CHECK_OK(w.ov->putFile("a", "api.txt", "plain text", 0644, kWho));
+
+  GuardWorld open(false);  // --writable-git: git's files are the agent's to write
+  CHECK_OK(open.ov->putFile("a", "api.git", "gitdir: /home/u/proj/.git", 0644, kWho));
+}
