@@ -5,10 +5,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
-#include <map>
+#include <string>
 #include <vector>
 
 namespace shadowfs {
@@ -42,25 +44,139 @@ void pushFront(std::deque<std::string>* todo, const std::string& path) {
   for (auto it = parts.rbegin(); it != parts.rend(); ++it) todo->push_front(*it);
 }
 
-// The file system type of each mount of this process, by mount id (/proc/self/mountinfo:
-// "<id> <parent> <maj:min> <root> <point> <options> [optional fields] - <type> ...").
-std::map<uint64_t, std::string> mountTypes() {
-  std::map<uint64_t, std::string> out;
+// One line of /proc/self/mountinfo: "<id> <parent> <maj:min> <root> <point> <options>
+// [optional fields] - <type> ...", paths with their octal escapes ("\\040") decoded.
+struct Mount {
+  uint64_t id = 0;
+  unsigned major = 0, minor = 0;
+  std::string root, point, type;
+};
+
+std::string unescape(const char* p, size_t n) {
+  std::string out;
+  for (size_t i = 0; i < n; ++i) {
+    const bool octal = p[i] == '\\' && i + 3 < n && p[i + 1] >= '0' && p[i + 1] <= '3' &&
+                       p[i + 2] >= '0' && p[i + 2] <= '7' && p[i + 3] >= '0' && p[i + 3] <= '7';
+    if (octal) {
+      out.push_back(static_cast<char>((p[i + 1] - '0') * 64 + (p[i + 2] - '0') * 8 + (p[i + 3] - '0')));
+      i += 3;
+    } else {
+      out.push_back(p[i]);
+    }
+  }
+  return out;
+}
+
+std::vector<Mount> mounts() {
+  std::vector<Mount> out;
   FILE* f = std::fopen("/proc/self/mountinfo", "re");
   if (!f) return out;
   char* line = nullptr;
   size_t cap = 0;
   while (::getline(&line, &cap, f) > 0) {
-    unsigned long long id = 0;
-    if (std::sscanf(line, "%llu", &id) != 1) continue;
-    const char* dash = std::strstr(line, " - ");
+    Mount m;
+    unsigned long long id = 0, parent = 0;
+    int used = 0;
+    if (std::sscanf(line, "%llu %llu %u:%u %n", &id, &parent, &m.major, &m.minor, &used) != 4)
+      continue;
+    m.id = id;
+    const char* p = line + used;
+    const char* sp = std::strchr(p, ' ');
+    if (!sp) continue;
+    m.root = unescape(p, static_cast<size_t>(sp - p));
+    p = sp + 1;
+    sp = std::strchr(p, ' ');
+    if (!sp) continue;
+    m.point = unescape(p, static_cast<size_t>(sp - p));
+    const char* dash = std::strstr(sp, " - ");
     if (!dash) continue;
     const char* type = dash + 3;
     const char* end = std::strchr(type, ' ');
-    out[id] = end ? std::string(type, static_cast<size_t>(end - type)) : std::string(type);
+    m.type = end ? std::string(type, static_cast<size_t>(end - type)) : std::string(type);
+    out.push_back(std::move(m));
   }
   std::free(line);
   std::fclose(f);
+  return out;
+}
+
+// `p` relative to `base` when within it ("" for base itself), else false.
+bool relativeTo(const std::string& p, const std::string& base, std::string* rel) {
+  if (!within(p, base)) return false;
+  *rel = p.size() > base.size() ? p.substr(base == "/" ? 1 : base.size() + 1) : std::string();
+  return true;
+}
+
+std::string join(const std::string& a, const std::string& b) {
+  if (b.empty()) return a;
+  if (a.empty()) return b;
+  return a == "/" ? "/" + b : a + "/" + b;
+}
+
+// Other paths of the folder: where a mount of the folder's file system shows it (a bind mount
+// of the folder, of a directory above it, or of one beneath it: *inFolder is then where in the
+// folder the alias starts).
+struct Alias {
+  std::string path, inFolder;
+};
+
+std::vector<Alias> aliasesOf(const std::string& root, const std::vector<Mount>& all) {
+  std::vector<Alias> out;
+  struct statx sx;
+  if (::statx(AT_FDCWD, root.c_str(), 0, STATX_MNT_ID, &sx) != 0 || !(sx.stx_mask & STATX_MNT_ID))
+    return out;
+  const Mount* home = nullptr;
+  for (const Mount& m : all)
+    if (m.id == sx.stx_mnt_id) home = &m;
+  if (!home) return out;
+  std::string below;  // the folder's path within its file system
+  if (!relativeTo(root, home->point, &below)) return out;
+  const std::string inFs = join(home->root, below);
+  for (const Mount& m : all) {
+    if (&m == home || m.major != home->major || m.minor != home->minor) continue;
+    std::string rel;
+    if (relativeTo(inFs, m.root, &rel)) out.push_back({join(m.point, rel), std::string()});
+    else if (relativeTo(m.root, inFs, &rel)) out.push_back({m.point, rel});
+  }
+  return out;
+}
+
+// The folder's repository when it lives outside the folder (a linked worktree's or a
+// submodule's `.git` file says "gitdir: X"; X/commondir names the shared one): places no link
+// may reach, as the folder's own .git is.
+std::vector<std::string> outsideGitDirs(const std::string& root) {
+  std::vector<std::string> out;
+  auto readSmall = [](const std::string& path, std::string* text) {
+    FILE* f = std::fopen(path.c_str(), "re");
+    if (!f) return false;
+    char buf[4096];
+    size_t n = std::fread(buf, 1, sizeof buf, f);
+    std::fclose(f);
+    text->assign(buf, n);
+    while (!text->empty() && (text->back() == '\n' || text->back() == '\r')) text->pop_back();
+    return true;
+  };
+  auto real = [](const std::string& p) {
+    char* r = ::realpath(p.c_str(), nullptr);
+    std::string s = r ? r : "";
+    std::free(r);
+    return s;
+  };
+  struct stat st;
+  if (::lstat((root + "/.git").c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return out;
+  std::string text;
+  if (!readSmall(root + "/.git", &text) || text.compare(0, 8, "gitdir: ") != 0) return out;
+  std::string dir = text.substr(8);
+  if (dir.empty()) return out;
+  if (dir[0] != '/') dir = root + "/" + dir;
+  const std::string gitDir = real(dir);
+  if (gitDir.empty()) return out;
+  if (!within(gitDir, root)) out.push_back(gitDir);
+  std::string common;
+  if (readSmall(gitDir + "/commondir", &common) && !common.empty()) {
+    const std::string c = real(common[0] == '/' ? common : gitDir + "/" + common);
+    if (!c.empty() && !within(c, root)) out.push_back(c);
+  }
   return out;
 }
 
@@ -70,17 +186,25 @@ Reach reach(const std::string& root, const std::string& abs, std::string* rest) 
   std::deque<std::string> todo;
   pushFront(&todo, abs);
   std::string cur = "/";
-  std::map<uint64_t, std::string> types;
-  bool typesRead = false;
+  const std::vector<Mount> all = mounts();
+  const std::vector<Alias> aliases = aliasesOf(root, all);
+  const std::vector<std::string> gitDirs = outsideGitDirs(root);
   int links = 0;
   for (;;) {
-    if (within(cur, root)) {
-      std::string r = cur.size() > root.size() ? cur.substr(root == "/" ? 1 : root.size() + 1)
-                                               : std::string();
+    // The folder by its real path, or by another mount of it: inside, and where.
+    std::string r;
+    bool inside = relativeTo(cur, root, &r);
+    for (size_t i = 0; !inside && i < aliases.size(); ++i) {
+      std::string rel;
+      if (relativeTo(cur, aliases[i].path, &rel)) inside = true, r = join(aliases[i].inFolder, rel);
+    }
+    if (inside) {
       for (const std::string& c : todo) r += (r.empty() ? "" : "/") + c;
       *rest = r;
       return Reach::Inside;
     }
+    for (const std::string& g : gitDirs)
+      if (within(cur, g)) return Reach::Refused;
     if (todo.empty()) break;
     std::string c = std::move(todo.front());
     todo.pop_front();
@@ -95,15 +219,21 @@ Reach reach(const std::string& root, const std::string& abs, std::string* rest) 
       cur = std::move(next);
       continue;
     }
+    bool aliased = false;
+    for (const Alias& a : aliases) aliased = aliased || within(next, a.path);
+    if (aliased) {  // a mount of the folder's file system: looked at as the folder (above)
+      cur = std::move(next);
+      continue;
+    }
     // Type and mount without a request to a FUSE server (AT_STATX_DONT_SYNC: cached attributes).
     struct statx sx;
     if (::statx(AT_FDCWD, next.c_str(), AT_SYMLINK_NOFOLLOW | AT_STATX_DONT_SYNC,
                 STATX_TYPE | STATX_MNT_ID, &sx) != 0)
       return Reach::Elsewhere;
     if (sx.stx_mask & STATX_MNT_ID) {
-      if (!typesRead) types = mountTypes(), typesRead = true;
-      auto t = types.find(sx.stx_mnt_id);
-      const std::string type = t == types.end() ? std::string() : t->second;
+      std::string type;
+      for (const Mount& m : all)
+        if (m.id == sx.stx_mnt_id) type = m.type;
       if (type == "proc") return Reach::Refused;
       if (type.compare(0, 4, "fuse") == 0 && !above(next, root)) return Reach::Refused;
     }

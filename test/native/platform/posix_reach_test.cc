@@ -1,11 +1,17 @@
 // Unit tests of posix::reach (native/platform/posix_reach.cc) on a real temporary directory:
 // where an absolute path leads when every link on the way is followed, as the kernel would.
-// FUSE file systems (refused unless on the way to the folder) need a mount: the integration
-// test in test/links.test.ts makes a link into a shadow's own mount point. Linux only.
+// FUSE file systems (refused unless on the way to the folder) need a FUSE mount: the unit
+// tests of link targets stop short of that, the C++ side only. Bind mounts are made in a mount
+// namespace of a child process (root, or user namespaces). Linux only.
 #include <fcntl.h>
+#include <sched.h>
 #include <stdlib.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+#include <cstdio>
 
 #include <string>
 #include <vector>
@@ -100,4 +106,60 @@ TEST(posix_reach_tells_ancestors_proc_and_elsewhere) {
   CHECK(h.at(h.top + "/missing/proj", &rest) == Reach::Elsewhere);
   CHECK(h.at(h.top + "/loop1/x", &rest) == Reach::Elsewhere);  // ELOOP for everyone
   CHECK(h.at("/usr", &rest) == Reach::Elsewhere);
+}
+
+// The folder's repository outside it (a linked worktree's `.git` file, and the commondir that
+// names the main one): refused, as the folder's own .git would be rewritten into the shadow.
+TEST(posix_reach_refuses_the_folders_repository_outside_it) {
+  Host h;
+  h.dir("main.git");
+  h.dir("main.git/worktrees");
+  h.dir("main.git/worktrees/proj");
+  FILE* f = std::fopen((h.root + "/.git").c_str(), "w");
+  REQUIRE(f != nullptr);
+  std::fprintf(f, "gitdir: %s/main.git/worktrees/proj\n", h.top.c_str());
+  std::fclose(f);
+  h.made.push_back("proj/.git");
+  f = std::fopen((h.top + "/main.git/worktrees/proj/commondir").c_str(), "w");
+  REQUIRE(f != nullptr);
+  std::fprintf(f, "../..\n");
+  std::fclose(f);
+  h.made.push_back("main.git/worktrees/proj/commondir");
+  std::string rest;
+  CHECK(h.at(h.top + "/main.git/refs/heads", &rest) == Reach::Refused);
+  CHECK(h.at(h.top + "/main.git", &rest) == Reach::Refused);
+  CHECK(h.at(h.top + "/main.git/worktrees/proj/HEAD", &rest) == Reach::Refused);
+  CHECK(h.at(h.top + "/other", &rest) == Reach::Elsewhere);
+}
+
+// Another mount of the folder (a bind mount of it, of a directory above it, of one beneath
+// it) is the folder: a link there is rewritten into the shadow like one by the real path.
+TEST(posix_reach_knows_the_folder_by_its_bind_mounts) {
+  Host h;
+  h.dir("proj/sub");
+  h.dir("bind-folder");
+  h.dir("bind-top");
+  h.dir("bind-sub");
+  pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    // 10: no namespace; 11: no mount; 12..: a check failed.
+    if (unshare(CLONE_NEWNS) != 0) _exit(10);
+    if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) _exit(10);
+    if (mount(h.root.c_str(), (h.top + "/bind-folder").c_str(), nullptr, MS_BIND, nullptr) != 0 ||
+        mount(h.top.c_str(), (h.top + "/bind-top").c_str(), nullptr, MS_BIND, nullptr) != 0 ||
+        mount((h.root + "/sub").c_str(), (h.top + "/bind-sub").c_str(), nullptr, MS_BIND, nullptr) != 0)
+      _exit(11);
+    std::string rest;
+    if (posix::reach(h.root, h.top + "/bind-folder/.git", &rest) != Reach::Inside || rest != ".git") _exit(12);
+    if (posix::reach(h.root, h.top + "/bind-top/proj/a", &rest) != Reach::Inside || rest != "a") _exit(13);
+    if (posix::reach(h.root, h.top + "/bind-sub/x", &rest) != Reach::Inside || rest != "sub/x") _exit(14);
+    if (posix::reach(h.root, h.top + "/bind-top/other", &rest) != Reach::Elsewhere) _exit(15);
+    _exit(0);
+  }
+  int status = 0;
+  REQUIRE(waitpid(pid, &status, 0) == pid);
+  REQUIRE(WIFEXITED(status));
+  if (WEXITSTATUS(status) == 10) std::fprintf(stderr, "needs root or a mount namespace (unshare(CLONE_NEWNS))\n");
+  CHECK_EQ(WEXITSTATUS(status), 0);
 }
