@@ -693,6 +693,17 @@ describe("links an agent makes lead the user's programs where they lead the agen
         );
         await shadow.layer('agent').symlink(path.join(repo, '.git', 'HEAD'), 'a/head');
         assert.strictEqual(await shadow.layer('agent').readlink('a/head'), '../.git/HEAD');
+        // A link made in the mount to a path in the mount (`ln -s $PWD/build/x .` there) is the
+        // shadow for everyone: kept as written (another FUSE file system would be refused).
+        await shadow.activate('agent');
+        fs.symlinkSync(path.join(mp, 'README.md'), path.join(mp, 'mine'));
+        assert.strictEqual(fs.readlinkSync(path.join(mp, 'mine')), path.join(mp, 'README.md'));
+        assert.match(
+          fs.readFileSync(path.join(mp, 'mine'), 'utf8'),
+          /^# project\nuser\n/,
+          "the shadow's README.md, with the append made through 'tuned'",
+        );
+        await shadow.activate(null);
       },
       { layer: 'agent' },
     );

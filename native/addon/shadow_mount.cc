@@ -80,6 +80,7 @@ Outcome Shadow::mountAt(const std::string& mp) {
   dispose(std::move(old));
   auto b = createBackend(backendName_, ov_, nullptr, lower_, mp, opts_, &err, &message);
   if (!b) return Outcome{err ? err : EIO, message, {}};
+  ov_->noteMountPoint(mp);
   watchGone(b.get(), 0);
   {
     std::lock_guard<std::mutex> lock(infoMu_);
@@ -111,6 +112,7 @@ Napi::Value Shadow::OpenView(const Napi::CallbackInfo& info) {
       ov_->unpin(pinned);
       return Outcome{err ? err : EIO, message, {}};
     }
+    ov_->noteMountPoint(mp);
     uint32_t id = nextView_++;
     watchGone(b.get(), id);
     {

@@ -23,6 +23,7 @@
 #include <cerrno>
 #include <algorithm>
 #include <functional>
+#include <mutex>
 #include <string_view>
 #include <string>
 #include <vector>
@@ -114,7 +115,12 @@ int Overlay::linkTargetFor(const std::string& path, std::string* target) {
     if (!down.empty()) abs += (abs == "/" ? "" : "/") + down;
   }
   std::string rest;
-  switch (lower_->hostPlace(abs, &rest)) {
+  std::vector<std::string> mounts;
+  {
+    std::lock_guard<std::mutex> lock(mountPointsMu_);
+    mounts = mountPoints_;
+  }
+  switch (lower_->hostPlace(abs, mounts, &rest)) {
     case LowerFs::Place::Inside: {
       bool restDots = false;
       leadingDots(rest, &restDots);
@@ -124,6 +130,7 @@ int Overlay::linkTargetFor(const std::string& path, std::string* target) {
     }
     case LowerFs::Place::Ancestor:
     case LowerFs::Place::Refused: return EPERM;
+    case LowerFs::Place::Shadow: return 0;  // the shadow's own mount point: kept as written
     case LowerFs::Place::Elsewhere: break;
   }
   if (!absolute) *target = abs;

@@ -68,9 +68,13 @@ class LowerFs {
   // met on the way), an Ancestor of the folder (or "/"), Refused (it passed through /proc,
   // whose links mean something else to every process), or Elsewhere (also: a name on the way
   // does not exist). The default knows nothing: Elsewhere.
-  enum class Place { Elsewhere, Inside, Ancestor, Refused };
-  virtual Place hostPlace(const std::string& abs, std::string* rest) {
+  // Shadow: into one of `ownMounts` (where this shadow and its views are mounted), which is
+  // the shadow for whoever follows it.
+  enum class Place { Elsewhere, Inside, Ancestor, Refused, Shadow };
+  virtual Place hostPlace(const std::string& abs, const std::vector<std::string>& ownMounts,
+                          std::string* rest) {
     (void)abs;
+    (void)ownMounts;
     (void)rest;
     return Place::Elsewhere;
   }

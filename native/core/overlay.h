@@ -336,6 +336,15 @@ class Overlay {
   // protects git, EPERM for content (its first kGitfileScan bytes) that says otherwise.
   static constexpr size_t kGitfileScan = 8192;
   static bool refusedGitfile(std::string_view head);
+  // A place this overlay is mounted (the shadow or a view), as given: a link made in it to a
+  // path there is kept as written (it is the shadow for whoever follows it), where any other
+  // FUSE file system is refused (link_targets.cc). Kept for the overlay's life.
+  void noteMountPoint(const std::string& path) {
+    std::lock_guard<std::mutex> lock(mountPointsMu_);
+    for (const std::string& p : mountPoints_)
+      if (p == path) return;
+    mountPoints_.push_back(path);
+  }
   // Drops every change of the layer; `paths` gets what it held, for cache invalidation.
   int reset(const std::string& layer, std::vector<std::string>* paths);
   // Gives `to` every change of `from` in place of its own, in one step for whoever reads `to`
@@ -481,6 +490,8 @@ class Overlay {
   // runs reach); or EPERM: ".." after a name (a later link there would change where it leads),
   // a place above the folder or "/", or one through /proc or another FUSE file system.
   int linkTargetFor(const std::string& path, std::string* target);
+  std::mutex mountPointsMu_;
+  std::vector<std::string> mountPoints_;  // noteMountPoint's, for linkTargetFor
   // Whether a rename or second name that puts `n` (the object at `from`, a layer node or null
   // for a folder object) at `to` would leave a link of the layer's (or the moved link itself)
   // climbing above the root: its leading ".." outnumber its directory's depth there (L's lock).

@@ -267,9 +267,11 @@ class PosixLower final : public LowerFs {
 
   std::string hostRoot() const override { return real_; }
 
-  Place hostPlace(const std::string& abs, std::string* rest) override {
+  Place hostPlace(const std::string& abs, const std::vector<std::string>& ownMounts,
+                  std::string* rest) override {
     if (real_.empty() || abs.empty() || abs[0] != '/') return Place::Elsewhere;
-    switch (posix::reach(real_, abs, rest)) {
+    switch (posix::reach(real_, abs, rest, ownMounts)) {
+      case posix::Reach::Shadow: return Place::Shadow;
       case posix::Reach::Inside: return Place::Inside;
       case posix::Reach::Ancestor: return Place::Ancestor;
       case posix::Reach::Refused: return Place::Refused;

@@ -182,7 +182,19 @@ std::vector<std::string> outsideGitDirs(const std::string& root) {
 
 }  // namespace
 
-Reach reach(const std::string& root, const std::string& abs, std::string* rest) {
+Reach reach(const std::string& root, const std::string& abs, std::string* rest,
+            const std::vector<std::string>& ownMounts) {
+  // The shadow's mount points by their real path: the directory holding one is resolved (it is
+  // not in the shadow), the last name kept.
+  std::vector<std::string> own;
+  for (const std::string& m : ownMounts) {
+    const size_t slash = m.rfind('/');
+    if (m.empty() || m[0] != '/' || slash == std::string::npos) continue;
+    char* dir = ::realpath(slash == 0 ? "/" : m.substr(0, slash).c_str(), nullptr);
+    if (!dir) continue;
+    own.push_back(join(dir, m.substr(slash + 1)));
+    std::free(dir);
+  }
   std::deque<std::string> todo;
   pushFront(&todo, abs);
   std::string cur = "/";
@@ -219,6 +231,8 @@ Reach reach(const std::string& root, const std::string& abs, std::string* rest) 
       cur = std::move(next);
       continue;
     }
+    for (const std::string& m : own)
+      if (within(next, m)) return Reach::Shadow;  // before any look inside it
     bool aliased = false;
     for (const Alias& a : aliases) aliased = aliased || within(next, a.path);
     if (aliased) {  // a mount of the folder's file system: looked at as the folder (above)

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace shadowfs {
 namespace posix {
@@ -13,6 +14,7 @@ enum class Reach {
   Elsewhere,  // none of the below (also: a name on the way does not exist now)
   Inside,     // the folder `root` or something beneath it; *rest is what is left of the path
   Ancestor,   // a directory above the folder, or "/"
+  Shadow,     // one of `ownMounts`: the shadow's own mount points, the same shadow for everyone
   Refused,    // through /proc (its links mean something else to every process that follows
               // them), or into a FUSE file system that is not on the way to the folder (its
               // links are another server's, a shadow's included; looking there from inside a
@@ -25,7 +27,9 @@ enum class Reach {
 // then *rest is the folder-relative place reached plus the components not walked yet, joined
 // with '/' (it may hold ".." from a link met on the way). Never opens a file and never looks
 // inside a FUSE file system that is not an ancestor of `root` (names there are not looked up).
-Reach reach(const std::string& root, const std::string& abs, std::string* rest);
+// `ownMounts`: where this shadow and its views are mounted (never looked into).
+Reach reach(const std::string& root, const std::string& abs, std::string* rest,
+            const std::vector<std::string>& ownMounts = {});
 
 }  // namespace posix
 }  // namespace shadowfs

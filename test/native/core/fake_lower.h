@@ -262,7 +262,9 @@ class FakeLower final : public LowerFs {
   bool caseInsensitive() const override { return ignoreCase; }
 
   std::string hostRoot() const override { return hostRootPath; }
-  Place hostPlace(const std::string& abs, std::string* rest) override {
+  Place hostPlace(const std::string& abs, const std::vector<std::string>& ownMounts,
+                  std::string* rest) override {
+    (void)ownMounts;
     return hostPlaceFn ? hostPlaceFn(abs, rest) : Place::Elsewhere;
   }
 
