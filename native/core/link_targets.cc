@@ -11,7 +11,8 @@
 //   - reaching the folder (by its real path, any spelling the system resolves, or climbing):
 //     rewritten relative to the link's own directory, so it stays in the shadow;
 //   - climbing above the root to somewhere else: rewritten to that absolute place, as the
-//     agent's runs reach it;
+//     agent's runs reach it (the shadow's own mount point included, which is the shadow for
+//     everyone: a link made there by its path is kept as written);
 //   - ".." after a name ("d/../x"): refused, since a link made at `d` later would change where
 //     it leads, and where it leads is only known now;
 //   - leading to a directory above the folder, or "/": refused, since from there a plain name
@@ -130,7 +131,7 @@ int Overlay::linkTargetFor(const std::string& path, std::string* target) {
     }
     case LowerFs::Place::Ancestor:
     case LowerFs::Place::Refused: return EPERM;
-    case LowerFs::Place::Shadow: return 0;  // the shadow's own mount point: kept as written
+    case LowerFs::Place::Shadow:  // the shadow's own mount point: the shadow for everyone
     case LowerFs::Place::Elsewhere: break;
   }
   if (!absolute) *target = abs;

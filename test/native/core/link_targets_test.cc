@@ -26,6 +26,7 @@ Place hostModel(const std::string& abs, std::string* rest) {
     if (abs.compare(0, r.size() + 1, r + "/") == 0) return *rest = abs.substr(r.size() + 1), Place::Inside;
   }
   if (abs == "/proc" || abs.compare(0, 6, "/proc/") == 0) return Place::Refused;
+  if (abs == "/home/u/m" || abs.compare(0, 10, "/home/u/m/") == 0) return Place::Shadow;  // mounted
   if (abs == "/" || abs == "/home" || abs == "/home/u") return Place::Ancestor;
   return Place::Elsewhere;
 }
@@ -112,6 +113,11 @@ TEST(link_targets_into_the_folder_become_relative_within_the_shadow) {
 
 TEST(link_targets_climbing_elsewhere_become_the_absolute_place_the_agent_reaches) {
   LinkWorld w;
+  // The shadow's own mount point: the shadow for everyone, kept by its absolute path.
+  CHECK_OK(w.symlink("/home/u/m/README.md", "in-mount"));
+  CHECK_EQ(w.readlink("in-mount"), std::string("/home/u/m/README.md"));
+  CHECK_OK(w.symlink("../m/README.md", "climb-to-mount"));
+  CHECK_EQ(w.readlink("climb-to-mount"), std::string("/home/u/m/README.md"));
   CHECK_OK(w.symlink("../shared/lib", "shared"));
   CHECK_EQ(w.readlink("shared"), std::string("/home/u/shared/lib"));
   CHECK_EQ(w.size("shared"), 18u);
