@@ -578,6 +578,15 @@ describe('write guard: git run in the mount obeys nothing an agent wrote', funct
 // user at the mount point, so a link "to the folder" (by its real path, or climbing above the
 // root) looked right to the agent and led the user's programs in the mount into the folder.
 // Every link an agent makes now leads to the same place for both, or is refused.
+/** The user's `git push fixtures/remote.git` in the mount, the agent's layer shown: it succeeds, and the folder's .git gets no branch. */
+async function userPushesToFixture(shadow: Shadow, mp: string, repo: string): Promise<void> {
+  await shadow.activate('agent');
+  const push = spawnSync('git', ['push', '-q', 'fixtures/remote.git', 'HEAD:refs/heads/user-push'], { cwd: mp, encoding: 'utf8' });
+  await shadow.activate(null);
+  assert.strictEqual(push.status, 0, push.stderr);
+  assert.throws(() => git(repo, 'rev-parse', '--verify', '-q', 'refs/heads/user-push'), "the folder's .git has no such branch");
+}
+
 describe("links an agent makes lead the user's programs where they lead the agent", function () {
   this.timeout(120_000);
 
@@ -591,16 +600,14 @@ describe("links an agent makes lead the user's programs where they lead the agen
           shadow,
           'mv fixtures/remote.git fixtures/old.git && ln -s "$PWD/.git" fixtures/remote.git && readlink fixtures/remote.git && git -C fixtures/remote.git rev-parse --is-inside-git-dir',
         );
+        await userPushesToFixture(shadow, mp, repo);
         await shadow.activate('agent');
-        const push = spawnSync('git', ['push', '-q', 'fixtures/remote.git', 'HEAD:refs/heads/user-push'], { cwd: mp, encoding: 'utf8' });
-        assert.strictEqual(push.status, 0, push.stderr);
         assert.strictEqual(
           git(mp, 'rev-parse', 'refs/heads/user-push'),
           git(mp, 'rev-parse', 'HEAD'),
           "the push landed in the shadow's .git",
         );
         await shadow.activate(null);
-        assert.throws(() => git(repo, 'rev-parse', '--verify', '-q', 'refs/heads/user-push'), "the folder's .git has no such branch");
         assert.strictEqual(out, '../.git\ntrue\n', 'stored relative, and still the repository to the agent');
         assert.strictEqual(await shadow.layer('agent').readlink('fixtures/remote.git'), '../.git');
       },
@@ -628,11 +635,7 @@ describe("links an agent makes lead the user's programs where they lead the agen
           ['gitdir to the folder: refused', 'gitdir climbing: refused', 'gitdir in two writes: refused', 'gitdir below: ok'],
           out,
         );
-        await shadow.activate('agent');
-        const push = spawnSync('git', ['push', '-q', 'fixtures/remote.git', 'HEAD:refs/heads/user-push'], { cwd: mp, encoding: 'utf8' });
-        assert.strictEqual(push.status, 0, push.stderr);
-        await shadow.activate(null);
-        assert.throws(() => git(repo, 'rev-parse', '--verify', '-q', 'refs/heads/user-push'), "the folder's .git has no such branch");
+        await userPushesToFixture(shadow, mp, repo);
         await assert.rejects(
           shadow.layer('agent').write('fixtures/api.git', `gitdir: ${repo}/.git\n`),
           (e: ShadowError) => e.code === 'PATH_PROTECTED',
