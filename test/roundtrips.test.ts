@@ -177,13 +177,15 @@ describe('round trips (fuse_ll)', function () {
         assert.strictEqual(fs.readFileSync(path.join(lower, 'sub', 'f3.txt'), 'utf8'), 'file 3\n');
         // New files: one CREATE each (made, looked up and opened in one round trip), no MKNOD,
         // no RELEASE (the kernel holds no handle of ours), and no GETXATTR of
-        // security.capability before their writes (we clear set-id bits: HANDLE_KILLPRIV_V2).
+        // security.capability before their first write (a file created write-only is written
+        // past the page cache, and we clear set-id bits: HANDLE_KILLPRIV_V2).
         const before = await settled(shadow);
         for (let i = 0; i < 20; i++) fs.writeFileSync(path.join(mp, 'sub', `new${i}.txt`), `new ${i}\n`);
         const d = delta(before, await settled(shadow));
         assert.strictEqual(d.create, 20, `one CREATE per new file: ${JSON.stringify(d)}`);
         assert.ok(d.mknod === 0 && d.release === 0, `no MKNOD or RELEASE per new file: ${JSON.stringify(d)}`);
         assert.strictEqual(d.write, 20, `one WRITE per new file: ${JSON.stringify(d)}`);
+        assert.strictEqual(d.getxattr, 0, `no GETXATTR per new file: ${JSON.stringify(d)}`);
         assert.strictEqual(cat([path.join(mp, 'sub', 'new7.txt')]), 'new 7\n');
         assert.strictEqual((await shadow.layer('other').readFile('sub/new7.txt')).toString(), 'new 7\n');
         // The test itself edits f2.txt in the folder (so the usual guard is off); nothing else changed there.
@@ -216,6 +218,21 @@ describe('round trips (fuse_ll)', function () {
     };
     const expected = await appendAsNobody(reference);
     assert.deepStrictEqual(expected, { both: '777', suid: '666', sgidx: '777', sgid: '666', plain: '666' }, 'the reference cleared them');
+    // A file nobody creates write-only with both bits, then writes: the shadow writes such a
+    // file past the page cache, so the clearing comes with the WRITE, not from the kernel.
+    for (const dir of [lower, reference]) {
+      fs.mkdirSync(path.join(dir, 'made'));
+      fs.chmodSync(path.join(dir, 'made'), 0o777);
+    }
+    const createAsNobody = async (dir: string): Promise<string> => {
+      const f = path.join(dir, 'made', 'setid');
+      const script = `const fs=require('fs');const fd=fs.openSync(${JSON.stringify(f)},'w',0o6777);fs.writeSync(fd,'x');fs.closeSync(fd)`;
+      const r = await asNobody([process.execPath, '-e', script]);
+      assert.strictEqual(r.status, 0, r.stderr);
+      return (fs.statSync(f).mode & 0o7777).toString(8);
+    };
+    const created = await createAsNobody(reference);
+    assert.ok(!/^[4-7]/.test(created.padStart(4, '0')), `the reference cleared set-user-ID at the write: ${created}`);
     // A chown by root keeps set-group-ID without group execute (root is capable) and drops the rest.
     const chownAll = (dir: string): string => {
       fs.chmodSync(path.join(dir, 'sgid'), 0o2666);
@@ -230,6 +247,7 @@ describe('round trips (fuse_ll)', function () {
       lower,
       async (shadow, mp) => {
         assert.deepStrictEqual(await appendAsNobody(mp), expected);
+        assert.strictEqual(await createAsNobody(mp), created);
         assert.strictEqual(chownAll(mp), chowned);
         // Root (CAP_FSETID) keeps them on write.
         fs.chmodSync(path.join(mp, 'both'), 0o6777);
@@ -246,6 +264,47 @@ describe('round trips (fuse_ll)', function () {
         assert.ok(d.getxattr <= 1, `no GETXATTR per write: ${JSON.stringify(d)}`);
       },
       { backend: 'fuse_ll', allowOther: true, mountPoint: path.join(nobodyDir('killpriv-mnt'), 'm') },
+    );
+  });
+
+  it('a file created write-only is written past the page cache: readers holding it open see every write, a read-write one can still be mapped', async () => {
+    const lower = manyFiles('direct-create', 1);
+    await withShadow(
+      lower,
+      async (shadow, mp) => {
+        // A warm read first, so the kernel knows opens need no round trip.
+        assert.strictEqual(cat([path.join(mp, 'sub', 'f0.txt')]), 'file 0\n');
+        // A log an agent's run writes while another program follows it: the follower's cached
+        // page of the file's end must not outlive the next write (tail -f).
+        const log = path.join(mp, 'sub', 'run.log');
+        const w = fs.openSync(log, 'w');
+        const r = fs.openSync(log, 'r');
+        try {
+          const buf = Buffer.alloc(64);
+          const next = (at: number | null): string => buf.toString('utf8', 0, fs.readSync(r, buf, 0, buf.length, at));
+          fs.writeSync(w, 'one ');
+          assert.strictEqual(next(null), 'one ');
+          fs.writeSync(w, 'two ');
+          assert.strictEqual(next(null), 'two ');
+          assert.strictEqual(next(0), 'one two ');
+          fs.writeSync(w, 'three');
+          assert.strictEqual(cat([log]), 'one two three');
+          assert.strictEqual(next(0), 'one two three');
+          assert.strictEqual(fs.fstatSync(r).size, 13);
+        } finally {
+          fs.closeSync(w);
+          fs.closeSync(r);
+        }
+        assert.strictEqual((await shadow.layer('default').readFile('sub/run.log')).toString(), 'one two three');
+        // A file created read-write keeps the page cache: its writer maps it, as linkers do.
+        const out = path.join(mp, 'sub', 'a.out');
+        const probed = spawnSync(probeBinary(), ['create-map', out, 'mapped output'], { encoding: 'utf8' });
+        assert.strictEqual(probed.stdout.trim(), 'ok', probed.stderr);
+        assert.strictEqual(cat([out]), 'mapped output');
+        assert.strictEqual((await shadow.layer('default').readFile('sub/a.out')).toString(), 'mapped output');
+        assert.ok(!fs.existsSync(path.join(lower, 'sub', 'run.log')) && !fs.existsSync(path.join(lower, 'sub', 'a.out')));
+      },
+      { backend: 'fuse_ll', io: 'cached' },
     );
   });
 

@@ -48,11 +48,14 @@ uint64_t LLMount::negotiate(uint64_t offered) {
   // (LLMount::killSuidgid), so the kernel neither asks for security.capability before every
   // write (only before an inode's first, then it marks the inode as having none) nor sends a
   // GETATTR and a SETATTR of the mode around a chown or truncate; the conformance suite checks
-  // the bits still go as on a real file system.
+  // the bits still go as on a real file system. DIRECT_IO_ALLOW_MMAP: files created write-only
+  // are written past the page cache (opCreate); with it every kernel that has it drops the
+  // cached pages a direct write covers (6.18 does so without it too, checked by a test).
   uint64_t want = offered & (abi::kAsyncRead | abi::kBigWrites | abi::kHasIoctlDir |
                              abi::kAutoInvalData | abi::kDoReaddirplus | abi::kReaddirplusAuto |
                              abi::kAsyncDio | abi::kParallelDirops | abi::kMaxPages |
-                             abi::kCacheSymlinks | abi::kHandleKillprivV2);
+                             abi::kCacheSymlinks | abi::kHandleKillprivV2 |
+                             abi::kDirectIoAllowMmap);
   if (!opts_.openRoundTrips) {
     // No open round trips: OPEN and OPENDIR are answered ENOSYS (see opOpen), which the kernel
     // takes as "open without asking from now on". O_TRUNC then reaches us as a SETATTR, so

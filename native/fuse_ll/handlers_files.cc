@@ -499,6 +499,14 @@ void LLMount::opCreate(Req* req, uint64_t parent, const char* name, mode_t mode,
   abi::EntryOut ep;
   m->fillEntry(&ep, parent, m->remember(parent, name, a.type, a.ino, a.layerObject && a.nlink > 1, layer), a);
   fi->noflush = 1;
+  // A file created write-only is written past the page cache (FOPEN_DIRECT_IO): the kernel
+  // then asks no GETXATTR of security.capability before its first write (only its buffered
+  // writes call file_remove_privs; a direct WRITE carries FUSE_WRITE_KILL_SUIDGID instead, which
+  // opWrite honours), one round trip of the five a new file cost. Cached readers of the file
+  // still see every write: with DIRECT_IO_ALLOW_MMAP the kernel drops the pages of the range a
+  // direct write covers. Its pages are read from us at its first read instead of kept from the
+  // write. Not for O_RDWR: a writer that maps its own file (linkers do) needs the page cache.
+  fi->direct_io = (fi->flags & O_ACCMODE) == O_WRONLY;
   if (m->noOpen()) {
     // No open round trips: one CREATE makes, looks up and opens the file, and the kernel holds
     // no handle of ours (fh 0), so I/O comes by node as for files it opened without asking,
@@ -525,7 +533,7 @@ void LLMount::opCreate(Req* req, uint64_t parent, const char* name, mode_t mode,
       return (void)wire::replyErr(req, pe);
     }
   }
-  if (backingId) fi->keep_cache = false;
+  if (backingId) fi->keep_cache = false, fi->direct_io = false;
   m->trackHandle(ep.nodeid, h, true);
   const uint32_t flags = fi->openFlags() | (backingId ? abi::kOpenPassthrough : 0);
   if (wire::replyCreate(req, ep, fi->fh, flags, backingId) == -ENOENT) {

@@ -75,6 +75,9 @@ constexpr uint64_t kHandleKillprivV2 = 1ull << 28;
 constexpr uint64_t kCacheSymlinks = 1ull << 23;
 constexpr uint64_t kNoOpendirSupport = 1ull << 24;
 constexpr uint64_t kInitExt = 1ull << 30;
+// Shared mmap of FOPEN_DIRECT_IO files (through the page cache), and a direct write drops
+// the cached pages of the range it writes, so cached readers of the same file see it.
+constexpr uint64_t kDirectIoAllowMmap = 1ull << 36;
 constexpr uint64_t kPassthrough = 1ull << 37;
 constexpr uint64_t kOverIoUring = 1ull << 41;
 

@@ -84,12 +84,13 @@ struct FileInfo {
   bool keep_cache = false;     // keep the cached pages (FOPEN_KEEP_CACHE)
   bool cache_readdir = false;  // keep the listing (FOPEN_CACHE_DIR)
   bool noflush = false;        // no FLUSH at close (FOPEN_NOFLUSH)
+  bool direct_io = false;      // this open's reads and writes bypass the page cache (FOPEN_DIRECT_IO)
   // The request clears set-user-ID and set-group-ID bits (kWriteKillSuidgid on a WRITE,
   // kOpenKillSuidgid on an O_TRUNC OPEN or CREATE): see LLMount::killSuidgid.
   bool killSuidgid = false;
   uint32_t openFlags() const {
     return (keep_cache ? abi::kOpenKeepCache : 0) | (cache_readdir ? abi::kOpenCacheDir : 0) |
-           (noflush ? abi::kOpenNoflush : 0);
+           (noflush ? abi::kOpenNoflush : 0) | (direct_io ? abi::kOpenDirectIo : 0);
   }
 };
 

@@ -3,6 +3,8 @@
 //   fsprobe rename2 FROM TO noreplace|exchange
 //   fsprobe mmap-read FILE            (prints the file through a shared read mapping)
 //   fsprobe mmap-write FILE OFF TEXT  (writes TEXT at OFF through a shared mapping, msync)
+//   fsprobe create-map FILE TEXT      (creates FILE read-write, sizes it, stores TEXT through a
+//                                      shared mapping of it, msync: how linkers write output)
 //   fsprobe mmap-hold FILE            (maps FILE shared, prints "ready", then per stdin line
 //                                      "store OFF TEXT" stores TEXT at OFF, no msync: a store
 //                                      into a page already dirty moves neither mtime nor ctime)
@@ -186,6 +188,20 @@ int main(int argc, char** argv) {
     memcpy(p + off, argv[4], len);
     if (msync(p, st.st_size, MS_SYNC) != 0) return fail();
     munmap(p, st.st_size);
+    close(fd);
+    puts("ok");
+    return 0;
+  }
+  if (cmd == "create-map" && argc == 4) {
+    int fd = open(argv[2], O_RDWR | O_CREAT | O_EXCL, 0644);
+    if (fd < 0) return fail();
+    size_t len = strlen(argv[3]);
+    if (len == 0 || ftruncate(fd, static_cast<off_t>(len)) != 0) return fail();
+    char* p = static_cast<char*>(mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0));
+    if (p == MAP_FAILED) return fail();
+    memcpy(p, argv[3], len);
+    if (msync(p, len, MS_SYNC) != 0) return fail();
+    munmap(p, len);
     close(fd);
     puts("ok");
     return 0;
