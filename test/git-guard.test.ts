@@ -649,6 +649,9 @@ describe("links an agent makes lead the user's programs where they lead the agen
     const repo = makeRepo();
     const outside = tempDir('git-guard-outside');
     fs.writeFileSync(path.join(outside, 'f'), 'outside\n');
+    // A file of the folder that also has a name outside it, as pnpm's store links packages.
+    fs.writeFileSync(path.join(outside, 'store.js'), 'module.exports = 1;\n');
+    fs.linkSync(path.join(outside, 'store.js'), path.join(repo, 'vendor.js'));
     await withShadow(
       repo,
       async (shadow, mp) => {
@@ -666,13 +669,20 @@ describe("links an agent makes lead the user's programs where they lead the agen
             attempt('slash', 'ln -s / slash'),
             attempt('dot-dot after a name', 'ln -s a/../README.md mid'),
             attempt('proc', 'ln -s /proc/self/cwd cwd'),
+            attempt("the folder's file by another name", `ln -s ${q(path.join(outside, 'store.js'))} store`),
             'for l in tuned beside moved-up; do echo "$l $(readlink $l) $(cat $l 2>/dev/null | head -c 20)"; done',
           ].join(' && '),
         );
         const lines = out.trim().split('\n');
         assert.deepStrictEqual(
-          lines.slice(0, 4),
-          ['parent: refused', 'slash: refused', 'dot-dot after a name: refused', 'proc: refused'],
+          lines.slice(0, 5),
+          [
+            'parent: refused',
+            'slash: refused',
+            'dot-dot after a name: refused',
+            'proc: refused',
+            "the folder's file by another name: refused",
+          ],
           out,
         );
         const linkOf = (name: string): string[] => (lines.find((l) => l.startsWith(`${name} `)) ?? '').split(' ');
@@ -693,6 +703,10 @@ describe("links an agent makes lead the user's programs where they lead the agen
         await assert.rejects(
           shadow.layer('agent').symlink('/', 'api-slash'),
           (e: ShadowError) => e.code === 'PATH_PROTECTED' && /above the folder/.test(e.message),
+        );
+        await assert.rejects(
+          shadow.layer('agent').symlink(path.join(outside, 'store.js'), 'api-store'),
+          (e: ShadowError) => e.code === 'PATH_PROTECTED',
         );
         await shadow.layer('agent').symlink(path.join(repo, '.git', 'HEAD'), 'a/head');
         assert.strictEqual(await shadow.layer('agent').readlink('a/head'), '../.git/HEAD');

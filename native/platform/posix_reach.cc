@@ -180,6 +180,21 @@ std::vector<std::string> outsideGitDirs(const std::string& root) {
   return out;
 }
 
+// `path` (outside the folder, the end of a walk) is a regular file with other hard links on
+// the folder's file system: one of them may be a file of the folder (pnpm's store links the
+// same inode into node_modules), so a write through a link to it would write the folder's
+// file. Which names the inode has is not known without searching the folder, so any such file
+// counts. Directories cannot be hard links, so a link to a directory is not refused here.
+bool sharesFolderInode(const std::string& root, const std::string& path) {
+  struct statx folder, file;
+  if (::statx(AT_FDCWD, root.c_str(), AT_STATX_DONT_SYNC, STATX_BASIC_STATS, &folder) != 0) return false;
+  if (::statx(AT_FDCWD, path.c_str(), AT_SYMLINK_NOFOLLOW | AT_STATX_DONT_SYNC,
+              STATX_TYPE | STATX_NLINK, &file) != 0)
+    return false;
+  return S_ISREG(file.stx_mode) && file.stx_nlink > 1 && file.stx_dev_major == folder.stx_dev_major &&
+         file.stx_dev_minor == folder.stx_dev_minor;
+}
+
 }  // namespace
 
 Reach reach(const std::string& root, const std::string& abs, std::string* rest,
@@ -264,7 +279,8 @@ Reach reach(const std::string& root, const std::string& abs, std::string* rest,
     if (!S_ISDIR(sx.stx_mode) && !todo.empty()) return Reach::Elsewhere;  // ENOTDIR
     cur = std::move(next);
   }
-  return above(cur, root) ? Reach::Ancestor : Reach::Elsewhere;
+  if (above(cur, root)) return Reach::Ancestor;
+  return sharesFolderInode(root, cur) ? Reach::Refused : Reach::Elsewhere;
 }
 
 }  // namespace posix

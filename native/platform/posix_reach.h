@@ -18,7 +18,8 @@ enum class Reach {
   Refused,    // through /proc (its links mean something else to every process that follows
               // them), or into a FUSE file system that is not on the way to the folder (its
               // links are another server's, a shadow's included; looking there from inside a
-              // shadow's own request could wait on that shadow)
+              // shadow's own request could wait on that shadow), or to a regular file with
+              // other hard links on the folder's file system (one may be the folder's)
 };
 
 // Walks `abs` (absolute) from "/" the way the kernel would, following every symbolic link on the

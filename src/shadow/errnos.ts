@@ -40,7 +40,7 @@ export const ERRNOS = {
     EPERM: {
       code: 'PATH_PROTECTED',
       say: (what) =>
-        `cannot ${what} to ${JSON.stringify(target)}: a link may not lead to a directory above the folder or "/", through /proc or another FUSE file system, to the folder's repository outside it, or say ".." after a name; the user's programs in the mount would follow it out of the shadow (links into the folder itself are kept, made relative)`,
+        `cannot ${what} to ${JSON.stringify(target)}: a link may not lead to a directory above the folder or "/", through /proc or another FUSE file system, to the folder's repository outside it, to a file with other hard links on the folder's file system (it may be one of the folder's files by another name), or say ".." after a name; the user's programs in the mount would follow it out of the shadow (links into the folder itself are kept, made relative)`,
     },
   }),
   /** Mounting, or mounting again after suspend. */

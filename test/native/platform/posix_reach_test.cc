@@ -132,6 +132,34 @@ TEST(posix_reach_refuses_the_folders_repository_outside_it) {
   CHECK(h.at(h.top + "/other", &rest) == Reach::Elsewhere);
 }
 
+// A file outside the folder that has other hard links on the folder's file system may be one
+// of the folder's files by another name (pnpm's store): refused, also through a link to it. A
+// file with one name, and a directory, are not.
+TEST(posix_reach_refuses_files_that_may_be_the_folders_by_another_name) {
+  Host h;
+  h.dir("store");
+  auto write = [&](const std::string& rel) {
+    FILE* f = std::fopen((h.top + "/" + rel).c_str(), "w");
+    REQUIRE(f != nullptr);
+    std::fputs("module.exports = 1;\n", f);
+    std::fclose(f);
+    h.made.push_back(rel);
+  };
+  write("store/shared.js");
+  write("store/alone.js");
+  REQUIRE(::link((h.top + "/store/shared.js").c_str(), (h.root + "/index.js").c_str()) == 0);
+  h.made.push_back("proj/index.js");
+  h.link("to-shared", h.top + "/store/shared.js");
+  std::string rest;
+  CHECK(h.at(h.top + "/store/shared.js", &rest) == Reach::Refused);
+  CHECK(h.at(h.top + "/to-shared", &rest) == Reach::Refused);
+  CHECK(h.at(h.top + "/store/alone.js", &rest) == Reach::Elsewhere);
+  CHECK(h.at(h.top + "/store", &rest) == Reach::Elsewhere);
+  // The folder's own name for it is the folder, as ever.
+  CHECK(h.at(h.root + "/index.js", &rest) == Reach::Inside);
+  CHECK_EQ(rest, std::string("index.js"));
+}
+
 // Another mount of the folder (a bind mount of it, of a directory above it, of one beneath
 // it) is the folder: a link there is rewritten into the shadow like one by the real path.
 TEST(posix_reach_knows_the_folder_by_its_bind_mounts) {
