@@ -184,6 +184,97 @@ describe('apply integrity: confined to the folder, destroys nothing it did not c
     });
   });
 
+  it("renames and moves the agent made of the folder's own files and directories are applied whole: shown, written under the new names, nothing lost", async () => {
+    // The layer reads what the agent moved from where it was in the folder, so apply must see
+    // what a moved directory holds and take every byte before it removes or replaces anything.
+    const lower = makeFolder('ai-moves');
+    fs.mkdirSync(path.join(lower, 'lib', 'deep'), { recursive: true });
+    fs.writeFileSync(path.join(lower, 'lib', 'util.js'), 'export const important = 42;\n');
+    fs.writeFileSync(path.join(lower, 'lib', 'deep', 'NOTES.md'), 'notes the user wrote\n');
+    fs.mkdirSync(path.join(lower, 'old'));
+    fs.writeFileSync(path.join(lower, 'old', 'gone.txt'), 'replaced by the move\n');
+    fs.writeFileSync(path.join(lower, 'old', 'same.txt'), 'old same\n');
+    // Three large files (over the 16 MiB apply streams): one renamed, two swapped.
+    const big = (seed: number): Buffer => {
+      const b = Buffer.alloc(17 << 20);
+      for (let i = 0; i < b.length; i += 4096) b.writeUInt32LE((i * 2654435761 + seed) >>> 0, i);
+      return b;
+    };
+    const [b1, b2, b3] = [big(1), big(2), big(3)];
+    fs.writeFileSync(path.join(lower, 'big.bin'), b1);
+    fs.writeFileSync(path.join(lower, 'a.bin'), b2);
+    fs.writeFileSync(path.join(lower, 'b.bin'), b3);
+    fs.writeFileSync(path.join(lower, 'notes.txt'), 'the only copy of my notes\n');
+    const long = `${'n'.repeat(240)}.txt`;
+    await withAgent(lower, async (w, shadow, mp) => {
+      fs.renameSync(path.join(mp, 'lib'), path.join(mp, 'lib2'));
+      fs.rmSync(path.join(mp, 'old'), { recursive: true });
+      fs.mkdirSync(path.join(mp, 'old'));
+      fs.writeFileSync(path.join(mp, 'old', 'same.txt'), 'new same\n');
+      fs.renameSync(path.join(mp, 'lib2', 'deep'), path.join(mp, 'old', 'deep'));
+      fs.renameSync(path.join(mp, 'big.bin'), path.join(mp, 'big-renamed.bin'));
+      fs.renameSync(path.join(mp, 'a.bin'), path.join(mp, 't.bin'));
+      fs.renameSync(path.join(mp, 'b.bin'), path.join(mp, 'a.bin'));
+      fs.renameSync(path.join(mp, 't.bin'), path.join(mp, 'b.bin'));
+      fs.renameSync(path.join(mp, 'notes.txt'), path.join(mp, long));
+      // What the user reviews names every file under the moved directories.
+      const diff = (await w.diff('agent')).text;
+      for (const p of ['lib2/util.js', 'old/deep/NOTES.md', 'old/gone.txt', 'big-renamed.bin', long])
+        assert.ok(diff.includes(p), `the diff names ${p}:\n${diff.slice(0, 2000)}`);
+      // A checkpoint keeps every file the layer shows changed, those under moved directories too.
+      assert.strictEqual((await w.checkpoint('agent', 'moved')).files, 7);
+      const r = await apply(w);
+      assert.deepStrictEqual(r.conflicts, []);
+      assert.deepStrictEqual(
+        r.applied.map((x) => `${x.action} ${x.path}`),
+        [
+          'write a.bin',
+          'write b.bin',
+          'create big-renamed.bin',
+          'delete big.bin',
+          'create lib2/util.js',
+          'delete lib/deep/NOTES.md',
+          'delete lib/util.js',
+          `create ${long}`,
+          'delete notes.txt',
+          'create old/deep/NOTES.md',
+          'delete old/gone.txt',
+          'write old/same.txt',
+        ].sort((a, b) => Buffer.compare(Buffer.from(a.split(' ')[1]), Buffer.from(b.split(' ')[1]))),
+      );
+      assert.deepStrictEqual(await shadow.layer('agent').changes(), [], 'all of it left the layer');
+      assert.deepStrictEqual(fs.readdirSync(path.join(mp, 'old')).sort(), ['deep', 'same.txt']);
+      assert.strictEqual(fs.readFileSync(path.join(mp, 'old', 'deep', 'NOTES.md'), 'utf8'), 'notes the user wrote\n');
+    });
+    const read = (rel: string): string => fs.readFileSync(path.join(lower, rel), 'utf8');
+    assert.strictEqual(read('lib2/util.js'), 'export const important = 42;\n');
+    assert.strictEqual(read('old/deep/NOTES.md'), 'notes the user wrote\n');
+    assert.strictEqual(read('old/same.txt'), 'new same\n');
+    assert.strictEqual(read(long), 'the only copy of my notes\n');
+    assert.ok(fs.readFileSync(path.join(lower, 'big-renamed.bin')).equals(b1));
+    assert.ok(fs.readFileSync(path.join(lower, 'a.bin')).equals(b3), 'swapped: a.bin has what b.bin had');
+    assert.ok(fs.readFileSync(path.join(lower, 'b.bin')).equals(b2), 'swapped: b.bin has what a.bin had');
+    for (const gone of ['lib', 'big.bin', 'notes.txt', 'old/gone.txt']) assert.ok(!fs.existsSync(path.join(lower, gone)), gone);
+  });
+
+  it('a file the agent moved that cannot be applied keeps its original in the folder, so the moved copy the layer reads from there is not lost', async () => {
+    const lower = makeFolder('ai-move-refused');
+    fs.mkdirSync(path.join(lower, 'lib'));
+    fs.writeFileSync(path.join(lower, 'lib', 'util.js'), 'util\n');
+    await withAgent(lower, async (w, shadow, mp) => {
+      fs.renameSync(path.join(mp, 'lib'), path.join(mp, 'src'));
+      // The user makes src/util.js in the folder meanwhile: the agent's moved file is a conflict there.
+      fs.mkdirSync(path.join(lower, 'src'));
+      fs.writeFileSync(path.join(lower, 'src', 'util.js'), "the user's own\n");
+      const r = await apply(w);
+      assert.deepStrictEqual(conflictPaths(r), ['lib', 'lib/util.js', 'src/util.js']);
+      assert.match(r.conflicts.find((x) => x.path === 'lib/util.js')!.reason, /may be the agent's moved copy/);
+      assert.strictEqual(fs.readFileSync(path.join(lower, 'lib', 'util.js'), 'utf8'), 'util\n', 'the original stays');
+      assert.strictEqual(fs.readFileSync(path.join(mp, 'src', 'util.js'), 'utf8'), 'util\n', "and the agent's moved copy still reads it");
+      assert.strictEqual((await shadow.layer('agent').readFile('src/util.js')).toString(), 'util\n');
+    });
+  });
+
   it('a directory the agent replaced by a link to a directory outside: nothing outside is removed; the link and its target are shown and confirmed', async () => {
     const lower = makeFolder('ai-w');
     const outside = makeOutside();

@@ -24,3 +24,13 @@ export function normalizeRelPath(p: unknown, { allowRoot = false } = {}): string
     throw new ShadowError('INVALID_PATH', 'path names the shadow root itself; name a file or directory inside it');
   return out;
 }
+
+/**
+ * The name of a new file made beside `name` and then renamed over it (apply's atomic writes):
+ * `.<name>.shadowfs-<12 hex>`, or `.shadowfs-<12 hex>` when that would pass the 255 bytes a name
+ * may have (a name of 233 bytes or more could never be written otherwise).
+ */
+export function besideName(name: string, hex: string): string {
+  const full = `.${name}.shadowfs-${hex}`;
+  return Buffer.byteLength(full) <= 255 && full.length <= 255 ? full : `.shadowfs-${hex}`;
+}

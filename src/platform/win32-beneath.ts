@@ -30,6 +30,7 @@ import * as crypto from 'crypto';
 import * as fs from 'fs';
 import * as path from 'path';
 import { ShadowError } from '../common/errors';
+import { besideName } from '../common/paths';
 import { allZero, writeAt } from '../work/content';
 import {
   attributeTag,
@@ -382,7 +383,7 @@ export class BeneathWin32 {
    * existing one); with `link`, a symbolic link to it. The handle may delete and rename it.
    */
   private newSibling(dir: Dir, name: string, rel: string, link?: string): { handle: number; tmpName: string } {
-    const tmpName = `.${name}.shadowfs-${crypto.randomBytes(6).toString('hex')}`;
+    const tmpName = besideName(name, crypto.randomBytes(6).toString('hex'));
     const access = FILE_WRITE_DATA | FILE_READ_ATTRIBUTES | FILE_WRITE_ATTRIBUTES | DELETE | SYNCHRONIZE;
     const r = ntCreate(dir.handle, tmpName, access, FILE_NON_DIRECTORY_FILE | FILE_OPEN_REPARSE_POINT, FILE_CREATE);
     if (failed(r.status)) throw ntError(r.status, 'NtCreateFile(FILE_CREATE)', rel);

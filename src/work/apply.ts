@@ -11,6 +11,7 @@
 import { execFileSync } from 'child_process';
 import * as crypto from 'crypto';
 import * as fs from 'fs';
+import * as os from 'os';
 import * as path from 'path';
 import { ShadowError } from '../common/errors';
 import { addon, type ChangeBase } from '../shadow/native';
@@ -18,7 +19,7 @@ import { normalizeRelPath } from '../common/paths';
 import type { Layer, Shadow } from '../shadow';
 import { Beneath } from './beneath';
 import { byteOrder, collect, folderSide, isRepositoryMetadata, sameIdentity, sameSide, type FileChange, type Side } from './collect';
-import { layerSpans } from './content';
+import { fdPieces, layerSpans, writeAt } from './content';
 
 // node-diff3 ships ESM typings only; its CommonJS build is what require() loads (when a merge is needed).
 type Diff3Region = { ok?: string[]; conflict?: { a: string[]; o: string[]; b: string[] } };
@@ -263,14 +264,65 @@ const CONFIRM = 'confirm it with allowTypeChanges (shadowfs apply --allow-type-c
 
 export async function applyLayer(shadow: Shadow, agent: string, opts: ApplyOptions = {}): Promise<ApplyResult> {
   const root = Beneath.open(shadow.folder);
+  const stage = new Stage();
   try {
-    return await applyBeneath(shadow, root, agent, opts);
+    return await applyBeneath(shadow, root, agent, opts, stage);
   } finally {
+    stage.close();
     root.close();
   }
 }
 
-async function applyBeneath(shadow: Shadow, root: Beneath, agent: string, opts: ApplyOptions): Promise<ApplyResult> {
+/**
+ * Copies of the agent's large files, taken before apply touches the folder: the layer reads a
+ * file or directory the agent moved or renamed from where it was in the folder, which a removal
+ * or another write of the same apply changes (a rename applied, two files swapped). Small
+ * contents are in memory from collect. Kept in a private temporary directory, removed at the end.
+ */
+class Stage {
+  private dir: string | null = null;
+  private readonly files = new Map<string, string>();
+
+  /** Copies `rel`'s content from the layer (checked to be what `side` recorded). */
+  async take(layer: Layer, rel: string, side: Side): Promise<void> {
+    this.dir ??= fs.mkdtempSync(path.join(os.tmpdir(), 'shadowfs-apply-'));
+    const file = path.join(this.dir, String(this.files.size));
+    const fd = fs.openSync(file, 'wx', 0o600);
+    try {
+      let at = 0;
+      for await (const s of checkedSpans(layer, rel, side)) {
+        if (typeof s === 'number') at += s;
+        else {
+          for (let done = 0; done < s.length;) done += await writeAt(fd, s, done, s.length - done, at + done);
+          at += s.length;
+        }
+      }
+      fs.ftruncateSync(fd, at);
+    } finally {
+      fs.closeSync(fd);
+    }
+    this.files.set(rel, file);
+  }
+
+  /** The copy of `rel` in pieces, for Beneath.writeFrom. */
+  async *pieces(rel: string): AsyncGenerator<Buffer> {
+    const file = this.files.get(rel);
+    if (file === undefined) throw new Error(`apply: ${rel} was not staged`);
+    const fd = fs.openSync(file, 'r');
+    try {
+      yield* fdPieces(fd, fs.fstatSync(fd).size, `the copy of ${rel}`);
+    } finally {
+      fs.closeSync(fd);
+    }
+  }
+
+  close(): void {
+    if (this.dir) fs.rmSync(this.dir, { recursive: true, force: true });
+    this.dir = null;
+  }
+}
+
+async function applyBeneath(shadow: Shadow, root: Beneath, agent: string, opts: ApplyOptions, stage: Stage): Promise<ApplyResult> {
   const only = opts.paths?.map((p) => normalizeRelPath(p));
   const typeChanges: NonNullable<ApplyResult['typeChanges']> = [];
   const links: NonNullable<ApplyResult['links']> = [];
@@ -490,12 +542,48 @@ async function applyBeneath(shadow: Shadow, root: Beneath, agent: string, opts: 
     return null;
   };
 
-  // 1. Removals, deepest first: files and links themselves, then directories that are empty now.
-  for (const w of todo.filter((x) => x.side === null)) {
-    const why = await stillOld(w);
+  // 0. The agent's large files are copied out of the layer before anything in the folder changes.
+  for (const w of todo) {
+    if (!w.side?.large || w.action === 'mode') continue;
+    try {
+      await stage.take(layer, w.f.path, w.side);
+    } catch (err) {
+      refuse(w, message(err));
+    }
+  }
+  const refused = (w: (typeof writes)[number]): boolean => res.conflicts.some((x) => x.path === w.f.path);
+  // What stays the agent's after this apply (in conflict, held, or not asked for): the layer may
+  // read such a file from a folder file the agent moved it from, so a folder file with the same
+  // bytes is neither removed nor replaced now (which names the layer reads from is not known
+  // here; the same bytes are taken for it).
+  const applying = new Set(todo.map((w) => w.f.path));
+  const staying: Side[] = c.files.filter((f) => f.new && !applying.has(f.path)).map((f) => f.new!);
+  if (only && only.length)
+    for (const f of (await collect(shadow, agent)).files) if (f.new && !only.some((o) => under(f.path, o))) staying.push(f.new);
+  const readByLayer = (w: (typeof writes)[number]): string | undefined => {
+    const old = w.f.old;
+    if (!old || old.kind !== 'file') return undefined;
+    return staying.some((u) => sameContent(u, old))
+      ? `${w.f.path} stays in the folder for now: a file that stays the agent's has the same content and may be the agent's moved copy of it (the layer reads such a copy from here); apply them together`
+      : undefined;
+  };
+  // Removals that make room for what the change puts at or around the same path (a file replaced
+  // by a directory, a directory by a file, a name whose case changed, which is the same name on
+  // a case-insensitive file system) come first; every other removal comes last, once everything
+  // was written, so nothing the agent moved is lost should a write fail.
+  const fold = (p: string): string => p.toLowerCase();
+  const putting = [...todo.filter((w) => w.side !== null && !refused(w)).map((w) => w.f.path), ...dirsAdded.filter((d) => !isHeld(d))].map(
+    fold,
+  );
+  const makesRoom = (p: string): boolean => {
+    const f = fold(p);
+    return putting.some((q) => q === f || under(q, f) || under(f, q));
+  };
+  const remove = async (w: (typeof writes)[number]): Promise<void> => {
+    const why = readByLayer(w) ?? (await stillOld(w));
     if (why) {
       refuse(w, why);
-      continue;
+      return;
     }
     try {
       step(w.f.path, 'unlink');
@@ -504,30 +592,36 @@ async function applyBeneath(shadow: Shadow, root: Beneath, agent: string, opts: 
     } catch (err) {
       refuse(w, message(err));
     }
-  }
+  };
   const notRemoved: string[] = [];
-  for (const d of [...removing]
-    .filter((x) => !isHeld(x))
-    .sort(byteOrder)
-    .reverse()) {
-    if (notRemoved.some((n) => under(n, d))) continue; // holds one that stayed
-    try {
-      step(d, 'rmdir');
-      root.rmdir(d);
-      give.push(d);
-    } catch (err) {
-      notRemoved.push(d);
-      const e = code(err);
-      conflict(
-        d,
-        e === 'ENOTEMPTY' || e === 'EEXIST'
-          ? `the folder's directory ${d} holds what the change does not account for (or what is in conflict); it was not removed`
-          : `the folder's directory ${d} was not removed: ${message(err)}`,
-      );
-      const t = typeChange.get(d);
-      if (t) t.applied = false;
+  const removeDirs = (dirs: string[]): void => {
+    for (const d of dirs
+      .filter((x) => !isHeld(x))
+      .sort(byteOrder)
+      .reverse()) {
+      if (notRemoved.some((n) => under(n, d))) continue; // holds one that stayed
+      try {
+        step(d, 'rmdir');
+        root.rmdir(d);
+        give.push(d);
+      } catch (err) {
+        notRemoved.push(d);
+        const e = code(err);
+        conflict(
+          d,
+          e === 'ENOTEMPTY' || e === 'EEXIST'
+            ? `the folder's directory ${d} holds what the change does not account for (or what is in conflict); it was not removed`
+            : `the folder's directory ${d} was not removed: ${message(err)}`,
+        );
+        const t = typeChange.get(d);
+        if (t) t.applied = false;
+      }
     }
-  }
+  };
+  // 1. Removals that make room, deepest first: files and links themselves, then directories that are empty now.
+  const removals = todo.filter((x) => x.side === null && !refused(x));
+  for (const w of removals.filter((x) => makesRoom(x.f.path))) await remove(w);
+  removeDirs([...removing].filter(makesRoom));
   // 2. Directories the agent made (empty ones included), parents first; a file or link the
   //    agent replaced by a directory goes first (itself, never what it points to).
   const made: string[] = [];
@@ -558,27 +652,50 @@ async function applyBeneath(shadow: Shadow, root: Beneath, agent: string, opts: 
     }
   }
   // 3. Files and links, each atomically (beside, then renamed over).
+  let failed = notRemoved.length > 0;
   for (const w of todo.filter((x) => x.side !== null)) {
+    if (refused(w)) {
+      failed = true;
+      continue;
+    }
     const side = w.side!;
     const blocked = notRemoved.find((n) => under(w.f.path, n) || n === w.f.path);
     if (blocked !== undefined) {
       refuse(w, `${blocked} could not be changed in the folder (see its conflict)`);
+      failed = true;
       continue;
     }
-    const why = await stillOld(w);
+    const why = readByLayer(w) ?? (await stillOld(w));
     if (why) {
       refuse(w, why);
+      failed = true;
       continue;
     }
     try {
       step(w.f.path, w.action);
       if (w.action === 'mode' && side.kind === 'file') root.chmod(w.f.path, side.mode);
-      else if (side.large) await root.writeFrom(w.f.path, checkedSpans(layer, w.f.path, side), side.mode);
+      else if (side.large) await root.writeFrom(w.f.path, stage.pieces(w.f.path), side.mode);
       else root.write(w.f.path, side.kind === 'symlink' ? { link: side.data.toString() } : { data: side.data, mode: side.mode });
       res.applied.push({ path: w.f.path, action: w.action });
     } catch (err) {
       refuse(w, message(err));
+      failed = true;
     }
+  }
+  // 4. The other removals, unless something was refused on the way: the layer may read what the
+  //    agent moved from the very files these would remove, so they wait in the layer then.
+  const later = removals.filter((x) => !makesRoom(x.f.path) && !refused(x));
+  const laterDirs = [...removing].filter((d) => !makesRoom(d));
+  if (failed) {
+    for (const w of later)
+      refuse(
+        w,
+        'not removed from the folder: another change of this apply was refused (see its conflict), and the agent may have moved this file; apply again once that is settled',
+      );
+    for (const d of laterDirs) notRemoved.push(d);
+  } else {
+    for (const w of later) await remove(w);
+    removeDirs(laterDirs);
   }
   const conflicted = new Set(res.conflicts.map((x) => x.path));
   // Directories the agent made go back whole, with all they hold (parents before children, as
@@ -610,6 +727,23 @@ async function applyBeneath(shadow: Shadow, root: Beneath, agent: string, opts: 
   for (const d of c.dirsRemoved) {
     if (res.kept.some((k) => k.startsWith(d + '/')) && ![...conflicted].some((p) => under(p, d))) {
       await layer.revert(d).catch(() => undefined);
+    }
+  }
+  // So does a directory the agent emptied and refilled, or moved over the folder's (it hides
+  // the folder's entries, so its own cannot go back one by one), once everything of the layer's
+  // under it was applied: the folder has what it showed now. Kept, a directory moved into it
+  // would go on reading from where it came from, which apply has just removed.
+  if (res.kept.length) {
+    const layerNow = await layer.changes();
+    const replaced = layerNow.filter((x) => x.type === 'directory' && x.kind === 'modified').map((x) => x.path);
+    for (const d of replaced.sort(byteOrder)) {
+      if (!res.kept.some((k) => under(k, d)) || [...conflicted].some((p) => under(p, d))) continue;
+      if (layerNow.some((x) => x.path !== d && under(x.path, d) && !mine.has(x.path))) continue;
+      try {
+        await layer.revert(d);
+      } catch (err) {
+        if (!(err instanceof ShadowError && (err.code === 'CONFLICT' || err.code === 'NOT_FOUND'))) throw err;
+      }
     }
   }
   // A directory the layer still has, above what this apply wrote, where the folder has the same

@@ -19,6 +19,7 @@ import * as crypto from 'crypto';
 import * as fs from 'fs';
 import * as path from 'path';
 import { ShadowError } from '../common/errors';
+import { besideName } from '../common/paths';
 import { allZero, writeAt } from './content';
 import { platform } from '../platform';
 import { BeneathWin32 } from '../platform/win32-beneath';
@@ -206,7 +207,7 @@ export class Beneath {
   write(rel: string, content: { data: Buffer; mode: number } | { link: string }): void {
     if (this.win) return this.win.write(rel, content);
     this.at(rel, true, (p, name) => {
-      const tmp = path.join(path.dirname(p), `.${name}.shadowfs-${crypto.randomBytes(6).toString('hex')}`);
+      const tmp = path.join(path.dirname(p), besideName(name, crypto.randomBytes(6).toString('hex')));
       try {
         if ('link' in content) fs.symlinkSync(content.link, tmp);
         else {
@@ -235,7 +236,7 @@ export class Beneath {
   async writeFrom(rel: string, spans: AsyncIterable<Buffer | number>, mode: number): Promise<void> {
     if (this.win) return this.win.writeFrom(rel, spans, mode);
     const parts = components(rel);
-    const tmpName = `.${parts[parts.length - 1]}.shadowfs-${crypto.randomBytes(6).toString('hex')}`;
+    const tmpName = besideName(parts[parts.length - 1], crypto.randomBytes(6).toString('hex'));
     const tmpRel = [...parts.slice(0, -1), tmpName].join('/');
     const fd = this.at(tmpRel, true, (p) => fs.openSync(p, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode & 0o777));
     try {

@@ -180,7 +180,8 @@ export class CheckpointStore {
       const data = ext ? dataBytes(ext.extents) : 0;
       if (data > max) throw this.tooLarge(ch.path, data, max);
     }
-    const c = await collect(shadow, agent);
+    // Everything, ignored files and .git included: a checkpoint keeps a layer whole.
+    const c = await collect(shadow, agent, undefined, { everything: true });
     const entries: CheckpointEntry[] = [];
     const seen = new Set<string>();
     let bytes = 0;
@@ -197,40 +198,37 @@ export class CheckpointStore {
     for (const ch of changes) if (ch.kind === 'deleted') addDeleted(ch.path, ch.base);
     for (const f of c.files) if (f.new === null) addDeleted(f.path);
     for (const d of c.dirsRemoved) addDeleted(d);
-    for (const ch of changes) {
-      if (ch.kind === 'deleted') continue;
-      if (ch.type === 'special') continue;
-      const st = await layer.stat(ch.path).catch(() => null);
-      if (!st) continue;
-      seen.add(ch.path);
-      if (st.type === 'directory') entries.push({ path: ch.path, type: 'dir', mode: st.mode });
-      else if (st.type === 'symlink') entries.push({ path: ch.path, type: 'symlink', target: await layer.readlink(ch.path) });
+    const addPresent = async (p: string, layerBase?: ChangeBase): Promise<void> => {
+      const st = await layer.stat(p).catch(() => null);
+      if (!st) return;
+      seen.add(p);
+      if (st.type === 'directory') entries.push({ path: p, type: 'dir', mode: st.mode });
+      else if (st.type === 'symlink') entries.push({ path: p, type: 'symlink', target: await layer.readlink(p) });
       else if (st.type === 'file') {
-        const stored = await this.putFile(shadow, agent, ch.path, max);
+        const stored = await this.putFile(shadow, agent, p, max);
         bytes += stored.bytes;
-        const e: CheckpointEntry = { path: ch.path, type: 'file', mode: st.mode, ...stored.content };
-        const base = provenance.restoredBase(agent, ch.path)?.base ?? ch.base;
+        const e: CheckpointEntry = { path: p, type: 'file', mode: st.mode, ...stored.content };
+        const base = provenance.restoredBase(agent, p)?.base ?? layerBase;
         if (base) {
           e.base = base;
-          const known = provenance.restoredBase(agent, ch.path)?.blob;
+          const known = provenance.restoredBase(agent, p)?.blob;
           if (known) e.baseBlob = known;
           else {
             // The folder's file is still the one the agent started from: keep its content.
             // (Not a base larger than the cap: the checkpoint then has the base's identity only.)
-            const now = base.size <= max ? await folderSide(shadow.folder, ch.path) : null;
-            if (
-              now &&
-              typeof now === 'object' &&
-              now.kind === 'file' &&
-              !now.large &&
-              sameIdentity(path.join(shadow.folder, ch.path), base)
-            )
+            const now = base.size <= max ? await folderSide(shadow.folder, p) : null;
+            if (now && typeof now === 'object' && now.kind === 'file' && !now.large && sameIdentity(path.join(shadow.folder, p), base))
               e.baseBlob = this.putBlob(now.data);
           }
         }
         entries.push(e);
       }
-    }
+    };
+    for (const ch of changes) if (ch.kind !== 'deleted' && ch.type !== 'special') await addPresent(ch.path, ch.base);
+    // What a directory the agent moved or renamed holds is named by no change of its own: collect
+    // walks it (the layer reads those files from where they were in the folder).
+    for (const d of c.dirsAdded) if (!seen.has(d)) await addPresent(d);
+    for (const f of c.files) if (f.new && !seen.has(f.path)) await addPresent(f.path);
     entries.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
     // The audit trail as it is now (docs/audit-trail.md): restoring the checkpoint brings it back.
     const audit = this.putBlob(Buffer.from(JSON.stringify(await layer.auditRecord())));

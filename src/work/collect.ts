@@ -323,9 +323,47 @@ async function collectBeneath(shadow: Shadow, root: Beneath, agent: string, only
   );
   const candidates = new Set<string>();
   const bases = new Map<string, ChangeBase>();
-  const dirsAdded: string[] = [];
+  const dirsAdded = new Set<string>();
   const dirsRemoved = new Set<string>();
   const skipped: string[] = [];
+  // Directories whose whole tree was compared with the folder's (below).
+  const walked = new Set<string>();
+  // A directory the agent made or replaced, all the way down: a directory moved or renamed in
+  // the layer (`mv lib lib2`) is one change, and what it holds (the folder's files, read from
+  // where they were) is named by no other, so every file and link under it is a candidate, every
+  // directory under it the folder lacks is made, and the folder's entries it no longer shows go.
+  const walkLayerTree = async (rel: string): Promise<void> => {
+    if (walked.has(rel)) return;
+    walked.add(rel);
+    const mine = await layer.readdir(rel);
+    const names = new Set(mine.map((e) => e.name));
+    for (const e of mine) {
+      const child = `${rel}/${e.name}`;
+      if (e.type !== 'directory') {
+        candidates.add(child);
+        if ((await folderSide(root, child)) === 'dir') folderTree(root, child, candidates, dirsRemoved);
+        continue;
+      }
+      const inFolder = await folderSide(root, child);
+      if (inFolder !== 'dir') {
+        dirsAdded.add(child);
+        if (inFolder !== null) candidates.add(child); // a folder file or link where the agent has a directory
+      }
+      await walkLayerTree(child);
+    }
+    let theirs: fs.Dirent[] = [];
+    try {
+      theirs = root.readdir(rel);
+    } catch {
+      // not in the folder, gone, or not a directory beneath it
+    }
+    for (const d of theirs) {
+      if (names.has(d.name)) continue;
+      const child = `${rel}/${d.name}`;
+      if (d.isDirectory()) folderTree(root, child, candidates, dirsRemoved);
+      else candidates.add(child);
+    }
+  };
   for (const c of changes) {
     if (c.base) bases.set(c.path, c.base);
     if (c.type === 'special') {
@@ -340,28 +378,17 @@ async function collectBeneath(shadow: Shadow, root: Beneath, agent: string, only
     }
     const inFolder = (await folderSide(root, c.path)) === 'dir';
     const inLayer = (await layerSide(layer, c.path)) === 'dir';
-    if (inLayer && !inFolder) dirsAdded.push(c.path);
-    if (!inFolder) continue;
+    if (inLayer && !inFolder) dirsAdded.add(c.path);
+    if (!inFolder && !inLayer) continue;
     if (!inLayer) {
       // Deleted (or replaced by a file): every folder file under it.
       folderTree(root, c.path, candidates, dirsRemoved);
       continue;
     }
-    // Both have it: a directory the agent emptied and refilled hides the folder's entries, which
-    // the change list does not name. Compare the two listings.
-    const mine = new Set((await layer.readdir(c.path)).map((e) => e.name));
-    let theirs: fs.Dirent[] = [];
-    try {
-      theirs = root.readdir(c.path);
-    } catch {
-      // gone, or not a directory beneath the folder
-    }
-    for (const d of theirs) {
-      if (mine.has(d.name)) continue;
-      const child = `${c.path}/${d.name}`;
-      if (d.isDirectory()) folderTree(root, child, candidates, dirsRemoved);
-      else candidates.add(child);
-    }
+    // Made, moved there, or emptied and refilled (which hides the folder's entries): the change
+    // list names neither what it holds from elsewhere nor what it hides. A change of its mode or
+    // times alone leaves its entries as they were.
+    if (c.kind !== 'metadata') await walkLayerTree(c.path);
   }
   const files: FileChange[] = [];
   for (const rel of [...candidates].sort(byteOrder)) {
@@ -379,7 +406,7 @@ async function collectBeneath(shadow: Shadow, root: Beneath, agent: string, only
   return {
     files,
     bases,
-    dirsAdded: dirsAdded.sort(byteOrder),
+    dirsAdded: [...dirsAdded].sort(byteOrder),
     dirsRemoved: [...dirsRemoved].sort(byteOrder),
     skipped,
     excluded: [],
