@@ -62,6 +62,18 @@ describe('file-system operations through a shadow', function () {
     assert.ok(!fs.readFileSync(path.join(lower, 'README.md'), 'utf8').includes('appended'));
   });
 
+  it('cp -a and cp -p keep the modes they copy, as on a file system without ACLs (the shadow refuses POSIX ACLs)', async () => {
+    await withShadow(lower, (_s, mp) => {
+      fs.mkdirSync(path.join(mp, 'd'));
+      fs.writeFileSync(path.join(mp, 'd', 'f'), 'x\n');
+      fs.chmodSync(path.join(mp, 'd', 'f'), 0o755);
+      const r = spawnSync('sh', ['-c', 'cp -a d d2 && cp -p README.md R2.md && cp -a script.sh s2.sh'], { cwd: mp, encoding: 'utf8' });
+      assert.strictEqual(r.status, 0, r.stderr);
+      const mode = (rel: string): string => (fs.statSync(path.join(mp, rel)).mode & 0o7777).toString(8);
+      assert.deepStrictEqual(['d2', 'd2/f', 'R2.md', 's2.sh'].map(mode), ['d', 'd/f', 'README.md', 'script.sh'].map(mode));
+    });
+  });
+
   it('unlink hides a file of the folder; readdir after deletes shows the rest', async () => {
     await withShadow(lower, (_s, mp) => {
       fs.unlinkSync(path.join(mp, 'src/math.js'));

@@ -226,6 +226,11 @@ int Overlay::setxattr(Layer* view, const std::string& path, const std::string& n
                       const std::string& value, int flags) {
   SFS_AT(view);
   if (!L.writable) return EROFS;
+  // POSIX ACLs are not supported: kept as plain attributes they would not change the mode (the
+  // kernel passes them to a server that did not ask for FUSE_POSIX_ACL as they come), so `cp -a`
+  // and `cp -p`, whose ACL carries the permissions, made 0700 directories and 0600 files.
+  // EOPNOTSUPP is what they expect from a file system without ACLs: they set the mode instead.
+  if (name == "system.posix_acl_access" || name == "system.posix_acl_default") return EOPNOTSUPP;
   return editXattrs(L, path, [&](std::map<std::string, std::string>& xattrs) {
     const bool exists = xattrs.count(name) != 0;
     if ((flags & 1) && exists) return EEXIST;

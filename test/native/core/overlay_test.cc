@@ -588,6 +588,9 @@ TEST(xattrs_copy_up_into_the_layer) {
   std::sort(names.begin(), names.end());
   CHECK_EQ(names, (Names{"user.agent", "user.origin"}));
   CHECK_ERR(w.ov->setxattr(w.a, "f", "user.agent", "b", 1), EEXIST);
+  // No POSIX ACLs: refused as a file system without them does (cp -a then sets the mode).
+  CHECK_ERR(w.ov->setxattr(w.a, "f", "system.posix_acl_access", "x", 0), EOPNOTSUPP);
+  CHECK_ERR(w.ov->setxattr(w.a, "f", "system.posix_acl_default", "x", 0), EOPNOTSUPP);
   CHECK_ERR(w.ov->setxattr(w.a, "f", "user.none", "b", 2), ENODATA);
   CHECK_ERR(w.ov->removexattr(w.a, "f", "user.none"), ENODATA);
   REQUIRE_OK(w.ov->removexattr(w.a, "f", "user.origin"));
