@@ -313,6 +313,7 @@ void LLMount::opWrite(Req* req, uint64_t ino, const char* buf, size_t size, off_
     auto it = m->nodes_.find(ino);
     if (it != m->nodes_.end()) it->second->opened = false;
   }
+  io.finish();
   wire::replyWrite(req, static_cast<uint32_t>(size));
 }
 

@@ -248,8 +248,12 @@ class LLMount final : public LoopedMount {
     IoHandle(LLMount* mount, uint64_t fh) : m(mount), h(reinterpret_cast<Handle*>(fh)) {}
     IoHandle(const IoHandle&) = delete;
     IoHandle& operator=(const IoHandle&) = delete;
-    ~IoHandle() {
+    ~IoHandle() { finish(); }
+    // Releases a handle of ours now: before the reply, so that what its release records (a
+    // write's bytes in the audit trail) comes before anything the caller does once answered.
+    void finish() {
       if (own) m->ov_->release(h);
+      own = false;
     }
     int fromNode(uint64_t ino, bool write) {
       int e = m->nodeHandle(ino, write, &h, &own);
