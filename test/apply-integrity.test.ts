@@ -3,6 +3,7 @@
 // wrote, one planted while apply runs), type changes and links out of the folder only when
 // confirmed, and a directory the agent replaced is never removed while it holds the user's work.
 import * as assert from 'assert';
+import { execFileSync } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
 import type { Shadow } from '../src/shadow';
@@ -268,11 +269,50 @@ describe('apply integrity: confined to the folder, destroys nothing it did not c
       fs.writeFileSync(path.join(lower, 'src', 'util.js'), "the user's own\n");
       const r = await apply(w);
       assert.deepStrictEqual(conflictPaths(r), ['lib', 'lib/util.js', 'src/util.js']);
-      assert.match(r.conflicts.find((x) => x.path === 'lib/util.js')!.reason, /may be the agent's moved copy/);
+      assert.match(r.conflicts.find((x) => x.path === 'lib/util.js')!.reason, /the layer still reads it from there/);
       assert.strictEqual(fs.readFileSync(path.join(lower, 'lib', 'util.js'), 'utf8'), 'util\n', 'the original stays');
       assert.strictEqual(fs.readFileSync(path.join(mp, 'src', 'util.js'), 'utf8'), 'util\n', "and the agent's moved copy still reads it");
       assert.strictEqual((await shadow.layer('agent').readFile('src/util.js')).toString(), 'util\n');
     });
+  });
+
+  it("a rename applied only in part, or to a name git ignores, leaves the old name in the folder and the agent's moved copy whole", async () => {
+    const lower = makeFolder('ai-move-part');
+    execFileSync('git', ['init', '-q', lower]);
+    fs.writeFileSync(path.join(lower, '.gitignore'), '*.log\n');
+    fs.mkdirSync(path.join(lower, 'lib', 'sub'), { recursive: true });
+    fs.writeFileSync(path.join(lower, 'lib', 'f'), 'precious\n');
+    fs.writeFileSync(path.join(lower, 'lib', 'sub', 'g'), 'g\n');
+    fs.writeFileSync(path.join(lower, 'notes.txt'), 'my notes\n');
+    await withAgent(lower, async (w, shadow, mp) => {
+      fs.renameSync(path.join(mp, 'lib'), path.join(mp, 'lib2'));
+      fs.renameSync(path.join(mp, 'notes.txt'), path.join(mp, 'notes.log'));
+      const origins = (await shadow.layer('agent').changes()).filter((x) => x.origin).map((x) => `${x.path}<-${x.origin}`);
+      assert.deepStrictEqual(origins.sort(), ['lib2<-lib', 'notes.log<-notes.txt']);
+      // Only the old names: nothing may go while the layer reads the new ones from them.
+      const r1 = await apply(w, { paths: ['lib', 'notes.txt'] });
+      assert.deepStrictEqual(r1.applied, []);
+      assert.deepStrictEqual(conflictPaths(r1), ['lib', 'lib/f', 'lib/sub', 'lib/sub/g', 'notes.txt']);
+      // Part of the moved directory: written, and the rest of it stays the agent's.
+      const r2 = await apply(w, { paths: ['lib2/sub'] });
+      assert.deepStrictEqual(
+        r2.applied.map((x) => `${x.action} ${x.path}`),
+        ['create lib2/sub/g'],
+      );
+      assert.strictEqual(fs.readFileSync(path.join(mp, 'lib2', 'f'), 'utf8'), 'precious\n');
+      assert.strictEqual(fs.readFileSync(path.join(mp, 'notes.log'), 'utf8'), 'my notes\n');
+      // Everything: notes.log is ignored, so notes.txt stays; lib goes once lib2 is written.
+      const r3 = await apply(w);
+      assert.deepStrictEqual(
+        r3.applied.map((x) => `${x.action} ${x.path}`),
+        ['delete lib/f', 'delete lib/sub/g', 'create lib2/f'],
+      );
+      assert.deepStrictEqual(conflictPaths(r3), ['notes.txt']);
+      assert.strictEqual(fs.readFileSync(path.join(mp, 'notes.log'), 'utf8'), 'my notes\n');
+    });
+    assert.strictEqual(fs.readFileSync(path.join(lower, 'lib2', 'f'), 'utf8'), 'precious\n');
+    assert.strictEqual(fs.readFileSync(path.join(lower, 'notes.txt'), 'utf8'), 'my notes\n');
+    assert.ok(!fs.existsSync(path.join(lower, 'lib')));
   });
 
   it('a directory the agent replaced by a link to a directory outside: nothing outside is removed; the link and its target are shown and confirmed', async () => {

@@ -155,6 +155,7 @@ Napi::Value Shadow::Changes(const Napi::CallbackInfo& info) {
         c.Set("path", ch.path);
         c.Set("kind", kindName(ch.kind));
         c.Set("type", typeName(ch.type));
+        if (ch.origin) c.Set("origin", *ch.origin);
         if (ch.base) {
           // What the folder's file was when the layer took it (for conflict detection).
           // Times in nanoseconds as decimal strings: they do not fit a double exactly.

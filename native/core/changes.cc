@@ -38,7 +38,7 @@ int Overlay::changes(const std::string& layer, std::vector<Change>* out) {
         Attr la;
         const bool present = lv && self->lower_->stat(natural, &la) == 0;
         if (c->whiteout()) {
-          if (present) out->push_back({path, Change::Kind::Deleted, la.type, std::nullopt});
+          if (present) out->push_back({path, Change::Kind::Deleted, la.type, std::nullopt, std::nullopt});
           continue;
         }
         const Inode* in = c->inode();
@@ -47,12 +47,14 @@ int Overlay::changes(const std::string& layer, std::vector<Change>* out) {
           std::string clow = low;
           descendInto(c, name, &clv, &clow);
           const bool own = in->ownMeta();
+          std::optional<std::string> origin;
+          if (c->redirected()) origin = *c->mo()->redirect;
           if (!present) {
-            out->push_back({path, Change::Kind::Added, in->type, std::nullopt});
+            out->push_back({path, Change::Kind::Added, in->type, std::nullopt, origin});
           } else if (la.type != FileType::Directory || c->opaque() || c->redirected()) {
-            out->push_back({path, Change::Kind::Modified, in->type, std::nullopt});
+            out->push_back({path, Change::Kind::Modified, in->type, std::nullopt, origin});
           } else if (own) {
-            out->push_back({path, Change::Kind::Metadata, in->type, std::nullopt});
+            out->push_back({path, Change::Kind::Metadata, in->type, std::nullopt, origin});
           }
           run(c, path, clv, clow);
           continue;
@@ -80,7 +82,9 @@ int Overlay::changes(const std::string& layer, std::vector<Change>* out) {
         } else {
           k = Change::Kind::Modified;
         }
-        out->push_back({path, k, in->type, baseOf});
+        std::optional<std::string> origin;
+        if (lowerPath && *lowerPath != path) origin = lowerPath;
+        out->push_back({path, k, in->type, baseOf, origin});
       }
     }
   };

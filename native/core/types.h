@@ -124,6 +124,9 @@ struct Change {
   Kind kind;
   FileType type;
   std::optional<Base> base;  // files whose content the layer took from the folder
+  // Where in the folder the layer still reads this entry from, when not from its own path: a
+  // file or directory the agent moved or renamed (a directory: everything under it too).
+  std::optional<std::string> origin;
 };
 
 constexpr uint32_t kNameMax = 255;

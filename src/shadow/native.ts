@@ -54,6 +54,11 @@ export interface NativeChange {
   type: 'file' | 'directory' | 'symlink' | 'special';
   /** Files whose content the layer took from the folder: what it was then. */
   base?: ChangeBase;
+  /**
+   * Where in the folder the layer still reads this entry from, when not from its own path: a file or directory the
+   * agent moved or renamed (for a directory, everything under it too), until the agent writes it.
+   */
+  origin?: string;
 }
 
 export interface LayerStats {

@@ -17,6 +17,7 @@ import { ShadowError } from '../common/errors';
 import { addon, type ChangeBase } from '../shadow/native';
 import { normalizeRelPath } from '../common/paths';
 import type { Layer, Shadow } from '../shadow';
+import { platform } from '../platform';
 import { Beneath } from './beneath';
 import { byteOrder, collect, folderSide, isRepositoryMetadata, sameIdentity, sameSide, type FileChange, type Side } from './collect';
 import { fdPieces, layerSpans, writeAt } from './content';
@@ -509,9 +510,61 @@ async function applyBeneath(shadow: Shadow, root: Beneath, agent: string, opts: 
     else conflict(p, reason, f);
   }
   const isHeld = (p: string): boolean => heldBy(p) !== undefined;
-  const todo = writes.filter((w) => !isHeld(w.f.path));
-  for (const w of writes) if (isHeld(w.f.path) && give.includes(w.f.path)) give.splice(give.indexOf(w.f.path), 1);
-  for (const t of typeChanges) t.applied = !opts.dryRun && !isHeld(t.path);
+  // A step refused at the last moment is a conflict, and the path stays in the layer.
+  const refuse = (w: (typeof writes)[number], reason: string): void => {
+    conflict(w.f.path, reason, w.f);
+    const i = give.indexOf(w.f.path);
+    if (i >= 0) give.splice(i, 1);
+    const t = typeChange.get(w.f.path);
+    if (t) t.applied = false;
+  };
+  let todo = writes.filter((w) => !isHeld(w.f.path));
+
+  // What the layer still reads from the folder: a file or directory the agent moved or renamed
+  // is read from where it was (its origin) until the agent writes it. A folder path such an
+  // entry reads is removed or replaced only when that entry, with all it holds, is applied in
+  // the same go (its bytes are taken first); otherwise the layer would lose it.
+  const refs = (await layer.changes())
+    .filter((x) => x.origin !== undefined && x.kind !== 'deleted')
+    .map((x) => ({ path: x.path, origin: x.origin! }));
+  const readers = (p: string): Array<{ path: string; origin: string }> =>
+    refs.filter((r) => r.origin === p || under(p, r.origin) || under(r.origin, p));
+  const collectedUnder = (d: string): string[] =>
+    [...c.files.map((f) => f.path), ...c.excluded.map((e) => e.path), ...c.skipped, ...dirsAdded].filter((p) => under(p, d));
+  /** Whether `d` and all the layer has under it is (or is to be) applied: every path in `done`. */
+  const wholly = (d: string, done: Set<string>): boolean =>
+    (!only || only.length === 0 || only.some((o) => under(d, o))) &&
+    collectedUnder(d).every((p) => done.has(p)) &&
+    ![...held.keys()].some((h) => under(h, d) || under(d, h)) &&
+    !res.conflicts.some((x) => under(x.path, d) || under(d, x.path));
+  const planned = new Set([...todo.map((w) => w.f.path), ...dirsAdded.filter((d) => !isHeld(d))]);
+  const unreadBy = (p: string): string | null => {
+    const r = readers(p).find((x) => !wholly(x.path, planned));
+    return r
+      ? `${p} stays in the folder: the agent's ${r.path} was moved from ${r.origin} and the layer still reads it from there, and it is not applied with this (in conflict, held, left out, or not among the paths asked for); apply it too`
+      : null;
+  };
+  for (const w of todo)
+    if (w.f.old) {
+      const why = unreadBy(w.f.path);
+      if (why) refuse(w, why);
+    }
+  todo = todo.filter((w) => !res.conflicts.some((x) => x.path === w.f.path));
+  for (const d of [...removing]) {
+    const why = unreadBy(d);
+    if (why) {
+      removing.delete(d);
+      if (!res.conflicts.some((x) => x.path === d)) conflict(d, why);
+    }
+  }
+  // A directory of the folder made after the agent started (the user's) is not the agent's to remove.
+  for (const d of [...removing])
+    if (touchedAfter(path.join(shadow.folder, d), since)) {
+      removing.delete(d);
+      conflict(d, `the folder's directory ${d} changed after the agent started (made or filled by you since); it was not removed`);
+    }
+  for (const w of writes) if (!todo.includes(w) && give.includes(w.f.path)) give.splice(give.indexOf(w.f.path), 1);
+  for (const t of typeChanges) t.applied = !opts.dryRun && !isHeld(t.path) && !res.conflicts.some((x) => x.path === t.path);
 
   if (opts.dryRun) {
     for (const w of todo) res.applied.push({ path: w.f.path, action: w.action });
@@ -521,14 +574,6 @@ async function applyBeneath(shadow: Shadow, root: Beneath, agent: string, opts: 
   }
 
   const step = (rel: string, what: string): void => opts.beforeStep?.(rel, what);
-  // A step refused at the last moment is a conflict, and the path stays in the layer.
-  const refuse = (w: (typeof writes)[number], reason: string): void => {
-    conflict(w.f.path, reason, w.f);
-    const i = give.indexOf(w.f.path);
-    if (i >= 0) give.splice(i, 1);
-    const t = typeChange.get(w.f.path);
-    if (t) t.applied = false;
-  };
   /** Checked again right before touching the folder: it may have changed while we looked. */
   const stillOld = async (w: (typeof writes)[number]): Promise<string | null> => {
     let now;
@@ -552,26 +597,19 @@ async function applyBeneath(shadow: Shadow, root: Beneath, agent: string, opts: 
     }
   }
   const refused = (w: (typeof writes)[number]): boolean => res.conflicts.some((x) => x.path === w.f.path);
-  // What stays the agent's after this apply (in conflict, held, or not asked for): the layer may
-  // read such a file from a folder file the agent moved it from, so a folder file with the same
-  // bytes is neither removed nor replaced now (which names the layer reads from is not known
-  // here; the same bytes are taken for it).
-  const applying = new Set(todo.map((w) => w.f.path));
-  const staying: Side[] = c.files.filter((f) => f.new && !applying.has(f.path)).map((f) => f.new!);
-  if (only && only.length)
-    for (const f of (await collect(shadow, agent)).files) if (f.new && !only.some((o) => under(f.path, o))) staying.push(f.new);
-  const readByLayer = (w: (typeof writes)[number]): string | undefined => {
-    const old = w.f.old;
-    if (!old || old.kind !== 'file') return undefined;
-    return staying.some((u) => sameContent(u, old))
-      ? `${w.f.path} stays in the folder for now: a file that stays the agent's has the same content and may be the agent's moved copy of it (the layer reads such a copy from here); apply them together`
-      : undefined;
-  };
   // Removals that make room for what the change puts at or around the same path (a file replaced
   // by a directory, a directory by a file, a name whose case changed, which is the same name on
   // a case-insensitive file system) come first; every other removal comes last, once everything
   // was written, so nothing the agent moved is lost should a write fail.
-  const fold = (p: string): string => p.toLowerCase();
+  const fold = (p: string): string => (platform.caseInsensitiveNames ? p.toLowerCase() : p);
+  // A removal that makes room comes before the writes, so it may not take what the layer still
+  // reads from (a write after it could yet be refused): that waits for an apply of its own.
+  const readFrom = (p: string): string | null => {
+    const r = readers(p)[0];
+    return r
+      ? `${p} is not removed yet: the agent's ${r.path} was moved from ${r.origin}, and the layer reads it from there until it is in the folder; apply again once it is`
+      : null;
+  };
   const putting = [...todo.filter((w) => w.side !== null && !refused(w)).map((w) => w.f.path), ...dirsAdded.filter((d) => !isHeld(d))].map(
     fold,
   );
@@ -580,7 +618,7 @@ async function applyBeneath(shadow: Shadow, root: Beneath, agent: string, opts: 
     return putting.some((q) => q === f || under(q, f) || under(f, q));
   };
   const remove = async (w: (typeof writes)[number]): Promise<void> => {
-    const why = readByLayer(w) ?? (await stillOld(w));
+    const why = await stillOld(w);
     if (why) {
       refuse(w, why);
       return;
@@ -620,7 +658,19 @@ async function applyBeneath(shadow: Shadow, root: Beneath, agent: string, opts: 
   };
   // 1. Removals that make room, deepest first: files and links themselves, then directories that are empty now.
   const removals = todo.filter((x) => x.side === null && !refused(x));
-  for (const w of removals.filter((x) => makesRoom(x.f.path))) await remove(w);
+  for (const w of removals.filter((x) => makesRoom(x.f.path))) {
+    const why = readFrom(w.f.path);
+    if (why) refuse(w, why);
+    else await remove(w);
+  }
+  for (const d of [...removing].filter(makesRoom)) {
+    const why = readFrom(d);
+    if (why) {
+      removing.delete(d);
+      notRemoved.push(d);
+      conflict(d, why);
+    }
+  }
   removeDirs([...removing].filter(makesRoom));
   // 2. Directories the agent made (empty ones included), parents first; a file or link the
   //    agent replaced by a directory goes first (itself, never what it points to).
@@ -634,6 +684,13 @@ async function applyBeneath(shadow: Shadow, root: Beneath, agent: string, opts: 
         const base = opts.restoredBases?.get(d) ?? c.bases.get(d);
         if (base ? !sameIdentity(abs, base) : touchedAfter(abs, since)) {
           conflict(d, `type change: ${d} ${t.from} -> directory refused: the folder's ${t.from} changed after the agent started`);
+          t.applied = false;
+          notRemoved.push(d);
+          continue;
+        }
+        const why = readFrom(d);
+        if (why) {
+          conflict(d, why);
           t.applied = false;
           notRemoved.push(d);
           continue;
@@ -665,7 +722,7 @@ async function applyBeneath(shadow: Shadow, root: Beneath, agent: string, opts: 
       failed = true;
       continue;
     }
-    const why = readByLayer(w) ?? (await stillOld(w));
+    const why = await stillOld(w);
     if (why) {
       refuse(w, why);
       failed = true;
@@ -704,7 +761,10 @@ async function applyBeneath(shadow: Shadow, root: Beneath, agent: string, opts: 
   const mine = new Set([...give, ...made]);
   const stays = made.length ? (await layer.changes()).map((x) => x.path).filter((p) => !mine.has(p)) : [];
   const holding = new Set(stays.flatMap(ancestors));
-  const madeBack = made.filter((d) => !holding.has(d));
+  // Applied in this go: a directory goes back only when all the layer has under it did (a
+  // directory the agent moved is one change, and what it holds is known from collect alone).
+  const appliedNow = new Set([...res.applied.map((x) => x.path), ...made]);
+  const madeBack = made.filter((d) => !holding.has(d) && wholly(d, appliedNow));
   // The applied paths leave the layer (the folder shows through there now).
   for (const p of [...give, ...madeBack].sort(byteOrder)) {
     try {
@@ -737,7 +797,7 @@ async function applyBeneath(shadow: Shadow, root: Beneath, agent: string, opts: 
     const layerNow = await layer.changes();
     const replaced = layerNow.filter((x) => x.type === 'directory' && x.kind === 'modified').map((x) => x.path);
     for (const d of replaced.sort(byteOrder)) {
-      if (!res.kept.some((k) => under(k, d)) || [...conflicted].some((p) => under(p, d))) continue;
+      if (!res.kept.some((k) => under(k, d)) || [...conflicted].some((p) => under(p, d)) || !wholly(d, appliedNow)) continue;
       if (layerNow.some((x) => x.path !== d && under(x.path, d) && !mine.has(x.path))) continue;
       try {
         await layer.revert(d);
@@ -757,7 +817,7 @@ async function applyBeneath(shadow: Shadow, root: Beneath, agent: string, opts: 
   for (const x of now) for (const a of ancestors(x.path)) below.set(a, (below.get(a) ?? 0) + 1);
   const dirs = now.filter((x) => x.type === 'directory' && x.kind !== 'deleted' && touched.has(x.path)).map((x) => x.path);
   for (const d of dirs.sort(byteOrder).reverse()) {
-    if ((below.get(d) ?? 0) > 0 || disputed.has(d)) continue;
+    if ((below.get(d) ?? 0) > 0 || disputed.has(d) || !wholly(d, appliedNow)) continue;
     const folderDir = kindNow(d) === 'directory' ? root.lstat(d) : null;
     if (!folderDir) continue;
     if (root.hasPermissionBits && ((await layer.stat(d)).mode & 0o7777) !== (folderDir.mode & 0o7777)) continue;

@@ -344,6 +344,25 @@ TEST(dropping_a_clone_of_the_active_layer_leaves_it_whole) {
   REQUIRE_OK(w.ov->activate("", &changed));
 }
 
+// What the layer still reads from the folder: a renamed directory, a renamed file, and a file
+// moved out of the renamed directory name where they came from (apply's `origin`); a file
+// written since, or one never moved, names none.
+TEST(changes_name_the_origin_of_what_was_moved) {
+  World w(project);
+  REQUIRE_OK(w.ov->rename(w.a, "src/lib", "lib2", 0));
+  REQUIRE_OK(w.ov->rename(w.a, "src/a.js", "a2.js", 0));
+  REQUIRE_OK(w.ov->rename(w.a, "src/b.js", "b2.js", 0));
+  REQUIRE_OK(w.write(w.a, "b2.js", "written"));
+  REQUIRE_OK(w.write(w.a, "README.md", "changed"));
+  std::vector<Change> cs;
+  REQUIRE_OK(w.ov->changes("a", &cs));
+  std::vector<std::string> got;
+  for (const Change& c : cs)
+    if (c.kind != Change::Kind::Deleted) got.push_back(c.path + "<-" + c.origin.value_or("-"));
+  std::sort(got.begin(), got.end());
+  CHECK_EQ(got, (Names{"README.md<--", "a2.js<-src/a.js", "b2.js<--", "lib2<-src/lib"}));
+}
+
 TEST(reset_drops_every_change_of_the_layer) {
   World w(project);
   Attr at;
