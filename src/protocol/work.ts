@@ -19,6 +19,12 @@ export const ChangeInfo = z.object({
   kind: z.enum(['added', 'modified', 'deleted', 'metadata']),
   type: z.enum(['file', 'directory', 'symlink', 'special']),
   base: ChangeBase.optional(),
+  origin: z
+    .string()
+    .optional()
+    .describe(
+      'Where in the folder the layer still reads this entry from: a file or directory the agent moved or renamed (a directory with everything under it), until the agent writes it. Apply removes or replaces that folder path only together with this entry.',
+    ),
   excluded: z
     .enum(['repository-metadata', 'ignored'])
     .optional()

@@ -116,7 +116,12 @@ const changes: CommandModule<object, Base> = {
     withClient(
       a,
       (c) => c.request('layer.changes', { shadow: a.shadow, agent: a.agent }),
-      (r) => (r.changes.length ? r.changes.map((x) => `${x.kind.padEnd(8)} ${shownName(x.path)}`).join('\n') : 'No changes.'),
+      (r) =>
+        r.changes.length
+          ? r.changes
+              .map((x) => `${x.kind.padEnd(8)} ${shownName(x.path)}${x.origin !== undefined ? ` (moved from ${shownName(x.origin)})` : ''}`)
+              .join('\n')
+          : 'No changes.',
     ),
 };
 
