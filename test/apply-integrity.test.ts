@@ -276,6 +276,35 @@ describe('apply integrity: confined to the folder, destroys nothing it did not c
     });
   });
 
+  it('two files the agent swapped, the second write refused half way: the layer keeps what the first one replaced', async () => {
+    const lower = makeFolder('ai-swap-fail');
+    fs.writeFileSync(path.join(lower, 'a.txt'), 'was a\n');
+    fs.writeFileSync(path.join(lower, 'b.txt'), 'was b\n');
+    await withAgent(lower, async (w, shadow, mp) => {
+      fs.renameSync(path.join(mp, 'a.txt'), path.join(mp, 't.txt'));
+      fs.renameSync(path.join(mp, 'b.txt'), path.join(mp, 'a.txt'));
+      fs.renameSync(path.join(mp, 't.txt'), path.join(mp, 'b.txt'));
+      // The folder's b.txt turns into a directory right before apply writes it.
+      const r = await apply(w, {
+        beforeStep: (rel) => {
+          if (rel === 'b.txt') {
+            fs.unlinkSync(path.join(lower, 'b.txt'));
+            fs.mkdirSync(path.join(lower, 'b.txt'));
+          }
+        },
+      });
+      assert.deepStrictEqual(
+        r.applied.map((x) => `${x.action} ${x.path}`),
+        ['write a.txt'],
+      );
+      assert.deepStrictEqual(conflictPaths(r), ['b.txt']);
+      assert.strictEqual(fs.readFileSync(path.join(lower, 'a.txt'), 'utf8'), 'was b\n');
+      // The folder's a.txt held the only copy of "was a": the agent's b.txt keeps it.
+      assert.strictEqual((await shadow.layer('agent').readFile('b.txt')).toString(), 'was a\n');
+      fs.rmdirSync(path.join(lower, 'b.txt'));
+    });
+  });
+
   it("a rename applied only in part, or to a name git ignores, leaves the old name in the folder and the agent's moved copy whole", async () => {
     const lower = makeFolder('ai-move-part');
     execFileSync('git', ['init', '-q', lower]);

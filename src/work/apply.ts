@@ -739,6 +739,34 @@ async function applyBeneath(shadow: Shadow, root: Beneath, agent: string, opts: 
       failed = true;
     }
   }
+  // A write refused half way through a set that reads from each other (two files swapped): the
+  // folder file a moved entry reads may have been replaced already, so what that entry held,
+  // taken before anything changed, is written into the layer as its own.
+  if (failed) {
+    const changed = res.applied.map((x) => x.path);
+    for (const r of refs) {
+      if (!changed.some((p) => r.origin === p || under(p, r.origin))) continue;
+      for (const f of c.files) {
+        if (!f.new || !under(f.path, r.path) || changed.includes(f.path)) continue;
+        try {
+          if (f.new.kind === 'symlink') {
+            await layer.remove(f.path);
+            await layer.symlink(f.new.data.toString(), f.path);
+          } else if (f.new.large) {
+            await layer.write(f.path, Buffer.alloc(0), { mode: f.new.mode & 0o777 });
+            let at = 0;
+            for await (const piece of stage.pieces(f.path)) {
+              await layer.writeAt(f.path, piece, at);
+              at += piece.length;
+            }
+            await layer.truncate(f.path, f.new.large.size);
+          } else await layer.write(f.path, f.new.data, { mode: f.new.mode & 0o777 });
+        } catch (err) {
+          conflict(f.path, `the agent's ${f.path} could not be kept in its layer after a refused write: ${message(err)}`);
+        }
+      }
+    }
+  }
   // 4. The other removals, unless something was refused on the way: the layer may read what the
   //    agent moved from the very files these would remove, so they wait in the layer then.
   const later = removals.filter((x) => !makesRoom(x.f.path) && !refused(x));
