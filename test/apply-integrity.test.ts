@@ -265,6 +265,10 @@ describe('apply integrity: confined to the folder, destroys nothing it did not c
     await withAgent(lower, async (w, shadow, mp) => {
       fs.renameSync(path.join(mp, 'lib'), path.join(mp, 'src'));
       // The user makes src/util.js in the folder meanwhile: the agent's moved file is a conflict there.
+      // Later than the agent's start by more than a tick of the kernel's coarse clock, which file
+      // times come from (within one tick a new file cannot be told from one made before; see
+      // COARSE_CLOCK_SLACK_MS in apply.ts).
+      await new Promise((r) => setTimeout(r, 50));
       fs.mkdirSync(path.join(lower, 'src'));
       fs.writeFileSync(path.join(lower, 'src', 'util.js'), "the user's own\n");
       const r = await apply(w);
