@@ -538,18 +538,33 @@ async function applyBeneath(shadow: Shadow, root: Beneath, agent: string, opts: 
     ![...held.keys()].some((h) => under(h, d) || under(d, h)) &&
     !res.conflicts.some((x) => under(x.path, d) || under(d, x.path));
   const planned = new Set([...todo.map((w) => w.f.path), ...dirsAdded.filter((d) => !isHeld(d))]);
+  const whollyPlanned = new Map<string, boolean>();
+  const isWhollyPlanned = (d: string): boolean => {
+    let v = whollyPlanned.get(d);
+    if (v === undefined) whollyPlanned.set(d, (v = wholly(d, planned)));
+    return v;
+  };
   const unreadBy = (p: string): string | null => {
-    const r = readers(p).find((x) => !wholly(x.path, planned));
+    const r = readers(p).find((x) => !isWhollyPlanned(x.path));
     return r
       ? `${p} stays in the folder: the agent's ${r.path} was moved from ${r.origin} and the layer still reads it from there, and it is not applied with this (in conflict, held, left out, or not among the paths asked for); apply it too`
       : null;
   };
-  for (const w of todo)
-    if (w.f.old) {
-      const why = unreadBy(w.f.path);
-      if (why) refuse(w, why);
-    }
-  todo = todo.filter((w) => !res.conflicts.some((x) => x.path === w.f.path));
+  // Until nothing more is refused: a refusal under an entry that others read makes it partial.
+  for (let more = true; more;) {
+    more = false;
+    whollyPlanned.clear();
+    for (const w of todo)
+      if (w.f.old) {
+        const why = unreadBy(w.f.path);
+        if (why) {
+          refuse(w, why);
+          planned.delete(w.f.path);
+          more = true;
+        }
+      }
+    todo = todo.filter((w) => !res.conflicts.some((x) => x.path === w.f.path));
+  }
   for (const d of [...removing]) {
     const why = unreadBy(d);
     if (why) {
