@@ -50,6 +50,20 @@ function apply(w: WorkService, opts: ApplyOptions = {}): Promise<ApplyResult> {
   return w.apply('agent', opts);
 }
 
+/** Every entry under `dir` ("d/" for directories, "f content" for small text files, "l -> target" for links), sorted. */
+function listTree(dir: string, rel = ''): string[] {
+  const out: string[] = [];
+  for (const e of fs.readdirSync(path.join(dir, rel), { withFileTypes: true })) {
+    const p = rel ? `${rel}/${e.name}` : e.name;
+    if (e.name === '.git') continue;
+    if (e.isSymbolicLink()) out.push(`${p} -> ${fs.readlinkSync(path.join(dir, p))}`);
+    else if (e.isDirectory()) out.push(`${p}/`, ...listTree(dir, p));
+    else if (p === 'README.md') out.push(p);
+    else out.push(`${p} ${fs.readFileSync(path.join(dir, p), 'utf8').trimEnd()}`);
+  }
+  return out.sort();
+}
+
 function conflictPaths(r: ApplyResult): string[] {
   return r.conflicts.map((c) => c.path).sort();
 }
@@ -273,7 +287,7 @@ describe('apply integrity: confined to the folder, destroys nothing it did not c
       fs.writeFileSync(path.join(lower, 'src', 'util.js'), "the user's own\n");
       const r = await apply(w);
       assert.deepStrictEqual(conflictPaths(r), ['lib', 'lib/util.js', 'src/util.js']);
-      assert.match(r.conflicts.find((x) => x.path === 'lib/util.js')!.reason, /the layer still reads it from there/);
+      assert.match(r.conflicts.find((x) => x.path === 'lib/util.js')!.reason, /the agent moved lib to src, which is not applied/);
       assert.strictEqual(fs.readFileSync(path.join(lower, 'lib', 'util.js'), 'utf8'), 'util\n', 'the original stays');
       assert.strictEqual(fs.readFileSync(path.join(mp, 'src', 'util.js'), 'utf8'), 'util\n', "and the agent's moved copy still reads it");
       assert.strictEqual((await shadow.layer('agent').readFile('src/util.js')).toString(), 'util\n');
@@ -346,6 +360,149 @@ describe('apply integrity: confined to the folder, destroys nothing it did not c
     assert.strictEqual(fs.readFileSync(path.join(lower, 'lib2', 'f'), 'utf8'), 'precious\n');
     assert.strictEqual(fs.readFileSync(path.join(lower, 'notes.txt'), 'utf8'), 'my notes\n');
     assert.ok(!fs.existsSync(path.join(lower, 'lib')));
+  });
+
+  it('a moved tree applied in parts, its old name refused alone, then all: every byte kept, and the layer ends as the folder is', async () => {
+    const lower = makeFolder('ai-move-parts');
+    fs.mkdirSync(path.join(lower, 'a', 'b'), { recursive: true });
+    fs.writeFileSync(path.join(lower, 'a', 'b', 'f'), 'f\n');
+    fs.writeFileSync(path.join(lower, 'a', 'g'), 'precious\n');
+    await withAgent(lower, async (w, shadow, mp) => {
+      fs.renameSync(path.join(mp, 'a', 'b'), path.join(mp, 'b2'));
+      fs.renameSync(path.join(mp, 'a'), path.join(mp, 'b2', 'a'));
+      const r1 = await apply(w, { paths: ['b2/a'] });
+      assert.deepStrictEqual(
+        r1.applied.map((x) => `${x.action} ${x.path}`),
+        ['create b2/a/g'],
+      );
+      // The old names alone: the folder keeps them while the moved copies are only the agent's.
+      const r2 = await apply(w, { paths: ['a'] });
+      assert.deepStrictEqual(r2.applied, []);
+      assert.deepStrictEqual(conflictPaths(r2), ['a', 'a/b', 'a/b/f', 'a/g']);
+      assert.match(r2.conflicts[0].reason, /apply both halves of the move together/);
+      const r3 = await apply(w);
+      assert.deepStrictEqual(r3.conflicts, []);
+      assert.deepStrictEqual(listTree(lower), ['README.md', 'b2/', 'b2/a/', 'b2/a/g precious', 'b2/f f']);
+      assert.deepStrictEqual(listTree(mp), listTree(lower), "the agent's view is the folder's");
+      assert.deepStrictEqual(await shadow.layer('agent').changes(), [], 'nothing is left in the layer');
+      // And it follows the folder again.
+      fs.writeFileSync(path.join(lower, 'b2', 'user'), 'u\n');
+      assert.strictEqual(fs.readFileSync(path.join(mp, 'b2', 'user'), 'utf8'), 'u\n');
+    });
+  });
+
+  it('a directory renamed and a link left at its old name: the old name alone waits, whole it is applied; the agent keeps its link throughout', async () => {
+    const lower = makeFolder('ai-move-link');
+    fs.mkdirSync(path.join(lower, 'd'));
+    fs.writeFileSync(path.join(lower, 'd', 'f'), 'f\n');
+    await withAgent(lower, async (w, shadow, mp) => {
+      fs.renameSync(path.join(mp, 'd'), path.join(mp, 'd2'));
+      fs.symlinkSync('d2', path.join(mp, 'd'));
+      const dry = await apply(w, { paths: ['d'], allowTypeChanges: true, dryRun: true });
+      const r1 = await apply(w, { paths: ['d'], allowTypeChanges: true });
+      assert.deepStrictEqual([r1.applied, conflictPaths(r1)], [[], ['d', 'd/f']]);
+      assert.deepStrictEqual([dry.applied, conflictPaths(dry)], [[], ['d', 'd/f']], 'the dry run says the same');
+      assert.deepStrictEqual(listTree(lower), ['README.md', 'd/', 'd/f f']);
+      assert.deepStrictEqual(listTree(mp), ['README.md', 'd -> d2', 'd2/', 'd2/f f']);
+      const r2 = await apply(w, { allowTypeChanges: true });
+      assert.deepStrictEqual(r2.conflicts, []);
+      assert.deepStrictEqual(listTree(lower), ['README.md', 'd -> d2', 'd2/', 'd2/f f']);
+      assert.deepStrictEqual(listTree(mp), listTree(lower));
+      assert.deepStrictEqual(await shadow.layer('agent').changes(), []);
+    });
+  });
+
+  it("another agent's apply of what one agent moved, and a new file applied into the old directory: the moved copy stays as the agent left it", async () => {
+    const lower = makeFolder('ai-move-others');
+    fs.mkdirSync(path.join(lower, 'lib'));
+    fs.writeFileSync(path.join(lower, 'lib', 'f'), 'f\n');
+    fs.writeFileSync(path.join(lower, 'lib', 'g'), 'g\n');
+    await withAgent(lower, async (w, shadow, mp) => {
+      fs.renameSync(path.join(mp, 'lib'), path.join(mp, 'lib2'));
+      fs.mkdirSync(path.join(mp, 'lib'));
+      fs.writeFileSync(path.join(mp, 'lib', 'new'), 'n\n');
+      // Only the new file in the old directory: the moved one does not take it in.
+      const r1 = await apply(w, { paths: ['lib/new'] });
+      assert.deepStrictEqual(
+        r1.applied.map((x) => `${x.action} ${x.path}`),
+        ['create lib/new'],
+      );
+      assert.deepStrictEqual(
+        listTree(mp).filter((p) => p.startsWith('lib2')),
+        ['lib2/', 'lib2/f f', 'lib2/g g'],
+      );
+      // Another agent edits one file of the old directory and deletes the other, and applies.
+      await shadow.createLayer('other');
+      await shadow.layer('other').write('lib/f', 'other\n');
+      await shadow.layer('other').remove('lib/g');
+      const r2 = await w.apply('other');
+      assert.deepStrictEqual(r2.conflicts, []);
+      assert.deepStrictEqual(listTree(lower), ['README.md', 'lib/', 'lib/f other', 'lib/new n']);
+      assert.deepStrictEqual(listTree(mp), ['README.md', 'lib/', 'lib/new n', 'lib2/', 'lib2/f f', 'lib2/g g']);
+      const r3 = await apply(w);
+      assert.deepStrictEqual(conflictPaths(r3), ['lib/f'], "the deletion of the other's edit is a conflict");
+      assert.deepStrictEqual(listTree(lower), ['README.md', 'lib/', 'lib/f other', 'lib/new n', 'lib2/', 'lib2/f f', 'lib2/g g']);
+    });
+  });
+
+  it("a shadow of a folder inside the applied one: its agent's moved directory keeps what apply removes from where it came from", async () => {
+    const lower = makeFolder('ai-move-nested');
+    fs.mkdirSync(path.join(lower, 'pkg', 'lib'), { recursive: true });
+    fs.writeFileSync(path.join(lower, 'pkg', 'lib', 'f'), 'f\n');
+    await withShadow(
+      path.join(lower, 'pkg'),
+      async (inner, innerMp) => {
+        await inner.createLayer('x');
+        await inner.activate('x');
+        fs.renameSync(path.join(innerMp, 'lib'), path.join(innerMp, 'lib2'));
+        await withShadow(
+          lower,
+          async (outer) => {
+            const w = new WorkService(outer, { neighbours: () => [outer, inner] });
+            try {
+              await outer.createLayer('agent');
+              await outer.layer('agent').remove('pkg/lib');
+              const r = await w.apply('agent');
+              assert.deepStrictEqual(
+                r.applied.map((x) => `${x.action} ${x.path}`),
+                ['delete pkg/lib/f'],
+              );
+            } finally {
+              await w.dispose();
+            }
+          },
+          { guard: false },
+        );
+        assert.deepStrictEqual(listTree(lower), ['README.md', 'pkg/']);
+        assert.deepStrictEqual(listTree(innerMp), ['lib2/', 'lib2/f f']);
+      },
+      { guard: false },
+    );
+  });
+
+  it('a file the agent moved and then edited: no conflict, its old name waits for it, and an edit of the original is a conflict', async () => {
+    const lower = makeFolder('ai-move-edit');
+    fs.writeFileSync(path.join(lower, 'a.txt'), 'one\n');
+    fs.writeFileSync(path.join(lower, 'c.txt'), 'three\n');
+    await withAgent(lower, async (w, _shadow, mp) => {
+      fs.renameSync(path.join(mp, 'a.txt'), path.join(mp, 'b.txt'));
+      fs.appendFileSync(path.join(mp, 'b.txt'), 'two\n');
+      fs.renameSync(path.join(mp, 'c.txt'), path.join(mp, 'd.txt'));
+      fs.appendFileSync(path.join(mp, 'd.txt'), 'four\n');
+      const r1 = await apply(w, { paths: ['a.txt'] });
+      assert.deepStrictEqual([r1.applied, conflictPaths(r1)], [[], ['a.txt']]);
+      assert.match(r1.conflicts[0].reason, /the agent moved a.txt to b.txt/);
+      // The user edits c.txt: its moved copy was taken from the version before.
+      await new Promise((r) => setTimeout(r, 50));
+      fs.appendFileSync(path.join(lower, 'c.txt'), "user's\n");
+      const r2 = await apply(w);
+      assert.deepStrictEqual(
+        r2.applied.map((x) => `${x.action} ${x.path}`),
+        ['delete a.txt', 'create b.txt'],
+      );
+      assert.deepStrictEqual(conflictPaths(r2), ['c.txt', 'd.txt']);
+      assert.deepStrictEqual(listTree(lower), ['README.md', 'b.txt one\ntwo', "c.txt three\nuser's"]);
+    });
   });
 
   it('a directory the agent replaced by a link to a directory outside: nothing outside is removed; the link and its target are shown and confirmed', async () => {

@@ -5,10 +5,13 @@
 
 #include <chrono>
 #include <cstdio>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
+
+#include "../core/path.h"
 
 namespace shadowfs {
 
@@ -222,6 +225,42 @@ Napi::Value Shadow::SetMask(const Napi::CallbackInfo& info) {
     if (e) return fail(e, "cannot set the mask of layer " + layer);
     maskChanged(layer);
     return ok();
+  });
+}
+
+// JS thread: keepMoved(paths: string[]) -> Promise<Array<{ layer, path }>>: the folder paths are
+// about to be changed by an apply; every layer's entries that read one of them from where an
+// agent moved them take their own copy first (Overlay::keepMoved).
+Napi::Value Shadow::KeepMoved(const Napi::CallbackInfo& info) {
+  if (info.Length() < 1 || !info[0].IsArray()) return rejected(info.Env(), EINVAL, "keepMoved(paths)");
+  std::vector<std::string> paths;
+  Napi::Array arr = info[0].As<Napi::Array>();
+  for (uint32_t i = 0; i < arr.Length(); ++i) {
+    Napi::Value v = arr.Get(i);
+    std::string p;
+    if (!v.IsString() || !normalizeApiPath(v.As<Napi::String>(), &p) || p.empty())
+      return rejectedPath(info.Env(), "keepMoved: invalid path");
+    paths.push_back(std::move(p));
+  }
+  return enqueue(info.Env(), [this, paths] {  // worker thread
+    if (!live()) return notMounted();
+    auto kept = std::make_shared<std::vector<std::pair<std::string, std::string>>>();
+    int e = ov_->keepMoved(paths, kept.get());
+    // What was kept is the same bytes under the same numbers: caches are dropped all the same.
+    std::map<std::string, std::vector<std::string>> byLayer;
+    for (const auto& [layer, path] : *kept) byLayer[layer].push_back(path);
+    for (const auto& [layer, ps] : byLayer) layerChanged(layer, ps, false);
+    if (e) return fail(e, "cannot keep what the layers moved before the folder changes");
+    return okValue([kept](Napi::Env env) -> Napi::Value {  // JS thread
+      Napi::Array out = Napi::Array::New(env, kept->size());
+      for (size_t i = 0; i < kept->size(); ++i) {
+        Napi::Object o = Napi::Object::New(env);
+        o.Set("layer", (*kept)[i].first);
+        o.Set("path", (*kept)[i].second);
+        out.Set(static_cast<uint32_t>(i), o);
+      }
+      return out;
+    });
   });
 }
 

@@ -39,6 +39,7 @@ Napi::Function Shadow::Init(Napi::Env env) {
                       InstanceMethod("reset", &Shadow::Reset),
                       InstanceMethod("moveLayer", &Shadow::MoveLayer),
                       InstanceMethod("changes", &Shadow::Changes),
+                      InstanceMethod("keepMoved", &Shadow::KeepMoved),
                       InstanceMethod("stats", &Shadow::Stats),
                       InstanceMethod("setMask", &Shadow::SetMask),
                       InstanceMethod("guarded", &Shadow::Guarded),

@@ -148,7 +148,11 @@ int Overlay::getxattr(Layer* view, const std::string& asked, const std::string& 
   }
   std::string src;
   if (xattrSource(r, &src)) return ENODATA;
-  return lower_->getxattr(src, name, value);
+  e = lower_->getxattr(src, name, value);
+  // The layer's own object, whose folder source went away (what an agent moved, removed from
+  // the folder since): it has no attributes there, and is no less there itself.
+  if (r.node && (e == ENOENT || e == ENOTDIR)) return ENODATA;
+  return e;
 }
 
 int Overlay::listxattr(Layer* view, const std::string& asked, std::vector<std::string>* names) {
@@ -171,7 +175,12 @@ int Overlay::listxattr(Layer* view, const std::string& asked, std::vector<std::s
   }
   std::string src;
   if (xattrSource(r, &src)) return 0;
-  return lower_->listxattr(src, names);
+  e = lower_->listxattr(src, names);
+  if (r.node && (e == ENOENT || e == ENOTDIR)) {
+    names->clear();
+    return 0;  // as getxattr: the source went away, the object did not
+  }
+  return e;
 }
 
 namespace {

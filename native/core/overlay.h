@@ -355,6 +355,16 @@ class Overlay {
   // Every path the layer changed, in path order; files whose content came from A carry the
   // Base they came from.
   int changes(const std::string& layer, std::vector<Change>* out);
+  // The folder paths in `changing` are about to change on purpose (an apply writes, removes or
+  // makes them). Every entry of every layer that reads one of them, or what lies under or above
+  // one, from a place other than its own path (what an agent moved or renamed: see Change's
+  // origin) takes its own copy first: a file its content, a directory the folder's entries as
+  // the layer's own (files copied, directories reading their folder directory by name), after
+  // which it no longer merges (opaque). `kept` gets (layer, path) of each entry that did. An
+  // error (the folder unreadable, no memory) leaves what was kept so far kept: the caller must
+  // not change the folder then.
+  int keepMoved(const std::vector<std::string>& changing,
+                std::vector<std::pair<std::string, std::string>>* kept);
   int stats(const std::string& layer, LayerStats* out);
   // Masked paths (mask.h): from now on the layer's agent sees no object of the folder or of
   // the layer at a path `globs` match, whichever way it asks (mounts, views, the reads above,
@@ -542,6 +552,12 @@ class Overlay {
   int kernelDescriptor(Handle* h, bool killPriv);  // for both of the public ones
   // copyUp for a caller that holds no lock: takes in->cmu() itself.
   int takeContent(Inode* in, bool keepContent);
+  // origins.cc: keepMoved's walk (L's lock held exclusively), and whether a change of one of
+  // `changing` reaches the folder path `low` (the same, under or above it).
+  int keepMovedIn(Layer& L, Node* n, const std::string& path, bool lv, const std::string& low,
+                  const std::vector<std::string>& changing, std::vector<Ref<Inode>>* copy,
+                  std::vector<std::string>* kept);
+  bool changesReach(const std::vector<std::string>& changing, const std::string& low) const;
 
   // fs_ops_*.cc: the operations' work, on the layer the public ones resolved; the public ones
   // add the audit trail's entry (audit.h) when it succeeded.

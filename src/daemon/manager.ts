@@ -236,6 +236,7 @@ export class ShadowManager {
     const work = new WorkService(shadow, {
       autosaveMs: this.opts.autosaveMs,
       log: (line) => this.opts.log.warn(line, { shadow: name }),
+      neighbours: () => [...this.entries.values()].map((e) => e.shadow),
     });
     const entry: Entry = { name, shadow, work, lastUsed: now, lastActivity: shadow.activity() };
     this.entries.set(name, entry);

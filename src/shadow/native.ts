@@ -160,6 +160,12 @@ export interface NativeShadow {
   /** Gives `to` every change of `from` in place of its own, in one step; `from` is left empty. */
   moveLayer(from: string, to: string): Promise<number>;
   changes(layer: string): Promise<NativeChange[]>;
+  /**
+   * The folder paths are about to be changed on purpose (an apply): every layer's entries that
+   * read one of them (or what is under or above one) from where an agent moved or renamed them
+   * take their own copy first (native/core/origins.cc). Resolves to each entry that did.
+   */
+  keepMoved(paths: string[]): Promise<Array<{ layer: string; path: string }>>;
   stats(layer: string): Promise<LayerStats>;
   /** Masked paths of the layer (native/core/mask.h): an empty list masks nothing. Mounts showing it forget their caches. */
   setMask(layer: string, globs: string[]): Promise<void>;

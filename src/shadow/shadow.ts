@@ -400,6 +400,17 @@ export class Shadow {
     return this.activeLayer().changes();
   }
 
+  /**
+   * The folder paths are about to be changed on purpose (an apply): what any layer reads from
+   * there because its agent moved or renamed it (a change's `origin`) becomes the layer's own
+   * copy first, so no agent's work changes or disappears with the folder's. Resolves to each
+   * entry that took a copy.
+   */
+  async keepMoved(paths: string[]): Promise<Array<{ layer: string; path: string }>> {
+    if (!paths.length) return [];
+    return this.call('keep what agents moved before the folder changes', (n) => n.keepMoved(paths));
+  }
+
   /** The time-slicing queue of the shared mount as it is now: who holds it, who waits behind whom. */
   schedulerStats(): SchedulerStats {
     const scheduler = this.scheduler.snapshot();

@@ -11,7 +11,6 @@
 import { execFileSync } from 'child_process';
 import * as crypto from 'crypto';
 import * as fs from 'fs';
-import * as os from 'os';
 import * as path from 'path';
 import { ShadowError } from '../common/errors';
 import { addon, type ChangeBase } from '../shadow/native';
@@ -20,7 +19,7 @@ import type { Layer, Shadow } from '../shadow';
 import { platform } from '../platform';
 import { Beneath } from './beneath';
 import { byteOrder, collect, folderSide, isRepositoryMetadata, sameIdentity, sameSide, type FileChange, type Side } from './collect';
-import { fdPieces, layerSpans, writeAt } from './content';
+import { layerSpans } from './content';
 
 // node-diff3 ships ESM typings only; its CommonJS build is what require() loads (when a merge is needed).
 type Diff3Region = { ok?: string[]; conflict?: { a: string[]; o: string[]; b: string[] } };
@@ -63,6 +62,12 @@ export interface ApplyOptions {
    * left of its change is the hunks not taken.
    */
   partial?: Map<string, Side>;
+  /**
+   * Other shadows whose folder holds this one's or lies in it (the daemon's): their layers take
+   * their own copies of what their agents moved from the paths this apply changes, as this
+   * shadow's layers do, before the folder changes.
+   */
+  neighbours?: () => Shadow[];
   /** @internal For tests: called after a step's checks, right before it touches the folder. */
   beforeStep?: (rel: string, step: string) => void;
 }
@@ -265,65 +270,14 @@ const CONFIRM = 'confirm it with allowTypeChanges (shadowfs apply --allow-type-c
 
 export async function applyLayer(shadow: Shadow, agent: string, opts: ApplyOptions = {}): Promise<ApplyResult> {
   const root = Beneath.open(shadow.folder);
-  const stage = new Stage();
   try {
-    return await applyBeneath(shadow, root, agent, opts, stage);
+    return await applyBeneath(shadow, root, agent, opts);
   } finally {
-    stage.close();
     root.close();
   }
 }
 
-/**
- * Copies of the agent's large files, taken before apply touches the folder: the layer reads a
- * file or directory the agent moved or renamed from where it was in the folder, which a removal
- * or another write of the same apply changes (a rename applied, two files swapped). Small
- * contents are in memory from collect. Kept in a private temporary directory, removed at the end.
- */
-class Stage {
-  private dir: string | null = null;
-  private readonly files = new Map<string, string>();
-
-  /** Copies `rel`'s content from the layer (checked to be what `side` recorded). */
-  async take(layer: Layer, rel: string, side: Side): Promise<void> {
-    this.dir ??= fs.mkdtempSync(path.join(os.tmpdir(), 'shadowfs-apply-'));
-    const file = path.join(this.dir, String(this.files.size));
-    const fd = fs.openSync(file, 'wx', 0o600);
-    try {
-      let at = 0;
-      for await (const s of checkedSpans(layer, rel, side)) {
-        if (typeof s === 'number') at += s;
-        else {
-          for (let done = 0; done < s.length;) done += await writeAt(fd, s, done, s.length - done, at + done);
-          at += s.length;
-        }
-      }
-      fs.ftruncateSync(fd, at);
-    } finally {
-      fs.closeSync(fd);
-    }
-    this.files.set(rel, file);
-  }
-
-  /** The copy of `rel` in pieces, for Beneath.writeFrom. */
-  async *pieces(rel: string): AsyncGenerator<Buffer> {
-    const file = this.files.get(rel);
-    if (file === undefined) throw new Error(`apply: ${rel} was not staged`);
-    const fd = fs.openSync(file, 'r');
-    try {
-      yield* fdPieces(fd, fs.fstatSync(fd).size, `the copy of ${rel}`);
-    } finally {
-      fs.closeSync(fd);
-    }
-  }
-
-  close(): void {
-    if (this.dir) fs.rmSync(this.dir, { recursive: true, force: true });
-    this.dir = null;
-  }
-}
-
-async function applyBeneath(shadow: Shadow, root: Beneath, agent: string, opts: ApplyOptions, stage: Stage): Promise<ApplyResult> {
+async function applyBeneath(shadow: Shadow, root: Beneath, agent: string, opts: ApplyOptions): Promise<ApplyResult> {
   const only = opts.paths?.map((p) => normalizeRelPath(p));
   const typeChanges: NonNullable<ApplyResult['typeChanges']> = [];
   const links: NonNullable<ApplyResult['links']> = [];
@@ -403,12 +357,33 @@ async function applyBeneath(shadow: Shadow, root: Beneath, agent: string, opts: 
 
   const writes: Array<{ f: FileChange; side: Side | null; action: ApplyResult['applied'][number]['action'] }> = [];
   const give: string[] = []; // paths that leave the layer
+  // A file the agent moved and then wrote names no origin any more, but its base is the folder
+  // file it was copied from: one the layer deletes, found by its inode number (in the whole
+  // layer, so that applying either half alone is seen as half of a move).
+  const layerChanges = await layer.changes();
+  const deletedIno = new Map<number, string>();
+  for (const x of layerChanges)
+    if (x.kind === 'deleted' && x.type === 'file')
+      try {
+        deletedIno.set(fs.lstatSync(path.join(shadow.folder, x.path)).ino, x.path);
+      } catch {
+        // gone meanwhile: nothing was moved from it
+      }
+  const movedAndWritten: Array<{ path: string; origin: string }> = [];
+  for (const x of layerChanges) {
+    const base = opts.restoredBases?.get(x.path) ?? x.base;
+    const from = x.kind === 'added' && x.type === 'file' && x.origin === undefined && base ? deletedIno.get(base.ino) : undefined;
+    if (from !== undefined && unchangedSince(path.join(shadow.folder, from), base!, null))
+      movedAndWritten.push({ path: x.path, origin: from });
+  }
   for (const f of c.files) {
     const abs = path.join(shadow.folder, f.path);
     const base = opts.restoredBases?.get(f.path) ?? c.bases.get(f.path);
     let why: string | null = null;
     if (base) {
-      if (!unchangedSince(abs, base, f.old)) why = 'the folder file changed since the agent copied it';
+      // A file moved from a folder file still as the agent copied it: nothing of the user's is at stake at its new name.
+      const moved = f.old === null && movedAndWritten.some((m) => m.path === f.path);
+      if (!moved && !unchangedSince(abs, base, f.old)) why = 'the folder file changed since the agent copied it';
     } else if (f.old && touchedAfter(abs, since)) {
       why =
         f.new === null
@@ -520,13 +495,15 @@ async function applyBeneath(shadow: Shadow, root: Beneath, agent: string, opts: 
   };
   let todo = writes.filter((w) => !isHeld(w.f.path));
 
-  // What the layer still reads from the folder: a file or directory the agent moved or renamed
-  // is read from where it was (its origin) until the agent writes it. A folder path such an
-  // entry reads is removed or replaced only when that entry, with all it holds, is applied in
-  // the same go (its bytes are taken first); otherwise the layer would lose it.
-  const refs = (await layer.changes())
+  // What the agent moved or renamed: the layer reads it from where it was (its origin) until the
+  // agent writes it, and before this apply changes an origin every layer takes its own copy
+  // (step 0). The folder path is removed or replaced only when what was moved from it, with all
+  // it holds, is applied in the same go: otherwise the folder would lose its own version while
+  // the moved one is still only the agent's (the other half of the rename waits with it).
+  const refs = layerChanges
     .filter((x) => x.origin !== undefined && x.kind !== 'deleted')
-    .map((x) => ({ path: x.path, origin: x.origin! }));
+    .map((x) => ({ path: x.path, origin: x.origin! }))
+    .concat(movedAndWritten);
   const readers = (p: string): Array<{ path: string; origin: string }> =>
     refs.filter((r) => r.origin === p || under(p, r.origin) || under(r.origin, p));
   const collectedUnder = (d: string): string[] =>
@@ -547,7 +524,7 @@ async function applyBeneath(shadow: Shadow, root: Beneath, agent: string, opts: 
   const unreadBy = (p: string): string | null => {
     const r = readers(p).find((x) => !isWhollyPlanned(x.path));
     return r
-      ? `${p} stays in the folder: the agent's ${r.path} was moved from ${r.origin} and the layer still reads it from there, and it is not applied with this (in conflict, held, left out, or not among the paths asked for); apply it too`
+      ? `${p} stays in the folder: the agent moved ${r.origin} to ${r.path}, which is not applied with this (in conflict, held, left out, or not among the paths asked for); apply both halves of the move together`
       : null;
   };
   // Until nothing more is refused: a refusal under an entry that others read makes it partial.
@@ -578,6 +555,11 @@ async function applyBeneath(shadow: Shadow, root: Beneath, agent: string, opts: 
       removing.delete(d);
       conflict(d, `the folder's directory ${d} changed after the agent started (made or filled by you since); it was not removed`);
     }
+  // What would take the place of a folder directory that stays waits with it (the dry run says so too).
+  for (const w of todo)
+    if (w.side !== null && c.dirsRemoved.includes(w.f.path) && !removing.has(w.f.path) && !res.conflicts.some((x) => x.path === w.f.path))
+      refuse(w, `${w.f.path} is a directory in the folder that stays (see the conflicts under it)`);
+  todo = todo.filter((w) => !res.conflicts.some((x) => x.path === w.f.path));
   for (const w of writes) if (!todo.includes(w) && give.includes(w.f.path)) give.splice(give.indexOf(w.f.path), 1);
   for (const t of typeChanges) t.applied = !opts.dryRun && !isHeld(t.path) && !res.conflicts.some((x) => x.path === t.path);
 
@@ -602,14 +584,16 @@ async function applyBeneath(shadow: Shadow, root: Beneath, agent: string, opts: 
     return null;
   };
 
-  // 0. The agent's large files are copied out of the layer before anything in the folder changes.
-  for (const w of todo) {
-    if (!w.side?.large || w.action === 'mode') continue;
-    try {
-      await stage.take(layer, w.f.path, w.side);
-    } catch (err) {
-      refuse(w, message(err));
-    }
+  // 0. What any agent moved or renamed is read from where it was in the folder (its origin) until
+  //    that agent writes it: every layer takes its own copy of what it reads from a path this
+  //    apply changes, so no agent's work (this one's half-applied rename, another's) changes
+  //    or disappears with the folder's. Should that fail, nothing in the folder has changed.
+  const changing = [...new Set([...todo.map((w) => w.f.path), ...removing, ...dirsAdded.filter((d) => !isHeld(d))])];
+  await shadow.keepMoved(changing);
+  for (const other of opts.neighbours?.() ?? []) {
+    if (other === shadow || !other.mounted) continue;
+    const theirs = translated(shadow.folder, other.folder, changing);
+    if (theirs.length) await other.keepMoved(theirs);
   }
   const refused = (w: (typeof writes)[number]): boolean => res.conflicts.some((x) => x.path === w.f.path);
   // Removals that make room for what the change puts at or around the same path (a file replaced
@@ -617,14 +601,6 @@ async function applyBeneath(shadow: Shadow, root: Beneath, agent: string, opts: 
   // a case-insensitive file system) come first; every other removal comes last, once everything
   // was written, so nothing the agent moved is lost should a write fail.
   const fold = (p: string): string => (platform.caseInsensitiveNames ? p.toLowerCase() : p);
-  // A removal that makes room comes before the writes, so it may not take what the layer still
-  // reads from (a write after it could yet be refused): that waits for an apply of its own.
-  const readFrom = (p: string): string | null => {
-    const r = readers(p)[0];
-    return r
-      ? `${p} is not removed yet: the agent's ${r.path} was moved from ${r.origin}, and the layer reads it from there until it is in the folder; apply again once it is`
-      : null;
-  };
   const putting = [...todo.filter((w) => w.side !== null && !refused(w)).map((w) => w.f.path), ...dirsAdded.filter((d) => !isHeld(d))].map(
     fold,
   );
@@ -673,19 +649,7 @@ async function applyBeneath(shadow: Shadow, root: Beneath, agent: string, opts: 
   };
   // 1. Removals that make room, deepest first: files and links themselves, then directories that are empty now.
   const removals = todo.filter((x) => x.side === null && !refused(x));
-  for (const w of removals.filter((x) => makesRoom(x.f.path))) {
-    const why = readFrom(w.f.path);
-    if (why) refuse(w, why);
-    else await remove(w);
-  }
-  for (const d of [...removing].filter(makesRoom)) {
-    const why = readFrom(d);
-    if (why) {
-      removing.delete(d);
-      notRemoved.push(d);
-      conflict(d, why);
-    }
-  }
+  for (const w of removals.filter((x) => makesRoom(x.f.path))) await remove(w);
   removeDirs([...removing].filter(makesRoom));
   // 2. Directories the agent made (empty ones included), parents first; a file or link the
   //    agent replaced by a directory goes first (itself, never what it points to).
@@ -699,13 +663,6 @@ async function applyBeneath(shadow: Shadow, root: Beneath, agent: string, opts: 
         const base = opts.restoredBases?.get(d) ?? c.bases.get(d);
         if (base ? !sameIdentity(abs, base) : touchedAfter(abs, since)) {
           conflict(d, `type change: ${d} ${t.from} -> directory refused: the folder's ${t.from} changed after the agent started`);
-          t.applied = false;
-          notRemoved.push(d);
-          continue;
-        }
-        const why = readFrom(d);
-        if (why) {
-          conflict(d, why);
           t.applied = false;
           notRemoved.push(d);
           continue;
@@ -746,40 +703,12 @@ async function applyBeneath(shadow: Shadow, root: Beneath, agent: string, opts: 
     try {
       step(w.f.path, w.action);
       if (w.action === 'mode' && side.kind === 'file') root.chmod(w.f.path, side.mode);
-      else if (side.large) await root.writeFrom(w.f.path, stage.pieces(w.f.path), side.mode);
+      else if (side.large) await root.writeFrom(w.f.path, checkedSpans(layer, w.f.path, side), side.mode);
       else root.write(w.f.path, side.kind === 'symlink' ? { link: side.data.toString() } : { data: side.data, mode: side.mode });
       res.applied.push({ path: w.f.path, action: w.action });
     } catch (err) {
       refuse(w, message(err));
       failed = true;
-    }
-  }
-  // A write refused half way through a set that reads from each other (two files swapped): the
-  // folder file a moved entry reads may have been replaced already, so what that entry held,
-  // taken before anything changed, is written into the layer as its own.
-  if (failed) {
-    const changed = res.applied.map((x) => x.path);
-    for (const r of refs) {
-      if (!changed.some((p) => r.origin === p || under(p, r.origin))) continue;
-      for (const f of c.files) {
-        if (!f.new || !under(f.path, r.path) || changed.includes(f.path)) continue;
-        try {
-          if (f.new.kind === 'symlink') {
-            await layer.remove(f.path);
-            await layer.symlink(f.new.data.toString(), f.path);
-          } else if (f.new.large) {
-            await layer.write(f.path, Buffer.alloc(0), { mode: f.new.mode & 0o777 });
-            let at = 0;
-            for await (const piece of stage.pieces(f.path)) {
-              await layer.writeAt(f.path, piece, at);
-              at += piece.length;
-            }
-            await layer.truncate(f.path, f.new.large.size);
-          } else await layer.write(f.path, f.new.data, { mode: f.new.mode & 0o777 });
-        } catch (err) {
-          conflict(f.path, `the agent's ${f.path} could not be kept in its layer after a refused write: ${message(err)}`);
-        }
-      }
     }
   }
   // 4. The other removals, unless something was refused on the way: the layer may read what the
@@ -798,6 +727,11 @@ async function applyBeneath(shadow: Shadow, root: Beneath, agent: string, opts: 
     removeDirs(laterDirs);
   }
   const conflicted = new Set(res.conflicts.map((x) => x.path));
+  /** Whether the layer shows anything at or under `d` other than what the folder has there now. */
+  const differsUnder = async (d: string): Promise<boolean> => {
+    const again = await collect(shadow, agent, [d]);
+    return again.files.length + again.excluded.length + again.skipped.length + again.dirsAdded.length + again.dirsRemoved.length > 0;
+  };
   // Directories the agent made go back whole, with all they hold (parents before children, as
   // one renamed or made over a deletion hides the folder's entries below it), unless something
   // under one stays the agent's: a held link, a refused write, an excluded .git or ignored file.
@@ -810,6 +744,7 @@ async function applyBeneath(shadow: Shadow, root: Beneath, agent: string, opts: 
   const madeBack = made.filter((d) => !holding.has(d) && wholly(d, appliedNow));
   // The applied paths leave the layer (the folder shows through there now).
   for (const p of [...give, ...madeBack].sort(byteOrder)) {
+    if (conflicted.has(p)) continue; // refused after all (by its own path): it stays the agent's
     try {
       const kept = opts.partial?.has(p) ? c.files.find((f) => f.path === p)?.new : undefined;
       if (kept) {
@@ -841,7 +776,9 @@ async function applyBeneath(shadow: Shadow, root: Beneath, agent: string, opts: 
     const replaced = layerNow.filter((x) => x.type === 'directory' && x.kind === 'modified').map((x) => x.path);
     for (const d of replaced.sort(byteOrder)) {
       if (!res.kept.some((k) => under(k, d)) || [...conflicted].some((p) => under(p, d)) || !wholly(d, appliedNow)) continue;
-      if (layerNow.some((x) => x.path !== d && under(x.path, d) && !mine.has(x.path))) continue;
+      // Something else of the layer's is under it: it goes back only if the folder shows the
+      // same there now (what the layer took a copy of before the folder changed, step 0).
+      if (layerNow.some((x) => x.path !== d && under(x.path, d) && !mine.has(x.path)) && (await differsUnder(d))) continue;
       try {
         await layer.revert(d);
       } catch (err) {
@@ -876,6 +813,16 @@ async function applyBeneath(shadow: Shadow, root: Beneath, agent: string, opts: 
   res.applied.sort((a, b) => byteOrder(a.path, b.path));
   res.conflicts.sort((a, b) => byteOrder(a.path, b.path));
   return res;
+}
+
+/** Paths relative to the folder `from`, as paths relative to the folder `to` (one holds the other; what lies outside `to` is left out). */
+function translated(from: string, to: string, rels: string[]): string[] {
+  const rel = path.relative(to, from).split(path.sep).join('/');
+  if (rel === '') return rels;
+  if (!rel.startsWith('../') && rel !== '..' && !path.isAbsolute(rel)) return rels.map((p) => `${rel}/${p}`);
+  const back = path.relative(from, to).split(path.sep).join('/');
+  if (back.startsWith('../') || back === '..' || path.isAbsolute(back)) return [];
+  return rels.filter((p) => under(p, back) && p !== back).map((p) => p.slice(back.length + 1));
 }
 
 function code(err: unknown): string | undefined {

@@ -95,7 +95,7 @@ export class WorkService {
 
   constructor(
     readonly shadow: Shadow,
-    private readonly opts: { autosaveMs?: number; log?: (line: string) => void } = {},
+    private readonly opts: { autosaveMs?: number; log?: (line: string) => void; neighbours?: () => Shadow[] } = {},
   ) {
     this.store = new CheckpointStore(shadow.folder);
     this.provenance = new Provenance(shadow);
@@ -239,6 +239,7 @@ export class WorkService {
         restoredBases: new Map([...restored].map(([p, o]) => [p, o.base])),
         baseContents,
         layerSince: this.provenance.layerSince(agent),
+        ...(this.opts.neighbours ? { neighbours: this.opts.neighbours } : {}),
       }),
     );
     this.saved.delete(agent);

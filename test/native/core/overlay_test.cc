@@ -363,6 +363,81 @@ TEST(changes_name_the_origin_of_what_was_moved) {
   CHECK_EQ(got, (Names{"README.md<--", "a2.js<-src/a.js", "b2.js<--", "lib2<-src/lib"}));
 }
 
+// Before apply changes the folder where an agent moved something from, every layer takes its
+// own copy of what it reads from there (keepMoved), and only that: the moved entries then show
+// the same after the folder's originals are edited, removed or joined by new files, and so do
+// other layers'; what nothing reads from a changed path (a file moved from elsewhere, a
+// directory of the moved one whose own folder directory is untouched) still reads the folder.
+TEST(keep_moved_copies_what_layers_read_from_a_changing_folder_path_and_only_that) {
+  World w([](fake::FakeLower& f) {
+    project(f);
+    f.addDir("src/lib/deep");
+    f.addFile("src/lib/deep/d.js", "deep\n");
+  });
+  Layer* b = w.layer("b");
+  REQUIRE_OK(w.ov->rename(w.a, "src", "moved", 0));
+  REQUIRE_OK(w.create(w.a, "moved/mine.js", "mine\n"));
+  REQUIRE_OK(w.ov->unlink(w.a, "moved/b.js"));
+  REQUIRE_OK(w.ov->rename(w.a, "README.md", "READ.md", 0));
+  REQUIRE_OK(w.ov->rename(b, "src/lib/util.js", "util2.js", 0));
+  // The folder's src/a.js is about to change: "a" keeps moved/ (and what it holds, but not the
+  // moved README), "b" keeps util2.js only if src/lib/util.js is reached (it is not).
+  std::vector<std::pair<std::string, std::string>> kept;
+  REQUIRE_OK(w.ov->keepMoved({"src/a.js"}, &kept));
+  std::sort(kept.begin(), kept.end());
+  CHECK_EQ(kept.size(), size_t{2});
+  CHECK_EQ(kept[0].first + ":" + kept[0].second, std::string("a:moved"));
+  CHECK_EQ(kept[1].first + ":" + kept[1].second, std::string("a:moved/a.js"));
+  // The folder changes as apply would change it.
+  w.lower->modify("src/a.js", "user's\n");
+  w.lower->addFile("src/new.js", "new\n");
+  w.lower->modify("src/lib/deep/d.js", "deep 2\n");
+  CHECK_EQ(w.read(w.a, "moved/a.js"), "a\n");
+  CHECK_EQ(w.names(w.a, "moved"), (Names{"a.js", "lib", "mine.js"}));
+  CHECK_EQ(w.read(w.a, "moved/lib/deep/d.js"), "deep 2\n");  // nothing changed src/lib: still live
+  // Now all of src goes: the rest is copied, in both layers.
+  kept.clear();
+  REQUIRE_OK(w.ov->keepMoved({"src", "README.md"}, &kept));
+  for (const char* p : {"src/a.js", "src/b.js", "src/new.js", "src/lib/util.js", "src/lib/deep/d.js"})
+    w.lower->remove(p);
+  w.lower->remove("src/lib/deep");
+  w.lower->remove("src/lib");
+  w.lower->remove("src");
+  w.lower->remove("README.md");
+  CHECK_EQ(w.names(w.a, "moved"), (Names{"a.js", "lib", "mine.js"}));
+  CHECK_EQ(w.read(w.a, "moved/lib/util.js"), "util\n");
+  CHECK_EQ(w.read(w.a, "moved/lib/deep/d.js"), "deep 2\n");
+  CHECK_EQ(w.read(w.a, "READ.md"), "# readme\n");
+  CHECK_EQ(w.read(b, "util2.js"), "util\n");
+  // The copies are the layer's own now: no origin, and no base of a path they never had.
+  std::vector<Change> cs;
+  REQUIRE_OK(w.ov->changes("a", &cs));
+  for (const Change& c : cs) {
+    CHECK(!c.origin);
+    CHECK(!c.base);
+  }
+  // Nothing reaches a path no layer reads from elsewhere.
+  kept.clear();
+  REQUIRE_OK(w.ov->keepMoved({"other"}, &kept));
+  CHECK(kept.empty());
+}
+
+// The user removes by hand what an agent moved: the moved directory shows only what the layer
+// holds, and asking for its extended attributes is no error (ls -l asks) but "none".
+TEST(a_moved_directory_whose_folder_original_went_away_has_no_attributes_but_stays) {
+  World w(project);
+  REQUIRE_OK(w.ov->rename(w.a, "src/lib", "lib2", 0));
+  REQUIRE_OK(w.create(w.a, "lib2/mine.js", "mine\n"));
+  w.lower->remove("src/lib/util.js");
+  w.lower->remove("src/lib");
+  CHECK_EQ(w.names(w.a, "lib2"), (Names{"mine.js"}));
+  std::string v;
+  CHECK_ERR(w.ov->getxattr(w.a, "lib2", "user.x", &v), ENODATA);
+  std::vector<std::string> names{"stale"};
+  CHECK_OK(w.ov->listxattr(w.a, "lib2", &names));
+  CHECK(names.empty());
+}
+
 TEST(reset_drops_every_change_of_the_layer) {
   World w(project);
   Attr at;
