@@ -2,6 +2,7 @@
 // from where it was in the folder (its origin) until the agent writes it, so a rename of a big
 // directory costs nothing. Before the folder is changed there on purpose (an apply, of any
 // agent's layer), every layer takes its own copy of what it reads from there (keepMoved).
+#include <algorithm>
 #include <cerrno>
 
 #include "casefold.h"
@@ -10,21 +11,19 @@
 
 namespace shadowfs {
 
-namespace {
-
-bool sameOrInside(std::string_view path, std::string_view dir, bool fold) {
-  if (fold) return sameOrInsideFolded(path, dir);
-  if (dir.empty()) return true;
-  if (path.size() < dir.size() || path.compare(0, dir.size(), dir) != 0) return false;
-  return path.size() == dir.size() || path[dir.size()] == '/';
-}
-
-}  // namespace
-
+// `changing` is sorted (folded when names are): a path reaches `low` when it is `low` or one of
+// its parents (looked up one by one), or lies under it (the first path past `low/`).
 bool Overlay::changesReach(const std::vector<std::string>& changing, const std::string& low) const {
-  for (const std::string& p : changing)
-    if (sameOrInside(p, low, ignoreCase_) || sameOrInside(low, p, ignoreCase_)) return true;
-  return false;
+  const std::string key = ignoreCase_ ? foldName(low) : low;
+  for (std::string up = key;;) {
+    if (std::binary_search(changing.begin(), changing.end(), up)) return true;
+    const size_t slash = up.rfind('/');
+    if (slash == std::string::npos) break;
+    up.resize(slash);
+  }
+  const std::string below = key + '/';
+  auto it = std::lower_bound(changing.begin(), changing.end(), below);
+  return it != changing.end() && it->compare(0, below.size(), below) == 0;
 }
 
 // The directory `n` at `path`, which merges the folder's directory `low` (when lv): if it reads
@@ -109,6 +108,9 @@ int Overlay::keepMovedIn(Layer& L, Node* n, const std::string& path, bool lv,
 int Overlay::keepMoved(const std::vector<std::string>& changing,
                        std::vector<std::pair<std::string, std::string>>* kept) {
   syncKernelWrites();
+  std::vector<std::string> sorted;
+  for (const std::string& p : changing) sorted.push_back(ignoreCase_ ? foldName(p) : p);
+  std::sort(sorted.begin(), sorted.end());
   std::vector<std::shared_ptr<Layer>> all;
   {
     ReadLock reg(mu_, LockRank::Registry);
@@ -119,7 +121,7 @@ int Overlay::keepMoved(const std::vector<std::string>& changing,
     std::vector<std::string> paths;
     {
       WriteLock lock(L->mu, LockRank::Layer);
-      if (int e = keepMovedIn(*L, L->root.get(), std::string(), true, std::string(), changing,
+      if (int e = keepMovedIn(*L, L->root.get(), std::string(), true, std::string(), sorted,
                               &copy, &paths))
         return e;
     }

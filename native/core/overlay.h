@@ -553,7 +553,8 @@ class Overlay {
   // copyUp for a caller that holds no lock: takes in->cmu() itself.
   int takeContent(Inode* in, bool keepContent);
   // origins.cc: keepMoved's walk (L's lock held exclusively), and whether a change of one of
-  // `changing` reaches the folder path `low` (the same, under or above it).
+  // `changing` (sorted; folded where names are) reaches the folder path `low` (the same, under
+  // or above it).
   int keepMovedIn(Layer& L, Node* n, const std::string& path, bool lv, const std::string& low,
                   const std::vector<std::string>& changing, std::vector<Ref<Inode>>* copy,
                   std::vector<std::string>* kept);

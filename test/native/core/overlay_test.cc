@@ -380,6 +380,10 @@ TEST(keep_moved_copies_what_layers_read_from_a_changing_folder_path_and_only_tha
   REQUIRE_OK(w.ov->unlink(w.a, "moved/b.js"));
   REQUIRE_OK(w.ov->rename(w.a, "README.md", "READ.md", 0));
   REQUIRE_OK(w.ov->rename(b, "src/lib/util.js", "util2.js", 0));
+  // Names that only begin like an origin reach nothing.
+  std::vector<std::pair<std::string, std::string>> none;
+  REQUIRE_OK(w.ov->keepMoved({"src2", "sr", "README", "README.md.bak", "src.js/x"}, &none));
+  CHECK(none.empty());
   // The folder's src/a.js is about to change: "a" keeps moved/ (and what it holds, but not the
   // moved README), "b" keeps util2.js only if src/lib/util.js is reached (it is not).
   std::vector<std::pair<std::string, std::string>> kept;
