@@ -29,11 +29,13 @@ bool Overlay::changesReach(const std::vector<std::string>& changing, const std::
 // The directory `n` at `path`, which merges the folder's directory `low` (when lv): if it reads
 // from elsewhere than its own path and `changing` reaches there, the folder's entries become the
 // layer's own (files to be copied into `copy`, directories reading their folder directory by an
-// explicit redirect) and `n` stops merging (opaque). Then the same for what it holds.
+// explicit redirect) and `n` stops merging (opaque). Then the same for what it holds. With no
+// `copy` it only looks (L's lock held shared): -1 at the first entry it would keep.
 int Overlay::keepMovedIn(Layer& L, Node* n, const std::string& path, bool lv,
                          const std::string& low, const std::vector<std::string>& changing,
                          std::vector<Ref<Inode>>* copy, std::vector<std::string>* kept) {
   if (lv && !nameMatches(low, path) && changesReach(changing, low)) {
+    if (!copy) return -1;
     std::vector<DirEntry> ents;
     int e = lower_->readdir(low, &ents);
     if (e == ENOENT || e == ENOTDIR) {
@@ -99,6 +101,7 @@ int Overlay::keepMovedIn(Layer& L, Node* n, const std::string& path, bool lv,
       if (!in->lowerPath(&from)) continue;
     }
     if (nameMatches(from, cpath) || !changesReach(changing, from)) continue;
+    if (!copy) return -1;
     copy->push_back(Ref<Inode>(in));
     kept->push_back(cpath);
   }
@@ -119,6 +122,14 @@ int Overlay::keepMoved(const std::vector<std::string>& changing,
   for (const auto& L : all) {
     std::vector<Ref<Inode>> copy;
     std::vector<std::string> paths;
+    {
+      // Most layers read nothing from elsewhere: a look under the shared lock leaves their
+      // agents' requests running.
+      ReadLock look(L->mu, LockRank::Layer);
+      if (keepMovedIn(*L, L->root.get(), std::string(), true, std::string(), sorted, nullptr,
+                      nullptr) != -1)
+        continue;
+    }
     {
       WriteLock lock(L->mu, LockRank::Layer);
       if (int e = keepMovedIn(*L, L->root.get(), std::string(), true, std::string(), sorted,
