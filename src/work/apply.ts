@@ -593,7 +593,12 @@ async function applyBeneath(shadow: Shadow, root: Beneath, agent: string, opts: 
   for (const other of opts.neighbours?.() ?? []) {
     if (other === shadow || !other.mounted) continue;
     const theirs = translated(shadow.folder, other.folder, changing);
-    if (theirs.length) await other.keepMoved(theirs);
+    if (!theirs.length) continue;
+    try {
+      await other.keepMoved(theirs);
+    } catch (err) {
+      if (other.mounted) throw err; // unmounted meanwhile: its layers went to their autosaves whole
+    }
   }
   const refused = (w: (typeof writes)[number]): boolean => res.conflicts.some((x) => x.path === w.f.path);
   // Removals that make room for what the change puts at or around the same path (a file replaced
