@@ -597,7 +597,7 @@ async function applyBeneath(shadow: Shadow, root: Beneath, agent: string, opts: 
     try {
       await other.keepMoved(theirs);
     } catch (err) {
-      if (other.mounted) throw err; // unmounted meanwhile: its layers went to their autosaves whole
+      if (other.mounted) throw err; // unmounted meanwhile: its layers are gone with it
     }
   }
   const refused = (w: (typeof writes)[number]): boolean => res.conflicts.some((x) => x.path === w.f.path);
