@@ -505,6 +505,20 @@ describe('apply integrity: confined to the folder, destroys nothing it did not c
     });
   });
 
+  it('a directory you removed while the agent edited a file in it is not made again just to hold the conflict', async () => {
+    const lower = makeFolder('ai-dir-gone');
+    fs.mkdirSync(path.join(lower, 'pkg'));
+    fs.writeFileSync(path.join(lower, 'pkg', 'f'), 'f\n');
+    await withAgent(lower, async (w, _shadow, mp) => {
+      fs.appendFileSync(path.join(mp, 'pkg', 'f'), 'agent\n');
+      fs.mkdirSync(path.join(mp, 'empty', 'inner'), { recursive: true });
+      fs.rmSync(path.join(lower, 'pkg'), { recursive: true });
+      const r = await apply(w);
+      assert.deepStrictEqual(conflictPaths(r), ['pkg/f']);
+      assert.deepStrictEqual(listTree(lower), ['README.md', 'empty/', 'empty/inner/'], 'the empty directories the agent made are made');
+    });
+  });
+
   it('a directory the agent replaced by a link to a directory outside: nothing outside is removed; the link and its target are shown and confirmed', async () => {
     const lower = makeFolder('ai-w');
     const outside = makeOutside();

@@ -659,8 +659,18 @@ async function applyBeneath(shadow: Shadow, root: Beneath, agent: string, opts: 
   // 2. Directories the agent made (empty ones included), parents first; a file or link the
   //    agent replaced by a directory goes first (itself, never what it points to).
   const made: string[] = [];
+  // A directory made only to hold what is in conflict is not made (it would be an empty one of
+  // the user's to find); one the agent made empty, anywhere under it, is.
+  const onlyConflicts = (d: string): boolean => {
+    const files = c.files.filter((f) => under(f.path, d) && f.path !== d);
+    return (
+      files.length > 0 &&
+      files.every((f) => res.conflicts.some((x) => x.path === f.path)) &&
+      dirsAdded.every((e) => e === d || !under(e, d) || c.files.some((f) => under(f.path, e)))
+    );
+  };
   for (const d of dirsAdded) {
-    if (isHeld(d) || notRemoved.some((n) => under(d, n))) continue;
+    if (isHeld(d) || notRemoved.some((n) => under(d, n)) || onlyConflicts(d)) continue;
     try {
       const t = typeChange.get(d);
       if (t && t.from !== 'directory') {
