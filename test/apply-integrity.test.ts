@@ -519,6 +519,29 @@ describe('apply integrity: confined to the folder, destroys nothing it did not c
     });
   });
 
+  it('your version kept (--keep) of a file the agent deleted with its directory stays kept: the next apply does not ask again', async () => {
+    const lower = makeFolder('ai-keep-under-deleted');
+    fs.mkdirSync(path.join(lower, 'lib'));
+    fs.writeFileSync(path.join(lower, 'lib', 'f'), 'f\n');
+    fs.writeFileSync(path.join(lower, 'lib', 'g'), 'g\n');
+    await withAgent(lower, async (w, _shadow, mp) => {
+      fs.renameSync(path.join(mp, 'lib'), path.join(mp, 'lib2'));
+      await new Promise((r) => setTimeout(r, 50));
+      fs.appendFileSync(path.join(lower, 'lib', 'f'), "user's\n");
+      const r1 = await apply(w);
+      assert.deepStrictEqual(conflictPaths(r1), ['lib', 'lib/f']);
+      const r2 = await apply(w, { resolutions: { 'lib/f': 'folder' } });
+      assert.deepStrictEqual(
+        r2.applied.map((x) => `${x.action} ${x.path}`),
+        ['keep-folder lib/f'],
+      );
+      assert.deepStrictEqual(listTree(mp), ['README.md', 'lib/', "lib/f f\nuser's", 'lib2/', "lib2/f f\nuser's", 'lib2/g g']);
+      const r3 = await apply(w);
+      assert.deepStrictEqual([r3.applied, r3.conflicts], [[], []], 'nothing left to apply or to ask');
+      assert.deepStrictEqual(listTree(lower), listTree(mp));
+    });
+  });
+
   it('a directory the agent replaced by a link to a directory outside: nothing outside is removed; the link and its target are shown and confirmed', async () => {
     const lower = makeFolder('ai-w');
     const outside = makeOutside();

@@ -366,16 +366,18 @@ Napi::Value Shadow::Chmod(const Napi::CallbackInfo& info) {
   });
 }
 
-// JS thread: revert(layer, path) -> Promise<void>: the folder shows through at `path` again
-// (EXDEV under a deleted, opaque or moved directory of the layer).
+// JS thread: revert(layer, path, through?) -> Promise<void>: the folder shows through at `path`
+// again (EXDEV under a deleted, opaque or moved directory of the layer; with `through`, only
+// under a moved one: Overlay::revertThrough).
 Napi::Value Shadow::Revert(const Napi::CallbackInfo& info) {
   std::string layer, path;
   if (!stringArg(info, 0, &layer)) return rejected(info.Env(), EINVAL, "revert: expected a layer name");
   if (!pathArg(info, 1, &path)) return rejectedPath(info.Env(), "revert: invalid path");
-  return enqueue(info.Env(), [this, layer, path] {  // worker thread
+  const bool through = info.Length() > 2 && info[2].IsBoolean() && info[2].As<Napi::Boolean>().Value();
+  return enqueue(info.Env(), [this, layer, path, through] {  // worker thread
     if (!live()) return notMounted();
     bool wasDir = false;
-    int e = ov_->revert(layer, path, &wasDir);
+    int e = through ? ov_->revertThrough(layer, path, &wasDir) : ov_->revert(layer, path, &wasDir);
     if (e) return fail(e, "cannot give " + path + " back to the folder");
     layerChanged(layer, {path}, wasDir);
     return ok();

@@ -182,6 +182,65 @@ int Overlay::revert(const std::string& layer, const std::string& asked, bool* wa
   return 0;
 }
 
+int Overlay::revertThrough(const std::string& layer, const std::string& asked, bool* wasDir) {
+  *wasDir = false;
+  if (asked.empty()) return EBUSY;
+  {
+    std::shared_ptr<Layer> lp = byName(layer);
+    if (!lp) return ENXIO;
+    Layer& L = *lp;
+    WriteLock lock(L.mu, LockRank::Layer);
+    std::string cbuf;
+    const std::string path = canon(L, asked, &cbuf);
+    auto comps = components(path);
+    Node* dir = L.root.get();
+    std::string at;        // the folder's path of the directory looked at
+    bool hiding = false;   // below a directory that merges again: the rest of the folder stays hidden
+    for (size_t i = 0; i + 1 < comps.size(); ++i) {
+      const std::string name(comps[i]);
+      at = joinPath(at, name);
+      Node* c = dir->find(name);
+      if (!c && !hiding) break;  // the folder shows through from here: revert() does the rest
+      if (c && (c->redirected() || (!c->whiteout() && !c->dir()))) return EXDEV;
+      if (c && !c->whiteout() && !c->opaque() && !hiding) {
+        dir = c;
+        continue;
+      }
+      Attr a;
+      if (lower_->stat(at, &a) != 0 || a.type != FileType::Directory) return EXDEV;
+      std::vector<DirEntry> ents;
+      if (int e = lower_->readdir(at, &ents)) return e;
+      if (!c || c->whiteout()) {
+        NodeRef node = Node::make(FileType::Directory, name);
+        node->ino = a.ino;
+        node->setSnap(a);
+        node->links = 1;
+        Node* raw = node.get();
+        if (c) dir->take(name);
+        dir->put(name, std::move(node));
+        c = raw;
+      } else {
+        c->clear(Inode::kOpaque);
+      }
+      // Everything else of the folder's stays hidden, as the deletion or the emptying had it:
+      // its entries are deleted, and a directory of the layer's own there keeps showing none of
+      // the folder's.
+      const std::string_view next = comps[i + 1];
+      for (const DirEntry& d : ents) {
+        if (d.name == "." || d.name == ".." || nameMatches(d.name, next)) continue;
+        Node* k = c->find(d.name);
+        if (!k)
+          c->put(d.name, Node::makeWhiteout(d.name));
+        else if (k->dir() && !k->opaque() && !k->redirected())
+          k->set(Inode::kOpaque);
+      }
+      hiding = true;
+      dir = c;
+    }
+  }
+  return revert(layer, asked, wasDir);
+}
+
 int Overlay::regularFileAt(const std::string& layer, const std::string& asked, Ref<Inode>* in,
                            std::string* lowerPath) {
   std::shared_ptr<Layer> lp = byName(layer);

@@ -314,6 +314,12 @@ class Overlay {
   // when the layer holds nothing there; EXDEV when an ancestor is deleted, opaque or moved in
   // the layer (only that whole directory can go back). *wasDir: a directory went.
   int revert(const std::string& layer, const std::string& path, bool* wasDir);
+  // revert, also under a directory the layer deleted or emptied (whiteout, opaque): that
+  // directory merges with the folder's again, with a deletion of every other entry the folder
+  // has there, so the layer shows the folder's `path` and still nothing else of it (the user
+  // kept their version of one file the agent deleted with its directory). EXDEV under a moved
+  // directory, or where the folder has no directory at such an ancestor.
+  int revertThrough(const std::string& layer, const std::string& path, bool* wasDir);
   // Reads a whole regular file as the layer shows it (active or not).
   int readFile(const std::string& layer, const std::string& path, std::string* out);
   // Reads at most `size` bytes at `off` of a regular file as the layer shows it (fewer at its

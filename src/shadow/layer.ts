@@ -195,10 +195,12 @@ export class Layer {
    * directory the layer deleted, replaced or moved: only that directory as a whole can go back.
    * Refused (EPERM → PATH_PROTECTED) where it would bring back the last of HEAD, objects and
    * refs beside hooks, config, alternates or links the layer wrote there (native/core/overlay.h).
+   * `through`: under a directory the layer deleted or emptied too; that directory merges with the
+   * folder's again, every other entry of the folder's there deleted (a kept file of the user's).
    */
-  async revert(relPath: string): Promise<void> {
+  async revert(relPath: string, opts: { through?: boolean } = {}): Promise<void> {
     const p = normalizeRelPath(relPath);
-    await this.shadow.call(`give ${p} back to the folder`, (n) => n.revert(this.agentId, p));
+    await this.shadow.call(`give ${p} back to the folder`, (n) => n.revert(this.agentId, p, opts.through === true));
     this.shadow.emit({ kind: 'reverted', agent: this.agentId, path: p });
   }
 

@@ -212,8 +212,11 @@ export interface NativeShadow {
   symlink(layer: string, target: string, path: string, uid: number, gid: number): Promise<void>;
   mkdir(layer: string, path: string, mode: number, uid: number, gid: number): Promise<void>;
   chmod(layer: string, path: string, mode: number): Promise<void>;
-  /** Drops the layer's own entry at path so the folder shows through (EXDEV under a deleted/opaque/moved directory). */
-  revert(layer: string, path: string): Promise<void>;
+  /**
+   * Drops the layer's own entry at path so the folder shows through (EXDEV under a deleted/opaque/moved directory;
+   * with `through`, only under a moved one: a deleted or emptied directory above merges again, hiding the rest).
+   */
+  revert(layer: string, path: string, through?: boolean): Promise<void>;
 }
 
 export interface NativeStat {

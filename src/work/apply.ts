@@ -357,6 +357,7 @@ async function applyBeneath(shadow: Shadow, root: Beneath, agent: string, opts: 
 
   const writes: Array<{ f: FileChange; side: Side | null; action: ApplyResult['applied'][number]['action'] }> = [];
   const give: string[] = []; // paths that leave the layer
+  const keptFolder = new Set<string>(); // of those, the ones the user kept their version of
   // A file the agent moved and then wrote names no origin any more, but its base is the folder
   // file it was copied from: one the layer deletes, found by its inode number (in the whole
   // layer, so that applying either half alone is seen as half of a move).
@@ -416,6 +417,7 @@ async function applyBeneath(shadow: Shadow, root: Beneath, agent: string, opts: 
     } else if (how === 'folder') {
       res.applied.push({ path: f.path, action: 'keep-folder' });
       give.push(f.path);
+      keptFolder.add(f.path);
     } else if (how === 'merged' && m && m.conflicts === 0) {
       writes.push({ f, side: { kind: 'file', mode: f.new!.mode, data: Buffer.from(m.merged) }, action: 'write' });
       give.push(f.path);
@@ -770,7 +772,8 @@ async function applyBeneath(shadow: Shadow, root: Beneath, agent: string, opts: 
         await layer.write(p, kept.data, { mode: perm });
         continue;
       }
-      await layer.revert(p);
+      // Yours kept where the agent deleted or emptied a directory above: the layer stops deleting it.
+      await layer.revert(p, { through: keptFolder.has(p) });
     } catch (err) {
       if (err instanceof ShadowError && err.code === 'CONFLICT') res.kept.push(p);
       else throw err;

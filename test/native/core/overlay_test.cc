@@ -442,6 +442,43 @@ TEST(a_moved_directory_whose_folder_original_went_away_has_no_attributes_but_sta
   CHECK(names.empty());
 }
 
+// The user keeps their version of a file the agent deleted with its directory (apply --keep):
+// the directory merges again, showing that file and nothing else of the folder's; under a
+// directory the agent emptied and refilled, the agent's own entries stay and one of its
+// directories named like the folder's still shows none of the folder's.
+TEST(revert_through_a_deleted_or_emptied_directory_shows_that_one_path_again) {
+  World w([](fake::FakeLower& f) {
+    project(f);
+    f.addDir("src/lib/deep");
+    f.addFile("src/lib/deep/d.js", "deep\n");
+    f.addFile("src/lib/deep/e.js", "e\n");
+  });
+  bool wasDir = false;
+  REQUIRE_OK(w.ov->remove("a", "src"));
+  CHECK_ERR(w.ov->revert("a", "src/lib/deep/d.js", &wasDir), EXDEV);
+  REQUIRE_OK(w.ov->revertThrough("a", "src/lib/deep/d.js", &wasDir));
+  CHECK_EQ(w.names(w.a, "src"), (Names{"lib"}));
+  CHECK_EQ(w.names(w.a, "src/lib"), (Names{"deep"}));
+  CHECK_EQ(w.names(w.a, "src/lib/deep"), (Names{"d.js"}));
+  CHECK_EQ(w.read(w.a, "src/lib/deep/d.js"), "deep\n");
+  // Emptied and refilled: rm -r src; mkdir -p src/lib; echo > src/new.js
+  std::vector<std::string> ps;
+  REQUIRE_OK(w.ov->reset("a", &ps));
+  REQUIRE_OK(w.ov->remove("a", "src"));
+  Attr at;
+  REQUIRE_OK(w.ov->mkdir(w.a, "src", 0755, kWho, &at));
+  REQUIRE_OK(w.ov->mkdir(w.a, "src/lib", 0755, kWho, &at));
+  REQUIRE_OK(w.create(w.a, "src/new.js", "new\n"));
+  REQUIRE_OK(w.ov->revertThrough("a", "src/a.js", &wasDir));
+  CHECK_EQ(w.names(w.a, "src"), (Names{"a.js", "lib", "new.js"}));
+  CHECK_EQ(w.names(w.a, "src/lib"), Names{});
+  CHECK_EQ(w.read(w.a, "src/a.js"), "a\n");
+  // Under a moved directory it is refused as before.
+  REQUIRE_OK(w.ov->reset("a", &ps));
+  REQUIRE_OK(w.ov->rename(w.a, "src", "moved", 0));
+  CHECK_ERR(w.ov->revertThrough("a", "moved/a.js", &wasDir), EXDEV);
+}
+
 TEST(reset_drops_every_change_of_the_layer) {
   World w(project);
   Attr at;
