@@ -542,6 +542,64 @@ describe('apply integrity: confined to the folder, destroys nothing it did not c
     });
   });
 
+  it('another agent moving what apply removes while it runs keeps the moved file and directory whole', async () => {
+    const lower = makeFolder('ai-move-during');
+    fs.writeFileSync(path.join(lower, 'victim'), 'precious\n');
+    fs.mkdirSync(path.join(lower, 'dir'));
+    fs.writeFileSync(path.join(lower, 'dir', 'f'), 'precious too\n');
+    await withAgent(lower, async (w, shadow, mp) => {
+      fs.rmSync(path.join(mp, 'victim'));
+      fs.rmSync(path.join(mp, 'dir'), { recursive: true });
+      fs.writeFileSync(path.join(mp, 'new.txt'), 'new\n');
+      await shadow.createLayer('b');
+      const view = await shadow.openView('b');
+      try {
+        let moved = false;
+        const r = await apply(w, {
+          beforeStep: (_rel, step) => {
+            // After apply's copies were taken, right before its first removal.
+            if (moved || step !== 'unlink') return;
+            moved = true;
+            fs.renameSync(path.join(view.mountPoint, 'victim'), path.join(view.mountPoint, 'g'));
+            fs.renameSync(path.join(view.mountPoint, 'dir'), path.join(view.mountPoint, 'dir2'));
+          },
+        });
+        assert.ok(moved);
+        assert.deepStrictEqual(r.conflicts, []);
+        assert.deepStrictEqual(listTree(lower), ['README.md', 'new.txt new']);
+        assert.deepStrictEqual(listTree(view.mountPoint), ['README.md', 'dir2/', 'dir2/f precious too', 'g precious', 'new.txt new']);
+      } finally {
+        await view.close();
+      }
+    });
+  });
+
+  it('a file edited in a directory the agent moved, and in a rotation of directories: applied without a conflict, the folder as the agent saw it', async () => {
+    const lower = makeFolder('ai-move-dir-edit');
+    for (const d of ['a', 'b', 'c']) {
+      fs.mkdirSync(path.join(lower, d));
+      fs.writeFileSync(path.join(lower, d, 'f'), `${d} f\n`);
+      fs.writeFileSync(path.join(lower, d, `${d}only`), `${d}\n`);
+    }
+    fs.mkdirSync(path.join(lower, 'lib'));
+    fs.writeFileSync(path.join(lower, 'lib', 'f'), 'f\n');
+    await new Promise((r) => setTimeout(r, 50));
+    await withAgent(lower, async (w, _shadow, mp) => {
+      fs.renameSync(path.join(mp, 'lib'), path.join(mp, 'A'));
+      fs.appendFileSync(path.join(mp, 'A', 'f'), 'edit\n');
+      fs.renameSync(path.join(mp, 'a'), path.join(mp, 't'));
+      fs.renameSync(path.join(mp, 'c'), path.join(mp, 'a'));
+      fs.renameSync(path.join(mp, 'b'), path.join(mp, 'c'));
+      fs.renameSync(path.join(mp, 't'), path.join(mp, 'b'));
+      fs.appendFileSync(path.join(mp, 'b', 'f'), 'edited in b (was a)\n');
+      const seen = listTree(mp);
+      const r = await apply(w);
+      assert.deepStrictEqual(r.conflicts, []);
+      assert.deepStrictEqual(listTree(lower), seen);
+      assert.deepStrictEqual(listTree(mp), seen);
+    });
+  });
+
   it('a directory the agent replaced by a link to a directory outside: nothing outside is removed; the link and its target are shown and confirmed', async () => {
     const lower = makeFolder('ai-w');
     const outside = makeOutside();

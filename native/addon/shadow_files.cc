@@ -379,7 +379,12 @@ Napi::Value Shadow::Revert(const Napi::CallbackInfo& info) {
     bool wasDir = false;
     int e = through ? ov_->revertThrough(layer, path, &wasDir) : ov_->revert(layer, path, &wasDir);
     if (e) return fail(e, "cannot give " + path + " back to the folder");
-    layerChanged(layer, {path}, wasDir);
+    // Through: directories above may have come back (deleted ones) or changed their listing.
+    std::vector<std::string> paths{path};
+    if (through)
+      for (size_t at = path.find('/'); at != std::string::npos; at = path.find('/', at + 1))
+        paths.push_back(path.substr(0, at));
+    layerChanged(layer, paths, wasDir);
     return ok();
   });
 }

@@ -228,9 +228,10 @@ Napi::Value Shadow::SetMask(const Napi::CallbackInfo& info) {
   });
 }
 
-// JS thread: keepMoved(paths: string[]) -> Promise<Array<{ layer, path }>>: the folder paths are
-// about to be changed by an apply; every layer's entries that read one of them from where an
-// agent moved them take their own copy first (Overlay::keepMoved).
+// JS thread: keepMoved(paths: string[]) -> Promise<{ kept: Array<{ layer, path }>, hold }>: the
+// folder paths are about to be changed by an apply; every layer's entries that read one of them
+// from where an agent moved them take their own copy first, and moves made until
+// releaseMoved(hold) do the same at once (Overlay::keepMoved).
 Napi::Value Shadow::KeepMoved(const Napi::CallbackInfo& info) {
   if (info.Length() < 1 || !info[0].IsArray()) return rejected(info.Env(), EINVAL, "keepMoved(paths)");
   std::vector<std::string> paths;
@@ -245,23 +246,35 @@ Napi::Value Shadow::KeepMoved(const Napi::CallbackInfo& info) {
   return enqueue(info.Env(), [this, paths] {  // worker thread
     if (!live()) return notMounted();
     auto kept = std::make_shared<std::vector<std::pair<std::string, std::string>>>();
-    int e = ov_->keepMoved(paths, kept.get());
+    uint64_t hold = 0;
+    int e = ov_->keepMoved(paths, kept.get(), &hold);
+    if (e) ov_->releaseMoved(hold);
     // What was kept is the same bytes under the same numbers: caches are dropped all the same.
     std::map<std::string, std::vector<std::string>> byLayer;
     for (const auto& [layer, path] : *kept) byLayer[layer].push_back(path);
     for (const auto& [layer, ps] : byLayer) layerChanged(layer, ps, false);
     if (e) return fail(e, "cannot keep what the layers moved before the folder changes");
-    return okValue([kept](Napi::Env env) -> Napi::Value {  // JS thread
-      Napi::Array out = Napi::Array::New(env, kept->size());
+    return okValue([kept, hold](Napi::Env env) -> Napi::Value {  // JS thread
+      Napi::Array list = Napi::Array::New(env, kept->size());
       for (size_t i = 0; i < kept->size(); ++i) {
         Napi::Object o = Napi::Object::New(env);
         o.Set("layer", (*kept)[i].first);
         o.Set("path", (*kept)[i].second);
-        out.Set(static_cast<uint32_t>(i), o);
+        list.Set(static_cast<uint32_t>(i), o);
       }
+      Napi::Object out = Napi::Object::New(env);
+      out.Set("kept", list);
+      out.Set("hold", static_cast<double>(hold));
       return out;
     });
   });
+}
+
+// JS thread: releaseMoved(hold) -> undefined: the apply that keepMoved held for is done.
+Napi::Value Shadow::ReleaseMoved(const Napi::CallbackInfo& info) {
+  if (ov_ && info.Length() >= 1 && info[0].IsNumber())
+    ov_->releaseMoved(static_cast<uint64_t>(info[0].As<Napi::Number>().Int64Value()));
+  return info.Env().Undefined();
 }
 
 // JS thread: guarded(paths: string[], links?: boolean[]) -> boolean[]: which of the normalised

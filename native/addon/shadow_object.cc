@@ -40,6 +40,7 @@ Napi::Function Shadow::Init(Napi::Env env) {
                       InstanceMethod("moveLayer", &Shadow::MoveLayer),
                       InstanceMethod("changes", &Shadow::Changes),
                       InstanceMethod("keepMoved", &Shadow::KeepMoved),
+                      InstanceMethod("releaseMoved", &Shadow::ReleaseMoved),
                       InstanceMethod("stats", &Shadow::Stats),
                       InstanceMethod("setMask", &Shadow::SetMask),
                       InstanceMethod("guarded", &Shadow::Guarded),

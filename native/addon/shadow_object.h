@@ -151,6 +151,7 @@ class Shadow : public Napi::ObjectWrap<Shadow> {
   Napi::Value SetMask(const Napi::CallbackInfo& info);
   Napi::Value Guarded(const Napi::CallbackInfo& info);
   Napi::Value KeepMoved(const Napi::CallbackInfo& info);
+  Napi::Value ReleaseMoved(const Napi::CallbackInfo& info);
   // shadow_audit.cc
   Napi::Value AuditRead(const Napi::CallbackInfo& info);
   Napi::Value AuditLoad(const Napi::CallbackInfo& info);

@@ -163,6 +163,14 @@ int Overlay::linkIn(Layer& L, const std::string& fromAsked, const std::string& t
                   Attr* out) {
   if (!L.writable) return EROFS;
   WriteLock lock(L.mu, LockRank::Layer);
+  int e = linkHeld(L, fromAsked, toAsked, out);
+  // A second name reads the folder's file from its first: an apply under way may remove that.
+  if (e == 0) e = keepHeld(L);
+  return e;
+}
+
+int Overlay::linkHeld(Layer& L, const std::string& fromAsked, const std::string& toAsked,
+                      Attr* out) {
   std::string fbuf, tbuf, respellAs;
   const std::string& from = canon(L, fromAsked, &fbuf);
   const std::string& to = canon(L, toAsked, &tbuf, &respellAs);
@@ -231,6 +239,14 @@ int Overlay::renameIn(Layer& L, const std::string& fromAsked, const std::string&
   if ((flags & kRenameNoReplace) && (flags & kRenameExchange)) return EINVAL;
   if (fromAsked.empty() || toAsked.empty()) return EBUSY;
   WriteLock lock(L.mu, LockRank::Layer);
+  int e = renameHeld(L, fromAsked, toAsked, flags);
+  // What was renamed reads the folder from its old place: an apply under way may change that.
+  if (e == 0) e = keepHeld(L);
+  return e;
+}
+
+int Overlay::renameHeld(Layer& L, const std::string& fromAsked, const std::string& toAsked,
+                        uint32_t flags) {
   std::string fbuf, tbuf, respellAs;
   const std::string& from = canon(L, fromAsked, &fbuf);
   const std::string& to = canon(L, toAsked, &tbuf, &respellAs);

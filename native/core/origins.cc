@@ -108,12 +108,45 @@ int Overlay::keepMovedIn(Layer& L, Node* n, const std::string& path, bool lv,
   return 0;
 }
 
+int Overlay::keepHeld(Layer& L) {
+  std::vector<std::string> held;
+  {
+    std::lock_guard<std::mutex> g(holdMu_);
+    if (holds_.empty()) return 0;
+    for (const auto& [id, paths] : holds_) held.insert(held.end(), paths.begin(), paths.end());
+  }
+  std::sort(held.begin(), held.end());
+  std::vector<Ref<Inode>> copy;
+  std::vector<std::string> paths;
+  if (int e = keepMovedIn(L, L.root.get(), std::string(), true, std::string(), held, &copy, &paths))
+    return e;
+  // Copied with the layer's lock held (rare: a move of what an apply is changing, while it
+  // runs), so no removal of the apply's comes between the move and the copy.
+  for (const auto& in : copy) {
+    if (int e = takeContent(in.get(), true)) return e;
+    MetaLock m(in->mmu(), LockRank::Meta);
+    in->clear(Inode::kHasBase | Inode::kBaseHashed);
+  }
+  return 0;
+}
+
+void Overlay::releaseMoved(uint64_t hold) {
+  std::lock_guard<std::mutex> g(holdMu_);
+  holds_.erase(hold);
+}
+
 int Overlay::keepMoved(const std::vector<std::string>& changing,
-                       std::vector<std::pair<std::string, std::string>>* kept) {
+                       std::vector<std::pair<std::string, std::string>>* kept, uint64_t* hold) {
   syncKernelWrites();
   std::vector<std::string> sorted;
   for (const std::string& p : changing) sorted.push_back(ignoreCase_ ? foldName(p) : p);
   std::sort(sorted.begin(), sorted.end());
+  if (hold) {
+    // Held before the layers are looked at: a move made after a layer's walk is kept by keepHeld.
+    std::lock_guard<std::mutex> g(holdMu_);
+    *hold = nextHold_++;
+    holds_[*hold] = sorted;
+  }
   std::vector<std::shared_ptr<Layer>> all;
   {
     ReadLock reg(mu_, LockRank::Registry);

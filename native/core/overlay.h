@@ -370,7 +370,11 @@ class Overlay {
   // error (the folder unreadable, no memory) leaves what was kept so far kept: the caller must
   // not change the folder then.
   int keepMoved(const std::vector<std::string>& changing,
-                std::vector<std::pair<std::string, std::string>>* kept);
+                std::vector<std::pair<std::string, std::string>>* kept, uint64_t* hold = nullptr);
+  // With `hold`, keepMoved also goes on keeping: a rename or link made in any layer until
+  // releaseMoved(*hold) that reads from those paths takes its copy at once (an agent may move
+  // an origin while the apply that changes it runs).
+  void releaseMoved(uint64_t hold);
   int stats(const std::string& layer, LayerStats* out);
   // Masked paths (mask.h): from now on the layer's agent sees no object of the folder or of
   // the layer at a path `globs` match, whichever way it asks (mounts, views, the reads above,
@@ -565,6 +569,11 @@ class Overlay {
                   const std::vector<std::string>& changing, std::vector<Ref<Inode>>* copy,
                   std::vector<std::string>* kept);
   bool changesReach(const std::vector<std::string>& changing, const std::string& low) const;
+  // After a rename or link in L (its lock held exclusively): keepMoved for the paths held.
+  int keepHeld(Layer& L);
+  std::mutex holdMu_;  // a leaf: held only to copy or change holds_
+  std::map<uint64_t, std::vector<std::string>> holds_;  // sorted, folded where names are
+  uint64_t nextHold_ = 1;
 
   // fs_ops_*.cc: the operations' work, on the layer the public ones resolved; the public ones
   // add the audit trail's entry (audit.h) when it succeeded.
@@ -581,6 +590,9 @@ class Overlay {
   int unlinkIn(Layer& L, const std::string& asked);
   int rmdirIn(Layer& L, const std::string& asked);
   int renameIn(Layer& L, const std::string& from, const std::string& to, uint32_t flags);
+  // Their work, with L's lock held exclusively by the caller.
+  int linkHeld(Layer& L, const std::string& from, const std::string& to, Attr* out);
+  int renameHeld(Layer& L, const std::string& from, const std::string& to, uint32_t flags);
   int setattrIn(Layer& L, const std::string& asked, Handle* h, uint32_t mask, const Attr& values,
                 Attr* out);
 

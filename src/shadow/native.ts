@@ -163,9 +163,12 @@ export interface NativeShadow {
   /**
    * The folder paths are about to be changed on purpose (an apply): every layer's entries that
    * read one of them (or what is under or above one) from where an agent moved or renamed them
-   * take their own copy first (native/core/origins.cc). Resolves to each entry that did.
+   * take their own copy first (native/core/origins.cc), and a move of them made before releaseMoved(hold) copies at
+   * once. Resolves to each entry that did, and the hold.
    */
-  keepMoved(paths: string[]): Promise<Array<{ layer: string; path: string }>>;
+  keepMoved(paths: string[]): Promise<{ kept: Array<{ layer: string; path: string }>; hold: number }>;
+  /** Ends what keepMoved's `hold` keeps doing: a move of those paths in any layer copying at once. */
+  releaseMoved(hold: number): void;
   stats(layer: string): Promise<LayerStats>;
   /** Masked paths of the layer (native/core/mask.h): an empty list masks nothing. Mounts showing it forget their caches. */
   setMask(layer: string, globs: string[]): Promise<void>;

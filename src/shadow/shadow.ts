@@ -403,12 +403,22 @@ export class Shadow {
   /**
    * The folder paths are about to be changed on purpose (an apply): what any layer reads from
    * there because its agent moved or renamed it (a change's `origin`) becomes the layer's own
-   * copy first, so no agent's work changes or disappears with the folder's. Resolves to each
-   * entry that took a copy.
+   * copy first, so no agent's work changes or disappears with the folder's; and until `release`
+   * is called, a move of those paths in any layer takes its copy at once (an agent may move one
+   * while the apply runs). Resolves to each entry that took a copy.
    */
-  async keepMoved(paths: string[]): Promise<Array<{ layer: string; path: string }>> {
-    if (!paths.length) return [];
-    return this.call('keep what agents moved before the folder changes', (n) => n.keepMoved(paths));
+  async keepMoved(paths: string[]): Promise<{ kept: Array<{ layer: string; path: string }>; release: () => void }> {
+    if (!paths.length) return { kept: [], release: () => undefined };
+    const r = await this.call('keep what agents moved before the folder changes', (n) => n.keepMoved(paths));
+    let released = false;
+    return {
+      kept: r.kept,
+      release: () => {
+        if (released) return;
+        released = true;
+        this.native?.releaseMoved(r.hold);
+      },
+    };
   }
 
   /** The time-slicing queue of the shared mount as it is now: who holds it, who waits behind whom. */

@@ -270,14 +270,22 @@ const CONFIRM = 'confirm it with allowTypeChanges (shadowfs apply --allow-type-c
 
 export async function applyLayer(shadow: Shadow, agent: string, opts: ApplyOptions = {}): Promise<ApplyResult> {
   const root = Beneath.open(shadow.folder);
+  const holds: Array<() => void> = []; // keepMoved's, until the folder is done with
   try {
-    return await applyBeneath(shadow, root, agent, opts);
+    return await applyBeneath(shadow, root, agent, opts, holds);
   } finally {
+    for (const release of holds) release();
     root.close();
   }
 }
 
-async function applyBeneath(shadow: Shadow, root: Beneath, agent: string, opts: ApplyOptions): Promise<ApplyResult> {
+async function applyBeneath(
+  shadow: Shadow,
+  root: Beneath,
+  agent: string,
+  opts: ApplyOptions,
+  holds: Array<() => void>,
+): Promise<ApplyResult> {
   const only = opts.paths?.map((p) => normalizeRelPath(p));
   const typeChanges: NonNullable<ApplyResult['typeChanges']> = [];
   const links: NonNullable<ApplyResult['links']> = [];
@@ -371,10 +379,27 @@ async function applyBeneath(shadow: Shadow, root: Beneath, agent: string, opts: 
         // gone meanwhile: nothing was moved from it
       }
   const movedAndWritten: Array<{ path: string; origin: string }> = [];
+  // Or, in a directory the agent moved, the file at the same place under the directory's origin.
+  const movedDirs = layerChanges
+    .filter((x) => x.type === 'directory' && x.origin !== undefined)
+    .sort((a, b) => b.path.length - a.path.length);
+  const sameInode = (rel: string, ino: number): boolean => {
+    try {
+      return fs.lstatSync(path.join(shadow.folder, rel)).ino === ino;
+    } catch {
+      return false;
+    }
+  };
   for (const x of layerChanges) {
     const base = opts.restoredBases?.get(x.path) ?? x.base;
-    const from = x.kind === 'added' && x.type === 'file' && x.origin === undefined && base ? deletedIno.get(base.ino) : undefined;
-    if (from !== undefined && unchangedSince(path.join(shadow.folder, from), base!, null))
+    if (x.type !== 'file' || x.origin !== undefined || !base || (x.kind !== 'added' && x.kind !== 'modified')) continue;
+    let from = x.kind === 'added' ? deletedIno.get(base.ino) : undefined;
+    if (from === undefined) {
+      const d = movedDirs.find((m) => under(x.path, m.path) && m.path !== x.path);
+      const there = d ? d.origin! + x.path.slice(d.path.length) : undefined;
+      if (there !== undefined && sameInode(there, base.ino)) from = there;
+    }
+    if (from !== undefined && unchangedSince(path.join(shadow.folder, from), base, null))
       movedAndWritten.push({ path: x.path, origin: from });
   }
   for (const f of c.files) {
@@ -383,7 +408,8 @@ async function applyBeneath(shadow: Shadow, root: Beneath, agent: string, opts: 
     let why: string | null = null;
     if (base) {
       // A file moved from a folder file still as the agent copied it: nothing of the user's is at stake at its new name.
-      const moved = f.old === null && movedAndWritten.some((m) => m.path === f.path);
+      // (or where the folder's file is one the agent replaces as it found it, in a rotation)
+      const moved = (f.old === null || !touchedAfter(abs, since)) && movedAndWritten.some((m) => m.path === f.path);
       if (!moved && !unchangedSince(abs, base, f.old)) why = 'the folder file changed since the agent copied it';
     } else if (f.old && touchedAfter(abs, since)) {
       why =
@@ -448,7 +474,8 @@ async function applyBeneath(shadow: Shadow, root: Beneath, agent: string, opts: 
   // the change without conflict, each directory in it removed by the change. Otherwise neither
   // it nor what would replace it is touched (never a recursive removal of the user's work).
   const deleting = new Set(writes.filter((w) => w.side === null).map((w) => w.f.path));
-  const removing = new Set(c.dirsRemoved.filter((d) => !heldBy(d)));
+  // A directory holding a file whose version you keep stays, as you asked: no conflict to say so.
+  const removing = new Set(c.dirsRemoved.filter((d) => !heldBy(d) && ![...keptFolder].some((k) => under(k, d))));
   const unaccounted = (d: string): string | null => {
     let names: fs.Dirent[];
     try {
@@ -591,13 +618,14 @@ async function applyBeneath(shadow: Shadow, root: Beneath, agent: string, opts: 
   //    apply changes, so no agent's work (this one's half-applied rename, another's) changes
   //    or disappears with the folder's. Should that fail, nothing in the folder has changed.
   const changing = [...new Set([...todo.map((w) => w.f.path), ...removing, ...dirsAdded.filter((d) => !isHeld(d))])];
-  await shadow.keepMoved(changing);
+  //    Until apply is done, an agent moving one of these paths meanwhile takes its copy at once.
+  holds.push((await shadow.keepMoved(changing)).release);
   for (const other of opts.neighbours?.() ?? []) {
     if (other === shadow || !other.mounted) continue;
     const theirs = translated(shadow.folder, other.folder, changing);
     if (!theirs.length) continue;
     try {
-      await other.keepMoved(theirs);
+      holds.push((await other.keepMoved(theirs)).release);
     } catch (err) {
       if (other.mounted) throw err; // unmounted meanwhile: its layers are gone with it
     }

@@ -428,6 +428,30 @@ TEST(keep_moved_copies_what_layers_read_from_a_changing_folder_path_and_only_tha
 
 // The user removes by hand what an agent moved: the moved directory shows only what the layer
 // holds, and asking for its extended attributes is no error (ls -l asks) but "none".
+// An agent moving what an apply is changing while that apply runs (keepMoved's hold): the move
+// takes its copy at once, until the hold is released.
+TEST(a_move_made_while_keep_moved_holds_copies_at_once) {
+  World w(project);
+  std::vector<std::pair<std::string, std::string>> kept;
+  uint64_t hold = 0;
+  REQUIRE_OK(w.ov->keepMoved({"src"}, &kept, &hold));
+  REQUIRE_OK(w.ov->rename(w.a, "src/a.js", "x.js", 0));
+  REQUIRE_OK(w.ov->rename(w.a, "src/lib", "lib2", 0));
+  w.lower->remove("src/a.js");
+  w.lower->remove("src/lib/util.js");
+  w.lower->remove("src/lib");
+  CHECK_EQ(w.read(w.a, "x.js"), "a\n");
+  CHECK_EQ(w.read(w.a, "lib2/util.js"), "util\n");
+  w.ov->releaseMoved(hold);
+  REQUIRE_OK(w.ov->rename(w.a, "src/b.js", "y.js", 0));
+  std::vector<Change> cs;
+  REQUIRE_OK(w.ov->changes("a", &cs));
+  std::vector<std::string> origins;
+  for (const Change& c : cs)
+    if (c.origin) origins.push_back(c.path + "<-" + *c.origin);
+  CHECK_EQ(origins, (Names{"y.js<-src/b.js"}));
+}
+
 TEST(a_moved_directory_whose_folder_original_went_away_has_no_attributes_but_stays) {
   World w(project);
   REQUIRE_OK(w.ov->rename(w.a, "src/lib", "lib2", 0));
