@@ -109,6 +109,7 @@ int Overlay::keepMovedIn(Layer& L, Node* n, const std::string& path, bool lv,
 }
 
 int Overlay::keepHeld(Layer& L) {
+  if (holdCount_.load(std::memory_order_acquire) == 0) return 0;  // no apply under way: the usual case
   std::vector<std::string> held;
   {
     std::lock_guard<std::mutex> g(holdMu_);
@@ -133,6 +134,7 @@ int Overlay::keepHeld(Layer& L) {
 void Overlay::releaseMoved(uint64_t hold) {
   std::lock_guard<std::mutex> g(holdMu_);
   holds_.erase(hold);
+  holdCount_.store(holds_.size(), std::memory_order_release);
 }
 
 int Overlay::keepMoved(const std::vector<std::string>& changing,
@@ -146,6 +148,7 @@ int Overlay::keepMoved(const std::vector<std::string>& changing,
     std::lock_guard<std::mutex> g(holdMu_);
     *hold = nextHold_++;
     holds_[*hold] = sorted;
+    holdCount_.store(holds_.size(), std::memory_order_release);
   }
   std::vector<std::shared_ptr<Layer>> all;
   {

@@ -572,6 +572,7 @@ class Overlay {
   // After a rename or link in L (its lock held exclusively): keepMoved for the paths held.
   int keepHeld(Layer& L);
   std::mutex holdMu_;  // a leaf: held only to copy or change holds_
+  std::atomic<size_t> holdCount_{0};  // holds_.size(), read without holdMu_ on every rename and link
   std::map<uint64_t, std::vector<std::string>> holds_;  // sorted, folded where names are
   uint64_t nextHold_ = 1;
 
