@@ -73,6 +73,9 @@ same_in_both=(
   lsp-latency    # likewise
   roundtrips     # every mount names its backend (fuse_ll's request counts; fuse_hl's caches)
   passthrough    # fuse_ll only, by name
+  uring          # fuse_ll only, by name; it also turns system-wide switches (enable_uring,
+                 # io_uring_disabled) on and off, which a second copy running in the other lane
+                 # would race with (pass 1's first test once found the ring refused mid-run)
   casefold       # fuse_hl by name, in both passes
 )
 # and the front ends whose subject is their protocol, not the mount beneath it (pass 1 runs them
