@@ -27,22 +27,20 @@ namespace shadowfs {
 
 // argv for fuse_session_new / fuse_new: the folder in the mount table, permission checks left
 // to the kernel, other users let in when asked, and -d when asked. Free with fuse_opt_free_args.
-// WinFsp takes its own options instead: files owned by the user who mounts (uid/gid -1), how
-// long Windows may cache file information (FileInfoTimeout, ms: 0, as fuse_hl caches nothing),
-// the volume label Explorer shows, and with `caseInsensitive` that names match in any case
-// (CaseInsensitiveSearch: Windows then looks names up ignoring case; the core does the same).
-// libfuse has no such option: `caseInsensitive` is not passed on Linux.
+// WinFsp takes its own options instead (src/dll/fuse/fuse.c, fsp_fuse_core_opts): files owned
+// by the user who mounts (uid/gid -1), how long Windows may cache file information
+// (FileInfoTimeout, ms: 0, as fuse_hl caches nothing) and the volume label Explorer shows.
+// Case-insensitive names are not an option there: init asks for them (FUSE_CAP_CASE_INSENSITIVE
+// in conn->want, fuse_hl.cc); WinFsp keeps an option it does not know and ignores it.
 // `maxRead` (Linux, 0: the kernel's default): the largest READ the kernel sends.
 inline struct fuse_args mountArgs(const std::string& lower, bool debug, bool allowOther = false,
-                                  bool caseInsensitive = false, unsigned maxRead = 0) {
+                                  unsigned maxRead = 0) {
 #if defined(_WIN32)
   (void)lower;
   (void)allowOther;
   (void)maxRead;
   std::string opts = "uid=-1,gid=-1,umask=022,FileInfoTimeout=0,volname=shadowfs";
-  if (caseInsensitive) opts += ",CaseInsensitiveSearch";
 #else
-  (void)caseInsensitive;
   std::string opts = "default_permissions,fsname=shadowfs:" + escapeOpt(lower) + ",subtype=shadowfs";
   if (allowOther) opts += ",allow_other";
   if (maxRead) opts += ",max_read=" + std::to_string(maxRead);

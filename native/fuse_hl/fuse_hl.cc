@@ -53,8 +53,10 @@ void* HLMount::opInit(struct fuse_conn_info* conn, struct fuse_config* cfg) {
   // Locks stay in the kernel (local to this machine), as with fuse_ll.
   conn->want &= ~(FUSE_CAP_POSIX_LOCKS | FUSE_CAP_FLOCK_LOCKS);
 #else
-  // Case-insensitive names (MountOptions::caseInsensitive): WinFsp learns it here as well as
-  // from CaseInsensitiveSearch in the mount arguments.
+  // Case-insensitive names (MountOptions::caseInsensitive): WinFsp learns it only here
+  // (fsp_fuse_loop_start reads conn->want). It reads nothing back from cfg: the settings above
+  // are libfuse's; WinFsp numbers files by st_ino and removes names at once on its own, and its
+  // cache time is the FileInfoTimeout mount option (mountArgs).
   auto* m = static_cast<HLMount*>(fuse_get_context()->private_data);
   if (m->opts_.caseInsensitive) conn->want |= FUSE_CAP_CASE_INSENSITIVE;
 #endif
@@ -503,7 +505,7 @@ const struct fuse_operations kOps = [] {
 
 
 int HLMount::start(int* err, std::string* message) {
-  struct fuse_args args = mountArgs(lower_, opts_.debug, opts_.allowOther, opts_.caseInsensitive);
+  struct fuse_args args = mountArgs(lower_, opts_.debug, opts_.allowOther);
   f_ = fuse_new(&args, &kOps, sizeof kOps, this);
   fuse_opt_free_args(&args);
   if (!f_) {

@@ -104,7 +104,7 @@ std::vector<std::pair<std::string, uint64_t>> LLMount::requestCounts() const {
 }  // namespace ll
 
 int ll::LLMount::start(int* err, std::string* message) {
-  struct fuse_args args = mountArgs(lowerPath_, opts_.debug, opts_.allowOther, false, kMaxRead);
+  struct fuse_args args = mountArgs(lowerPath_, opts_.debug, opts_.allowOther, kMaxRead);
   // libfuse mounts (through fusermount3 when not root) and unmounts; its request loop never
   // runs, so its handler table stays empty: the requests are read in dev_loop.cc.
   static const struct fuse_lowlevel_ops kNoOps = {};

@@ -1,9 +1,10 @@
 // The native module built for Windows (npm run build:win, MinGW) on a Windows node.exe under
 // wine: it loads without WinFsp and says WINFSP_MISSING with what to install; it loads in a host
 // that is not called node.exe (the delay-load hook, as VS Code's Code.exe needs); and it finds
-// WinFsp through the registry and resolves its FUSE3 entry points by name. For that last part a
-// stand-in winfsp-x64.dll (test/native/win32/winfsp_standin.cc, exports only) is put where the
-// registry points: a loader test. WinFsp's driver cannot run under wine, so nothing here mounts.
+// WinFsp through the registry and resolves its FUSE3 entry points by name. For that last part
+// the test double of WinFsp's FUSE3 layer (test/native/win32/winfsp_standin.cc, written from
+// WinFsp's sources; it exports the fsp_fuse3_* names only) is put where the registry points.
+// WinFsp's driver cannot run under wine, so nothing here mounts.
 import * as assert from 'assert';
 import { spawnSync } from 'child_process';
 import * as fs from 'fs';
@@ -72,7 +73,7 @@ describe('the native module built for Windows, on node.exe under wine (loads; Wi
     }
   });
 
-  it('finds WinFsp through the registry and resolves its FUSE3 entry points; a DLL lacking one is reported (stand-in DLL: a loader test)', () => {
+  it('finds WinFsp through the registry and resolves its FUSE3 entry points; a DLL lacking one is reported (the FUSE3 double: a loader test)', () => {
     const probe = `const m = require(${JSON.stringify(moduleFile)}); console.log(JSON.stringify(m.winfsp()))`;
     try {
       reg('add', KEY, '/v', 'InstallDir', '/t', 'REG_SZ', '/d', `${standin('full')}\\`, '/f');
@@ -80,7 +81,7 @@ describe('the native module built for Windows, on node.exe under wine (loads; Wi
       assert.strictEqual(full.available, true, JSON.stringify(full));
       assert.strictEqual(full.version, '2.0.99.7', "the version from the DLL's version resource");
       assert.strictEqual(path.normalize(full.dll).toLowerCase(), path.join(standin('full'), 'bin', 'winfsp-x64.dll').toLowerCase());
-      // This stand-in exports the FUSE3 names only: what it lacks is WinFsp's native API, nothing else.
+      // The double exports the FUSE3 names only: what it lacks is WinFsp's native API, nothing else.
       assert.ok(full.missing.length > 0 && full.missing.every((n) => n.startsWith('Fsp')), JSON.stringify(full.missing));
       assert.ok(full.resolved.includes('fsp_fuse3_new') && full.resolved.includes('fsp_fuse3_loop_mt_31'));
       // doctor reports it so, with the DLL's version, and the module with its backend.
