@@ -13,7 +13,7 @@
 // Besides the shared mount, a view of the agent "victim" is open, and "victim" (on A) and
 // "other" (on B) have layers holding one file each, which no case may change.
 import * as assert from 'assert';
-import { execFileSync } from 'child_process';
+import { execFileSync, spawnSync } from 'child_process';
 import * as fs from 'fs';
 import * as inspector from 'inspector';
 import * as path from 'path';
@@ -68,6 +68,8 @@ export interface Outcome {
   otherLayer: string;
   /** Processes carrying the marker once the run returned. */
   survivors: number[];
+  /** What Command.user printed, and its exit status. */
+  user?: { status: number | null; stdout: string; stderr: string };
   /** The daemon's inspector (a SIGUSR1 opens one). */
   inspector: string | null;
 }
@@ -81,6 +83,12 @@ export interface Command {
   runId?: string;
   /** Fake tools (unshare, sh, mount, ...) and the preload library in the agent's layer, in .tools. */
   tools?: boolean;
+  /**
+   * sh text the daemon's user runs after the run, outside any confinement, in the shared mount
+   * with the agent's layer active (as `shadowfs use agent` then the user's own tools would):
+   * what the agent left for the user's programs to follow. Its output is Outcome.user.
+   */
+  user?: string;
 }
 
 export interface EscapeCase {
@@ -385,6 +393,36 @@ export const CASES: EscapeCase[] = [
     check: (o) => assertLines(o, ['// agent'], "the writes through the links landed in the agent's layer"),
   },
   {
+    name: 'links-for-the-user',
+    tries:
+      "symbolic links to A's real path (which the run sees as the shadow), through /proc, climbing above the shadow and back, and to A's parent, left for the user's own programs in the mount to write through",
+    command: (w) => ({
+      shell: script(
+        `cd ${q(w.lower)}`,
+        `ln -s ${q(path.join(w.lower, 'src/math.js'))} lnk-file`,
+        `ln -s ${q(path.join(w.lower, 'src'))} lnk-dir`,
+        `ln -s ${q(`../${path.basename(w.lower)}/src/math.js`)} lnk-climb`,
+        attempt('link through /proc', `ln -s ${q(`/proc/1/root${w.lower}/src/math.js`)} lnk-proc`),
+        attempt('link to the folder above A', `ln -s ${q(path.dirname(w.lower))} lnk-parent`),
+        attempt('link to /', 'ln -s / lnk-root'),
+        'readlink lnk-file lnk-dir lnk-climb',
+      ),
+      user: [
+        'for l in lnk-file lnk-dir lnk-climb; do test -L "$l" || echo "missing $l"; done',
+        'echo "// user 1" >> lnk-file',
+        'echo "// user 2" >> lnk-dir/math.js',
+        'echo "// user 3" >> lnk-climb',
+        'tail -3 src/math.js',
+      ].join('\n'),
+    }),
+    check: (o, w) => {
+      assert.ok(!fs.readFileSync(path.join(w.lower, 'src', 'math.js'), 'utf8').includes('// user'), "the user's writes reached A");
+      assert.deepStrictEqual(o.user?.stdout.trim().split('\n'), ['// user 1', '// user 2', '// user 3'], JSON.stringify(o.user));
+      // Stored so that they lead to the same place from the mount as from the run: inside the shadow.
+      assertLines(o, ['src/math.js', 'src', 'src/math.js'], 'the links as stored');
+    },
+  },
+  {
     name: 'git-control-files',
     tries:
       "makes a repository in the shadow (a .git directory, a .git file, one moved into place, a symlink) for the user's own git in the mount to obey (test/git-guard.test.ts plants config and hooks in a real one)",
@@ -636,6 +674,11 @@ export async function runCase(w: World, name: string): Promise<Outcome> {
       out.error = { code: e.code ?? 'unknown', message: e.message ?? String(err) };
     }
     out.survivors = processesWith(w.marker);
+    if (cmd.user !== undefined) {
+      await s.activate('agent');
+      const u = spawnSync('sh', ['-c', cmd.user], { cwd: s.mountPoint, encoding: 'utf8', timeout: 60_000 });
+      out.user = { status: u.status, stdout: u.stdout, stderr: u.stderr };
+    }
     out.inspector = inspector.url() ?? null;
     if (out.inspector) inspector.close();
     out.victimLayer = (await s.layer('victim').readFile('victim.txt')).toString();

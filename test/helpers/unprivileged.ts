@@ -107,6 +107,8 @@ export async function asNobody(argv: string[], opts: AsNobodyOptions = {}): Prom
       TMPDIR: home,
       XDG_RUNTIME_DIR: home,
       ...(process.env.SHADOWFS_BACKEND ? { SHADOWFS_BACKEND: process.env.SHADOWFS_BACKEND } : {}),
+      // A run against another build of the native module uses it as nobody too.
+      ...(process.env.SHADOWFS_NATIVE_MODULE ? { SHADOWFS_NATIVE_MODULE: process.env.SHADOWFS_NATIVE_MODULE } : {}),
       ...opts.env,
     },
   });
