@@ -23,6 +23,17 @@ int Overlay::getattr(Layer* view, const std::string& asked, Attr* out) {
   return 0;
 }
 
+bool Overlay::mergesFolderDirAt(Layer* view, const std::string& asked) {
+  SFS_AT(view);
+  ReadLock lock(L.mu, LockRank::Layer);
+  std::string cbuf;
+  const std::string& path = canon(L, asked, &cbuf);
+  Res r;
+  if (resolve(L, path, &r)) return false;
+  if (!r.node) return r.lowerAttr.type == FileType::Directory && r.low == path;
+  return r.node->dir() && !r.node->opaque() && r.lv && r.low == path;
+}
+
 int Overlay::readlink(Layer* view, const std::string& asked, std::string* out) {
   SFS_AT(view);
   ReadLock lock(L.mu, LockRank::Layer);

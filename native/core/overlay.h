@@ -190,6 +190,11 @@ class Overlay {
   // --- File-system operations (backend threads). Paths are normalised, "" is the root. ---
   // A component longer than kNameMax is ENAMETOOLONG, as from a real file system.
   int getattr(Layer* view, const std::string& path, Attr* out);
+  // Whether the directory at `path` merges the folder's directory of the same path, if the
+  // folder has one (so a watch on that folder directory reports every change to what it
+  // shows): false for an opaque directory, one renamed from elsewhere (it reads its origin) or
+  // under one, and anything that is not a directory.
+  bool mergesFolderDirAt(Layer* view, const std::string& path);
   int readdir(Layer* view, const std::string& path, std::vector<DirEntry>* out);
   int readlink(Layer* view, const std::string& path, std::string* out);
   int mknod(Layer* view, const std::string& path, FileType type, uint32_t perm, uint64_t rdev,

@@ -38,9 +38,11 @@ void* HLMount::opInit(struct fuse_conn_info* conn, struct fuse_config* cfg) {
   cfg->entry_timeout = 0;
   cfg->attr_timeout = 0;
 #else
+  // A day where the folder watcher covers the folder, the mount's own otherwise (start(),
+  // hl_cache.cc says what keeps that right).
   auto* self = static_cast<HLMount*>(fuse_get_context()->private_data);
-  cfg->entry_timeout = self->opts_.entryTimeout;
-  cfg->attr_timeout = self->opts_.attrTimeout;
+  cfg->entry_timeout = self->kernelEntryTimeout_;
+  cfg->attr_timeout = self->kernelAttrTimeout_;
 #endif
   cfg->negative_timeout = 0;
   cfg->kernel_cache = 0;
@@ -94,8 +96,9 @@ int HLMount::opGetattr(const char* path, StatT* st, struct fuse_file_info* fi) {
   // Lookups arrive here too; the core answers ENAMETOOLONG for an over-long name.
   if (int e = m->ov_->getattr(m->view_, rel(path), &a)) return -e;
 #if !defined(_WIN32)
-  if (a.type == FileType::Directory) m->watchDir(rel(path));
+  if (a.type == FileType::Directory) m->watchDir(rel(path), a.ino);
   m->noteLinked(rel(path), a);
+  m->noteShown(rel(path));
 #endif
   toStat(a, st);
   return 0;
@@ -172,6 +175,8 @@ int HLMount::opRename(const char* from, const char* to, unsigned int flags) {
   Attr victim;  // replaced (or exchanged): its other names' link count and ctime change
   const bool hadVictim = track && m->ov_->getattr(m->view_, rel(to), &victim) == 0;
   if (int e = m->ov_->rename(m->view_, rel(from), rel(to), flags)) return -e;
+  m->renamedHere(rel(to));
+  if (flags & kRenameExchange) m->renamedHere(rel(from));
   if (!track) return 0;
   if (hadVictim) m->invalidateSoon(m->linkedNames(victim, rel(to)));
   // Names noted under `from` now live under `to` (and the other way round for an exchange).
@@ -531,7 +536,14 @@ int HLMount::start(int* err, std::string* message) {
         if (!paths.empty()) invalidatePaths(paths);
       },
       &werr);
-  watchDir(std::string());
+  // With a watcher the kernel may keep names and attributes for a day: edits in the folder are
+  // pushed, switches and API writes invalidate, and directories no watch covers are swept at
+  // the mount's own timeout (sweepUncovered). Without one, the mount's own timeouts.
+  const bool watching = watcher_ != nullptr;
+  kernelEntryTimeout_ = watching && opts_.entryTimeout > 0 ? kCoveredTimeout : opts_.entryTimeout;
+  kernelAttrTimeout_ = watching && opts_.attrTimeout > 0 ? kCoveredTimeout : opts_.attrTimeout;
+  Attr root;
+  watchDir(std::string(), ov_->getattr(view_, std::string(), &root) == 0 ? root.ino : 0);
   invalidator_ = std::thread([this] { invalidatorLoop(); });
 #endif
   startLoop([this] { fuse_loop_mt(f_, 0); });

@@ -1,21 +1,33 @@
 // The portable backend's side of kernel caching, on Linux (fuse_hl.cc serves the requests).
 //
-// Caching (Linux, libfuse): the kernel keeps names for the mount's entry timeout
-// (cacheTimeout), and we tell it what to drop when something changes behind its back: edits in
-// the folder (an inotify watch on every directory of A a request has seen), API writes and layer
-// switches. The high-level API gives no node ids to invalidate, so fuse_invalidate_path drops a
-// path's attributes (and a directory's listing), and a name that is gone is dropped through its
-// first component: an entry invalidation in the root, whose node id is the one we know, drops
-// every name the kernel has under it. Negative names stay uncached (libfuse cannot reach them).
+// Caching (Linux, libfuse): with a folder watcher the kernel keeps names and attributes for a
+// day (as fuse_ll does for what its watcher covers), and we tell it what to drop when something
+// changes behind its back: edits in the folder (an inotify watch on every directory of A a
+// request has seen), API writes and layer switches. The high-level API gives no node ids to
+// invalidate, so fuse_invalidate_path drops a path's attributes (and a directory's listing), and
+// a name that is gone is dropped through its first component: an entry invalidation in the
+// root, whose node id is the one we know, drops every name the kernel has under it. Negative
+// names stay uncached (libfuse cannot reach them).
+//
+// Its timeouts are one setting for the whole mount, so what no watch covers is swept instead,
+// every cacheTimeout (the mount's own timeout, which fuse_ll gives such names): a directory
+// that does not merge the folder's directory of its own path (only a layer has it, it is
+// opaque, or it was renamed and reads its origin), one the system had no watch left for, and a
+// file renamed through the mount that still reads the folder's object under its old name. A
+// sweep drops such a directory's attributes, listing and names (those gone since the names were
+// noted through their first component); a directory renamed through the mount first drops
+// every name under it once, since the kernel moved them there unseen. A watched directory that
+// is removed or made anew in the folder is dropped with every name under it and watched again
+// when next shown.
 //
 // File pages: an open lets the kernel keep what it cached of the file (keep_cache) only when
 // the open finds the same object, size, mtime and ctime as the last open of that path through
 // this mount did; any write, truncation, chmod or utimens changes the ctime, which no program
 // can set back. The notes are dropped with every invalidation of their path, and all of them at
 // a layer switch, so the first open of each file after a switch drops its pages. A note lasts
-// the mount's attribute timeout at most: a folder file changed with nothing to show for it
+// the kernel's attribute timeout at most: a folder file changed with nothing to show for it
 // (stores into a shared mmap page that was already dirty move neither mtime nor ctime) shows
-// its new bytes to the first open after that, as its attributes would. The pages of
+// its new bytes to the first open after that, as its attributes would (docs/limits.md). The pages of
 // a path whose object changed while the kernel held them are dropped by the invalidation
 // itself (fuse_invalidate_path: attributes and every page of the file).
 //
@@ -38,11 +50,127 @@
 namespace shadowfs {
 namespace fuse_hl_detail {
 
-void HLMount::watchDir(const std::string& dir) {
+void HLMount::watchDir(const std::string& dir, uint64_t ino) {
   if (!watcher_) return;
+  {
+    std::lock_guard lock(watchMu_);
+    if (watched_.count(dir)) return;
+  }
+  // A watch on the folder's directory of the same path reports what this one shows only when
+  // the layer merges exactly that directory here (not a renamed, opaque or layer-only one).
+  const bool merges = ov_->mergesFolderDirAt(view_, dir);
   std::lock_guard lock(watchMu_);
-  auto [it, added] = watched_.emplace(dir, 0);
-  if (added && watcher_->watch(dir, &it->second) != 0) it->second = 0;
+  auto [it, added] = watched_.emplace(dir, Watched{});
+  if (!added) return;
+  it->second.ino = ino;
+  if (merges && watcher_->watch(dir, &it->second.token) == 0) return;
+  it->second.token = 0;
+  // Shown just now, before any name under it: the names the kernel learns from here on are
+  // noted (noteShown).
+  if (uncovered_.size() < kMaxUncovered) uncovered_.emplace(dir, Uncovered{});
+  else uncoveredOverflowed_ = true;
+  anyUncovered_.store(true, std::memory_order_relaxed);
+}
+
+void HLMount::renamedHere(const std::string& to) {
+  if (!watcher_) return;
+  Attr a;
+  if (ov_->getattr(view_, to, &a) != 0) return;
+  if (a.type == FileType::Directory) {
+    std::lock_guard lock(watchMu_);
+    auto w = watched_.find(to);
+    if (w != watched_.end() && w->second.token) watcher_->unwatch(w->second.token);
+    watched_[to] = Watched{0, a.ino};
+    if (uncovered_.size() < kMaxUncovered) uncovered_[to].unknown = true;
+    else uncoveredOverflowed_ = true;
+    anyUncovered_.store(true, std::memory_order_relaxed);
+  } else if (!a.layerObject) {
+    std::lock_guard lock(watchMu_);
+    if (renamedFiles_.size() < kMaxUncovered) renamedFiles_.insert(to);
+    else uncoveredOverflowed_ = true;
+    anyUncovered_.store(true, std::memory_order_relaxed);
+  }
+}
+
+void HLMount::noteShown(const std::string& path) {
+  if (path.empty()) return;
+  const size_t slash = path.rfind('/');
+  if (slash == std::string::npos) {
+    std::lock_guard lock(watchMu_);
+    if (tops_.size() < kMaxTops) tops_.insert(path);  // past it, an overflow misses the rest
+  }
+  if (!anyUncovered_.load(std::memory_order_relaxed)) return;
+  const std::string parent = slash == std::string::npos ? std::string() : path.substr(0, slash);
+  std::lock_guard lock(watchMu_);
+  auto u = uncovered_.find(parent);
+  if (u != uncovered_.end()) u->second.names.insert(path.substr(slash == std::string::npos ? 0 : slash + 1));
+}
+
+void HLMount::sweepUncovered() {
+  std::vector<std::pair<std::string, Uncovered>> dirs;
+  std::vector<std::string> files;
+  bool everything = false;
+  {
+    std::lock_guard lock(watchMu_);
+    everything = uncoveredOverflowed_;
+    for (const auto& [d, u] : uncovered_) dirs.emplace_back(d, u);
+    files.assign(renamedFiles_.begin(), renamedFiles_.end());
+  }
+  // More uncovered directories than are kept: every name goes, as the mount's timeout would.
+  if (everything) return invalidateAll();
+  std::vector<std::string> paths, subtrees;
+  for (const std::string& f : files) {
+    Attr a;
+    if (ov_->getattr(view_, f, &a) == 0 && !a.layerObject && a.type != FileType::Directory) {
+      paths.push_back(f);
+      continue;
+    }
+    paths.push_back(f);  // once more: gone, or the layer's own now
+    std::lock_guard lock(watchMu_);
+    renamedFiles_.erase(f);
+  }
+  for (auto& [d, u] : dirs) {
+    const std::set<std::string>& before = u.names;
+    if (u.unknown) subtrees.push_back(d);
+    bool watchedNow = false;
+    // The folder may have it now, or the OS watches to spare.
+    if (!u.unknown && ov_->mergesFolderDirAt(view_, d)) {
+      std::lock_guard lock(watchMu_);
+      auto w = watched_.find(d);
+      if (w != watched_.end() && w->second.token == 0 && watcher_->watch(d, &w->second.token) == 0) {
+        uncovered_.erase(d);
+        watchedNow = true;
+      }
+    }
+    std::vector<std::string> names;
+    DirStream s;
+    if (ov_->list(view_, d, &s) == 0) {
+      for (size_t i = 2; i < s.count(); ++i) {
+        const char* name;
+        uint64_t ino;
+        FileType type;
+        s.at(i, &name, &ino, &type);
+        names.emplace_back(name);
+      }
+    }
+    paths.push_back(d);
+    std::set<std::string> now(names.begin(), names.end());
+    for (const std::string& n : names) paths.push_back(joinPath(d, n));
+    std::vector<std::string> gone;
+    for (const std::string& n : before)
+      if (!now.count(n)) gone.push_back(n);
+    for (const std::string& n : gone) paths.push_back(joinPath(d, n));  // dropped by name
+    if (!watchedNow) {
+      std::lock_guard lock(watchMu_);
+      auto it = uncovered_.find(d);
+      if (it != uncovered_.end()) {
+        for (const std::string& n : gone) it->second.names.erase(n);
+        if (u.unknown) it->second.unknown = false;  // dropped below: from now on, noted
+      }
+    }
+  }
+  if (!paths.empty()) forgetPaths(paths, false);
+  if (!subtrees.empty()) forgetPaths(subtrees, true);
 }
 
 bool HLMount::keepPages(const std::string& path, const Attr& a) {
@@ -52,7 +180,7 @@ bool HLMount::keepPages(const std::string& path, const Attr& a) {
   const auto now = std::chrono::steady_clock::now();
   const bool same = o.ino == a.ino && o.ino != 0 && o.size == a.size && o.mtime == a.mtime &&
                     o.ctime == a.ctime &&
-                    now - o.since < std::chrono::duration<double>(opts_.attrTimeout);
+                    now - o.since < std::chrono::duration<double>(kernelAttrTimeout_);
   if (!same) o.since = now;
   o.ino = a.ino;
   o.size = a.size;
@@ -84,7 +212,20 @@ void HLMount::forgetPaths(const std::vector<std::string>& paths, bool allNames) 
     dirs.insert(parent);
     Attr a;
     const bool gone = ov_->getattr(view_, p, &a) != 0;
-    if (allNames || gone) tops.insert(std::string(comps.front()));
+    // A watched directory that is gone or another object now (removed and made again in the
+    // folder): the names the kernel has under it go, and it is watched again when next shown.
+    bool replaced = false;
+    if (watcher_) {
+      std::lock_guard lock(watchMu_);
+      auto w = watched_.find(p);
+      if (w != watched_.end() && (gone || w->second.ino != a.ino)) {
+        if (w->second.token) watcher_->unwatch(w->second.token);
+        uncovered_.erase(p);
+        watched_.erase(w);
+        replaced = true;
+      }
+    }
+    if (allNames || gone || replaced) tops.insert(std::string(comps.front()));
     // A folder file's other hard-link names changed with it (inotify reports only this one).
     if (!gone)
       for (std::string& other : linkedNames(a, p)) dirs.insert(std::move(other));
@@ -139,10 +280,25 @@ void HLMount::invalidateSoon(std::vector<std::string> paths) {
 // On the invalidator thread: batches of paths, each dropped with fuse_invalidate_path (ENOENT:
 // the kernel holds nothing there).
 void HLMount::invalidatorLoop() {
+  // Sweeps only while the kernel keeps what the watcher covers for a day.
+  const bool sweeping = kernelEntryTimeout_ > opts_.entryTimeout;
+  const auto every = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+      std::chrono::duration<double>(std::max(opts_.entryTimeout, 0.05)));
+  auto next = std::chrono::steady_clock::now() + every;
   std::unique_lock lock(invalMu_);
   for (;;) {
-    invalCv_.wait(lock, [&] { return invalStop_ || !invalQueue_.empty(); });
+    auto ready = [&] { return invalStop_ || !invalQueue_.empty(); };
+    if (sweeping) invalCv_.wait_until(lock, next, ready);
+    else invalCv_.wait(lock, ready);
     if (invalStop_) return;
+    if (invalQueue_.empty()) {
+      if (std::chrono::steady_clock::now() < next) continue;  // woken early, nothing asked
+      lock.unlock();
+      sweepUncovered();
+      lock.lock();
+      next = std::chrono::steady_clock::now() + every;
+      continue;
+    }
     std::vector<std::string> batch;
     batch.swap(invalQueue_);
     const uint64_t upTo = invalAsked_;
@@ -172,10 +328,13 @@ void HLMount::invalidateForSwitch(const std::vector<std::string>& paths) {
 }
 
 void HLMount::invalidateAll() {
-  // Every name in the root now, and the root itself; a first component that is gone from
-  // both keeps its names until the timeout.
+  // Every name in the root now, every first name a request showed, and the root itself.
   DirStream d;
   std::vector<std::string> paths{std::string()};
+  {
+    std::lock_guard lock(watchMu_);
+    paths.insert(paths.end(), tops_.begin(), tops_.end());
+  }
   if (ov_->list(view_, std::string(), &d) == 0) {
     for (size_t i = 2; i < d.count(); ++i) {
       const char* name;

@@ -196,9 +196,24 @@ class HLMount final : public LoopedMount {
   // listings); for a path that no longer names anything here, or every path when `allNames`,
   // the names under its first component (see the top of the file).
   void forgetPaths(const std::vector<std::string>& paths, bool allNames);
-  // Watches directory `rel` of A from the first request that shows it (once; a directory only
-  // a layer has, or one the OS has no watch left for, relies on the timeout).
-  void watchDir(const std::string& rel);
+  // Watches directory `rel` of A from the first request that shows it (`ino`: the object it
+  // showed). Once per directory: one that is replaced (removed, or made anew) is watched again
+  // from the next request after its invalidation. A directory no watch covers (only a layer has
+  // it, a layer redirects it, or the OS has no watch left) is swept instead (sweepUncovered).
+  void watchDir(const std::string& rel, uint64_t ino);
+  // On a loop thread, for every name a request showed: the first names under the root (an
+  // overflow of the watcher drops them all, those gone from both the layer and the folder
+  // included) and the names in uncovered directories (a sweep drops those gone since).
+  void noteShown(const std::string& rel);
+  // On the invalidator thread, every opts_.entryTimeout while the kernel's timeouts are a day:
+  // the uncovered directories' attributes, listings and names (those gone since the last sweep
+  // through their first component), as the mount's own timeout would have expired them.
+  void sweepUncovered();
+  // On a loop thread, after a rename through the mount put something at `to`: a directory
+  // moved there reads its origin, and the kernel keeps the names it had under the old name, so
+  // it is uncovered with its names unknown (the first sweep drops them); a file that reads the
+  // folder's object is swept until it is the layer's own.
+  void renamedHere(const std::string& to);
   // Hard links (see the top of the file). noteLinked: on a loop thread, for every lookup's and
   // getattr's answer. linkedNames: every name noted for the object `a` but `except`.
   // changedLinked: on a loop thread, after a request changed the object at `path` (or open as
@@ -220,8 +235,30 @@ class HLMount final : public LoopedMount {
   uint64_t invalAsked_ = 0, invalDone_ = 0;
   bool invalStop_ = false;
   std::thread invalidator_;
+  // Guards watched_, uncovered_ and tops_; taken before the watcher's own lock, never with
+  // another of ours.
   std::mutex watchMu_;
-  std::unordered_map<std::string, FolderWatcher::Token> watched_;  // 0: tried, not watched
+  struct Watched {
+    FolderWatcher::Token token = 0;  // 0: tried, not watched
+    uint64_t ino = 0;                // the directory's object when it was watched
+  };
+  std::unordered_map<std::string, Watched> watched_;
+  // dir -> the names under it the kernel may hold (every name a request showed since the
+  // directory was first shown, less those a sweep found gone)
+  struct Uncovered {
+    std::set<std::string> names;
+    bool unknown = false;  // renamed here: the kernel may hold names under it nobody noted
+  };
+  std::unordered_map<std::string, Uncovered> uncovered_;
+  std::atomic<bool> anyUncovered_{false};
+  // Files renamed here that still read the folder's object at their old name, which nothing
+  // watches under the new one: their attributes and pages go at every sweep until they are
+  // the layer's own.
+  std::set<std::string> renamedFiles_;
+  std::set<std::string> tops_;
+  static constexpr size_t kMaxUncovered = size_t{1} << 16;  // past it a sweep drops every name
+  static constexpr size_t kMaxTops = size_t{1} << 16;
+  bool uncoveredOverflowed_ = false;
   // Pages kept across opens (see the top of hl_cache.cc). keepPages: on a loop thread, for
   // every open and create: whether the kernel may keep the file's cached pages, and it notes
   // what this open saw. The notes go with invalidations: a path's own, all of them at a switch;
@@ -237,6 +274,10 @@ class HLMount final : public LoopedMount {
   std::mutex openedMu_;  // a leaf: nothing else is taken while it is held
   std::unordered_map<std::string, Opened> opened_;
 #endif
+
+  // The kernel's timeouts (opInit), set by start() before the loop and the invalidator run.
+  static constexpr double kCoveredTimeout = 24 * 3600.0;
+  double kernelEntryTimeout_ = 0, kernelAttrTimeout_ = 0;
 
   std::shared_ptr<Overlay> ov_;
   Layer* view_;  // pinned layer of a view, or null: the active layer

@@ -976,3 +976,26 @@ TEST(move_layer_hands_every_change_over_and_empties_the_source) {
   CHECK_ERR(w.ov->moveLayer("a", "a", &paths), EINVAL);
   CHECK_ERR(w.ov->moveLayer("a", "nobody", &paths), ENXIO);
 }
+
+TEST(merges_folder_dir_at_says_where_a_watch_on_the_same_path_covers_what_shows) {
+  World w(project);
+  Attr at;
+  CHECK(w.ov->mergesFolderDirAt(w.a, ""));
+  CHECK(w.ov->mergesFolderDirAt(w.a, "src/lib"));
+  CHECK(!w.ov->mergesFolderDirAt(w.a, "src/a.js"));  // not a directory
+  CHECK(!w.ov->mergesFolderDirAt(w.a, "nothing"));
+  REQUIRE_OK(w.ov->mkdir(w.a, "dist", 0755, kWho, &at));
+  // The layer's, and A has none: it would merge one made there (the watch says whether A has it).
+  CHECK(w.ov->mergesFolderDirAt(w.a, "dist"));
+  REQUIRE_OK(w.create(w.a, "src/new.js", "new\n"));
+  CHECK(w.ov->mergesFolderDirAt(w.a, "src"));  // a layer node that still merges src
+  REQUIRE_OK(w.ov->rename(w.a, "src", "moved", 0));
+  CHECK(!w.ov->mergesFolderDirAt(w.a, "moved"));      // reads src
+  CHECK(!w.ov->mergesFolderDirAt(w.a, "moved/lib"));  // reads src/lib
+  CHECK(!w.ov->mergesFolderDirAt(w.a, "src"));        // gone
+  REQUIRE_OK(w.ov->rmdir(w.a, "empty"));
+  REQUIRE_OK(w.ov->mkdir(w.a, "empty", 0755, kWho, &at));
+  CHECK(!w.ov->mergesFolderDirAt(w.a, "empty"));  // opaque
+  Layer* b = w.layer("b");
+  CHECK(w.ov->mergesFolderDirAt(b, "src"));  // another layer: the folder's
+}
