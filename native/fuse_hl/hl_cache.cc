@@ -92,6 +92,18 @@ void HLMount::renamedHere(const std::string& to) {
   }
 }
 
+void HLMount::namesIn(const std::string& dir, std::vector<std::string>* out) {
+  DirStream s;
+  if (ov_->list(view_, dir, &s) != 0) return;
+  for (size_t i = 2; i < s.count(); ++i) {  // past "." and ".."
+    const char* name;
+    uint64_t ino;
+    FileType type;
+    s.at(i, &name, &ino, &type);
+    out->emplace_back(name);
+  }
+}
+
 void HLMount::noteShown(const std::string& path) {
   if (path.empty()) return;
   const size_t slash = path.rfind('/');
@@ -143,16 +155,7 @@ void HLMount::sweepUncovered() {
       }
     }
     std::vector<std::string> names;
-    DirStream s;
-    if (ov_->list(view_, d, &s) == 0) {
-      for (size_t i = 2; i < s.count(); ++i) {
-        const char* name;
-        uint64_t ino;
-        FileType type;
-        s.at(i, &name, &ino, &type);
-        names.emplace_back(name);
-      }
-    }
+    namesIn(d, &names);
     paths.push_back(d);
     std::set<std::string> now(names.begin(), names.end());
     for (const std::string& n : names) paths.push_back(joinPath(d, n));
@@ -176,7 +179,7 @@ void HLMount::sweepUncovered() {
 bool HLMount::keepPages(const std::string& path, const Attr& a) {
   std::lock_guard lock(openedMu_);
   if (opened_.size() >= kMaxOpened) opened_.clear();
-  Opened& o = opened_[path];
+  Opened& o = opened_[std::hash<std::string>{}(path)];
   const auto now = std::chrono::steady_clock::now();
   const bool same = o.ino == a.ino && o.ino != 0 && o.size == a.size && o.mtime == a.mtime &&
                     o.ctime == a.ctime &&
@@ -192,7 +195,7 @@ bool HLMount::keepPages(const std::string& path, const Attr& a) {
 void HLMount::forgetOpened(const std::vector<std::string>& paths, bool all) {
   std::lock_guard lock(openedMu_);
   if (all) return opened_.clear();
-  for (const std::string& p : paths) opened_.erase(p);
+  for (const std::string& p : paths) opened_.erase(std::hash<std::string>{}(p));
 }
 
 void HLMount::forgetPaths(const std::vector<std::string>& paths, bool allNames) {
@@ -329,21 +332,12 @@ void HLMount::invalidateForSwitch(const std::vector<std::string>& paths) {
 
 void HLMount::invalidateAll() {
   // Every name in the root now, every first name a request showed, and the root itself.
-  DirStream d;
   std::vector<std::string> paths{std::string()};
   {
     std::lock_guard lock(watchMu_);
     paths.insert(paths.end(), tops_.begin(), tops_.end());
   }
-  if (ov_->list(view_, std::string(), &d) == 0) {
-    for (size_t i = 2; i < d.count(); ++i) {
-      const char* name;
-      uint64_t ino;
-      FileType type;
-      d.at(i, &name, &ino, &type);
-      paths.emplace_back(name);
-    }
-  }
+  namesIn(std::string(), &paths);
   forgetPaths(paths, true);
 }
 

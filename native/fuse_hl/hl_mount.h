@@ -209,6 +209,7 @@ class HLMount final : public LoopedMount {
   // the uncovered directories' attributes, listings and names (those gone since the last sweep
   // through their first component), as the mount's own timeout would have expired them.
   void sweepUncovered();
+  void namesIn(const std::string& dir, std::vector<std::string>* out);  // appends; none if unlisted
   // On a loop thread, after a rename through the mount put something at `to`: a directory
   // moved there reads its origin, and the kernel keeps the names it had under the old name, so
   // it is uncovered with its names unknown (the first sweep drops them); a file that reads the
@@ -270,9 +271,13 @@ class HLMount final : public LoopedMount {
     Timespec mtime, ctime;
     std::chrono::steady_clock::time_point since;  // the first open that saw this object so
   };
-  static constexpr size_t kMaxOpened = size_t{1} << 16;  // past it the notes start over
+  // Past it the notes start over. A note is about 100 bytes, kept by the path's hash: two paths
+  // that share one can only keep pages when the objects behind them are the same, and a
+  // path's own pages go with every invalidation of it. (1 << 16 was fewer files than the
+  // benchmark's tree reads, so no page was kept there.)
+  static constexpr size_t kMaxOpened = size_t{1} << 18;
   std::mutex openedMu_;  // a leaf: nothing else is taken while it is held
-  std::unordered_map<std::string, Opened> opened_;
+  std::unordered_map<uint64_t, Opened> opened_;  // by std::hash of the path
 #endif
 
   // The kernel's timeouts (opInit), set by start() before the loop and the invalidator run.
