@@ -323,6 +323,45 @@ describe('apply integrity: confined to the folder, destroys nothing it did not c
     });
   });
 
+  it('what the agent writes, removes or makes while apply runs stays in the layer: apply hands back only what it read', async () => {
+    const lower = makeFolder('ai-during');
+    for (const n of ['a', 'b', 'c', 'd', 'e']) fs.writeFileSync(path.join(lower, `${n}.txt`), `${n} in the folder\n`);
+    await withAgent(lower, async (w, shadow, mp) => {
+      for (const n of ['a', 'b', 'c']) fs.writeFileSync(path.join(mp, `${n}.txt`), `${n} 1\n`);
+      fs.rmSync(path.join(mp, 'd.txt'));
+      fs.writeFileSync(path.join(mp, 'e.txt'), 'e 1\n');
+      // Right before the last step, the agent writes a.txt again (same size), appends to b.txt,
+      // makes d.txt again after deleting it and removes e.txt: all after apply read them.
+      const r = await apply(w, {
+        beforeStep: (rel) => {
+          if (rel !== 'e.txt') return;
+          fs.writeFileSync(path.join(mp, 'a.txt'), 'a 2\n');
+          fs.appendFileSync(path.join(mp, 'b.txt'), 'b 2\n');
+          fs.writeFileSync(path.join(mp, 'd.txt'), 'd again\n');
+          fs.rmSync(path.join(mp, 'e.txt'));
+        },
+      });
+      assert.deepStrictEqual(
+        r.applied.map((x) => `${x.action} ${x.path}`),
+        ['write a.txt', 'write b.txt', 'write c.txt', 'delete d.txt', 'write e.txt'],
+      );
+      // The folder has what apply read; the layer keeps every later change, reported as kept.
+      assert.deepStrictEqual(
+        ['a', 'b', 'c', 'e'].map((n) => fs.readFileSync(path.join(lower, `${n}.txt`), 'utf8')),
+        ['a 1\n', 'b 1\n', 'c 1\n', 'e 1\n'],
+      );
+      assert.ok(!fs.existsSync(path.join(lower, 'd.txt')));
+      assert.deepStrictEqual(r.kept.sort(), ['a.txt', 'b.txt', 'd.txt', 'e.txt']);
+      assert.deepStrictEqual(
+        ['a', 'b', 'd'].map((n) => fs.readFileSync(path.join(mp, `${n}.txt`), 'utf8')),
+        ['a 2\n', 'b 1\nb 2\n', 'd again\n'],
+      );
+      assert.ok(!fs.existsSync(path.join(mp, 'e.txt')), 'the removal made during apply');
+      const left = (await shadow.layer('agent').changes()).map((x) => `${x.kind} ${x.path}`).sort();
+      assert.deepStrictEqual(left, ['added d.txt', 'deleted e.txt', 'modified a.txt', 'modified b.txt']);
+    });
+  });
+
   it("a rename applied only in part, or to a name git ignores, leaves the old name in the folder and the agent's moved copy whole", async () => {
     const lower = makeFolder('ai-move-part');
     execFileSync('git', ['init', '-q', lower]);

@@ -83,6 +83,14 @@ describe('FUSE over io_uring (fuse_ll)', function () {
     savedDisabled = fs.readFileSync(DISABLED, 'utf8').trim();
   });
 
+  // An unmount returns once its loop is done or, on a busy machine, a moment before: the ring
+  // threads of the previous test's mount may still be ending. Each test counts this process's
+  // ring threads, so it starts once they are gone (they always end; one that did not is a leak).
+  beforeEach(async function () {
+    for (let i = 0; i < 600 && ringThreads() > 0; i++) await new Promise((r) => setTimeout(r, 50));
+    assert.strictEqual(ringThreads(), 0, 'the ring threads of an earlier mount in this process never ended');
+  });
+
   after(function () {
     // Back to what the machine had, whatever happened above.
     if (savedEnable !== undefined) fs.writeFileSync(ENABLE, savedEnable);
@@ -154,6 +162,8 @@ describe('FUSE over io_uring (fuse_ll)', function () {
       },
       { backend: 'fuse_ll' },
     );
+    // They end with the mount's loop, which the unmount may not have waited for on a busy machine.
+    for (let i = 0; i < 600 && ringThreads() !== threadsBefore; i++) await new Promise((r) => setTimeout(r, 50));
     assert.strictEqual(ringThreads(), threadsBefore, 'the ring threads ended with the mount');
   });
 

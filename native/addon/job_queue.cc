@@ -30,6 +30,7 @@ const char* errnoName(int e) {
     case ENOMEM: return "ENOMEM";
     case EXDEV: return "EXDEV";  // revert under a moved/opaque directory
     case EFBIG: return "EFBIG";  // a file too large to read into one Buffer
+    case EAGAIN: return "EAGAIN";  // revert with a stamp: the layer changed meanwhile
     default: return "EUNKNOWN";
   }
 }

@@ -248,11 +248,12 @@ Napi::Object Shadow::attrObject(Napi::Env env, const Attr& a) {
   o.Set("size", static_cast<double>(a.size));
   o.Set("mtimeMs", static_cast<double>(a.mtime.sec) * 1e3 + static_cast<double>(a.mtime.nsec) / 1e6);
   o.Set("ino", static_cast<double>(a.ino));
+  o.Set("stamp", Overlay::stampOf(a));
   return o;
 }
 
-// JS thread: stat(layer, path) -> Promise<{ type, mode, size, mtimeMs, ino }> (symlinks not
-// followed).
+// JS thread: stat(layer, path) -> Promise<{ type, mode, size, mtimeMs, ino, stamp }> (symlinks
+// not followed; stamp: Overlay::stampOf).
 Napi::Value Shadow::Stat(const Napi::CallbackInfo& info) {
   std::string layer, path;
   if (!stringArg(info, 0, &layer)) return rejected(info.Env(), EINVAL, "stat: expected a layer name");
@@ -366,7 +367,8 @@ Napi::Value Shadow::Chmod(const Napi::CallbackInfo& info) {
   });
 }
 
-// JS thread: revert(layer, path, through?) -> Promise<void>: the folder shows through at `path`
+// JS thread: revert(layer, path, through?, stamp?) -> Promise<void>: with `stamp` (stat's), only
+// if the layer's object there is still the one stamped, else EAGAIN. The folder shows through at `path`
 // again (EXDEV under a deleted, opaque or moved directory of the layer; with `through`, only
 // under a moved one: Overlay::revertThrough).
 Napi::Value Shadow::Revert(const Napi::CallbackInfo& info) {
@@ -374,10 +376,14 @@ Napi::Value Shadow::Revert(const Napi::CallbackInfo& info) {
   if (!stringArg(info, 0, &layer)) return rejected(info.Env(), EINVAL, "revert: expected a layer name");
   if (!pathArg(info, 1, &path)) return rejectedPath(info.Env(), "revert: invalid path");
   const bool through = info.Length() > 2 && info[2].IsBoolean() && info[2].As<Napi::Boolean>().Value();
-  return enqueue(info.Env(), [this, layer, path, through] {  // worker thread
+  std::string stamp;
+  if (info.Length() > 3 && !info[3].IsUndefined() && !stringArg(info, 3, &stamp))
+    return rejected(info.Env(), EINVAL, "revert: the stamp must be a string");
+  return enqueue(info.Env(), [this, layer, path, through, stamp] {  // worker thread
     if (!live()) return notMounted();
     bool wasDir = false;
-    int e = through ? ov_->revertThrough(layer, path, &wasDir) : ov_->revert(layer, path, &wasDir);
+    int e = through ? ov_->revertThrough(layer, path, &wasDir)
+                    : ov_->revert(layer, path, &wasDir, stamp.empty() ? nullptr : &stamp);
     if (e) return fail(e, "cannot give " + path + " back to the folder");
     // Through: directories above may have come back (deleted ones) or changed their listing.
     std::vector<std::string> paths{path};

@@ -130,7 +130,13 @@ bool Overlay::holdsMasked(Layer& L, const std::string& dir) {
   return false;
 }
 
-int Overlay::revert(const std::string& layer, const std::string& asked, bool* wasDir) {
+std::string Overlay::stampOf(const Attr& a) {
+  return std::to_string(a.ino) + ":" + std::to_string(a.size) + ":" + std::to_string(a.ctime.sec) +
+         "." + std::to_string(a.ctime.nsec);
+}
+
+int Overlay::revert(const std::string& layer, const std::string& asked, bool* wasDir,
+                    const std::string* stamp) {
   *wasDir = false;
   if (asked.empty()) return EBUSY;
   std::shared_ptr<Layer> lp = byName(layer);
@@ -150,6 +156,20 @@ int Overlay::revert(const std::string& layer, const std::string& asked, bool* wa
     dir = c;
   }
   if (revivesRepository(L, path, dir)) return EPERM;
+  if (stamp) {
+    // As stat saw it (Stat: getattr); gone or deleted since is a change too. "-": nothing was
+    // there (a deletion), and something is now.
+    Res r;
+    const int found = resolve(L, path, &r);
+    if (*stamp == "-") {
+      if (found == 0) return EAGAIN;
+    } else {
+      if (found || !r.node) return EAGAIN;
+      Attr now;
+      nodeAttr(r.node, r.lv, r.low, &now);
+      if (stampOf(now) != *stamp) return EAGAIN;
+    }
+  }
   if (ignoreCase_) {
     // Every spelling the layer has for the name goes: after a case-only rename the layer holds
     // the new name and a whiteout of the old, and the folder's entry is back only once both are.

@@ -318,7 +318,13 @@ class Overlay {
   // it holds), so the folder shows through there again (after apply wrote the folder). 0 also
   // when the layer holds nothing there; EXDEV when an ancestor is deleted, opaque or moved in
   // the layer (only that whole directory can go back). *wasDir: a directory went.
-  int revert(const std::string& layer, const std::string& path, bool* wasDir);
+  // With `stamp`: only while the layer's object at `path` has that stamp (stampOf), else EAGAIN
+  // and nothing changes (apply hands back what it wrote, never a later write of the agent's).
+  int revert(const std::string& layer, const std::string& path, bool* wasDir,
+             const std::string* stamp = nullptr);
+  // What changes with every write, truncation, chmod or replacement of an object: its inode
+  // number, size and ctime (nanoseconds, from the system clock).
+  static std::string stampOf(const Attr& a);
   // revert, also under a directory the layer deleted or emptied (whiteout, opaque): that
   // directory merges with the folder's again, with a deletion of every other entry the folder
   // has there, so the layer shows the folder's `path` and still nothing else of it (the user

@@ -18,6 +18,8 @@ export interface Side {
   data: Buffer;
   /** A file too large to hold in memory: `data` is empty and this says what the file holds. */
   large?: LargeContent;
+  /** A layer's side: its object's stamp (NativeStat.stamp) taken before it was read, for apply's hand-back. */
+  stamp?: string;
 }
 
 /** What a file too large to hold in memory holds, found by streaming it (see src/work/content.ts). */

@@ -35,6 +35,13 @@ export const ERRNOS = {
   suspend: (mountPoint: string): ErrnoTable => ({
     EBUSY: { code: 'MOUNT_BUSY', say: () => `the shadow at ${mountPoint} is in use; it stays mounted` },
   }),
+  /** Handing a path back to the folder only while the layer still holds what was stamped. */
+  revertStamped: (agent: string): ErrnoTable => ({
+    EAGAIN: {
+      code: 'CONFLICT',
+      say: (what) => `cannot ${what}: ${agent} changed it in the layer meanwhile; the layer keeps its new version`,
+    },
+  }),
   /** Making a symbolic link whose target would lead out of the shadow (native/core/link_targets.cc). */
   symlink: (target: string): ErrnoTable => ({
     EPERM: {

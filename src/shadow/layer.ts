@@ -197,10 +197,16 @@ export class Layer {
    * refs beside hooks, config, alternates or links the layer wrote there (native/core/overlay.h).
    * `through`: under a directory the layer deleted or emptied too; that directory merges with the
    * folder's again, every other entry of the folder's there deleted (a kept file of the user's).
+   * `stamp` (from stat): only while the layer's object there is still that one, else CONFLICT and
+   * the layer keeps it (a write of the agent's made while apply ran is never dropped).
    */
-  async revert(relPath: string, opts: { through?: boolean } = {}): Promise<void> {
+  async revert(relPath: string, opts: { through?: boolean; stamp?: string } = {}): Promise<void> {
     const p = normalizeRelPath(relPath);
-    await this.shadow.call(`give ${p} back to the folder`, (n) => n.revert(this.agentId, p, opts.through === true));
+    await this.shadow.call(
+      `give ${p} back to the folder`,
+      (n) => n.revert(this.agentId, p, opts.through === true, opts.stamp),
+      opts.stamp === undefined ? {} : ERRNOS.revertStamped(this.agentId),
+    );
     this.shadow.emit({ kind: 'reverted', agent: this.agentId, path: p });
   }
 

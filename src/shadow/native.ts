@@ -219,7 +219,7 @@ export interface NativeShadow {
    * Drops the layer's own entry at path so the folder shows through (EXDEV under a deleted/opaque/moved directory;
    * with `through`, only under a moved one: a deleted or emptied directory above merges again, hiding the rest).
    */
-  revert(layer: string, path: string, through?: boolean): Promise<void>;
+  revert(layer: string, path: string, through?: boolean, stamp?: string): Promise<void>;
 }
 
 export interface NativeStat {
@@ -229,6 +229,8 @@ export interface NativeStat {
   size: number;
   mtimeMs: number;
   ino: number;
+  /** Changes with every write, truncation, chmod or replacement of the object (inode, size, ctime in ns). */
+  stamp: string;
 }
 
 export interface NativeDirEntry {

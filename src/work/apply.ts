@@ -787,6 +787,10 @@ async function applyBeneath(
   // directory the agent moved is one change, and what it holds is known from collect alone).
   const appliedNow = new Set([...res.applied.map((x) => x.path), ...made]);
   const madeBack = made.filter((d) => !holding.has(d) && wholly(d, appliedNow));
+  // What the layer held at each file's path when collect read it ("-": nothing, a deletion).
+  const stamps = new Map<string, string>();
+  for (const f of c.files) stamps.set(f.path, f.new ? (f.new.stamp ?? '') : '-');
+  for (const [p, s] of stamps) if (s === '') stamps.delete(p);
   // The applied paths leave the layer (the folder shows through there now).
   for (const p of [...give, ...madeBack].sort(byteOrder)) {
     if (conflicted.has(p)) continue; // refused after all (by its own path): it stays the agent's
@@ -801,7 +805,10 @@ async function applyBeneath(
         continue;
       }
       // Yours kept where the agent deleted or emptied a directory above: the layer stops deleting it.
-      await layer.revert(p, { through: keptFolder.has(p) });
+      // Otherwise only while the layer still holds what was read for this apply: a write (or a
+      // deletion) of the agent's made meanwhile stays in the layer (CONFLICT: reported as kept).
+      const through = keptFolder.has(p);
+      await layer.revert(p, { through, stamp: through ? undefined : stamps.get(p) });
     } catch (err) {
       if (err instanceof ShadowError && err.code === 'CONFLICT') res.kept.push(p);
       else throw err;

@@ -206,7 +206,8 @@ export async function layerSide(layer: Layer, rel: string): Promise<Side | 'dir'
     throw err;
   }
   if (st.type === 'directory') return 'dir';
-  if (st.type === 'symlink') return { kind: 'symlink', mode: LINK, data: Buffer.from(await layer.readlink(rel)) };
+  const stamp = st.stamp;
+  if (st.type === 'symlink') return { kind: 'symlink', mode: LINK, data: Buffer.from(await layer.readlink(rel)), stamp };
   if (st.type !== 'file') return 'other';
   if (st.size > LARGE_FILE_BYTES) {
     const ext = await layer.dataExtents(rel);
@@ -216,9 +217,10 @@ export async function layerSide(layer: Layer, rel: string): Promise<Side | 'dir'
       mode: gitMode(st.mode),
       data: EMPTY,
       large: { size: ext.size, id: await gitBlobIdOf(layerPieces(layer, rel, ext), ext.size, what) },
+      stamp,
     };
   }
-  return { kind: 'file', mode: gitMode(st.mode), data: await layer.readFile(rel) };
+  return { kind: 'file', mode: gitMode(st.mode), data: await layer.readFile(rel), stamp };
 }
 
 /** Whether the folder's object at `abs` is the one `base` recorded (inode, size, mtime, ctime). */
