@@ -92,6 +92,12 @@ describe('masked paths', function () {
             // rm -rf deletes what a sees, and stops at the directory that still holds the secret.
             assert.match(sh(mp, 'rm -rf config').err, /not empty/i);
             assert.ok(fs.existsSync(path.join(mp, 'config')) && !fs.existsSync(path.join(mp, 'config/app.json')));
+            // Nor may it move such a directory, or put another over it: applied, either would
+            // delete the secret with the old name.
+            assert.match(sh(mp, 'mv config conf2').err, /Permission denied/);
+            assert.match(sh(mp, 'mkdir -p out/in && mv config out/in/').err, /Permission denied/);
+            assert.match(sh(mp, 'mkdir empty2 && mv -T empty2 config').err, /Permission denied|not empty/i);
+            assert.ok(!fs.existsSync(path.join(mp, 'conf2')) && !fs.existsSync(path.join(mp, 'out/in/config')));
 
             // The file tools read the layer: nothing of the secrets.
             await assert.rejects(readText(a, '.env'), (e: unknown) => e instanceof ShadowError && e.code === 'NOT_FOUND');

@@ -297,6 +297,15 @@ int Overlay::renameHeld(Layer& L, const std::string& fromAsked, const std::strin
                         (toExists && (rt.node ? rt.node->inode()->type : rt.lowerAttr.type) ==
                                          FileType::Directory);
   if (movesDir && (guardedMove(from) || guardedMove(to))) return EPERM;
+  // A directory holding what the agent may not see stays where it is, as remove and rmdir
+  // refuse it: its masked entries are the folder's, and applying the move (or the replacement
+  // of such a directory) would delete them with the old name.
+  if (L.mask && movesDir) {
+    const bool toDir = toExists && (rt.node ? rt.node->inode()->type : rt.lowerAttr.type) ==
+                                       FileType::Directory;
+    if ((ft == FileType::Directory && holdsMasked(L, from)) || (toDir && holdsMasked(L, to)))
+      return EACCES;
+  }
   // Nor a repository's objects or objects/info, where an info/alternates could come in with it.
   if (movesDir && (objectsOfRepository(L, from) || objectsOfRepository(L, to))) return EPERM;
   // A link (or a directory that may hold one) arriving beneath a `.git`; in an exchange, what
