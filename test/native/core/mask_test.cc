@@ -205,11 +205,16 @@ TEST(mask_refuses_creation_and_removal) {
   CHECK_ERR(w.ov->remove("a", "web"), EACCES);
   // None of this changed the layer.
   CHECK_EQ(w.changes("a"), (Names{}));
-  // Renaming the directory that holds an anchored secret does not reveal it under the new name.
-  REQUIRE_OK(w.ov->rename(w.a, "config", "settings", 0));
-  CHECK_ERR(w.stat(w.a, "settings/secrets.json"), ENOENT);
-  CHECK_EQ(w.names(w.a, "settings"), (Names{"app.json"}));
-  CHECK_OK(w.stat(w.a, "settings/app.json"));
+  // Nor moved away, or replaced by another directory: applied, either would delete the secret
+  // with the old name.
+  CHECK_ERR(w.ov->rename(w.a, "config", "settings", 0), EACCES);
+  REQUIRE_OK(w.ov->mkdir(w.a, "other", 0755, kWho, &at));
+  CHECK_ERR(w.ov->rename(w.a, "other", "config", 0), EACCES);
+  CHECK_ERR(w.ov->rename(w.a, "other", "config", kRenameExchange), EACCES);
+  CHECK_ERR(w.stat(w.a, "settings"), ENOENT);
+  CHECK_OK(w.stat(w.a, "config/app.json"));
+  // A directory with nothing masked under it moves as ever.
+  REQUIRE_OK(w.ov->rename(w.a, "other", "other2", 0));
   // Layer b may write there.
   CHECK_OK(w.create(w.b, ".env"));
 }
