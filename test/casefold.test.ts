@@ -9,7 +9,7 @@ import * as fs from 'fs';
 import * as path from 'path';
 import { addon } from '../src/shadow/native';
 import { mount } from '../src';
-import { errCode, makeProject, tempDir, withShadow } from './helpers/fixtures';
+import { errCode, makeProject, tempDir, withShadow, withWork } from './helpers/fixtures';
 
 describe('case-insensitive names (fuse_hl)', function () {
   this.timeout(60_000);
@@ -50,6 +50,58 @@ describe('case-insensitive names (fuse_hl)', function () {
       { backend: 'fuse_hl', caseInsensitive: true },
     );
     assert.ok(!fs.existsSync(path.join(lower, 'notes', 'New.txt')), 'the folder is never written');
+  });
+
+  it('a rename that changes only case diffs and applies as a rename, and the layer is empty after', async () => {
+    // The layer finds `foo.txt` when it holds `Foo.txt`: read by the old spelling, a case-only
+    // rename looked like the same file on both sides, so apply created the new name and left the
+    // old one (and wrote edits under a renamed directory to both spellings).
+    const lower = tempDir('case-rename');
+    fs.writeFileSync(path.join(lower, 'Foo.txt'), 'foo\n');
+    fs.mkdirSync(path.join(lower, 'Dir', 'sub'), { recursive: true });
+    fs.writeFileSync(path.join(lower, 'Dir', 'a.txt'), 'a\n');
+    fs.writeFileSync(path.join(lower, 'Dir', 'sub', 'b.txt'), 'b\n');
+    const tree = (dir: string, rel = ''): string[] =>
+      fs
+        .readdirSync(path.join(dir, rel), { withFileTypes: true })
+        .flatMap((e) => {
+          const p = rel ? `${rel}/${e.name}` : e.name;
+          return e.isDirectory() ? [`${p}/`, ...tree(dir, p)] : [`${p} ${fs.readFileSync(path.join(dir, p), 'utf8').trim()}`];
+        })
+        .sort();
+    await withWork(
+      lower,
+      async (w, shadow, mp) => {
+        await shadow.createLayer('agent');
+        await shadow.activate('agent');
+        fs.renameSync(path.join(mp, 'Foo.txt'), path.join(mp, 'foo.txt'));
+        fs.renameSync(path.join(mp, 'Dir'), path.join(mp, 'dir'));
+        fs.appendFileSync(path.join(mp, 'dir', 'a.txt'), 'edit\n');
+        fs.writeFileSync(path.join(mp, 'dir', 'new.txt'), 'new\n');
+        const view = tree(mp);
+        assert.deepStrictEqual(view, ['dir/', 'dir/a.txt a\nedit', 'dir/new.txt new', 'dir/sub/', 'dir/sub/b.txt b', 'foo.txt foo']);
+        const d = await w.diff('agent');
+        assert.deepStrictEqual(
+          d.files.map((f) => `${f.status} ${f.oldPath ?? ''}>${f.path}`),
+          // a.txt changed too much to count as renamed (half its lines are new)
+          [
+            'deleted >Dir/a.txt',
+            'added >dir/a.txt',
+            'added >dir/new.txt',
+            'renamed Dir/sub/b.txt>dir/sub/b.txt',
+            'renamed Foo.txt>foo.txt',
+          ],
+        );
+        const r = await w.apply('agent');
+        assert.deepStrictEqual(r.conflicts, []);
+        assert.deepStrictEqual(r.kept, []);
+        assert.deepStrictEqual(tree(lower), view, 'the folder is what the agent saw, each name once');
+        assert.deepStrictEqual(tree(mp), view, 'the shadow reads every file after apply');
+        assert.deepStrictEqual(await shadow.layer('agent').changes(), []);
+      },
+      false,
+      { backend: 'fuse_hl', caseInsensitive: true },
+    );
   });
 
   it('is refused on fuse_ll, whose kernel cache keeps names by exact spelling', async function () {

@@ -34,7 +34,9 @@ bool Overlay::changesReach(const std::vector<std::string>& changing, const std::
 int Overlay::keepMovedIn(Layer& L, Node* n, const std::string& path, bool lv,
                          const std::string& low, const std::vector<std::string>& changing,
                          std::vector<Ref<Inode>>* copy, std::vector<std::string>* kept) {
-  if (lv && !nameMatches(low, path) && changesReach(changing, low)) {
+  // Spellings compare exactly, also where names fold: an entry renamed only in case reads the
+  // folder's old name, and what the folder holds there may change as any other origin may.
+  if (lv && low != path && changesReach(changing, low)) {
     if (!copy) return -1;
     std::vector<DirEntry> ents;
     int e = lower_->readdir(low, &ents);
@@ -100,7 +102,7 @@ int Overlay::keepMovedIn(Layer& L, Node* n, const std::string& path, bool lv,
       MetaLock m(in->mmu(), LockRank::Meta);
       if (!in->lowerPath(&from)) continue;
     }
-    if (nameMatches(from, cpath) || !changesReach(changing, from)) continue;
+    if (from == cpath || !changesReach(changing, from)) continue;
     if (!copy) return -1;
     copy->push_back(Ref<Inode>(in));
     kept->push_back(cpath);

@@ -188,7 +188,7 @@ export async function mount(folder: string, options: MountOptions = {}): Promise
     }
     throw fromNative(err, `cannot mount a shadow of ${realFolder} at ${mountPoint}`, ERRNOS.mount);
   }
-  const shadow = new Shadow(native, realFolder, mountPoint, created, backend, io, volume, { protectGit, protectedPaths });
+  const shadow = new Shadow(native, realFolder, mountPoint, created, backend, io, volume, { protectGit, protectedPaths, caseInsensitive });
   if (layer !== null) {
     try {
       await shadow.createLayer(layer);

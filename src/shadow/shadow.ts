@@ -88,6 +88,8 @@ export class Shadow {
   readonly protectGit: boolean;
   /** The folder's own paths layers may not write besides them (its hooks directory), as anchored globs. */
   readonly protectedPaths: readonly string[];
+  /** Whether the mount and its layers match names without regard to case (MountOptions.caseInsensitive). */
+  readonly caseInsensitive: boolean;
 
   /** @internal use mount() */
   constructor(
@@ -98,7 +100,7 @@ export class Shadow {
     backend: string,
     io: IoMode = 'open',
     volume?: WindowsVolume,
-    guard: { protectGit: boolean; protectedPaths: readonly string[] } = { protectGit: true, protectedPaths: [] },
+    guard: { protectGit: boolean; protectedPaths: readonly string[]; caseInsensitive?: boolean } = { protectGit: true, protectedPaths: [] },
   ) {
     this.native = native;
     this.folder = folder;
@@ -109,6 +111,7 @@ export class Shadow {
     this.volume = volume;
     this.protectGit = guard.protectGit;
     this.protectedPaths = Object.freeze([...guard.protectedPaths]);
+    this.caseInsensitive = guard.caseInsensitive === true;
     // The addon calls this on the JS thread when a mount ends on its own (the native object
     // holds it as a property: a cycle within the JS heap, which the GC collects).
     native.onGone = (reason, view) => this.gone(reason, view);

@@ -14,6 +14,7 @@ import type { ChangeBase } from '../shadow/native';
 import type { FileChange, Side } from '../patch';
 import { ShadowError } from '../common/errors';
 import { normalizeRelPath } from '../common/paths';
+import { platform } from '../platform';
 import type { Layer, Shadow } from '../shadow';
 import { Beneath } from './beneath';
 import { ignoredPaths } from './branch';
@@ -318,8 +319,50 @@ async function collectAll(shadow: Shadow, agent: string, only?: string[]): Promi
   }
 }
 
+/**
+ * Whether `rel` is there by that very spelling, every component of it, in a side whose directories
+ * `list` gives (null: none there). A side that matches names without regard to case finds
+ * `foo.txt` when it holds `Foo.txt`: without this a case-only rename would read as the same file
+ * on both sides (and the old name's files as changed under both). Listings are read once per call.
+ */
+function spelledAs(list: (dir: string) => Promise<string[] | null>): (rel: string) => Promise<boolean> {
+  const listed = new Map<string, Promise<Set<string> | null>>();
+  return async (rel) => {
+    const parts = rel.split('/');
+    for (let i = 0; i < parts.length; i++) {
+      const dir = parts.slice(0, i).join('/');
+      let names = listed.get(dir);
+      if (!names) {
+        names = list(dir).then((n) => n && new Set(n));
+        listed.set(dir, names);
+      }
+      if (!(await names)?.has(parts[i])) return false;
+    }
+    return true;
+  };
+}
+
 async function collectBeneath(shadow: Shadow, root: Beneath, agent: string, only?: string[]): Promise<Collected> {
   const layer = shadow.layer(agent);
+  // Sides that fold case are read only by their exact names: the layer's when the shadow matches
+  // names without regard to case, the folder's when its file system does (Windows).
+  const layerHas = shadow.caseInsensitive
+    ? spelledAs(async (d) => (await layer.readdir(d).catch(() => null))?.map((e) => e.name) ?? null)
+    : null;
+  const folderHas =
+    platform.caseInsensitiveNames || shadow.caseInsensitive
+      ? spelledAs(async (d) => {
+          try {
+            return root.readdir(d).map((e) => e.name);
+          } catch {
+            return null;
+          }
+        })
+      : null;
+  const layerSideOf = async (rel: string): Promise<Side | 'dir' | 'other' | null> =>
+    !layerHas || (await layerHas(rel)) ? layerSide(layer, rel) : null;
+  const folderSideOf = async (rel: string): Promise<Side | 'dir' | 'other' | null> =>
+    !folderHas || (await folderHas(rel)) ? folderSide(root, rel) : null;
   const changes = (await layer.changes()).filter(
     (c) => !only || only.length === 0 || only.some((s) => within(c.path, s) || within(s, c.path)),
   );
@@ -343,10 +386,10 @@ async function collectBeneath(shadow: Shadow, root: Beneath, agent: string, only
       const child = `${rel}/${e.name}`;
       if (e.type !== 'directory') {
         candidates.add(child);
-        if ((await folderSide(root, child)) === 'dir') folderTree(root, child, candidates, dirsRemoved);
+        if ((await folderSideOf(child)) === 'dir') folderTree(root, child, candidates, dirsRemoved);
         continue;
       }
-      const inFolder = await folderSide(root, child);
+      const inFolder = await folderSideOf(child);
       if (inFolder !== 'dir') {
         dirsAdded.add(child);
         if (inFolder !== null) candidates.add(child); // a folder file or link where the agent has a directory
@@ -375,11 +418,11 @@ async function collectBeneath(shadow: Shadow, root: Beneath, agent: string, only
     if (c.type !== 'directory') {
       candidates.add(c.path);
       // A file where the folder has a directory: the folder's files under it go.
-      if ((await folderSide(root, c.path)) === 'dir') folderTree(root, c.path, candidates, dirsRemoved);
+      if ((await folderSideOf(c.path)) === 'dir') folderTree(root, c.path, candidates, dirsRemoved);
       continue;
     }
-    const inFolder = (await folderSide(root, c.path)) === 'dir';
-    const inLayer = (await layerSide(layer, c.path)) === 'dir';
+    const inFolder = (await folderSideOf(c.path)) === 'dir';
+    const inLayer = (await layerSideOf(c.path)) === 'dir';
     if (inLayer && !inFolder) dirsAdded.add(c.path);
     if (!inFolder && !inLayer) continue;
     if (!inLayer) {
@@ -395,8 +438,8 @@ async function collectBeneath(shadow: Shadow, root: Beneath, agent: string, only
   const files: FileChange[] = [];
   for (const rel of [...candidates].sort(byteOrder)) {
     if (only && only.length && !only.some((s) => within(rel, s))) continue;
-    const before = await folderSide(root, rel);
-    const after = await layerSide(layer, rel);
+    const before = await folderSideOf(rel);
+    const after = await layerSideOf(rel);
     if (before === 'other' || after === 'other') {
       skipped.push(rel);
       continue;

@@ -282,6 +282,33 @@ TEST(casefold_a_case_only_rename_changes_the_spelling) {
   CHECK_EQ(w.lower->snapshot(), before);
 }
 
+// A case-only rename reads the folder's old spelling, which an apply may change as it may any
+// other origin (on a case-sensitive folder the old name goes and the new one comes; on NTFS the
+// entry is rewritten): the renamed entry takes its copy first, as a rename to another name does.
+// An entry only reached through another case reads its own folder file and is not copied.
+TEST(casefold_a_case_only_rename_keeps_its_own_copy_before_the_folder_changes) {
+  for (bool folderIgnoresCase : {false, true}) {
+    CaseWorld w(project, NameMatch::IgnoreCase, folderIgnoresCase);
+    REQUIRE_OK(w.ov->rename(w.a, "foo.txt", "Foo.txt", 0));
+    REQUIRE_OK(w.ov->rename(w.a, "src", "Src", 0));
+    REQUIRE_OK(w.write("README.MD", "mine\n"));
+    std::vector<std::pair<std::string, std::string>> kept;
+    REQUIRE_OK(w.ov->keepMoved({"foo.txt", "src", "README.md"}, &kept));
+    Names got;
+    for (auto& k : kept) got.push_back(k.first + ":" + k.second);
+    std::sort(got.begin(), got.end());
+    CHECK_EQ(got, (Names{"a:Foo.txt", "a:Src", "a:Src/a.txt", "a:Src/b.js", "a:Src/lib",
+                         "a:Src/lib/util.js"}));
+    // The folder's old names go, as an apply of the renames (or another agent's) removes them.
+    for (const char* p : {"src/a.txt", "src/b.js", "src/lib/util.js", "src/lib", "src", "foo.txt"})
+      w.lower->remove(p);
+    CHECK_EQ(w.read("Foo.txt"), "foo\n");
+    CHECK_EQ(w.names("Src"), (Names{"a.txt", "b.js", "lib"}));
+    CHECK_EQ(w.read("Src/lib/util.js"), "util\n");
+    CHECK_EQ(w.read("readme.md"), "mine\n");
+  }
+}
+
 TEST(casefold_an_entry_created_over_a_deletion_of_another_case_takes_the_new_case) {
   CaseWorld w(project, NameMatch::IgnoreCase);
   REQUIRE_OK(w.ov->unlink(w.a, "foo.txt"));
