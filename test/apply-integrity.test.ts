@@ -519,6 +519,64 @@ describe('apply integrity: confined to the folder, destroys nothing it did not c
     );
   });
 
+  it('the same folder by another name (a bind mount): shadows of it and of a directory in it keep what apply removes', async () => {
+    // Apply tells the other shadows what it is about to change in their terms; folders are told
+    // apart by identity, so a bind mount of the folder is the folder (by name it was unrelated,
+    // and the agents' moved directories read ENOENT once apply removed their origins).
+    const lower = makeFolder('ai-bind');
+    fs.mkdirSync(path.join(lower, 'lib'));
+    fs.writeFileSync(path.join(lower, 'lib', 'a'), 'a\n');
+    fs.mkdirSync(path.join(lower, 'pkg', 'src'), { recursive: true });
+    fs.writeFileSync(path.join(lower, 'pkg', 'src', 'p'), 'p\n');
+    const bound = tempDir('ai-bind-other-name');
+    execFileSync('mount', ['--bind', lower, bound]);
+    try {
+      await withShadow(
+        bound,
+        async (same, sameMp) => {
+          await withShadow(
+            path.join(bound, 'pkg'),
+            async (inner, innerMp) => {
+              assert.notStrictEqual(same.folder, lower, 'the bind mount is a folder of another name');
+              await same.createLayer('x');
+              await same.activate('x');
+              fs.renameSync(path.join(sameMp, 'lib'), path.join(sameMp, 'lib2'));
+              await inner.createLayer('y');
+              await inner.activate('y');
+              fs.renameSync(path.join(innerMp, 'src'), path.join(innerMp, 'src2'));
+              await withShadow(
+                lower,
+                async (outer) => {
+                  const w = new WorkService(outer, { neighbours: () => [outer, same, inner] });
+                  try {
+                    await outer.createLayer('agent');
+                    await outer.layer('agent').remove('lib');
+                    await outer.layer('agent').remove('pkg/src');
+                    const r = await w.apply('agent');
+                    assert.deepStrictEqual(
+                      r.applied.map((x) => `${x.action} ${x.path}`),
+                      ['delete lib/a', 'delete pkg/src/p'],
+                    );
+                  } finally {
+                    await w.dispose();
+                  }
+                },
+                { guard: false },
+              );
+              assert.deepStrictEqual(listTree(lower), ['README.md', 'pkg/']);
+              assert.deepStrictEqual(listTree(sameMp), ['README.md', 'lib2/', 'lib2/a a', 'pkg/']);
+              assert.deepStrictEqual(listTree(innerMp), ['src2/', 'src2/p p']);
+            },
+            { guard: false },
+          );
+        },
+        { guard: false },
+      );
+    } finally {
+      execFileSync('umount', [bound]);
+    }
+  });
+
   it('a file the agent moved and then edited: no conflict, its old name waits for it, and an edit of the original is a conflict', async () => {
     const lower = makeFolder('ai-move-edit');
     fs.writeFileSync(path.join(lower, 'a.txt'), 'one\n');

@@ -43,6 +43,39 @@ describe('mount backends', function () {
     });
   }
 
+  for (const backend of ['fuse_ll', 'fuse_hl']) {
+    it(`${backend}: unmounted, a shadow holds nothing of the folder open; suspended, it keeps its layers`, async () => {
+      // The overlay holds a descriptor of the folder. It used to stay open until the GC took the
+      // unmounted shadow, so the folder's own file system (a bind mount, a disk) stayed busy.
+      const lower = makeProject();
+      const held = (): string[] =>
+        fs
+          .readdirSync('/proc/self/fd')
+          .map((fd) => {
+            try {
+              return fs.readlinkSync(`/proc/self/fd/${fd}`);
+            } catch {
+              return ''; // closed meanwhile (readdir's own descriptor)
+            }
+          })
+          .filter((l) => l === lower || l.startsWith(lower + '/'));
+      assert.deepStrictEqual(held(), []);
+      const shadow = await mount(lower, { backend, mountPoint: path.join(tempDir('mnt'), 'm') });
+      try {
+        assert.ok(held().length > 0, 'a mounted shadow reads the folder through a descriptor');
+        fs.writeFileSync(path.join(shadow.mountPoint, 'new.txt'), 'kept\n');
+        await shadow.suspend();
+        assert.ok(held().length > 0, 'suspended, the layers (and the folder) stay');
+        await shadow.resume();
+        assert.strictEqual(fs.readFileSync(path.join(shadow.mountPoint, 'new.txt'), 'utf8'), 'kept\n');
+        await shadow.unmount();
+        assert.deepStrictEqual(held(), [], 'unmounted, nothing of the folder is open');
+      } finally {
+        if (shadow.mounted) await shadow.unmount({ lazy: true });
+      }
+    });
+  }
+
   it('$SHADOWFS_BACKEND picks the backend when the caller does not; "default" is the first built', () => {
     const saved = process.env.SHADOWFS_BACKEND;
     try {

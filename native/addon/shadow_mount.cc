@@ -147,12 +147,20 @@ Napi::Value Shadow::CloseView(const Napi::CallbackInfo& info) {
   });
 }
 
-// JS thread: unmount(lazy) -> Promise<void>. Worker thread: the views first, then the shared
-// mount (a non-lazy unmount joins the backends' loop threads).
+// JS thread: unmount(lazy, forGood) -> Promise<void>. Worker thread: the views first, then the
+// shared mount (a non-lazy unmount joins the backends' loop threads). For good, the overlay goes
+// too, and with it the layers and the folder's open descriptor: an unmounted shadow leaves the
+// folder free (a bind mount of it, or the disk it is on, can be unmounted at once, not only
+// once the GC has collected this object). A mount still serving after a lazy unmount holds the
+// overlay until it ends. Without forGood (suspend) the overlay stays for remount().
 Napi::Value Shadow::Unmount(const Napi::CallbackInfo& info) {
   bool lazy = info.Length() > 0 && info[0].ToBoolean().Value();
-  return enqueue(info.Env(), [this, lazy] {  // worker thread
-    if (!main_) return ok();
+  bool forGood = info.Length() > 1 && info[1].ToBoolean().Value();
+  return enqueue(info.Env(), [this, lazy, forGood] {  // worker thread
+    if (!main_) {
+      if (forGood && views_.empty()) dropOverlay();
+      return ok();
+    }
     for (auto it = views_.begin(); it != views_.end();) {
       int e = it->second.backend->unmount(lazy);
       if (e) return fail(e, "cannot unmount a view");
@@ -174,8 +182,18 @@ Napi::Value Shadow::Unmount(const Napi::CallbackInfo& info) {
       retiredRequests_ += b->requests();
     }
     dispose(std::move(b));
+    if (forGood) dropOverlay();
     return ok();
   });
+}
+
+// Worker thread, nothing mounted: lets go of the overlay (every job but mounting needs live()).
+void Shadow::dropOverlay() {
+  std::shared_ptr<Overlay> gone;
+  {
+    std::lock_guard<std::mutex> lock(infoMu_);
+    gone = std::move(ov_);
+  }
 }
 
 // JS thread, synchronous: the shared mount's requests by kind since it was mounted (an

@@ -123,6 +123,7 @@ class Shadow : public Napi::ObjectWrap<Shadow> {
 
   // shadow_mount.cc
   static void dispose(std::unique_ptr<MountBackend> b);
+  void dropOverlay();
   void watchGone(MountBackend* b, uint32_t view);
   Napi::Value Mount(const Napi::CallbackInfo& info);
   Napi::Value Remount(const Napi::CallbackInfo& info);

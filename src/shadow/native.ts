@@ -183,8 +183,9 @@ export interface NativeShadow {
   /** `volumePrefix`: winfsp, the view's own network volume prefix (absent: a disk volume). */
   openView(layer: string, mountPoint: string, volumePrefix?: string): Promise<number>;
   closeView(id: number, lazy: boolean): Promise<void>;
-  unmount(lazy: boolean): Promise<void>;
-  /** Mounts the same overlay again (layers intact) after unmount(). */
+  /** `forGood`: the layers and the folder's descriptor go too (no remount after it). */
+  unmount(lazy: boolean, forGood?: boolean): Promise<void>;
+  /** Mounts the same overlay again (layers intact) after unmount() that was not for good. */
   remount(mountPoint: string): Promise<void>;
   /** File-system requests served so far, for idle detection (synchronous, cheap). */
   activity(): number;

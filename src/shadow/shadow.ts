@@ -643,7 +643,7 @@ export class Shadow {
       // program that really still uses the shadow.
       for (let attempt = 0; ; attempt++) {
         try {
-          await native.unmount(options.lazy === true);
+          await native.unmount(options.lazy === true, true);
           break;
         } catch (err) {
           if ((err as { code?: string }).code !== 'EBUSY' || attempt >= 10) throw err;

@@ -868,14 +868,47 @@ async function applyBeneath(
   return res;
 }
 
-/** Paths relative to the folder `from`, as paths relative to the folder `to` (one holds the other; what lies outside `to` is left out). */
+/**
+ * Paths relative to the folder `from`, as paths relative to the folder `to` (one holds the other;
+ * what lies outside `to` is left out). Directories are told apart by identity (device and inode),
+ * not by name: one folder reached by two names (a bind mount of it, or of a directory above it)
+ * is one folder, and a shadow of either reads what apply changes through the other.
+ */
 function translated(from: string, to: string, rels: string[]): string[] {
-  const rel = path.relative(to, from).split(path.sep).join('/');
-  if (rel === '') return rels;
-  if (!rel.startsWith('../') && rel !== '..' && !path.isAbsolute(rel)) return rels.map((p) => `${rel}/${p}`);
-  const back = path.relative(from, to).split(path.sep).join('/');
-  if (back.startsWith('../') || back === '..' || path.isAbsolute(back)) return [];
+  const inside = placeIn(to, from);
+  if (inside !== null) return inside === '' ? rels : rels.map((p) => `${inside}/${p}`);
+  const back = placeIn(from, to);
+  if (back === null) return [];
   return rels.filter((p) => under(p, back) && p !== back).map((p) => p.slice(back.length + 1));
+}
+
+/**
+ * Where the directory `inner` lies in the directory `outer` ('/'-separated, '' when it is
+ * `outer`), or null when it is not inside it: `inner` and each directory above it by name is
+ * compared with `outer` by identity. Two binds of different directories of one tree are not
+ * related this way (neither path passes through the other).
+ */
+function placeIn(outer: string, inner: string): string | null {
+  const id = identity(outer);
+  if (id === null) return null;
+  const names: string[] = [];
+  for (let at = inner; ;) {
+    if (identity(at) === id) return names.reverse().join('/');
+    const up = path.dirname(at);
+    if (up === at) return null;
+    names.push(path.basename(at));
+    at = up;
+  }
+}
+
+/** A directory's device and inode, or null when it cannot be read. */
+function identity(p: string): string | null {
+  try {
+    const st = fs.statSync(p, { bigint: true });
+    return `${st.dev}:${st.ino}`;
+  } catch {
+    return null;
+  }
 }
 
 function code(err: unknown): string | undefined {
