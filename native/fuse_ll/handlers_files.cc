@@ -271,7 +271,7 @@ void LLMount::opRead(Req* req, uint64_t ino, size_t size, off_t off,
   m->count(Op::Read);
   IoHandle io(m, fi->fh);
   if (!io.h) {
-    if (int e = io.fromNode(ino, false)) return (void)wire::replyErr(req, e);
+    if (int e = io.fromNode(ino, false, off > 0)) return (void)wire::replyErr(req, e);
   }
   thread_local std::vector<char> buf;
   if (buf.size() < size) buf.resize(size);

@@ -61,6 +61,13 @@ struct FNode {
   // it; released when the kernel forgets the node. Also in `handles`.
   Handle* pinned = nullptr;
   Handle* retired = nullptr;  // the read-only pinned handle a write replaced (nodeHandle)
+  // Without open round trips: the handle a read of more than one request goes on through
+  // (streamReader), opened from `readerPath` in `readerLayer` for the folder's file there. One
+  // descriptor kept across requests keeps the folder's file system's read-ahead going, which a
+  // descriptor per request starts afresh each time. Released when the kernel forgets the node.
+  Handle* reader = nullptr;
+  std::weak_ptr<Layer> readerLayer;
+  std::string readerPath;
   // The directory's listing between the READDIR requests of one pass (no-opendir has no
   // handle to keep it in): taken at offset 0, dropped when a reply reaches its end.
   std::shared_ptr<DirStream> listing;
@@ -116,6 +123,7 @@ class LLMount final : public LoopedMount {
     stopWatcher();
     joinLoop();
     closeSession();
+    releaseNodeHandles();
     if (view_) ov_->unpin(view_);
   }
   LLMount(const LLMount&) = delete;
@@ -238,7 +246,17 @@ class LLMount final : public LoopedMount {
   // A handle for one READ/WRITE/fallocate that came without one (no-open): opened from the
   // node's path in its layer, or the node's pinned handle once its names are gone. *own says
   // whether the caller releases it.
-  int nodeHandle(uint64_t id, bool write, Handle** h, bool* own);
+  // `stream`: a read past the first request of a file (a READ at an offset past 0), which goes
+  // on through the node's reader (FNode::reader) while that still shows what the path does.
+  int nodeHandle(uint64_t id, bool write, Handle** h, bool* own, bool stream = false);
+  // Node `id`'s reader, if it has one and `path` in `layer` still shows the folder's file it
+  // reads; else null. keepReader() makes `h` (just opened there, the caller's) the node's reader
+  // when it has none and the number kept allows: then the mount owns it.
+  Handle* streamReader(uint64_t id, const std::shared_ptr<Layer>& layer, const std::string& path);
+  bool keepReader(uint64_t id, const std::shared_ptr<Layer>& layer, const std::string& path,
+                  Handle* h);
+  // Teardown (the loop has ended): the handles nodes still hold.
+  void releaseNodeHandles();
   // The handle one READ/WRITE/SETATTR/fallocate works through: the kernel's (`fh`), else one
   // fromNode() takes (nodeHandle), released with this object when it is ours.
   struct IoHandle {
@@ -255,8 +273,8 @@ class LLMount final : public LoopedMount {
       if (own) m->ov_->release(h);
       own = false;
     }
-    int fromNode(uint64_t ino, bool write) {
-      int e = m->nodeHandle(ino, write, &h, &own);
+    int fromNode(uint64_t ino, bool write, bool stream = false) {
+      int e = m->nodeHandle(ino, write, &h, &own, stream);
       if (e) h = nullptr, own = false;
       return e;
     }
@@ -388,6 +406,9 @@ class LLMount final : public LoopedMount {
   std::unique_ptr<FolderWatcher> watcher_;
   ChangeJournal journal_;  // what the watcher reported, for the diagnostics service
 
+  // Readers kept by nodes (FNode::reader), each a descriptor of a folder file; at most kMaxReaders.
+  static constexpr int kMaxReaders = 256;
+  std::atomic<int> readers_{0};
   std::mutex tmu_;  // guards nodes_, byName_, byIno_, nextId_. Taken before the watcher's own lock
                     // (watch/unwatch under it). Never held across overlay or
                     // notify calls.

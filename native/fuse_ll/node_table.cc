@@ -198,7 +198,57 @@ void LLMount::forget(uint64_t id, uint64_t count) {
   // Closing A's descriptor and dropping a nameless copy take no overlay lock.
   if (n->pinned) ov_->release(n->pinned);
   if (n->retired) ov_->release(n->retired);
+  if (n->reader) {
+    ov_->release(n->reader);
+    readers_.fetch_sub(1, std::memory_order_relaxed);
+  }
   nodes_.erase(it);
+}
+
+void LLMount::releaseNodeHandles() {
+  std::lock_guard lock(tmu_);
+  for (auto& [id, n] : nodes_) {
+    for (Handle** h : {&n->pinned, &n->retired, &n->reader}) {
+      if (*h) ov_->release(*h);
+      *h = nullptr;
+    }
+  }
+  readers_ = 0;
+}
+
+Handle* LLMount::streamReader(uint64_t id, const std::shared_ptr<Layer>& layer,
+                              const std::string& path) {
+  Handle* r;
+  {
+    std::lock_guard lock(tmu_);
+    auto it = nodes_.find(id);
+    if (it == nodes_.end() || !it->second->reader) return nullptr;
+    FNode* n = it->second.get();
+    if (n->readerPath != path || n->readerLayer.lock() != layer) return nullptr;
+    r = n->reader;  // stays: only forget() releases it, and no request of the node is then left
+  }
+  // The path still shows that very folder file (a copy the layer took of it since is read
+  // through the handle as through any open one: Overlay::copiedOf).
+  Attr a;
+  if (ov_->getattr(layer.get(), path, &a) != 0 || a.type != FileType::Regular ||
+      a.ino != r->lowerIno)
+    return nullptr;
+  return r;
+}
+
+bool LLMount::keepReader(uint64_t id, const std::shared_ptr<Layer>& layer,
+                         const std::string& path, Handle* h) {
+  if (h->inode || h->lower < 0 || h->writable) return false;  // the layer's content: memory
+  std::lock_guard lock(tmu_);
+  auto it = nodes_.find(id);
+  if (it == nodes_.end() || it->second->reader) return false;
+  if (readers_.load(std::memory_order_relaxed) >= kMaxReaders) return false;
+  FNode* n = it->second.get();
+  n->reader = h;
+  n->readerLayer = layer;
+  n->readerPath = path;
+  readers_.fetch_add(1, std::memory_order_relaxed);
+  return true;
 }
 
 void LLMount::unlinkName(uint64_t parent, const std::string& name) {
@@ -307,17 +357,25 @@ void LLMount::trackHandle(uint64_t id, Handle* h, bool add) {
   }
 }
 
-int LLMount::nodeHandle(uint64_t id, bool write, Handle** h, bool* own) {
+int LLMount::nodeHandle(uint64_t id, bool write, Handle** h, bool* own, bool stream) {
   std::string path;
   std::shared_ptr<Layer> layer;
   int e = nodeAt(id, &path, &layer);
   if (e == 0) {
+    if (stream && !write) {
+      if (Handle* r = streamReader(id, layer, path)) {
+        *h = r;
+        *own = false;
+        return 0;
+      }
+    }
     OpenIntent intent;
     intent.write = write;
     intent.transient = true;  // one request's handle: no open for the audit trail
     Attr a;
     e = ov_->open(layer.get(), path, intent, h, &a);
     *own = e == 0;
+    if (e == 0 && stream && !write && keepReader(id, layer, path, *h)) *own = false;
     if (e != ENOENT && e != ESTALE) return e;
   }
   Handle* p;
