@@ -157,6 +157,44 @@ describe('masked paths', function () {
         );
       });
 
+      it('a secret that appears in the folder under a directory the agent removed or moved is in none of its diffs, and apply leaves it', async () => {
+        // The agent's changes name the directory only; what the folder holds there is read when
+        // the diff is made, and must pass the agent's mask as its view does.
+        const lower = secretProject();
+        fs.mkdirSync(path.join(lower, 'conf'));
+        fs.writeFileSync(path.join(lower, 'conf/app.json'), '{}\n');
+        await withShadow(
+          lower,
+          async (shadow, mp) => {
+            await shadow.createLayer('a');
+            await shadow.setMask('a', GLOBS);
+            await shadow.activate('a');
+            assert.strictEqual(sh(mp, 'rm -r conf && mv src src2').status, 0);
+            // The user's tooling writes secrets there now.
+            fs.writeFileSync(path.join(lower, 'conf/.env'), `${SECRET}\n`);
+            fs.writeFileSync(path.join(lower, 'src/id.pem'), `${SECRET}\n`);
+            const work = new WorkService(shadow);
+            try {
+              const all = JSON.stringify([await work.diff('a'), await work.patch('a'), await work.hunks('a'), await work.changes('a')]);
+              assert.ok(!all.includes('hunter2') && !all.includes('.env') && !all.includes('id.pem'), all);
+              assert.ok(all.includes('conf/app.json') && all.includes('src2/'), all);
+              const r = await work.apply('a');
+              assert.deepStrictEqual(
+                r.conflicts.map((c) => c.path),
+                ['conf', 'src'],
+                'the directories that still hold the secrets stay',
+              );
+            } finally {
+              await work.dispose();
+            }
+            assert.strictEqual(fs.readFileSync(path.join(lower, 'conf/.env'), 'utf8'), `${SECRET}\n`);
+            assert.strictEqual(fs.readFileSync(path.join(lower, 'src/id.pem'), 'utf8'), `${SECRET}\n`);
+            assert.ok(!fs.existsSync(path.join(lower, 'conf/app.json')) && fs.existsSync(path.join(lower, 'src2/math.js')));
+          },
+          { backend, guard: false },
+        );
+      });
+
       it('a mask set while the layer is shown takes effect at once, and the default covers agents without their own', async () => {
         const lower = secretProject();
         await withShadow(

@@ -11,6 +11,7 @@
 #include "../core/audit.h"
 #include "../core/budget.h"
 #include "../core/hash.h"
+#include "../core/mask.h"
 #if defined(_WIN32)
 #include "../platform/win32_winfsp.h"
 #endif
@@ -25,6 +26,35 @@ namespace shadowfs {
 // JS thread, synchronous: contentHash(buffer) -> 16 hex digits, the hash a layer records as a
 // file's base (so apply can tell whether the folder's file still has the bytes the agent
 // started from).
+// JS thread, synchronous: maskHides(globs, ignoreCase, paths) -> booleans, whether each path
+// is masked by those globs as a layer's mask (native/core/mask.h) hides it. For what is read
+// of the folder outside any layer (collect: a directory the agent removed, and what the folder
+// holds there now), so it is left out just as the agent's view leaves it out.
+Napi::Value MaskHides(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 3 || !info[0].IsArray() || !info[1].IsBoolean() || !info[2].IsArray()) {
+    Napi::TypeError::New(env, "maskHides(globs, ignoreCase, paths)").ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
+  auto strings = [&](Napi::Array a, std::vector<std::string>* out) {
+    for (uint32_t i = 0; i < a.Length(); ++i) {
+      Napi::Value v = a.Get(i);
+      if (!v.IsString()) return false;
+      out->push_back(v.As<Napi::String>().Utf8Value());
+    }
+    return true;
+  };
+  std::vector<std::string> globs, paths;
+  if (!strings(info[0].As<Napi::Array>(), &globs) || !strings(info[2].As<Napi::Array>(), &paths)) {
+    Napi::TypeError::New(env, "maskHides: globs and paths are strings").ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
+  PathMask mask(globs, info[1].As<Napi::Boolean>().Value());
+  Napi::Array out = Napi::Array::New(env, paths.size());
+  for (uint32_t i = 0; i < paths.size(); ++i) out.Set(i, Napi::Boolean::New(env, mask.hides(paths[i])));
+  return out;
+}
+
 Napi::Value ContentHashOf(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   if (info.Length() < 1 || !info[0].IsBuffer()) {
@@ -95,6 +125,7 @@ Napi::Value MemoryBudgetOf(const Napi::CallbackInfo& info) {
 Napi::Object InitAll(Napi::Env env, Napi::Object exports) {
   exports.Set("Shadow", Shadow::Init(env));
   exports.Set("contentHash", Napi::Function::New(env, ContentHashOf, "contentHash"));
+  exports.Set("maskHides", Napi::Function::New(env, MaskHides, "maskHides"));
   exports.Set("winfsp", Napi::Function::New(env, WinFspOf, "winfsp"));
   exports.Set("setMemoryBudget", Napi::Function::New(env, SetMemoryBudget, "setMemoryBudget"));
   exports.Set("memoryBudget", Napi::Function::New(env, MemoryBudgetOf, "memoryBudget"));

@@ -252,6 +252,8 @@ interface Addon {
   backends: string[];
   /** The 64-bit content hash (16 hex digits) a layer records as a file's base. */
   contentHash(data: Buffer): string;
+  /** Whether each path is masked by `globs` as a layer's mask hides it (native/core/mask.h). */
+  maskHides(globs: string[], ignoreCase: boolean, paths: string[]): boolean[];
   /** Windows: WinFsp as the module found it (registry InstallDir, DLL loaded by full path); null elsewhere. */
   winfsp(): WinFspStatus | null;
   /** The process's budget for layer contents in memory (native/core/budget.h), for every shadow; negative: none. */

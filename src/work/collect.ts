@@ -10,12 +10,12 @@
 // the files the folder's git ignores (build output, caches, logs); both are named in `excluded`.
 import { AsyncLocalStorage } from 'async_hooks';
 import * as fs from 'fs';
-import type { ChangeBase } from '../shadow/native';
 import type { FileChange, Side } from '../patch';
 import { ShadowError } from '../common/errors';
 import { normalizeRelPath } from '../common/paths';
 import { platform } from '../platform';
 import type { Layer, Shadow } from '../shadow';
+import { addon, type ChangeBase } from '../shadow/native';
 import { Beneath } from './beneath';
 import { ignoredPaths } from './branch';
 import { LARGE_FILE_BYTES, fdPieces, gitBlobIdOf, layerPieces, readAt } from './content';
@@ -434,6 +434,19 @@ async function collectBeneath(shadow: Shadow, root: Beneath, agent: string, only
     // list names neither what it holds from elsewhere nor what it hides. A change of its mode or
     // times alone leaves its entries as they were.
     if (c.kind !== 'metadata') await walkLayerTree(c.path);
+  }
+  // What the agent's mask hides does not exist for it: a folder file under a directory the agent
+  // removed or replaced (one the user put there since included) is neither shown nor touched.
+  const globs = shadow.maskOf(agent).globs;
+  if (globs.length) {
+    const masked = (ps: Set<string>): void => {
+      const list = [...ps];
+      addon()
+        .maskHides(globs, shadow.caseInsensitive, list)
+        .forEach((hidden, i) => hidden && ps.delete(list[i]));
+    };
+    masked(candidates);
+    masked(dirsRemoved);
   }
   const files: FileChange[] = [];
   for (const rel of [...candidates].sort(byteOrder)) {
