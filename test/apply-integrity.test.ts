@@ -519,6 +519,63 @@ describe('apply integrity: confined to the folder, destroys nothing it did not c
     );
   });
 
+  it('a directory you move into the folder where the agent removed or made one: its files, old as they are, are conflicts, never deleted or overwritten', async () => {
+    // mv keeps the times of everything a directory holds: only the directory itself shows the
+    // move. Without a base (the agent never read them) the files' own times said "older than
+    // the agent", so apply deleted or overwrote them.
+    const lower = makeFolder('ai-moved-in');
+    fs.mkdirSync(path.join(lower, 'config'));
+    fs.writeFileSync(path.join(lower, 'config', 'app.json'), '{}\n');
+    const elsewhere = tempDir('ai-moved-in-from');
+    fs.mkdirSync(path.join(elsewhere, 'backup'));
+    fs.writeFileSync(path.join(elsewhere, 'backup', 'important.txt'), 'yours\n');
+    fs.mkdirSync(path.join(elsewhere, 'out'));
+    fs.writeFileSync(path.join(elsewhere, 'out', 'report.txt'), 'your only copy\n');
+    await new Promise((r) => setTimeout(r, 30)); // older than the agent, by more than a clock tick
+    await withAgent(lower, async (w, _shadow, mp) => {
+      fs.rmSync(path.join(mp, 'config'), { recursive: true });
+      fs.mkdirSync(path.join(mp, 'out'));
+      fs.writeFileSync(path.join(mp, 'out', 'report.txt'), "the agent's\n");
+      await new Promise((r) => setTimeout(r, 30));
+      fs.renameSync(path.join(elsewhere, 'backup'), path.join(lower, 'config', 'backup'));
+      fs.renameSync(path.join(elsewhere, 'out'), path.join(lower, 'out'));
+      const r = await apply(w);
+      assert.deepStrictEqual(conflictPaths(r), [
+        'config',
+        'config/app.json',
+        'config/backup',
+        'config/backup/important.txt',
+        'out/report.txt',
+      ]);
+      assert.match(r.conflicts.find((c) => c.path === 'out/report.txt')!.reason, /a directory above out\/report.txt changed in the folder/);
+      assert.deepStrictEqual(listTree(lower), [
+        'README.md',
+        'config/',
+        'config/app.json {}',
+        'config/backup/',
+        'config/backup/important.txt yours',
+        'out/',
+        'out/report.txt your only copy',
+      ]);
+    });
+  });
+
+  it("applied in parts: what the first apply changed in a directory the agent removed is not taken for the user's change by the next", async () => {
+    const lower = makeFolder('ai-in-parts');
+    fs.mkdirSync(path.join(lower, 'old'));
+    for (const n of ['a.txt', 'b.txt']) fs.writeFileSync(path.join(lower, 'old', n), `${n}\n`);
+    await new Promise((r) => setTimeout(r, 30));
+    await withAgent(lower, async (w, _shadow, mp) => {
+      fs.rmSync(path.join(mp, 'old'), { recursive: true });
+      await new Promise((r) => setTimeout(r, 30));
+      const r1 = await apply(w, { paths: ['old/a.txt'] });
+      assert.deepStrictEqual(r1.applied.map((x) => x.path), ['old/a.txt']);
+      const r2 = await apply(w);
+      assert.deepStrictEqual(conflictPaths(r2), []);
+      assert.deepStrictEqual(listTree(lower), ['README.md']);
+    });
+  });
+
   it('the same folder by another name (a bind mount): shadows of it and of a directory in it keep what apply removes', async () => {
     // Apply tells the other shadows what it is about to change in their terms; folders are told
     // apart by identity, so a bind mount of the folder is the folder (by name it was unrelated,

@@ -49,6 +49,12 @@ export interface ApplyOptions {
    */
   layerSince?: number;
   /**
+   * The folder's directories this agent's earlier applies changed, each with its times as the
+   * apply left it ("mtimeNs:ctimeNs"); apply adds the ones it changes. A directory still so is
+   * not counted as changed after the agent started (see movedInAfter): its change was the agent's.
+   */
+  appliedDirs?: Map<string, string>;
+  /**
    * Confirms type changes (a directory replaced by a file or link, a file or link by a
    * directory, a file by a link, ...) and links that point out of the folder. Without it they
    * are refused and reported as conflicts (with whatever lies under them); the rest is applied.
@@ -294,6 +300,27 @@ async function applyBeneath(
   res.skipped.push(...c.skipped);
   const since = opts.layerSince;
   const layer = shadow.layer(agent);
+  // Whether a directory above `rel`, among those the agent's layer has changes of (made,
+  // removed, replaced, or its mode or times), was changed in the folder after the agent started:
+  // a directory moved in there (mv) keeps the times of all it holds, so only the directory
+  // shows the move. Such files are not what the agent saw (a
+  // conflict, as any file changed since), whatever their own times say.
+  const agentDirs = (await layer.changes()).filter((x) => x.type === 'directory').map((x) => x.path);
+  /** Whether the folder's directory `d` changed after the agent started, other than by its own earlier applies. */
+  const dirChangedSince = (d: string): boolean => {
+    const abs = path.join(shadow.folder, d);
+    const own = opts.appliedDirs?.get(d);
+    return touchedAfter(abs, since) && (own === undefined || own !== dirStamp(abs));
+  };
+  const dirTouched = new Map<string, boolean>();
+  const movedInAfter = (rel: string): boolean =>
+    ancestors(rel)
+      .filter((d) => agentDirs.some((a) => under(d, a)))
+      .some((d) => {
+        let t = dirTouched.get(d);
+        if (t === undefined) dirTouched.set(d, (t = dirChangedSince(d)));
+        return t;
+      });
   const resolutions = new Map(Object.entries(opts.resolutions ?? {}).map(([k, v]) => [normalizeRelPath(k), v]));
   const dirsAdded = c.dirsAdded.filter((d) => !only || only.length === 0 || only.some((s) => under(d, s)));
   const conflict = (p: string, reason: string, f?: FileChange): void => {
@@ -416,6 +443,8 @@ async function applyBeneath(
         f.new === null
           ? 'the agent deletes a file that changed in the folder after the agent started'
           : 'the folder file changed (or appeared) after the agent started, and the agent never saw that version';
+    } else if (f.old && movedInAfter(f.path)) {
+      why = `a directory above ${f.path} changed in the folder after the agent started (something was moved in, out or made there), so this may not be the file the agent saw`;
     }
     const kind = f.old && f.new ? (sameContent(f.old, f.new) ? 'mode' : 'write') : f.new ? 'create' : 'delete';
     const agentNow = text(f.new);
@@ -580,7 +609,7 @@ async function applyBeneath(
   }
   // A directory of the folder made after the agent started (the user's) is not the agent's to remove.
   for (const d of [...removing])
-    if (touchedAfter(path.join(shadow.folder, d), since)) {
+    if (dirChangedSince(d)) {
       removing.delete(d);
       conflict(d, `the folder's directory ${d} changed after the agent started (made or filled by you since); it was not removed`);
     }
@@ -865,7 +894,26 @@ async function applyBeneath(
   res.kept = res.kept.filter((k) => left.has(k));
   res.applied.sort((a, b) => byteOrder(a.path, b.path));
   res.conflicts.sort((a, b) => byteOrder(a.path, b.path));
+  if (opts.appliedDirs) {
+    // The directories this apply changed, as it left them: a later apply of the same agent does
+    // not take its own changes there for the user's.
+    const dirs = new Set([...res.applied.map((x) => x.path), ...made].flatMap((p) => [p, ...ancestors(p)]));
+    for (const d of dirs) {
+      const stamp = dirStamp(path.join(shadow.folder, d));
+      if (stamp) opts.appliedDirs.set(d, stamp);
+    }
+  }
   return res;
+}
+
+/** A directory's modification and change times ("mtimeNs:ctimeNs"), or null when it is not one. */
+function dirStamp(abs: string): string | null {
+  try {
+    const st = fs.lstatSync(abs, { bigint: true });
+    return st.isDirectory() ? `${st.mtimeNs}:${st.ctimeNs}` : null;
+  } catch {
+    return null;
+  }
 }
 
 /**

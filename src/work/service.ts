@@ -31,7 +31,7 @@ export interface OutOptions {
   includeIgnored?: boolean;
 }
 
-export interface WorkApplyOptions extends Omit<ApplyOptions, 'restoredBases' | 'baseContents' | 'layerSince'>, OutOptions {
+export interface WorkApplyOptions extends Omit<ApplyOptions, 'restoredBases' | 'baseContents' | 'layerSince' | 'appliedDirs'>, OutOptions {
   /** Bring the agent's commits (its HEAD) into the folder's repository as this new branch instead of writing files. */
   branch?: string;
   /** With branch: replace a branch of that name (never the one checked out). */
@@ -89,6 +89,8 @@ export class WorkService {
   private timer: NodeJS.Timeout | undefined;
   /** Per agent: a fingerprint of the layer's change list at the last autosave. */
   private readonly saved = new Map<string, string>();
+  /** Per agent, the folder's directories its applies changed, as they left them (ApplyOptions.appliedDirs). */
+  private readonly appliedDirs = new Map<string, Map<string, string>>();
   private saving: Promise<void> | undefined;
 
   readonly rejectionStore: RejectionStore;
@@ -222,7 +224,7 @@ export class WorkService {
 
   private async applyFiles(
     agent: string,
-    fileOpts: Omit<ApplyOptions, 'restoredBases' | 'baseContents' | 'layerSince'>,
+    fileOpts: Omit<ApplyOptions, 'restoredBases' | 'baseContents' | 'layerSince' | 'appliedDirs'>,
     includeIgnored: boolean,
   ): Promise<WorkApplyResult> {
     const restored = this.provenance.restoredBases(agent);
@@ -239,11 +241,18 @@ export class WorkService {
         restoredBases: new Map([...restored].map(([p, o]) => [p, o.base])),
         baseContents,
         layerSince: this.provenance.layerSince(agent),
+        appliedDirs: this.appliedDirsOf(agent),
         ...(this.opts.neighbours ? { neighbours: this.opts.neighbours } : {}),
       }),
     );
     this.saved.delete(agent);
     return { ...r, excluded };
+  }
+
+  private appliedDirsOf(agent: string): Map<string, string> {
+    let m = this.appliedDirs.get(agent);
+    if (!m) this.appliedDirs.set(agent, (m = new Map()));
+    return m;
   }
 
   /**
