@@ -273,6 +273,41 @@ describe('review: hunks with stable ids, and applying some of them', function ()
     );
   });
 
+  it('a conflict in text that is not UTF-8 (Latin-1) is never merged or marked: both files keep every byte', async () => {
+    // Decoded as UTF-8, each Latin-1 letter came back as U+FFFD: "merged" wrote that into the
+    // folder, and markConflicts into the agent's layer.
+    const repo = makeReviewRepo();
+    const latin = (s: string): Buffer => Buffer.from(s, 'latin1');
+    const start = latin('caf\xe9 1\nl2\nl3\nl4\nl5\nl6\nna\xefve 7\n');
+    fs.writeFileSync(path.join(repo, 'latin.txt'), start);
+    execFileSync('git', ['-C', repo, 'add', '-A']);
+    execFileSync('git', ['-C', repo, 'commit', '-q', '-m', 'latin']);
+    await withWork(
+      repo,
+      async (w, shadow, mp) => {
+        await shadow.createLayer('a');
+        await shadow.activate('a');
+        const agent = Buffer.concat([start, latin('agent \xe0\n')]);
+        fs.writeFileSync(path.join(mp, 'latin.txt'), agent);
+        const mine = Buffer.concat([latin('you \xfc\n'), start]);
+        fs.writeFileSync(path.join(repo, 'latin.txt'), mine);
+        const d = await w.diff('a');
+        assert.strictEqual(d.files.find((f) => f.path === 'latin.txt')?.binary, true);
+        const r = await w.apply('a', { resolutions: { 'latin.txt': 'merged' } });
+        assert.deepStrictEqual(
+          r.conflicts.map((c) => [c.path, c.binary, c.merged]),
+          [['latin.txt', true, null]],
+        );
+        assert.match(r.conflicts[0].reason, /not UTF-8 text: nothing is merged/);
+        const m = await w.apply('a', { markConflicts: true });
+        assert.deepStrictEqual(m.marked ?? [], []);
+        assert.ok(fs.readFileSync(path.join(repo, 'latin.txt')).equals(mine), 'your file keeps its bytes');
+        assert.ok(fs.readFileSync(path.join(mp, 'latin.txt')).equals(agent), "the agent's file keeps its bytes");
+      },
+      false,
+    );
+  });
+
   it('a conflict shows only its regions with 3 lines around; markConflicts writes the markers into the layer; resolved there, it applies', async () => {
     const repo = makeReviewRepo();
     const big = Array.from({ length: 300 }, (_, i) => `row ${i + 1}\n`);

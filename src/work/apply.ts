@@ -16,6 +16,7 @@ import { ShadowError } from '../common/errors';
 import { addon, type ChangeBase } from '../shadow/native';
 import { normalizeRelPath } from '../common/paths';
 import type { Layer, Shadow } from '../shadow';
+import { hasNulPrefix, isUtf8 } from '../patch/git-format';
 import { platform } from '../platform';
 import { Beneath } from './beneath';
 import { byteOrder, collect, folderSide, isRepositoryMetadata, sameIdentity, sameSide, type FileChange, type Side } from './collect';
@@ -130,8 +131,13 @@ export interface ApplyResult {
   links?: Array<{ path: string; target: string }>;
 }
 
+/**
+ * Content apply does not handle as text, as the diff does not: large, a NUL in its first 8000
+ * bytes, or not valid UTF-8 (Latin-1, UTF-16: decoded as UTF-8 its bytes would come back as
+ * U+FFFD, so a merge or conflict markers written from it would change every such byte).
+ */
 function isBinary(side: Side | null | undefined): boolean {
-  return !!side && (!!side.large || side.data.subarray(0, 8000).includes(0));
+  return !!side && (!!side.large || hasNulPrefix(side.data) || !isUtf8(side.data));
 }
 
 function text(side: Side | null): string | null {
@@ -486,7 +492,10 @@ async function applyBeneath(
     } else {
       res.conflicts.push({
         path: f.path,
-        reason: how === 'merged' ? `${why}; the merge is not clean (${m ? m.conflicts : 'no base to merge from'})` : why,
+        reason:
+          how === 'merged'
+            ? `${why}; the merge is not clean (${m ? m.conflicts : binary ? 'binary, or not UTF-8 text: nothing is merged line by line' : 'no base to merge from'})`
+            : why,
         folder: folderText,
         agent: agentText,
         binary,
