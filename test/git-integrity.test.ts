@@ -197,6 +197,33 @@ describe('git integrity: .git never leaves a layer as files; agent commits come 
     );
   });
 
+  it('one changed path git refuses to check (beyond a link of the folder) leaves the other ignored files out still', async () => {
+    // git check-ignore gives up on the whole list for one such path (exit 128); that made
+    // nothing count as ignored, so the user's ignored file was applied over.
+    const repo = makeRepo();
+    fs.mkdirSync(path.join(repo, 'real'));
+    fs.writeFileSync(path.join(repo, 'real', 'r.txt'), 'r\n');
+    fs.symlinkSync('real', path.join(repo, 'lnk'));
+    git(repo, 'add', 'real', 'lnk');
+    git(repo, 'commit', '-q', '-m', 'link');
+    await withWork(
+      repo,
+      async (w, shadow) => {
+        await agentGit(
+          shadow,
+          'echo junk > debug.log && echo l > run.log && rm lnk && mkdir lnk && echo x > lnk/x && echo e >> src/app.js',
+        );
+        const diff = await w.diff('agent');
+        assert.deepStrictEqual(diff.excluded.map((e) => `${e.reason} ${e.path}`).sort(), ['ignored debug.log', 'ignored run.log']);
+        const r = await w.apply('agent', { allowTypeChanges: true });
+        assert.ok(!r.applied.some((a) => a.path === 'debug.log' || a.path === 'run.log'), JSON.stringify(r.applied));
+        assert.strictEqual(fs.readFileSync(path.join(repo, 'debug.log'), 'utf8'), 'the user keeps this\n');
+        assert.ok(!fs.existsSync(path.join(repo, 'run.log')));
+      },
+      false,
+    );
+  });
+
   it('files git ignores are left out of diff, patch and apply unless asked for, and listed marked', async () => {
     const repo = makeRepo();
     await withWork(

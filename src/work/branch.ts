@@ -64,10 +64,29 @@ export function runGit(cwd: string, args: string[], input?: Buffer): Promise<Git
 export async function ignoredPaths(folder: string, paths: string[]): Promise<Set<string>> {
   const out = new Set<string>();
   if (!paths.length) return out;
-  const r = await runGit(folder, ['check-ignore', '--stdin', '-z'], Buffer.from(paths.map((p) => `${p}\0`).join('')));
-  // 0: some ignored; 1: none; 128: not a repository (nothing is ignored then).
-  if (r.code !== 0) return out;
-  for (const p of r.stdout.toString('utf8').split('\0')) if (p) out.add(p);
+  const check = async (list: string[]): Promise<boolean> => {
+    const r = await runGit(folder, ['check-ignore', '--stdin', '-z'], Buffer.from(list.map((p) => `${p}\0`).join('')));
+    // 0: some ignored; 1: none; anything else: git refused the list (128).
+    if (r.code !== 0 && r.code !== 1) return false;
+    for (const p of r.stdout.toString('utf8').split('\0')) if (p) out.add(p);
+    return true;
+  };
+  if (await check(paths)) return out;
+  // Not a repository: nothing is ignored. Else git refused one of the paths (one beyond a
+  // symbolic link, one inside a submodule) and with it the whole list, which must not make
+  // every other ignored file count as not ignored: the list is halved until the paths git
+  // refuses stand alone (those count as not ignored).
+  const repo = await runGit(folder, ['rev-parse', '--is-inside-work-tree']);
+  if (repo.code !== 0) return out;
+  const halve = async (list: string[]): Promise<void> => {
+    if ((await check(list)) || list.length < 2) return;
+    const mid = list.length >> 1;
+    await halve(list.slice(0, mid));
+    await halve(list.slice(mid));
+  };
+  const mid = paths.length >> 1;
+  await halve(paths.slice(0, mid));
+  await halve(paths.slice(mid));
   return out;
 }
 
