@@ -326,6 +326,56 @@ describe('hostile content: huge sparse files, FIFOs, catastrophic regexes, resto
     });
   });
 
+  it('names that are not UTF-8 are refused to the agent (EILSEQ): a rename to one could not be diffed or applied, only lost', async () => {
+    // Changes, diffs, apply and checkpoints carry paths as Unicode strings, where such a name
+    // becomes another (its bad bytes as U+FFFD) or none: `mv notes.txt notes\xff.txt` was
+    // applied as a deletion alone. The folder's own such files are still read.
+    const lower = makeFolder();
+    fs.writeFileSync(path.join(lower, 'notes.txt'), 'notes\n');
+    const bad = Buffer.from('caf\xe9.txt', 'latin1');
+    const lowerBad = Buffer.concat([Buffer.from(lower + '/'), bad]);
+    fs.writeFileSync(lowerBad, 'latin-1 name\n');
+    // (FolderGuard reads names as strings: the folder is compared by hand, names as bytes.)
+    const names = (): string[] =>
+      fs
+        .readdirSync(lower, { encoding: 'buffer' })
+        .map((n) => n.toString('hex'))
+        .sort();
+    const before = names();
+    await withShadow(
+      lower,
+      async (shadow, mp) => {
+        const w = new WorkService(shadow);
+        try {
+          const sh = (script: string) => spawnSync('sh', ['-c', script], { cwd: mp, encoding: 'latin1' });
+          for (const script of [
+            'mv notes.txt "$(printf \'notes\\377.txt\')"',
+            'echo x > "$(printf \'new\\377\')"',
+            'mkdir "$(printf \'dir\\377\')"',
+            'ln -s "$(printf \'target\\377\')" link',
+            'ln notes.txt "$(printf \'hard\\377\')"',
+            'rm "$(printf \'caf\\351.txt\')"',
+            'echo more >> "$(printf \'caf\\351.txt\')"',
+          ]) {
+            const r = sh(script);
+            assert.notStrictEqual(r.status, 0, script);
+            // (A write to an open file without an open round trip (fuse_ll) fails at the write: EIO.)
+            assert.match(r.stderr, /Invalid or incomplete multibyte or wide character|I\/O error/, `${script}: ${r.stderr}`);
+          }
+          assert.strictEqual(sh('cat "$(printf \'caf\\351.txt\')"').stdout, 'latin-1 name\n', "the folder's file is read");
+          assert.deepStrictEqual(await shadow.layer('default').changes(), []);
+          assert.deepStrictEqual((await w.diff('default')).files, []);
+        } finally {
+          await w.dispose();
+        }
+      },
+      { guard: false },
+    );
+    assert.deepStrictEqual(names(), before);
+    assert.strictEqual(fs.readFileSync(path.join(lower, 'notes.txt'), 'utf8'), 'notes\n');
+    assert.strictEqual(fs.readFileSync(lowerBad, 'utf8'), 'latin-1 name\n');
+  });
+
   it('grep with a catastrophic regular expression answers TIMEOUT (or a result) while the main thread keeps running', async () => {
     await withShadow(makeFolder(), async (shadow, mp) => {
       const layer = await shadow.createLayer('agent');

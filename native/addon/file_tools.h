@@ -49,8 +49,5 @@ struct EditResult {
 // to right). *out gets the new text when Ok.
 EditResult applyEdits(const std::string& text, const std::vector<TextEdit>& edits, std::string* out);
 
-// Whether `s` is valid UTF-8 (as a fatal TextDecoder sees it: no overlong forms, surrogates,
-// or code points past U+10FFFF).
-bool validUtf8(const std::string& s);
 
 }  // namespace shadowfs

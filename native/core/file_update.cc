@@ -23,7 +23,7 @@ int Overlay::updateFile(const std::string& layer, const std::string& asked, cons
   std::shared_ptr<Layer> lp = byName(layer);
   if (!lp) return ENXIO;
   if (!lp->writable) return EROFS;
-  if (guarded(asked)) return EPERM;  // write_guard.h
+  if (int e = writeRefused(asked)) return e;  // write_guard.h, and names
   Layer& L = *lp;
   if (guardedBeside(L, asked)) return EPERM;  // a bare repository's hooks or config
   std::string askedDir, askedName;

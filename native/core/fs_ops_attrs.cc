@@ -79,7 +79,7 @@ int Overlay::setattr(Layer* view, const std::string& asked, Handle* h, uint32_t 
 int Overlay::setattrIn(Layer& L, const std::string& asked, Handle* h, uint32_t mask,
                      const Attr& v, Attr* out) {
   if (!L.writable) return EROFS;
-  if (guarded(asked)) return EPERM;  // write_guard.h; a guarded file has no nameless handle
+  if (int e = writeRefused(asked)) return e;  // write_guard.h; a guarded file has no nameless handle
   if (guardedBeside(L, asked)) return EPERM;  // a bare repository's hooks or config
   Ref<Inode> in;
   if (h) {
@@ -221,7 +221,7 @@ void ownXattrs(LowerFs* lower, Inode* in, const std::string* src) {
 // edits the list under the inode's metadata lock and returns 0 or an errno.
 template <typename Change>
 int Overlay::editXattrs(Layer& L, const std::string& asked, Change change) {
-  if (guarded(asked)) return EPERM;
+  if (int e = writeRefused(asked)) return e;
   WriteLock lock(L.mu, LockRank::Layer);
   std::string cbuf;
   const std::string& path = canon(L, asked, &cbuf);
@@ -263,7 +263,7 @@ int Overlay::setxattr(Layer* view, const std::string& path, const std::string& n
 int Overlay::removexattr(Layer* view, const std::string& path, const std::string& name) {
   SFS_AT(view);
   if (!L.writable) return EROFS;
-  if (guarded(path)) return EPERM;  // write_guard.h, before "no such attribute"
+  if (int e = writeRefused(path)) return e;  // write_guard.h, before "no such attribute"
   std::string old;
   if (int e = getxattr(&L, path, name, &old)) return e;  // nothing to remove: change nothing
   return editXattrs(L, path, [&](std::map<std::string, std::string>& xattrs) {

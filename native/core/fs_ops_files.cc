@@ -114,8 +114,10 @@ int Overlay::create(Layer* view, const std::string& asked, uint32_t perm, const 
 int Overlay::openIn(Layer& L, const std::string& asked, const OpenIntent& intent, Handle** out,
                   Attr* attr) {
   if ((intent.write || intent.truncate) && !L.writable) return EROFS;
-  if ((intent.write || intent.truncate) && (guarded(asked) || guardedBeside(L, asked)))
-    return EPERM;  // write_guard.h; a bare repository's hooks or config
+  if (intent.write || intent.truncate) {
+    if (int e = writeRefused(asked)) return e;
+    if (guardedBeside(L, asked)) return EPERM;  // write_guard.h; a bare repository's hooks or config
+  }
   Ref<Inode> in;
   std::string cbuf;
   if (!intent.truncate) {
@@ -159,7 +161,8 @@ int Overlay::createIn(Layer& L, const std::string& asked, uint32_t perm, const O
                     const Caller& who, Handle** out, Attr* attr) {
   if (!L.writable) return EROFS;
   // Also for an existing file opened read-only with O_CREAT: refused like making it would be.
-  if (guarded(asked) || guardedBeside(L, asked)) return EPERM;
+  if (int e = writeRefused(asked)) return e;
+  if (guardedBeside(L, asked)) return EPERM;
   Ref<Inode> in;
   {
     WriteLock lock(L.mu, LockRank::Layer);

@@ -140,6 +140,7 @@ int Overlay::mkdirIn(Layer& L, const std::string& asked, uint32_t perm, const Ca
 int Overlay::symlinkIn(Layer& L, const std::string& askedTarget, const std::string& asked,
                      const Caller& who, Attr* out) {
   if (!L.writable) return EROFS;
+  if (!validUtf8(askedTarget)) return EILSEQ;  // as a name (Overlay::writeRefused)
   // Where it leads, for every viewer alike (link_targets.cc); looked up before the lock.
   std::string target = askedTarget;
   if (int e = linkTargetFor(asked, &target)) return e;
@@ -176,7 +177,9 @@ int Overlay::linkHeld(Layer& L, const std::string& fromAsked, const std::string&
   const std::string& to = canon(L, toAsked, &tbuf, &respellAs);
   if (masked(L, to)) return EACCES;  // before the source is materialised (placeNew says why)
   // A second name of a guarded file would write it (placeNew refuses a guarded new name).
-  if (guarded(from) || guarded(to) || besideRepository(L, from)) return EPERM;
+  if (int e = writeRefused(from)) return e;
+  if (int e = writeRefused(to)) return e;
+  if (besideRepository(L, from)) return EPERM;
   Res r;
   Node* src;
   int e = materializeNode(L, from, &src, &r);
@@ -204,7 +207,7 @@ int Overlay::linkHeld(Layer& L, const std::string& fromAsked, const std::string&
 
 int Overlay::unlinkIn(Layer& L, const std::string& asked) {
   if (!L.writable) return EROFS;
-  if (guarded(asked)) return EPERM;  // write_guard.h
+  if (int e = writeRefused(asked)) return e;  // write_guard.h, and names
   WriteLock lock(L.mu, LockRank::Layer);
   std::string cbuf;
   const std::string& path = canon(L, asked, &cbuf);
@@ -219,7 +222,7 @@ int Overlay::unlinkIn(Layer& L, const std::string& asked) {
 int Overlay::rmdirIn(Layer& L, const std::string& asked) {
   if (!L.writable) return EROFS;
   if (asked.empty()) return EBUSY;
-  if (guarded(asked)) return EPERM;  // write_guard.h, before "not empty"
+  if (int e = writeRefused(asked)) return e;  // write_guard.h, before "not empty"
   WriteLock lock(L.mu, LockRank::Layer);
   std::string cbuf;
   const std::string& path = canon(L, asked, &cbuf);
@@ -266,7 +269,8 @@ int Overlay::renameHeld(Layer& L, const std::string& fromAsked, const std::strin
     return respell(L, from, toName);
   }
   if (isInside(to, from)) return EINVAL;
-  if (guarded(from) || guarded(to)) return EPERM;  // write_guard.h
+  if (int e = writeRefused(from)) return e;  // write_guard.h, and names
+  if (int e = writeRefused(to)) return e;
   std::string tparent, tname;
   splitLast(to, &tparent, &tname);
   if (tname.size() > kNameMax) return ENAMETOOLONG;

@@ -17,7 +17,7 @@ int Overlay::putFile(const std::string& layer, const std::string& asked, const s
   if (asked.empty()) return EISDIR;
   std::shared_ptr<Layer> lp = byName(layer);
   if (!lp) return ENXIO;
-  if (guarded(asked)) return EPERM;  // write_guard.h
+  if (int e = writeRefused(asked)) return e;  // write_guard.h, and names
   Layer& L = *lp;
   if (guardedBeside(L, asked)) return EPERM;  // a bare repository's hooks or config
   if (guard_ && guard_->git() && refusedGitfile(std::string_view(data).substr(0, kGitfileScan)))

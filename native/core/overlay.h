@@ -38,6 +38,7 @@
 #include "shared_mutex.h"
 #include "dir_stream.h"
 #include "lower.h"
+#include "path.h"
 #include "spill.h"
 #include "types.h"
 #include "write_guard.h"
@@ -454,6 +455,15 @@ class Overlay {
   static bool masked(const Layer& L, std::string_view path);
   // Whether the write guard refuses writing `path` (any spelling: the guard folds case itself).
   bool guarded(std::string_view path) const { return guard_ && guard_->refuses(path); }
+  // Why a layer may not change `path` (or record `target`, a link's): EILSEQ for a name that
+  // is not valid UTF-8, EPERM for one the write guard refuses, else 0. Everything above the
+  // core (changes, diffs, apply, checkpoints, JavaScript) carries paths as Unicode strings, in
+  // which such a name becomes another (its bad bytes as U+FFFD) or none: the agent's change
+  // would be lost, or land on another file. Reading such a folder file is not refused.
+  int writeRefused(std::string_view path) const {
+    if (!validUtf8(path)) return EILSEQ;
+    return guarded(path) ? EPERM : 0;
+  }
   // The names that make a directory a repository to git, config or not: git (2.39's
   // is_git_directory) takes a directory holding a valid HEAD, objects and refs for a bare
   // repository and runs its hooks/ on gc, fetch, tag and the rest.

@@ -443,7 +443,7 @@ int Overlay::placeNew(Layer& L, const std::string& path, NodeRef inode, Node** o
   // A masked name cannot be made: the agent's own object there would stand in for the
   // folder's secret, and a later apply or a view without the mask would mix the two.
   if (masked(L, path)) return EACCES;
-  if (guarded(path)) return EPERM;  // git's control files (write_guard.h)
+  if (int e = writeRefused(path)) return e;  // git's control files (write_guard.h), and names
   if (guardedArrival(L, inode->type, std::string(), path)) return EPERM;  // a link in a repository
   if (completesRepository(L, path)) return EPERM;
   if (besideRepository(L, path)) return EPERM;  // hooks or config of a bare repository
@@ -633,7 +633,7 @@ bool Overlay::guardedBeside(Layer& L, const std::string& asked) {
 
 // Removes whatever is at `path` (already known to exist): a whiteout where A has something.
 int Overlay::removeAt(Layer& L, const std::string& path) {
-  if (guarded(path)) return EPERM;
+  if (int e = writeRefused(path)) return e;
   Slot slot;
   if (int e = slotOf(L, path, &slot)) return e;
   Node* p = slot.dir;

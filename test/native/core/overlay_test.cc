@@ -198,6 +198,32 @@ TEST(unlink_of_a_folder_file_leaves_a_whiteout) {
   CHECK_EQ(w.lower->snapshot(), before);
 }
 
+// A layer records no name that is not valid UTF-8 (Overlay::writeRefused): everything above
+// the core carries paths as Unicode strings, where such a name is another or none. The folder's
+// own such files are read, never changed.
+TEST(names_that_are_not_utf8_are_refused_to_a_layer_with_eilseq) {
+  World w([](fake::FakeLower& f) {
+    project(f);
+    f.addFile("caf\xe9.txt", "latin-1 name\n");
+  });
+  const std::string before = w.lower->snapshot();
+  Attr at;
+  CHECK_ERR(w.create(w.a, "new\xff", "x"), EILSEQ);
+  CHECK_ERR(w.ov->mkdir(w.a, "dir\xc0\xaf", 0755, kWho, &at), EILSEQ);        // an overlong "/"
+  CHECK_ERR(w.ov->mkdir(w.a, "sur\xed\xa0\x80", 0755, kWho, &at), EILSEQ);    // a surrogate
+  CHECK_ERR(w.ov->rename(w.a, "README.md", "READ\xffME.md", 0), EILSEQ);
+  CHECK_ERR(w.ov->symlink(w.a, "target\xff", "link2", kWho, &at), EILSEQ);
+  CHECK_ERR(w.ov->link(w.a, "README.md", "hard\xfe", &at), EILSEQ);
+  CHECK_ERR(w.ov->unlink(w.a, "caf\xe9.txt"), EILSEQ);
+  CHECK_ERR(w.ov->rename(w.a, "caf\xe9.txt", "cafe.txt", 0), EILSEQ);
+  CHECK_ERR(w.write(w.a, "caf\xe9.txt", "more"), EILSEQ);
+  CHECK_EQ(w.read(w.a, "caf\xe9.txt"), "latin-1 name\n");
+  // Valid UTF-8 of every length is a name like any other.
+  REQUIRE_OK(w.create(w.a, "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80.txt", "ok\n"));
+  CHECK_EQ(w.changes("a"), (Names{"added caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80.txt"}));
+  CHECK_EQ(w.lower->snapshot(), before);
+}
+
 TEST(renaming_a_folder_directory_redirects_to_it_and_stays_live) {
   World w([](fake::FakeLower& f) {
     f.addDir("d");
