@@ -188,7 +188,7 @@ void LLMount::opSetattr(Req* req, uint64_t ino, const abi::SetattrIn& in, FileIn
     layer = h->layer.lock();  // ftruncate/fchmod: the layer the file was opened in
     if (!layer) return (void)wire::replyErr(req, ESTALE);
   } else {
-    layer = m->layerFor(ino, path);
+    layer = m->layerFor(ino, path, nullptr, true);
     if (!layer) return (void)wire::replyErr(req, ESTALE);
   }
   uint32_t mask = 0;

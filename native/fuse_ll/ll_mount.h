@@ -229,8 +229,9 @@ class LLMount final : public LoopedMount {
   // resolved once; ESTALE when no layer holds the object the kernel knows any more.
   // `active`, when given, is the active layer as this request saw it (so that a request that
   // resolves two nodes sees one switch state for both).
+  // `forWrite`: see layerFor.
   int nodeAt(uint64_t id, std::string* path, std::shared_ptr<Layer>* layer,
-             const std::shared_ptr<Layer>& active = nullptr);
+             const std::shared_ptr<Layer>& active = nullptr, bool forWrite = false);
   // The same for a name in directory `parent`: the directory's layer, and the child's path.
   int childAt(uint64_t parent, const char* name, std::string* path, std::shared_ptr<Layer>* layer,
               const std::shared_ptr<Layer>& active = nullptr);
@@ -298,8 +299,12 @@ class LLMount final : public LoopedMount {
   // knows (inode `ino`), else the layer the node was looked up in, if that one still holds it.
   // Requests that looked a node up before a switch and reach us after it are served from the
   // object they saw, never from a mix. Null if neither holds it (the caller answers ESTALE).
+  // `forWrite` (a WRITE or SETATTR that came by node, no-open): the layer the node was looked
+  // up in, while it still shows that object, wins over the active one. A file opened for
+  // writing before a switch then writes where it was opened, unless the new layer has looked
+  // the name up since (the node is then its too: docs/limits.md).
   std::shared_ptr<Layer> layerFor(uint64_t id, const std::string& path,
-                                  std::shared_ptr<Layer> active = nullptr);
+                                  std::shared_ptr<Layer> active = nullptr, bool forWrite = false);
   // Whether `layer` holds its own object at `path` (created there, or a copy of the folder's
   // file) rather than showing the folder's file.
   bool layerOwns(Layer* layer, const std::string& path);

@@ -44,9 +44,9 @@ int LLMount::pathOfLocked(uint64_t id, std::string* out, int depth) {
 }
 
 int LLMount::nodeAt(uint64_t id, std::string* path, std::shared_ptr<Layer>* layer,
-                    const std::shared_ptr<Layer>& active) {
+                    const std::shared_ptr<Layer>& active, bool forWrite) {
   if (int e = pathOf(id, path)) return e;
-  *layer = layerFor(id, *path, active);
+  *layer = layerFor(id, *path, active, forWrite);
   return *layer ? 0 : ESTALE;
 }
 
@@ -279,7 +279,7 @@ void LLMount::moveName(uint64_t parent, const std::string& name, uint64_t newpar
 }
 
 std::shared_ptr<Layer> LLMount::layerFor(uint64_t id, const std::string& path,
-                                         std::shared_ptr<Layer> active) {
+                                         std::shared_ptr<Layer> active, bool forWrite) {
   if (!active) active = ov_->current(view_);
   if (id == abi::kRootId || view_) return active;
   uint64_t ino;
@@ -293,10 +293,13 @@ std::shared_ptr<Layer> LLMount::layerFor(uint64_t id, const std::string& path,
   }
   // Looked up in the layer that is still active: the usual case, no extra work.
   if (seen == active) return active;
+  Attr a;
+  // A write by node after a switch: to where the file was opened, while that layer still
+  // shows the object the kernel knows (fuse_ll's no-open I/O has no handle to tell).
+  if (forWrite && seen && ov_->getattr(seen.get(), path, &a) == 0 && a.ino == ino) return seen;
   // After a switch: the active layer serves the node only if it shows the same object, which
   // is the folder's own file, unchanged by either layer. A copy a layer took keeps the folder's
   // inode number, so the number alone would take x's copy for y's.
-  Attr a;
   if (ov_->getattr(active.get(), path, &a) == 0 && a.ino == ino &&
       (a.type == FileType::Directory || (!layerOwns(active.get(), path) &&
                                          !(seen && layerOwns(seen.get(), path)))))
@@ -360,7 +363,7 @@ void LLMount::trackHandle(uint64_t id, Handle* h, bool add) {
 int LLMount::nodeHandle(uint64_t id, bool write, Handle** h, bool* own, bool stream) {
   std::string path;
   std::shared_ptr<Layer> layer;
-  int e = nodeAt(id, &path, &layer);
+  int e = nodeAt(id, &path, &layer, nullptr, write);
   if (e == 0) {
     if (stream && !write) {
       if (Handle* r = streamReader(id, layer, path)) {
