@@ -7,7 +7,7 @@ import { mount, ShadowError } from '../src';
 import { addon } from '../src/shadow/native';
 import { mountedPaths } from '../src/platform';
 import { pickBackend } from '../src/shadow';
-import { FolderGuard, makeProject, tempDir, withShadow } from './helpers/fixtures';
+import { FolderGuard, makeProject, openUnder, tempDir, withShadow } from './helpers/fixtures';
 
 function fstypeOf(mp: string): string | undefined {
   for (const line of fs.readFileSync('/proc/self/mounts', 'utf8').split('\n')) {
@@ -48,17 +48,7 @@ describe('mount backends', function () {
       // The overlay holds a descriptor of the folder. It used to stay open until the GC took the
       // unmounted shadow, so the folder's own file system (a bind mount, a disk) stayed busy.
       const lower = makeProject();
-      const held = (): string[] =>
-        fs
-          .readdirSync('/proc/self/fd')
-          .map((fd) => {
-            try {
-              return fs.readlinkSync(`/proc/self/fd/${fd}`);
-            } catch {
-              return ''; // closed meanwhile (readdir's own descriptor)
-            }
-          })
-          .filter((l) => l === lower || l.startsWith(lower + '/'));
+      const held = (): string[] => openUnder(lower);
       assert.deepStrictEqual(held(), []);
       const shadow = await mount(lower, { backend, mountPoint: path.join(tempDir('mnt'), 'm') });
       try {

@@ -9,7 +9,7 @@ import * as fs from 'fs';
 import * as path from 'path';
 import * as readline from 'readline';
 import type { Shadow } from '../src/shadow';
-import { tempDir, withShadow } from './helpers/fixtures';
+import { openUnder, tempDir, withShadow } from './helpers/fixtures';
 import { probeBinary } from './helpers/probe';
 import { asNobody, nobodyDir } from './helpers/unprivileged';
 
@@ -370,18 +370,7 @@ describe('round trips (fuse_ll)', function () {
     };
     const size = 6 << 20;
     for (const name of ['a.bin', 'b.bin', 'c.bin']) fs.writeFileSync(path.join(lower, name), pattern(name.charCodeAt(0), size));
-    const held = (): string[] =>
-      fs
-        .readdirSync('/proc/self/fd')
-        .map((fd) => {
-          try {
-            return fs.readlinkSync(`/proc/self/fd/${fd}`);
-          } catch {
-            return '';
-          }
-        })
-        .filter((l) => l.startsWith(lower + '/'))
-        .sort();
+    const held = (): string[] => openUnder(lower).filter((l) => l !== lower); // the files, not the folder itself
     // Drops the mount's cached pages of a file, so the next read asks the daemon again.
     const dropPages = (p: string): void => {
       const r = spawnSync('python3', [

@@ -158,6 +158,21 @@ export async function withWork<T>(
   );
 }
 
+/** What this process holds open at or under `dir` (its descriptors' targets, sorted). */
+export function openUnder(dir: string): string[] {
+  return fs
+    .readdirSync('/proc/self/fd')
+    .map((fd) => {
+      try {
+        return fs.readlinkSync(`/proc/self/fd/${fd}`);
+      } catch {
+        return ''; // closed meanwhile (readdir's own descriptor)
+      }
+    })
+    .filter((l) => l === dir || l.startsWith(dir + '/'))
+    .sort();
+}
+
 /** Polls `probe` until it returns true or `ms` pass; returns the time it took. */
 export async function eventually(probe: () => boolean, ms: number, what: string): Promise<number> {
   const start = Date.now();
