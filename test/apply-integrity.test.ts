@@ -569,7 +569,10 @@ describe('apply integrity: confined to the folder, destroys nothing it did not c
       fs.rmSync(path.join(mp, 'old'), { recursive: true });
       await new Promise((r) => setTimeout(r, 30));
       const r1 = await apply(w, { paths: ['old/a.txt'] });
-      assert.deepStrictEqual(r1.applied.map((x) => x.path), ['old/a.txt']);
+      assert.deepStrictEqual(
+        r1.applied.map((x) => x.path),
+        ['old/a.txt'],
+      );
       const r2 = await apply(w);
       assert.deepStrictEqual(conflictPaths(r2), []);
       assert.deepStrictEqual(listTree(lower), ['README.md']);
