@@ -81,6 +81,20 @@ function delta(before: Record<string, number>, after: Record<string, number>): R
   return out;
 }
 
+/**
+ * Writes `bytes` bytes to `file` with Python's default buffered writer in lines of 100 bytes,
+ * the way a script writes its output: the buffer is as large as the file's st_blksize.
+ */
+function pythonWrites(file: string, bytes: number): void {
+  const r = spawnSync('python3', [
+    '-c',
+    'import sys\nf = open(sys.argv[1], "w")\nfor i in range(int(sys.argv[2]) // 100): f.write("x" * 99 + "\\n")\nf.close()',
+    file,
+    String(bytes),
+  ]);
+  assert.strictEqual(r.status, 0, `python3 (a prerequisite of this test) failed: ${String(r.stderr)}${r.error?.message ?? ''}`);
+}
+
 describe('round trips (fuse_ll)', function () {
   it('READDIRPLUS: "ls -l" of a directory of 300 entries costs a few listings, not a LOOKUP per name, and shows what the folder has', async () => {
     const lower = tempDir('rdp');
@@ -264,6 +278,31 @@ describe('round trips (fuse_ll)', function () {
         assert.ok(d.getxattr <= 1, `no GETXATTR per write: ${JSON.stringify(d)}`);
       },
       { backend: 'fuse_ll', allowOther: true, mountPoint: path.join(nobodyDir('killpriv-mnt'), 'm') },
+    );
+  });
+
+  it('a writer that sizes its buffer by st_blksize writes in pieces of 128 KiB: a WRITE per 128 KiB, not per 4 KiB disk block', async () => {
+    // Every write(2) to the mount is a round trip (no writeback cache), so the mount advertises
+    // 128 KiB as its I/O size. The folder's own st_blksize here is 4 KiB.
+    const lower = manyFiles('iosize', 1);
+    assert.strictEqual(fs.statSync(path.join(lower, 'sub', 'f0.txt')).blksize, 4096, 'the folder is on a file system of 4 KiB blocks');
+    await withShadow(
+      lower,
+      async (shadow, mp) => {
+        for (const p of [path.join(mp, 'sub', 'f0.txt'), path.join(mp, 'sub'), mp])
+          assert.strictEqual(fs.statSync(p).blksize, 128 * 1024, p);
+        const size = 4_000_000;
+        const before = await settled(shadow);
+        pythonWrites(path.join(mp, 'sub', 'out.txt'), size);
+        const d = delta(before, await settled(shadow));
+        assert.strictEqual(fs.statSync(path.join(mp, 'sub', 'out.txt')).size, size);
+        assert.strictEqual(fs.statSync(path.join(mp, 'sub', 'out.txt')).blksize, 128 * 1024, 'a layer file too');
+        // 32 pieces of 128 KiB (Python writes a little more than its buffer at a time); 1,024 with 4 KiB.
+        assert.ok(d.write! >= 16 && d.write! <= 40, `WRITEs for ${size} bytes: ${JSON.stringify(d)}`);
+        assert.strictEqual((await shadow.layer('default').stat('sub/out.txt')).size, size);
+        assert.ok(!fs.existsSync(path.join(lower, 'sub', 'out.txt')));
+      },
+      { backend: 'fuse_ll', io: 'cached' },
     );
   });
 
@@ -511,6 +550,27 @@ describe('caches of the portable backend (fuse_hl)', function () {
         assert.strictEqual(fs.statSync(path.join(mp, 'sub', 'f6.txt')).size, 'file 6\n'.length);
       },
       { backend: 'fuse_hl', guard: false },
+    );
+  });
+
+  it('advertises an I/O size of 128 KiB, so a buffered writer asks a request per 128 KiB, not per 4 KiB', async () => {
+    const lower = manyFiles('hl-iosize', 1);
+    await withShadow(
+      lower,
+      async (shadow, mp) => {
+        assert.strictEqual(fs.statSync(path.join(lower, 'sub', 'f0.txt')).blksize, 4096, 'the folder is on a file system of 4 KiB blocks');
+        for (const p of [path.join(mp, 'sub', 'f0.txt'), path.join(mp, 'sub')]) assert.strictEqual(fs.statSync(p).blksize, 128 * 1024, p);
+        const size = 4_000_000;
+        const before = shadow.activity();
+        pythonWrites(path.join(mp, 'sub', 'out.txt'), size);
+        // fuse_hl counts all requests together: the open, lookups and attributes add a few to
+        // the 32 WRITEs; 4 KiB pieces would be 1,024.
+        const asked = shadow.activity() - before;
+        assert.ok(asked < 200, `requests for writing ${size} bytes: ${asked}`);
+        assert.strictEqual((await shadow.layer('default').stat('sub/out.txt')).size, size);
+        assert.ok(!fs.existsSync(path.join(lower, 'sub', 'out.txt')));
+      },
+      { backend: 'fuse_hl' },
     );
   });
 

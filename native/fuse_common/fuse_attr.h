@@ -42,6 +42,16 @@ inline FileType typeOf(uint32_t mode) {
   }
 }
 
+// The I/O size a mount advertises (st_blksize) at the least. Without the kernel's writeback
+// cache (not asked for: API reads and edits in the folder must show at once) every write(2) to a
+// mount is one round trip to this process, so a writer that sizes its buffer by st_blksize
+// (Python's open(), Perl, coreutils' cat and cp; glibc's stdio, up to its 8 KiB BUFSIZ) should
+// write in pieces far larger than a disk block. 128 KiB is coreutils' own choice of a size past
+// which bigger buffers no longer pay; NFS mounts advertise their transfer size the same way. A
+// folder file whose own size is larger keeps it.
+constexpr uint32_t kMinIoSize = 128 * 1024;
+inline uint32_t advertisedIoSize(uint32_t blksize) { return blksize < kMinIoSize ? kMinIoSize : blksize; }
+
 // StatT: struct stat (libfuse) or struct fuse_stat (WinFsp); both name their fields alike.
 template <typename StatT>
 void toStat(const Attr& a, StatT* st) {
@@ -54,7 +64,7 @@ void toStat(const Attr& a, StatT* st) {
   st->st_rdev = a.rdev;
   st->st_size = static_cast<decltype(st->st_size)>(a.size);
   st->st_blocks = static_cast<decltype(st->st_blocks)>(a.blocks);
-  st->st_blksize = a.blksize;
+  st->st_blksize = advertisedIoSize(a.blksize);
   st->st_atim.tv_sec = a.atime.sec;
   st->st_atim.tv_nsec = a.atime.nsec;
   st->st_mtim.tv_sec = a.mtime.sec;

@@ -49,7 +49,7 @@ void toAbiAttr(const Attr& a, abi::Attr* out) {
   // dev_t in glibc's encoding; the kernel decodes the low 32 bits the same way for the numbers
   // device nodes use (major < 4096, minor < 2^20).
   out->rdev = static_cast<uint32_t>(a.rdev);
-  out->blksize = a.blksize;
+  out->blksize = advertisedIoSize(a.blksize);
 }
 
 void fillEntry(abi::EntryOut* e, uint64_t id, const Attr& a, double entryTimeout,
