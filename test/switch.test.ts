@@ -147,9 +147,10 @@ describe('a layer switch between lookup and operation', () => {
         ['modified README.md'],
       );
       assert.strictEqual((await shadow.layer('x').readFile('README.md')).toString(), `X${before.slice(1, 5)}`);
-      // fuse_hl: the kernel keeps the size the truncate through x's file gave that path until
-      // the attribute timeout, so y may read it short (docs/limits.md).
-      if (shadow.backend === 'fuse_ll') assert.strictEqual(fs.readFileSync(f, 'utf8'), before, 'layer y shows the folder file still');
+      // fuse_hl keeps attributes per path: the truncate through x's file must not leave y's
+      // readers a short size.
+      assert.strictEqual(fs.statSync(f).size, Buffer.byteLength(before), "layer y's size");
+      assert.strictEqual(fs.readFileSync(f, 'utf8'), before, 'layer y shows the folder file still');
     });
   });
 

@@ -87,7 +87,20 @@ int HLMount::opGetattr(const char* path, StatT* st, struct fuse_file_info* fi) {
   if (Handle* h = handleOf(fi); h && m->ov_->fgetattr(h, &a) == 0) {
     if (!path) a.nlink = 0;  // open, but every name is gone
 #if !defined(_WIN32)
-    else m->noteLinked(rel(path), a);
+    else {
+      // The kernel keeps what this answers for the path (it has one inode per path), and
+      // libfuse answers every SETATTR with it too. A file opened in another layer than the one
+      // the mount shows now (a switch while it stayed open) must not lend the path its size:
+      // after an ftruncate through it, the shown layer's readers read short. So the path is
+      // answered as the mount shows it, when that is the same type of file (another type would
+      // make the kernel mark the inode bad); the program holding the file sees that size
+      // (docs/how-it-works.md).
+      Attr shown;
+      if (h->layer.lock() != m->ov_->current(m->view_) && m->ov_->getattr(m->view_, rel(path), &shown) == 0 &&
+          shown.type == a.type)
+        a = shown;
+      m->noteLinked(rel(path), a);
+    }
 #endif
     toStat(a, st);
     return 0;
