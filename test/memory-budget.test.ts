@@ -13,7 +13,7 @@ import { defaultMemoryBudget } from '../src/shadow/budget';
 import { memoryBudgetStats, setMemoryBudget } from '../src/shadow';
 import { WorkService } from '../src/work/service';
 import { makeProject, repoRoot, tempDir, withShadow } from './helpers/fixtures';
-import { stopTestDaemon } from './helpers/hooks';
+import { cliFailure, stopTestDaemon } from './helpers/hooks';
 import { probe } from './helpers/probe';
 
 const KiB = 1024;
@@ -320,7 +320,7 @@ describe('memory budget through the daemon and the CLI', function () {
     spawnSync(process.execPath, [cliPath, ...args], { encoding: 'utf8', input, timeout: 60_000, env });
   const json = <T>(args: string[], input?: string): T => {
     const r = cli([...args, '--json'], input);
-    assert.strictEqual(r.status, 0, `shadowfs ${args.join(' ')} failed: ${r.stdout}${r.stderr}`);
+    assert.strictEqual(r.status, 0, `shadowfs ${args.join(' ')} failed: ${cliFailure(r)}`);
     return JSON.parse(r.stdout) as T;
   };
 

@@ -43,6 +43,27 @@ export function running(pid: number): boolean {
  * gone: the next test may start one of its own, which would stop at once if this one still held
  * the lock. A daemon that does not stop within 30 s on SIGTERM is killed, and said so.
  */
+/**
+ * What a failed CLI call should say beyond its own output: how it ended (a timeout kills it
+ * with no output of its own) and the end of the daemon's log, so that a failure seen once in
+ * CI can be explained from the log alone.
+ */
+export function cliFailure(r: {
+  status: number | null;
+  signal: NodeJS.Signals | null;
+  error?: Error;
+  stdout: string;
+  stderr: string;
+}): string {
+  let log = '';
+  try {
+    log = fs.readFileSync(daemonPaths().log, 'utf8').split('\n').slice(-40).join('\n');
+  } catch (err) {
+    log = `(no daemon log: ${(err as Error).message})`;
+  }
+  return `status ${r.status}, signal ${r.signal}${r.error ? `, ${r.error.message}` : ''}\nstdout: ${r.stdout}\nstderr: ${r.stderr}\nthe daemon's log ends:\n${log}`;
+}
+
 export function stopTestDaemon(): void {
   const pidFile = path.join(runtime, 'shadowfs', 'daemon.pid');
   let pid = 0;
