@@ -678,6 +678,20 @@ describe('the shadowfs daemon', function () {
       );
       const dry = json<{ applied: Array<{ path: string }> }>(['apply', 'cliwork', '--agent', 'bob', '--dry-run']);
       assert.deepStrictEqual(dry.applied.map((a) => a.path).sort(), ['new.txt', 'src/math.js']);
+      // git's "--" before paths: the paths after it, never every path; elsewhere, refused.
+      const oneRun = cli(['apply', 'cliwork', '--agent', 'bob', '--dry-run', '--json', '--', 'new.txt']);
+      assert.strictEqual(oneRun.status, 0, how(oneRun));
+      const one = JSON.parse(oneRun.stdout) as { applied: Array<{ path: string }> };
+      assert.deepStrictEqual(
+        one.applied.map((a) => a.path),
+        ['new.txt'],
+      );
+      const diffOne = cli(['diff', 'cliwork', '--agent', 'bob', '--', 'new.txt']);
+      assert.strictEqual(diffOne.status, 0, how(diffOne));
+      assert.ok(diffOne.stdout.includes('b/new.txt') && !diffOne.stdout.includes('math.js'), diffOne.stdout);
+      const stray = cli(['checkpoints', 'cliwork', '--agent', 'bob', '--', 'new.txt']);
+      assert.strictEqual(stray.status, 2, how(stray));
+      assert.match(stray.stderr, /"--" goes before a command \(run, shell\) or before paths/);
       await guard.check(); // nothing above wrote the folder
       // You edit math.js yourself: apply writes new.txt, reports math.js (exit status 6).
       fs.writeFileSync(path.join(lower, 'src', 'math.js'), '// yours\n');

@@ -25,6 +25,9 @@ import { mcpCommand } from './commands/mcp';
 import { stopCommand } from './commands/stop';
 import { ExitCode } from './output';
 
+/** The commands whose `[paths..]` "--" may come before. */
+const PATH_COMMANDS = new Set(['diff', 'patch', 'apply', 'review', 'lints']);
+
 export function main(argv: string[]): void {
   void yargs(argv)
     .scriptName('shadowfs')
@@ -33,6 +36,25 @@ export function main(argv: string[]): void {
     .middleware((a) => {
       if (typeof a.shadow === 'string' && (a.shadow === '.' || a.shadow === '..' || a.shadow.includes('/')))
         a.shadow = path.resolve(a.shadow);
+    })
+    // "--" ends the options: before a command (run, shell), which reads what follows it, or, as
+    // in git, before paths (diff, patch, apply, review, lints), which take them as their paths.
+    // Anywhere else it would be dropped silently, and a path command given none means every path
+    // (an `apply S -- one/file` applied the whole layer), so it is refused.
+    .middleware((a) => {
+      const rest = ((a['--'] as unknown[] | undefined) ?? []).map(String);
+      if (rest.length === 0) return;
+      const command = String(a._[0] ?? '');
+      if (command === 'run' || command === 'shell') return;
+      if (PATH_COMMANDS.has(command) && a._.length === 1) {
+        a.paths = [...((a.paths as unknown[] | undefined) ?? []).map(String), ...rest];
+        a['--'] = [];
+        return;
+      }
+      process.stderr.write(
+        `shadowfs: "--" goes before a command (run, shell) or before paths (${[...PATH_COMMANDS].join(', ')}); ${a._.join(' ')} takes no arguments after it: ${rest.join(' ')}\nRun "shadowfs --help" for usage.\n`,
+      );
+      process.exit(ExitCode.USAGE);
     })
     .command(mountCommand)
     .command(unmountCommand)
