@@ -217,6 +217,36 @@ describe('a connection restricted to one agent (session.restrict)', function () 
     guard = new FolderGuard(lower);
   });
 
+  it("the user's choice of what the shared mount shows holds: an agent's run switches it back afterwards, and the agent may not activate over it", async () => {
+    const me = await restricted();
+    const u = user!;
+    const active = async (): Promise<string | null> => (await u.request('list')).shadows.find((s) => s.name === 'scoped')!.active;
+    await u.request('layer.write', { shadow: 'scoped', agent: 'me', path: 'run.sh', data: b64('echo agent code\n') });
+    // The user looks at the folder itself.
+    await u.request('activate', { shadow: 'scoped', agent: null });
+    const run = await me.request('run', { shadow: 'scoped', agent: 'me', argv: ['sh', 'run.sh'] });
+    assert.strictEqual(run.stdout, 'agent code\n', run.stderr);
+    // The run had the agent's layer; once it ended, the mount shows the folder again (the switch
+    // back is a job of its own, queued as the run ends).
+    const deadline = Date.now() + 30_000;
+    while ((await active()) !== null && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    assert.strictEqual(await active(), null, 'the shared mount shows the folder again');
+    const mp = (await u.request('list')).shadows.find((s) => s.name === 'scoped')!.mountPoint;
+    assert.ok(!fs.existsSync(path.join(mp, 'run.sh')), "the agent's file is not in what the user looks at");
+    assert.match(
+      await denied("activate its own layer over the user's choice", me.request('activate', { shadow: 'scoped', agent: 'me' })),
+      /the user chose what the shared mount shows/,
+    );
+    assert.strictEqual(await active(), null);
+    // The user's own choice of the agent's layer holds too; then the agent may activate it (a no-op).
+    await u.request('activate', { shadow: 'scoped', agent: 'me' });
+    await me.request('activate', { shadow: 'scoped', agent: 'me' });
+    assert.strictEqual(await active(), 'me');
+    await u.request('layer.reset', { shadow: 'scoped', agent: 'me' });
+    await guard!.check();
+    guard = new FolderGuard(lower);
+  });
+
   it("cancels its own runs, never another client's", async () => {
     const me = await restricted();
     const u = user!;

@@ -25,6 +25,8 @@ export interface ScopeContext {
   ownsRun(runId: string): boolean;
   /** The agent of the open view `view` of the shadow `ref` names, if there is one. */
   viewAgent(ref: string, view: number): string | undefined;
+  /** What the user pinned the shared mount of the shadow `ref` names to (Shadow.pin): undefined if nothing. */
+  pinned(ref: string): string | null | undefined;
 }
 
 type Rule<M extends ScopedMethod> = (p: CheckedParamsOf<M>, scope: Scope, ctx: ScopeContext) => string | undefined;
@@ -108,7 +110,16 @@ const RULES: { [M in ScopedMethod]: Rule<M> } = {
   'file.list': own,
   'file.glob': own,
   'file.grep': own,
-  activate: own,
+  // While the user has pinned what the shared mount shows (Shadow.pin), an agent may not
+  // change it: its runs take turns there (and the mount goes back), or it opens a view.
+  activate: (p, s, ctx) => {
+    const other = own(p, s, ctx);
+    if (other) return other;
+    const pinned = ctx.pinned(p.shadow);
+    return pinned === undefined || pinned === p.agent
+      ? undefined
+      : 'the user chose what the shared mount shows (shadowfs activate): its runs take turns there, or it may open a view of its own';
+  },
   // A view of its own: where it is mounted is the daemon's choice, never the agent's.
   'view.open': (p, s, ctx) => own(p, s, ctx) ?? (p.mountPoint === undefined ? undefined : 'it may not choose where a view is mounted'),
   'view.close': (p, s, ctx) =>

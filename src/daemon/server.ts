@@ -434,6 +434,13 @@ export class Daemon {
           return undefined;
         }
       },
+      pinned: (ref) => {
+        try {
+          return this.manager.get(ref).shadow.pinned;
+        } catch {
+          return undefined;
+        }
+      },
     };
   }
 

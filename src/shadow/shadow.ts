@@ -51,11 +51,13 @@ type LayerNews = LayerEvent extends infer E ? (E extends LayerEvent ? Omit<E, 'a
 
 /** The scheduler queue of jobs that need no layer active (no agent id has a NUL byte). */
 const FOLDER_QUEUE = '\0folder';
+/** The scheduler's name for the switch back to the pinned layer (Shadow.pin). */
+const PIN_QUEUE = '\0pin';
 
 /** Job options whose onWait hears the folder's own queue as '(folder)', the name stats give it. */
 function named<O extends JobOptions>(options: O): O {
   const onWait = options.onWait;
-  return onWait ? { ...options, onWait: (a: string) => onWait(a === FOLDER_QUEUE ? '(folder)' : a) } : options;
+  return onWait ? { ...options, onWait: (a: string) => onWait(a === FOLDER_QUEUE ? '(folder)' : a === PIN_QUEUE ? '(pin)' : a) } : options;
 }
 
 export class Shadow {
@@ -80,6 +82,12 @@ export class Shadow {
   readonly views = new Set<View>();
   // Jobs activate their layer themselves (see withLayer), so a scratch layer can stand in.
   private readonly scheduler = new LayerScheduler(async () => undefined);
+  /**
+   * What the user chose the shared mount to show between jobs (pin): a layer, null for the
+   * folder itself, undefined when nobody chose (the last job's layer stays, which spares the
+   * next job of the same agent a switch).
+   */
+  private pinnedTo: string | null | undefined;
   private readonly goneListeners = new Set<(e: GoneEvent) => void>();
   private goneReason: string | undefined;
   /** Windows, winfsp: the shared mount's volume form (MountOptions.volume); undefined elsewhere. */
@@ -184,6 +192,42 @@ export class Shadow {
   /** The agent whose layer the shared mount shows, or null (the folder exactly, read-only). */
   get active(): string | null {
     return this.native?.active ?? null;
+  }
+
+  /** What the shared mount returns to once no job is running or queued (see pin). */
+  get pinned(): string | null | undefined {
+    return this.pinnedTo;
+  }
+
+  /**
+   * Shows `agentId`'s layer (null: the folder itself) on the shared mount now, and again each
+   * time the jobs that switch it for other agents (withLayer, withFolder, runs) have ended and
+   * none is waiting: what you choose to look at stays what you see. undefined lets the last
+   * job's layer stay, as before any choice.
+   */
+  async pin(agentId: string | null | undefined): Promise<void> {
+    if (agentId === undefined) {
+      this.pinnedTo = undefined;
+      return;
+    }
+    const id = agentId === null ? null : checkAgent(agentId);
+    await this.activate(id);
+    this.pinnedTo = id;
+  }
+
+  /** After a job: back to the pinned choice once nothing runs or waits (as a job of its own, so that none overlaps it). */
+  private backToPin(): void {
+    if (this.pinnedTo === undefined || this.active === this.pinnedTo) return;
+    const now = this.scheduler.snapshot();
+    if (now.running !== null || now.queued > 0) return; // the job that ends last brings it back
+    this.scheduler
+      .run(PIN_QUEUE, async () => {
+        const want = this.pinnedTo;
+        if (want === undefined || this.active === want || !this.mounted) return;
+        // A pinned layer dropped since shows the folder instead.
+        await this.activate(want !== null && !(await this.agents()).includes(want) ? null : want);
+      })
+      .catch(() => undefined); // unmounted meanwhile: nothing to show
   }
 
   /**
@@ -427,14 +471,19 @@ export class Shadow {
   /** The time-slicing queue of the shared mount as it is now: who holds it, who waits behind whom. */
   schedulerStats(): SchedulerStats {
     const scheduler = this.scheduler.snapshot();
-    if (scheduler.agents[FOLDER_QUEUE]) {
-      scheduler.agents['(folder)'] = scheduler.agents[FOLDER_QUEUE];
-      delete scheduler.agents[FOLDER_QUEUE];
-    }
-    if (scheduler.running === FOLDER_QUEUE) scheduler.running = '(folder)';
-    for (const w of scheduler.waiting) {
-      if (w.agent === FOLDER_QUEUE) w.agent = '(folder)';
-      if (w.waitingFor === FOLDER_QUEUE) w.waitingFor = '(folder)';
+    for (const [queue, shown] of [
+      [FOLDER_QUEUE, '(folder)'],
+      [PIN_QUEUE, '(pin)'],
+    ] as const) {
+      if (scheduler.agents[queue]) {
+        scheduler.agents[shown] = scheduler.agents[queue];
+        delete scheduler.agents[queue];
+      }
+      if (scheduler.running === queue) scheduler.running = shown;
+      for (const w of scheduler.waiting) {
+        if (w.agent === queue) w.agent = shown;
+        if (w.waitingFor === queue) w.waitingFor = shown;
+      }
     }
     return scheduler;
   }
@@ -474,16 +523,18 @@ export class Shadow {
     } catch (err) {
       return Promise.reject(err);
     }
-    return this.scheduler.run(
-      id,
-      async (signal) => {
-        if (this.active !== target) {
-          await this.ensureLayer(target);
-          await this.activate(target);
-        }
-        return job(this.mountPoint, signal);
-      },
-      named(options),
+    return this.afterJob(
+      this.scheduler.run(
+        id,
+        async (signal) => {
+          if (this.active !== target) {
+            await this.ensureLayer(target);
+            await this.activate(target);
+          }
+          return job(this.mountPoint, signal);
+        },
+        named(options),
+      ),
     );
   }
 
@@ -492,14 +543,21 @@ export class Shadow {
    * (what the lints service checks a baseline on). Queued with the agents' jobs.
    */
   withFolder<T>(job: (dir: string, signal: AbortSignal) => Promise<T>, options: JobOptions = {}): Promise<T> {
-    return this.scheduler.run(
-      FOLDER_QUEUE,
-      async (signal) => {
-        if (this.active !== null) await this.activate(null);
-        return job(this.mountPoint, signal);
-      },
-      named(options),
+    return this.afterJob(
+      this.scheduler.run(
+        FOLDER_QUEUE,
+        async (signal) => {
+          if (this.active !== null) await this.activate(null);
+          return job(this.mountPoint, signal);
+        },
+        named(options),
+      ),
     );
+  }
+
+  /** `done`, once it settles, brings the shared mount back to the pinned choice (pin). */
+  private afterJob<T>(done: Promise<T>): Promise<T> {
+    return done.finally(() => this.backToPin());
   }
 
   /**

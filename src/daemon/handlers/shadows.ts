@@ -21,10 +21,14 @@ export function shadowHandlers(m: ShadowManager, runs: Runs, shells: Shells) {
       return { name: await m.unmount(p.shadow, p.lazy === true) };
     },
     list: async () => ({ shadows: await m.list() }),
-    activate: async (p) => {
+    activate: async (p, ctx) => {
       const s = await shadowOf(m, p);
       if (p.agent !== null) await s.createLayer(p.agent);
+      // The user's choice holds between jobs (Shadow.pin): an agent's run switches the shared
+      // mount to its layer and, once no job is left, back. An agent's own connection may show
+      // its layer (scope.ts refuses it while the user has pinned another) but pins nothing.
       const r = await s.activate(p.agent);
+      if (!ctx.client.scope) await s.pin(p.agent);
       m.saveState(); // a crash brings the shadow back showing this layer
       return { active: s.active, ...r };
     },
