@@ -76,6 +76,23 @@ describe('running commands inside a shadow', function () {
       const outside = await runInShadow(shadow, { agent: 'builder', argv: ['pwd'], cwd: 'src', originalPath: false });
       assert.strictEqual(outside.stdout.trim(), path.join(shadow.mountPoint, 'src'));
       await assert.rejects(runInShadow(shadow, { agent: 'builder', argv: ['pwd'], cwd: '../..' }), isCode('INVALID_PATH'));
+      // A cwd through a link the agent made is refused alike wherever the link leads: what this
+      // machine has there (a directory, a file, nothing) is not the run's to learn.
+      const host = tempDir('run-host');
+      fs.mkdirSync(path.join(host, 'dir'));
+      fs.writeFileSync(path.join(host, 'file'), 'x');
+      const layer = shadow.layer('builder');
+      for (const [name, target] of [
+        ['to-dir', path.join(host, 'dir')],
+        ['to-file', path.join(host, 'file')],
+        ['to-nothing', path.join(host, 'nothing')],
+        ['to-src', 'src'],
+      ])
+        await layer.symlink(target, name);
+      for (const cwd of ['to-dir', 'to-file', 'to-nothing', 'to-src', 'to-dir/sub'])
+        await assert.rejects(runInShadow(shadow, { agent: 'builder', argv: ['pwd'], cwd }), isCode('PATH_THROUGH_SYMLINK'), cwd);
+      await assert.rejects(runInShadow(shadow, { agent: 'builder', argv: ['pwd'], cwd: 'nosuch' }), isCode('NOT_FOUND'));
+      await assert.rejects(runInShadow(shadow, { agent: 'builder', argv: ['pwd'], cwd: 'package.json' }), isCode('NOT_A_DIRECTORY'));
     });
   });
 

@@ -205,7 +205,7 @@ async function spawnAndWait(
   queuedMs: number,
 ): Promise<RunResult> {
   // Before anything is made for the run (its cgroup or Job Object), which a refusal would leave behind.
-  await checkWorkdir(path.join(dir, cwd), cwd, opts.agent);
+  await checkWorkdir(dir, cwd, opts.agent);
   const limited = opts.limits !== undefined && Object.values(opts.limits).some((v) => v !== undefined);
   // Linux limits live in cgroups the launcher joins before the command starts; a command started
   // without the launcher could not be put in them.
@@ -381,17 +381,29 @@ async function spawnAndWait(
  * The run's working directory must be a directory of the agent's shadow: said in the caller's
  * words (the cwd it gave) rather than as the spawn error it would become.
  */
-async function checkWorkdir(abs: string, cwd: string, agent: string): Promise<void> {
-  let st: fs.Stats;
-  try {
-    st = await fs.promises.stat(abs);
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    if (code === 'ENOENT' || code === 'ENOTDIR')
-      throw new ShadowError('NOT_FOUND', `the working directory (cwd) ${JSON.stringify(cwd)} does not exist in agent ${agent}'s shadow`);
-    throw err;
+async function checkWorkdir(dir: string, cwd: string, agent: string): Promise<void> {
+  // Component by component, never following a link: a link the agent made in its layer names a
+  // path on this machine, outside the run's view, and what stat said of it (missing, a file, a
+  // directory the launcher then cannot enter) told the agent what is there.
+  let st: fs.Stats | undefined;
+  let at = dir;
+  for (const part of ['', ...cwd.split(/[\\/]/).filter((p) => p !== '' && p !== '.')]) {
+    at = part === '' ? at : path.join(at, part);
+    try {
+      st = await fs.promises.lstat(at);
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code === 'ENOENT' || code === 'ENOTDIR')
+        throw new ShadowError('NOT_FOUND', `the working directory (cwd) ${JSON.stringify(cwd)} does not exist in agent ${agent}'s shadow`);
+      throw err;
+    }
+    if (st.isSymbolicLink())
+      throw new ShadowError(
+        'PATH_THROUGH_SYMLINK',
+        `the working directory (cwd) ${JSON.stringify(cwd)} goes through a symbolic link in agent ${agent}'s shadow; name the real directory`,
+      );
   }
-  if (!st.isDirectory())
+  if (!st!.isDirectory())
     throw new ShadowError(
       'NOT_A_DIRECTORY',
       `the working directory (cwd) ${JSON.stringify(cwd)} is not a directory in agent ${agent}'s shadow`,
