@@ -11,6 +11,7 @@ import type { Daemon } from './daemon';
 import { checkedOutBranch, commitsNotOnHead, describeBranchTip, type CommitLine } from './git';
 import { baseName, describeExcluded, groupChanges } from './model';
 import type { ShadowsProvider } from './views';
+import { noLinks } from './notices';
 
 export type ApplyResult = ResultOf<'layer.apply'>;
 /** What shadowfs.applyBranch answers: the daemon's result, and the commits the branch has that the folder's HEAD has not. */
@@ -57,7 +58,7 @@ export async function apply(
     ].filter(Boolean);
     const actions = ignoredCount && !includeIgnored ? [plain, withIgnored] : [plain];
     const answer = await vscode.window.showWarningMessage(
-      `Write ${what} into ${folder}?`,
+      noLinks(`Write ${what} into ${folder}?`),
       { modal: true, detail: notes.join(' ') },
       ...actions,
     );
@@ -81,15 +82,21 @@ export async function apply(
   if (result.conflicts.length && opts?.resolutions === undefined && opts?.confirm !== false) {
     result = await resolveConflicts(ctx, shadow, agent, result, includeIgnored);
     if (leftOut)
-      void vscode.window.showInformationMessage(`Applied ${result.applied.length} change(s) of ${agent} to ${folder}.${leftOutNote}`);
+      void vscode.window.showInformationMessage(
+        noLinks(`Applied ${result.applied.length} change(s) of ${agent} to ${folder}.${leftOutNote}`),
+      );
   } else if (result.conflicts.length) {
     void vscode.window.showWarningMessage(
-      `shadowfs: ${result.conflicts.length} file(s) not applied; you changed them since ${agent} copied them: ${result.conflicts.map((c) => c.path).join(', ')}.${leftOutNote}`,
+      noLinks(
+        `shadowfs: ${result.conflicts.length} file(s) not applied; you changed them since ${agent} copied them: ${result.conflicts.map((c) => c.path).join(', ')}.${leftOutNote}`,
+      ),
     );
   } else if (result.applied.length === 0) {
-    void vscode.window.showInformationMessage(`Nothing of ${agent}'s to write into ${folder}.${leftOutNote}`);
+    void vscode.window.showInformationMessage(noLinks(`Nothing of ${agent}'s to write into ${folder}.${leftOutNote}`));
   } else {
-    void vscode.window.showInformationMessage(`Applied ${result.applied.length} change(s) of ${agent} to ${folder}.${leftOutNote}`);
+    void vscode.window.showInformationMessage(
+      noLinks(`Applied ${result.applied.length} change(s) of ${agent} to ${folder}.${leftOutNote}`),
+    );
   }
   await shadows.refresh();
   return result;
@@ -223,7 +230,7 @@ async function onBranchExists(
   if (folder && (await checkedOutBranch(folder)) === branch) {
     // The daemon never moves the checked-out branch, even with force: offering to is no choice.
     const answer = await vscode.window.showWarningMessage(
-      `${branch} is the branch checked out in ${folder}.`,
+      noLinks(`${branch} is the branch checked out in ${folder}.`),
       {
         modal: true,
         detail:
@@ -236,7 +243,7 @@ async function onBranchExists(
   const tip = folder ? await describeBranchTip(folder, branch) : undefined;
   const replace = 'Replace Branch';
   const answer = await vscode.window.showWarningMessage(
-    `Branch ${branch} exists already${folder ? ` in ${folder}` : ''}. Replace it with ${agent}'s commits?`,
+    noLinks(`Branch ${branch} exists already${folder ? ` in ${folder}` : ''}. Replace it with ${agent}'s commits?`),
     {
       modal: true,
       detail: `${tip ? `It points to ${tip}. ` : ''}Replaced, it points to ${agent}'s last commit instead; commits only it had are then on no branch (note the one above to get them back). Your checked-out branch, index, files and other branches are not touched.`,
@@ -270,7 +277,7 @@ async function reportBranch(ctx: ApplyContext, agent: string, folder: string | u
         ? ` It has no commit that ${onHead} lacks.`
         : ` ${commits.length} commit(s) not on ${onHead}: "${commits[0].subject}"${commits.length > 1 ? ` and ${commits.length - 1} more` : ''}.`;
   const left = ` ${head ? `Your checked-out branch (${head})` : 'Your HEAD'}, index, files and other branches are as they were; ${agent}'s file changes stay in its layer.`;
-  void vscode.window.showInformationMessage(made + brought + left, 'Show Commits').then((a) => {
+  void vscode.window.showInformationMessage(noLinks(made + brought + left), 'Show Commits').then((a) => {
     if (a) output.show(true);
   });
   await shadows.refresh();

@@ -18,6 +18,7 @@ import { pickers } from './pickers';
 import { applyHunk, openOverlap, rejectHunk, ReviewLenses, type HunkRef, type RejectOptions } from './review';
 import { AgentTerminals } from './terminals';
 import { LintsProvider, samePath, ShadowsProvider, type LintNode } from './views';
+import { noLinks } from './notices';
 
 // The types a script of the commands (the extension's tests) needs, where they always were.
 export type { BranchApplyResult, CommandOptions };
@@ -198,7 +199,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<Shadow
           const code = (err as { code?: unknown }).code;
           const message = `shadowfs: ${(err as Error).message}${typeof code === 'string' ? ` (${code})` : ''}`;
           output.appendLine(`${id}: ${message}`);
-          void vscode.window.showErrorMessage(message);
+          void vscode.window.showErrorMessage(noLinks(message));
           // A scripted call (it passed { confirm: false }) gets the error itself.
           if (args.some((a) => isScripted(a))) throw err;
           return undefined;
@@ -208,7 +209,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<Shadow
   };
   const confirm = async (opts: CommandOptions | undefined, message: string, detail: string, action: string): Promise<boolean> => {
     if (opts?.confirm === false) return true;
-    const answer = await vscode.window.showWarningMessage(message, { modal: true, detail }, action);
+    const answer = await vscode.window.showWarningMessage(noLinks(message), { modal: true, detail }, action);
     return answer === action;
   };
 
@@ -234,7 +235,9 @@ export async function activate(context: vscode.ExtensionContext): Promise<Shadow
     const existing = shadows.model.shadowOfFolder(folder, samePath);
     if (existing) {
       // One shadow per folder is what a person means; a second would split the agents' layers.
-      void vscode.window.showInformationMessage(`${folder} already has shadow ${existing.name}, mounted at ${existing.mountPoint}.`);
+      void vscode.window.showInformationMessage(
+        noLinks(`${folder} already has shadow ${existing.name}, mounted at ${existing.mountPoint}.`),
+      );
       return existing;
     }
     const info = await vscode.window.withProgress(
@@ -243,7 +246,9 @@ export async function activate(context: vscode.ExtensionContext): Promise<Shadow
     );
     await shadows.refresh();
     const restored = info.restored?.length ? ` Restored from autosave: ${info.restored.join(', ')}.` : '';
-    void vscode.window.showInformationMessage(`Shadow ${info.name} of ${info.folder} is mounted at ${info.mountPoint}.${restored}`);
+    void vscode.window.showInformationMessage(
+      noLinks(`Shadow ${info.name} of ${info.folder} is mounted at ${info.mountPoint}.${restored}`),
+    );
     return info;
   });
 
@@ -317,7 +322,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<Shadow
     }
     const client = await daemon.get();
     const r = await client.request('layer.checkpoint', { shadow: layer.shadow, agent: layer.agent, ...(name ? { name } : {}) });
-    void vscode.window.showInformationMessage(`Checkpoint ${r.name}: ${r.files} file(s) of ${layer.agent}'s layer saved.`);
+    void vscode.window.showInformationMessage(noLinks(`Checkpoint ${r.name}: ${r.files} file(s) of ${layer.agent}'s layer saved.`));
     return r;
   });
 
@@ -329,7 +334,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<Shadow
     if (name === undefined) {
       const { checkpoints } = await client.request('layer.checkpoints', { shadow: layer.shadow, agent: layer.agent });
       if (checkpoints.length === 0) {
-        void vscode.window.showInformationMessage(`${layer.agent} has no checkpoints in ${layer.shadow}.`);
+        void vscode.window.showInformationMessage(noLinks(`${layer.agent} has no checkpoints in ${layer.shadow}.`));
         return undefined;
       }
       const picked = await vscode.window.showQuickPick(
@@ -397,7 +402,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<Shadow
     const left = describeExcluded(r.excluded);
     if (left) {
       output.appendLine(`patch ${layer.agent} (${layer.shadow}): ${r.files.length} file(s); left out: ${left}`);
-      void vscode.window.showInformationMessage(`Patch of ${layer.agent}'s change: ${r.files.length} file(s). Left out: ${left}.`);
+      void vscode.window.showInformationMessage(noLinks(`Patch of ${layer.agent}'s change: ${r.files.length} file(s). Left out: ${left}.`));
     }
     return r;
   });

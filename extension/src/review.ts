@@ -12,6 +12,7 @@ import { docUri, joinRel, refOf } from './content';
 import type { Daemon } from './daemon';
 import type { OverlapNode } from './model';
 import type { ShadowsProvider } from './views';
+import { noLinks } from './notices';
 
 type Hunk = ResultOf<'layer.hunks'>['hunks'][number];
 
@@ -107,7 +108,11 @@ export async function applyHunk(ctx: ReviewContext, h: HunkRef, opts?: CommandOp
   const folder = ctx.shadows.model.shadow(h.shadow)?.folder ?? 'your folder';
   if (opts?.confirm !== false) {
     const go = 'Apply';
-    const answer = await vscode.window.showInformationMessage(`Write ${h.label} of ${h.path} into ${folder}?`, { modal: true }, go);
+    const answer = await vscode.window.showInformationMessage(
+      noLinks(`Write ${h.label} of ${h.path} into ${folder}?`),
+      { modal: true },
+      go,
+    );
     if (answer !== go) return undefined;
   }
   const client = await ctx.daemon.get();
@@ -119,10 +124,12 @@ export async function applyHunk(ctx: ReviewContext, h: HunkRef, opts?: CommandOp
     ctx.output.appendLine(`apply ${h.path} ${h.id}: conflict: ${c.reason}`);
     if (!isScripted(opts))
       void vscode.window.showWarningMessage(
-        `${h.path} changed in ${folder} since ${h.agent} copied it: nothing written. Apply the whole file from the Shadows view to choose a resolution.`,
+        noLinks(
+          `${h.path} changed in ${folder} since ${h.agent} copied it: nothing written. Apply the whole file from the Shadows view to choose a resolution.`,
+        ),
       );
   } else if (!isScripted(opts)) {
-    void vscode.window.showInformationMessage(`Applied ${h.label} of ${h.path} to ${folder}.`);
+    void vscode.window.showInformationMessage(noLinks(`Applied ${h.label} of ${h.path} to ${folder}.`));
   }
   return r;
 }
@@ -162,11 +169,15 @@ export async function rejectHunk(ctx: ReviewContext, h: HunkRef, opts?: RejectOp
   if (!isScripted(opts)) {
     if (stayed)
       void vscode.window.showWarningMessage(
-        `Rejected ${h.label} of ${h.path}; ${h.agent} is told on its next tool result. It stays in ${h.agent}'s layer: ${stayed.message}`,
+        noLinks(
+          `Rejected ${h.label} of ${h.path}; ${h.agent} is told on its next tool result. It stays in ${h.agent}'s layer: ${stayed.message}`,
+        ),
       );
     else
       void vscode.window.showInformationMessage(
-        `Rejected ${h.label} of ${h.path}${revert ? ` and took it out of ${h.agent}'s layer` : ''}; ${h.agent} is told on its next tool result.`,
+        noLinks(
+          `Rejected ${h.label} of ${h.path}${revert ? ` and took it out of ${h.agent}'s layer` : ''}; ${h.agent} is told on its next tool result.`,
+        ),
       );
   }
   return r;

@@ -5,3 +5,4 @@ import './uris.test';
 import './locate.test';
 import './branchName.test';
 import './mcpServers.test';
+import './notices.test';
