@@ -302,7 +302,8 @@ describe('review through the daemon: RPC, CLI, a terminal, and the agent told th
     await user.request('mount', { folder: repo, name: 'rv-cf' });
     mounted.push('rv-cf');
     const agent = [...big];
-    agent[999] = 'row 1000, by the agent\n';
+    // With what would redraw the line on a terminal: --show-merge must show it, not obey it.
+    agent[999] = 'row 1000, by the agent\x1b[2K\r\u2028(all good)\n';
     await user.request('layer.write', { shadow: 'rv-cf', agent: 'claude', path: 'big.txt', data: b64(agent.join('')) });
     const mine = [...big];
     mine[999] = 'row 1000, by you\n';
@@ -313,6 +314,8 @@ describe('review through the daemon: RPC, CLI, a terminal, and the agent told th
     assert.match(shown.stdout, /merged lines 997-1009:\nrow 997\nrow 998\nrow 999\n<<<<<<< folder\nrow 1000, by you\n/);
     assert.ok(!/^row 1$/m.test(shown.stdout) && !/^row 2000$/m.test(shown.stdout), 'not the whole file');
     assert.ok(shown.stdout.length < 2000, `${shown.stdout.length} characters`);
+    assert.ok(shown.stdout.includes('row 1000, by the agent\\e[2K\\r\\u2028(all good)'), shown.stdout);
+    assert.ok(!/[\x1b\r\u2028]/.test(shown.stdout), 'no control character reaches the terminal');
 
     const env: Record<string, string> = {};
     for (const [k, v] of Object.entries(process.env)) if (v !== undefined) env[k] = v;
@@ -347,7 +350,7 @@ describe('review through the daemon: RPC, CLI, a terminal, and the agent told th
     ).toString();
     assert.match(
       inLayer,
-      /^row 999\n<<<<<<< folder\nrow 1000, by you\n\|\|\|\|\|\|\| base\nrow 1000\n=======\nrow 1000, by the agent\n>>>>>>> agent\nrow 1001$/m,
+      /^row 999\n<<<<<<< folder\nrow 1000, by you\n\|\|\|\|\|\|\| base\nrow 1000\n=======\nrow 1000, by the agent\x1b\[2K\r\u2028\(all good\)\n>>>>>>> agent\nrow 1001$/m,
     );
   });
 

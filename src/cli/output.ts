@@ -10,8 +10,12 @@ export interface OutputOptions {
   json?: boolean;
 }
 
-/** Characters a terminal acts on or that reorder what it shows: C0 and C1 controls, DEL, bidirectional overrides. */
-const TERMINAL_CONTROLS = /[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
+/**
+ * Characters a terminal acts on or that reorder or hide what it shows: C0 and C1 controls, DEL,
+ * bidirectional marks and overrides (U+061C included), line and paragraph separators, and in
+ * names the zero-width ones (a name that looks like another).
+ */
+const TERMINAL_CONTROLS = /[\x00-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028\u2029\u202a-\u202e\u2060\u2066-\u2069\ufeff]/g;
 const NAMED: Record<string, string> = { '\n': '\\n', '\t': '\\t', '\r': '\\r', '\x1b': '\\e' };
 
 /**
@@ -38,7 +42,7 @@ export function shownText(text: string): string {
  * line, an escape sequence, a bidirectional override (Trojan Source) would let an agent's file
  * show the user one line while it holds another.
  */
-const CONTENT_CONTROLS = /\r(?!\n|$)|[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
+const CONTENT_CONTROLS = /\r(?!\n|$)|[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
 
 /**
  * An agent's file text (a diff, a hunk) as a terminal shows it to the user: its control

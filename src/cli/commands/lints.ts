@@ -5,7 +5,7 @@ import type { Argv, CommandModule } from 'yargs';
 import { ShadowError } from '../../common/errors';
 import type { ResultOf } from '../../protocol/methods';
 import { withClient } from '../daemon-call';
-import { ExitCode, shownName } from '../output';
+import { ExitCode, shownName, shownText } from '../output';
 
 interface Args {
   shadow: string;
@@ -23,7 +23,7 @@ function render(r: ResultOf<'lints'>): string {
   const lines: string[] = [];
   for (const f of r.files) {
     const behind = f.waitingFor ? ` (behind ${f.waitingFor}'s job on the shared mount)` : '';
-    const head = `${shownName(f.path)}: ${f.status}${behind}${f.error ? ` (${f.error})` : ''}`;
+    const head = `${shownName(f.path)}: ${f.status}${behind}${f.error ? ` (${shownText(f.error)})` : ''}`;
     if (f.status !== 'fresh') {
       lines.push(head);
       continue;
@@ -33,11 +33,11 @@ function render(r: ResultOf<'lints'>): string {
     );
     for (const d of f.introduced) {
       lines.push(
-        `  ${shownName(f.path)}:${d.range.start.line + 1}:${d.range.start.character + 1} ${SEVERITY[d.severity ?? 1] ?? ''}${d.code !== undefined ? ` ${d.source ?? ''}${d.code}` : ''}: ${shownName(d.message.split('\n')[0])}`,
+        `  ${shownName(f.path)}:${d.range.start.line + 1}:${d.range.start.character + 1} ${SEVERITY[d.severity ?? 1] ?? ''}${d.code !== undefined ? ` ${shownName(`${d.source ?? ''}${d.code}`)}` : ''}: ${shownName(d.message.split('\n')[0])}`,
       );
     }
     for (const q of f.quickFixes ?? [])
-      lines.push(`  fix for #${(q.diagnostic ?? 0) + 1}: ${q.title} (${q.edits.length} edit${q.edits.length === 1 ? '' : 's'})`);
+      lines.push(`  fix for #${(q.diagnostic ?? 0) + 1}: ${shownName(q.title)} (${q.edits.length} edit${q.edits.length === 1 ? '' : 's'})`);
   }
   lines.push(`(${r.ms} ms)`);
   return lines.join('\n');

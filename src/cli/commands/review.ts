@@ -163,9 +163,9 @@ async function interactive(c: ShadowClient, args: ReviewArgs): Promise<void> {
     const r = await c.request('layer.reject', { ...target, rejections: rejected, ...(args['revert-rejected'] ? { revert: true } : {}) });
     out(
       `rejected ${r.rejected.length} hunk${r.rejected.length === 1 ? '' : 's'} (the agent is told on its next tool result)` +
-        (r.reverted.length ? `; taken out of the agent's layer in ${r.reverted.join(', ')}` : ''),
+        (r.reverted.length ? `; taken out of the agent's layer in ${r.reverted.map(shownName).join(', ')}` : ''),
     );
-    for (const n of r.notReverted ?? []) out(`kept in the agent's layer: ${n.path} (${n.code}: ${n.message})`);
+    for (const n of r.notReverted ?? []) out(`kept in the agent's layer: ${shownName(n.path)} (${n.code}: ${shownText(n.message)})`);
   }
   if (accepted.length || Object.keys(edited).length) {
     const r = await c.request('layer.apply', {

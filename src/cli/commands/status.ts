@@ -4,7 +4,7 @@ import type { Argv, CommandModule } from 'yargs';
 import { ShadowClient } from '../../client/client';
 import { ShadowError } from '../../common/errors';
 import type { ResultOf } from '../../protocol/methods';
-import { emit, ExitCode, reportError } from '../output';
+import { emit, ExitCode, reportError, shownName } from '../output';
 import { describeBudget } from './stats';
 
 interface Args {
@@ -17,10 +17,12 @@ const secs = (ms: number): string => `${Math.round(ms / 1000)} s`;
 function activity(st: ResultOf<'status'>): string[] {
   const out: string[] = [];
   for (const s of st.activity.shells.filter((x) => x.running))
-    out.push(`session ${s.sessionId}: agent ${s.agent} in ${s.shadow}: ${s.argv.join(' ')} (since ${s.startedAt}, ${s.attached} attached)`);
+    out.push(
+      `session ${s.sessionId}: agent ${s.agent} in ${s.shadow}: ${shownName(s.argv.join(' '))} (since ${s.startedAt}, ${s.attached} attached)`,
+    );
   for (const r of st.activity.runs)
     out.push(
-      `run ${r.runId}: agent ${r.agent} in ${r.shadow}: ${r.argv.join(' ')} (${
+      `run ${r.runId}: agent ${r.agent} in ${r.shadow}: ${shownName(r.argv.join(' '))} (${
         r.state === 'queued' ? `queued ${secs(r.sinceMs)} behind ${r.waitingFor ?? 'another job'}` : `running ${secs(r.sinceMs)}`
       })`,
     );

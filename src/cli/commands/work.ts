@@ -133,10 +133,11 @@ export function renderApply(r: ResultOf<'layer.apply'>, showMerge: boolean): str
           ? '            a three-way merge is clean: take it with --merged ' + shownName(x.path)
           : `            three-way merge has ${x.mergeConflicts} conflicting region${x.mergeConflicts === 1 ? '' : 's'}${showMerge ? ':' : ' (--show-merge to see it)'}`,
       );
-    if (showMerge && x.regions) for (const g of x.regions) lines.push(`            merged lines ${g.startLine}-${g.endLine}:`, g.text);
+    if (showMerge && x.regions)
+      for (const g of x.regions) lines.push(`            merged lines ${g.startLine}-${g.endLine}:`, shownContent(g.text));
   }
   for (const m of r.marked ?? [])
-    lines.push(`marked: ${m} is in the agent's layer with conflict markers: resolve them there, then apply it again`);
+    lines.push(`marked: ${shownName(m)} is in the agent's layer with conflict markers: resolve them there, then apply it again`);
   if (r.conflicts.length)
     lines.push(
       `${r.conflicts.length} conflict${r.conflicts.length === 1 ? '' : 's'}: nothing was written for ${r.conflicts.length === 1 ? 'it' : 'them'}; resolve with --take (the agent's), --keep (yours) or --merged PATH`,
