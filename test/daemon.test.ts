@@ -724,6 +724,17 @@ describe('the shadowfs daemon', function () {
         'ip -o link | cut -d: -f2 | tr -d " "',
       ]);
       assert.deepStrictEqual([offline.exitCode, offline.stdout.trim()], [0, 'lo']);
+      // Output into a pipe whose reader has gone: ended as SIGPIPE would end it, no stack trace.
+      const piped = spawnSync(
+        'bash',
+        [
+          '-c',
+          `"${process.execPath}" "${cliPath}" run cliwork --agent bob -- sh -c 'yes | head -200000' | head -1; echo "status \${PIPESTATUS[0]}"`,
+        ],
+        { encoding: 'utf8', timeout: 60_000 },
+      );
+      assert.strictEqual(piped.stdout, 'y\nstatus 141\n', piped.stderr);
+      assert.ok(!/EPIPE|at .*\.js:\d+/.test(piped.stderr), piped.stderr);
       // layer revert gives a path back to the folder (the layer drops its own version).
       fs.writeFileSync(path.join(info.mountPoint, 'README.md'), 'bob was here\n');
       assert.deepStrictEqual(json<{ path: string }>(['layer', 'revert', 'cliwork', 'bob', 'README.md']), { path: 'README.md' });

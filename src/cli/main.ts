@@ -29,6 +29,13 @@ import { ExitCode } from './output';
 const PATH_COMMANDS = new Set(['diff', 'patch', 'apply', 'review', 'lints']);
 
 export function main(argv: string[]): void {
+  // Output into a pipe whose reader left (`shadowfs run … | head -1`): end as a program killed by
+  // SIGPIPE does (128 + 13), not with an unhandled error.
+  for (const out of [process.stdout, process.stderr])
+    out.on('error', (err: NodeJS.ErrnoException) => {
+      if (err.code === 'EPIPE') process.exit(141);
+      throw err;
+    });
   void yargs(argv)
     .scriptName('shadowfs')
     // A shadow named by a path (".", "../proj", "/home/me/proj/src": its folder or mount point, or
