@@ -377,6 +377,47 @@ describe('file tools: one agent layer as it shows the tree, without switching th
     });
   });
 
+  // A glob from a model is matched by our own NFA matcher (src/common/glob-match.ts). picomatch's
+  // backtracking regular expressions took about a minute for 8 "*a" against a name of 80 "a"s,
+  // and each "*a" more multiplied it by ten, all on the daemon's one thread; the audit trail's
+  // path glob likewise, for hours. No timing is asserted: a regression would take hours, so
+  // mocha's timeout is the failure.
+  it('hostile globs (glob, grep --glob, audit --path) answer promptly', async () => {
+    const lower = makeToolsProject();
+    await withShadow(lower, async (shadow, mp) => {
+      await shadow.createLayer('a');
+      await shadow.activate('a');
+      const a = shadow.layer('a');
+      const long = 'a'.repeat(200);
+      // Through the mount, so the audit trail records it too.
+      fs.writeFileSync(path.join(mp, long), 'NEEDLE\n');
+      fs.mkdirSync(path.join(mp, 'nest', ...Array.from({ length: 20 }, () => 'a')), { recursive: true });
+      const hostile = '*a*a*a*a*a*a*a*a*a*a*b';
+      assert.deepStrictEqual(await glob(a, hostile), { paths: [], truncated: false });
+      assert.deepStrictEqual(await glob(a, `**/${hostile}`), { paths: [], truncated: false });
+      assert.deepStrictEqual((await grep(a, 'NEEDLE', { glob: hostile })).matches, []);
+      assert.deepStrictEqual((await a.audit({ path: hostile })).entries, []);
+      // Ordinary patterns still match.
+      assert.deepStrictEqual((await glob(a, 'a*a')).paths, [long]);
+      assert.deepStrictEqual((await glob(a, '{src,sub}/*.{js,md}')).paths, ['src/math.js', 'sub/code.js']);
+      assert.deepStrictEqual((await glob(a, 'nest/a/a/[a]')).paths, ['nest/a/a/a']);
+      assert.deepStrictEqual(
+        (await grep(a, 'NEEDLE', { glob: 'a*a' })).matches.map((m) => m.path),
+        [long],
+      );
+      assert.ok(
+        (await a.audit({ path: 'a*a' })).entries.some((e) => e.path === long),
+        'the audit trail has the file',
+      );
+      // Extglobs are refused with the syntax that is supported.
+      await assert.rejects(glob(a, '@(a|b)'), (err: Error & { code?: string }) => {
+        assert.strictEqual(err.code, 'INVALID_ARGUMENT');
+        assert.match(err.message, /extglobs are not supported.*supported: \*/);
+        return true;
+      });
+    });
+  });
+
   it('limits give truncated answers', async () => {
     const lower = makeToolsProject();
     await withShadow(lower, async (shadow, mp) => {

@@ -111,7 +111,8 @@ export const FileRequests = {
     errors: ['UNKNOWN_SHADOW', 'INVALID_AGENT', 'INVALID_PATH', 'NOT_FOUND', 'NOT_A_DIRECTORY', 'NOT_MOUNTED'],
   }),
   'file.glob': request({
-    summary: "Paths matching a glob (picomatch syntax, e.g. src/**/*.ts) as the agent's layer shows the tree.",
+    summary:
+      "Paths matching a glob (e.g. src/**/*.ts; * ? ** [a-z] [!x] {a,b} {1..3}, \\ escapes, a leading ! negates; no extglobs) as the agent's layer shows the tree.",
     params: z.strictObject({
       shadow: shadowRef,
       agent: agentId,

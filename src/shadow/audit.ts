@@ -4,6 +4,7 @@
 // checkpoint keeps a copy (src/work/checkpoints.ts) and restoring one puts it back.
 import * as z from 'zod';
 import { ShadowError } from '../common/errors';
+import { compileAuditGlob } from '../common/glob-match';
 import { AUDIT_OP_NAMES } from '../protocol/audit';
 
 /** What a recorded request did (see docs/audit-trail.md for what each one covers); the
@@ -91,36 +92,22 @@ export function auditLimitsOf(env: NodeJS.ProcessEnv): { maxEntries: number; max
   };
 }
 
-/** A glob as a RegExp over a whole relative path ("a/b"). */
-export function auditGlob(glob: string): RegExp {
-  if (typeof glob !== 'string' || glob.length === 0 || glob.length > 4096)
-    throw new ShadowError('INVALID_ARGUMENT', 'the path glob must be a non-empty string');
-  let g = glob.replace(/^\.\//, '');
-  const anchored = g.includes('/');
-  g = g.replace(/^\/+/, '').replace(/\/+$/, '');
-  let re = '';
-  for (let i = 0; i < g.length; i++) {
-    const c = g[i];
-    if (c === '*' && g[i + 1] === '*') {
-      // "**/" any number of directories (none included); a trailing "**" everything below.
-      if (g[i + 2] === '/') {
-        re += '(?:.*/)?';
-        i += 2;
-      } else {
-        re += '.*';
-        i += 1;
-      }
-    } else if (c === '*') re += '[^/]*';
-    else if (c === '?') re += '[^/]';
-    else re += c.replace(/[.+^${}()|[\]\\]/g, '\\$&');
-  }
-  // Without "/": a name at any depth, and what is inside a directory of that name.
-  return anchored ? new RegExp(`^${re}(?:/.*)?$`) : new RegExp(`(?:^|/)${re}(?:/.*)?$`);
+/**
+ * A path glob as a test of a whole relative path ("a/b"): `*`, `?`, `**` (followed by "/": any
+ * number of directories; elsewhere: anything, across "/", as before), everything else literal;
+ * anchored with a "/", else a name at any depth; also what is inside a matching directory. It is
+ * matched by src/common/glob-match.ts, whose time is bounded: the RegExp it once was
+ * ("[^/]*a[^/]*a…") could hold the daemon's thread for hours over one record.
+ */
+export function auditGlob(glob: string): (path: string) => boolean {
+  if (typeof glob !== 'string' || glob.length === 0 || glob.length > 1024)
+    throw new ShadowError('INVALID_ARGUMENT', 'the path glob must be a non-empty string of at most 1024 characters');
+  return compileAuditGlob(glob);
 }
 
 /** The entries of `record` that `q` asks for, oldest first. */
 export function queryAudit(agent: string, record: AuditRecord, q: AuditQuery = {}): AuditResult {
-  const re = q.path === undefined ? undefined : auditGlob(q.path);
+  const matches = q.path === undefined ? undefined : auditGlob(q.path);
   if (q.limit !== undefined && (!Number.isInteger(q.limit) || q.limit < 0))
     throw new ShadowError('INVALID_ARGUMENT', 'limit must be a whole number, 0 or more');
   const ops = q.ops ? new Set(q.ops) : undefined;
@@ -128,7 +115,7 @@ export function queryAudit(agent: string, record: AuditRecord, q: AuditQuery = {
     (e) =>
       (q.sinceMs === undefined || e.timeMs >= q.sinceMs) &&
       (ops === undefined || ops.has(e.op)) &&
-      (re === undefined || re.test(e.path) || (e.op !== 'symlink' && e.to !== '' && re.test(e.to))),
+      (matches === undefined || matches(e.path) || (e.op !== 'symlink' && e.to !== '' && matches(e.to))),
   );
   const entries = q.limit === undefined ? matched : matched.slice(Math.max(0, matched.length - q.limit));
   return {

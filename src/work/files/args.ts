@@ -34,9 +34,6 @@ export function checkPattern(pattern: unknown): string {
   return pat;
 }
 
-/** Hidden files match like any other (.git and ignored files are left out by the walk instead). */
-export const PICOMATCH_OPTIONS = { dot: true } as const;
-
 export function relativeTo(dir: string, p: string): string {
   return dir === '' ? p : p.slice(dir.length + 1);
 }

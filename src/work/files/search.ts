@@ -1,11 +1,11 @@
 // list and glob: the tree as ONE agent's layer shows it, walked in path order, leaving out .git
 // and what .gitignore files exclude unless asked (or a directory is named on purpose).
-import picomatch from 'picomatch';
 import { ShadowError } from '../../common/errors';
+import { compileGlob } from '../../common/glob-match';
 import { normalizeRelPath } from '../../common/paths';
 import type { Layer } from '../../shadow';
 import { isIgnored, joinRel, orderedMap, planWalk, walk, WalkEntry } from '../walk';
-import { boolOpt, checkPattern, intOpt, PICOMATCH_OPTIONS, relativeTo } from './args';
+import { boolOpt, checkPattern, intOpt, relativeTo } from './args';
 import { CONCURRENCY, statOrNull } from './probe';
 
 const DEFAULT_LIMIT = 1000;
@@ -80,7 +80,8 @@ export async function list(
 /**
  * Paths (files, directories, symlinks) that match a glob, as the layer shows the tree, in
  * path order. The pattern is matched against paths relative to `cwd` (default the root;
- * picomatch syntax: "**", "*", "{a,b}", ...); answers are relative to the root. Hidden files
+ * "**", "*", "?", "[a-z]", "{a,b}", "{1..3}", "\\" escapes, a leading "!" to negate; see
+ * src/common/glob-match.ts); answers are relative to the root. Hidden files
  * match "*". Unless `includeIgnored`, .git and what .gitignore files exclude are left out,
  * except inside a directory named on purpose (cwd, or the pattern's leading directories
  * without wildcards, e.g. "node_modules/pkg/*.js"). The walk starts at those leading
@@ -98,19 +99,15 @@ export async function glob(
   const limit = intOpt('limit', opts.limit, DEFAULT_LIMIT, 1, MAX_LIMIT);
   const cwdStat = await layer.stat(cwd);
   if (cwdStat.type !== 'directory') throw new ShadowError('INVALID_ARGUMENT', `cwd ${cwd} is not a directory`);
-  let isMatch: (p: string) => boolean;
-  try {
-    isMatch = picomatch(pat, PICOMATCH_OPTIONS);
-    isMatch('x'); // picomatch compiles lazily: a pattern too big for a RegExp fails here, not later
-  } catch (err) {
-    throw new ShadowError('INVALID_ARGUMENT', `invalid glob ${JSON.stringify(pat)}: ${(err as Error).message}`);
-  }
-  const scan = picomatch.scan(pat);
-  if (!scan.isGlob && !scan.negated) {
+  // Our own matcher (src/common/glob-match.ts): its time is bounded whatever the pattern, where
+  // picomatch's backtracking regular expressions could hold the daemon's thread for hours.
+  const isMatch = compileGlob(pat);
+  const { plan } = isMatch;
+  if (plan.literal !== null) {
     // A plain path: it is there or not.
     let literal: string;
     try {
-      literal = joinRel(cwd, normalizeRelPath(pat));
+      literal = joinRel(cwd, normalizeRelPath(plan.literal));
     } catch {
       return { paths: [], truncated: false };
     }
@@ -119,27 +116,25 @@ export async function glob(
       return { paths: [], truncated: false };
     return { paths: [literal], truncated: false };
   }
-  // Start below the pattern's fixed directories; bound the depth unless "**" (or a part that may hold "/") is in it.
+  // Start below the pattern's fixed directories; bound the depth unless "**" (or a negation) is in it.
   let base = '';
-  if (!scan.negated) {
-    try {
-      base = normalizeRelPath(scan.base, { allowRoot: true });
-    } catch {
-      base = '';
-    }
+  let maxDepth = Infinity;
+  try {
+    base = normalizeRelPath(plan.base, { allowRoot: true });
+    if (base === plan.base) maxDepth = plan.depth;
+  } catch {
+    base = ''; // not a usable directory: walk from cwd, unbounded
   }
-  const rest = scan.negated ? pat.slice(1) : scan.glob;
-  const unbounded = scan.negated || rest.includes('**') || scan.isExtglob || scan.isBrace;
-  const maxDepth = unbounded ? Infinity : rest.split('/').length;
+  if (base !== plan.base) base = '';
   const start = joinRel(cwd, base);
   if (start !== cwd) {
     const st = await statOrNull(layer, start);
     if (st === null || st.type !== 'directory') return { paths: [], truncated: false };
   }
-  const plan = await planWalk(layer, start, includeIgnored);
+  const walkPlan = await planWalk(layer, start, includeIgnored);
   const paths: string[] = [];
   let truncated = false;
-  for await (const e of walk(layer, plan, { maxDepth })) {
+  for await (const e of walk(layer, walkPlan, { maxDepth })) {
     if (!isMatch(relativeTo(cwd, e.path))) continue;
     if (paths.length === limit) {
       truncated = true;
