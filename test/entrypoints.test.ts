@@ -150,7 +150,7 @@ describe('package entry points', function () {
 
     it('starts, answers version, health and status, and refuses mounts with NATIVE_UNAVAILABLE, touching nothing', async () => {
       // The daemon's own dependencies (the MCP SDK, language servers and node-diff3 load only when used).
-      const root = packageCopy([...CLIENT_DEPS, 'winston', 'yargs', 'diff', 'ignore', 'picomatch']);
+      const root = packageCopy([...CLIENT_DEPS, 'winston', 'yargs', 'diff', 'ignore']);
       runtime = tempDir('rt-nonative');
       fs.chmodSync(runtime, 0o700);
       const env = { ...process.env, XDG_RUNTIME_DIR: runtime };

@@ -818,7 +818,7 @@ export const CMDLETS: CmdletSpec[] = [
         cli: { positional: 'pattern' },
         mandatory: true,
         position: 2,
-        help: "A glob (picomatch syntax), e.g. 'src/**/*.ts'.",
+        help: "A glob (* ? ** [abc] {a,b}), e.g. 'src/**/*.ts'.",
       },
       {
         name: 'Directory',
