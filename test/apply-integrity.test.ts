@@ -3,7 +3,7 @@
 // wrote, one planted while apply runs), type changes and links out of the folder only when
 // confirmed, and a directory the agent replaced is never removed while it holds the user's work.
 import * as assert from 'assert';
-import { execFileSync } from 'child_process';
+import { execFileSync, spawnSync } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
 import type { Shadow } from '../src/shadow';
@@ -157,6 +157,45 @@ describe('apply integrity: confined to the folder, destroys nothing it did not c
       await repo.check();
     } finally {
       repo.stop();
+    }
+  });
+
+  it('two layers that each hold part of a bare repository never assemble it in the folder, in either order', async () => {
+    // Each part passes the write guard, which sees one layer and the folder as it was at the
+    // write; applied one after the other they would make a directory git takes for a repository
+    // (its config's pager ran on the user's git log there).
+    const git = (dir: string, ...args: string[]): { status: number | null; stdout: string } =>
+      spawnSync('git', ['-C', dir, ...args], { encoding: 'utf8', env: { ...process.env, GIT_CEILING_DIRECTORIES: path.dirname(dir) } });
+    for (const order of [
+      ['parts', 'refs'],
+      ['refs', 'parts'],
+    ]) {
+      const lower = makeFolder(`bare-${order[0]}`);
+      await withAgent(lower, async (w, shadow) => {
+        const layers: Record<string, Record<string, string>> = {
+          parts: {
+            'tools/cache/HEAD': 'ref: refs/heads/main\n',
+            'tools/cache/objects/ab/cdef': 'not really an object\n',
+            'tools/cache/config': '[core]\n\tpager = touch pwned; cat\n',
+            'tools/cache/hooks/post-checkout': '#!/bin/sh\ntouch pwned\n',
+          },
+          refs: { 'tools/cache/refs/heads/main': '0123456789012345678901234567890123456789\n', 'tools/cache/notes.txt': 'ok\n' },
+        };
+        for (const [agent, files] of Object.entries(layers)) {
+          await shadow.createLayer(agent);
+          for (const [p, data] of Object.entries(files)) await shadow.layer(agent).write(p, data);
+        }
+        const first = await w.apply(order[0]);
+        const second = await w.apply(order[1]);
+        const excluded = [...(first.excluded ?? []), ...(second.excluded ?? [])].map((e) => `${e.path} ${e.reason}`).sort();
+        const cache = path.join(lower, 'tools', 'cache');
+        const names = fs.readdirSync(cache).sort();
+        assert.ok(!['HEAD', 'objects', 'refs'].every((n) => names.includes(n)), `the folder's tools/cache holds ${names.join(', ')}`);
+        assert.notStrictEqual(git(cache, 'rev-parse', '--git-dir').status, 0, 'git finds no repository there');
+        assert.ok(!names.includes('config') || !['HEAD', 'objects', 'refs'].every((n) => names.includes(n)));
+        assert.ok(excluded.length > 0 && excluded.every((e) => e.endsWith(' repository-metadata')), excluded.join('\n'));
+        assert.ok(fs.existsSync(path.join(cache, 'notes.txt')), 'the rest is applied');
+      });
     }
   });
 

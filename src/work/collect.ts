@@ -10,6 +10,7 @@
 // the files the folder's git ignores (build output, caches, logs); both are named in `excluded`.
 import { AsyncLocalStorage } from 'async_hooks';
 import * as fs from 'fs';
+import * as path from 'path';
 import type { FileChange, Side } from '../patch';
 import { ShadowError } from '../common/errors';
 import { normalizeRelPath } from '../common/paths';
@@ -79,6 +80,59 @@ function isDotGitName(part: string): boolean {
   return DOT_GIT_ON_NTFS.test(part);
 }
 
+/** The names that make a directory a repository to git (is_git_directory): HEAD, objects and refs. */
+const REPOSITORY_NAMES = ['HEAD', 'objects', 'refs'];
+/** What git obeys or runs in a directory it takes for a repository. */
+const CONTROL_NAMES = ['config', 'config.worktree', 'hooks', 'commondir'];
+
+/**
+ * The changed `paths` that would make a directory of the folder a repository git runs hooks and
+ * obeys a config in, or give one its hooks or config: a change that brings the last of HEAD,
+ * objects and refs into a directory that lacks them in the folder (and everything beneath it),
+ * and a change to the config, hooks or `objects/info/alternates` of a directory that holds all
+ * three in the folder or will once applied. A layer's guard sees only that layer with the folder
+ * as it was at the write: two agents' layers (or one layer and your own later work) could each
+ * bring part of one, and apply would assemble it (an adversarial review did, and the user's
+ * `git log` there ran the agent's pager). Conservative: any changed path counts as present.
+ */
+function repositoryMaking(folder: string, paths: string[]): Set<string> {
+  const fold = (n: string): string => (platform.caseInsensitiveNames ? n.toLowerCase() : n);
+  // Per directory that a changed path names a repository or control entry of: those entries.
+  const touched = new Map<string, Map<string, string[]>>();
+  for (const p of paths) {
+    const parts = p.split('/');
+    for (let i = 0; i < parts.length; i++) {
+      const name = fold(parts[i]);
+      if (![...REPOSITORY_NAMES, ...CONTROL_NAMES].some((n) => fold(n) === name)) continue;
+      const dir = parts.slice(0, i).join('/');
+      const entries = touched.get(dir) ?? new Map<string, string[]>();
+      const list = entries.get(name) ?? [];
+      list.push(p);
+      entries.set(name, list);
+      touched.set(dir, entries);
+    }
+  }
+  const out = new Set<string>();
+  for (const [dir, entries] of touched) {
+    let inFolder: Set<string>;
+    try {
+      inFolder = new Set(fs.readdirSync(path.join(folder, dir)).map(fold));
+    } catch {
+      inFolder = new Set();
+    }
+    const names = REPOSITORY_NAMES.map(fold);
+    const wasRepository = names.every((n) => inFolder.has(n));
+    const willBe = names.every((n) => inFolder.has(n) || entries.has(n));
+    if (!willBe) continue;
+    // It becomes one: the entries that complete it stay out (so it does not), and its control files.
+    if (!wasRepository) for (const n of names) if (!inFolder.has(n)) for (const p of entries.get(n) ?? []) out.add(p);
+    for (const n of CONTROL_NAMES.map(fold)) for (const p of entries.get(n) ?? []) out.add(p);
+    for (const p of entries.get(fold('objects')) ?? [])
+      if (/^objects\/info\/(?:http-)?alternates$/i.test(p.slice(dir ? dir.length + 1 : 0))) out.add(p);
+  }
+  return out;
+}
+
 /**
  * Why each of `paths` is left out of diffs, patches and apply (absent: it is not). `dirs` are the
  * ones that are directories (git's "dir/" patterns match them only when told).
@@ -91,8 +145,9 @@ export async function exclusions(
 ): Promise<Map<string, ExcludedReason>> {
   const out = new Map<string, ExcludedReason>();
   const rest: string[] = [];
+  const repository = repositoryMaking(folder, paths);
   for (const p of paths) {
-    if (isRepositoryMetadata(p)) out.set(p, 'repository-metadata');
+    if (isRepositoryMetadata(p) || repository.has(p)) out.set(p, 'repository-metadata');
     else rest.push(p);
   }
   if (!includeIgnored && rest.length) {
