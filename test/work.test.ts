@@ -173,6 +173,38 @@ describe('work: diffs, git patches, apply and checkpoints', function () {
     );
   });
 
+  it('a name with a backslash (a plain character on Linux) is skipped, listed, never written, and the rest of the layer is diffed and applied', async () => {
+    const repo = makeRepo();
+    await withWork(
+      repo,
+      async (w, shadow, mp) => {
+        await shadow.createLayer('agent');
+        await shadow.activate('agent');
+        fs.writeFileSync(path.join(mp, 'good.txt'), 'good\n');
+        fs.writeFileSync(path.join(mp, 'a\\b.txt'), 'odd\n');
+        fs.mkdirSync(path.join(mp, 'dir\\x'));
+        fs.writeFileSync(path.join(mp, 'dir\\x', 'in.txt'), 'in\n');
+        const d = await w.diff('agent');
+        assert.match(d.text, /^\+good$/m);
+        assert.ok(!d.text.includes('odd') && !d.text.includes('in.txt'), d.text);
+        assert.deepStrictEqual([...d.skipped].sort(), ['a\\b.txt', 'dir\\x', 'dir\\x/in.txt'], JSON.stringify(d.skipped));
+        assert.match((await w.patch('agent')).text, /b\/good\.txt/);
+        const r = await w.apply('agent');
+        assert.deepStrictEqual(
+          r.applied.map((a) => a.path),
+          ['good.txt'],
+        );
+        assert.ok(r.skipped.includes('a\\b.txt'), JSON.stringify(r.skipped));
+        assert.strictEqual(fs.readFileSync(path.join(repo, 'good.txt'), 'utf8'), 'good\n');
+        assert.ok(
+          !fs.existsSync(path.join(repo, 'a\\b.txt')) && !fs.existsSync(path.join(repo, 'dir\\x')) && !fs.existsSync(path.join(repo, 'a')),
+        );
+        assert.strictEqual((await shadow.layer('agent').readFile('a\\b.txt')).toString(), 'odd\n', 'it stays in the layer');
+      },
+      false, // apply writes the folder
+    );
+  });
+
   it('a file you changed after the agent copied it is a conflict: nothing written, a three-way merge offered, resolved on request', async () => {
     const repo = makeRepo();
     await withWork(

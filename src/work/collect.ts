@@ -439,6 +439,10 @@ async function collectBeneath(shadow: Shadow, root: Beneath, agent: string, only
     const names = new Set(mine.map((e) => e.name));
     for (const e of mine) {
       const child = `${rel}/${e.name}`;
+      if (unplain(child)) {
+        skipped.push(child);
+        continue;
+      }
       if (e.type !== 'directory') {
         candidates.add(child);
         if ((await folderSideOf(child)) === 'dir') folderTree(root, child, candidates, dirsRemoved);
@@ -466,7 +470,7 @@ async function collectBeneath(shadow: Shadow, root: Beneath, agent: string, only
   };
   for (const c of changes) {
     if (c.base) bases.set(c.path, c.base);
-    if (c.type === 'special') {
+    if (c.type === 'special' || unplain(c.path)) {
       skipped.push(c.path);
       continue;
     }
@@ -506,6 +510,10 @@ async function collectBeneath(shadow: Shadow, root: Beneath, agent: string, only
   const files: FileChange[] = [];
   for (const rel of [...candidates].sort(byteOrder)) {
     if (only && only.length && !only.some((s) => within(rel, s))) continue;
+    if (unplain(rel)) {
+      skipped.push(rel);
+      continue;
+    }
     const before = await folderSideOf(rel);
     const after = await layerSideOf(rel);
     if (before === 'other' || after === 'other') {
@@ -521,9 +529,18 @@ async function collectBeneath(shadow: Shadow, root: Beneath, agent: string, only
     bases,
     dirsAdded: [...dirsAdded].sort(byteOrder),
     dirsRemoved: [...dirsRemoved].sort(byteOrder),
-    skipped,
+    skipped: [...new Set(skipped)],
     excluded: [],
   };
+}
+
+/**
+ * A path with a backslash in a name: a plain character on Linux and macOS, a separator on Windows,
+ * which the folder's reader refuses (INVALID_PATH) rather than guess. Such a path is skipped (listed,
+ * never written), so that one such name does not stop the diff, patch and apply of every other.
+ */
+function unplain(rel: string): boolean {
+  return rel.includes('\\');
 }
 
 /** Byte-wise order of '/'-separated paths (git's order). */
