@@ -107,6 +107,33 @@ describe('review: hunks with stable ids, and applying some of them', function ()
     );
   });
 
+  it("a file's text hunk applied without its mode change: the mode stays the agent's change, still listed", async () => {
+    const repo = makeReviewRepo();
+    await withWork(
+      repo,
+      async (w, shadow, mp) => {
+        await shadow.createLayer('a');
+        await shadow.activate('a');
+        fs.writeFileSync(path.join(mp, 'run.sh'), '#!/bin/sh\necho two\n');
+        fs.chmodSync(path.join(mp, 'run.sh'), 0o755);
+        const first = await w.hunks('a');
+        const text = first.hunks.find((h) => h.path === 'run.sh' && h.unit === 'hunk')!;
+        const mode = first.hunks.find((h) => h.path === 'run.sh' && h.unit === 'mode')!;
+        const r = await w.apply('a', { hunks: [text.id] });
+        assert.deepStrictEqual(r.conflicts, []);
+        assert.strictEqual(read(path.join(repo, 'run.sh')), '#!/bin/sh\necho two\n');
+        assert.strictEqual(fs.statSync(path.join(repo, 'run.sh')).mode & 0o777, 0o644, 'the mode change was not chosen');
+        assert.strictEqual(fs.statSync(path.join(mp, 'run.sh')).mode & 0o777, 0o755, "the agent's layer keeps it");
+        assert.deepStrictEqual(
+          (await w.hunks('a')).hunks.map((h) => h.id),
+          [mode.id],
+          'what is left is the unit not chosen',
+        );
+      },
+      false,
+    );
+  });
+
   it('an id that is no longer a hunk of the layer is CONFLICT, and nothing is written', async () => {
     const repo = makeReviewRepo();
     await withWork(

@@ -840,6 +840,9 @@ async function applyBeneath(
         const perm = (await layer.stat(p)).mode & 0o7777;
         await layer.revert(p);
         await layer.write(p, kept.data, { mode: perm });
+        // write's mode is for a new file; this one is the folder's again: its mode change (a unit
+        // not chosen) stays the agent's too.
+        if (((await layer.stat(p)).mode & 0o7777) !== perm) await layer.chmod(p, perm);
         continue;
       }
       // Yours kept where the agent deleted or emptied a directory above: the layer stops deleting it.
