@@ -211,7 +211,7 @@ export class Shadow {
       return;
     }
     const id = agentId === null ? null : checkAgent(agentId);
-    await this.activate(id);
+    if (this.active !== id) await this.activate(id);
     this.pinnedTo = id;
   }
 
