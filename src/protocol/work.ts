@@ -58,7 +58,11 @@ const includeIgnored = z
 export const DiffResult = z.object({
   text: z.string().describe('The diff or patch text.'),
   files: z.array(PatchFileInfo),
-  skipped: z.array(z.string()).describe('Paths left out (devices, fifos, sockets, and on Linux and macOS names holding a backslash, which is a separator on Windows).'),
+  skipped: z
+    .array(z.string())
+    .describe(
+      'Paths left out (devices, fifos, sockets, and on Linux and macOS names holding a backslash, which is a separator on Windows).',
+    ),
   excluded: z.array(ExcludedPath).describe('Changed paths left out: .git at any depth, and files git ignores unless includeIgnored.'),
 });
 
