@@ -112,6 +112,15 @@ class Builder {
  */
 export const globWork = { visits: 0 };
 
+/**
+ * The node visits one matcher may make in all (one glob or grep call, one audit query): about a
+ * quarter of a second here. Cached transitions cost none, so an ordinary pattern over a tree of
+ * 100,000 paths stays far below it; a pattern whose braces keep hundreds of wildcards live at
+ * once pays them at every character of every path (a review's 18-character glob took 27 ms a
+ * path), and stops here with TIMEOUT instead of holding the daemon's thread for minutes.
+ */
+export const MAX_GLOB_VISITS = 2_000_000;
+
 /** How many node indices and transitions the DFA cache of one matcher holds before it starts over. */
 const MAX_CACHED = 1_000_000;
 /** Larger sets are not cached: they are rarely met twice, and their keys cost as much as the step. */
@@ -131,7 +140,8 @@ interface DState {
  * paths (a walk, an audit record) mostly costs one map look-up per character; the cache is
  * bounded and starts over when full, which only costs the NFA's price again.
  */
-function runner(nodes: readonly Node[]): (s: string) => boolean {
+function runner(nodes: readonly Node[], glob: string, budget = MAX_GLOB_VISITS): (s: string) => boolean {
+  let left = budget;
   // A node is in the set being built when its mark is the current generation.
   const mark = new Float64Array(nodes.length).fill(-1);
   let gen = 0;
@@ -144,6 +154,11 @@ function runner(nodes: readonly Node[]): (s: string) => boolean {
       if (mark[k] === gen) continue;
       mark[k] = gen;
       globWork.visits++;
+      if (--left < 0)
+        throw new ShadowError(
+          'TIMEOUT',
+          `glob ${JSON.stringify(glob.length > 200 ? `${glob.slice(0, 200)}…` : glob)} stopped: matching it took more than ${budget} steps (its braces keep many wildcards open at once, and every path pays for them); use fewer alternatives or wildcards, or look in a smaller directory`,
+        );
       const node = nodes[k];
       if (node.op === 'split') stack.push(node.b, node.a);
       else if (node.op === 'jmp') stack.push(node.to);
@@ -467,7 +482,7 @@ function literalSegment(seg: string): string | null {
  * matches when its last name does (grep's filter for a glob without "/"). Extglobs and POSIX
  * classes are refused (INVALID_ARGUMENT), as are patterns whose braces expand too far.
  */
-export function compileGlob(glob: string, opts: { basename?: boolean } = {}): GlobMatcher & { plan: GlobPlan } {
+export function compileGlob(glob: string, opts: { basename?: boolean; budget?: number } = {}): GlobMatcher & { plan: GlobPlan } {
   checkLength(glob);
   let body = glob;
   let negated = false;
@@ -480,7 +495,7 @@ export function compileGlob(glob: string, opts: { basename?: boolean } = {}): Gl
   const b = new Builder();
   b.alternatives(alts.map((alt) => () => emitAlternative(b, glob, alt)));
   b.nodes.push({ op: 'match' });
-  const run = runner(b.nodes);
+  const run = runner(b.nodes, glob, opts.budget);
   const basename = opts.basename === true;
   const matcher = (path: string): boolean => {
     const subject = basename ? path.slice(path.lastIndexOf('/') + 1) : path;
@@ -549,5 +564,5 @@ export function compileAuditGlob(glob: string): GlobMatcher {
     b.star(() => b.char(ANY));
   });
   b.nodes.push({ op: 'match' });
-  return Object.assign(runner(b.nodes), { size: b.nodes.length });
+  return Object.assign(runner(b.nodes, glob), { size: b.nodes.length });
 }

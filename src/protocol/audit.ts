@@ -54,6 +54,6 @@ export const AuditRequests = {
       maxEntries: z.number().int(),
       maxBytes: z.number().int(),
     }),
-    errors: ['UNKNOWN_SHADOW', 'UNKNOWN_AGENT', 'INVALID_AGENT', 'INVALID_ARGUMENT', 'NOT_MOUNTED', 'SCOPE_DENIED'],
+    errors: ['UNKNOWN_SHADOW', 'UNKNOWN_AGENT', 'INVALID_AGENT', 'INVALID_ARGUMENT', 'NOT_MOUNTED', 'SCOPE_DENIED', 'TIMEOUT'],
   }),
 } as const;

@@ -122,7 +122,7 @@ export const FileRequests = {
       ...toolsFlags,
     }),
     result: z.object({ paths: z.array(z.string()), truncated: z.boolean() }),
-    errors: ['UNKNOWN_SHADOW', 'INVALID_AGENT', 'INVALID_PATH', 'INVALID_ARGUMENT', 'NOT_MOUNTED'],
+    errors: ['UNKNOWN_SHADOW', 'INVALID_AGENT', 'INVALID_PATH', 'INVALID_ARGUMENT', 'NOT_MOUNTED', 'TIMEOUT'],
   }),
   'file.grep': request({
     summary:

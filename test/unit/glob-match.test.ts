@@ -149,6 +149,28 @@ describe('glob matcher: hostile patterns cost O(pattern × path)', () => {
   });
 });
 
+describe('glob matcher: a whole call is bounded too (MAX_GLOB_VISITS)', () => {
+  it('braces that keep hundreds of wildcards open stop with TIMEOUT over a tree, and ordinary patterns never come near the budget', () => {
+    // A review's 18-character glob: 988 alternatives, each with a "*", all live at once, so no
+    // transition is cached and every character of every path costs about 17,500 visits.
+    const paths = Array.from({ length: 1000 }, (_, i) => `src/dir${i}/${'a'.repeat(200)}`);
+    for (const pattern of ['**/*{a..z}*{0..37}', '**/*{a..z}?{0..37}']) {
+      const m = compileGlob(pattern);
+      assert.throws(
+        () => paths.forEach((p) => m(p)),
+        (err: unknown) => err instanceof ShadowError && err.code === 'TIMEOUT' && /fewer alternatives or wildcards/.test(err.message),
+        pattern,
+      );
+    }
+    for (const pattern of ['**/*.{ts,tsx}', '{src,test,bench}/**/*.{ts,js,json,md}', '**/node_modules/**/package.json']) {
+      const m = compileGlob(pattern);
+      const before = globWork.visits;
+      for (let i = 0; i < 20_000; i++) m(`src/a/b${i % 50}/c/file${i}${i % 2 ? '.ts' : '.js'}`);
+      assert.ok(globWork.visits - before < 10_000, `${pattern}: ${globWork.visits - before} visits for 20,000 paths`);
+    }
+  });
+});
+
 describe('audit globs (the audit trail keeps its own, smaller syntax)', () => {
   function audit(glob: string, yes: string[], no: string[]): void {
     const m = compileAuditGlob(glob);
