@@ -92,6 +92,17 @@ describe('running commands inside a shadow', function () {
       for (const cwd of ['to-dir', 'to-file', 'to-nothing', 'to-src', 'to-dir/sub'])
         await assert.rejects(runInShadow(shadow, { agent: 'builder', argv: ['pwd'], cwd }), isCode('PATH_THROUGH_SYMLINK'), cwd);
       await assert.rejects(runInShadow(shadow, { agent: 'builder', argv: ['pwd'], cwd: 'nosuch' }), isCode('NOT_FOUND'));
+      // On Linux a backslash is part of a name: `a\b`, a link beside a real a/b, is the link
+      // (refused), and `sub\..\..` is one name that is not there, never a path above the shadow.
+      fs.mkdirSync(path.join(shadow.mountPoint, 'a', 'b'), { recursive: true });
+      await layer.symlink(path.join(host, 'dir'), 'a\\b');
+      await assert.rejects(runInShadow(shadow, { agent: 'builder', argv: ['pwd'], cwd: 'a\\b' }), isCode('PATH_THROUGH_SYMLINK'));
+      assert.strictEqual(
+        (await runInShadow(shadow, { agent: 'builder', argv: ['pwd'], cwd: 'a/b' })).stdout.trim(),
+        path.join(lower, 'a', 'b'),
+      );
+      for (const cwd of [`src\\..\\..\\..${host}\\dir`, `src\\..\\..\\..${host}\\file`, `src\\..\\..\\..${host}\\nothing`])
+        await assert.rejects(runInShadow(shadow, { agent: 'builder', argv: ['pwd'], cwd }), isCode('NOT_FOUND'), cwd);
       await assert.rejects(runInShadow(shadow, { agent: 'builder', argv: ['pwd'], cwd: 'package.json' }), isCode('NOT_A_DIRECTORY'));
     });
   });

@@ -385,9 +385,16 @@ async function checkWorkdir(dir: string, cwd: string, agent: string): Promise<vo
   // Component by component, never following a link: a link the agent made in its layer names a
   // path on this machine, outside the run's view, and what stat said of it (missing, a file, a
   // directory the launcher then cannot enter) told the agent what is there.
+  // Split as this system will read the path when it enters it: "\" separates names on Windows
+  // only; on Linux `a\b` is one name, and checking `a` then `b` would check another path than the
+  // one entered (a review made `a\b` a link to /etc beside a real a/b). ".." as the system reads
+  // it ("sub\..\.." on Windows) is refused: the cwd is a path inside the shadow.
+  const parts = cwd.split(platform.name === 'win32' ? /[\\/]/ : '/').filter((p) => p !== '' && p !== '.');
+  if (parts.includes('..'))
+    throw new ShadowError('INVALID_PATH', `the working directory (cwd) ${JSON.stringify(cwd)} leaves the shadow ("..")`);
   let st: fs.Stats | undefined;
   let at = dir;
-  for (const part of ['', ...cwd.split(/[\\/]/).filter((p) => p !== '' && p !== '.')]) {
+  for (const part of ['', ...parts]) {
     at = part === '' ? at : path.join(at, part);
     try {
       st = await fs.promises.lstat(at);
