@@ -200,6 +200,18 @@ describe('work: diffs, git patches, apply and checkpoints', function () {
           !fs.existsSync(path.join(repo, 'a\\b.txt')) && !fs.existsSync(path.join(repo, 'dir\\x')) && !fs.existsSync(path.join(repo, 'a')),
         );
         assert.strictEqual((await shadow.layer('agent').readFile('a\\b.txt')).toString(), 'odd\n', 'it stays in the layer');
+        // A directory of the folder with such a name, moved by the agent to a plain name: its
+        // removal is skipped, so the moved copy is held too (else both would be in the folder).
+        fs.mkdirSync(path.join(repo, 'k\\m'));
+        fs.writeFileSync(path.join(repo, 'k\\m', 'h'), 'h\n');
+        fs.renameSync(path.join(mp, 'k\\m'), path.join(mp, 'plain'));
+        const moved = await w.apply('agent');
+        assert.deepStrictEqual(
+          moved.conflicts.map((c) => c.path),
+          ['plain/h'],
+        );
+        assert.match(moved.conflicts[0].reason, /moved it from k\\m, a name with a backslash/);
+        assert.ok(!fs.existsSync(path.join(repo, 'plain')) && fs.existsSync(path.join(repo, 'k\\m', 'h')));
       },
       false, // apply writes the folder
     );

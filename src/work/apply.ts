@@ -594,6 +594,17 @@ async function applyBeneath(
       ? `${p} stays in the folder: the agent moved ${r.origin} to ${r.path}, which is not applied with this (in conflict, held, left out, or not among the paths asked for); apply both halves of the move together`
       : null;
   };
+  // A move out of a name with a backslash: that name is skipped (collect's unplain), so its
+  // deletion never comes; the moved copy alone would leave the original beside it.
+  for (const w of todo) {
+    const r = refs.find((x) => x.origin.includes('\\') && under(w.f.path, x.path));
+    if (r)
+      refuse(
+        w,
+        `${w.f.path} is held: the agent moved it from ${r.origin}, a name with a backslash, which apply skips; written alone it would leave the original beside the copy`,
+      );
+  }
+  todo = todo.filter((w) => !res.conflicts.some((x) => x.path === w.f.path));
   // Until nothing more is refused: a refusal under an entry that others read makes it partial.
   for (let more = true; more;) {
     more = false;
