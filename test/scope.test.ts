@@ -242,6 +242,39 @@ describe('a connection restricted to one agent (session.restrict)', function () 
     await u.request('activate', { shadow: 'scoped', agent: 'me' });
     await me.request('activate', { shadow: 'scoped', agent: 'me' });
     assert.strictEqual(await active(), 'me');
+    // The user's choice made while a run has the mount waits for it: the run keeps its layer to
+    // the end (it read and wrote another layer when the switch came at once).
+    await u.request('layer.write', { shadow: 'scoped', agent: 'other', path: 'who.txt', data: b64('other\n') });
+    await u.request('layer.write', { shadow: 'scoped', agent: 'me', path: 'who.txt', data: b64('me\n') });
+    const slow = me.request('run', {
+      shadow: 'scoped',
+      agent: 'me',
+      argv: ['sh', '-c', 'while [ ! -e go ]; do sleep 0.05; done; cat who.txt; echo late > late.txt'],
+    });
+    for (let i = 0; i < 600 && (await active()) !== 'me'; i++) await new Promise((r) => setTimeout(r, 20));
+    const during = await u.request('activate', { shadow: 'scoped', agent: 'other' });
+    assert.deepStrictEqual([during.active, during.pinned], ['me', 'other'], 'the running job keeps the mount');
+    await u.request('layer.write', { shadow: 'scoped', agent: 'me', path: 'go', data: b64('') });
+    const done = await slow;
+    assert.strictEqual(done.stdout, 'me\n', done.stderr);
+    assert.strictEqual(text((await u.request('layer.read', { shadow: 'scoped', agent: 'me', path: 'late.txt' })).data), 'late\n');
+    await assert.rejects(u.request('layer.read', { shadow: 'scoped', agent: 'other', path: 'late.txt' }));
+    const until = Date.now() + 30_000;
+    while ((await active()) !== 'other' && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
+    assert.strictEqual(await active(), 'other', 'and the choice comes once it ends');
+    // A pinned layer dropped (while a run had the mount) leaves the folder pinned: the mount
+    // does not come back to a new layer of that name.
+    await u.request('layer.write', { shadow: 'scoped', agent: 'me', path: 'go', data: b64('') });
+    await u.request('layer.remove', { shadow: 'scoped', agent: 'me', path: 'go' });
+    const again = me.request('run', { shadow: 'scoped', agent: 'me', argv: ['sh', '-c', 'while [ ! -e go ]; do sleep 0.05; done'] });
+    for (let i = 0; i < 600 && (await active()) !== 'me'; i++) await new Promise((r) => setTimeout(r, 20));
+    await u.request('layer.drop', { shadow: 'scoped', agent: 'other' });
+    await u.request('layer.write', { shadow: 'scoped', agent: 'other', path: 'new.txt', data: b64('a new layer\n') });
+    await u.request('layer.write', { shadow: 'scoped', agent: 'me', path: 'go', data: b64('') });
+    await again;
+    const by = Date.now() + 30_000;
+    while ((await active()) === 'me' && Date.now() < by) await new Promise((r) => setTimeout(r, 20));
+    assert.strictEqual(await active(), null, 'the folder, not the new layer of the dropped name');
     await u.request('layer.reset', { shadow: 'scoped', agent: 'me' });
     await guard!.check();
     guard = new FolderGuard(lower);

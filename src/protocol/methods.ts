@@ -87,7 +87,7 @@ export const ScopedMethods = {
   'file.list': 'its agent',
   'file.glob': 'its agent',
   'file.grep': 'its agent',
-  activate: 'its agent (not null, not another agent)',
+  activate: 'its agent (not null, not another agent), and not while the user has pinned another layer or the folder',
   'view.open':
     'its agent, at the mount point the daemon picks (mountPoint is refused): a view of its own, so its runs and lints never queue',
   'view.close': "its agent's views only",

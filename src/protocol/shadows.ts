@@ -168,15 +168,21 @@ export const ShadowRequests = {
 
 export const ShadowViewRequests = {
   activate: request({
-    summary: "Shows an agent's layer on the shared mount (creating it), or the folder read-only for null.",
+    summary:
+      "Shows an agent's layer on the shared mount (creating it), or the folder read-only for null. From a connection that is not restricted it is also the user's choice (pinned): jobs that switch the mount for an agent (runs, lints) switch it back once none runs or waits, and while one runs the switch waits for the last to end (active then still names the running job's layer).",
     params: z.strictObject({ shadow: shadowRef, agent: agentId.nullable() }),
     result: z.object({
       active: z.string().nullable(),
+      pinned: z
+        .string()
+        .nullable()
+        .optional()
+        .describe('What the user chose the shared mount to show between jobs (null: the folder), when chosen.'),
       paths: z.number().describe('Kernel cache entries invalidated.'),
       epoch: z.boolean().describe('Whether one epoch notification invalidated the whole cache.'),
       ms: z.number(),
     }),
-    errors: ['UNKNOWN_SHADOW', 'INVALID_AGENT', 'NOT_MOUNTED'],
+    errors: ['UNKNOWN_SHADOW', 'INVALID_AGENT', 'NOT_MOUNTED', 'SCOPE_DENIED'],
   }),
   'view.open': request({
     summary: "Mounts a second, private view that always shows one agent's layer.",

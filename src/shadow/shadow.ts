@@ -205,14 +205,28 @@ export class Shadow {
    * none is waiting: what you choose to look at stays what you see. undefined lets the last
    * job's layer stay, as before any choice.
    */
-  async pin(agentId: string | null | undefined): Promise<void> {
+  async pin(agentId: string | null | undefined): Promise<{ paths: number; epoch: boolean; ms: number }> {
     if (agentId === undefined) {
       this.pinnedTo = undefined;
-      return;
+      return { paths: 0, epoch: false, ms: 0 };
     }
     const id = agentId === null ? null : checkAgent(agentId);
-    if (this.active !== id) await this.activate(id);
     this.pinnedTo = id;
+    // A job that has the mount keeps it: the switch then comes when the last one ends
+    // (backToPin), and the caller is not held up for as long as a run takes.
+    const now = this.scheduler.snapshot();
+    if (now.running !== null || now.queued > 0) return { paths: 0, epoch: false, ms: 0 };
+    return this.activateBetweenJobs(id);
+  }
+
+  /**
+   * activate, queued with the jobs (withLayer, withFolder, runs) so that it never pulls the mount
+   * from under one that is running: a job has the mount it asked for until it ends (a review
+   * switched layers one second into an agent's run, which then read and wrote the other layer).
+   */
+  activateBetweenJobs(agentId: string | null): Promise<{ paths: number; epoch: boolean; ms: number }> {
+    const id = agentId === null ? null : checkAgent(agentId);
+    return this.scheduler.run(PIN_QUEUE, async () => (this.active === id ? { paths: 0, epoch: false, ms: 0 } : this.activate(id)));
   }
 
   /** After a job: back to the pinned choice once nothing runs or waits (as a job of its own, so that none overlaps it). */
@@ -400,6 +414,9 @@ export class Shadow {
       this.known.delete(id);
       this.masks.dropped(id);
     }
+    // A pinned layer that is gone leaves the folder pinned (a new layer of the same name later is
+    // not the one you chose to look at).
+    if (this.pinnedTo === id) this.pinnedTo = null;
     this.emit({ kind: 'dropped', agent: id });
   }
 

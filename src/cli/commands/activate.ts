@@ -27,6 +27,8 @@ export const activateCommand: CommandModule<object, Args> = {
         return c.request('activate', { shadow: args.shadow, agent: args.none ? null : (args.agent ?? null) });
       },
       (r) =>
-        `Active: ${r.active ?? 'none (the folder, read-only)'} (${r.ms.toFixed(2)} ms, ${r.epoch ? 'epoch' : 'per-entry'} invalidation of ${r.paths} paths)`,
+        r.pinned !== undefined && r.pinned !== r.active
+          ? `Active: ${r.active ?? 'none (the folder, read-only)'} for a running job; ${r.pinned ?? 'the folder'} once the jobs end`
+          : `Active: ${r.active ?? 'none (the folder, read-only)'} (${r.ms.toFixed(2)} ms, ${r.epoch ? 'epoch' : 'per-entry'} invalidation of ${r.paths} paths)`,
     ),
 };

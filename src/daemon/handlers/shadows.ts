@@ -27,10 +27,10 @@ export function shadowHandlers(m: ShadowManager, runs: Runs, shells: Shells) {
       // The user's choice holds between jobs (Shadow.pin): an agent's run switches the shared
       // mount to its layer and, once no job is left, back. An agent's own connection may show
       // its layer (scope.ts refuses it while the user has pinned another) but pins nothing.
-      const r = await s.activate(p.agent);
-      if (!ctx.client.scope) await s.pin(p.agent);
+      // Either way the switch waits for a running job to end.
+      const r = ctx.client.scope ? await s.activateBetweenJobs(p.agent) : await s.pin(p.agent);
       m.saveState(); // a crash brings the shadow back showing this layer
-      return { active: s.active, ...r };
+      return { active: s.active, ...(s.pinned !== undefined ? { pinned: s.pinned } : {}), ...r };
     },
     'view.open': async (p) => {
       const v = await (await shadowOf(m, p)).openView(p.agent, { mountPoint: p.mountPoint });
