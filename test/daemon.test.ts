@@ -448,6 +448,9 @@ describe('the shadowfs daemon', function () {
     fs.mkdirSync(userDir);
     const userView = json<{ mountPoint: string }>(['view', 'open', 'crashy', 'other', '--at', userDir]);
     const pid = json<{ pid: number }>(['status']).pid;
+    // Each mount was just in use, so the kernel holds its root's attributes: they still answer a
+    // stat after the crash, which must not pass for a live server.
+    for (const mp of [info.mountPoint, view.mountPoint, userView.mountPoint]) fs.statSync(mp);
     // A connected client (the VS Code extension is one) hears that its daemon is gone.
     const watcher = await ShadowClient.connect({ autostart: false });
     const closed: string[] = [];

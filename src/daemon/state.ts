@@ -101,7 +101,7 @@ function isInside(child: string, parent: string): boolean {
  * daemon of this user made, or undefined when it is: the topmost mount there (the one umount
  * would take) is a shadowfs FUSE mount (native/platform/fuse_loop.h names them
  * "shadowfs:<folder>", type fuse.shadowfs) of that very folder, mounted by this user, and its
- * server is gone (any access fails with ENOTCONN; a live mount belongs to a process that still
+ * server is gone (a statfs there fails with ENOTCONN; a live mount belongs to a process that still
  * serves it, which a crashed daemon is not).
  */
 async function whyNotStaleShadow(mountPoint: string, folder: string, table: MountLine[]): Promise<string | undefined> {
@@ -111,12 +111,15 @@ async function whyNotStaleShadow(mountPoint: string, folder: string, table: Moun
   if (top.source !== `shadowfs:${folder}`) return `the shadowfs mount there is ${JSON.stringify(top.source)}, not the folder recorded`;
   const uid = process.getuid?.();
   if (uid !== undefined && !top.options.includes(`user_id=${uid}`)) return 'the shadowfs mount there belongs to another user';
-  // In a child with a time limit: a mount whose server hangs must not hang this daemon.
+  // In a child with a time limit: a mount whose server hangs must not hang this daemon. statfs,
+  // not stat: the kernel answers a stat of the root from its attribute cache while that is
+  // valid, after the server died too (a mount in use just before the crash), but it sends every
+  // statfs to the server, so a dead one fails it with ENOTCONN.
   const answer = await run(
     process.execPath,
     [
       '-e',
-      "try{require('fs').statSync(process.argv[1]);process.stdout.write('LIVE')}catch(e){process.stdout.write(String(e.code))}",
+      "try{require('fs').statfsSync(process.argv[1]);process.stdout.write('LIVE')}catch(e){process.stdout.write(String(e.code))}",
       mountPoint,
     ],
     STALE_PROBE_MS,
