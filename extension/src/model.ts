@@ -5,6 +5,7 @@
 // the layers, the shadow's shell sessions (shell.list) and its agents' views. Built from the
 // daemon's answers (layer.changes marks what is left out); the view turns it into tree items.
 import type { ChangeInfo, Overlap, ShadowInfo, ShellInfo } from 'shadowfs/client';
+import { oneLine } from './notices';
 
 export type ChangeKind = ChangeInfo['kind'];
 /** Why diff, patch and apply leave a changed path out. */
@@ -86,7 +87,7 @@ export function overlapDetail(o: Overlap): string {
 /** A session's label: the agent and its program ("claude: bash"). */
 export function sessionLabel(s: ShellInfo): string {
   const program = s.argv.length ? [baseName(s.argv[0]), ...s.argv.slice(1)].join(' ') : 'shell';
-  return `${s.agent}: ${program}`;
+  return `${s.agent}: ${oneLine(program)}`;
 }
 
 /** A session's state, short: "running · 1 attached", "exited 0", "ended by SIGHUP". */

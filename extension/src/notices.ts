@@ -10,3 +10,21 @@ export function noLinks(text: string): string {
   // invisible and leaves nothing to parse.
   return text.replace(/\]\(/g, ']\u2060(');
 }
+
+// Tooltips are plain strings (a MarkdownString would render an agent's text as links and
+// images), but plain text still shows a line break as one: an agent's command line or
+// directory with one could draw lines of its own ("confined by: …") under ours.
+
+/** Characters that would break a line, or reorder or hide what follows, shown as escapes. */
+const UNSEEN = /[\u0000-\u001f\u007f-\u009f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]/g;
+
+/** `text` on one line, every control, line-separating or direction character escaped. */
+export function oneLine(text: string): string {
+  return text.replace(UNSEEN, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+}
+
+/** One word of a command line as a shell would need it: bare when plain, else quoted. */
+export function shellWord(word: string): string {
+  if (/^[\w@%+=:,./-]+$/.test(word)) return word;
+  return `'${oneLine(word).replace(/'/g, `'\\''`)}'`;
+}

@@ -9,6 +9,7 @@ import * as vscode from 'vscode';
 import * as path from 'path';
 import type { ChangeInfo, Diagnostic, Overlap, ResultOf, ShadowClient, ShadowInfo, ShellInfo } from 'shadowfs/client';
 import { docUri, refOf } from './content';
+import { oneLine, shellWord } from './notices';
 import type { Daemon } from './daemon';
 import {
   baseName,
@@ -272,9 +273,9 @@ function shadowItem(info: ShadowInfo): vscode.TreeItem {
   const item = new vscode.TreeItem(info.name, vscode.TreeItemCollapsibleState.Expanded);
   item.id = `shadow:${info.name}`;
   item.description = info.mounted ? info.folder : `${info.folder} (idle)`;
-  item.tooltip = new vscode.MarkdownString(
-    `**${info.name}** shows \`${info.folder}\`\n\nmounted at \`${info.mountPoint}\`${info.mounted ? '' : ' (unmounted while idle; layers kept)'}\n\nthe shared mount shows: ${info.active === null ? 'the folder (read-only)' : `agent **${info.active}**`}`,
-  );
+  // Plain text, never a MarkdownString: it holds names (and, below, an agent's command line)
+  // that markdown would turn into links, images or misleading text.
+  item.tooltip = `${info.name} shows ${info.folder}\nmounted at ${info.mountPoint}${info.mounted ? '' : ' (unmounted while idle; layers kept)'}\nthe shared mount shows: ${info.active === null ? 'the folder (read-only)' : `agent ${info.active}`}`;
   item.iconPath = new vscode.ThemeIcon('folder-library');
   item.contextValue = 'shadow';
   return item;
@@ -311,18 +312,16 @@ function sessionItem(node: SessionNode): vscode.TreeItem {
   const item = new vscode.TreeItem(sessionLabel(s), vscode.TreeItemCollapsibleState.None);
   item.id = `session:${node.shadow}/${s.sessionId}`;
   item.description = sessionState(s);
-  item.tooltip = new vscode.MarkdownString(
-    [
-      `Shell session \`${s.sessionId}\` of agent **${s.agent}** in shadow ${node.shadow}: \`${s.argv.join(' ') || '(the shell)'}\``,
-      `started ${new Date(s.startedAt).toLocaleString()} in \`${s.cwd}\`, ${s.cols}×${s.rows}`,
-      s.running
-        ? `running, ${s.attached} terminal(s) joined; it sees and writes ${s.agent}'s layer only`
-        : `${sessionState(s)}; ${s.agent}'s layer keeps what it wrote`,
-      s.protections.length ? `confined by: ${s.protections.join(', ')}` : '',
-    ]
-      .filter(Boolean)
-      .join('\n\n'),
-  );
+  item.tooltip = [
+    `Shell session ${s.sessionId} of agent ${s.agent} in shadow ${node.shadow}: ${s.argv.map(shellWord).join(' ') || '(the shell)'}`,
+    `started ${new Date(s.startedAt).toLocaleString()} in ${oneLine(s.cwd)}, ${s.cols}×${s.rows}`,
+    s.running
+      ? `running, ${s.attached} terminal(s) joined; it sees and writes ${s.agent}'s layer only`
+      : `${sessionState(s)}; ${s.agent}'s layer keeps what it wrote`,
+    s.protections.length ? `confined by: ${s.protections.join(', ')}` : '',
+  ]
+    .filter(Boolean)
+    .join('\n');
   item.iconPath = new vscode.ThemeIcon(s.running ? 'terminal' : 'debug-stop');
   item.contextValue = s.running ? 'session.running' : 'session.ended';
   return item;

@@ -266,6 +266,8 @@ describe('extension: the Shadows view model', () => {
     assert.strictEqual(sessionState(bobDone), 'exited 0');
     assert.strictEqual(sessionState({ ...bobDone, exitCode: null, signal: 'SIGHUP' }), 'ended by SIGHUP');
     assert.strictEqual(sessionLabel({ ...alice, argv: [] }), 'alice: shell');
+    // The agent's command line cannot turn the label around or break it.
+    assert.strictEqual(sessionLabel({ ...alice, argv: ['sh', '-c', 'x\u202e\nsy'] }), 'alice: sh -c x\\u202e\\u000asy');
   });
 
   it("keeps the radar's overlaps per shadow: agents' collisions first, replaced and cleared by id, and says who collides", () => {

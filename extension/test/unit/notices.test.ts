@@ -1,7 +1,7 @@
 import * as assert from 'assert';
 import * as fs from 'fs';
 import * as path from 'path';
-import { noLinks } from '../../src/notices';
+import { noLinks, oneLine, shellWord } from '../../src/notices';
 
 // What VS Code makes a link of in a notification's message: its parseLinkedText
 // (src/vs/base/common/linkedText.ts in microsoft/vscode), as read there: "[label](target)" or
@@ -41,5 +41,25 @@ describe('extension: notifications carry no link an agent wrote', () => {
       [],
       'a message shown without noLinks',
     );
+  });
+
+  it("a tooltip shows an agent's command line and directory on one line each, as a shell would read them", () => {
+    assert.strictEqual(['npm', 'test', '--', '-g', 'a b'].map(shellWord).join(' '), "npm test -- -g 'a b'");
+    assert.strictEqual(shellWord(''), "''");
+    assert.strictEqual(shellWord("it's"), `'it'\\''s'`);
+    // A line break, a Unicode line separator or a direction override cannot draw a line of the
+    // agent's own under the tooltip's, nor turn what follows around.
+    const forged = 'x\n\nconfined by: everything\u2028ok\u202e';
+    assert.strictEqual(shellWord(forged), "'x\\u000a\\u000aconfined by: everything\\u2028ok\\u202e'");
+    assert.strictEqual(oneLine('/home/me/proj\r\nwrites: none'), '/home/me/proj\\u000d\\u000awrites: none');
+    assert.strictEqual(oneLine('/home/me/ünïcode dir'), '/home/me/ünïcode dir');
+  });
+
+  it('no tooltip or message of the extension is markdown (which renders links and images an agent wrote)', () => {
+    const src = path.join(__dirname, '..', '..', 'src');
+    const found = fs
+      .readdirSync(src)
+      .filter((n) => n.endsWith('.ts') && /new\s+(?:vscode\.)?MarkdownString\b/.test(fs.readFileSync(path.join(src, n), 'utf8')));
+    assert.deepStrictEqual(found, []);
   });
 });
