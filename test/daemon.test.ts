@@ -695,6 +695,17 @@ describe('the shadowfs daemon', function () {
       const stray = cli(['checkpoints', 'cliwork', '--agent', 'bob', '--', 'new.txt']);
       assert.strictEqual(stray.status, 2, how(stray));
       assert.match(stray.stderr, /"--" goes before a command \(run, shell\) or before paths/);
+      // A file whose name starts with "-": after "--" a command of one path refuses it and says
+      // how to name it; named so, it is written.
+      const dashed = cli(['layer', 'write', 'cliwork', 'bob', '--', '--take'], 'x\n');
+      assert.strictEqual(dashed.status, 2, how(dashed));
+      assert.match(
+        dashed.stderr,
+        /layer write cliwork bob takes no arguments after it: --take\nName a path that starts with "-" as \.\/--take\./,
+      );
+      assert.strictEqual(cli(['layer', 'write', 'cliwork', 'bob', './--take'], 'x\n').status, 0);
+      assert.strictEqual(cli(['layer', 'cat', 'cliwork', 'bob', './--take']).stdout, 'x\n');
+      assert.strictEqual(cli(['layer', 'rm', 'cliwork', 'bob', './--take']).status, 0);
       await guard.check(); // nothing above wrote the folder
       // You edit math.js yourself: apply writes new.txt, reports math.js (exit status 6).
       fs.writeFileSync(path.join(lower, 'src', 'math.js'), '// yours\n');

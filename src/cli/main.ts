@@ -36,6 +36,7 @@ export function main(argv: string[]): void {
       if (err.code === 'EPIPE') process.exit(141);
       throw err;
     });
+  refuseStrayDoubleDash(argv);
   void yargs(argv)
     .scriptName('shadowfs')
     // A shadow named by a path (".", "../proj", "/home/me/proj/src": its folder or mount point, or
@@ -58,10 +59,7 @@ export function main(argv: string[]): void {
         a['--'] = [];
         return;
       }
-      process.stderr.write(
-        `shadowfs: "--" goes before a command (run, shell) or before paths (${[...PATH_COMMANDS].join(', ')}); ${a._.join(' ')} takes no arguments after it: ${rest.join(' ')}\nRun "shadowfs --help" for usage.\n`,
-      );
-      process.exit(ExitCode.USAGE);
+      strayDoubleDash(a._.map(String), rest);
     })
     .command(mountCommand)
     .command(unmountCommand)
@@ -101,4 +99,29 @@ export function main(argv: string[]): void {
     .help()
     .version()
     .parseAsync();
+}
+
+/**
+ * Refuses a "--" after a command that takes neither a command nor paths after it, before yargs
+ * reads the words: `layer write S A -- --take` would otherwise end as "not enough non-option
+ * arguments", which says nothing of the "--" nor of how to name such a file.
+ */
+function refuseStrayDoubleDash(argv: string[]): void {
+  const at = argv.indexOf('--');
+  if (at < 0) return;
+  const words = argv.slice(0, at).filter((w) => !w.startsWith('-'));
+  const command = words[0] ?? '';
+  if (command === 'run' || command === 'shell' || PATH_COMMANDS.has(command)) return;
+  strayDoubleDash(words, argv.slice(at + 1));
+}
+
+function strayDoubleDash(before: string[], rest: string[]): never {
+  const paths = [...PATH_COMMANDS].join(', ');
+  const dashed = rest.find((w) => w.startsWith('-'));
+  process.stderr.write(
+    `shadowfs: "--" goes before a command (run, shell) or before paths (${paths}); ${before.join(' ') || 'shadowfs'} takes no arguments after it: ${rest.join(' ')}\n` +
+      (dashed ? `Name a path that starts with "-" as ./${dashed}.\n` : '') +
+      'Run "shadowfs --help" for usage.\n',
+  );
+  process.exit(ExitCode.USAGE);
 }
