@@ -31,6 +31,7 @@ import {
   win32Api,
   writeMemory,
 } from './win32-ffi';
+import { BeneathWin32 } from './win32-beneath';
 import { win32Error } from './win32-identity';
 
 // Access rights and constants, from the Win32 documentation (winnt.h values).
@@ -384,8 +385,27 @@ const RUN_ID = /^[A-Za-z0-9_-][A-Za-z0-9._-]{0,63}$/;
 
 /** The per-run temporary directory of run `runId` below `localLow`: <localLow>\shadowfs\runs\<runId>. */
 export function lowRunTempPath(runId: string, localLow: string): string {
+  return path.join(localLow, ...lowRunTempRel(runId).split('/'));
+}
+
+/** The same directory relative to `localLow`, '/'-separated (as Beneath takes it). */
+function lowRunTempRel(runId: string): string {
   if (!RUN_ID.test(runId)) throw new Error(`lowRunTemp: ${JSON.stringify(runId)} is not a run id (letters, digits, . _ -, at most 64)`);
-  return path.join(localLow, 'shadowfs', 'runs', runId);
+  return `shadowfs/runs/${runId}`;
+}
+
+/**
+ * The operations the run directory is made and removed with: src/work/beneath.ts's, which open
+ * every component relative to its parent's handle and never follow a link, however the tree
+ * changes meanwhile (BeneathWin32 on Windows; the unit tests on Linux pass Beneath).
+ */
+export interface BeneathOps {
+  lstat(rel: string): fs.Stats | null;
+  readdir(rel: string): fs.Dirent[];
+  mkdir(rel: string): void;
+  unlink(rel: string): boolean;
+  rmdir(rel: string): void;
+  close(): void;
 }
 
 /**
@@ -394,12 +414,26 @@ export function lowRunTempPath(runId: string, localLow: string): string {
  * LocalLow's Low label, so it can. Made by the daemon before the run; a directory left by an
  * earlier run of the same id is emptied first. Remove it with removeLowRunTemp after the run.
  */
-export function lowRunTemp(runId: string, localLow: string = localLowDir()): string {
-  const dir = lowRunTempPath(runId, localLow);
-  if (fs.existsSync(dir)) removeTree(dir);
-  // No mode and no security descriptor: the directory inherits LocalLow's DACL and Low label.
-  fs.mkdirSync(dir, { recursive: true });
-  return dir;
+export function lowRunTemp(
+  runId: string,
+  localLow: string = localLowDir(),
+  open: (root: string) => BeneathOps = BeneathWin32.open,
+): string {
+  const rel = lowRunTempRel(runId);
+  const b = open(localLow);
+  try {
+    // Ours above the run's directory: a link or file a run left in their place is removed itself.
+    for (const own of ['shadowfs', 'shadowfs/runs']) {
+      const st = b.lstat(own);
+      if (st && (st.isSymbolicLink() || !st.isDirectory())) b.unlink(own);
+    }
+    removeBeneath(b, rel);
+    // No security descriptor: the directory inherits LocalLow's DACL and Low label.
+    b.mkdir(rel);
+  } finally {
+    b.close();
+  }
+  return lowRunTempPath(runId, localLow);
 }
 
 /** The environment a Low-integrity run needs on top of its own: TEMP and TMP in `tempDir`. */
@@ -411,39 +445,53 @@ export function lowRunEnv(tempDir: string): { TEMP: string; TMP: string } {
  * Removes the per-run temporary directory of run `runId`; nothing when it is gone. Call it once
  * no process of the run is left (the job is empty): the tree was written by the command.
  */
-export function removeLowRunTemp(runId: string, localLow: string = localLowDir()): void {
-  removeTree(lowRunTempPath(runId, localLow));
+export function removeLowRunTemp(
+  runId: string,
+  localLow: string = localLowDir(),
+  open: (root: string) => BeneathOps = BeneathWin32.open,
+): void {
+  const b = open(localLow);
+  try {
+    removeBeneath(b, lowRunTempRel(runId));
+  } finally {
+    b.close();
+  }
 }
 
 /**
- * Removes `dir` and what is below it without ever following a link: the command could have left a
- * junction or symbolic link there that names the user's files, and the daemon, at Medium, could
- * delete through it what the command could not. Node's lstat reports junctions and symbolic links
- * alike as links; a link is removed itself, never entered.
+ * Removes `rel` and what is below it without ever following a link. Every run can write under
+ * LocalLow\shadowfs, so while the daemon (at Medium) removes one run's directory another run can
+ * swap any directory in it, or above it, for a junction to the user's files: each step is
+ * therefore taken from LocalLow's handle one component at a time, refusing links on the way
+ * (Beneath), and a directory found to be a link by then is removed as the link it is. A link
+ * above `rel` stops the removal with PATH_THROUGH_SYMLINK: nothing is deleted through it.
  */
-function removeTree(dir: string): void {
-  let st: fs.Stats;
-  try {
-    st = fs.lstatSync(dir);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
-    throw err;
-  }
+function removeBeneath(b: BeneathOps, rel: string): void {
+  const st = b.lstat(rel);
+  if (!st) return;
   if (st.isSymbolicLink() || !st.isDirectory()) {
-    unlinkAny(dir, st);
+    b.unlink(rel);
     return;
   }
-  for (const name of fs.readdirSync(dir)) removeTree(path.join(dir, name));
-  fs.rmdirSync(dir);
+  let entries: fs.Dirent[];
+  try {
+    entries = b.readdir(rel);
+  } catch (err) {
+    if (!swappedForLink(err)) throw err;
+    b.unlink(rel); // a link now (an ancestor that is one throws again: nothing is removed)
+    return;
+  }
+  for (const e of entries) removeBeneath(b, `${rel}/${e.name}`);
+  try {
+    b.rmdir(rel);
+  } catch (err) {
+    if (!swappedForLink(err)) throw err;
+    b.unlink(rel);
+  }
 }
 
-function unlinkAny(p: string, st: fs.Stats): void {
-  try {
-    fs.unlinkSync(p);
-  } catch (err) {
-    // A directory link (junction or directory symlink) is removed as a directory on Windows.
-    const code = (err as NodeJS.ErrnoException).code;
-    if (st.isSymbolicLink() && (code === 'EPERM' || code === 'EISDIR')) fs.rmdirSync(p);
-    else throw err;
-  }
+/** Whether an operation on a directory met a link (or file) in its place. */
+function swappedForLink(err: unknown): boolean {
+  const code = (err as { code?: string }).code;
+  return code === 'PATH_THROUGH_SYMLINK' || code === 'NOT_A_DIRECTORY' || code === 'ENOTDIR';
 }

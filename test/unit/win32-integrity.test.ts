@@ -1,7 +1,9 @@
 // Unit tests of the parts of src/platform/win32-integrity.ts that need no Windows: the bytes of
 // an integrity SID, the TOKEN_MANDATORY_LABEL block handed to SetTokenInformation, the level
 // names, the per-run temporary directory's path and its removal, which never follows a link.
-// The Win32 calls themselves are tested under wine (test/windows/integrity-win32.test.ts).
+// The Win32 calls themselves are tested under wine (test/windows/integrity-win32.test.ts). The
+// run directory is made and removed here through Linux's Beneath (src/work/beneath.ts), which
+// stands for BeneathWin32 (same operations and errors; BeneathWin32 itself runs under wine).
 import * as assert from 'assert';
 import * as fs from 'fs';
 import * as os from 'os';
@@ -19,7 +21,9 @@ import {
   removeLowRunTemp,
   SE_GROUP_INTEGRITY,
   TOKEN_MANDATORY_LABEL_SIZE,
+  type BeneathOps,
 } from '../../src/platform/win32-integrity';
+import { Beneath } from '../../src/work/beneath';
 
 describe('unit: Windows integrity levels (pure parts)', () => {
   it('builds S-1-16-4096 as revision 1, one sub-authority, authority 16, RID 0x1000 little-endian', () => {
@@ -83,30 +87,89 @@ describe('unit: Windows integrity levels (pure parts)', () => {
     afterEach(() => fs.rmSync(root, { recursive: true, force: true }));
 
     it('makes it empty (emptying what an earlier run of the id left) and removes it', () => {
-      const dir = lowRunTemp('run1', root);
+      const dir = lowRunTemp('run1', root, Beneath.open);
       assert.strictEqual(dir, path.join(root, 'shadowfs', 'runs', 'run1'));
       fs.mkdirSync(path.join(dir, 'sub'));
       fs.writeFileSync(path.join(dir, 'sub', 'f'), 'x');
-      assert.strictEqual(lowRunTemp('run1', root), dir);
+      assert.strictEqual(lowRunTemp('run1', root, Beneath.open), dir);
       assert.deepStrictEqual(fs.readdirSync(dir), []);
       fs.writeFileSync(path.join(dir, 'g'), 'y');
-      removeLowRunTemp('run1', root);
+      removeLowRunTemp('run1', root, Beneath.open);
       assert.ok(!fs.existsSync(dir));
-      removeLowRunTemp('run1', root); // gone already: nothing
+      removeLowRunTemp('run1', root, Beneath.open); // gone already: nothing
     });
 
     it('removes links the command left without following them', () => {
       const outside = path.join(root, 'users-files');
       fs.mkdirSync(outside);
       fs.writeFileSync(path.join(outside, 'keep'), 'precious');
-      const dir = lowRunTemp('run2', root);
+      const dir = lowRunTemp('run2', root, Beneath.open);
       fs.symlinkSync(outside, path.join(dir, 'to-dir'), 'dir');
       fs.symlinkSync(path.join(outside, 'keep'), path.join(dir, 'to-file'), 'file');
       fs.mkdirSync(path.join(dir, 'deep'));
       fs.symlinkSync(outside, path.join(dir, 'deep', 'again'), 'dir');
-      removeLowRunTemp('run2', root);
+      removeLowRunTemp('run2', root, Beneath.open);
       assert.ok(!fs.existsSync(dir));
       assert.strictEqual(fs.readFileSync(path.join(outside, 'keep'), 'utf8'), 'precious');
+    });
+
+    // Another run swaps a directory for a link to the user's files while the daemon removes
+    // this run's directory (review: by path, the removal followed it and deleted what it names).
+    it('a directory swapped for a link during the removal is removed as the link, and nothing it names', () => {
+      const outside = path.join(root, 'users-files');
+      fs.mkdirSync(path.join(outside, 'docs'), { recursive: true });
+      fs.writeFileSync(path.join(outside, 'docs', 'thesis.txt'), 'precious');
+      const dir = lowRunTemp('run3', root, Beneath.open);
+      for (const d of ['a', 'b']) {
+        fs.mkdirSync(path.join(dir, d, 'docs'), { recursive: true });
+        fs.writeFileSync(path.join(dir, d, 'docs', 'tmp.txt'), 'x');
+      }
+      const swaps: string[] = [];
+      // Right after the removal has seen `a` (and `b/docs`) as a directory, the swap.
+      const racing = (r: string): BeneathOps => {
+        const b = Beneath.open(r);
+        const swapAfterLstat = new Set(['shadowfs/runs/run3/a', 'shadowfs/runs/run3/b/docs']);
+        return {
+          lstat: (rel) => {
+            const st = b.lstat(rel);
+            if (swapAfterLstat.delete(rel)) {
+              const p = path.join(r, ...rel.split('/'));
+              fs.rmSync(p, { recursive: true });
+              fs.symlinkSync(rel.endsWith('docs') ? path.join(outside, 'docs') : outside, p);
+              swaps.push(rel);
+            }
+            return st;
+          },
+          readdir: (rel) => b.readdir(rel),
+          mkdir: (rel) => b.mkdir(rel),
+          unlink: (rel) => b.unlink(rel),
+          rmdir: (rel) => b.rmdir(rel),
+          close: () => b.close(),
+        };
+      };
+      removeLowRunTemp('run3', root, racing);
+      assert.deepStrictEqual(swaps.sort(), ['shadowfs/runs/run3/a', 'shadowfs/runs/run3/b/docs']);
+      assert.ok(!fs.existsSync(dir));
+      assert.strictEqual(fs.readFileSync(path.join(outside, 'docs', 'thesis.txt'), 'utf8'), 'precious');
+    });
+
+    it('a link a run left above the run directories stops the removal (nothing removed through it) and is itself replaced when the next run is made', () => {
+      const outside = path.join(root, 'users-files');
+      fs.mkdirSync(path.join(outside, 'run4'), { recursive: true });
+      fs.writeFileSync(path.join(outside, 'run4', 'keep'), 'precious');
+      lowRunTemp('run4', root, Beneath.open);
+      const runs = path.join(root, 'shadowfs', 'runs');
+      fs.rmSync(runs, { recursive: true });
+      fs.symlinkSync(outside, runs);
+      assert.throws(
+        () => removeLowRunTemp('run4', root, Beneath.open),
+        (err: { code?: string }) => err.code === 'PATH_THROUGH_SYMLINK',
+      );
+      assert.strictEqual(fs.readFileSync(path.join(outside, 'run4', 'keep'), 'utf8'), 'precious');
+      const dir = lowRunTemp('run4', root, Beneath.open);
+      assert.ok(fs.lstatSync(runs).isDirectory(), 'the link is gone, a directory of ours in its place');
+      assert.deepStrictEqual(fs.readdirSync(dir), []);
+      assert.strictEqual(fs.readFileSync(path.join(outside, 'run4', 'keep'), 'utf8'), 'precious');
     });
   });
 });

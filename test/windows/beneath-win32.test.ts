@@ -21,12 +21,12 @@
 //   FileDispositionInformationEx, FileNormalizedNameInformation), so the fallbacks to the plain
 //   classes are what runs under wine.
 import * as assert from 'assert';
-import { spawnSync } from 'child_process';
 import * as crypto from 'crypto';
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import { BeneathWin32, windowsNameProblem } from '../../src/platform/win32-beneath';
+import { plantLink, removePlanted } from './links';
 
 type Ffi = typeof import('ffi-rs');
 
@@ -113,37 +113,6 @@ describe('work: apply confined beneath the folder on Windows (beneath-win32)', f
   let hashBefore: string;
   let root: BeneathWin32 | undefined;
 
-  /** The Unix path of a path under Z:, wine's view of the Linux root. */
-  const unixPath = (p: string): string => {
-    assert.match(p, /^Z:\\/i, `${p} is not on wine's Z: drive`);
-    return p.slice(2).replace(/\\/g, '/');
-  };
-
-  /**
-   * Plants at `at` a link to the directory or file `target`: a junction on Windows (a directory
-   * target only), a Unix symbolic link under wine (see the top of this file). Returns its kind.
-   */
-  function plantLink(at: string, target: string): string {
-    if (wine) {
-      const r = spawnSync('cmd.exe', ['/c', 'start', '/wait', '/unix', '/bin/ln', '-s', unixPath(target), unixPath(at)], {
-        stdio: 'ignore',
-      });
-      assert.strictEqual(r.status, 0, `could not make a Unix symbolic link at ${at}`);
-      // `start /wait` does not wait for a Unix program: wait until the link shows.
-      const deadline = Date.now() + 5000;
-      while (!fs.existsSync(at) && Date.now() < deadline) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 50);
-      assert.ok(fs.existsSync(at), `the Unix symbolic link at ${at} does not show under wine`);
-      return 'a Unix symbolic link (wine)';
-    }
-    if (fs.statSync(target).isDirectory()) {
-      fs.symlinkSync(target, at, 'junction');
-      assert.ok(fs.lstatSync(at).isSymbolicLink(), `${at} is not a reparse point`);
-      return 'a junction';
-    }
-    fs.symlinkSync(target, at, 'file'); // needs the privilege or developer mode; the test says so if it fails
-    return 'a file symbolic link';
-  }
-
   before(function () {
     assert.strictEqual(
       process.platform,
@@ -170,10 +139,7 @@ describe('work: apply confined beneath the folder on Windows (beneath-win32)', f
     root?.close();
     root = undefined;
     const hashAfter = treeHash(outside);
-    if (wine) {
-      // Node's rm would see a Unix link as the directory it points to and empty that: let Linux remove it.
-      spawnSync('cmd.exe', ['/c', 'start', '/wait', '/unix', '/bin/rm', '-rf', unixPath(base)], { stdio: 'ignore' });
-    } else fs.rmSync(base, { recursive: true, force: true });
+    removePlanted(base, wine);
     // The folder beside A, which every link planted here points into, is exactly as it was.
     assert.strictEqual(hashAfter, hashBefore, 'the folder outside A changed');
   });
@@ -458,7 +424,7 @@ describe('work: apply confined beneath the folder on Windows (beneath-win32)', f
   describe('links at any component are refused, nothing goes through them', () => {
     it('a link to a directory outside, as an ancestor: every operation is refused (PATH_THROUGH_SYMLINK)', async function () {
       fs.mkdirSync(path.join(A, 'in'));
-      const kinds = [plantLink(path.join(A, 'ext'), outside), plantLink(path.join(A, 'in', 'ext2'), outside)];
+      const kinds = [plantLink(path.join(A, 'ext'), outside, wine), plantLink(path.join(A, 'in', 'ext2'), outside, wine)];
       this.test!.title += ` [${[...new Set(kinds)].join(', ')}]`;
       for (const via of ['ext', 'in/ext2']) {
         const through = (p: string): string => `${via}/${p}`;
@@ -524,10 +490,10 @@ describe('work: apply confined beneath the folder on Windows (beneath-win32)', f
     });
 
     it('a link at the last component: read, chmod and rmdir refuse it; unlink and write act on the link alone or refuse', async function () {
-      const kinds = [plantLink(path.join(A, 'dlink'), path.join(outside, 'empty'))];
+      const kinds = [plantLink(path.join(A, 'dlink'), path.join(outside, 'empty'), wine)];
       let fileLink = true;
       try {
-        kinds.push(plantLink(path.join(A, 'flink'), path.join(outside, 'f')));
+        kinds.push(plantLink(path.join(A, 'flink'), path.join(outside, 'f'), wine));
       } catch (err) {
         fileLink = false; // a file symbolic link needs a privilege on Windows
         kinds.push(`no file link (${(err as Error).message})`);

@@ -16,6 +16,7 @@
 import * as assert from 'assert';
 import { type ChildProcess, spawn } from 'child_process';
 import * as fs from 'fs';
+import * as os from 'os';
 import * as path from 'path';
 import {
   INTEGRITY_RID,
@@ -30,6 +31,7 @@ import {
 } from '../../src/platform/win32-integrity';
 import { Win32Job } from '../../src/platform/win32-job';
 import { launcherCommand } from '../../src/platform/win32-launcher';
+import { plantLink, removePlanted } from './links';
 
 type Ffi = typeof import('ffi-rs');
 
@@ -307,5 +309,55 @@ describe('run: integrity levels (Windows)', function () {
     removeLowRunTemp(id);
     assert.ok(!fs.existsSync(dir));
     assert.ok(fs.existsSync(path.join(localLow, 'shadowfs', 'runs')), 'only the run directory goes');
+  });
+
+  // Review: another run (every run can write LocalLow\shadowfs) leaves a junction to the user's
+  // files in a run's directory, or in place of the runs directory; the daemon, at Medium, removes
+  // the run's directory. Made beneath a LocalLow of the test's own, on wine's Z: drive, where the
+  // planted link can be a Unix one (see ./links.ts): on Windows a junction is removed as the link
+  // it is; wine shows a Unix link as its target, so there the removal stops at it
+  // (PATH_THROUGH_SYMLINK). Either way nothing it names is touched.
+  it('removes a run directory without deleting anything through a link a run planted in it or above it', () => {
+    const base = fs.mkdtempSync(path.join(wine ? 'Z:\\tmp' : os.tmpdir(), 'shadowfs-lowlow-'));
+    try {
+      const users = path.join(base, 'users-files');
+      fs.mkdirSync(path.join(users, 'docs'), { recursive: true });
+      fs.writeFileSync(path.join(users, 'docs', 'thesis.txt'), 'precious');
+      const localLow = path.join(base, 'LocalLow');
+      fs.mkdirSync(localLow);
+      const id = runId();
+      const dir = lowRunTemp(id, localLow);
+      fs.mkdirSync(path.join(dir, 'npm'));
+      fs.writeFileSync(path.join(dir, 'npm', 'log'), 'x');
+      const kind = plantLink(path.join(dir, 'npm', 'docs'), path.join(users, 'docs'), wine);
+      if (wine) {
+        assert.throws(
+          () => removeLowRunTemp(id, localLow),
+          (err: { code?: string }) => err.code === 'PATH_THROUGH_SYMLINK',
+          kind,
+        );
+      } else {
+        removeLowRunTemp(id, localLow);
+        assert.ok(!fs.existsSync(dir), `the run directory, and ${kind} in it, are gone`);
+      }
+      assert.strictEqual(fs.readFileSync(path.join(users, 'docs', 'thesis.txt'), 'utf8'), 'precious');
+      // The runs directory itself swapped for a link: the removal stops; the next run's directory
+      // replaces the link with a directory of its own.
+      removePlanted(path.join(localLow, 'shadowfs', 'runs'), wine);
+      plantLink(path.join(localLow, 'shadowfs', 'runs'), users, wine);
+      assert.throws(
+        () => removeLowRunTemp(id, localLow),
+        (err: { code?: string }) => err.code === 'PATH_THROUGH_SYMLINK',
+      );
+      if (!wine) {
+        // (Under wine the link reads as a directory, and only the link check of each step sees it.)
+        const again = lowRunTemp(id, localLow);
+        assert.deepStrictEqual(fs.readdirSync(again), []);
+      }
+      assert.strictEqual(fs.readFileSync(path.join(users, 'docs', 'thesis.txt'), 'utf8'), 'precious');
+      assert.deepStrictEqual(fs.readdirSync(users), ['docs']);
+    } finally {
+      removePlanted(base, wine);
+    }
   });
 });
