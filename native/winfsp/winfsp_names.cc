@@ -82,7 +82,7 @@ NTSTATUS WinFspMount::linkData(Layer* L, const std::string& path, bool forFsctl,
       break;
     }
     case LinkPlace::Outside:
-      *out = symlinkReparseData(L"\\??\\" + p.outside, p.outside, 0);
+      *out = symlinkReparseData(ntLinkName(p.outside), p.outside, 0);
       break;
   }
   return st::SUCCESS;

@@ -341,6 +341,12 @@ LinkPlace placeOfLink(const std::string& target, const std::wstring& lowerRoot) 
   return p;
 }
 
+std::wstring ntLinkName(const std::wstring& outside) {
+  if (outside.size() > 2 && outside[0] == L'\\' && outside[1] == L'\\')
+    return L"\\??\\UNC\\" + outside.substr(2);
+  return L"\\??\\" + outside;
+}
+
 std::string symlinkReparseData(const std::wstring& substitute, const std::wstring& print,
                                ULONG flags) {
   // REPARSE_DATA_BUFFER (ntifs.h) for a symbolic link, laid out by offset: tag, data length,

@@ -126,6 +126,10 @@ struct LinkPlace {
   std::wstring outside;   // Outside: the absolute Windows path
 };
 LinkPlace placeOfLink(const std::string& target, const std::wstring& lowerRoot);
+// The NT name a symbolic link's substitute name gives the absolute Windows path `outside`
+// (LinkPlace::outside): \??\C:\x for a drive path, \??\UNC\server\share\x for a UNC one
+// (\??\ followed by \\server would name nothing).
+std::wstring ntLinkName(const std::wstring& outside);
 // REPARSE_DATA_BUFFER for IO_REPARSE_TAG_SYMLINK with these names and flags (SYMLINK_FLAG_*).
 std::string symlinkReparseData(const std::wstring& substitute, const std::wstring& print,
                                ULONG flags);

@@ -375,6 +375,15 @@ TEST(winfsp_links_seen_from_the_shadow) {
   p = placeOfLink("D:\\store\\pkg", root);
   CHECK(p.kind == LinkPlace::Outside);
   CHECK(p.outside == L"D:\\store\\pkg");
+  CHECK(ntLinkName(p.outside) == L"\\??\\D:\\store\\pkg");
+  // A link to a network share (review: it was given as \??\\\srv\share..., which names nothing).
+  p = placeOfLink("\\\\srv\\share\\pkg", root);
+  CHECK(p.kind == LinkPlace::Outside);
+  CHECK(p.outside == L"\\\\srv\\share\\pkg");
+  CHECK(ntLinkName(p.outside) == L"\\??\\UNC\\srv\\share\\pkg");
+  p = placeOfLink("\\\\?\\UNC\\srv\\share\\pkg", root);
+  CHECK(p.kind == LinkPlace::Outside);
+  CHECK(ntLinkName(p.outside) == L"\\??\\UNC\\srv\\share\\pkg");
 
   // Our reparse data reads back through the folder's own parser (win32_lower).
   std::string data = symlinkReparseData(L"..\\lib\\x", L"..\\lib\\x", SYMLINK_FLAG_RELATIVE);
@@ -384,6 +393,9 @@ TEST(winfsp_links_seen_from_the_shadow) {
   data = symlinkReparseData(L"\\??\\D:\\store\\pkg", L"D:\\store\\pkg", 0);
   REQUIRE(win32::linkTarget(data.data(), data.size(), &target));
   CHECK_EQ(target, std::string("D:\\store\\pkg"));
+  data = symlinkReparseData(ntLinkName(L"\\\\srv\\share\\pkg"), L"\\\\srv\\share\\pkg", 0);
+  REQUIRE(win32::linkTarget(data.data(), data.size(), &target));
+  CHECK_EQ(target, std::string("\\\\srv\\share\\pkg"));
   ULONG tag;
   std::memcpy(&tag, data.data(), 4);
   CHECK_EQ(tag, static_cast<ULONG>(IO_REPARSE_TAG_SYMLINK));
