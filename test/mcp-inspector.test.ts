@@ -480,6 +480,35 @@ describe('the MCP server driven by the MCP inspector CLI', function () {
       )!;
       await daemon.request('layer.reject', { shadow: 'insp-restart', agent: 'codex', rejections: [{ id: hunk.id, reason: 'keep add' }] });
       assert.match(await call('changes'), /Note from shadowfs:\nthe user rejected your change to src\/a\.ts.*: keep add/);
+
+      // The daemon stops again, and the user mounts another project under the same name (a second
+      // clone of the same repository, say). The server stays with the folder its agent was given:
+      // it does not follow the name there (review: its next call read, ran in and applied to the
+      // other project).
+      stopTestDaemon();
+      daemon.close();
+      daemon = await ShadowClient.connect({ clientName: 'mcp-inspector test' });
+      await daemon.request('unmount', { shadow: 'insp-restart' }).catch(() => undefined);
+      const other = makeProject();
+      fs.writeFileSync(path.join(other, '.env'), 'OTHER_SECRET=1\n');
+      const otherGuard = new FolderGuard(other);
+      await daemon.request('mount', { folder: other, name: 'insp-restart' });
+      const refused = (await client.callTool({ name: 'read_file', arguments: { path: '.env' } })) as ToolResult;
+      assert.strictEqual(refused.isError, true, textOf(refused));
+      assert.match(textOf(refused), /UNKNOWN_SHADOW: shadow "insp-restart" shows .* now, not .*, the folder this connection is for/);
+      assert.doesNotMatch(textOf(refused), /OTHER_SECRET/);
+      const run = (await client.callTool({ name: 'run_command', arguments: { command: 'cat .env; touch pwned' } })) as ToolResult;
+      assert.strictEqual(run.isError, true, textOf(run));
+      assert.ok(
+        !(await daemon.request('layer.list', { shadow: 'insp-restart' })).agents.includes('codex'),
+        'no layer of its agent made there',
+      );
+      assert.deepStrictEqual(
+        (await daemon.request('status')).clients.filter((c) => c.scope),
+        [],
+        'no connection is restricted to the other project',
+      );
+      await otherGuard.check();
     } finally {
       await client.close();
     }

@@ -63,7 +63,24 @@ describe('a connection restricted to one agent (session.restrict)', function () 
 
   it('refuses everything beyond its agent and shadow with SCOPE_DENIED, and changes nothing', async () => {
     const me = await restricted();
-    assert.deepStrictEqual(me.scope, { shadow: 'scoped', agent: 'me', allowApply: false });
+    assert.deepStrictEqual(me.scope, { shadow: 'scoped', agent: 'me', allowApply: false, folder: fs.realpathSync(lower) });
+    // Bound to that folder (a front end connecting again after a daemon restart passes it): the
+    // name showing another folder then is another shadow, refused, on a new connection or this one.
+    const otherFolder = (await user!.request('list')).shadows.find((x) => x.name === 'elsewhere')!.folder;
+    const another = async (p: Promise<unknown>): Promise<void> =>
+      assert.rejects(p, (err: ShadowError) => {
+        assert.strictEqual(err.code, 'UNKNOWN_SHADOW', err.message);
+        assert.match(err.message, /shadow "scoped" shows .*scope-lower.* now, not .*scope-other.*, the folder this connection is for/);
+        return true;
+      });
+    await another(ShadowClient.connect({ clientName: 'scope-test rebind', scope: { shadow: 'scoped', agent: 'me', folder: otherFolder } }));
+    await another(me.request('session.restrict', { shadow: 'scoped', agent: 'me', folder: otherFolder }));
+    const again = await ShadowClient.connect({
+      clientName: 'scope-test rebind',
+      scope: { shadow: 'scoped', agent: 'me', folder: fs.realpathSync(lower) },
+    });
+    clients.push(again);
+    assert.strictEqual(again.scope?.folder, fs.realpathSync(lower));
     const u = user!;
     const before = await u.request('list');
 
@@ -166,6 +183,7 @@ describe('a connection restricted to one agent (session.restrict)', function () 
       shadow: 'scoped',
       agent: 'me',
       allowApply: false,
+      folder: fs.realpathSync(lower),
     });
 
     // What it lists is its own: the user sees both shadows and every agent.
@@ -330,6 +348,7 @@ describe('a connection restricted to one agent (session.restrict)', function () 
       shadow: 'scoped',
       agent: 'me',
       allowApply: false,
+      folder: fs.realpathSync(lower),
     });
     await denied('apply after narrowing', me.request('layer.apply', { shadow: 'scoped', agent: 'me', dryRun: true }));
     await denied('widening again', me.request('session.restrict', { shadow: 'scoped', agent: 'me', allowApply: true }));

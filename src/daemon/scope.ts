@@ -13,6 +13,8 @@ export interface Scope {
    * folder) is another shadow, out of scope.
    */
   readonly shadow: object;
+  /** The folder that shadow shows. */
+  readonly folder: string;
   readonly agent: string;
   /** May apply the agent's layer to the folder: only narrowed, never widened. */
   allowApply: boolean;

@@ -42,11 +42,18 @@ export const AdminRequests = {
         .describe(
           "Let the connection apply the agent's layer to the folder (layer.apply); default false. Set it only on the user's word (shadowfs mcp --allow-apply).",
         ),
+      folder: z
+        .string()
+        .optional()
+        .describe(
+          'The folder the shadow must show (the `folder` an earlier session.restrict answered): a front end that connects again after a daemon restart passes it, so a shadow of the same name showing another folder is refused (UNKNOWN_SHADOW), not served.',
+        ),
     }),
     result: z.object({
       shadow: z.string().describe('The name of the shadow the connection is restricted to.'),
       agent: z.string(),
       allowApply: z.boolean(),
+      folder: z.string().describe('The folder that shadow shows.'),
     }),
     errors: ['UNKNOWN_SHADOW', 'INVALID_AGENT', 'SCOPE_DENIED'],
   }),

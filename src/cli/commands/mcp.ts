@@ -54,6 +54,7 @@ export const mcpCommand: CommandModule<object, Args> = {
       // Restricted as it opens; fails at once (on stderr) when the shadow does not exist, rather
       // than at the first tool call.
       client = await connectCli({ clientName: `shadowfs mcp ${process.pid}`, scope });
+      const bound = client.scope!.folder;
       // The session is this agent's: its layer exists from the start (empty: the folder as it is).
       await client.request('layer.create', { shadow, agent: args.agent });
       const version = (
@@ -71,8 +72,11 @@ export const mcpCommand: CommandModule<object, Args> = {
         allowApply: args['allow-apply'],
         ownView: args['own-view'],
         version,
-        // After a daemon restart: the same restriction again, on a new connection (closed below as the last one).
-        reconnect: async () => (client = await connectCli({ clientName: `shadowfs mcp ${process.pid}`, scope })),
+        // After a daemon restart: the same restriction again, on a new connection (closed below as
+        // the last one), to the same folder: a shadow mounted under the name meanwhile may show
+        // another project, and the agent was given this one.
+        reconnect: async () =>
+          (client = await connectCli({ clientName: `shadowfs mcp ${process.pid}`, scope: { ...scope, folder: bound } })),
       });
       const transport = new StdioServerTransport();
       await server.connect(transport);

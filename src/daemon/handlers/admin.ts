@@ -92,14 +92,31 @@ export function adminHandlers(m: ShadowManager, daemon: DaemonFacts, log: Logger
     'session.restrict': async (p, ctx) => {
       // A restricted connection reaches here only with the same shadow and agent (scope.ts).
       const current = ctx.client.scope;
+      // The shadow of that name showing another folder (one mounted under the name after a daemon
+      // restart: the front end's agent was given the first folder, not this one).
+      const sameFolder = (name: string, folder: string): void => {
+        if (p.folder !== undefined && p.folder !== folder)
+          throw new ShadowError(
+            'UNKNOWN_SHADOW',
+            `shadow ${JSON.stringify(name)} shows ${folder} now, not ${p.folder}, the folder this connection is for: it is another shadow`,
+          );
+      };
       if (current) {
+        sameFolder(current.name, current.folder);
         current.allowApply &&= p.allowApply === true;
-        return { shadow: current.name, agent: current.agent, allowApply: current.allowApply };
+        return { shadow: current.name, agent: current.agent, allowApply: current.allowApply, folder: current.folder };
       }
       const entry = m.get(p.shadow);
+      sameFolder(entry.name, entry.shadow.folder);
       if (p.agent === '' || p.agent.includes('/'))
         throw new ShadowError('INVALID_AGENT', `agent id must be non-empty and without "/", got ${JSON.stringify(p.agent)}`);
-      const scope: Scope = { name: entry.name, shadow: entry.shadow, agent: p.agent, allowApply: p.allowApply === true };
+      const scope: Scope = {
+        name: entry.name,
+        shadow: entry.shadow,
+        folder: entry.shadow.folder,
+        agent: p.agent,
+        allowApply: p.allowApply === true,
+      };
       ctx.client.scope = scope;
       log.info('a connection restricted itself to one agent', {
         client: ctx.client.name,
@@ -107,7 +124,7 @@ export function adminHandlers(m: ShadowManager, daemon: DaemonFacts, log: Logger
         agent: scope.agent,
         allowApply: scope.allowApply,
       });
-      return { shadow: scope.name, agent: scope.agent, allowApply: scope.allowApply };
+      return { shadow: scope.name, agent: scope.agent, allowApply: scope.allowApply, folder: scope.folder };
     },
     version: async () => {
       const native = nativeStatus();
