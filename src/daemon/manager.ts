@@ -12,6 +12,7 @@ import { mount, Shadow } from '../shadow';
 import type { GoneEvent, IoMode, MaskState, WindowsVolume } from '../shadow';
 import type { Overlap } from '../work/radar';
 import { radarDelta } from './radar-wire';
+import { CheckpointStore } from '../work/checkpoints';
 import { AUTOSAVE_NAME, WorkService } from '../work/service';
 import { auditLimitsOf } from '../shadow/audit';
 import { readState, recoverStale, type ShadowEntry, type StateFile, whyNotRemount, writeState } from './state';
@@ -23,6 +24,8 @@ interface Entry {
   lints?: LintsService;
   /** Diffs, apply, checkpoints and autosave. */
   work: WorkService;
+  /** The masks last kept beside the autosaves (saveState), as JSON. */
+  keptMasks?: string;
   lastUsed: number;
   lastActivity: number;
   /** The change feed's poll of this shadow in progress (one at a time: it keeps what it saw last). */
@@ -220,14 +223,15 @@ export class ShadowManager {
       allowOther: params.allowOther === true,
       protectGit: params.protectGit !== false,
     });
-    if (params.masks) {
-      try {
-        shadow.maskState = params.masks;
-      } catch (err) {
-        // A forged or damaged entry: no layer exists yet, so refusing the shadow loses nothing.
-        await shadow.unmount({ lazy: true });
-        throw err;
-      }
+    try {
+      // A crashed daemon's masks (its state file), else those kept beside the folder's autosaves
+      // by the last daemon that showed it, before any layer comes back from them.
+      const masks = params.masks ?? (params.restore !== false ? new CheckpointStore(shadow.folder).loadMasks() : undefined);
+      if (masks) shadow.maskState = masks;
+    } catch (err) {
+      // A forged or damaged entry: no layer exists yet, so refusing the shadow loses nothing.
+      await shadow.unmount({ lazy: true });
+      throw err;
     }
     const limits = auditLimitsOf(process.env);
     if (limits) await shadow.setAuditLimits(limits);
@@ -363,6 +367,7 @@ export class ShadowManager {
     // Unmounting drops the layers on purpose: their autosaves must not bring them back.
     await e.work.dispose(false);
     for (const a of new Set([...agents, ...e.work.store.agents()])) e.work.store.remove(a, AUTOSAVE_NAME);
+    e.work.store.saveMasks({});
     this.entries.delete(e.name);
     this.saveState();
     this.opts.log.info('unmounted', { name: e.name, lazy });
@@ -472,5 +477,16 @@ export class ShadowManager {
       })),
     };
     writeState(this.opts.statePath, state);
+    // The masks also go beside the folder's autosaves, which outlive this state (a stop, a reboot).
+    for (const e of this.entries.values()) {
+      const masks = JSON.stringify(e.shadow.maskState);
+      if (masks === e.keptMasks) continue;
+      try {
+        e.work.store.saveMasks(e.shadow.maskState);
+        e.keptMasks = masks;
+      } catch (err) {
+        this.opts.log.error('could not keep the masks beside the autosaves', { name: e.name, error: (err as Error).message });
+      }
+    }
   }
 }

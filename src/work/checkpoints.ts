@@ -24,6 +24,7 @@ import * as crypto from 'crypto';
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
+import * as z from 'zod';
 import { ShadowError } from '../common/errors';
 import type { ChangeBase } from '../shadow/native';
 import { normalizeRelPath } from '../common/paths';
@@ -45,6 +46,7 @@ import {
   MAX_MANIFEST_BYTES,
 } from './checkpoint-manifest';
 import { checkRealDir, makeRealDirs, readPlain, writeAtomic } from './checkpoint-files';
+import type { MaskState } from '../shadow/mask';
 import { collect, folderSide, sameIdentity } from './collect';
 import type { Provenance } from './provenance';
 
@@ -66,6 +68,17 @@ function changedInFolderSince(abs: string, since: number | undefined): boolean {
   if (!st) return false;
   return since === undefined || Math.max(st.mtimeMs, st.ctimeMs) > since;
 }
+
+/** masks.json as saveMasks writes it (the globs are checked again when a shadow takes them). */
+const MasksFile = z.strictObject({
+  default: z.array(z.string()).max(256).optional(),
+  agents: z
+    .record(
+      z.string().refine((a) => a.length > 0 && Buffer.byteLength(a) <= 128 && !/[/\0]/.test(a), { message: 'not an agent id' }),
+      z.array(z.string()).max(256),
+    )
+    .optional(),
+});
 
 export class CheckpointStore {
   readonly root: string;
@@ -324,6 +337,42 @@ export class CheckpointStore {
       }
     }
     return out.sort((a, b) => (a.createdAt < b.createdAt ? -1 : a.createdAt > b.createdAt ? 1 : 0));
+  }
+
+  /** Where the folder's masks are kept beside its checkpoints (saveMasks). */
+  private get masksPath(): string {
+    return path.join(this.root, 'masks.json');
+  }
+
+  /**
+   * Keeps a shadow's masks beside the folder's checkpoints, so that a layer brought back from
+   * its autosave (after `shadowfs stop`, a reboot, or a crash recovery that could not mount the
+   * shadow again) comes back masked as it was. No mask at all: the file is removed.
+   */
+  saveMasks(s: MaskState): void {
+    if (!s.default?.length && !Object.keys(s.agents ?? {}).length) {
+      this.checkDirs();
+      fs.rmSync(this.masksPath, { force: true });
+      return;
+    }
+    makeRealDirs(this.chain);
+    writeAtomic(this.masksPath, JSON.stringify(s));
+  }
+
+  /** The masks saveMasks kept, or undefined when there are none; a file of another shape is refused (STATE_CORRUPT). */
+  loadMasks(): MaskState | undefined {
+    this.checkDirs();
+    const raw = readPlain(this.masksPath, 1 << 20);
+    if (!raw) return undefined;
+    let v: unknown;
+    try {
+      v = JSON.parse(raw.toString('utf8'));
+    } catch {
+      throw corrupt(`${this.masksPath} is not JSON`);
+    }
+    const r = MasksFile.safeParse(v);
+    if (!r.success) throw corrupt(`${this.masksPath} is not of the shape of masks (${r.error.issues[0]?.message ?? 'invalid'})`);
+    return r.data;
   }
 
   /** Agents with checkpoints for this folder. */

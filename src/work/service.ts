@@ -459,6 +459,16 @@ export class WorkService {
     return out;
   }
 
+  /**
+   * Removes the autosave of `agent`, whose layer was dropped (after an autosave under way, which
+   * may have saved the layer as it was).
+   */
+  async forgetAutosave(agent: string): Promise<void> {
+    while (this.saving) await this.saving;
+    this.saved.delete(agent);
+    this.store.remove(agent, AUTOSAVE_NAME);
+  }
+
   /** Stops autosave; with `flush`, saves once more first. */
   async dispose(flush = false): Promise<void> {
     if (this.timer) clearInterval(this.timer);

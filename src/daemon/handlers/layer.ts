@@ -23,7 +23,10 @@ export function layerHandlers(m: ShadowManager, log: Logger) {
       return { agent: p.agent };
     },
     'layer.drop': async (p) => {
-      await (await shadowOf(m, p)).dropLayer(p.agent);
+      const work = await m.work(p.shadow);
+      await work.shadow.dropLayer(p.agent);
+      // Dropped on purpose: its autosave must not bring it back after a stop, crash or reboot.
+      await work.forgetAutosave(p.agent);
       return { agent: p.agent };
     },
     'layer.clone': async (p) => {
