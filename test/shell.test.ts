@@ -11,6 +11,7 @@ import { execFileSync, spawn, spawnSync } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
 import { ShadowClient } from '../src/client';
+import { daemonPaths } from '../src/common/endpoint';
 import { ShadowError } from '../src/common/errors';
 import { FolderGuard, eventually, tempDir } from './helpers/fixtures';
 import { running, stopTestDaemon } from './helpers/hooks';
@@ -148,6 +149,13 @@ describe('shell sessions: an interactive program on a real terminal, in its own 
       shadow.views.some((v) => v.agent === 'alice'),
       'the session runs in a view of its own',
     );
+    // Recorded in the state file, so a daemon after a crash unmounts it (review: a session's view
+    // was missing there, and its dead mount stayed for good).
+    const recorded = (): string[] =>
+      (
+        JSON.parse(fs.readFileSync(daemonPaths().state, 'utf8')) as { shadows: Array<{ views: Array<{ mountPoint: string }> }> }
+      ).shadows.flatMap((x) => x.views.map((v) => v.mountPoint));
+    assert.deepStrictEqual(recorded(), [shadow.views.find((v) => v.agent === 'alice')!.mountPoint]);
     // Bob's run on the shared mount, while alice's session sits at its prompt.
     const r = await client.request('run', { shadow: shadow.name, agent: 'bob', argv: ['sh', '-c', 'cat a.txt 2>&1; echo bob > b.txt'] });
     assert.strictEqual(r.exitCode, 0);
@@ -174,6 +182,8 @@ describe('shell sessions: an interactive program on a real terminal, in its own 
       views.filter((v) => v.agent === 'alice'),
       [],
     );
+    // (The view leaves the list as it starts to close; the state file is written once it has.)
+    await eventually(() => recorded().length === 0, 10_000, 'the state file to drop the closed view');
   });
 
   it("gives a POSIX sh the terminal's foreground inside its namespace: job control works and its exit status comes back", async () => {

@@ -19,6 +19,9 @@ export class ShellSessions {
   /** Views being opened, by shadow and agent: two sessions starting at once share one. */
   private readonly opening = new Map<string, Promise<View>>();
 
+  /** Told when a view opened for sessions opens or closes (the daemon records its views for a crash recovery). */
+  onViews: () => void = () => undefined;
+
   async start(shadow: Shadow, opts: ShellOptions): Promise<ShellSession> {
     const view = await this.viewFor(shadow, opts.agent);
     // A view opened for sessions is counted (closed with its last session); one the user opened is not.
@@ -51,6 +54,7 @@ export class ShellSessions {
         .openView(agent)
         .then((v) => {
           this.views.set(v, 0);
+          this.onViews();
           return v;
         })
         .finally(() => this.opening.delete(key));
@@ -99,5 +103,6 @@ export class ShellSessions {
     }
     this.views.delete(view);
     if (view.open) await view.close({ lazy: true }).catch(() => undefined);
+    this.onViews();
   }
 }

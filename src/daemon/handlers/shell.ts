@@ -55,6 +55,8 @@ export class Shells {
   }
 
   handlers(m: ShadowManager) {
+    // A crash recovery unmounts the views the state file names: sessions' views too.
+    this.sessions.onViews = () => m.saveState();
     const info = (s: ShellSession): ShellInfo => this.describe(s);
     const find = (id: string): ShellSession => {
       const s = this.sessions.get(id);
