@@ -9,6 +9,7 @@ import * as assert from 'assert';
 import * as fs from 'fs';
 import * as path from 'path';
 import { ShadowClient, ShadowError } from '../src/client';
+import { MAX_AGENT_VIEWS } from '../src/daemon/scope';
 import { FolderGuard, makeProject, tempDir } from './helpers/fixtures';
 import { stopTestDaemon } from './helpers/hooks';
 
@@ -216,6 +217,14 @@ describe('a connection restricted to one agent (session.restrict)', function () 
       );
       const own = await me.request('view.open', { shadow: 'scoped', agent: 'me' });
       assert.strictEqual(own.agent, 'me');
+      // A few, not without end (review: 20 asks made 20 mounts, 3 daemon threads each).
+      const more = [];
+      for (let i = 1; i < MAX_AGENT_VIEWS; i++) more.push(await me.request('view.open', { shadow: 'scoped', agent: 'me' }));
+      assert.match(
+        await denied('a view past the cap', me.request('view.open', { shadow: 'scoped', agent: 'me' })),
+        /its agent has 4 views of this shadow open already/,
+      );
+      for (const v of more) await me.request('view.close', { shadow: 'scoped', view: v.view });
       assert.deepStrictEqual(
         (await me.request('list')).shadows[0].views.map((v) => [v.id, v.agent]),
         [[own.view, 'me']],

@@ -27,6 +27,8 @@ export interface ScopeContext {
   ownsRun(runId: string): boolean;
   /** The agent of the open view `view` of the shadow `ref` names, if there is one. */
   viewAgent(ref: string, view: number): string | undefined;
+  /** How many open views `agent` has on the shadow `ref` names. */
+  viewsOf(ref: string, agent: string): number;
   /** What the user pinned the shared mount of the shadow `ref` names to (Shadow.pin): undefined if nothing. */
   pinned(ref: string): string | null | undefined;
 }
@@ -34,6 +36,9 @@ export interface ScopeContext {
 type Rule<M extends ScopedMethod> = (p: CheckedParamsOf<M>, scope: Scope, ctx: ScopeContext) => string | undefined;
 
 const always = (): undefined => undefined;
+
+/** The open views of one agent on one shadow past which a restricted connection may open no more. */
+export const MAX_AGENT_VIEWS = 4;
 
 function shadowOnly(p: { shadow: string }, s: Scope, ctx: ScopeContext): string | undefined {
   return ctx.resolve(p.shadow) === s.shadow ? undefined : `shadow ${JSON.stringify(p.shadow)} is not its shadow`;
@@ -122,8 +127,14 @@ const RULES: { [M in ScopedMethod]: Rule<M> } = {
       ? undefined
       : 'the user chose what the shared mount shows (shadowfs activate): its runs take turns there, or it may open a view of its own';
   },
-  // A view of its own: where it is mounted is the daemon's choice, never the agent's.
-  'view.open': (p, s, ctx) => own(p, s, ctx) ?? (p.mountPoint === undefined ? undefined : 'it may not choose where a view is mounted'),
+  // A view of its own: where it is mounted is the daemon's choice, never the agent's; and a few at
+  // most (each is a mount with its own threads, and one more --hide in every later run).
+  'view.open': (p, s, ctx) =>
+    own(p, s, ctx) ??
+    (p.mountPoint === undefined ? undefined : 'it may not choose where a view is mounted') ??
+    (ctx.viewsOf(p.shadow, s.agent) < MAX_AGENT_VIEWS
+      ? undefined
+      : `its agent has ${MAX_AGENT_VIEWS} views of this shadow open already: use one, or close one (view.close) first`),
   'view.close': (p, s, ctx) =>
     shadowOnly(p, s, ctx) ?? (ctx.viewAgent(p.shadow, p.view) === s.agent ? undefined : `view ${p.view} is not a view of its agent`),
   run: (p, s, ctx) => {

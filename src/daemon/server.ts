@@ -434,6 +434,13 @@ export class Daemon {
           return undefined;
         }
       },
+      viewsOf: (ref, agent) => {
+        try {
+          return [...this.manager.get(ref).shadow.views].filter((v) => v.agentId === agent && v.open).length;
+        } catch {
+          return 0;
+        }
+      },
       pinned: (ref) => {
         try {
           return this.manager.get(ref).shadow.pinned;

@@ -89,7 +89,7 @@ export const ScopedMethods = {
   'file.grep': 'its agent',
   activate: 'its agent (not null, not another agent), and not while the user has pinned another layer or the folder',
   'view.open':
-    'its agent, at the mount point the daemon picks (mountPoint is refused): a view of its own, so its runs and lints never queue',
+    'its agent, at the mount point the daemon picks (mountPoint is refused): a view of its own, so its runs and lints never queue; not while the agent has 4 views of the shadow open',
   'view.close': "its agent's views only",
   run: 'its agent, protected: unprotected and originalPath: false are refused, and so is any parameter not known to the restriction',
   'run.cancel': 'runs this connection started',
