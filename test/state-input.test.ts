@@ -482,6 +482,7 @@ describe('recovery never holds the daemon up', function () {
     server.stdout.on('data', (d: Buffer) => (out += d.toString()));
     const probeBefore = process.env.SHADOWFS_STALE_PROBE_MS;
     let client: ShadowClient | undefined;
+    let agentClient: ShadowClient | undefined;
     try {
       await eventually(() => out.includes('up') || server.exitCode !== null, 30_000, 'the other process to mount');
       assert.ok(out.includes('up'), 'the other process mounted its shadow');
@@ -509,6 +510,14 @@ describe('recovery never holds the daemon up', function () {
       await eventually(() => heard.length > 0, 30_000, 'the waiting list request to hear why');
       assert.strictEqual(heard[0].method, 'list');
       assert.match(heard[0].waitingFor, /recovering what a crashed daemon left \(the shadows hung\)/);
+      // An agent's front end restricting its connection meanwhile is not told the shadows' names
+      // nor where the log is (review: it heard every shadow being recovered).
+      agentClient = await ShadowClient.connect({});
+      const agentHeard: string[] = [];
+      agentClient.on('daemon/waiting', (p) => agentHeard.push(p.waitingFor));
+      const restricting = agentClient.request('session.restrict', { shadow: 'hung', agent: 'a' });
+      await eventually(() => agentHeard.length > 0, 30_000, 'the restricting request to hear why it waits');
+      assert.strictEqual(agentHeard[0], 'the daemon is still recovering what a crashed daemon left');
       // The server goes on: the check sees a live mount, which is left alone, and the shadow is
       // mounted again in a mount point of the daemon's own.
       process.kill(server.pid!, 'SIGCONT');
@@ -520,10 +529,12 @@ describe('recovery never holds the daemon up', function () {
       assert.notStrictEqual(listed[0].mountPoint, mp);
       assert.ok(mountedPaths().has(mp), "the other process's mount is left alone");
       assert.deepStrictEqual((await client.request('status')).recovering, []);
+      assert.strictEqual((await restricting).shadow, 'hung');
       await stopDaemonAndShadows();
       await guard.check();
     } finally {
       client?.close();
+      agentClient?.close();
       if (probeBefore === undefined) delete process.env.SHADOWFS_STALE_PROBE_MS;
       else process.env.SHADOWFS_STALE_PROBE_MS = probeBefore;
       guard.stop();

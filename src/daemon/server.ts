@@ -173,7 +173,7 @@ export class Daemon {
    * Waits for recovery before a request that could see a shadow half recovered; after a moment,
    * tells the client what it waits for (daemon/waiting).
    */
-  private async waitForRecovery(method: string, notify: CallContext['notify'], signal: AbortSignal): Promise<void> {
+  private async waitForRecovery(method: string, notify: CallContext['notify'], signal: AbortSignal, restricted: boolean): Promise<void> {
     const recovery = this.recovery;
     if (!recovery || ANSWERED_DURING_RECOVERY.has(method)) return;
     // A client that cancels or leaves while it waits is answered at once, and nothing is done for it.
@@ -183,10 +183,11 @@ export class Daemon {
     const aborted = new Promise<never>((_, reject) => (onAbort = () => reject(cancelled())));
     signal.addEventListener('abort', onAbort, { once: true });
     const timer = setTimeout(() => {
-      const names = [...this.recovering];
+      // An agent's restricted connection is not told the other shadows' names, nor where the log is.
+      const names = restricted ? [] : [...this.recovering];
       notify('daemon/waiting', {
         method,
-        waitingFor: `the daemon is still recovering what a crashed daemon left${names.length ? ` (the shadows ${names.join(', ')})` : ''}; see ${this.opts.paths.log}`,
+        waitingFor: `the daemon is still recovering what a crashed daemon left${names.length ? ` (the shadows ${names.join(', ')})` : ''}${restricted ? '' : `; see ${this.opts.paths.log}`}`,
       });
     }, WAITING_NOTICE_MS);
     try {
@@ -390,7 +391,7 @@ export class Daemon {
     };
     client.rpc.begin();
     try {
-      await this.waitForRecovery(method, ctx.notify, signal);
+      await this.waitForRecovery(method, ctx.notify, signal, client.scope !== undefined || method === 'session.restrict');
       // Asked for while the daemon recovered, and it was told to stop meanwhile: the shutdown
       // would undo whatever this did (a mount made now is unmounted at once), so it is not done.
       if (this.stopping && !ANSWERED_DURING_RECOVERY.has(method))
