@@ -31,7 +31,6 @@ import {
   win32Api,
   writeMemory,
 } from './win32-ffi';
-import { BeneathWin32 } from './win32-beneath';
 import { win32Error } from './win32-identity';
 
 // Access rights and constants, from the Win32 documentation (winnt.h values).
@@ -408,17 +407,20 @@ export interface BeneathOps {
   close(): void;
 }
 
+/** BeneathWin32.open, loaded when a run's directory is first made or removed (not by every CLI command). */
+function openBeneathWin32(root: string): BeneathOps {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const { BeneathWin32 } = require('./win32-beneath') as typeof import('./win32-beneath');
+  return BeneathWin32.open(root);
+}
+
 /**
  * Makes the empty per-run temporary directory of run `runId` under LocalLow and returns its path.
  * A Low-integrity command cannot write the user's %TEMP% (Medium); this directory inherits
  * LocalLow's Low label, so it can. Made by the daemon before the run; a directory left by an
  * earlier run of the same id is emptied first. Remove it with removeLowRunTemp after the run.
  */
-export function lowRunTemp(
-  runId: string,
-  localLow: string = localLowDir(),
-  open: (root: string) => BeneathOps = BeneathWin32.open,
-): string {
+export function lowRunTemp(runId: string, localLow: string = localLowDir(), open: (root: string) => BeneathOps = openBeneathWin32): string {
   const rel = lowRunTempRel(runId);
   const b = open(localLow);
   try {
@@ -448,7 +450,7 @@ export function lowRunEnv(tempDir: string): { TEMP: string; TMP: string } {
 export function removeLowRunTemp(
   runId: string,
   localLow: string = localLowDir(),
-  open: (root: string) => BeneathOps = BeneathWin32.open,
+  open: (root: string) => BeneathOps = openBeneathWin32,
 ): void {
   const b = open(localLow);
   try {
