@@ -11,6 +11,7 @@ import { ShadowError } from '../src/common/errors';
 import { daemonPaths } from '../src/common/endpoint';
 import { mountedPaths } from '../src/platform';
 import { RpcErrorCodes } from '../src/protocol';
+import { CheckpointStore } from '../src/work/checkpoints';
 import { encodeMessage, Raw } from './helpers/raw-rpc';
 import { eventually, FolderGuard, makeProject, ownsTestPath, repoRoot, tempDir, testRootPrefix } from './helpers/fixtures';
 import { running, stopTestDaemon } from './helpers/hooks';
@@ -869,6 +870,52 @@ describe('the shadowfs daemon', function () {
       guard.stop();
       if (d.exitCode === null && d.signalCode === null) d.kill('SIGKILL');
     }
+  });
+
+  it("two shadows of one folder share its autosaves and kept masks: unmounting one keeps the other's, and a mount without restore keeps them", async () => {
+    const lower = makeProject();
+    fs.writeFileSync(path.join(lower, '.env'), 'SECRET=1\n');
+    const guard = new FolderGuard(lower);
+    const store = new CheckpointStore(fs.realpathSync(lower));
+    const kept = (): { masks: unknown; autosave: boolean } => ({
+      masks: store.loadMasks(),
+      autosave: store.list('erin').some((x) => x.name === 'autosave'),
+    });
+    const expected = { masks: { agents: { erin: ['.env'] } }, autosave: true };
+    let c = await ShadowClient.connect({ clientName: 'two-shadows test' });
+    try {
+      await c.request('mount', { folder: lower, name: 'twin1' });
+      await c.request('mount', { folder: lower, name: 'twin2' });
+      await c.request('layer.mask', { shadow: 'twin2', agent: 'erin', globs: ['.env'] });
+      await c.request('layer.write', { shadow: 'twin2', agent: 'erin', path: 'e.txt', data: Buffer.from('erin\n').toString('base64') });
+      await c.request('layer.checkpoint', { shadow: 'twin2', agent: 'erin', name: 'autosave' });
+      assert.deepStrictEqual(kept(), expected);
+      // Unmounting twin1 drops twin1's layers, not twin2's autosave nor its masks (review: it
+      // removed both; a crash then lost twin2's layer, a stop brought it back unmasked).
+      await c.request('unmount', { shadow: 'twin1' });
+      assert.deepStrictEqual(kept(), expected);
+    } finally {
+      c.close();
+    }
+    stopTestDaemon(); // as at a reboot
+    c = await ShadowClient.connect({ clientName: 'two-shadows test' });
+    try {
+      // A mount that brings nothing back keeps the folder's masks for one that will (review: it
+      // wrote its own, none, over them).
+      const bare = await c.request('mount', { folder: lower, name: 'twin3', restore: false });
+      assert.strictEqual(bare.restored, undefined);
+      assert.deepStrictEqual(kept(), expected);
+    } finally {
+      c.close();
+    }
+    stopTestDaemon();
+    const back = json<{ restored?: string[] }>(['mount', lower, '--name', 'twin2']);
+    assert.ok(back.restored?.includes('erin'), JSON.stringify(back));
+    assert.match(cli(['mask', 'twin2', '--agent', 'erin']).stdout, /Mask of erin:\n {2}\.env/);
+    assert.doesNotMatch(cli(['file', 'read', 'twin2', '--agent', 'erin', '.env']).stdout, /SECRET/);
+    exits(['unmount', 'twin2'], 0);
+    assert.deepStrictEqual(kept(), { masks: undefined, autosave: false }, 'unmounting the last shadow of the folder drops both');
+    await guard.check();
   });
 
   it('shadowfs stop stops the daemon as SIGTERM does and waits for it; an agent cannot; nothing to stop is no error', async () => {

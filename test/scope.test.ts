@@ -225,6 +225,17 @@ describe('a connection restricted to one agent (session.restrict)', function () 
         /its agent has 4 views of this shadow open already/,
       );
       for (const v of more) await me.request('view.close', { shadow: 'scoped', view: v.view });
+      // Asked all at once, from this connection and others of the agent, still no more than the cap
+      // (review: the views being opened were not counted, and 6 passed).
+      const others = [me, await restricted(), await restricted()];
+      const burst = await Promise.allSettled(
+        Array.from({ length: 9 }, (_, i) => others[i % 3].request('view.open', { shadow: 'scoped', agent: 'me' })),
+      );
+      const made = burst.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
+      assert.strictEqual(made.length, MAX_AGENT_VIEWS - 1, 'the open one and three more');
+      for (const r of burst)
+        if (r.status === 'rejected') assert.match(String((r.reason as Error).message), /its agent has 4 views of this shadow open already/);
+      for (const v of made) await me.request('view.close', { shadow: 'scoped', view: v.view });
       assert.deepStrictEqual(
         (await me.request('list')).shadows[0].views.map((v) => [v.id, v.agent]),
         [[own.view, 'me']],

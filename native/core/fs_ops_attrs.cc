@@ -271,6 +271,12 @@ int Overlay::removexattr(Layer* view, const std::string& path, const std::string
   });
 }
 
-int Overlay::statfs(FsStats* out) { return lower_->statfs(out); }
+int Overlay::statfs(FsStats* out) {
+  int e = lower_->statfs(out);
+  // A folder on a FUSE mount whose server died answers ENOTCONN; passed on, this live mount would
+  // look dead itself to a daemon checking for stale mounts (src/daemon/state.ts, which takes
+  // ENOTCONN from a statfs for the kernel's word that the server is gone). Said as EIO instead.
+  return e == ENOTCONN ? EIO : e;
+}
 
 }  // namespace shadowfs

@@ -10,6 +10,7 @@ import type { NotificationName, NotificationParamsOf, ShadowInfo } from '../prot
 import { LintsService } from '../lints/service';
 import { mount, Shadow } from '../shadow';
 import type { GoneEvent, IoMode, MaskState, WindowsVolume } from '../shadow';
+import { unionMasks } from '../shadow/mask';
 import type { Overlap } from '../work/radar';
 import { radarDelta } from './radar-wire';
 import { CheckpointStore } from '../work/checkpoints';
@@ -24,8 +25,6 @@ interface Entry {
   lints?: LintsService;
   /** Diffs, apply, checkpoints and autosave. */
   work: WorkService;
-  /** The masks last kept beside the autosaves (saveState), as JSON. */
-  keptMasks?: string;
   lastUsed: number;
   lastActivity: number;
   /** The change feed's poll of this shadow in progress (one at a time: it keeps what it saw last). */
@@ -48,6 +47,8 @@ export interface ManagerOptions {
 
 export class ShadowManager {
   private readonly entries = new Map<string, Entry>();
+  /** Per folder, the masks last kept beside its autosaves (saveState), as JSON. */
+  private readonly keptMasks = new Map<string, string>();
   private idleTimer: NodeJS.Timeout | undefined;
   private feedTimer: NodeJS.Timeout | undefined;
 
@@ -226,7 +227,9 @@ export class ShadowManager {
     try {
       // A crashed daemon's masks (its state file), else those kept beside the folder's autosaves
       // by the last daemon that showed it, before any layer comes back from them.
-      const masks = params.masks ?? (params.restore !== false ? new CheckpointStore(shadow.folder).loadMasks() : undefined);
+      // (Read with restore false too: the autosaves stay on disk, and a later mount that brings
+      // them back must find their masks.)
+      const masks = params.masks ?? new CheckpointStore(shadow.folder).loadMasks();
       if (masks) shadow.maskState = masks;
     } catch (err) {
       // A forged or damaged entry: no layer exists yet, so refusing the shadow loses nothing.
@@ -366,8 +369,14 @@ export class ShadowManager {
     await e.shadow.unmount({ lazy });
     // Unmounting drops the layers on purpose: their autosaves must not bring them back.
     await e.work.dispose(false);
-    for (const a of new Set([...agents, ...e.work.store.agents()])) e.work.store.remove(a, AUTOSAVE_NAME);
-    e.work.store.saveMasks({});
+    // Another shadow of the same folder shares its autosaves and masks.json (they are per folder
+    // and agent): its agents' autosaves stay, and the masks are written again for it (saveState).
+    const others = [...this.entries.values()].filter((x) => x !== e && x.shadow.folder === e.shadow.folder);
+    const kept = new Set<string>();
+    for (const x of others) for (const a of x.shadow.mounted ? await x.shadow.agents().catch(() => []) : []) kept.add(a);
+    for (const a of new Set([...agents, ...e.work.store.agents()])) if (!kept.has(a)) e.work.store.remove(a, AUTOSAVE_NAME);
+    if (others.length === 0) e.work.store.saveMasks({});
+    this.keptMasks.delete(e.shadow.folder);
     this.entries.delete(e.name);
     this.saveState();
     this.opts.log.info('unmounted', { name: e.name, lazy });
@@ -477,15 +486,19 @@ export class ShadowManager {
       })),
     };
     writeState(this.opts.statePath, state);
-    // The masks also go beside the folder's autosaves, which outlive this state (a stop, a reboot).
-    for (const e of this.entries.values()) {
-      const masks = JSON.stringify(e.shadow.maskState);
-      if (masks === e.keptMasks) continue;
+    // The masks also go beside the folder's autosaves, which outlive this state (a stop, a reboot):
+    // per folder, every shadow of it together.
+    const byFolder = new Map<string, Entry[]>();
+    for (const e of this.entries.values()) byFolder.set(e.shadow.folder, [...(byFolder.get(e.shadow.folder) ?? []), e]);
+    for (const [folder, es] of byFolder) {
+      const union = unionMasks(es.map((e) => e.shadow.maskState));
+      const json = JSON.stringify(union);
+      if (json === this.keptMasks.get(folder)) continue;
       try {
-        e.work.store.saveMasks(e.shadow.maskState);
-        e.keptMasks = masks;
+        es[0].work.store.saveMasks(union);
+        this.keptMasks.set(folder, json);
       } catch (err) {
-        this.opts.log.error('could not keep the masks beside the autosaves', { name: e.name, error: (err as Error).message });
+        this.opts.log.error('could not keep the masks beside the autosaves', { folder, error: (err as Error).message });
       }
     }
   }

@@ -39,6 +39,12 @@ const always = (): undefined => undefined;
 
 /** The open views of one agent on one shadow past which a restricted connection may open no more. */
 export const MAX_AGENT_VIEWS = 4;
+const VIEW_CAP = `its agent has ${MAX_AGENT_VIEWS} views of this shadow open already: use one, or close one (view.close) first`;
+
+/** The refusal of a view past MAX_AGENT_VIEWS, for the view.open handler, which counts views still being opened too. */
+export function viewCapRefusal(scope: Scope): string {
+  return `${describe(scope)}: view.open refused, ${VIEW_CAP}`;
+}
 
 function shadowOnly(p: { shadow: string }, s: Scope, ctx: ScopeContext): string | undefined {
   return ctx.resolve(p.shadow) === s.shadow ? undefined : `shadow ${JSON.stringify(p.shadow)} is not its shadow`;
@@ -132,9 +138,7 @@ const RULES: { [M in ScopedMethod]: Rule<M> } = {
   'view.open': (p, s, ctx) =>
     own(p, s, ctx) ??
     (p.mountPoint === undefined ? undefined : 'it may not choose where a view is mounted') ??
-    (ctx.viewsOf(p.shadow, s.agent) < MAX_AGENT_VIEWS
-      ? undefined
-      : `its agent has ${MAX_AGENT_VIEWS} views of this shadow open already: use one, or close one (view.close) first`),
+    (ctx.viewsOf(p.shadow, s.agent) < MAX_AGENT_VIEWS ? undefined : VIEW_CAP),
   'view.close': (p, s, ctx) =>
     shadowOnly(p, s, ctx) ?? (ctx.viewAgent(p.shadow, p.view) === s.agent ? undefined : `view ${p.view} is not a view of its agent`),
   run: (p, s, ctx) => {

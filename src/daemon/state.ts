@@ -54,6 +54,7 @@ const ShadowState = z.strictObject({
     .strictObject({
       default: z.array(z.string()).max(256).optional(),
       agents: z.record(AgentId, z.array(z.string()).max(256)).optional(),
+      copied: z.record(AgentId, AgentId).optional(),
     })
     .optional(),
 });

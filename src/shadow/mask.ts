@@ -64,6 +64,8 @@ export interface MaskState {
   default?: string[];
   /** Agents' own masks (an empty list is a mask of its own that hides nothing). */
   agents?: Record<string, string[]>;
+  /** Layers copied from another (clones, a run's scratch layer), by the layer they came from: they hide what it hides. */
+  copied?: Record<string, string>;
 }
 
 /** Who decides an agent's mask, and what it is. */
@@ -115,6 +117,9 @@ export class MaskPolicy {
     const out: MaskState = {};
     if (this.dflt.length) out.default = [...this.dflt];
     if (this.own.size) out.agents = Object.fromEntries([...this.own].map(([a, g]) => [a, [...g]]));
+    // Kept too: a copy saved without it would come back with no mask (review: a clone of a masked
+    // agent read the secret after a stop).
+    if (this.copiedFrom.size) out.copied = Object.fromEntries(this.copiedFrom);
     return out;
   }
 
@@ -122,5 +127,31 @@ export class MaskPolicy {
     this.dflt = s.default ? checkGlobs(s.default) : [];
     this.own.clear();
     for (const [a, g] of Object.entries(s.agents ?? {})) this.own.set(a, checkGlobs(g));
+    this.copiedFrom.clear();
+    for (const [to, from] of Object.entries(s.copied ?? {})) this.copied(from, to);
   }
+}
+
+/**
+ * The masks of several shadows of one folder as one (their layers share the folder's autosaves):
+ * every glob any of them hides, per agent and as the default; a copy keeps the first source named.
+ */
+export function unionMasks(states: readonly MaskState[]): MaskState {
+  const dflt = new Set<string>();
+  const agents = new Map<string, Set<string>>();
+  const copied: Record<string, string> = {};
+  for (const s of states) {
+    for (const g of s.default ?? []) dflt.add(g);
+    for (const [a, globs] of Object.entries(s.agents ?? {})) {
+      const set = agents.get(a) ?? new Set<string>();
+      for (const g of globs) set.add(g);
+      agents.set(a, set);
+    }
+    for (const [to, from] of Object.entries(s.copied ?? {})) copied[to] ??= from;
+  }
+  const out: MaskState = {};
+  if (dflt.size) out.default = [...dflt];
+  if (agents.size) out.agents = Object.fromEntries([...agents].map(([a, g]) => [a, [...g]]));
+  if (Object.keys(copied).length) out.copied = copied;
+  return out;
 }

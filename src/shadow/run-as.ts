@@ -26,7 +26,11 @@ export async function runAs<T>(shadow: Shadow, agent: string, job: RunAsJob<T>, 
   await shadow.createLayer(agent);
   const view = shadow.viewOf(agent);
   const scratch = opts.discardWrites ? `${agent}~run-${opts.scratchId ?? crypto.randomBytes(6).toString('hex')}` : undefined;
-  if (scratch) await shadow.cloneLayer(agent, scratch);
+  if (scratch) {
+    // Never saved by autosave: what it wrote is discarded, and a crash must not bring it back.
+    shadow.markScratch(scratch);
+    await shadow.cloneLayer(agent, scratch);
+  }
   const queuedAt = Date.now();
   // The caller's cancel reaches the scheduler only while the job waits in the queue.
   const whileQueued = new AbortController();

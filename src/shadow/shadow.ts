@@ -73,6 +73,8 @@ export class Shadow {
   private readonly createdMountPoint: boolean;
   /** Layers known to exist: created, cloned or activated through this object (the only way to make one). */
   private readonly known = new Set<string>();
+  /** Layers that live only for one job (a run's copy with discarded writes, a restore's replay): never saved. */
+  private readonly scratch = new Set<string>();
   /** Masked paths per agent (mask.ts); every layer gets its agent's mask when it comes into being. */
   private readonly masks = new MaskPolicy();
   private readonly layerListeners = new Set<(e: LayerEvent) => void>();
@@ -306,6 +308,16 @@ export class Shadow {
   }
 
   /** Makes `to` a copy of `from`'s layer (later changes to either stay apart). LAYER_EXISTS if `to` has a layer. */
+  /** Whether `agent`'s layer lives for one job only (markScratch, createScratchLayer): autosave passes it by. */
+  isScratch(agent: string): boolean {
+    return this.scratch.has(agent);
+  }
+
+  /** Marks `agent`'s layer as one job's copy (dropped when the job ends), which is never saved. */
+  markScratch(agent: string): void {
+    this.scratch.add(checkAgent(agent));
+  }
+
   async cloneLayer(from: string, to: string): Promise<Layer> {
     const a = checkAgent(from);
     const b = checkAgent(to);
@@ -327,6 +339,7 @@ export class Shadow {
     const a = checkAgent(like);
     const b = checkAgent(to);
     await this.call(`create the layer of ${b}`, (n) => n.createLayer(b), ERRNOS.cloneLayer(b));
+    this.scratch.add(b);
     this.masks.copied(a, b);
     if (this.masks.of(b).globs.length) await this.applyMask(b);
     this.known.add(b);
@@ -412,6 +425,7 @@ export class Shadow {
       await this.call(`drop the layer of ${id}`, (n) => n.dropLayer(id), ERRNOS.dropLayer(id));
     } finally {
       this.known.delete(id);
+      this.scratch.delete(id);
       this.masks.dropped(id);
     }
     // A pinned layer that is gone leaves the folder pinned (a new layer of the same name later is

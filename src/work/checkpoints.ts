@@ -70,14 +70,11 @@ function changedInFolderSince(abs: string, since: number | undefined): boolean {
 }
 
 /** masks.json as saveMasks writes it (the globs are checked again when a shadow takes them). */
+const MaskAgent = z.string().refine((a) => a.length > 0 && Buffer.byteLength(a) <= 128 && !/[/\0]/.test(a), { message: 'not an agent id' });
 const MasksFile = z.strictObject({
   default: z.array(z.string()).max(256).optional(),
-  agents: z
-    .record(
-      z.string().refine((a) => a.length > 0 && Buffer.byteLength(a) <= 128 && !/[/\0]/.test(a), { message: 'not an agent id' }),
-      z.array(z.string()).max(256),
-    )
-    .optional(),
+  agents: z.record(MaskAgent, z.array(z.string()).max(256)).optional(),
+  copied: z.record(MaskAgent, MaskAgent).optional(),
 });
 
 export class CheckpointStore {

@@ -364,6 +364,8 @@ export class WorkService {
     try {
       if (!this.shadow.mounted) return done;
       for (const agent of await this.shadow.agents()) {
+        // One job's copy (a run that discards its writes): dropped when it ends, never brought back.
+        if (this.shadow.isScratch(agent)) continue;
         const changes = await this.shadow.layer(agent).changes();
         // Sizes and times are not in the change list: read what it says plus each file's stat.
         const parts: string[] = [];

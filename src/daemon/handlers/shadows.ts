@@ -3,11 +3,14 @@
 import { addon } from '../../shadow/native';
 import { ShadowError } from '../../common/errors';
 import type { ShadowManager } from '../manager';
+import { MAX_AGENT_VIEWS, viewCapRefusal } from '../scope';
 import { type Changes, type Handlers, shadowOf } from './context';
 import type { Runs } from './run';
 import type { Shells } from './shell';
 
 export function shadowHandlers(m: ShadowManager, runs: Runs, shells: Shells) {
+  /** Views being opened for agents' restricted connections, per shadow and agent (the cap counts them). */
+  const opening = new Map<object, Map<string, number>>();
   return {
     mount: async (p) => {
       addon(); // NATIVE_UNAVAILABLE / WINFSP_MISSING before anything else
@@ -32,10 +35,30 @@ export function shadowHandlers(m: ShadowManager, runs: Runs, shells: Shells) {
       m.saveState(); // a crash brings the shadow back showing this layer
       return { active: s.active, ...(s.pinned !== undefined ? { pinned: s.pinned } : {}), ...r };
     },
-    'view.open': async (p) => {
-      const v = await (await shadowOf(m, p)).openView(p.agent, { mountPoint: p.mountPoint });
-      m.saveState();
-      return { view: v.viewId, agent: v.agentId, mountPoint: v.mountPoint };
+    'view.open': async (p, ctx) => {
+      const s = await shadowOf(m, p);
+      if (!ctx.client.scope) {
+        const v = await s.openView(p.agent, { mountPoint: p.mountPoint });
+        m.saveState();
+        return { view: v.viewId, agent: v.agentId, mountPoint: v.mountPoint };
+      }
+      // An agent's cap (scope.ts) counts the views being opened too: asked at once, the requests
+      // would each see the views open so far and all pass (review: 6 views on one connection).
+      const mine = opening.get(s) ?? new Map<string, number>();
+      opening.set(s, mine);
+      const open = [...s.views].filter((v) => v.agentId === p.agent && v.open).length;
+      if (open + (mine.get(p.agent) ?? 0) >= MAX_AGENT_VIEWS) throw new ShadowError('SCOPE_DENIED', viewCapRefusal(ctx.client.scope));
+      mine.set(p.agent, (mine.get(p.agent) ?? 0) + 1);
+      try {
+        const v = await s.openView(p.agent, { mountPoint: p.mountPoint });
+        m.saveState();
+        return { view: v.viewId, agent: v.agentId, mountPoint: v.mountPoint };
+      } finally {
+        const n = (mine.get(p.agent) ?? 1) - 1;
+        if (n > 0) mine.set(p.agent, n);
+        else mine.delete(p.agent);
+        if (mine.size === 0) opening.delete(s);
+      }
     },
     'view.close': async (p) => {
       const s = await shadowOf(m, p);

@@ -277,7 +277,9 @@ class FakeLower final : public LowerFs {
     return 0;
   }
 
+  int statfsFails = 0;  // an errno statfs() returns (the folder's own file system failing)
   int statfs(FsStats* out) override {
+    if (statfsFails) return statfsFails;
     out->blocks = 1000;
     out->bfree = out->bavail = 500;
     out->files = 100;

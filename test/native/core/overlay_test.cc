@@ -146,6 +146,19 @@ void project(fake::FakeLower& f) {
 
 }  // namespace
 
+// A folder on a dead FUSE mount answers ENOTCONN; the shadow's own statfs must not, for the
+// daemon takes ENOTCONN from a statfs of a shadow for the kernel's word that its server is gone.
+TEST(statfs_of_a_folder_whose_own_server_is_gone_is_eio_never_enotconn) {
+  World w;
+  FsStats st{};
+  CHECK_EQ(w.ov->statfs(&st), 0);
+  CHECK_EQ(st.blocks, static_cast<uint64_t>(1000));
+  w.lower->statfsFails = ENOTCONN;
+  CHECK_EQ(w.ov->statfs(&st), EIO);
+  w.lower->statfsFails = EACCES;
+  CHECK_EQ(w.ov->statfs(&st), EACCES);
+}
+
 TEST(readdir_merges_the_folder_with_the_layer_and_hides_whiteouts) {
   World w(project);
   const std::string before = w.lower->snapshot();
