@@ -696,6 +696,10 @@ describe('the shadowfs daemon', function () {
       const stray = cli(['checkpoints', 'cliwork', '--agent', 'bob', '--', 'new.txt']);
       assert.strictEqual(stray.status, 2, how(stray));
       assert.match(stray.stderr, /"--" goes before a command \(run, shell\) or before paths/);
+      // Options before the command are still options, their values no command (review: this run was refused).
+      const early = cli(['--agent', 'bob', 'run', 'cliwork', '--', 'echo', 'ok']);
+      assert.strictEqual(early.status, 0, how(early));
+      assert.strictEqual(early.stdout, 'ok\n');
       // A file whose name starts with "-": after "--" a command of one path refuses it and says
       // how to name it; named so, it is written.
       const dashed = cli(['layer', 'write', 'cliwork', 'bob', '--', '--take'], 'x\n');

@@ -87,7 +87,7 @@ export function overlapDetail(o: Overlap): string {
 /** A session's label: the agent and its program ("claude: bash"). */
 export function sessionLabel(s: ShellInfo): string {
   const program = s.argv.length ? [baseName(s.argv[0]), ...s.argv.slice(1)].join(' ') : 'shell';
-  return `${s.agent}: ${oneLine(program)}`;
+  return `${oneLine(s.agent)}: ${oneLine(program)}`;
 }
 
 /** A session's state, short: "running · 1 attached", "exited 0", "ended by SIGHUP". */

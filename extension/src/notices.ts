@@ -16,11 +16,15 @@ export function noLinks(text: string): string {
 // directory with one could draw lines of its own ("confined by: …") under ours.
 
 /** Characters that would break a line, or reorder or hide what follows, shown as escapes. */
-const UNSEEN = /[\u0000-\u001f\u007f-\u009f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]/g;
+const UNSEEN =
+  /[\u0000-\u001f\u007f-\u009f\u00ad\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff\ufff9-\ufffb]|[\u{e0000}-\u{e007f}]/gu;
 
-/** `text` on one line, every control, line-separating or direction character escaped. */
+/** `text` on one line, every control, line-separating, invisible or direction character escaped. */
 export function oneLine(text: string): string {
-  return text.replace(UNSEEN, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+  return text.replace(UNSEEN, (c) => {
+    const code = c.codePointAt(0)!;
+    return code > 0xffff ? `\\u{${code.toString(16)}}` : `\\u${code.toString(16).padStart(4, '0')}`;
+  });
 }
 
 /** One word of a command line as a shell would need it: bare when plain, else quoted. */

@@ -275,7 +275,7 @@ function shadowItem(info: ShadowInfo): vscode.TreeItem {
   item.description = info.mounted ? info.folder : `${info.folder} (idle)`;
   // Plain text, never a MarkdownString: it holds names (and, below, an agent's command line)
   // that markdown would turn into links, images or misleading text.
-  item.tooltip = `${info.name} shows ${info.folder}\nmounted at ${info.mountPoint}${info.mounted ? '' : ' (unmounted while idle; layers kept)'}\nthe shared mount shows: ${info.active === null ? 'the folder (read-only)' : `agent ${info.active}`}`;
+  item.tooltip = `${oneLine(info.name)} shows ${oneLine(info.folder)}\nmounted at ${oneLine(info.mountPoint)}${info.mounted ? '' : ' (unmounted while idle; layers kept)'}\nthe shared mount shows: ${info.active === null ? 'the folder (read-only)' : `agent ${oneLine(info.active)}`}`;
   item.iconPath = new vscode.ThemeIcon('folder-library');
   item.contextValue = 'shadow';
   return item;
@@ -313,7 +313,7 @@ function sessionItem(node: SessionNode): vscode.TreeItem {
   item.id = `session:${node.shadow}/${s.sessionId}`;
   item.description = sessionState(s);
   item.tooltip = [
-    `Shell session ${s.sessionId} of agent ${s.agent} in shadow ${node.shadow}: ${s.argv.map(shellWord).join(' ') || '(the shell)'}`,
+    `Shell session ${s.sessionId} of agent ${oneLine(s.agent)} in shadow ${oneLine(node.shadow)}: ${s.argv.map(shellWord).join(' ') || '(the shell)'}`,
     `started ${new Date(s.startedAt).toLocaleString()} in ${oneLine(s.cwd)}, ${s.cols}×${s.rows}`,
     s.running
       ? `running, ${s.attached} terminal(s) joined; it sees and writes ${s.agent}'s layer only`

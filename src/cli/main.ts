@@ -110,8 +110,10 @@ function refuseStrayDoubleDash(argv: string[]): void {
   const at = argv.indexOf('--');
   if (at < 0) return;
   const words = argv.slice(0, at).filter((w) => !w.startsWith('-'));
-  const command = words[0] ?? '';
-  if (command === 'run' || command === 'shell' || PATH_COMMANDS.has(command)) return;
+  // Options may come before the command (`--agent a run S -- cmd`), and their values are words
+  // too: any word that names a command taking what follows "--" leaves it to yargs and the
+  // middleware below, which knows the command for sure.
+  if (words.some((w) => w === 'run' || w === 'shell' || PATH_COMMANDS.has(w))) return;
   strayDoubleDash(words, argv.slice(at + 1));
 }
 

@@ -53,6 +53,10 @@ describe('extension: notifications carry no link an agent wrote', () => {
     assert.strictEqual(shellWord(forged), "'x\\u000a\\u000aconfined by: everything\\u2028ok\\u202e'");
     assert.strictEqual(oneLine('/home/me/proj\r\nwrites: none'), '/home/me/proj\\u000d\\u000awrites: none');
     assert.strictEqual(oneLine('/home/me/ünïcode dir'), '/home/me/ünïcode dir');
+    // Invisible ones too: a soft hyphen, the Mongolian vowel separator, interlinear annotation,
+    // and tag characters (outside the BMP).
+    assert.strictEqual(oneLine('a\u00adb\u180ec\ufff9d\u{e0041}e'), 'a\\u00adb\\u180ec\\ufff9d\\u{e0041}e');
+    assert.strictEqual(oneLine('😀 ok'), '😀 ok');
   });
 
   it('no tooltip or message of the extension is markdown (which renders links and images an agent wrote)', () => {
