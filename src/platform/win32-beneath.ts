@@ -330,6 +330,21 @@ export class BeneathWin32 {
     });
   }
 
+  /**
+   * The directory `rel` opened as a folder of its own (a link on the way or there: refused, as
+   * everywhere here); it holds its own handle, which close() releases. Walks that go deep open
+   * each level once from the one above instead of from the top every time.
+   */
+  sub(rel: string): BeneathWin32 {
+    return this.at(rel, false, (parent, name) => {
+      const d = this.openDir(parent, name, rel, false);
+      if (!d) throw ntError(STATUS_OBJECT_NAME_NOT_FOUND, 'NtCreateFile', rel);
+      // Not "owned" in the walks' sense (released after each step): it is the new folder's own
+      // handle, closed by its close().
+      return new BeneathWin32(path.win32.join(this.root, ...rel.split('/')), { ...d, owned: false });
+    });
+  }
+
   /** The names in directory `rel` ('' for the folder itself), with their types (a reparse point that names another object: a link). */
   readdir(rel: string): fs.Dirent[] {
     if (rel === '') return listDirectory(this.dir, this.root, rel);

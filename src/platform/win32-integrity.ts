@@ -404,6 +404,8 @@ export interface BeneathOps {
   mkdir(rel: string): void;
   unlink(rel: string): boolean;
   rmdir(rel: string): void;
+  /** Directory `rel` opened as a folder of its own (links refused on the way and there). */
+  sub(rel: string): BeneathOps;
   close(): void;
 }
 
@@ -460,35 +462,63 @@ export function removeLowRunTemp(
   }
 }
 
+/** How deep a run's directory is removed; below that it is left (and logged by the caller's error). */
+const MAX_REMOVE_DEPTH = 256;
+
 /**
  * Removes `rel` and what is below it without ever following a link. Every run can write under
  * LocalLow\shadowfs, so while the daemon (at Medium) removes one run's directory another run can
- * swap any directory in it, or above it, for a junction to the user's files: each step is
- * therefore taken from LocalLow's handle one component at a time, refusing links on the way
- * (Beneath), and a directory found to be a link by then is removed as the link it is. A link
- * above `rel` stops the removal with PATH_THROUGH_SYMLINK: nothing is deleted through it.
+ * swap any directory in it, or above it, for a junction to the user's files. So every step is
+ * taken from an open directory one name at a time, refusing links (Beneath): each directory is
+ * opened once from its parent's handle (sub), and one found to be a link by then is removed as
+ * the link it is. A link above `rel` stops the removal with PATH_THROUGH_SYMLINK: nothing is
+ * deleted through it. Each entry costs a few calls, however deep (review: walking down from the
+ * top for every entry took seconds for a tree 800 levels deep).
  */
 function removeBeneath(b: BeneathOps, rel: string): void {
-  const st = b.lstat(rel);
+  const parts = rel.split('/');
+  const name = parts.pop()!;
+  let parent: BeneathOps;
+  try {
+    parent = b.sub(parts.join('/'));
+  } catch (err) {
+    if ((err as { code?: string }).code === 'ENOENT') return; // nothing was made yet
+    throw err;
+  }
+  try {
+    removeIn(parent, name, 0);
+  } finally {
+    parent.close();
+  }
+}
+
+/** Removes `name` in the open directory `dir` and what is below it (see removeBeneath). */
+function removeIn(dir: BeneathOps, name: string, depth: number): void {
+  const st = dir.lstat(name);
   if (!st) return;
   if (st.isSymbolicLink() || !st.isDirectory()) {
-    b.unlink(rel);
+    dir.unlink(name);
     return;
   }
-  let entries: fs.Dirent[];
+  if (depth >= MAX_REMOVE_DEPTH) throw new Error(`a run's directory is deeper than ${MAX_REMOVE_DEPTH} levels at ${name}: left as it is`);
+  let sub: BeneathOps;
   try {
-    entries = b.readdir(rel);
+    sub = dir.sub(name);
   } catch (err) {
     if (!swappedForLink(err)) throw err;
-    b.unlink(rel); // a link now (an ancestor that is one throws again: nothing is removed)
+    dir.unlink(name); // a link now
     return;
   }
-  for (const e of entries) removeBeneath(b, `${rel}/${e.name}`);
   try {
-    b.rmdir(rel);
+    for (const e of sub.readdir('')) removeIn(sub, e.name, depth + 1);
+  } finally {
+    sub.close();
+  }
+  try {
+    dir.rmdir(name);
   } catch (err) {
     if (!swappedForLink(err)) throw err;
-    b.unlink(rel);
+    dir.unlink(name);
   }
 }
 

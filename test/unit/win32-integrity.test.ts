@@ -125,18 +125,20 @@ describe('unit: Windows integrity levels (pure parts)', () => {
         fs.writeFileSync(path.join(dir, d, 'docs', 'tmp.txt'), 'x');
       }
       const swaps: string[] = [];
-      // Right after the removal has seen `a` (and `b/docs`) as a directory, the swap.
-      const racing = (r: string): BeneathOps => {
-        const b = Beneath.open(r);
-        const swapAfterLstat = new Set(['shadowfs/runs/run3/a', 'shadowfs/runs/run3/b/docs']);
+      // Right after the removal has seen `a` (and `b/docs`) as a directory, the swap. The wrapper
+      // follows the removal into the directories it opens (sub), to know each name's full path.
+      const swapAfterLstat = new Set(['shadowfs/runs/run3/a', 'shadowfs/runs/run3/b/docs']);
+      const wrap = (b: Beneath, at: string): BeneathOps => {
+        const full = (rel: string): string => (at && rel ? `${at}/${rel}` : at || rel);
         return {
           lstat: (rel) => {
             const st = b.lstat(rel);
-            if (swapAfterLstat.delete(rel)) {
-              const p = path.join(r, ...rel.split('/'));
+            const name = full(rel);
+            if (swapAfterLstat.delete(name)) {
+              const p = path.join(root, ...name.split('/'));
               fs.rmSync(p, { recursive: true });
-              fs.symlinkSync(rel.endsWith('docs') ? path.join(outside, 'docs') : outside, p);
-              swaps.push(rel);
+              fs.symlinkSync(name.endsWith('docs') ? path.join(outside, 'docs') : outside, p);
+              swaps.push(name);
             }
             return st;
           },
@@ -144,13 +146,43 @@ describe('unit: Windows integrity levels (pure parts)', () => {
           mkdir: (rel) => b.mkdir(rel),
           unlink: (rel) => b.unlink(rel),
           rmdir: (rel) => b.rmdir(rel),
+          sub: (rel) => wrap(b.sub(rel), full(rel)),
           close: () => b.close(),
         };
       };
+      const racing = (r: string): BeneathOps => wrap(Beneath.open(r), '');
       removeLowRunTemp('run3', root, racing);
       assert.deepStrictEqual(swaps.sort(), ['shadowfs/runs/run3/a', 'shadowfs/runs/run3/b/docs']);
       assert.ok(!fs.existsSync(dir));
       assert.strictEqual(fs.readFileSync(path.join(outside, 'docs', 'thesis.txt'), 'utf8'), 'precious');
+    });
+
+    it('removes a deep tree opening each level once (review: walked from the top for every entry)', () => {
+      const dir = lowRunTemp('run5', root, Beneath.open);
+      let p = dir;
+      for (let i = 0; i < 200; i++) {
+        p = path.join(p, 'd');
+        fs.mkdirSync(p);
+        fs.writeFileSync(path.join(p, 'f'), 'x');
+      }
+      let opens = 0;
+      const counting = (b: Beneath): BeneathOps => ({
+        lstat: (rel) => b.lstat(rel),
+        readdir: (rel) => b.readdir(rel),
+        mkdir: (rel) => b.mkdir(rel),
+        unlink: (rel) => b.unlink(rel),
+        rmdir: (rel) => b.rmdir(rel),
+        sub: (rel) => (opens++, counting(b.sub(rel))),
+        close: () => b.close(),
+      });
+      removeLowRunTemp('run5', root, (r) => counting(Beneath.open(r)));
+      assert.ok(!fs.existsSync(dir));
+      assert.strictEqual(opens, 202, 'the runs directory, the run directory and each of its 200 levels once');
+      // Deeper than the removal goes: it stops there, and says so.
+      const deep = lowRunTemp('run6', root, Beneath.open);
+      p = deep;
+      for (let i = 0; i < 300; i++) fs.mkdirSync((p = path.join(p, 'd')));
+      assert.throws(() => removeLowRunTemp('run6', root, Beneath.open), /deeper than 256 levels/);
     });
 
     it('a link a run left above the run directories stops the removal (nothing removed through it) and is itself replaced when the next run is made', () => {
