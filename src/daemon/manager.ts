@@ -372,9 +372,14 @@ export class ShadowManager {
     // Another shadow of the same folder shares its autosaves and masks.json (they are per folder
     // and agent): its agents' autosaves stay, and the masks are written again for it (saveState).
     const others = [...this.entries.values()].filter((x) => x !== e && x.shadow.folder === e.shadow.folder);
+    // (One unmounted while idle cannot list its layers: then every autosave stays.)
     const kept = new Set<string>();
-    for (const x of others) for (const a of x.shadow.mounted ? await x.shadow.agents().catch(() => []) : []) kept.add(a);
-    for (const a of new Set([...agents, ...e.work.store.agents()])) if (!kept.has(a)) e.work.store.remove(a, AUTOSAVE_NAME);
+    let keepAll = false;
+    for (const x of others) {
+      if (!x.shadow.mounted) keepAll = true;
+      else for (const a of await x.shadow.agents().catch(() => [])) kept.add(a);
+    }
+    if (!keepAll) for (const a of new Set([...agents, ...e.work.store.agents()])) if (!kept.has(a)) e.work.store.remove(a, AUTOSAVE_NAME);
     if (others.length === 0) e.work.store.saveMasks({});
     this.keptMasks.delete(e.shadow.folder);
     this.entries.delete(e.name);
