@@ -359,16 +359,27 @@ export class CheckpointStore {
   /** The masks saveMasks kept, or undefined when there are none; a file of another shape is refused (STATE_CORRUPT). */
   loadMasks(): MaskState | undefined {
     this.checkDirs();
-    const raw = readPlain(this.masksPath, 1 << 20);
+    // Not corrupt()'s advice to remove it: removed, the layers would come back unmasked.
+    const damaged = (why: string): ShadowError =>
+      new ShadowError(
+        'STATE_CORRUPT',
+        `${this.masksPath} ${why}: it holds the masks of this folder's agents and is damaged or was tampered with, so the folder was not mounted and nothing was changed. Mend it ({"default": [globs], "agents": {"<agent>": [globs]}}), or move it away and set the masks again (shadowfs mask) before any agent works: without it, their layers come back from autosave with no mask`,
+      );
+    let raw: Buffer | undefined;
+    try {
+      raw = readPlain(this.masksPath, 1 << 20);
+    } catch {
+      throw damaged('is not a plain file of its size (a link, a device, too big?)');
+    }
     if (!raw) return undefined;
     let v: unknown;
     try {
       v = JSON.parse(raw.toString('utf8'));
     } catch {
-      throw corrupt(`${this.masksPath} is not JSON`);
+      throw damaged('is not JSON');
     }
     const r = MasksFile.safeParse(v);
-    if (!r.success) throw corrupt(`${this.masksPath} is not of the shape of masks (${r.error.issues[0]?.message ?? 'invalid'})`);
+    if (!r.success) throw damaged(`is not of the shape of masks (${r.error.issues[0]?.message ?? 'invalid'})`);
     return r.data;
   }
 
