@@ -7,6 +7,7 @@ import * as path from 'path';
 import type { Logger } from 'winston';
 import * as z from 'zod';
 import { mountedPaths, type MountLine, mountTable, platform, runtimeDir, runWithin, unanswered } from '../platform';
+import { MasksFile } from '../work/checkpoints';
 
 // The state file is input, not truth: whoever can write the runtime directory (an agent's
 // process of this user, say) can forge it before a crash. Every field is checked for shape here;
@@ -50,13 +51,7 @@ const ShadowState = z.strictObject({
   /** Mounted with protectGit false (MountOptions.protectGit), so a crash recovery does the same. */
   protectGit: z.boolean().optional(),
   /** Masked paths (src/shadow/mask.ts), so a crash does not unmask an agent. Checked again as globs when given back. */
-  masks: z
-    .strictObject({
-      default: z.array(z.string()).max(256).optional(),
-      agents: z.record(AgentId, z.array(z.string()).max(256)).optional(),
-      copied: z.record(AgentId, AgentId).optional(),
-    })
-    .optional(),
+  masks: MasksFile.optional(),
 });
 
 /**

@@ -69,9 +69,9 @@ function changedInFolderSince(abs: string, since: number | undefined): boolean {
   return since === undefined || Math.max(st.mtimeMs, st.ctimeMs) > since;
 }
 
-/** masks.json as saveMasks writes it (the globs are checked again when a shadow takes them). */
+/** Masks as saveMasks writes them (and the daemon's state file holds them); the globs are checked again when a shadow takes them. */
 const MaskAgent = z.string().refine((a) => a.length > 0 && Buffer.byteLength(a) <= 128 && !/[/\0]/.test(a), { message: 'not an agent id' });
-const MasksFile = z.strictObject({
+export const MasksFile = z.strictObject({
   default: z.array(z.string()).max(256).optional(),
   agents: z.record(MaskAgent, z.array(z.string()).max(256)).optional(),
   copied: z.record(MaskAgent, MaskAgent).optional(),
