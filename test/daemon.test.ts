@@ -711,6 +711,15 @@ describe('the shadowfs daemon', function () {
       assert.strictEqual(cli(['layer', 'write', 'cliwork', 'bob', './--take'], 'x\n').status, 0);
       assert.strictEqual(cli(['layer', 'cat', 'cliwork', 'bob', './--take']).stdout, 'x\n');
       assert.strictEqual(cli(['layer', 'rm', 'cliwork', 'bob', './--take']).status, 0);
+      // A file named "-" is that file (yargs alone made it "", the shadow root), while a run's
+      // command after "--" keeps its "-".
+      assert.strictEqual(cli(['layer', 'write', 'cliwork', 'bob', '-'], 'dash\n').status, 0);
+      assert.strictEqual(cli(['layer', 'cat', 'cliwork', 'bob', '-']).stdout, 'dash\n');
+      const stdinDash = cli(['run', 'cliwork', '--agent', 'bob', '--', 'cat', '-'], 'ignored\n');
+      assert.strictEqual(stdinDash.status, 0, how(stdinDash));
+      assert.strictEqual(stdinDash.stdout, '', 'a run has no input: "cat -" reads nothing');
+      assert.strictEqual(cli(['layer', 'rm', 'cliwork', 'bob', '-']).status, 0);
+      assert.notStrictEqual(cli(['layer', 'cat', 'cliwork', 'bob', '-']).status, 0);
       await guard.check(); // nothing above wrote the folder
       // You edit math.js yourself: apply writes new.txt, reports math.js (exit status 6).
       fs.writeFileSync(path.join(lower, 'src', 'math.js'), '// yours\n');

@@ -37,7 +37,7 @@ export function main(argv: string[]): void {
       throw err;
     });
   refuseStrayDoubleDash(argv);
-  void yargs(argv)
+  void yargs(dashAsPath(argv))
     .scriptName('shadowfs')
     // A shadow named by a path (".", "../proj", "/home/me/proj/src": its folder or mount point, or
     // a path inside either) is sent absolute: the daemon stands elsewhere. Names have no "/".
@@ -115,6 +115,19 @@ function refuseStrayDoubleDash(argv: string[]): void {
   // middleware below, which knows the command for sure.
   if (words.some((w) => w === 'run' || w === 'shell' || PATH_COMMANDS.has(w))) return;
   strayDoubleDash(words, argv.slice(at + 1));
+}
+
+/**
+ * yargs reads a lone "-" given for a single `<path>` as an empty string, the shadow root
+ * (`layer cat S A -` said "path names the shadow root itself"); no option or argument of
+ * shadowfs gives "-" a meaning of its own (standard input is never named so), so before the
+ * first "--" it is passed as "./-", the same relative path. After "--" (a run's or a shell's
+ * command, or paths, which yargs keeps as they are) nothing is changed.
+ */
+function dashAsPath(argv: string[]): string[] {
+  const at = argv.indexOf('--');
+  const end = at < 0 ? argv.length : at;
+  return argv.map((w, i) => (i < end && w === '-' ? './-' : w));
 }
 
 function strayDoubleDash(before: string[], rest: string[]): never {
