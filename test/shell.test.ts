@@ -13,6 +13,7 @@ import * as path from 'path';
 import { ShadowClient } from '../src/client';
 import { daemonPaths } from '../src/common/endpoint';
 import { ShadowError } from '../src/common/errors';
+import { inheritableFdsOf } from './helpers/fds';
 import { FolderGuard, eventually, tempDir } from './helpers/fixtures';
 import { running, stopTestDaemon } from './helpers/hooks';
 import { probeBinary } from './helpers/probe';
@@ -156,6 +157,13 @@ describe('shell sessions: an interactive program on a real terminal, in its own 
         JSON.parse(fs.readFileSync(daemonPaths().state, 'utf8')) as { shadows: Array<{ views: Array<{ mountPoint: string }> }> }
       ).shadows.flatMap((x) => x.views.map((v) => v.mountPoint));
     assert.deepStrictEqual(recorded(), [shadow.views.find((v) => v.agent === 'alice')!.mountPoint]);
+    // The daemon hands nothing on to the programs it starts (git for a diff or an apply, language
+    // servers): the session's terminal master, which node-pty leaves inheritable, included (review).
+    const daemonPid = Number(fs.readFileSync(daemonPaths().pid, 'utf8'));
+    const fds = fs.readdirSync(`/proc/${daemonPid}/fd`).map(Number);
+    const ptmx = fds.filter((fd) => fs.readlinkSync(`/proc/${daemonPid}/fd/${fd}`) === '/dev/ptmx');
+    assert.ok(ptmx.length > 0, 'the daemon holds the session terminal');
+    assert.deepStrictEqual(inheritableFdsOf(daemonPid), [], 'descriptors of the daemon a program it starts would inherit');
     // Bob's run on the shared mount, while alice's session sits at its prompt.
     const r = await client.request('run', { shadow: shadow.name, agent: 'bob', argv: ['sh', '-c', 'cat a.txt 2>&1; echo bob > b.txt'] });
     assert.strictEqual(r.exitCode, 0);

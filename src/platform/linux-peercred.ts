@@ -4,6 +4,7 @@
 // says about itself. libc is reached through ffi-rs, which is required only when a check is
 // made: importing this module never fails, on any platform.
 import type * as net from 'net';
+import { errnoText, LIBC, libc, type LibcResult } from './linux-libc';
 
 export interface PeerCredentials {
   pid: number;
@@ -18,25 +19,6 @@ const SO_PEERCRED = 17;
 const GENERIC_SOCKET_ARCHS = new Set(['x64', 'arm64', 'arm', 'ia32', 'riscv64', 's390x', 'loong64']);
 /** struct ucred { pid_t pid; uid_t uid; gid_t gid; }: three 32-bit fields. */
 const UCRED_SIZE = 12;
-const LIBC = 'shadowfs-ipc-libc';
-
-type Ffi = typeof import('ffi-rs');
-let ffi: Ffi | undefined;
-
-function libc(): Ffi {
-  if (ffi) return ffi;
-  let mod: Ffi;
-  try {
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
-    mod = require('ffi-rs') as Ffi;
-  } catch (err) {
-    throw new Error(`cannot check the peer of a socket: ffi-rs does not load (${(err as Error).message})`, { cause: err });
-  }
-  // An empty path opens the running program, which has libc's symbols.
-  mod.open({ library: LIBC, path: '' });
-  ffi = mod;
-  return mod;
-}
 
 function fail(message: string, errno?: number): Error {
   return Object.assign(new Error(message), { syscall: 'getsockopt', ...(errno !== undefined ? { errno } : {}) });
@@ -62,7 +44,7 @@ export function peerCredentials(socket: net.Socket): PeerCredentials {
   }
   const fd = socketFd(socket);
   if (fd < 0) throw fail('peer credentials: the socket has no file descriptor (it is closed, or not connected yet)');
-  const lib = libc();
+  const lib = libc('check the peer of a socket');
   const cred = Buffer.alloc(UCRED_SIZE);
   const len = Buffer.alloc(4);
   len.writeUInt32LE(UCRED_SIZE);
@@ -74,9 +56,9 @@ export function peerCredentials(socket: net.Socket): PeerCredentials {
     paramsType: [lib.DataType.I32, lib.DataType.I32, lib.DataType.I32, lib.DataType.U8Array, lib.DataType.U8Array],
     paramsValue: [fd, SOL_SOCKET, SO_PEERCRED, cred, len],
     errno: true,
-  }) as unknown as { value: number; errnoCode: number; errnoMessage: string };
+  }) as unknown as LibcResult;
   if (r.value !== 0) {
-    const why = r.errnoMessage.replace(/ \(os error \d+\)$/, '');
+    const why = errnoText(r);
     throw fail(`getsockopt(fd ${fd}, SOL_SOCKET, SO_PEERCRED) failed: ${why} (errno ${r.errnoCode})`, r.errnoCode);
   }
   if (len.readUInt32LE(0) !== UCRED_SIZE) {

@@ -9,6 +9,7 @@ import { checkFuseDevice, forceUnmount, mountTable, prepareMountPoint, remakeMou
 import { linuxProcesses } from './linux-processes';
 import { announceRuntimeDir, runtimeDir } from './linux-runtime';
 import { socketEndpoint } from './linux-endpoint';
+import { closeOnExec, closeOnExecInherited } from './linux-fds';
 import type { Platform } from './types';
 
 /** $SHADOWFS_STATE_DIR, else $XDG_STATE_HOME/shadowfs or ~/.local/state/shadowfs; mode 0700. */
@@ -39,6 +40,8 @@ export const linux: Platform = {
   remakeMountPoint,
   isDriveRoot: () => false,
   forceUnmount,
+  // /proc and these fcntl values are Linux's.
+  ...(process.platform === 'linux' ? { closeOnExec, closeOnExecInherited } : {}),
   endpoint: socketEndpoint,
   processes: linuxProcesses,
 };

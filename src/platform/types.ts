@@ -175,6 +175,14 @@ export interface Platform {
   /** Detaches the stale mount at `mountPoint` (lazily: nothing waits on it); whether it is gone. */
   forceUnmount(mountPoint: string, timeoutMs: number): Promise<boolean>;
 
+  /**
+   * Marks descriptor `fd` close-on-exec, so that no program the daemon starts inherits it (where
+   * descriptors are inherited unless so marked: node-pty's terminal master on Linux).
+   */
+  closeOnExec?(fd: number): void;
+  /** Daemon side, at its start: marks close-on-exec what the process that started it left open; returns those. */
+  closeOnExecInherited?(): number[];
+
   readonly endpoint: DaemonEndpoint;
   readonly processes: ProcessTrees;
 }

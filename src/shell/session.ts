@@ -23,6 +23,8 @@ import type { Shadow } from '../shadow';
 /** The part of node-pty a session uses (the package is optional: see loadPty). */
 interface Pty {
   readonly pid: number;
+  /** The terminal's master descriptor (Linux). */
+  readonly fd?: number;
   onData(fn: (data: Buffer | string) => void): { dispose(): void };
   onExit(fn: (e: { exitCode: number; signal?: number }) => void): { dispose(): void };
   write(data: string | Buffer): void;
@@ -212,6 +214,18 @@ export class ShellSession extends EventEmitter {
     } catch (err) {
       void group.dispose().catch(() => undefined);
       throw err;
+    }
+    // node-pty leaves the terminal's master inheritable: git, a language server or another run
+    // started by the daemon while the session lasts would hold this session's terminal.
+    try {
+      if (typeof term.fd === 'number') platform.closeOnExec?.(term.fd);
+    } catch (err) {
+      term.kill('SIGKILL');
+      void group.dispose().catch(() => undefined);
+      throw new ShadowError(
+        'INTERNAL',
+        `the session's terminal could not be kept from other programs, so it was ended: ${(err as Error).message}`,
+      );
     }
     return new ShellSession(shadow, opts.agent, argv, cwd, probe.protections, term, group, { cols: opts.cols, rows: opts.rows }, id);
   }

@@ -7,6 +7,7 @@ import type { LogLevel } from '../../common/log';
 import * as fs from 'fs';
 import { emit, reportError } from '../output';
 import { ShadowError } from '../../common/errors';
+import { platform } from '../../platform';
 
 interface Args {
   foreground: boolean;
@@ -83,8 +84,13 @@ export const serveCommand: CommandModule<object, Args> = {
       const { parsePolicy } = require('../../run/policy') as typeof import('../../run/policy');
       const { setMemoryBudget } = require('../../shadow/budget') as typeof import('../../shadow/budget');
       /* eslint-enable @typescript-eslint/no-require-imports */
+      // Nothing the daemon starts (git, language servers, runs) may hold what our starter left
+      // open: an agent's MCP host that started the daemon passes on its own pipes.
+      const inherited = platform.closeOnExecInherited?.() ?? [];
       const paths = daemonPaths();
       const log = createDaemonLogger(paths.log, { level: args['log-level'], console: args.console });
+      if (inherited.length > 0)
+        log.info(`kept descriptors ${inherited.join(', ')}, open when the daemon started, from the programs it starts`);
       const policy = args.policy ? parsePolicy(fs.readFileSync(args.policy, 'utf8'), args.policy) : undefined;
       if (args['memory-budget'] !== undefined) setMemoryBudget(args['memory-budget']);
       if (!(args.autosave >= 0)) throw new ShadowError('INVALID_ARGUMENT', `--autosave takes seconds (0 or more), got ${args.autosave}`);
