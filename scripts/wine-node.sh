@@ -198,8 +198,13 @@ if [ -f /dev/stdin ]; then stdin=/dev/stdin; fi
 if [ ! -t 1 ] && [ -z "${FORCE_COLOR:-}" ] && [ -z "${NO_COLOR+set}" ]; then export NO_COLOR=1; fi
 
 # In the background so that a stop of this script (timeout, CI) reaches node.exe too, and what it
-# wrote until then is still shown.
-wine "$NODE_EXE" "$@" <"$stdin" >"$out/stdout" 2>"$out/stderr" &
+# wrote until then is still shown. Without address-space randomization (setarch -R, inherited by
+# every process wine starts): about one process start in a thousand failed on a busy machine, wine
+# unable to map the shared user data at its fixed address in the new process ("err:virtual:
+# virtual_alloc_first_teb wine: failed to map the shared user data: c0000018", seen with
+# WINEDEBUG=err+all); Node's spawn then threw "spawn UNKNOWN" (a CI run failed on it in
+# run-win32.test.js). 3,000 starts on a loaded machine without randomization: no failure.
+setarch "$(uname -m)" -R wine "$NODE_EXE" "$@" <"$stdin" >"$out/stdout" 2>"$out/stderr" &
 child=$!
 trap 'kill -TERM "$child" 2>/dev/null || true' INT TERM HUP
 status=0

@@ -9,4 +9,5 @@ export WINEDEBUG=${WINEDEBUG:--all}
 if [ ! -f "$WINEPREFIX/.shadowfs-win10" ]; then
   bash "$ROOT/scripts/wine-node.sh" -e 0 >/dev/null
 fi
-exec wine "$@"
+# Without address-space randomization, as wine-node.sh runs node.exe (the reason is there).
+exec setarch "$(uname -m)" -R wine "$@"
