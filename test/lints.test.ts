@@ -454,6 +454,42 @@ describe('lints: diagnostics from warm language servers inside the shadow', func
     });
   });
 
+  it("never reads where an agent's link points: a link to a file of your home, or through a linked directory, is not handed to a server (review)", async () => {
+    // What the host holds outside the folder: text a TypeScript server would quote back in "Cannot
+    // find name" diagnostics, were the daemon (unconfined) to read it for the server.
+    const host = tempDir('lints-host');
+    fs.writeFileSync(path.join(host, 'credentials.ts'), 'hostSecretAlpha\n');
+    fs.mkdirSync(path.join(host, 'keys'));
+    fs.writeFileSync(path.join(host, 'keys', 'token.ts'), 'hostSecretBeta\n');
+    await withService(async (svc, shadow) => {
+      // Made as an agent's run makes them: through the mount, with its layer showing.
+      await shadow.withLayer('evil', async () => {
+        fs.symlinkSync(path.join(host, 'credentials.ts'), path.join(shadow.mountPoint, 'src', 'leak.ts'));
+        fs.symlinkSync(path.join(host, 'keys'), path.join(shadow.mountPoint, 'src', 'keys'));
+        fs.symlinkSync(path.join(host, 'nothing-here.ts'), path.join(shadow.mountPoint, 'src', 'dangling.ts'));
+      });
+      const r = await svc.lints({ shadow: 's', agent: 'evil', paths: ['src/leak.ts', 'src/dangling.ts'], timeoutMs: 60_000 });
+      const text = JSON.stringify(r);
+      assert.doesNotMatch(text, /hostSecret/, text);
+      // Each is answered without the host's text: an error naming the link, or the server's own
+      // reading through its confined view (where your home and this directory do not exist).
+      for (const f of r.files) assert.ok(f.status === 'error' || f.status === 'fresh', JSON.stringify(f));
+      // A link whose target exists and one whose target does not are answered alike: no oracle
+      // for what the host has.
+      const shape = (f: (typeof r.files)[number]): string => `${f.status}:${(f.error ?? '').replace(f.path, 'P')}`;
+      assert.strictEqual(shape(r.files[0]), shape(r.files[1]), text);
+      // A path through the linked directory is refused as a path of the layer, nothing read.
+      const through = await svc
+        .lints({ shadow: 's', agent: 'evil', paths: ['src/keys/token.ts'], timeoutMs: 60_000 })
+        .catch((e: Error) => e);
+      assert.doesNotMatch(through instanceof Error ? through.message : JSON.stringify(through), /hostSecret/);
+      const hover = await svc
+        .at('hover', { agent: 'evil', path: 'src/leak.ts', position: { line: 0, character: 3 }, timeoutMs: 60_000 })
+        .catch((e: Error) => e);
+      assert.doesNotMatch(JSON.stringify(hover instanceof Error ? hover.message : hover), /hostSecret/);
+    });
+  });
+
   it('quick fixes come back as edits for the introduced diagnostics only', async () => {
     await withService(async (svc) => {
       const r = await svc.lints({

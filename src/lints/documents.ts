@@ -5,6 +5,7 @@
 import * as fs from 'fs';
 import type { Diagnostic as LspDiagnostic } from 'vscode-languageserver-protocol';
 import { ShadowError } from '../common/errors';
+import { Beneath } from '../work/beneath';
 import type { Diagnostic } from '../protocol/methods';
 
 export type Position = { line: number; character: number };
@@ -68,33 +69,65 @@ export function splitByBaseline(now: Diagnostic[], baseline: Diagnostic[]): { in
 }
 
 /**
- * The text of `abs` (`rel` in the shadow), only if it is a regular file: opened without blocking
- * and checked on the open descriptor (no race with a swap), so a FIFO, socket or device in a
- * layer is an error here, never a read that holds a libuv thread forever.
+ * What is at `rel` in the view `root` (a mount the daemon reads, unconfined), never following a
+ * link: a regular `file`, `other` (a directory, a FIFO, a link, or a path through a link), or
+ * nothing (`missing`). A link an agent made must not send the daemon to where it points (review:
+ * `ln -s ~/.aws/credentials leak.ts` had its text quoted back in diagnostics), nor tell whether
+ * its target exists.
  */
-export async function readRegularText(abs: string, rel: string): Promise<string> {
-  let fh: fs.promises.FileHandle;
+export function kindBeneath(root: string, rel: string): 'file' | 'other' | 'missing' {
+  const dir = Beneath.open(root);
   try {
-    fh = await fs.promises.open(abs, fs.constants.O_RDONLY | (fs.constants.O_NONBLOCK ?? 0));
+    const st = dir.lstat(rel);
+    return !st ? 'missing' : st.isFile() ? 'file' : 'other';
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT')
-      throw new ShadowError('NOT_FOUND', `${rel}: no such file in this view of the shadow`);
+    if (err instanceof ShadowError && err.code === 'PATH_THROUGH_SYMLINK') return 'other';
     throw err;
+  } finally {
+    dir.close();
   }
+}
+
+/**
+ * The text of `rel` in the view `root`, only if it is a regular file reached without a link:
+ * opened one component at a time from `root` (work/beneath.ts), a link anywhere on the way is
+ * PATH_THROUGH_SYMLINK (the server, confined, reads such a file itself as its own view shows it);
+ * opened without blocking and checked on the open descriptor (no race with a swap), so a FIFO,
+ * socket or device in a layer is an error here, never a read that holds a libuv thread forever.
+ */
+export async function readRegularText(root: string, rel: string): Promise<string> {
+  const dir = Beneath.open(root);
+  let opened: { fd: number; stat: fs.Stats };
   try {
-    const st = await fh.stat();
-    if (!st.isFile())
+    opened = dir.openFile(rel);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT') throw new ShadowError('NOT_FOUND', `${rel}: no such file in this view of the shadow`);
+    if (code === 'ELOOP' || code === 'PATH_THROUGH_SYMLINK')
+      throw new ShadowError(
+        'PATH_THROUGH_SYMLINK',
+        `${rel} is a symbolic link or lies through one: shadowfs hands a language server only files of the shadow itself, never where a link points`,
+        { cause: err },
+      );
+    if (code === 'INVALID_ARGUMENT')
       throw new ShadowError(
         'INVALID_ARGUMENT',
-        `${rel} is not a regular file (a fifo, socket or device, or a link to one): only regular files are read and checked`,
+        `${rel} is not a regular file (a fifo, socket or device): only regular files are read and checked`,
+        { cause: err },
       );
-    if (st.size > MAX_DOCUMENT_BYTES)
+    throw err;
+  } finally {
+    dir.close();
+  }
+  const { fd, stat } = opened;
+  try {
+    if (stat.size > MAX_DOCUMENT_BYTES)
       throw new ShadowError(
         'FILE_TOO_LARGE',
-        `${rel} holds ${st.size} bytes, more than the ${MAX_DOCUMENT_BYTES} a document handed to a language server may hold`,
+        `${rel} holds ${stat.size} bytes, more than the ${MAX_DOCUMENT_BYTES} a document handed to a language server may hold`,
       );
-    return await fh.readFile('utf8');
+    return await new Promise<string>((resolve, reject) => fs.readFile(fd, 'utf8', (err, text) => (err ? reject(err) : resolve(text))));
   } finally {
-    await fh.close();
+    fs.closeSync(fd);
   }
 }

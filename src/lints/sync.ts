@@ -10,7 +10,7 @@ import type { LanguageServerSession } from '../lsp/session';
 import type { ServerPool } from '../lsp/pool';
 import { serverFor, type ServerSpec } from '../lsp/servers';
 import type { Shadow } from '../shadow';
-import { readRegularText } from './documents';
+import { kindBeneath, readRegularText } from './documents';
 
 /** More folder edits than this between two questions (a checkout, an install): restart the server rather than re-open each. */
 const MAX_FOLDER_SYNC = 200;
@@ -116,9 +116,13 @@ export class ServerSync {
     for (const rel of state.open.keys()) paths.add(rel);
     if (paths.size === 0) return;
     const changes: Array<{ relPath: string; type: 'created' | 'changed' | 'deleted' }> = [];
+    // Whether a name is there, never where a link there points (a link the agent made may lead
+    // anywhere on the host: kindBeneath).
+    const kinds = new Map<string, 'file' | 'other' | 'missing'>();
+    for (const rel of paths) kinds.set(rel, kindBeneath(root, rel));
     for (const rel of paths) {
-      const here = fs.existsSync(path.join(root, rel));
-      const inFolder = fs.existsSync(path.join(this.shadow.folder, rel));
+      const here = kinds.get(rel) !== 'missing';
+      const inFolder = fs.lstatSync(path.join(this.shadow.folder, rel), { throwIfNoEntry: false }) !== undefined;
       changes.push({ relPath: rel, type: !here ? 'deleted' : inFolder ? 'changed' : 'created' });
     }
     session.filesChanged(changes);
@@ -130,7 +134,9 @@ export class ServerSync {
     for (const rel of paths) {
       const m = serverFor(specs, rel);
       if (!m || m.spec.id !== state.spec.id) continue;
-      if (fs.existsSync(path.join(root, rel))) await this.syncDocument(session, rel, m.languageId);
+      // Only a regular file reached without a link is handed over; the server reads anything else
+      // itself, as its confined view shows it (a link to your home leads to an empty one there).
+      if (kinds.get(rel) === 'file') await this.syncDocument(session, rel, m.languageId);
       else if (state.open.has(rel)) {
         session.close(rel);
         state.open.delete(rel);
@@ -173,7 +179,7 @@ export class ServerSync {
   /** Hands the server the text the mount shows now of `rel`; the document's new version. */
   async syncDocument(session: LanguageServerSession, rel: string, languageId: string): Promise<number> {
     const state = this.seen.get(session)!;
-    const text = await readRegularText(path.join(state.root, rel), rel);
+    const text = await readRegularText(state.root, rel);
     state.open.set(rel, languageId);
     return session.sync(rel, languageId, text);
   }
