@@ -446,6 +446,24 @@ describe('file tools: one agent layer as it shows the tree, without switching th
     });
   });
 
+  it('walks a tree 3,000 directories deep that an agent made: grep, glob and list find its file (review: the call stack overflowed)', async () => {
+    const lower = makeToolsProject();
+    await withShadow(lower, async (shadow) => {
+      const a = shadow.layer('deep');
+      const deep = `${'d/'.repeat(3000)}x.txt`;
+      await writeText(a, deep, 'DEEPNEEDLE\n');
+      assert.deepStrictEqual(
+        (await grep(a, 'DEEPNEEDLE')).matches.map((m) => m.path),
+        [deep],
+      );
+      assert.deepStrictEqual((await glob(a, '**/x.txt')).paths, [deep]);
+      const all = (await list(a, 'd', { recursive: true, limit: 5000 })).entries.map((e) => e.path);
+      assert.strictEqual(all.length, 3000);
+      assert.strictEqual(all[all.length - 1], deep);
+      assertSorted(all);
+    });
+  });
+
   it('refuses paths outside the shadow with INVALID_PATH', async () => {
     const lower = makeToolsProject();
     await withShadow(lower, async (shadow, mp) => {

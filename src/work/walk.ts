@@ -171,12 +171,22 @@ export interface WalkOptions {
 export async function* walk(layer: Layer, plan: WalkPlan, options: WalkOptions = {}): AsyncGenerator<WalkEntry> {
   const recursive = options.recursive ?? true;
   const maxDepth = options.maxDepth ?? Infinity;
-  async function* dirEntries(dir: string, inherited: IgnoreRules | null, depth: number): AsyncGenerator<WalkEntry> {
+  // Depth first, in path order, with a stack of its own: a generator per directory nested with
+  // yield* overflowed the call stack on a tree 3,000 directories deep (review: grep and glob said
+  // INTERNAL "Maximum call stack size exceeded"), which an agent's layer may hold.
+  interface Level {
+    dir: string;
+    entries: Awaited<ReturnType<Layer['readdir']>>;
+    next: number;
+    rules: IgnoreRules | null;
+    depth: number;
+  }
+  const enter = async (dir: string, inherited: IgnoreRules | null, depth: number): Promise<Level | null> => {
     let entries;
     try {
       entries = await layer.readdir(dir);
     } catch (err) {
-      if (err instanceof ShadowError && (err.code === 'NOT_FOUND' || err.code === 'NOT_A_DIRECTORY')) return;
+      if (err instanceof ShadowError && (err.code === 'NOT_FOUND' || err.code === 'NOT_A_DIRECTORY')) return null;
       throw err;
     }
     entries.sort((a, b) => byName(a.name, b.name));
@@ -185,16 +195,28 @@ export async function* walk(layer: Layer, plan: WalkPlan, options: WalkOptions =
       const text = await readGitignore(layer, dir);
       if (text !== null) rules = rules.withFile(dir, text);
     }
-    for (const e of entries) {
-      const rel = joinRel(dir, e.name);
-      const isDir = e.type === 'directory';
-      if (plan.skipGit && e.name === '.git') continue;
-      if (rules !== null && rules.ignores(rel, isDir)) continue;
-      yield { path: rel, type: e.type, depth };
-      if (isDir && recursive && depth < maxDepth) yield* dirEntries(rel, rules, depth + 1);
+    return { dir, entries, next: 0, rules, depth };
+  };
+  const stack: Level[] = [];
+  const top = await enter(plan.start, plan.rules, 1);
+  if (top) stack.push(top);
+  while (stack.length > 0) {
+    const level = stack[stack.length - 1];
+    if (level.next >= level.entries.length) {
+      stack.pop();
+      continue;
+    }
+    const e = level.entries[level.next++];
+    const rel = joinRel(level.dir, e.name);
+    const isDir = e.type === 'directory';
+    if (plan.skipGit && e.name === '.git') continue;
+    if (level.rules !== null && level.rules.ignores(rel, isDir)) continue;
+    yield { path: rel, type: e.type, depth: level.depth };
+    if (isDir && recursive && level.depth < maxDepth) {
+      const below = await enter(rel, level.rules, level.depth + 1);
+      if (below) stack.push(below);
     }
   }
-  yield* dirEntries(plan.start, plan.rules, 1);
 }
 
 /**
