@@ -243,17 +243,19 @@ describe('the audit trail', function () {
         assert.deepStrictEqual((await shadow.layer('a').audit()).entries, saved);
         sh(mp, 'rm two.txt && echo three > three.txt');
         assert.strictEqual((await shadow.layer('a').audit()).entries.length, 4);
+        const before = (await shadow.layer('a').audit()).entries;
         await shadow.activate(null);
         await w.restore('a', 'cp1');
-        assert.deepStrictEqual((await shadow.layer('a').audit()).entries, saved);
+        // The checkpoint's record, then what was done since: a restore takes nothing out (review).
+        assert.deepStrictEqual((await shadow.layer('a').audit()).entries, before);
         // Restoring wrote the files through the API: that is not in the record either.
         assert.strictEqual((await shadow.layer('a').readFile('two.txt')).toString(), 'one\n');
         // Recording goes on after the restored entries, numbered after them.
         await shadow.activate('a');
         sh(mp, 'rm two.txt');
         const after = (await shadow.layer('a').audit()).entries;
-        assert.deepStrictEqual(after.map(brief).slice(2), ['unlink two.txt']);
-        assert.strictEqual(after[2].seq, 5);
+        assert.deepStrictEqual(after.map(brief).slice(4), ['unlink two.txt']);
+        assert.strictEqual(after[4].seq, 5);
         saved = after;
         await shadow.activate(null);
         assert.deepStrictEqual(await w.autosave(), ['a']);

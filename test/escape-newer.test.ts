@@ -194,12 +194,13 @@ describe('adversarial: the newest surfaces', function () {
     }
   });
 
-  it('an agent cannot make its audit trail forget what it did: a restored checkpoint counts what it takes out as dropped; its layer is not its to drop', async () => {
+  it('an agent cannot make its audit trail forget what it did: a restored checkpoint keeps every entry made since; its layer is not its to drop', async () => {
     // Broke: the agent's own (restricted, MCP) connection may checkpoint and restore its layer.
     // Restoring made the record what it was at the checkpoint, and `dropped` what it was then
     // too, so the entries of everything done in between vanished without a trace in the count
-    // (only a gap in seq numbers, after the last entry, where nothing shows it). And it could drop
-    // its layer (layer.drop was open to it), which drops the record whole.
+    // (only a gap in seq numbers, after the last entry, where nothing shows it); then they were
+    // counted as dropped, still gone (review). And it could drop its layer (layer.drop was open
+    // to it), which drops the record whole.
     const folder = makeFolder('esc-audit');
     const guard = new FolderGuard(folder);
     const shadow = (await user.request('mount', { folder, name: 'esc-audit' })).name;
@@ -224,22 +225,33 @@ describe('adversarial: the newest surfaces', function () {
       await agent.request('layer.restore', { shadow, agent: 'a', name: 'clean' });
       const after = await agent.request('layer.audit', { shadow, agent: 'a' });
       assert.deepStrictEqual(
-        after.entries.map((e) => `${e.op} ${e.path}`),
-        ['create before.txt'],
+        after.entries.map((e) => `${e.op} ${e.path} ${e.seq}`),
+        full.entries.map((e) => `${e.op} ${e.path} ${e.seq}`),
+        'a restore takes nothing out of the record',
       );
-      assert.strictEqual(after.dropped, 3, 'the three entries the restore took out are counted as dropped');
+      assert.strictEqual(after.dropped, 0);
       const shown = cli('audit', shadow, '--agent', 'a');
-      assert.match(shown.out, /3 .*dropped/, shown.out);
-      // Restoring the same checkpoint again does not count them twice; new entries go on after.
+      assert.match(shown.out, /unlink +stash\/copy-of-secrets/, shown.out);
+      // Restoring the same checkpoint again keeps them once; new entries go on after, kept too.
       await agent.request('layer.restore', { shadow, agent: 'a', name: 'clean' });
-      assert.strictEqual((await agent.request('layer.audit', { shadow, agent: 'a' })).dropped, 3);
+      assert.strictEqual((await agent.request('layer.audit', { shadow, agent: 'a' })).entries.length, 4);
       await agent.request('activate', { shadow, agent: 'a' });
       fs.writeFileSync(path.join(mp, 'later.txt'), 'later\n');
       await agent.request('layer.restore', { shadow, agent: 'a', name: 'clean' });
-      assert.strictEqual((await agent.request('layer.audit', { shadow, agent: 'a' })).dropped, 4);
+      const last = await agent.request('layer.audit', { shadow, agent: 'a' });
+      assert.deepStrictEqual(
+        last.entries.slice(4).map((e) => `${e.op} ${e.path}`),
+        ['create later.txt'],
+      );
+      assert.ok(
+        last.entries.every((e, i) => i === 0 || e.seq > last.entries[i - 1].seq),
+        'seqs increase, none twice',
+      );
+      assert.strictEqual(last.dropped, 0);
+      assert.ok(!fs.existsSync(path.join(mp, 'later.txt')), 'the layer itself is what the checkpoint holds');
       // Nor by dropping its layer (and making it again), which took the whole record with it.
       await assert.rejects(agent.request('layer.drop', { shadow, agent: 'a' }), (e: ShadowError) => e.code === 'SCOPE_DENIED');
-      assert.strictEqual((await agent.request('layer.audit', { shadow, agent: 'a' })).kept, 1);
+      assert.strictEqual((await agent.request('layer.audit', { shadow, agent: 'a' })).kept, 5);
       await guard.check();
     } finally {
       agent.close();

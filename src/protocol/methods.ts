@@ -99,7 +99,7 @@ export const ScopedMethods = {
   'lsp.hover': 'its agent',
   radar: 'its shadow, its agent (or none given); answers with the overlaps that name its agent only',
   'layer.audit':
-    "its agent: its own audit trail, read-only (another agent's is refused; restoring a checkpoint replaces it, and what that takes out is counted as dropped)",
+    "its agent: its own audit trail, read-only (another agent's is refused; restoring a checkpoint takes nothing out of it)",
 } as const satisfies Partial<Record<keyof typeof Requests, string>>;
 export type ScopedMethod = keyof typeof ScopedMethods;
 

@@ -452,16 +452,23 @@ export class CheckpointStore {
     } finally {
       await shadow.dropLayer(scratch).catch(() => undefined);
     }
-    // The audit trail as the checkpoint saw it; one made before audit trails existed leaves the layer's as it is.
-    // What the layer's record numbered since the checkpoint leaves it: counted as dropped, so that
-    // `dropped` still says every entry that is gone. (An agent may restore its own checkpoints:
-    // otherwise it could make what it did in between vanish from its record without a trace.)
-    // Seqs are never handed out twice in a layer's life, so those are the numbers from the
-    // checkpoint's next one up to the record's; a record that began after the checkpoint (a
-    // new mount, a layer made again) numbered none of them.
+    // The audit trail as the checkpoint saw it, then every entry the layer's record numbered
+    // since: a restore takes nothing out of the record (an agent may restore its own checkpoints,
+    // and would otherwise make what its programs did in between vanish; review). One made before
+    // audit trails existed leaves the layer's as it is. Seqs are never handed out twice in a
+    // layer's life, so the entries since are those numbered from the checkpoint's next one on
+    // (a record that began after the checkpoint, on a new mount, numbered from there too);
+    // those the record had already dropped stay counted in `dropped`, and loadAudit drops (and
+    // counts) the oldest past the limits.
     if (audit) {
-      const handedOut = (await target.auditRecord()).nextSeq;
-      await target.loadAudit({ ...audit, dropped: audit.dropped + Math.max(0, handedOut - audit.nextSeq) });
+      const now = await target.auditRecord();
+      const since = now.entries.filter((e) => e.seq >= audit.nextSeq);
+      const numberedSince = Math.max(0, now.nextSeq - audit.nextSeq);
+      await target.loadAudit({
+        entries: [...audit.entries, ...since],
+        dropped: audit.dropped + Math.max(0, numberedSince - since.length),
+        nextSeq: Math.max(audit.nextSeq, now.nextSeq),
+      });
     }
     provenance.setLayerSince(agent, m.layerSince);
     provenance.clearRestoredBases(agent);

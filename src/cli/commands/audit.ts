@@ -68,7 +68,7 @@ export const auditCommand: CommandModule<object, Args> = {
       if (r.matched > r.entries.length) lines.unshift(`(${r.matched - r.entries.length} older matching entries not shown: --limit)`);
       if (r.dropped > 0)
         lines.unshift(
-          `(${r.dropped} entries were dropped: the oldest, to keep the record within ${r.maxEntries} entries / ${r.maxBytes} bytes, and those a restored checkpoint replaced)`,
+          `(${r.dropped} entries were dropped: the oldest, to keep the record within ${r.maxEntries} entries / ${r.maxBytes} bytes)`,
         );
       if (r.entries.length === 0) lines.push(`nothing recorded for ${r.agent}${r.kept ? ' that matches' : ''}`);
       emit(args, r, lines.join('\n'));

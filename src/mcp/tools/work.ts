@@ -108,7 +108,9 @@ export const WORK_TOOLS: ToolDef[] = [
         return `${e.time} ${e.comm || '?'}[${e.pid}] ${e.op}${e.write ? '(w)' : ''} ${where}${e.bytes ? ` ${e.bytes}B` : ''}`;
       });
       const head = [
-        ...(r.dropped ? [`(${r.dropped} oldest entries dropped to stay within ${r.maxEntries} entries)`] : []),
+        ...(r.dropped
+          ? [`(${r.dropped} oldest entries dropped to keep the record within ${r.maxEntries} entries / ${r.maxBytes} bytes)`]
+          : []),
         ...(r.matched > r.entries.length ? [`(${r.matched - r.entries.length} older matching entries not shown)`] : []),
       ];
       return output([...head, ...(lines.length ? lines : ['nothing recorded'])].join('\n'));
