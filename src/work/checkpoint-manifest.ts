@@ -60,6 +60,22 @@ export interface CheckpointInfo {
   bytes: number;
 }
 
+/**
+ * Every blob `m` references: its files' contents (a whole file's `blob`, or each of its `chunks`),
+ * the base contents it kept (`baseBlob`) and its audit trail (`audit`). The blob collection of
+ * checkpoints.ts keeps exactly these: a new kind of reference must be added here.
+ */
+export function manifestBlobs(m: Pick<CheckpointManifest, 'entries' | 'audit'>): Set<string> {
+  const out = new Set<string>();
+  for (const e of m.entries) {
+    if (e.blob !== undefined) out.add(e.blob);
+    for (const c of e.chunks ?? []) out.add(c.blob);
+    if (e.baseBlob !== undefined) out.add(e.baseBlob);
+  }
+  if (m.audit !== undefined) out.add(m.audit);
+  return out;
+}
+
 /** A blob's id: the SHA-256 of its content, in lower-case hex. */
 export const BLOB_RE = /^[0-9a-f]{64}$/;
 

@@ -9,7 +9,9 @@
 //                                          /<agent>/<name>.json
 // where <folder key> is a hash of the folder's real path (a shadow's name may change; the folder
 // is what the layer is relative to). Every file is written beside and renamed into place, so a
-// crash never leaves a half-written checkpoint.
+// crash never leaves a half-written checkpoint. A blob no manifest references any more (its
+// checkpoint saved over or removed, an autosave replaced or forgotten) is removed: collect(),
+// after every save and remove, which also says how a save under way is kept safe from it.
 //
 // What is on disk is input, not truth: a process of this user (an agent's, say) may have forged
 // any of it. Every read checks it: a manifest's shape, its paths (normalizeRelPath), its blob ids
@@ -42,6 +44,7 @@ import {
   type CheckpointManifest,
   CHUNK_BYTES,
   corrupt,
+  manifestBlobs,
   ManifestSchema,
   MAX_MANIFEST_BYTES,
 } from './checkpoint-manifest';
@@ -77,6 +80,21 @@ export const MasksFile = z.strictObject({
   copied: z.record(MaskAgent, MaskAgent).optional(),
 });
 
+/**
+ * What this process still needs of a store's blobs beyond its manifests, per store root (several
+ * stores, one per shadow of a folder, share a root): `pins` counts the blobs each save or restore
+ * under way has put or will read (see collect()); `holders` list blobs kept in memory for later
+ * (a restored layer's base contents, which apply merges with and the next save records again).
+ */
+interface InUse {
+  pins: Map<string, number>;
+  holders: Set<() => Iterable<string>>;
+}
+const inUse = new Map<string, InUse>();
+
+/** A name in blobs/: a blob, or what writeAtomic writes beside one (left there by a crash, see collect()). */
+const BLOB_FILE_RE = /^([0-9a-f]{64})(\.[0-9a-f]{12}\.tmp)?$/;
+
 export class CheckpointStore {
   readonly root: string;
   /**
@@ -87,6 +105,8 @@ export class CheckpointStore {
    * Files are read and stored a chunk (CHUNK_BYTES) at a time, never whole.
    */
   maxFileBytes?: number;
+  /** Where a blob collection that failed after a save or remove (which themselves succeeded) is said. */
+  log?: (line: string) => void;
   /** The directories from the state directory down to root, each checked to be no link. */
   private readonly chain: string[];
 
@@ -115,9 +135,49 @@ export class CheckpointStore {
     return path.join(this.root, 'blobs', hash);
   }
 
-  private putBlob(data: Buffer): string {
+  /** The blobs this process needs of this store beyond its manifests (made when first asked for). */
+  private inUse(): InUse {
+    let u = inUse.get(this.root);
+    if (!u) inUse.set(this.root, (u = { pins: new Map(), holders: new Set() }));
+    return u;
+  }
+
+  /** Keeps `hash` from collect() until unpin(held). */
+  private pin(hash: string, held: string[]): void {
+    const pins = this.inUse().pins;
+    pins.set(hash, (pins.get(hash) ?? 0) + 1);
+    held.push(hash);
+  }
+
+  private unpin(held: string[]): void {
+    const u = this.inUse();
+    for (const h of held.splice(0)) {
+      const n = (u.pins.get(h) ?? 1) - 1;
+      if (n > 0) u.pins.set(h, n);
+      else u.pins.delete(h);
+    }
+    if (!u.pins.size && !u.holders.size) inUse.delete(this.root);
+  }
+
+  /**
+   * Keeps the blobs `blobs()` lists (asked at each collection) until the returned function is
+   * called: what this process holds by id in memory, outside any manifest.
+   */
+  hold(blobs: () => Iterable<string>): () => void {
+    this.inUse().holders.add(blobs);
+    return () => {
+      const u = this.inUse();
+      u.holders.delete(blobs);
+      if (!u.pins.size && !u.holders.size) inUse.delete(this.root);
+    };
+  }
+
+  /** Stores `data` as a blob, pinned (in `held`) until the manifest that names it is written. */
+  private putBlob(data: Buffer, held: string[]): string {
     const hash = crypto.createHash('sha256').update(data).digest('hex');
     const file = this.blobPath(hash);
+    // Pinned before it is looked at, in the same synchronous step: no collection runs in between.
+    this.pin(hash, held);
     // Kept when a plain file of that size is there (reads check its hash); anything else is replaced.
     const st = fs.lstatSync(file, { throwIfNoEntry: false });
     if (!st || !st.isFile() || st.size !== data.length) {
@@ -152,6 +212,7 @@ export class CheckpointStore {
     agent: string,
     rel: string,
     max: number,
+    held: string[],
   ): Promise<{ bytes: number; content: Pick<CheckpointEntry, 'blob' | 'size' | 'chunks'> }> {
     const layer = shadow.layer(agent);
     const ext = await layer.dataExtents(rel);
@@ -161,7 +222,7 @@ export class CheckpointStore {
     if (whole && ext.size <= CHUNK_BYTES) {
       const r = await layer.readRange(rel, 0, CHUNK_BYTES);
       if (r.size !== ext.size || r.data.length !== ext.size) throw changedWhileSaved(rel);
-      return { bytes: r.data.length, content: { blob: this.putBlob(r.data) } };
+      return { bytes: r.data.length, content: { blob: this.putBlob(r.data, held) } };
     }
     const chunks: CheckpointChunk[] = [];
     for (const [off, len] of ext.extents) {
@@ -169,16 +230,37 @@ export class CheckpointStore {
         const n = Math.min(CHUNK_BYTES, off + len - at);
         const r = await layer.readRange(rel, at, n);
         if (r.size !== ext.size || r.data.length !== n) throw changedWhileSaved(rel);
-        chunks.push({ offset: at, length: n, blob: this.putBlob(r.data) });
+        chunks.push({ offset: at, length: n, blob: this.putBlob(r.data, held) });
       }
     }
     return { bytes: data, content: { size: ext.size, chunks } };
   }
 
-  /** Saves `agent`'s layer as checkpoint `name` (replacing one of that name). */
+  /**
+   * Saves `agent`'s layer as checkpoint `name` (replacing one of that name), then removes the
+   * blobs no checkpoint references any more (those of the one it replaced, say: collect()).
+   */
   async save(shadow: Shadow, provenance: Provenance, agent: string, name: string, auto = false): Promise<CheckpointInfo> {
     checkName(name);
     checkAgentDir(agent);
+    // The blobs this save put or names, pinned until its manifest names them (or it failed).
+    const held: string[] = [];
+    try {
+      return await this.saveHeld(shadow, provenance, agent, name, auto, held);
+    } finally {
+      this.unpin(held);
+      this.collectAfter(`saving the checkpoint ${name} of ${agent}`);
+    }
+  }
+
+  private async saveHeld(
+    shadow: Shadow,
+    provenance: Provenance,
+    agent: string,
+    name: string,
+    auto: boolean,
+    held: string[],
+  ): Promise<CheckpointInfo> {
     const layer = shadow.layer(agent);
     const max = this.maxFileBytes ?? checkpointMaxFileBytes();
     const changes = await layer.changes();
@@ -215,20 +297,22 @@ export class CheckpointStore {
       if (st.type === 'directory') entries.push({ path: p, type: 'dir', mode: st.mode });
       else if (st.type === 'symlink') entries.push({ path: p, type: 'symlink', target: await layer.readlink(p) });
       else if (st.type === 'file') {
-        const stored = await this.putFile(shadow, agent, p, max);
+        const stored = await this.putFile(shadow, agent, p, max, held);
         bytes += stored.bytes;
         const e: CheckpointEntry = { path: p, type: 'file', mode: st.mode, ...stored.content };
         const base = provenance.restoredBase(agent, p)?.base ?? layerBase;
         if (base) {
           e.base = base;
           const known = provenance.restoredBase(agent, p)?.blob;
-          if (known) e.baseBlob = known;
-          else {
+          if (known) {
+            e.baseBlob = known;
+            this.pin(known, held);
+          } else {
             // The folder's file is still the one the agent started from: keep its content.
             // (Not a base larger than the cap: the checkpoint then has the base's identity only.)
             const now = base.size <= max ? await folderSide(shadow.folder, p) : null;
             if (now && typeof now === 'object' && now.kind === 'file' && !now.large && sameIdentity(path.join(shadow.folder, p), base))
-              e.baseBlob = this.putBlob(now.data);
+              e.baseBlob = this.putBlob(now.data, held);
           }
         }
         entries.push(e);
@@ -241,7 +325,7 @@ export class CheckpointStore {
     for (const f of c.files) if (f.new && !seen.has(f.path)) await addPresent(f.path);
     entries.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
     // The audit trail as it is now (docs/audit-trail.md): restoring the checkpoint brings it back.
-    const audit = this.putBlob(Buffer.from(JSON.stringify(await layer.auditRecord())));
+    const audit = this.putBlob(Buffer.from(JSON.stringify(await layer.auditRecord())), held);
     const m: CheckpointManifest = {
       // Version 1 where every file is whole, so that a checkpoint without sparse or large files reads as before.
       version: entries.some((e) => e.chunks) ? 2 : 1,
@@ -415,6 +499,24 @@ export class CheckpointStore {
    */
   async restore(shadow: Shadow, provenance: Provenance, agent: string, name: string): Promise<{ name: string; paths: number }> {
     const m = this.read(agent, name);
+    // Its blobs are read until the replay ends: pinned, so that saving over this checkpoint (or
+    // removing it) meanwhile does not take them away halfway (read and pinned in one synchronous step).
+    const held: string[] = [];
+    for (const h of manifestBlobs(m)) this.pin(h, held);
+    try {
+      return await this.restoreHeld(shadow, provenance, agent, name, m);
+    } finally {
+      this.unpin(held);
+    }
+  }
+
+  private async restoreHeld(
+    shadow: Shadow,
+    provenance: Provenance,
+    agent: string,
+    name: string,
+    m: CheckpointManifest,
+  ): Promise<{ name: string; paths: number }> {
     for (const e of m.entries) {
       if (e.blob) this.getBlob(e.blob);
       for (const c of e.chunks ?? [])
@@ -544,6 +646,7 @@ export class CheckpointStore {
     }
   }
 
+  /** Removes checkpoint `name` of `agent`, then the blobs no checkpoint references any more (collect()). */
   remove(agent: string, name: string): void {
     checkName(name);
     try {
@@ -554,5 +657,88 @@ export class CheckpointStore {
     const file = this.manifestPath(agent, name);
     this.checkDirs(agent); // never through a linked directory; rmSync removes a link itself, not its target
     fs.rmSync(file, { force: true });
+    this.collectAfter(`removing the checkpoint ${name} of ${agent}`);
+  }
+
+  /** collect() after a save or remove that succeeded: a collection that fails is said (log), not theirs to fail. */
+  private collectAfter(what: string): void {
+    try {
+      this.collect();
+    } catch (err) {
+      this.log?.(`unused checkpoint contents of ${this.folder} were not removed after ${what}: ${(err as Error).message}`);
+    }
+  }
+
+  /**
+   * Removes every blob no manifest of this folder references (manifestBlobs) and that no save or
+   * restore under way, nor anything held (hold()), still needs; returns how many it removed.
+   *
+   * Safe against a save under way, by construction rather than by timing: a save writes its
+   * blobs before its manifest, and pins each (in memory, per root, for every store of the
+   * folder in this process) in the same synchronous step that looks for or writes it, until
+   * its manifest is written. This collection is synchronous from its first read of a manifest to
+   * its last unlink, so in this single-threaded process no save (nor restore) runs in the middle
+   * of it: a blob is either pinned when it looks, or put (again) after it is done. Not a lock
+   * that would make saves wait for one another, and not a grace period by age, which a slow save
+   * (a large layer, a loaded machine) could outlast. It holds for the daemon, the one process
+   * that saves a user's checkpoints; another process saving into the same folder's store at the
+   * same time is not guarded against.
+   *
+   * It is conservative: a manifest that fails its checks keeps every blob id its text names
+   * (it may be mended), one that cannot be read stops the collection (nothing removed), and
+   * nothing beneath a link is read or removed; only names of blobs/ (a link there is removed
+   * itself, never its target). What writeAtomic leaves beside a blob when a crash stops it
+   * (<sha256>.<hex>.tmp) is removed too: none is being written while this runs.
+   */
+  collect(): number {
+    const blobs = path.join(this.root, 'blobs');
+    this.checkDirs('blobs');
+    if (!fs.lstatSync(blobs, { throwIfNoEntry: false })) return 0;
+    const keep = this.referenced();
+    const u = inUse.get(this.root);
+    for (const h of u?.pins.keys() ?? []) keep.add(h);
+    for (const holder of u?.holders ?? []) for (const h of holder()) keep.add(h);
+    this.checkDirs('blobs'); // again, just before removing: still no link
+    let removed = 0;
+    for (const d of fs.readdirSync(blobs, { withFileTypes: true })) {
+      const m = BLOB_FILE_RE.exec(d.name);
+      if (!m || d.isDirectory() || (!m[2] && keep.has(m[1]))) continue;
+      try {
+        fs.unlinkSync(path.join(blobs, d.name)); // a link is removed itself: unlink never follows one
+        removed++;
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+      }
+    }
+    return removed;
+  }
+
+  /** The blob ids the manifests of every agent's directory name (see collect()). */
+  private referenced(): Set<string> {
+    const out = new Set<string>();
+    this.checkDirs();
+    for (const d of fs.readdirSync(this.root, { withFileTypes: true })) {
+      // Every real directory but blobs/ (not only those named as agents are), never a link to one.
+      if (!d.isDirectory() || d.name === 'blobs') continue;
+      const dir = path.join(this.root, d.name);
+      checkRealDir(dir);
+      for (const f of fs.readdirSync(dir, { withFileTypes: true })) {
+        if (!f.name.endsWith('.json')) continue; // a manifest's .tmp a crash left names nothing restorable
+        const file = path.join(dir, f.name);
+        const st = fs.lstatSync(file, { throwIfNoEntry: false });
+        // What read() refuses without opening (a link, not a plain file, too big) is no checkpoint.
+        if (!st || !st.isFile() || st.size > MAX_MANIFEST_BYTES) continue;
+        const text = readPlain(file, MAX_MANIFEST_BYTES)?.toString('utf8') ?? '';
+        let parsed: ReturnType<typeof ManifestSchema.safeParse> | undefined;
+        try {
+          parsed = ManifestSchema.safeParse(JSON.parse(text));
+        } catch {
+          parsed = undefined;
+        }
+        if (parsed?.success) for (const h of manifestBlobs(parsed.data)) out.add(h);
+        else for (const h of text.match(/[0-9a-f]{64}/g) ?? []) out.add(h);
+      }
+    }
+    return out;
   }
 }

@@ -74,6 +74,11 @@ export class Provenance {
     return this.restored.get(agent) ?? new Map();
   }
 
+  /** The checkpoint blobs of every agent's carried-over bases (kept from blob collection while this lives: WorkService). */
+  *restoredBlobs(): Iterable<string> {
+    for (const m of this.restored.values()) for (const r of m.values()) if (r.blob !== undefined) yield r.blob;
+  }
+
   setRestoredBase(agent: string, rel: string, base: ChangeBase, blob?: string): void {
     let m = this.restored.get(agent);
     if (!m) this.restored.set(agent, (m = new Map()));

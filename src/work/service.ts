@@ -92,6 +92,8 @@ export class WorkService {
   /** Per agent, the folder's directories its applies changed, as they left them (ApplyOptions.appliedDirs). */
   private readonly appliedDirs = new Map<string, Map<string, string>>();
   private saving: Promise<void> | undefined;
+  /** Lets blob collection take the restored bases' contents again (dispose). */
+  private readonly releaseBases: () => void;
 
   readonly rejectionStore: RejectionStore;
 
@@ -100,7 +102,11 @@ export class WorkService {
     private readonly opts: { autosaveMs?: number; log?: (line: string) => void; neighbours?: () => Shadow[] } = {},
   ) {
     this.store = new CheckpointStore(shadow.folder);
+    this.store.log = opts.log;
     this.provenance = new Provenance(shadow);
+    // A restored layer's base contents are checkpoint blobs apply merges with (and the next
+    // checkpoint records again): kept while the layer may need them, though their checkpoint goes.
+    this.releaseBases = this.store.hold(() => this.provenance.restoredBlobs());
     this.radar = new Radar(shadow, this.provenance, { log: opts.log });
     this.rejectionStore = new RejectionStore(shadow.folder);
     if (opts.autosaveMs && opts.autosaveMs > 0) {
@@ -478,5 +484,6 @@ export class WorkService {
     if (flush) await this.autosave();
     this.radar.dispose();
     this.provenance.dispose();
+    this.releaseBases();
   }
 }
