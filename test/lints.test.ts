@@ -8,6 +8,7 @@ import * as fs from 'fs';
 import * as path from 'path';
 import { LintsService } from '../src/lints/service';
 import { FolderChanges } from '../src/shadow/folder-changes';
+import { writeText } from '../src/work/files';
 import type { Shadow } from '../src/shadow';
 import { eventually, repoRoot, tempDir, withShadow } from './helpers/fixtures';
 import { stopTestDaemon } from './helpers/hooks';
@@ -487,6 +488,29 @@ describe('lints: diagnostics from warm language servers inside the shadow', func
         .at('hover', { agent: 'evil', path: 'src/leak.ts', position: { line: 0, character: 3 }, timeoutMs: 60_000 })
         .catch((e: Error) => e);
       assert.doesNotMatch(JSON.stringify(hover instanceof Error ? hover.message : hover), /hostSecret/);
+    });
+  });
+
+  it("another agent's layer cannot fail my checks: a file of the folder made a directory there, a path too long for the system (review)", async () => {
+    await withService(async (svc, shadow) => {
+      await shadow.withLayer('dos', async () => {
+        fs.rmSync(path.join(shadow.mountPoint, 'src', 'a.ts'));
+        fs.mkdirSync(path.join(shadow.mountPoint, 'src', 'a.ts'));
+        fs.writeFileSync(path.join(shadow.mountPoint, 'src', 'a.ts', 'z.ts'), 'export const z = 1;\n');
+      });
+      // Deeper than PATH_MAX (4,096 bytes) once joined to the folder: written through the layer.
+      await writeText(shadow.layer('dos'), `${'d/'.repeat(2100)}x.ts`, 'export const x = 1;\n');
+      const r = await svc.lints({
+        shadow: 's',
+        agent: 'bob',
+        edits: [{ path: 'src/b.ts', content: B_TS.replace('add(1, 2)', "add('1', 2)") }],
+        timeoutMs: 60_000,
+      });
+      assert.deepStrictEqual(
+        r.files.map((f) => [f.path, f.status, f.introduced.length]),
+        [['src/b.ts', 'fresh', 1]],
+        JSON.stringify(r),
+      );
     });
   });
 

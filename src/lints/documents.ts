@@ -82,6 +82,10 @@ export function kindBeneath(root: string, rel: string): 'file' | 'other' | 'miss
     return !st ? 'missing' : st.isFile() ? 'file' : 'other';
   } catch (err) {
     if (err instanceof ShadowError && err.code === 'PATH_THROUGH_SYMLINK') return 'other';
+    // A path no file can be at (a component that is a file: NOT_A_DIRECTORY or ENOTDIR; too long
+    // for the system): one agent's layer must not make every agent's checks fail (review).
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'NOT_A_DIRECTORY' || code === 'ENOTDIR' || code === 'ENAMETOOLONG' || code === 'ENOENT') return 'missing';
     throw err;
   } finally {
     dir.close();

@@ -10,6 +10,7 @@ import type { LanguageServerSession } from '../lsp/session';
 import type { ServerPool } from '../lsp/pool';
 import { serverFor, type ServerSpec } from '../lsp/servers';
 import type { Shadow } from '../shadow';
+import { ShadowError } from '../common/errors';
 import { kindBeneath, readRegularText } from './documents';
 
 /** More folder edits than this between two questions (a checkout, an install): restart the server rather than re-open each. */
@@ -122,7 +123,7 @@ export class ServerSync {
     for (const rel of paths) kinds.set(rel, kindBeneath(root, rel));
     for (const rel of paths) {
       const here = kinds.get(rel) !== 'missing';
-      const inFolder = fs.lstatSync(path.join(this.shadow.folder, rel), { throwIfNoEntry: false }) !== undefined;
+      const inFolder = inTheFolder(this.shadow.folder, rel);
       changes.push({ relPath: rel, type: !here ? 'deleted' : inFolder ? 'changed' : 'created' });
     }
     session.filesChanged(changes);
@@ -136,8 +137,19 @@ export class ServerSync {
       if (!m || m.spec.id !== state.spec.id) continue;
       // Only a regular file reached without a link is handed over; the server reads anything else
       // itself, as its confined view shows it (a link to your home leads to an empty one there).
-      if (kinds.get(rel) === 'file') await this.syncDocument(session, rel, m.languageId);
-      else if (state.open.has(rel)) {
+      // A file that cannot be handed over (too large, swapped for a link or a FIFO since it was
+      // looked at) is left to the server's own reading, as one that is not a file: any agent's
+      // layer is in `paths`, and one agent's file must not fail every agent's checks (review).
+      let handed = false;
+      if (kinds.get(rel) === 'file') {
+        try {
+          await this.syncDocument(session, rel, m.languageId);
+          handed = true;
+        } catch (err) {
+          if (!(err instanceof ShadowError)) throw err;
+        }
+      }
+      if (!handed && state.open.has(rel)) {
         session.close(rel);
         state.open.delete(rel);
       }
@@ -182,5 +194,18 @@ export class ServerSync {
     const text = await readRegularText(state.root, rel);
     state.open.set(rel, languageId);
     return session.sync(rel, languageId, text);
+  }
+}
+
+/**
+ * Whether the folder has a name at `rel` (its own link counts, never followed). Any error is
+ * "no": the paths come from agents' layers, and one whose directory is a file in the folder, or
+ * too long for the system, must not make every agent's checks fail (review: ENOTDIR did).
+ */
+function inTheFolder(folder: string, rel: string): boolean {
+  try {
+    return fs.lstatSync(path.join(folder, rel), { throwIfNoEntry: false }) !== undefined;
+  } catch {
+    return false;
   }
 }
