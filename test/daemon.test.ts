@@ -718,6 +718,12 @@ describe('the shadowfs daemon', function () {
       const stdinDash = cli(['run', 'cliwork', '--agent', 'bob', '--', 'cat', '-'], 'ignored\n');
       assert.strictEqual(stdinDash.status, 0, how(stdinDash));
       assert.strictEqual(stdinDash.stdout, '', 'a run has no input: "cat -" reads nothing');
+      // A run's command with a "-" but without "--" is refused, never run without its "-" (yargs
+      // drops it) nor with "./-" (review).
+      const echoDash = cli(['run', 'cliwork', '--agent', 'bob', 'echo', '-', 'x']);
+      assert.strictEqual(echoDash.status, 2, how(echoDash));
+      assert.match(echoDash.stderr, /a "-" in the command of run is kept only after "--"/);
+      assert.strictEqual(cli(['run', 'cliwork', '--agent', 'bob', '--', 'echo', '-', 'x']).stdout, '- x\n');
       assert.strictEqual(cli(['layer', 'rm', 'cliwork', 'bob', '-']).status, 0);
       assert.notStrictEqual(cli(['layer', 'cat', 'cliwork', 'bob', '-']).status, 0);
       await guard.check(); // nothing above wrote the folder

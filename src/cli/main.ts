@@ -119,14 +119,26 @@ function refuseStrayDoubleDash(argv: string[]): void {
 
 /**
  * yargs reads a lone "-" given for a single `<path>` as an empty string, the shadow root
- * (`layer cat S A -` said "path names the shadow root itself"); no option or argument of
- * shadowfs gives "-" a meaning of its own (standard input is never named so), so before the
- * first "--" it is passed as "./-", the same relative path. After "--" (a run's or a shell's
- * command, or paths, which yargs keeps as they are) nothing is changed.
+ * (`layer cat S A -` said "path names the shadow root itself"): for the commands that take one
+ * (`layer …` and `file …`, which give "-" no meaning of its own), it is passed as "./-", the same
+ * relative path. Every other command's words are left as they are: a run's command after "--"
+ * (`run S --agent a -- tar cf - src`) keeps its "-", one without "--" is refused (yargs would
+ * drop the "-"; review), and paths after "--" are kept by yargs.
  */
 function dashAsPath(argv: string[]): string[] {
   const at = argv.indexOf('--');
   const end = at < 0 ? argv.length : at;
+  const command = argv.slice(0, end).find((w) => !w.startsWith('-'));
+  if ((command === 'run' || command === 'shell') && at < 0 && argv.includes('-')) {
+    // yargs drops a lone "-" from a command given without "--" (`run S --agent a echo - x` ran
+    // `echo x`): refused, never run as something else.
+    process.stderr.write(
+      `shadowfs: a "-" in the command of ${command} is kept only after "--": shadowfs ${command} … -- ${argv.slice(argv.indexOf(command) + 1).join(' ')}\n` +
+        'Run "shadowfs --help" for usage.\n',
+    );
+    process.exit(ExitCode.USAGE);
+  }
+  if (command !== 'layer' && command !== 'file') return argv;
   return argv.map((w, i) => (i < end && w === '-' ? './-' : w));
 }
 
