@@ -265,6 +265,27 @@ describe('the audit trail', function () {
         await w.restore('a', 'autosave');
         assert.deepStrictEqual((await shadow.layer('a').audit()).entries, saved);
       });
+      // A new mount where the agent works before a checkpoint is restored: its record began again
+      // (numbered from 1), and the restore keeps what it did, numbered on after the checkpoint's
+      // (review: it was taken out, uncounted).
+      await withW(async (w, shadow, mp) => {
+        await shadow.createLayer('a');
+        await shadow.activate('a');
+        sh(mp, 'echo four > four.txt');
+        assert.deepStrictEqual(
+          (await shadow.layer('a').audit()).entries.map((e) => e.seq),
+          [1],
+        );
+        await shadow.activate(null);
+        await w.restore('a', 'autosave');
+        const r = await shadow.layer('a').audit();
+        assert.deepStrictEqual(r.entries.slice(0, saved.length), saved);
+        assert.deepStrictEqual(
+          r.entries.slice(saved.length).map((e) => [e.seq, brief(e)]),
+          [[saved[saved.length - 1].seq + 1, 'create w four.txt 5']],
+        );
+        assert.strictEqual(r.dropped, 0);
+      });
       await guard.check();
     } finally {
       guard.stop();

@@ -128,6 +128,47 @@ export function queryAudit(agent: string, record: AuditRecord, q: AuditQuery = {
   };
 }
 
+/** What loadAudit takes: a record's entries, its count of dropped ones and the seq it hands out next. */
+export type AuditState = Pick<AuditRecord, 'entries' | 'dropped' | 'nextSeq'>;
+
+/**
+ * The record a layer gets when a checkpoint's record (`saved`) is restored over its own (`now`):
+ * the checkpoint's entries, then every entry of `now` the checkpoint does not hold. A restore
+ * takes nothing out: an agent may restore its own checkpoints, and would otherwise make what its
+ * programs did since vanish from its record (review; also across a new mount or a layer dropped
+ * and made again, whose record numbers from its start again).
+ *
+ * An entry is the checkpoint's when its seq, time, op, process and paths are the same (its byte
+ * count may have grown since: `now`'s is taken). When every other entry of `now` is numbered from
+ * the checkpoint's next seq on, the record is the checkpoint's own, gone on: seqs and `dropped`
+ * continue (what it numbered since and no longer holds counted as dropped). Otherwise it began
+ * again after the checkpoint: its entries are numbered on after the checkpoint's, oldest first,
+ * and what it dropped is added to the checkpoint's count.
+ */
+export function restoredAudit(saved: AuditState, now: AuditState): AuditState {
+  const key = (e: AuditEntry): string => JSON.stringify([e.seq, e.timeMs, e.op, e.write, e.pid, e.path, e.to]);
+  const current = new Map(now.entries.map((e) => [key(e), e]));
+  const kept = saved.entries.map((e) => {
+    const mine = current.get(key(e));
+    current.delete(key(e));
+    return mine ?? e;
+  });
+  const since = [...current.values()];
+  if (since.every((e) => e.seq >= saved.nextSeq)) {
+    const numberedSince = Math.max(0, now.nextSeq - saved.nextSeq);
+    return {
+      entries: [...kept, ...since],
+      dropped: saved.dropped + Math.max(0, numberedSince - since.length),
+      nextSeq: Math.max(saved.nextSeq, now.nextSeq),
+    };
+  }
+  return {
+    entries: [...kept, ...since.map((e, i) => ({ ...e, seq: saved.nextSeq + i }))],
+    dropped: saved.dropped + now.dropped,
+    nextSeq: saved.nextSeq + since.length,
+  };
+}
+
 /** The shape a saved record must have (a checkpoint's copy is input: checked before it is loaded). */
 export const AuditRecordSchema = z.object({
   entries: z.array(

@@ -32,7 +32,7 @@ import type { ChangeBase } from '../shadow/native';
 import { normalizeRelPath } from '../common/paths';
 import { stateDir } from '../platform';
 import type { Layer, Shadow } from '../shadow';
-import { type AuditRecord, AuditRecordSchema } from '../shadow/audit';
+import { type AuditRecord, AuditRecordSchema, restoredAudit } from '../shadow/audit';
 import {
   BLOB_RE,
   checkAgentDir,
@@ -554,24 +554,11 @@ export class CheckpointStore {
     } finally {
       await shadow.dropLayer(scratch).catch(() => undefined);
     }
-    // The audit trail as the checkpoint saw it, then every entry the layer's record numbered
-    // since: a restore takes nothing out of the record (an agent may restore its own checkpoints,
-    // and would otherwise make what its programs did in between vanish; review). One made before
-    // audit trails existed leaves the layer's as it is. Seqs are never handed out twice in a
-    // layer's life, so the entries since are those numbered from the checkpoint's next one on
-    // (a record that began after the checkpoint, on a new mount, numbered from there too);
-    // those the record had already dropped stay counted in `dropped`, and loadAudit drops (and
-    // counts) the oldest past the limits.
-    if (audit) {
-      const now = await target.auditRecord();
-      const since = now.entries.filter((e) => e.seq >= audit.nextSeq);
-      const numberedSince = Math.max(0, now.nextSeq - audit.nextSeq);
-      await target.loadAudit({
-        entries: [...audit.entries, ...since],
-        dropped: audit.dropped + Math.max(0, numberedSince - since.length),
-        nextSeq: Math.max(audit.nextSeq, now.nextSeq),
-      });
-    }
+    // The audit trail as the checkpoint saw it, then every entry the layer's record has that the
+    // checkpoint does not: a restore takes nothing out of it (restoredAudit). One made before
+    // audit trails existed leaves the layer's as it is; loadAudit drops (and counts) the oldest
+    // past the limits.
+    if (audit) await target.loadAudit(restoredAudit(audit, await target.auditRecord()));
     provenance.setLayerSince(agent, m.layerSince);
     provenance.clearRestoredBases(agent);
     // Each path keeps the base the checkpoint recorded (the earliest: a checkpoint of a restored
