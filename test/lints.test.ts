@@ -491,6 +491,30 @@ describe('lints: diagnostics from warm language servers inside the shadow', func
     });
   });
 
+  it("a server never reads a file masked for the agent, not even by the folder's real path (review)", async () => {
+    const lower = makeTsProject();
+    fs.mkdirSync(path.join(lower, 'cfg'));
+    fs.writeFileSync(path.join(lower, 'cfg', 'secrets.ts'), "export const dbPassword = 'hunter2-db-pass' as const;\n");
+    await withService(async (svc, shadow) => {
+      await shadow.setMask('evil', ['cfg/secrets.ts']);
+      // The agent imports the masked file by the folder's absolute path, and by the mount's.
+      const text = [
+        `import { dbPassword } from '${path.join(lower, 'cfg', 'secrets')}';`,
+        `import { dbPassword as viaMount } from '${path.join(shadow.mountPoint, 'cfg', 'secrets')}';`,
+        'export const n: 1 = dbPassword;',
+        'export const m: 1 = viaMount;',
+        '',
+      ].join('\n');
+      const r = await svc.lints({ shadow: 's', agent: 'evil', edits: [{ path: 'src/imp.ts', content: text }], timeoutMs: 60_000 });
+      assert.strictEqual(r.files[0].status, 'fresh', JSON.stringify(r));
+      assert.doesNotMatch(JSON.stringify(r), /hunter2/, JSON.stringify(r));
+      // Both imports fail as for a file that does not exist.
+      assert.strictEqual(r.files[0].introduced.filter((d) => /Cannot find module/.test(d.message)).length, 2, JSON.stringify(r));
+      const hover = await svc.at('hover', { agent: 'evil', path: 'src/imp.ts', position: { line: 2, character: 21 }, timeoutMs: 60_000 });
+      assert.doesNotMatch(JSON.stringify(hover), /hunter2/);
+    }, lower);
+  });
+
   it("another agent's layer cannot fail my checks: a file of the folder made a directory there, a path too long for the system (review)", async () => {
     await withService(async (svc, shadow) => {
       await shadow.withLayer('dos', async () => {

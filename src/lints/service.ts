@@ -133,7 +133,11 @@ export class LintsService {
       idleMs: this.options.idleMs,
       log: this.options.log,
       // Confined like a run: servers see the shadow, never write it, and cannot write the folder.
-      ...(platform.namespaces ? { confine: { folder: this.shadow.folder } } : {}),
+      // Of the folder itself they see its node_modules only, read-only (the folder's own
+      // TypeScript, which tsserverPath picks, and servers installed there): the whole folder at
+      // its real path, where nothing is masked, let a file importing a masked one by that path
+      // quote it back in diagnostics and hovers (review).
+      ...(platform.namespaces ? { confine: { readable: [path.join(this.shadow.folder, 'node_modules')] } } : {}),
     });
   }
 

@@ -12,15 +12,16 @@ const INSTALLATION = path.resolve(__dirname, '..', '..', '..');
 
 /**
  * Starts a server through the launcher: PID, user and mount namespaces, the system read-only, the
- * shadow, the folder and shadowfs's installation read-only at their own paths, Landlock and
- * seccomp. Where no namespace can be made, the launcher's Landlock and seccomp alone (logged).
+ * shadow, shadowfs's installation and the `readable` directories that exist read-only at their
+ * own paths, Landlock and seccomp. Where no namespace can be made, the launcher's Landlock and
+ * seccomp alone (logged).
  */
-export function startConfined(spec: ServerSpec, root: string, folder: string, log: (line: string) => void): cp.ChildProcess {
+export function startConfined(spec: ServerSpec, root: string, readable: string[], log: (line: string) => void): cp.ChildProcess {
   const probe = probeConfinement(false);
   const noNamespaces = !('protections' in probe);
   if (noNamespaces) log(`[${spec.id}] started without namespaces (${probe.problem}): Landlock and seccomp only`);
   const scratch = noNamespaces ? privateTempDir() : undefined;
-  const dirs = [...new Set([root, folder, INSTALLATION].map((d) => fs.realpathSync(d)))];
+  const dirs = [...new Set([root, INSTALLATION, ...readable.filter((d) => fs.existsSync(d))].map((d) => fs.realpathSync(d)))];
   const plan: LaunchPlan = {
     binds: noNamespaces ? [] : dirs.map((dir) => ({ source: dir, target: dir, readOnly: true })),
     cwd: root,

@@ -45,10 +45,14 @@ function packageDir(name: string): string {
   return path.dirname(require.resolve(`${name}/package.json`));
 }
 
-/** The tsserver the TypeScript server should use: the folder's own TypeScript when it has one. */
+/**
+ * The tsserver the TypeScript server should use: the folder's own TypeScript when it has one, by
+ * its real path (pnpm links node_modules/typescript into node_modules/.pnpm; a confined server
+ * sees the folder's node_modules only, at its real path).
+ */
 export function tsserverPath(root: string): string {
   const own = path.join(root, 'node_modules', 'typescript', 'lib', 'tsserver.js');
-  if (fs.existsSync(own)) return own;
+  if (fs.existsSync(own)) return fs.realpathSync(own);
   return path.join(packageDir('typescript'), 'lib', 'tsserver.js');
 }
 

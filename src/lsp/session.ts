@@ -46,10 +46,10 @@ export interface SessionOptions {
   log?: (line: string) => void;
   /**
    * Linux: start the server confined like a run (src/run/launcher.ts), seeing the shadow (its
-   * root) and the user's `folder`, read-only at their own paths, writing nothing but its
-   * private /tmp. Elsewhere, or when unset, it is started directly.
+   * root) and the `readable` directories (those that exist), read-only at their own paths,
+   * writing nothing but its private /tmp. Elsewhere, or when unset, it is started directly.
    */
-  confine?: { folder: string };
+  confine?: { readable: string[] };
   /** Aborting it ends a start() still waiting for initialize at once (the server is stopped). */
   signal?: AbortSignal;
 }
@@ -90,7 +90,7 @@ export class LanguageServerSession {
     this.root = root;
     this.log = opts.log ?? (() => undefined);
     // Its own process group, so whatever the server starts (tsserver, workers) goes with it.
-    this.proc = opts.confine ? startConfined(spec, root, opts.confine.folder, this.log) : startDirect(spec, root);
+    this.proc = opts.confine ? startConfined(spec, root, opts.confine.readable, this.log) : startDirect(spec, root);
     this.pid = this.proc.pid ?? -1;
     this.exitPromise = new Promise((resolve) => {
       const onGone = (code: number | null, signal: string | null): void => {
