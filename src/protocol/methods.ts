@@ -98,8 +98,7 @@ export const ScopedMethods = {
   'lsp.references': 'its agent',
   'lsp.hover': 'its agent',
   radar: 'its shadow, its agent (or none given); answers with the overlaps that name its agent only',
-  'layer.audit':
-    "its agent: its own audit trail, read-only (another agent's is refused; restoring a checkpoint takes nothing out of it)",
+  'layer.audit': "its agent: its own audit trail, read-only (another agent's is refused; restoring a checkpoint takes nothing out of it)",
 } as const satisfies Partial<Record<keyof typeof Requests, string>>;
 export type ScopedMethod = keyof typeof ScopedMethods;
 
