@@ -177,7 +177,9 @@ describe('lints: many agents asking at once', function () {
     const lower = makeProject();
     // A server for .txt files that works until the marker exists, then hangs on its next start
     // (not even initialize is answered). The marker sits in .git, whose edits the service ignores,
-    // so the folder's cached baseline stays and the agents' questions go straight to a batch.
+    // so the folder's cached baseline stays and the agents' questions go straight to a batch. The
+    // server looks for it relative to its directory, the shadow (a confined server sees the
+    // folder's node_modules, not the folder itself).
     fs.mkdirSync(path.join(lower, '.git'));
     fs.mkdirSync(path.join(lower, '.shadowfs'));
     const marker = path.join(lower, '.git', 'hang-now');
@@ -189,7 +191,7 @@ describe('lints: many agents asking at once', function () {
           {
             id: 'wedge',
             command: process.execPath,
-            args: [server, marker],
+            args: [server, '.git/hang-now'],
             languages: [{ languageId: 'plaintext', extensions: ['.txt'] }],
           },
         ],
