@@ -43,6 +43,11 @@ class FolderWatcher {
   // Releases one token (unknown or already released tokens are ignored). The OS watch goes
   // when the last token on that directory is released.
   virtual void unwatch(Token token) = 0;
+  // Whether the directory `token` watches is still watched by the OS: false once the OS dropped
+  // the watch (the directory was deleted; its inode number may already be another directory's,
+  // which a file system that reuses numbers gives a directory made again at once). Backends
+  // without that knowledge say true.
+  virtual bool alive(Token token) { return token != 0; }
   // Ends the watcher's thread and releases every watch. Idempotent.
   virtual void stop() = 0;
 };

@@ -217,11 +217,15 @@ void HLMount::forgetPaths(const std::vector<std::string>& paths, bool allNames) 
     const bool gone = ov_->getattr(view_, p, &a) != 0;
     // A watched directory that is gone or another object now (removed and made again in the
     // folder): the names the kernel has under it go, and it is watched again when next shown.
+    // Another object: another inode number, or the same number with the OS's watch on the old
+    // directory ended (ext4 and tmpfs give a directory made again at once its old number; the
+    // new one then stayed unwatched, and a file removed in it stayed in the kernel for a day).
     bool replaced = false;
     if (watcher_) {
       std::lock_guard lock(watchMu_);
       auto w = watched_.find(p);
-      if (w != watched_.end() && (gone || w->second.ino != a.ino)) {
+      if (w != watched_.end() &&
+          (gone || w->second.ino != a.ino || (w->second.token != 0 && !watcher_->alive(w->second.token)))) {
         if (w->second.token) watcher_->unwatch(w->second.token);
         uncovered_.erase(p);
         watched_.erase(w);

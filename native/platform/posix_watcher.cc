@@ -90,6 +90,14 @@ class PosixWatcher final : public FolderWatcher {
     }
   }
 
+  // Any thread. The OS's watch ends with IN_IGNORED, read (and byWd_ updated) before the
+  // callback for the batch that holds it runs.
+  bool alive(Token token) override {
+    std::lock_guard lock(mu_);
+    auto t = tokens_.find(token);
+    return t != tokens_.end() && byWd_.count(t->second.first) != 0;
+  }
+
   void stop() override {
     std::lock_guard stopping(stopMu_);
     {

@@ -13,6 +13,7 @@
 #include <cstring>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "../../../native/platform/posix_watcher.h"
@@ -130,6 +131,37 @@ TEST(watcher_reports_changed_entries_by_relative_path) {
   CHECK(f.reported("sub/inner.txt"));
   CHECK(fchmodat(f.rootFd, "sub", 0700, 0) == 0);
   CHECK(f.waitFor("sub"));
+}
+
+// A directory removed (and made again, which on ext4 and tmpfs may get its old inode number):
+// the token of the old one's watch is no longer alive once its removal is reported, and a watch
+// of the new one is, so a backend can tell it must watch the directory again.
+TEST(watcher_says_a_watch_of_a_removed_directory_is_no_longer_alive) {
+  Fixture f;
+  REQUIRE(mkdirat(f.rootFd, "d", 0755) == 0);
+  FolderWatcher::Token root = 0, d = 0;
+  REQUIRE_OK(f.watcher->watch("", &root));
+  REQUIRE_OK(f.watcher->watch("d", &d));
+  CHECK(f.watcher->alive(d) && f.watcher->alive(root));
+  REQUIRE(unlinkat(f.rootFd, "d", AT_REMOVEDIR) == 0);
+  REQUIRE(mkdirat(f.rootFd, "d", 0755) == 0);
+  // The old watch's own events (IN_DELETE_SELF, IN_IGNORED) report "d"; the root's too. Wait
+  // until the watch is dropped: reported with the batch that holds IN_IGNORED, at the latest.
+  bool gone = false;
+  for (int i = 0; i < 300 && !gone; i++) {
+    gone = !f.watcher->alive(d);
+    if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  CHECK(gone);
+  CHECK(f.watcher->alive(root));
+  FolderWatcher::Token again = 0;
+  REQUIRE_OK(f.watcher->watch("d", &again));
+  CHECK(f.watcher->alive(again));
+  f.touch("d/new");
+  CHECK(f.waitFor("d/new"));
+  f.watcher->unwatch(d);  // the dead token: ignored
+  CHECK(f.watcher->alive(again));
+  CHECK(!f.watcher->alive(0));
 }
 
 TEST(watcher_counts_watches_of_one_directory) {
